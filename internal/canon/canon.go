@@ -1,0 +1,159 @@
+// Package canon owns the project's hashing contract: RFC 8785 (JSON
+// Canonicalization Scheme) canonical JSON of Go values and raw JSON,
+// "sha256:<64 lowercase hex>" digests over it, and deterministic,
+// content-derived identifiers such as pol_…, tool_…, dr_… and rp_….
+//
+// Every digest in ContextOS is SHA-256 over the canonical JSON of a value with
+// the digest field itself left out (see [DigestExcluding]). The same value
+// gives the same bytes and the same digest on every machine, run and Go
+// version: map iteration order never reaches the output, numbers are written
+// in the ECMAScript form RFC 8785 prescribes and object keys are sorted by
+// their UTF-16 code units.
+package canon
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+)
+
+// DigestPrefix starts every digest this package writes.
+const DigestPrefix = "sha256:"
+
+// ErrNotCanonicalizable reports a value or document that has no canonical
+// JSON form: invalid JSON, a NaN or infinite number, or a Go value that
+// encoding/json cannot marshal.
+var ErrNotCanonicalizable = errors.New("canon: value has no canonical JSON form")
+
+// JSON returns the RFC 8785 canonical JSON of v. A []byte or json.RawMessage
+// is taken as a JSON document and canonicalized as is; any other value is
+// first marshalled with encoding/json (so its json tags and MarshalJSON
+// methods apply).
+func JSON(v any) ([]byte, error) {
+	raw, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	return out, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x, nil
+	case []byte:
+		return x, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	return raw, nil
+}
+
+// Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
+// canonical JSON of v.
+func Digest(v any) (string, error) {
+	c, err := JSON(v)
+	if err != nil {
+		return "", err
+	}
+	return DigestBytes(c), nil
+}
+
+// DigestBytes returns "sha256:<hex>" of b exactly as given (no
+// canonicalization). Use it for opaque content such as attachments.
+func DigestBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	var buf [len(DigestPrefix) + 2*sha256.Size]byte
+	copy(buf[:], DigestPrefix)
+	hex.Encode(buf[len(DigestPrefix):], sum[:])
+	return string(buf[:])
+}
+
+// DigestExcluding returns the digest of v with the object member at each
+// given path removed first. A path is a list of object keys from the top,
+// such as []string{"context_ledger", "compiled_context_hash"}; a path whose
+// parent is missing or not an object is ignored. This is how a document that
+// carries its own digest is hashed.
+func DigestExcluding(v any, paths ...[]string) (string, error) {
+	c, err := JSONExcluding(v, paths...)
+	if err != nil {
+		return "", err
+	}
+	return DigestBytes(c), nil
+}
+
+// JSONExcluding is [JSON] with the members at paths removed, as in
+// [DigestExcluding].
+func JSONExcluding(v any, paths ...[]string) ([]byte, error) {
+	if len(paths) == 0 {
+		return JSON(v)
+	}
+	raw, err := marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep numbers' text; jcs re-formats them below
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after JSON value", ErrNotCanonicalizable)
+	}
+	for _, p := range paths {
+		remove(doc, p)
+	}
+	pruned, err := json.Marshal(doc)
+	if err != nil { // unreachable for decoded JSON; reported, never panicked
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	return JSON(json.RawMessage(pruned))
+}
+
+func remove(doc any, path []string) {
+	for i, key := range path {
+		obj, ok := doc.(map[string]any)
+		if !ok {
+			return
+		}
+		if i == len(path)-1 {
+			delete(obj, key)
+			return
+		}
+		doc = obj[key]
+	}
+}
+
+// IsDigest reports whether s has the form "sha256:<64 lowercase hex>".
+func IsDigest(s string) bool {
+	if !strings.HasPrefix(s, DigestPrefix) {
+		return false
+	}
+	return isLowerHex(s[len(DigestPrefix):], 2*sha256.Size)
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,87 @@
+// Package packref owns the grammar of a pinned Context Pack reference,
+// "pack_id@MAJOR.MINOR.PATCH" (DESIGN.md wire rules). runcontext validates
+// request refs with it and pack builds its Ref type on it.
+package packref
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrUnpinned reports a ref without an exact MAJOR.MINOR.PATCH version: no
+// version, a range, "latest", a prerelease or build metadata.
+var ErrUnpinned = errors.New("pack ref is not pinned to pack_id@MAJOR.MINOR.PATCH")
+
+// Ref is a parsed, pinned pack reference.
+type Ref struct {
+	ID                  string
+	Major, Minor, Patch uint64
+}
+
+// String returns the ref in its canonical form.
+func (r Ref) String() string {
+	return r.ID + "@" + strconv.FormatUint(r.Major, 10) + "." + strconv.FormatUint(r.Minor, 10) + "." + strconv.FormatUint(r.Patch, 10)
+}
+
+// Version returns "MAJOR.MINOR.PATCH".
+func (r Ref) Version() string {
+	s := r.String()
+	return s[len(r.ID)+1:]
+}
+
+// MaxLen bounds a ref's length; longer input is refused before parsing.
+const MaxLen = 256
+
+// Parse parses s, which must match ^[A-Za-z0-9_.:-]+@[0-9]+\.[0-9]+\.[0-9]+$
+// with numeric parts that fit in 64 bits and have no leading zeros (as in
+// semantic versioning). Every failure wraps ErrUnpinned; the message quotes
+// the ref only when it is short and printable.
+func Parse(s string) (Ref, error) {
+	if len(s) > MaxLen {
+		return Ref{}, fmt.Errorf("%w: ref longer than %d bytes", ErrUnpinned, MaxLen)
+	}
+	id, ver, ok := strings.Cut(s, "@")
+	if !ok {
+		return Ref{}, fmt.Errorf("%w: %s has no @version", ErrUnpinned, quote(s))
+	}
+	if id == "" {
+		return Ref{}, fmt.Errorf("%w: %s has an empty pack id", ErrUnpinned, quote(s))
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return Ref{}, fmt.Errorf("%w: pack id in %s may contain only letters, digits and _ . : -", ErrUnpinned, quote(s))
+		}
+	}
+	parts := strings.Split(ver, ".")
+	if len(parts) != 3 {
+		return Ref{}, fmt.Errorf("%w: version in %s must be MAJOR.MINOR.PATCH (no ranges, tags, prereleases or build metadata)", ErrUnpinned, quote(s))
+	}
+	var nums [3]uint64
+	for i, p := range parts {
+		if p == "" || strings.TrimLeft(p, "0123456789") != "" {
+			return Ref{}, fmt.Errorf("%w: version in %s must be MAJOR.MINOR.PATCH (no ranges, tags, prereleases or build metadata)", ErrUnpinned, quote(s))
+		}
+		if len(p) > 1 && p[0] == '0' {
+			return Ref{}, fmt.Errorf("%w: version part %q in %s has a leading zero", ErrUnpinned, p, quote(s))
+		}
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return Ref{}, fmt.Errorf("%w: version part in %s is out of range", ErrUnpinned, quote(s))
+		}
+		nums[i] = n
+	}
+	return Ref{ID: id, Major: nums[0], Minor: nums[1], Patch: nums[2]}, nil
+}
+
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		return "ref"
+	}
+	return strconv.Quote(s)
+}

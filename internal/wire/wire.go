@@ -1,0 +1,312 @@
+// Package wire owns strict decoding of the project's JSON documents:
+// case-sensitive field names, unknown fields refused on closed types,
+// additive fields preserved on open ones, and every problem reported with
+// its JSON path.
+//
+// encoding/json matches object keys to struct fields case-insensitively and
+// drops unknown keys; for governed input both are dangerous ("Tenant_ID"
+// silently filling tenant_id, a misspelled budget field silently falling
+// back to a default). [Decode] walks the document against the Go type first
+// and refuses such keys, then decodes.
+//
+// A struct type is closed unless it has a field tagged `wire:"extra"` of type
+// map[string]json.RawMessage (with `json:"-"`); such a type is open, keeps
+// unknown members in that field, and implements MarshalJSON/UnmarshalJSON
+// with [MarshalOpen] and [UnmarshalOpen].
+package wire
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Problem is one decoding problem at a JSON path such as
+// "user.delegation.scopes[1]" ("" is the document itself).
+type Problem struct {
+	Path    string
+	Message string
+}
+
+// Decode strictly decodes data into v (a non-nil pointer) and returns every
+// problem found; no problems means v holds the document. filled reports
+// whether v was decoded at all (the JSON was well formed and of the right
+// shape), so a caller may go on to validate it and report those problems
+// too; with problems, v must never be used for anything else.
+func Decode(data []byte, v any) (probs []Problem, filled bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return []Problem{{Message: "decode target must be a non-nil pointer"}}, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return []Problem{{Message: "invalid JSON: " + syntaxMessage(err)}}, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return []Problem{{Message: "invalid JSON: trailing data after the document"}}, false
+	}
+	check(doc, rv.Type().Elem(), "", &probs)
+	if err := json.Unmarshal(data, v); err != nil {
+		if len(probs) == 0 {
+			probs = append(probs, unmarshalProblem(err))
+		}
+		return probs, false
+	}
+	return probs, true
+}
+
+func syntaxMessage(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "empty document"
+	}
+	return err.Error()
+}
+
+func unmarshalProblem(err error) Problem {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return Problem{Path: te.Field, Message: fmt.Sprintf("expected %s, got JSON %s", kindName(te.Type), te.Value)}
+	}
+	return Problem{Message: err.Error()}
+}
+
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+var (
+	rawType             = reflect.TypeFor[json.RawMessage]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// Join appends a member name or index to a JSON path.
+func Join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// Index appends an array index to a JSON path.
+func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+func check(val any, t reflect.Type, path string, out *[]Problem) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if val == nil || t == rawType || t.Kind() == reflect.Interface {
+		return
+	}
+	// Enum-like string types validate their text here, so the error carries its path.
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		if s, ok := val.(string); ok {
+			if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+				*out = append(*out, Problem{Path: path, Message: err.Error()})
+			}
+			return
+		}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := val.(map[string]any)
+		if !ok {
+			*out = append(*out, Problem{Path: path, Message: "expected an object, got " + jsonKind(val)})
+			return
+		}
+		info := fieldsOf(t)
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if ft, ok := info.exact[k]; ok {
+				check(obj[k], ft, Join(path, k), out)
+				continue
+			}
+			if want, ok := info.folded[strings.ToLower(k)]; ok {
+				*out = append(*out, Problem{Path: Join(path, k), Message: fmt.Sprintf("unknown field %q: field names are case-sensitive (did you mean %q?)", k, want)})
+				continue
+			}
+			if !info.open {
+				*out = append(*out, Problem{Path: Join(path, k), Message: fmt.Sprintf("unknown field %q", k)})
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		arr, ok := val.([]any)
+		if !ok {
+			*out = append(*out, Problem{Path: path, Message: "expected an array, got " + jsonKind(val)})
+			return
+		}
+		for i, e := range arr {
+			check(e, t.Elem(), Index(path, i), out)
+		}
+	case reflect.Map:
+		obj, ok := val.(map[string]any)
+		if !ok {
+			*out = append(*out, Problem{Path: path, Message: "expected an object, got " + jsonKind(val)})
+			return
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			check(obj[k], t.Elem(), Join(path, k), out)
+		}
+	}
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+type fieldInfo struct {
+	exact  map[string]reflect.Type
+	folded map[string]string
+	open   bool
+	names  []string
+}
+
+var fieldCache sync.Map // reflect.Type → *fieldInfo
+
+func fieldsOf(t reflect.Type) *fieldInfo {
+	if fi, ok := fieldCache.Load(t); ok {
+		return fi.(*fieldInfo)
+	}
+	fi := &fieldInfo{exact: map[string]reflect.Type{}, folded: map[string]string{}}
+	collect(t, fi)
+	sort.Strings(fi.names)
+	v, _ := fieldCache.LoadOrStore(t, fi)
+	return v.(*fieldInfo)
+}
+
+func collect(t reflect.Type, fi *fieldInfo) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Tag.Get("wire") == "extra" {
+			fi.open = true
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collect(ft, fi)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fi.exact[name] = f.Type
+		fi.folded[strings.ToLower(name)] = name
+		fi.names = append(fi.names, name)
+	}
+}
+
+// IsOpen reports whether the struct type t keeps unknown members.
+func IsOpen(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct && fieldsOf(t).open
+}
+
+// MarshalOpen marshals known (a value of an alias type without methods)
+// and merges the extra members; a known member always wins over an extra
+// one of the same name.
+func MarshalOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(known)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m) // map keys are written sorted
+}
+
+// UnmarshalOpen unmarshals data into known (a pointer to an alias type
+// without methods) and returns the members that are not its fields, or nil.
+func UnmarshalOpen(data []byte, known any) (map[string]json.RawMessage, error) {
+	if err := json.Unmarshal(data, known); err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	info := fieldsOf(reflect.TypeOf(known).Elem())
+	for _, n := range info.names {
+		delete(m, n)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}

@@ -1,0 +1,160 @@
+package runcontext
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"sync"
+	"time"
+)
+
+// Budget dimensions named by BudgetError.Dimension. Token buckets are
+// "tokens.<bucket>".
+const (
+	DimTokens    = "tokens"
+	DimToolCalls = "tool_calls"
+	DimCost      = "cost_cents"
+	DimWallClock = "wall_clock_ms"
+)
+
+// BudgetError reports a charge refused because it would exceed a budget
+// dimension. It matches ErrBudgetExceeded.
+type BudgetError struct {
+	Dimension string  // "tokens", "tokens.evidence", "tool_calls", "cost_cents", "wall_clock_ms"
+	Limit     float64 // the dimension's limit
+	Used      float64 // used before the refused charge
+	Requested float64 // the refused charge (elapsed time for wall clock)
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("runcontext: run budget exceeded: %s: used %g + requested %g > limit %g", e.Dimension, e.Used, e.Requested, e.Limit)
+}
+
+// Is matches ErrBudgetExceeded.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
+
+// Usage is what a meter has charged so far.
+type Usage struct {
+	Tokens         int            `json:"tokens"`
+	TokensByBucket map[Bucket]int `json:"tokens_by_bucket,omitempty"`
+	ToolCalls      int            `json:"tool_calls"`
+	CostCents      float64        `json:"cost_cents"`
+	WallClockMS    int64          `json:"wall_clock_ms"`
+}
+
+// microCents is the unit cost is kept in, so sums are exact and independent
+// of charge order.
+const microCents = 1e6
+
+// Meter charges a run's consumption against its RunBudget. It is safe for
+// concurrent use. A charge that would exceed any dimension is refused whole
+// (nothing is applied) with a *BudgetError.
+type Meter struct {
+	mu      sync.Mutex
+	budget  RunBudget
+	start   time.Time
+	tokens  int
+	buckets map[Bucket]int
+	calls   int
+	cost    int64 // micro-cents
+	elapsed int64 // last observed wall clock, ms
+}
+
+// NewMeter returns a meter for b whose wall clock starts at start (from the
+// runtime's injected clock).
+func NewMeter(b RunBudget, start time.Time) *Meter {
+	b.BucketTokens = maps.Clone(b.BucketTokens)
+	return &Meter{budget: b, start: start, buckets: map[Bucket]int{}}
+}
+
+// Budget returns the budget the meter charges against.
+func (m *Meter) Budget() RunBudget {
+	b := m.budget
+	b.BucketTokens = maps.Clone(b.BucketTokens)
+	return b
+}
+
+// ChargeTokens charges n tokens to bucket and to the total. bucket "" charges
+// the total only (planner usage, say); a bucket without an allocation in
+// the budget is limited by the total only. n must be ≥ 0.
+func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: negative token charge %d", ErrInvalid, n)
+	}
+	if bucket != "" && !bucket.Valid() {
+		return fmt.Errorf("%w: unknown token bucket %q", ErrInvalid, clip(string(bucket)))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tokens+n > m.budget.TotalTokens {
+		return &BudgetError{Dimension: DimTokens, Limit: float64(m.budget.TotalTokens), Used: float64(m.tokens), Requested: float64(n)}
+	}
+	if bucket != "" {
+		if limit, ok := m.budget.BucketTokens[bucket]; ok && m.buckets[bucket]+n > limit {
+			return &BudgetError{Dimension: DimTokens + "." + string(bucket), Limit: float64(limit), Used: float64(m.buckets[bucket]), Requested: float64(n)}
+		}
+		m.buckets[bucket] += n
+	}
+	m.tokens += n
+	return nil
+}
+
+// ChargeToolCall charges one tool call.
+func (m *Meter) ChargeToolCall() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.calls+1 > m.budget.MaxToolCalls {
+		return &BudgetError{Dimension: DimToolCalls, Limit: float64(m.budget.MaxToolCalls), Used: float64(m.calls), Requested: 1}
+	}
+	m.calls++
+	return nil
+}
+
+// ChargeCost charges cents (finite, ≥ 0).
+func (m *Meter) ChargeCost(cents float64) error {
+	if cents < 0 || math.IsNaN(cents) || math.IsInf(cents, 0) {
+		return fmt.Errorf("%w: cost charge must be a finite number ≥ 0", ErrInvalid)
+	}
+	mc := int64(math.Round(cents * microCents))
+	limit := int64(math.Round(m.budget.MaxCostCents * microCents))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cost+mc > limit {
+		return &BudgetError{Dimension: DimCost, Limit: m.budget.MaxCostCents, Used: float64(m.cost) / microCents, Requested: cents}
+	}
+	m.cost += mc
+	return nil
+}
+
+// CheckWallClock records the time now (from the injected clock) and
+// returns a *BudgetError once the run has used wall_clock_ms or more.
+func (m *Meter) CheckWallClock(now time.Time) error {
+	el := now.Sub(m.start).Milliseconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el > m.elapsed {
+		m.elapsed = el
+	}
+	if m.elapsed >= m.budget.WallClockMS {
+		return &BudgetError{Dimension: DimWallClock, Limit: float64(m.budget.WallClockMS), Used: float64(m.elapsed), Requested: 0}
+	}
+	return nil
+}
+
+// Remaining returns the wall-clock time left as of now (zero when spent);
+// use it as a context deadline for a stage.
+func (m *Meter) Remaining(now time.Time) time.Duration {
+	left := time.Duration(m.budget.WallClockMS)*time.Millisecond - now.Sub(m.start)
+	return max(left, 0)
+}
+
+// Usage returns a snapshot of what has been charged.
+func (m *Meter) Usage() Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := Usage{Tokens: m.tokens, ToolCalls: m.calls, CostCents: float64(m.cost) / microCents, WallClockMS: m.elapsed}
+	if len(m.buckets) > 0 {
+		u.TokensByBucket = maps.Clone(m.buckets)
+	}
+	return u
+}

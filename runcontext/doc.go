@@ -1,0 +1,36 @@
+// Package runcontext owns the identity, authority and budget of one run:
+// the invokeAgent request envelope ([InvokeRequest], invoke-agent.v1), the
+// [RunContext] carried through every layer (run-context.v1), users and their
+// delegations, agent identity and principal chains, signed identity claims
+// (ctxid/1), the [ApprovalMode] order, the run budget and its [Meter], and
+// W3C trace context.
+//
+// # Decoding and validation
+//
+// [DecodeInvokeRequest] and [DecodeRunContext] decode strictly (field names
+// are case-sensitive, unknown members of closed objects are refused,
+// additive top-level members are kept in Extensions) and validate. Validate
+// returns a *[ValidationError] that lists every problem with the JSON path
+// of the member at fault; it matches [ErrInvalid].
+//
+// # Materializing a run
+//
+// [Materialize] turns a request (and, optionally, the host's own
+// RunContext) into the run's RunContext: runtime hints become the run
+// budget over documented defaults, the request's trace becomes the run's,
+// and a disagreement between host and request is an error matching
+// [ErrConflict], never a silent override.
+//
+// # Identity claims
+//
+// [SignClaim] and [VerifyClaim] sign and check ctxid/1 claims with Ed25519,
+// resolving keys by kid through a [KeyResolver]; the time comes from the
+// caller's clock. Audit output carries the claim_hash ([RunContext.AuthRef],
+// [RunContext.ForAudit]), never a token or key.
+//
+// # Budgets
+//
+// A [Meter] charges tokens per bucket, tool calls, cost and wall clock
+// against the run budget, concurrently; a charge over any dimension is
+// refused whole with a *[BudgetError] matching [ErrBudgetExceeded].
+package runcontext

@@ -1,0 +1,200 @@
+package runcontext
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// W3C header names.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+	HeaderBaggage     = "baggage"
+)
+
+var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// ParseTraceparent parses a W3C traceparent header with the OpenTelemetry
+// propagator: version-traceid-spanid-flags in lowercase hex, ids not all
+// zero.
+func ParseTraceparent(s string) (Trace, error) {
+	return TraceFromHeaders(TraceContext{TraceParent: s})
+}
+
+// TraceFromHeaders parses the three W3C headers. A tracestate or baggage
+// header that does not parse is an error (never silently dropped).
+func TraceFromHeaders(tc TraceContext) (Trace, error) {
+	if len(tc.TraceParent) > 512 {
+		return Trace{}, fmt.Errorf("%w: traceparent too long", ErrTraceContext)
+	}
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: tc.TraceParent, HeaderTracestate: tc.TraceState})
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return Trace{}, fmt.Errorf("%w: traceparent is not version-traceid-spanid-flags in lowercase hex with non-zero ids", ErrTraceContext)
+	}
+	if tc.TraceState != "" && sc.TraceState().Len() == 0 {
+		return Trace{}, fmt.Errorf("%w: tracestate does not parse", ErrTraceContext)
+	}
+	if tc.Baggage != "" {
+		if _, err := baggage.Parse(tc.Baggage); err != nil {
+			return Trace{}, fmt.Errorf("%w: baggage does not parse", ErrTraceContext)
+		}
+	}
+	return Trace{
+		TraceID:    sc.TraceID().String(),
+		SpanID:     sc.SpanID().String(),
+		TraceFlags: fmt.Sprintf("%02x", byte(sc.TraceFlags())),
+		TraceState: tc.TraceState,
+		Baggage:    tc.Baggage,
+	}, nil
+}
+
+// Traceparent returns the version-00 traceparent header for t.
+func (t Trace) Traceparent() string {
+	flags := t.TraceFlags
+	if flags == "" {
+		flags = "00"
+	}
+	return "00-" + t.TraceID + "-" + t.SpanID + "-" + flags
+}
+
+// Headers returns t as the three W3C headers.
+func (t Trace) Headers() TraceContext {
+	return TraceContext{TraceParent: t.Traceparent(), TraceState: t.TraceState, Baggage: t.Baggage}
+}
+
+// Sampled reports whether the sampled flag is set.
+func (t Trace) Sampled() bool {
+	sc, err := t.spanContext()
+	return err == nil && sc.IsSampled()
+}
+
+func (t Trace) spanContext() (trace.SpanContext, error) {
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: t.Traceparent(), HeaderTracestate: t.TraceState})
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return sc, fmt.Errorf("%w: invalid trace or span id", ErrTraceContext)
+	}
+	return sc, nil
+}
+
+// Inject writes the W3C headers of t through set (for example
+// http.Header.Set). It writes nothing for an invalid trace.
+func (t Trace) Inject(set func(key, value string)) {
+	if _, err := t.spanContext(); err != nil {
+		return
+	}
+	h := t.Headers()
+	set(HeaderTraceparent, h.TraceParent)
+	if h.TraceState != "" {
+		set(HeaderTracestate, h.TraceState)
+	}
+	if h.Baggage != "" {
+		set(HeaderBaggage, h.Baggage)
+	}
+}
+
+// BaggageMembers returns the baggage as key → value, parsed by the
+// OpenTelemetry baggage package.
+func (t Trace) BaggageMembers() (map[string]string, error) {
+	b, err := baggage.Parse(t.Baggage)
+	if err != nil {
+		return nil, fmt.Errorf("%w: baggage does not parse", ErrTraceContext)
+	}
+	out := make(map[string]string, b.Len())
+	for _, m := range b.Members() {
+		out[m.Key()] = m.Value()
+	}
+	return out, nil
+}
+
+// WithBaggage returns t with the members set (replacing same-named ones).
+// Keys and values are encoded by the OpenTelemetry baggage package.
+func (t Trace) WithBaggage(kv map[string]string) (Trace, error) {
+	b, err := baggage.Parse(t.Baggage)
+	if err != nil {
+		return t, fmt.Errorf("%w: baggage does not parse", ErrTraceContext)
+	}
+	for _, k := range sortedKeys(kv) {
+		m, err := baggage.NewMemberRaw(k, kv[k])
+		if err != nil {
+			return t, fmt.Errorf("%w: baggage member %q: %v", ErrTraceContext, k, err)
+		}
+		if b, err = b.SetMember(m); err != nil {
+			return t, fmt.Errorf("%w: baggage member %q: %v", ErrTraceContext, k, err)
+		}
+	}
+	// Members() order is unspecified; write them sorted so output is stable.
+	ms := b.Members()
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	sortStrings(parts)
+	t.Baggage = strings.Join(parts, ",")
+	return t, nil
+}
+
+func checkTraceID(ps *problems, path, id string) {
+	switch {
+	case id == "":
+		ps.add(path, RuleRequired, "is required (32 lowercase hex)")
+	case !isLowerHex(id, 32):
+		ps.add(path, RuleFormat, "must be 32 lowercase hex digits")
+	case strings.Trim(id, "0") == "":
+		ps.add(path, RuleFormat, "must not be all zeros")
+	}
+}
+
+func checkTrace(ps *problems, path string, t Trace) {
+	checkTraceID(ps, path+".trace_id", t.TraceID)
+	switch {
+	case t.SpanID == "":
+		ps.add(path+".span_id", RuleRequired, "is required (16 lowercase hex)")
+	case !isLowerHex(t.SpanID, 16):
+		ps.add(path+".span_id", RuleFormat, "must be 16 lowercase hex digits")
+	case strings.Trim(t.SpanID, "0") == "":
+		ps.add(path+".span_id", RuleFormat, "must not be all zeros")
+	}
+	if t.TraceFlags != "" && !isLowerHex(t.TraceFlags, 2) {
+		ps.add(path+".trace_flags", RuleFormat, "must be 2 lowercase hex digits")
+	}
+	checkTraceState(ps, path+".tracestate", t.TraceState)
+	checkBaggage(ps, path+".baggage", t.Baggage)
+}
+
+func checkTraceState(ps *problems, path, s string) {
+	if s == "" {
+		return
+	}
+	if _, err := trace.ParseTraceState(s); err != nil {
+		ps.add(path, RuleFormat, "is not a valid W3C tracestate")
+	}
+}
+
+func checkBaggage(ps *problems, path, s string) {
+	if s == "" {
+		return
+	}
+	if _, err := baggage.Parse(s); err != nil {
+		ps.add(path, RuleFormat, "is not a valid W3C baggage header")
+	}
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,466 @@
+package runcontext
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/packref"
+	"github.com/contextos/contextos/internal/wire"
+)
+
+// Document kinds named by ValidationError.Kind.
+const (
+	KindInvokeAgent = "invoke-agent"
+	KindRunContext  = "run-context"
+)
+
+// maxIDLen bounds identifiers so hostile input cannot bloat records.
+const maxIDLen = 256
+
+var (
+	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$`)
+	agentURNPattern = regexp.MustCompile(`^agent:([a-z0-9][a-z0-9._-]*)/([a-z0-9][a-z0-9._-]*)@([^@/]+)$`)
+	sha256Hex       = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+)
+
+// DecodeInvokeRequest strictly decodes an invokeAgent envelope (field names
+// are case-sensitive; unknown members of closed objects are refused) and
+// validates it. Every problem comes back in one *ValidationError.
+func DecodeInvokeRequest(data []byte) (*InvokeRequest, error) {
+	var r InvokeRequest
+	probs, filled := wire.Decode(data, &r)
+	if err := decodeError(KindInvokeAgent, probs, filled, r.Validate); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// DecodeRunContext strictly decodes and validates a RunContext.
+func DecodeRunContext(data []byte) (*RunContext, error) {
+	var rc RunContext
+	probs, filled := wire.Decode(data, &rc)
+	if err := decodeError(KindRunContext, probs, filled, rc.Validate); err != nil {
+		return nil, err
+	}
+	return &rc, nil
+}
+
+// decodeError merges decoding problems with the validation problems of
+// the decoded value (when it could be decoded), one problem per path.
+func decodeError(kind string, probs []wire.Problem, filled bool, validate func() error) error {
+	var ps problems
+	seen := make(map[string]bool, len(probs))
+	for _, p := range probs {
+		ps.add(p.Path, RuleDecode, strings.TrimPrefix(p.Message, ErrInvalidEnum.Error()+": "))
+		seen[p.Path] = true
+	}
+	if filled {
+		var ve *ValidationError
+		if err := validate(); errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				if !seen[p.Path] {
+					ps.list = append(ps.list, p)
+				}
+			}
+		}
+	}
+	return ps.err(kind)
+}
+
+// Validate checks the envelope against seed 000's field reference and the
+// invoke-agent.v1 schema and returns a *ValidationError with every problem,
+// or nil.
+func (r *InvokeRequest) Validate() error {
+	if r == nil {
+		return &ValidationError{Kind: KindInvokeAgent, Problems: []Problem{{Rule: RuleRequired, Message: "request is nil"}}}
+	}
+	var ps problems
+	checkPrefixedID(&ps, "request_id", r.RequestID, canon.PrefixRequest)
+	checkOptionalID(&ps, "session_id", r.SessionID)
+	checkID(&ps, "tenant_id", r.TenantID)
+	checkUser(&ps, "user", &r.User)
+	checkAgent(&ps, "agent", &r.Agent, r.TenantID)
+	if r.Agent.IdentityClaim != nil {
+		c := r.Agent.IdentityClaim
+		if c.SessionID != "" && r.SessionID != "" && c.SessionID != r.SessionID {
+			ps.add("agent.identity_claim.session_id", RuleConsistent, "must equal session_id")
+		}
+	}
+	checkPackRefs(&ps, r.ContextPackRefs)
+	if strings.TrimSpace(r.Input.Intent) == "" {
+		ps.add("input.intent", RuleRequired, "is required")
+	}
+	if strings.TrimSpace(r.Input.Message) == "" {
+		ps.add("input.message", RuleRequired, "is required")
+	}
+	switch r.Mode {
+	case ModeStream, ModeBatch, ModeLongRunning:
+	case "":
+		ps.add("mode", RuleRequired, "is required (stream, batch or long_running)")
+	default:
+		ps.add("mode", RuleEnum, fmt.Sprintf("%q is not one of stream, batch, long_running", clip(string(r.Mode))))
+	}
+	checkHints(&ps, "runtime", &r.Runtime)
+	for i, a := range r.Attachments {
+		checkAttachment(&ps, wire.Index("attachments", i), a)
+	}
+	checkTrace(&ps, "trace", r.Trace)
+	return ps.err(KindInvokeAgent)
+}
+
+// Validate checks the run context against seed 000 and the run-context.v1
+// schema and returns a *ValidationError with every problem, or nil.
+func (rc *RunContext) Validate() error {
+	if rc == nil {
+		return &ValidationError{Kind: KindRunContext, Problems: []Problem{{Rule: RuleRequired, Message: "run context is nil"}}}
+	}
+	var ps problems
+	checkPrefixedID(&ps, "run_id", rc.RunID, canon.PrefixRun)
+	checkTraceID(&ps, "trace_id", rc.TraceID)
+	checkOptionalID(&ps, "session_id", rc.SessionID)
+	checkID(&ps, "tenant_id", rc.TenantID)
+	checkUser(&ps, "user", &rc.User)
+	checkAgent(&ps, "agent", &rc.Agent, rc.TenantID)
+	switch {
+	case rc.SafetyMode == "":
+		ps.add("safety_mode", RuleRequired, "is required ("+joinModes()+")")
+	case !rc.SafetyMode.Valid():
+		ps.add("safety_mode", RuleEnum, fmt.Sprintf("%q is not one of %s", clip(string(rc.SafetyMode)), joinModes()))
+	case rc.SafetyMode.Compare(Delegated) >= 0 && rc.User.Delegation == nil:
+		ps.add("user.delegation", RuleRequired, fmt.Sprintf("is required when safety_mode is %s", rc.SafetyMode))
+	}
+	checkBudget(&ps, "run_budget", &rc.RunBudget)
+	if c := rc.Agent.IdentityClaim; c != nil {
+		if c.RunID != "" && c.RunID != rc.RunID {
+			ps.add("agent.identity_claim.run_id", RuleConsistent, "must equal run_id")
+		}
+		if c.SessionID != "" && c.SessionID != rc.SessionID {
+			ps.add("agent.identity_claim.session_id", RuleConsistent, "must equal session_id")
+		}
+	}
+	if tc := rc.TraceContext; tc != nil {
+		t, err := ParseTraceparent(tc.TraceParent)
+		switch {
+		case err != nil:
+			ps.add("trace_context.traceparent", RuleFormat, "is not a valid W3C traceparent")
+		case t.TraceID != rc.TraceID:
+			ps.add("trace_context.traceparent", RuleConsistent, "trace id must equal trace_id")
+		}
+		checkTraceState(&ps, "trace_context.tracestate", tc.TraceState)
+		checkBaggage(&ps, "trace_context.baggage", tc.Baggage)
+	}
+	return ps.err(KindRunContext)
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func checkID(ps *problems, path, v string) {
+	switch {
+	case v == "":
+		ps.add(path, RuleRequired, "is required")
+	case len(v) > maxIDLen:
+		ps.add(path, RuleFormat, fmt.Sprintf("is longer than %d bytes", maxIDLen))
+	case !idPattern.MatchString(v):
+		ps.add(path, RuleFormat, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
+	}
+}
+
+func checkOptionalID(ps *problems, path, v string) {
+	if v != "" {
+		checkID(ps, path, v)
+	}
+}
+
+func checkPrefixedID(ps *problems, path, v, prefix string) {
+	checkID(ps, path, v)
+	if v != "" && !canon.HasPrefix(v, prefix) {
+		ps.add(path, RuleFormat, fmt.Sprintf("must start with %q", prefix+"_"))
+	}
+}
+
+func checkUser(ps *problems, path string, u *UserClaims) {
+	checkID(ps, wire.Join(path, "user_id"), u.UserID)
+	if u.TenureDays != nil && *u.TenureDays < 0 {
+		ps.add(wire.Join(path, "tenure_days"), RuleRange, "must be ≥ 0")
+	}
+	if d := u.Delegation; d != nil {
+		dp := wire.Join(path, "delegation")
+		if err := enumText("auth_type", AuthTypes(), d.AuthType); err != nil {
+			if d.AuthType == "" {
+				ps.add(wire.Join(dp, "auth_type"), RuleRequired, "is required (oauth2, saml, oidc or service)")
+			} else {
+				ps.add(wire.Join(dp, "auth_type"), RuleEnum, fmt.Sprintf("%q is not one of oauth2, saml, oidc, service", clip(string(d.AuthType))))
+			}
+		}
+		if d.Scopes == nil {
+			ps.add(wire.Join(dp, "scopes"), RuleRequired, "is required")
+		}
+		for i, s := range d.Scopes {
+			if strings.TrimSpace(s) == "" {
+				ps.add(wire.Index(wire.Join(dp, "scopes"), i), RuleFormat, "must not be empty")
+			}
+		}
+		if strings.TrimSpace(d.Subject) == "" {
+			ps.add(wire.Join(dp, "subject"), RuleRequired, "is required")
+		}
+	}
+}
+
+func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
+	if a.AgentID != "" {
+		checkID(ps, wire.Join(path, "agent_id"), a.AgentID)
+	}
+	checkAgentURN(ps, wire.Join(path, "agent_urn"), a.AgentURN)
+	checkSPIFFE(ps, wire.Join(path, "workload_identity"), a.WorkloadIdentity)
+	switch {
+	case a.Lifecycle == "":
+	case enumText("lifecycle", Lifecycles(), a.Lifecycle) != nil:
+		ps.add(wire.Join(path, "lifecycle"), RuleEnum, fmt.Sprintf("%q is not a lifecycle state", clip(string(a.Lifecycle))))
+	case a.Lifecycle != LifecycleActive:
+		ps.add(wire.Join(path, "lifecycle"), RuleConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
+	}
+	checkChain(ps, wire.Join(path, "principal_chain"), a.PrincipalChain, tenant)
+	if c := a.IdentityClaim; c != nil {
+		checkClaimShape(ps, wire.Join(path, "identity_claim"), c, a.AgentURN, tenant)
+	}
+}
+
+// CheckAgentURN reports whether urn has the form agent:<namespace>/<slug>@<semver>.
+func CheckAgentURN(urn string) error {
+	var ps problems
+	checkAgentURN(&ps, "agent_urn", urn)
+	return ps.err("agent URN")
+}
+
+func checkAgentURN(ps *problems, path, urn string) {
+	if urn == "" {
+		ps.add(path, RuleRequired, "is required (agent:<namespace>/<slug>@<semver>)")
+		return
+	}
+	m := agentURNPattern.FindStringSubmatch(urn)
+	if m == nil || len(urn) > maxIDLen {
+		ps.add(path, RuleFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
+		return
+	}
+	if _, err := semver.StrictNewVersion(m[3]); err != nil {
+		ps.add(path, RuleFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", clip(m[3])))
+	}
+}
+
+func checkSPIFFE(ps *problems, path, id string) {
+	if id == "" {
+		ps.add(path, RuleRequired, "is required (spiffe://<trust-domain>/<path>)")
+		return
+	}
+	const msg = "must be a SPIFFE ID spiffe://<trust-domain>/<path> with no port, user info, query or fragment"
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "spiffe" || u.User != nil || u.Port() != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || len(id) > 2048 {
+		ps.add(path, RuleFormat, msg)
+		return
+	}
+	host := u.Host
+	if host == "" || strings.TrimLeft(host, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" {
+		ps.add(path, RuleFormat, "trust domain must be lowercase letters, digits, '.', '-' or '_'")
+		return
+	}
+	if u.Path == "" || u.Path == "/" {
+		ps.add(path, RuleFormat, msg)
+		return
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(u.Path, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.TrimLeft(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
+			ps.add(path, RuleFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
+			return
+		}
+	}
+}
+
+func checkChain(ps *problems, path string, chain []Principal, tenant string) {
+	for i, p := range chain {
+		pp := wire.Index(path, i)
+		switch {
+		case p.Kind == "":
+			ps.add(wire.Join(pp, "kind"), RuleRequired, "is required (user, service, agent or automation)")
+		case enumText("kind", PrincipalKinds(), p.Kind) != nil:
+			ps.add(wire.Join(pp, "kind"), RuleEnum, fmt.Sprintf("%q is not one of user, service, agent, automation", clip(string(p.Kind))))
+		}
+		if strings.TrimSpace(p.ID) == "" {
+			ps.add(wire.Join(pp, "id"), RuleRequired, "is required")
+		}
+		if p.TenantID != "" && tenant != "" && p.TenantID != tenant {
+			ps.add(wire.Join(pp, "tenant_id"), RuleConsistent, "must equal the run's tenant_id (a principal chain never crosses tenants)")
+		}
+	}
+}
+
+func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tenant string) {
+	req := func(name, v string) {
+		if strings.TrimSpace(v) == "" {
+			ps.add(wire.Join(path, name), RuleRequired, "is required")
+		}
+	}
+	if c.Version != ClaimVersion {
+		if c.Version == "" {
+			ps.add(wire.Join(path, "version"), RuleRequired, "is required ("+ClaimVersion+")")
+		} else {
+			ps.add(wire.Join(path, "version"), RuleEnum, fmt.Sprintf("%q is not %s", clip(c.Version), ClaimVersion))
+		}
+	}
+	req("iss", c.Iss)
+	req("sub", c.Sub)
+	req("run_id", c.RunID)
+	req("tenant_id", c.TenantID)
+	req("kid", c.Kid)
+	if c.Sub != "" && agentURN != "" && c.Sub != agentURN {
+		ps.add(wire.Join(path, "sub"), RuleConsistent, "must equal agent.agent_urn")
+	}
+	if c.TenantID != "" && tenant != "" && c.TenantID != tenant {
+		ps.add(wire.Join(path, "tenant_id"), RuleConsistent, "must equal tenant_id")
+	}
+	if c.PrincipalChain == nil {
+		ps.add(wire.Join(path, "principal_chain"), RuleRequired, "is required")
+	}
+	checkChain(ps, wire.Join(path, "principal_chain"), c.PrincipalChain, tenant)
+	if c.Scopes == nil {
+		ps.add(wire.Join(path, "scopes"), RuleRequired, "is required")
+	}
+	if c.Nbf <= 0 {
+		ps.add(wire.Join(path, "nbf"), RuleRequired, "is required (Unix seconds)")
+	}
+	if c.Exp <= 0 {
+		ps.add(wire.Join(path, "exp"), RuleRequired, "is required (Unix seconds)")
+	} else if c.Exp <= c.Nbf {
+		ps.add(wire.Join(path, "exp"), RuleRange, "must be after nbf")
+	}
+	if !canon.IsDigest(c.ClaimHash) {
+		ps.add(wire.Join(path, "claim_hash"), RuleFormat, "must be sha256:<64 lowercase hex>")
+	}
+}
+
+func checkPackRefs(ps *problems, refs []string) {
+	if len(refs) == 0 {
+		ps.add("context_pack_refs", RuleRequired, "needs at least one pinned pack ref (pack_id@MAJOR.MINOR.PATCH)")
+		return
+	}
+	seen := make(map[string]int, len(refs))
+	for i, ref := range refs {
+		p := wire.Index("context_pack_refs", i)
+		r, err := packref.Parse(ref)
+		if err != nil {
+			ps.add(p, RuleFormat, strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": ")+"; refs must be pinned as pack_id@MAJOR.MINOR.PATCH")
+			continue
+		}
+		if j, dup := seen[r.ID]; dup {
+			ps.add(p, RuleConsistent, fmt.Sprintf("pack %q is already referenced at context_pack_refs[%d]", r.ID, j))
+			continue
+		}
+		seen[r.ID] = i
+	}
+}
+
+func checkHints(ps *problems, path string, h *RuntimeHints) {
+	pos64 := func(name string, v *int64) {
+		if v != nil && *v <= 0 {
+			ps.add(wire.Join(path, name), RuleRange, "must be > 0")
+		}
+	}
+	nonneg := func(name string, v *int) {
+		if v != nil && *v < 0 {
+			ps.add(wire.Join(path, name), RuleRange, "must be ≥ 0")
+		}
+	}
+	pos64("plan_timeout_ms", h.PlanTimeoutMS)
+	pos64("max_session_duration_ms", h.MaxSessionDurationMS)
+	pos64("max_payload_bytes", h.MaxPayloadBytes)
+	pos64("wall_clock_ms", h.WallClockMS)
+	nonneg("max_tool_calls", h.MaxToolCalls)
+	nonneg("max_replan_attempts", h.MaxReplanAttempts)
+	if h.TotalTokens != nil && *h.TotalTokens <= 0 {
+		ps.add(wire.Join(path, "total_tokens"), RuleRange, "must be > 0")
+	}
+	if h.MaxCostCents != nil && (*h.MaxCostCents < 0 || math.IsNaN(*h.MaxCostCents) || math.IsInf(*h.MaxCostCents, 0)) {
+		ps.add(wire.Join(path, "max_cost_cents"), RuleRange, "must be a finite number ≥ 0")
+	}
+	checkBuckets(ps, wire.Join(path, "bucket_tokens"), h.BucketTokens)
+}
+
+func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
+	sum := 0
+	for _, k := range sortedBuckets(b) {
+		switch {
+		case !k.Valid():
+			ps.add(wire.Join(path, string(k)), RuleEnum, fmt.Sprintf("%q is not a context bucket (business, policy, tool, evidence, memory, session)", clip(string(k))))
+		case b[k] < 0:
+			ps.add(wire.Join(path, string(k)), RuleRange, "must be ≥ 0")
+		default:
+			sum += b[k]
+		}
+	}
+	return sum
+}
+
+func checkBudget(ps *problems, path string, b *RunBudget) {
+	if b.TotalTokens <= 0 {
+		ps.add(wire.Join(path, "total_tokens"), RuleRange, "must be > 0")
+	}
+	if sum := checkBuckets(ps, wire.Join(path, "bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
+		ps.add(wire.Join(path, "bucket_tokens"), RuleConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
+	}
+	if b.MaxToolCalls < 0 {
+		ps.add(wire.Join(path, "max_tool_calls"), RuleRange, "must be ≥ 0")
+	}
+	if b.MaxReplanAttempts < 0 {
+		ps.add(wire.Join(path, "max_replan_attempts"), RuleRange, "must be ≥ 0")
+	}
+	if b.WallClockMS <= 0 {
+		ps.add(wire.Join(path, "wall_clock_ms"), RuleRange, "must be > 0")
+	}
+	if b.MaxCostCents < 0 || math.IsNaN(b.MaxCostCents) || math.IsInf(b.MaxCostCents, 0) {
+		ps.add(wire.Join(path, "max_cost_cents"), RuleRange, "must be a finite number ≥ 0")
+	}
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{"plan_timeout_ms", b.PlanTimeoutMS}, {"max_payload_bytes", b.MaxPayloadBytes}, {"max_session_duration_ms", b.MaxSessionDurationMS}} {
+		if f.v < 0 {
+			ps.add(wire.Join(path, f.name), RuleRange, "must be ≥ 0")
+		}
+	}
+}
+
+func checkAttachment(ps *problems, path string, a Attachment) {
+	if strings.TrimSpace(a.ArtifactID) == "" {
+		ps.add(wire.Join(path, "artifact_id"), RuleRequired, "is required")
+	}
+	if strings.TrimSpace(a.MediaType) == "" {
+		ps.add(wire.Join(path, "media_type"), RuleRequired, "is required")
+	} else if mt, _, err := mime.ParseMediaType(a.MediaType); err != nil || !strings.Contains(mt, "/") {
+		ps.add(wire.Join(path, "media_type"), RuleFormat, "must be a media type such as application/pdf")
+	}
+	switch {
+	case a.SHA256 == "":
+		ps.add(wire.Join(path, "sha256"), RuleRequired, "is required")
+	case !sha256Hex.MatchString(a.SHA256):
+		ps.add(wire.Join(path, "sha256"), RuleFormat, "must be 64 lowercase hex digits (optionally prefixed sha256:)")
+	}
+	if a.URI == "" {
+		ps.add(wire.Join(path, "uri"), RuleRequired, "is required")
+	} else if u, err := url.Parse(a.URI); err != nil || u.Scheme == "" {
+		ps.add(wire.Join(path, "uri"), RuleFormat, "must be an absolute URI")
+	} else if u.User != nil {
+		ps.add(wire.Join(path, "uri"), RuleFormat, "must not carry credentials (user info)")
+	}
+}
