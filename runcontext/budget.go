@@ -27,6 +27,9 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
+	if e.Dimension == DimWallClock {
+		return fmt.Sprintf("runcontext: run budget exceeded: %s: elapsed %g ms ≥ limit %g ms", e.Dimension, e.Used, e.Limit)
+	}
 	return fmt.Sprintf("runcontext: run budget exceeded: %s: used %g + requested %g > limit %g", e.Dimension, e.Used, e.Requested, e.Limit)
 }
 

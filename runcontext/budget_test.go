@@ -1,0 +1,130 @@
+package runcontext
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testBudget() RunBudget {
+	return RunBudget{TotalTokens: 1000, BucketTokens: map[Bucket]int{BucketEvidence: 300}, MaxToolCalls: 3, WallClockMS: 1000, MaxCostCents: 1.0}
+}
+
+func TestMeterDimensions(t *testing.T) {
+	start := time.Unix(1000, 0)
+	m := NewMeter(testBudget(), start)
+	tests := []struct {
+		name   string
+		charge func() error
+		dim    string
+	}{
+		{"bucket", func() error { return m.ChargeTokens(BucketEvidence, 301) }, "tokens.evidence"},
+		{"total", func() error { return m.ChargeTokens("", 1001) }, DimTokens},
+		{"cost", func() error { return m.ChargeCost(1.01) }, DimCost},
+		{"wall clock", func() error { return m.CheckWallClock(start.Add(time.Second)) }, DimWallClock},
+	}
+	for _, tc := range tests {
+		err := tc.charge()
+		var be *BudgetError
+		if !errors.As(err, &be) || !errors.Is(err, ErrBudgetExceeded) || be.Dimension != tc.dim {
+			t.Errorf("%s: err = %v, want BudgetError on %s", tc.name, err, tc.dim)
+		}
+	}
+	// Refused charges applied nothing.
+	if u := m.Usage(); u.Tokens != 0 || u.CostCents != 0 || u.ToolCalls != 0 {
+		t.Errorf("refused charges were applied: %+v", u)
+	}
+	for i := 0; i < 3; i++ {
+		if err := m.ChargeToolCall(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.ChargeToolCall(); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("4th tool call: %v", err)
+	}
+	if err := m.ChargeTokens(BucketEvidence, 300); err != nil {
+		t.Errorf("charge at the limit: %v", err)
+	}
+	if err := m.ChargeTokens(BucketPolicy, 700); err != nil { // no bucket limit: total only
+		t.Errorf("unlimited bucket: %v", err)
+	}
+	if err := m.ChargeTokens(BucketPolicy, 1); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("total exhausted: %v", err)
+	}
+	if err := m.ChargeTokens("bogus", 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown bucket: %v", err)
+	}
+	if err := m.ChargeTokens("", -1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative: %v", err)
+	}
+	if err := m.ChargeCost(-1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative cost: %v", err)
+	}
+	fresh := NewMeter(testBudget(), start)
+	if err := fresh.CheckWallClock(start.Add(999 * time.Millisecond)); err != nil {
+		t.Errorf("within wall clock: %v", err)
+	}
+	// Wall clock is monotonic: an earlier reading after a spent one stays spent.
+	if err := m.CheckWallClock(start.Add(10 * time.Millisecond)); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("spent wall clock forgotten: %v", err)
+	}
+	if got := m.Remaining(start.Add(400 * time.Millisecond)); got != 600*time.Millisecond {
+		t.Errorf("Remaining = %v", got)
+	}
+	if got := m.Remaining(start.Add(time.Hour)); got != 0 {
+		t.Errorf("Remaining after = %v", got)
+	}
+	u := m.Usage()
+	if u.Tokens != 1000 || u.TokensByBucket[BucketEvidence] != 300 || u.ToolCalls != 3 || u.WallClockMS != 1000 {
+		t.Errorf("Usage = %+v", u)
+	}
+}
+
+// Cost sums exactly whatever the order; concurrent charges never overshoot.
+func TestMeterConcurrentSafe(t *testing.T) {
+	b := testBudget()
+	b.MaxToolCalls = 50
+	b.MaxCostCents = 0.5
+	m := NewMeter(b, time.Unix(0, 0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	okCalls, okCost := 0, 0
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if m.ChargeToolCall() == nil {
+				mu.Lock()
+				okCalls++
+				mu.Unlock()
+			}
+			if m.ChargeCost(0.01) == nil {
+				mu.Lock()
+				okCost++
+				mu.Unlock()
+			}
+			_ = m.ChargeTokens(BucketEvidence, 1)
+		}()
+	}
+	wg.Wait()
+	u := m.Usage()
+	if okCalls != 50 || u.ToolCalls != 50 {
+		t.Errorf("tool calls granted %d, recorded %d, want 50", okCalls, u.ToolCalls)
+	}
+	if okCost != 50 || u.CostCents != 0.5 {
+		t.Errorf("cost charges granted %d, total %v, want 50 and 0.5", okCost, u.CostCents)
+	}
+	if u.TokensByBucket[BucketEvidence] != 200 {
+		t.Errorf("tokens = %d", u.TokensByBucket[BucketEvidence])
+	}
+}
+
+func TestMeterCopiesBudget(t *testing.T) {
+	b := testBudget()
+	m := NewMeter(b, time.Unix(0, 0))
+	b.BucketTokens[BucketEvidence] = 1
+	if m.Budget().BucketTokens[BucketEvidence] != 300 {
+		t.Error("meter aliases the caller's budget")
+	}
+}

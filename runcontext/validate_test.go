@@ -1,0 +1,368 @@
+package runcontext
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fixtureRequest(t testing.TB) *InvokeRequest {
+	t.Helper()
+	r, err := DecodeInvokeRequest(readFixture(t, "invoke.support-refund.json"))
+	if err != nil {
+		t.Fatalf("seed invocation does not validate: %v", err)
+	}
+	return r
+}
+
+func fixtureRunContext(t testing.TB) *RunContext {
+	t.Helper()
+	rc, err := DecodeRunContext(readFixture(t, "run-context.support.json"))
+	if err != nil {
+		t.Fatalf("seed run context does not validate: %v", err)
+	}
+	return rc
+}
+
+func problemsOf(t *testing.T, err error) []Problem {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v is not a *ValidationError", err)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v does not match ErrInvalid", err)
+	}
+	return ve.Problems
+}
+
+func hasProblem(ps []Problem, path, rule string) bool {
+	for _, p := range ps {
+		if p.Path == path && p.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSeedFixturesValidate(t *testing.T) {
+	r := fixtureRequest(t)
+	if r.RequestID != "req_9f3a12" || r.Input.Context["refund_amount"] != 4200.0 || r.User.Delegation.TokenRef != "tok_user_7a" {
+		t.Errorf("fixture decoded wrongly: %+v", r)
+	}
+	rc := fixtureRunContext(t)
+	if rc.SafetyMode != Destructive || rc.RunBudget.BucketTokens[BucketEvidence] != 400 {
+		t.Errorf("fixture run context decoded wrongly: %+v", rc)
+	}
+}
+
+// Every rule of InvokeRequest validation, each with the failing mutation and
+// the passing variant.
+func TestInvokeRequestRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		bad, good func(r *InvokeRequest)
+		path      string
+		rule      string
+	}{
+		{"request_id required", func(r *InvokeRequest) { r.RequestID = "" }, func(r *InvokeRequest) { r.RequestID = "req_1" }, "request_id", RuleRequired},
+		{"request_id prefix", func(r *InvokeRequest) { r.RequestID = "9f3a12" }, func(r *InvokeRequest) { r.RequestID = "req_9f3a12" }, "request_id", RuleFormat},
+		{"request_id charset", func(r *InvokeRequest) { r.RequestID = "req_ bad" }, func(r *InvokeRequest) { r.RequestID = "req_good-1" }, "request_id", RuleFormat},
+		{"request_id length", func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 300) }, func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 200) }, "request_id", RuleFormat},
+		{"tenant_id required", func(r *InvokeRequest) { r.TenantID = "" }, func(r *InvokeRequest) {}, "tenant_id", RuleRequired},
+		{"session_id format", func(r *InvokeRequest) { r.SessionID = "sess 1" }, func(r *InvokeRequest) { r.SessionID = "" }, "session_id", RuleFormat},
+		{"user_id required", func(r *InvokeRequest) { r.User.UserID = "" }, func(r *InvokeRequest) {}, "user.user_id", RuleRequired},
+		{"tenure_days ≥ 0", func(r *InvokeRequest) { r.User.TenureDays = ptr(-1) }, func(r *InvokeRequest) { r.User.TenureDays = ptr(0) }, "user.tenure_days", RuleRange},
+		{"delegation auth_type enum", func(r *InvokeRequest) { r.User.Delegation.AuthType = "kerberos" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthOIDC }, "user.delegation.auth_type", RuleEnum},
+		{"delegation auth_type required", func(r *InvokeRequest) { r.User.Delegation.AuthType = "" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthSAML }, "user.delegation.auth_type", RuleRequired},
+		{"delegation subject", func(r *InvokeRequest) { r.User.Delegation.Subject = " " }, func(r *InvokeRequest) {}, "user.delegation.subject", RuleRequired},
+		{"delegation scopes required", func(r *InvokeRequest) { r.User.Delegation.Scopes = nil }, func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{} }, "user.delegation.scopes", RuleRequired},
+		{"delegation empty scope", func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{"a", ""} }, func(r *InvokeRequest) {}, "user.delegation.scopes[1]", RuleFormat},
+		{"agent_urn required", func(r *InvokeRequest) { r.Agent.AgentURN = "" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleRequired},
+		{"agent_urn form", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund" }, func(r *InvokeRequest) { r.Agent.AgentURN = "agent:acme.support/refund_bot@2.0.0-rc.1" }, "agent.agent_urn", RuleFormat},
+		{"agent_urn semver", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund@1.2" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleFormat},
+		{"agent_urn uppercase", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:ContextOS/x@1.0.0" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleFormat},
+		{"workload_identity required", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleRequired},
+		{"workload_identity scheme", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "https://contextos/agents/support" }, func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://acme.prod/ns/agents/sa/support" }, "agent.workload_identity", RuleFormat},
+		{"workload_identity no path", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
+		{"workload_identity port", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos:8443/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
+		{"workload_identity userinfo", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://u:p@contextos/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
+		{"workload_identity uppercase domain", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://ContextOS/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
+		{"workload_identity dot segment", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos/a/../b" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
+		{"lifecycle enum", func(r *InvokeRequest) { r.Agent.Lifecycle = "paused" }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", RuleEnum},
+		{"lifecycle active only", func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleSuspended }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", RuleConsistent},
+		{"principal kind enum", func(r *InvokeRequest) {
+			r.Agent.PrincipalChain = []Principal{{Kind: "robot", ID: "x"}}
+		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalAutomation, ID: "x"}} }, "agent.principal_chain[0].kind", RuleEnum},
+		{"principal id required", func(r *InvokeRequest) {
+			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser}}
+		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "usr_771"}} }, "agent.principal_chain[0].id", RuleRequired},
+		{"principal chain tenant", func(r *InvokeRequest) {
+			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "u", TenantID: "tenant_acme_prod"}, {Kind: PrincipalAgent, ID: "a", TenantID: "tenant_other"}}
+		}, func(r *InvokeRequest) {
+			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "u", TenantID: "tenant_acme_prod"}, {Kind: PrincipalAgent, ID: "a"}}
+		}, "agent.principal_chain[1].tenant_id", RuleConsistent},
+		{"pack refs at least one", func(r *InvokeRequest) { r.ContextPackRefs = nil }, func(r *InvokeRequest) {}, "context_pack_refs", RuleRequired},
+		{"pack ref unpinned", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
+		{"pack ref latest", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@latest"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
+		{"pack ref range", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@^1.0.0"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
+		{"pack ref build metadata", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0+build"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0"} }, "context_pack_refs[1]", RuleFormat},
+		{"pack ref duplicate pack", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "a@1.0.1"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "decision-catalog.support@2.1.0"} }, "context_pack_refs[1]", RuleConsistent},
+		{"intent required", func(r *InvokeRequest) { r.Input.Intent = "" }, func(r *InvokeRequest) {}, "input.intent", RuleRequired},
+		{"message required", func(r *InvokeRequest) { r.Input.Message = "" }, func(r *InvokeRequest) {}, "input.message", RuleRequired},
+		{"mode required", func(r *InvokeRequest) { r.Mode = "" }, func(r *InvokeRequest) { r.Mode = ModeStream }, "mode", RuleRequired},
+		{"mode enum", func(r *InvokeRequest) { r.Mode = "interactive" }, func(r *InvokeRequest) { r.Mode = ModeLongRunning }, "mode", RuleEnum},
+		{"plan timeout > 0", func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](0) }, func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](5000) }, "runtime.plan_timeout_ms", RuleRange},
+		{"max tool calls ≥ 0", func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(-1) }, func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(0) }, "runtime.max_tool_calls", RuleRange},
+		{"max cost finite", func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(-0.5) }, func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(0.0) }, "runtime.max_cost_cents", RuleRange},
+		{"bucket name", func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{"evidense": 10} }, func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{BucketEvidence: 10} }, "runtime.bucket_tokens.evidense", RuleEnum},
+		{"attachment sha256 required", func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf"}}
+		}, func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
+		}, "attachments[0].sha256", RuleRequired},
+		{"attachment sha256 format", func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: "2f9cc0..."}}
+		}, func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: "sha256:" + strings.Repeat("2f", 32)}}
+		}, "attachments[0].sha256", RuleFormat},
+		{"attachment media type required", func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
+		}, func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "text/plain; charset=utf-8", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
+		}, "attachments[0].media_type", RuleRequired},
+		{"attachment media type format", func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "pdf", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
+		}, func(r *InvokeRequest) {}, "attachments[0].media_type", RuleFormat},
+		{"attachment uri credentials", func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "https://user:hunter2@files/x", SHA256: strings.Repeat("2f", 32)}}
+		}, func(r *InvokeRequest) {}, "attachments[0].uri", RuleFormat},
+		{"trace id required", func(r *InvokeRequest) { r.Trace.TraceID = "" }, func(r *InvokeRequest) {}, "trace.trace_id", RuleRequired},
+		{"trace id hex", func(r *InvokeRequest) { r.Trace.TraceID = strings.ToUpper(r.Trace.TraceID) }, func(r *InvokeRequest) {}, "trace.trace_id", RuleFormat},
+		{"trace id zero", func(r *InvokeRequest) { r.Trace.TraceID = strings.Repeat("0", 32) }, func(r *InvokeRequest) {}, "trace.trace_id", RuleFormat},
+		{"span id length", func(r *InvokeRequest) { r.Trace.SpanID = "00f067aa0ba902b" }, func(r *InvokeRequest) {}, "trace.span_id", RuleFormat},
+		{"span id zero", func(r *InvokeRequest) { r.Trace.SpanID = strings.Repeat("0", 16) }, func(r *InvokeRequest) {}, "trace.span_id", RuleFormat},
+		{"span id required", func(r *InvokeRequest) { r.Trace.SpanID = "" }, func(r *InvokeRequest) {}, "trace.span_id", RuleRequired},
+		{"trace flags", func(r *InvokeRequest) { r.Trace.TraceFlags = "1" }, func(r *InvokeRequest) { r.Trace.TraceFlags = "00" }, "trace.trace_flags", RuleFormat},
+		{"tracestate", func(r *InvokeRequest) { r.Trace.TraceState = "not a tracestate" }, func(r *InvokeRequest) { r.Trace.TraceState = "tenant=tenant_acme_prod" }, "trace.tracestate", RuleFormat},
+		{"baggage", func(r *InvokeRequest) { r.Trace.Baggage = "=novalue;;" }, func(r *InvokeRequest) { r.Trace.Baggage = "session_id=sess_42f1" }, "trace.baggage", RuleFormat},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fixtureRequest(t)
+			tc.bad(r)
+			ps := problemsOf(t, r.Validate())
+			if !hasProblem(ps, tc.path, tc.rule) {
+				t.Errorf("Validate() problems = %v, want one at %s (%s)", ps, tc.path, tc.rule)
+			}
+			r = fixtureRequest(t)
+			tc.good(r)
+			if err := r.Validate(); err != nil {
+				t.Errorf("passing variant: Validate() = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	r := fixtureRequest(t)
+	r.RequestID = ""
+	r.Mode = "x"
+	r.ContextPackRefs = []string{"a", "b@1"}
+	r.Trace.SpanID = ""
+	ps := problemsOf(t, r.Validate())
+	want := []string{"request_id", "context_pack_refs[0]", "context_pack_refs[1]", "mode", "trace.span_id"}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Path)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s", diff)
+	}
+	var nilReq *InvokeRequest
+	if err := nilReq.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil request: %v", err)
+	}
+	var nilRC *RunContext
+	if err := nilRC.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil run context: %v", err)
+	}
+}
+
+func TestRunContextRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		bad, good func(rc *RunContext)
+		path      string
+		rule      string
+	}{
+		{"run_id required", func(rc *RunContext) { rc.RunID = "" }, func(rc *RunContext) {}, "run_id", RuleRequired},
+		{"run_id prefix", func(rc *RunContext) { rc.RunID = "a1b2" }, func(rc *RunContext) { rc.RunID = "run_a1b2" }, "run_id", RuleFormat},
+		{"trace_id required", func(rc *RunContext) { rc.TraceID = "" }, func(rc *RunContext) {}, "trace_id", RuleRequired},
+		{"trace_id zero", func(rc *RunContext) { rc.TraceID = strings.Repeat("0", 32) }, func(rc *RunContext) {}, "trace_id", RuleFormat},
+		{"tenant required", func(rc *RunContext) { rc.TenantID = "" }, func(rc *RunContext) {}, "tenant_id", RuleRequired},
+		{"safety_mode required", func(rc *RunContext) { rc.SafetyMode = "" }, func(rc *RunContext) { rc.SafetyMode = ReadOnly }, "safety_mode", RuleRequired},
+		{"safety_mode enum", func(rc *RunContext) { rc.SafetyMode = "root" }, func(rc *RunContext) { rc.SafetyMode = Network }, "safety_mode", RuleEnum},
+		{"delegation for destructive", func(rc *RunContext) { rc.User.Delegation = nil }, func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Network }, "user.delegation", RuleRequired},
+		{"delegation for delegated", func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Delegated }, func(rc *RunContext) { rc.SafetyMode = Delegated }, "user.delegation", RuleRequired},
+		{"total tokens", func(rc *RunContext) { rc.RunBudget.TotalTokens = 0 }, func(rc *RunContext) {}, "run_budget.total_tokens", RuleRange},
+		{"buckets within total", func(rc *RunContext) { rc.RunBudget.TotalTokens = 5000 }, func(rc *RunContext) { rc.RunBudget.TotalTokens = 8900 }, "run_budget.bucket_tokens", RuleConsistent},
+		{"bucket negative", func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = -1 }, func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = 0 }, "run_budget.bucket_tokens.memory", RuleRange},
+		{"wall clock", func(rc *RunContext) { rc.RunBudget.WallClockMS = 0 }, func(rc *RunContext) {}, "run_budget.wall_clock_ms", RuleRange},
+		{"replans", func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = -1 }, func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = 0 }, "run_budget.max_replan_attempts", RuleRange},
+		{"tool calls", func(rc *RunContext) { rc.RunBudget.MaxToolCalls = -1 }, func(rc *RunContext) { rc.RunBudget.MaxToolCalls = 0 }, "run_budget.max_tool_calls", RuleRange},
+		{"cost", func(rc *RunContext) { rc.RunBudget.MaxCostCents = -1 }, func(rc *RunContext) {}, "run_budget.max_cost_cents", RuleRange},
+		{"payload", func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = -1 }, func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = 10 }, "run_budget.max_payload_bytes", RuleRange},
+		{"chain tenant", func(rc *RunContext) { rc.Agent.PrincipalChain[0].TenantID = "tenant_x" }, func(rc *RunContext) {}, "agent.principal_chain[0].tenant_id", RuleConsistent},
+		{"trace context parent", func(rc *RunContext) { rc.TraceContext = &TraceContext{TraceParent: "00-xyz"} }, func(rc *RunContext) {
+			rc.TraceContext = &TraceContext{TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01"}
+		}, "trace_context.traceparent", RuleFormat},
+		{"trace context consistency", func(rc *RunContext) {
+			rc.TraceContext = &TraceContext{TraceParent: "00-5bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01"}
+		}, func(rc *RunContext) {}, "trace_context.traceparent", RuleConsistent},
+		{"claim shape", func(rc *RunContext) { rc.Agent.IdentityClaim = &IdentityClaim{Version: "ctxid/2"} }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.version", RuleEnum},
+		{"claim sub", func(rc *RunContext) {
+			c := validClaim(rc)
+			c.Sub = "agent:contextos/other@1.0.0"
+			rc.Agent.IdentityClaim = c
+		}, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.sub", RuleConsistent},
+		{"claim run", func(rc *RunContext) { c := validClaim(rc); c.RunID = "run_other"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.run_id", RuleConsistent},
+		{"claim tenant", func(rc *RunContext) { c := validClaim(rc); c.TenantID = "tenant_x"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.tenant_id", RuleConsistent},
+		{"claim exp", func(rc *RunContext) { c := validClaim(rc); c.Exp = c.Nbf; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.exp", RuleRange},
+		{"claim hash", func(rc *RunContext) { c := validClaim(rc); c.ClaimHash = "sha256:..."; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.claim_hash", RuleFormat},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := fixtureRunContext(t)
+			tc.bad(rc)
+			ps := problemsOf(t, rc.Validate())
+			if !hasProblem(ps, tc.path, tc.rule) {
+				t.Errorf("Validate() problems = %v, want one at %s (%s)", ps, tc.path, tc.rule)
+			}
+			rc = fixtureRunContext(t)
+			tc.good(rc)
+			if err := rc.Validate(); err != nil {
+				t.Errorf("passing variant: Validate() = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestStrictDecoding(t *testing.T) {
+	base := readFixture(t, "invoke.support-refund.json")
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(base, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	tests := []struct {
+		name string
+		doc  []byte
+		path string
+	}{
+		{"case-variant key", edit(func(m map[string]any) { m["Tenant_ID"] = m["tenant_id"]; delete(m, "tenant_id") }), "Tenant_ID"},
+		{"misspelled required field", edit(func(m map[string]any) { m["tenant"] = m["tenant_id"]; delete(m, "tenant_id") }), "tenant_id"},
+		{"unknown member of closed trace", edit(func(m map[string]any) { m["trace"].(map[string]any)["parent"] = "x" }), "trace.parent"},
+		{"misspelled budget hint", edit(func(m map[string]any) { m["runtime"].(map[string]any)["max_tool_cals"] = 100 }), "runtime.max_tool_cals"},
+		{"unknown principal kind", edit(func(m map[string]any) {
+			m["agent"].(map[string]any)["principal_chain"] = []any{map[string]any{"kind": "robot", "id": "x"}}
+		}), "agent.principal_chain[0].kind"},
+		{"wrong type", edit(func(m map[string]any) { m["context_pack_refs"] = "ctxpack.support@1.0.0" }), "context_pack_refs"},
+		{"wrong nested type", edit(func(m map[string]any) { m["runtime"].(map[string]any)["max_tool_calls"] = "8" }), "runtime.max_tool_calls"},
+		{"not json", []byte(`{"request_id":`), ""},
+		{"trailing data", append(append([]byte{}, base...), []byte(` {}`)...), ""},
+		{"empty", []byte(``), ""},
+		{"array", []byte(`[]`), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeInvokeRequest(tc.doc)
+			ps := problemsOf(t, err)
+			found := false
+			for _, p := range ps {
+				if p.Path == tc.path {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("DecodeInvokeRequest problems = %v, want one at %q", ps, tc.path)
+			}
+		})
+	}
+	// Additive members are accepted and kept; open user claims reach Claims.
+	doc := edit(func(m map[string]any) {
+		m["x_host_extension"] = map[string]any{"k": 1}
+		m["user"].(map[string]any)["tier"] = "gold"
+	})
+	r, err := DecodeInvokeRequest(doc)
+	if err != nil {
+		t.Fatalf("additive members refused: %v", err)
+	}
+	if string(r.Extensions["x_host_extension"]) != `{"k":1}` || string(r.User.Claims["tier"]) != `"gold"` {
+		t.Errorf("extensions not kept: %v %v", r.Extensions, r.User.Claims)
+	}
+	out, _ := json.Marshal(r)
+	if !strings.Contains(string(out), `"x_host_extension":{"k":1}`) || !strings.Contains(string(out), `"tier":"gold"`) {
+		t.Errorf("extensions not written back: %s", out)
+	}
+}
+
+// Round trip: decoding and re-encoding the seed documents loses nothing.
+func TestRoundTrip(t *testing.T) {
+	for _, name := range []string{"invoke.support-refund.json", "run-context.support.json"} {
+		raw := readFixture(t, name)
+		var v any
+		if strings.HasPrefix(name, "invoke") {
+			r, err := DecodeInvokeRequest(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = r
+		} else {
+			rc, err := DecodeRunContext(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = rc
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		json.Unmarshal(raw, &a)
+		json.Unmarshal(out, &b)
+		// The seed writes "metadata": {} which omitempty drops; nothing else may differ.
+		if m, ok := a.(map[string]any); ok {
+			if md, ok := m["metadata"].(map[string]any); ok && len(md) == 0 {
+				delete(m, "metadata")
+			}
+		}
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("%s round trip (-in +out):\n%s", name, diff)
+		}
+	}
+}
