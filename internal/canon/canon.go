@@ -19,8 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/gowebpki/jcs"
 )
 
 // DigestPrefix starts every digest this package writes.
@@ -40,7 +38,7 @@ func JSON(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := jcs.Transform(raw)
+	out, err := transform(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
 	}

@@ -1,0 +1,67 @@
+package packref
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	good := []struct {
+		in   string
+		want Ref
+	}{
+		{"ctxpack.support@5.2.0", Ref{"ctxpack.support", 5, 2, 0}},
+		{"decision-catalog.support@2.1.0", Ref{"decision-catalog.support", 2, 1, 0}},
+		{"ns:pack_1@0.0.1", Ref{"ns:pack_1", 0, 0, 1}},
+		{"a@10.20.30", Ref{"a", 10, 20, 30}},
+	}
+	for _, tc := range good {
+		got, err := Parse(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+		if got.String() != tc.in {
+			t.Errorf("String() = %q, want %q", got.String(), tc.in)
+		}
+	}
+	if v := (Ref{"a", 1, 2, 3}).Version(); v != "1.2.3" {
+		t.Errorf("Version() = %q", v)
+	}
+	bad := []string{
+		"", "ctxpack.support", "ctxpack.support@", "@1.0.0", "ctxpack.support@latest",
+		"ctxpack.support@1.0", "ctxpack.support@1", "ctxpack.support@^1.0.0", "ctxpack.support@~1.0.0",
+		"ctxpack.support@>=1.0.0", "ctxpack.support@1.0.x", "ctxpack.support@1.0.0-rc.1",
+		"ctxpack.support@1.0.0+build.5", "ctxpack.support@01.0.0", "ctxpack support@1.0.0",
+		"ctx/pack@1.0.0", "a@b@1.0.0", "a@1.0.0 ", "a@99999999999999999999.0.0", strings.Repeat("a", 300) + "@1.0.0",
+		"a@1..0", "a@1.0.0.0",
+	}
+	for _, in := range bad {
+		if _, err := Parse(in); !errors.Is(err, ErrUnpinned) {
+			t.Errorf("Parse(%q) = %v, want ErrUnpinned", in, err)
+		}
+	}
+	// A long ref is not echoed in the message.
+	_, err := Parse(strings.Repeat("x", 100) + "@1")
+	if strings.Contains(err.Error(), strings.Repeat("x", 100)) {
+		t.Errorf("long ref echoed: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"ctxpack.support@5.2.0", "a@1.0", "a@latest", "a@1.0.0-rc", "ns:p_1@0.0.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := Parse(s)
+		if err != nil {
+			if !errors.Is(err, ErrUnpinned) {
+				t.Fatalf("error does not wrap ErrUnpinned: %v", err)
+			}
+			return
+		}
+		if r.String() != s {
+			t.Fatalf("accepted %q but canonical form is %q", s, r.String())
+		}
+	})
+}

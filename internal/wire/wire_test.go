@@ -1,0 +1,115 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+type color string
+
+func (c *color) UnmarshalText(b []byte) error {
+	if string(b) != "red" && string(b) != "blue" {
+		return errors.New("color must be red or blue")
+	}
+	*c = color(b)
+	return nil
+}
+
+type inner struct {
+	Name  string  `json:"name"`
+	Color color   `json:"color,omitempty"`
+	Tags  []inner `json:"tags,omitempty"`
+}
+
+type Embedded struct {
+	Base string `json:"base"`
+}
+
+type outer struct {
+	Embedded
+	ID    string                     `json:"id"`
+	Inner *inner                     `json:"inner,omitempty"`
+	Map   map[string]inner           `json:"map,omitempty"`
+	Raw   json.RawMessage            `json:"raw,omitempty"`
+	Any   any                        `json:"any,omitempty"`
+	Extra map[string]json.RawMessage `json:"-" wire:"extra"`
+}
+
+type closedOuter struct {
+	ID string `json:"id"`
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name   string
+		doc    string
+		target any
+		want   []Problem
+		filled bool
+	}{
+		{"ok", `{"id":"a","base":"b","inner":{"name":"x","color":"red"},"raw":{"Any":1},"any":{"X":1},"unknown":1}`, &outer{}, nil, true},
+		{"case variant", `{"ID":"a"}`, &outer{}, []Problem{{"ID", `unknown field "ID": field names are case-sensitive (did you mean "id"?)`}}, true},
+		{"closed unknown", `{"id":"a","x":1}`, &closedOuter{}, []Problem{{"x", `unknown field "x"`}}, true},
+		{"nested", `{"inner":{"name":"x","Nmae":1,"tags":[{"name":"y","z":2}]}}`, &outer{}, []Problem{{"inner.tags[0].z", `unknown field "z"`}, {"inner.Nmae", `unknown field "Nmae"`}}, true},
+		{"map values", `{"map":{"k":{"q":1}}}`, &outer{}, []Problem{{"map.k.q", `unknown field "q"`}}, true},
+		{"enum text", `{"inner":{"color":"green"}}`, &outer{}, []Problem{{"inner.color", "color must be red or blue"}}, false},
+		{"type", `{"id":5}`, &outer{}, []Problem{{"id", "expected a string, got JSON number"}}, false},
+		{"shape", `{"inner":[]}`, &outer{}, []Problem{{"inner", "expected an object, got an array"}}, false},
+		{"syntax", `{"id":`, &outer{}, []Problem{{"", "invalid JSON: empty document"}}, false},
+		{"trailing", `{} []`, &outer{}, []Problem{{"", "invalid JSON: trailing data after the document"}}, false},
+		{"embedded exact", `{"base":"x"}`, &closedOuter{}, []Problem{{"base", `unknown field "base"`}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, filled := Decode([]byte(tc.doc), tc.target)
+			// Problems come sorted by key within an object, depth first.
+			if !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
+				t.Errorf("Decode(%s) = %v, want %v", tc.doc, got, tc.want)
+			}
+			if filled != tc.filled {
+				t.Errorf("filled = %v, want %v", filled, tc.filled)
+			}
+		})
+	}
+	if p, _ := Decode([]byte(`{}`), outer{}); len(p) != 1 {
+		t.Error("non-pointer target accepted")
+	}
+}
+
+func normalize(ps []Problem) map[Problem]bool {
+	m := map[Problem]bool{}
+	for _, p := range ps {
+		m[p] = true
+	}
+	return m
+}
+
+type openDoc struct {
+	A     string                     `json:"a"`
+	Extra map[string]json.RawMessage `json:"-" wire:"extra"`
+}
+
+type openDocWire openDoc
+
+func TestOpen(t *testing.T) {
+	var w openDocWire
+	extra, err := UnmarshalOpen([]byte(`{"a":"x","b":[1],"c":null}`), &w)
+	if err != nil || w.A != "x" || len(extra) != 2 || string(extra["b"]) != "[1]" {
+		t.Fatalf("UnmarshalOpen = %v %v %v", w, extra, err)
+	}
+	b, err := MarshalOpen(w, map[string]json.RawMessage{"b": json.RawMessage(`[1]`), "a": json.RawMessage(`"shadow"`)})
+	if err != nil || string(b) != `{"a":"x","b":[1]}` {
+		t.Errorf("MarshalOpen = %s, %v", b, err)
+	}
+	if extra, _ := UnmarshalOpen([]byte(`{"a":"x"}`), &w); extra != nil {
+		t.Errorf("no extras should give nil, got %v", extra)
+	}
+	if !IsOpen(reflect.TypeFor[*openDoc]()) || IsOpen(reflect.TypeFor[closedOuter]()) || IsOpen(reflect.TypeFor[string]()) {
+		t.Error("IsOpen wrong")
+	}
+	if Join("", "a") != "a" || Join("a", "b") != "a.b" || Index("a", 2) != "a[2]" {
+		t.Error("path helpers wrong")
+	}
+}

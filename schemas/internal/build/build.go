@@ -1,0 +1,245 @@
+// Package build generates the published JSON Schemas (draft 2020-12) from
+// the Go contract types with github.com/invopop/jsonschema. It is the one
+// source of the files in schemas/: the generator writes them and a test
+// fails when the committed files differ from what Generate returns.
+package build
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// BaseURL is where ContextOS publishes its schemas; every $id is
+// BaseURL + file name.
+const BaseURL = "https://contextosai.com/schemas/"
+
+// Draft is the JSON Schema dialect of every generated file.
+const Draft = "https://json-schema.org/draft/2020-12/schema"
+
+// PackRefPattern is the grammar of a pinned pack ref (DESIGN.md wire rules).
+const PackRefPattern = `^[A-Za-z0-9_.:-]+@[0-9]+\.[0-9]+\.[0-9]+$`
+
+// Doc describes one published schema file.
+type Doc struct {
+	File  string // e.g. "run-context.v1.schema.json"
+	Title string
+	Root  reflect.Type
+	// External maps a Go type to the absolute $ref it gets in this file
+	// because another published file defines it.
+	External map[reflect.Type]string
+	// Finish applies the constraints Go types cannot express (patterns,
+	// consts, minItems) to the reflected schema.
+	Finish func(s *jsonschema.Schema)
+}
+
+// defNames are the $defs names of the upstream schemas, where they differ
+// from the Go type name.
+var defNames = map[reflect.Type]string{
+	reflect.TypeFor[runcontext.Delegation]():   "UserDelegation",
+	reflect.TypeFor[runcontext.Trace]():        "InvokeTrace",
+	reflect.TypeFor[runcontext.Input]():        "InvokeInput",
+	reflect.TypeFor[runcontext.RuntimeHints](): "InvokeRuntime",
+}
+
+// enumDefs are string enums published as $defs (name, values).
+var enumDefs = map[reflect.Type]struct {
+	name   string
+	values []string
+	desc   string
+}{
+	reflect.TypeFor[runcontext.ApprovalMode](): {"ApprovalMode", strs(runcontext.ApprovalModes()), "Canonical risk taxonomy, ordered read_only < local_write < network < delegated < destructive. Tools declare the highest mode they can produce; policy may downgrade within bundle priority but cannot upgrade outside it."},
+	reflect.TypeFor[runcontext.Mode]():         {"InvokeMode", strs(runcontext.Modes()), ""},
+	reflect.TypeFor[runcontext.Bucket]():       {"ContextBucket", strs(runcontext.Buckets()), ""},
+}
+
+// inlineEnums are string enums written in place.
+var inlineEnums = map[reflect.Type][]string{
+	reflect.TypeFor[runcontext.PrincipalKind](): strs(runcontext.PrincipalKinds()),
+	reflect.TypeFor[runcontext.AuthType]():      strs(runcontext.AuthTypes()),
+	reflect.TypeFor[runcontext.Lifecycle]():     strs(runcontext.Lifecycles()),
+}
+
+func strs[T ~string](v []T) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// Docs returns the published documents, in file-name order.
+func Docs() []Doc {
+	rc := BaseURL + "run-context.v1.schema.json#/$defs/"
+	docs := []Doc{
+		{
+			File: "run-context.v1.schema.json", Title: "RunContext v1",
+			Root: reflect.TypeFor[runcontext.RunContext](),
+			Finish: func(s *jsonschema.Schema) {
+				claim := s.Definitions["IdentityClaim"]
+				prop(claim, "version").Const = runcontext.ClaimVersion
+				prop(claim, "version").Type = ""
+				prop(claim, "claim_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				prop(s, "run_id").Pattern = "^run_"
+				prop(s, "trace_id").Pattern = "^[0-9a-f]{32}$"
+				prop(s.Definitions["AgentIdentity"], "agent_urn").Pattern = `^agent:[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*@[0-9]+\.[0-9]+\.[0-9]+`
+				prop(s.Definitions["AgentIdentity"], "workload_identity").Pattern = "^spiffe://"
+				prop(s.Definitions["UserClaims"], "tenure_days").Minimum = "0"
+			},
+		},
+		{
+			File: "invoke-agent.v1.schema.json", Title: "invokeAgent request envelope v1",
+			Root: reflect.TypeFor[runcontext.InvokeRequest](),
+			External: map[reflect.Type]string{
+				reflect.TypeFor[runcontext.UserClaims]():    rc + "UserClaims",
+				reflect.TypeFor[runcontext.AgentIdentity](): rc + "AgentIdentity",
+				reflect.TypeFor[runcontext.Principal]():     rc + "Principal",
+			},
+			Finish: func(s *jsonschema.Schema) {
+				refs := prop(s, "context_pack_refs")
+				one := uint64(1)
+				refs.MinItems = &one
+				refs.Items.Pattern = PackRefPattern
+				prop(s, "request_id").Pattern = "^req_"
+				trace := s.Definitions["InvokeTrace"]
+				prop(trace, "trace_id").Pattern = "^[0-9a-f]{32}$"
+				prop(trace, "span_id").Pattern = "^[0-9a-f]{16}$"
+				prop(trace, "trace_flags").Pattern = "^[0-9a-f]{2}$"
+			},
+		},
+	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].File < docs[j].File })
+	return docs
+}
+
+func prop(s *jsonschema.Schema, name string) *jsonschema.Schema {
+	p, ok := s.Properties.Get(name)
+	if !ok {
+		panic("build: schema has no property " + name) // a programming error in Docs
+	}
+	return p
+}
+
+// Generate returns every published schema file by name, formatted with
+// two-space indentation and a trailing newline. Output is deterministic.
+func Generate() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, d := range Docs() {
+		b, err := generate(d)
+		if err != nil {
+			return nil, fmt.Errorf("build %s: %w", d.File, err)
+		}
+		out[d.File] = b
+	}
+	return out, nil
+}
+
+func generate(d Doc) ([]byte, error) {
+	usedEnums := map[string]*jsonschema.Schema{}
+	r := &jsonschema.Reflector{
+		Anonymous:                  true,
+		RequiredFromJSONSchemaTags: true,
+		ExpandedStruct:             true,
+		Namer: func(t reflect.Type) string {
+			if n, ok := defNames[t]; ok {
+				return n
+			}
+			return t.Name()
+		},
+		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			if ref, ok := d.External[t]; ok {
+				return &jsonschema.Schema{Ref: ref}
+			}
+			if e, ok := enumDefs[t]; ok {
+				usedEnums[e.name] = &jsonschema.Schema{Type: "string", Enum: anys(e.values), Description: e.desc}
+				return &jsonschema.Schema{Ref: "#/$defs/" + e.name}
+			}
+			if vals, ok := inlineEnums[t]; ok {
+				return &jsonschema.Schema{Type: "string", Enum: anys(vals)}
+			}
+			if t.Kind() == reflect.Map && t.Key() == reflect.TypeFor[runcontext.Bucket]() {
+				e := enumDefs[t.Key()]
+				usedEnums[e.name] = &jsonschema.Schema{Type: "string", Enum: anys(e.values)}
+				return &jsonschema.Schema{
+					Type:                 "object",
+					PropertyNames:        &jsonschema.Schema{Ref: "#/$defs/" + e.name},
+					AdditionalProperties: &jsonschema.Schema{Type: "integer", Minimum: "0"},
+				}
+			}
+			return nil
+		},
+	}
+	s := r.ReflectFromType(d.Root)
+	s.Version = Draft
+	s.ID = jsonschema.ID(BaseURL + d.File)
+	s.Title = d.Title
+	if s.Definitions == nil {
+		s.Definitions = jsonschema.Definitions{}
+	}
+	for name, e := range usedEnums {
+		s.Definitions[name] = e
+	}
+	// Closed and open objects follow the Go types (internal/wire): a type
+	// with an extension slot accepts additional members.
+	types := map[string]reflect.Type{}
+	collectStructs(d.Root, types, map[reflect.Type]bool{})
+	setOpen := func(sch *jsonschema.Schema, t reflect.Type) {
+		if wire.IsOpen(t) {
+			sch.AdditionalProperties = jsonschema.TrueSchema
+		} else {
+			sch.AdditionalProperties = jsonschema.FalseSchema
+		}
+	}
+	setOpen(s, d.Root)
+	for name, def := range s.Definitions {
+		if t, ok := types[name]; ok && def.Type == "object" {
+			setOpen(def, t)
+		}
+	}
+	if d.Finish != nil {
+		d.Finish(s)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+func anys(v []string) []any {
+	out := make([]any, len(v))
+	for i, s := range v {
+		out[i] = s
+	}
+	return out
+}
+
+func collectStructs(t reflect.Type, out map[string]reflect.Type, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	name := t.Name()
+	if n, ok := defNames[t]; ok {
+		name = n
+	}
+	out[name] = t
+	for i := 0; i < t.NumField(); i++ {
+		collectStructs(t.Field(i).Type, out, seen)
+	}
+}

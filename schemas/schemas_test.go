@@ -1,0 +1,214 @@
+package schemas_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/contextos/contextos/schemas"
+	"github.com/contextos/contextos/schemas/internal/build"
+)
+
+// The committed files are exactly what the generator writes.
+func TestCommittedSchemasAreGenerated(t *testing.T) {
+	gen, err := build.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := schemas.Names(), sortedKeys(gen); !slices.Equal(got, want) {
+		t.Fatalf("embedded files %v, generator writes %v", got, want)
+	}
+	for name, want := range gen {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the generator's output; run `go generate ./schemas`", name)
+		}
+	}
+	again, _ := build.Generate()
+	for name := range gen {
+		if !bytes.Equal(gen[name], again[name]) {
+			t.Errorf("%s: generator output is not deterministic", name)
+		}
+	}
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// upstream holds what the published schema openings show
+// (../shared/upstream-schemas): our files must include every required
+// field, enum value, const and closedness they show.
+var upstream = []struct {
+	file, def string // def "" is the top level
+	required  []string
+	closed    *bool
+	enum      []string
+	enumProp  string // property holding the enum ("" when the def is the enum)
+}{
+	{file: "run-context.v1.schema.json", required: []string{"run_id", "trace_id", "tenant_id", "user", "agent", "safety_mode", "run_budget"}},
+	{file: "run-context.v1.schema.json", def: "ApprovalMode", enum: []string{"read_only", "local_write", "network", "delegated", "destructive"}},
+	{file: "run-context.v1.schema.json", def: "Principal", required: []string{"kind", "id"}, closed: ptr(true), enumProp: "kind", enum: []string{"user", "service", "agent", "automation"}},
+	{file: "run-context.v1.schema.json", def: "UserDelegation", required: []string{"auth_type", "scopes", "subject"}, closed: ptr(true), enumProp: "auth_type", enum: []string{"oauth2", "saml", "oidc", "service"}},
+	{file: "run-context.v1.schema.json", def: "UserClaims", required: []string{"user_id"}, closed: ptr(false)},
+	{file: "run-context.v1.schema.json", def: "IdentityClaim", required: []string{"version", "iss", "sub", "run_id", "tenant_id", "principal_chain", "scopes", "nbf", "exp", "kid", "claim_hash"}},
+	{file: "invoke-agent.v1.schema.json", required: []string{"request_id", "tenant_id", "user", "agent", "context_pack_refs", "input", "mode", "runtime", "trace"}},
+	{file: "invoke-agent.v1.schema.json", def: "InvokeMode", enum: []string{"stream", "batch", "long_running"}},
+	{file: "invoke-agent.v1.schema.json", def: "InvokeTrace", required: []string{"trace_id", "span_id"}, closed: ptr(true)},
+	{file: "invoke-agent.v1.schema.json", def: "Attachment", required: []string{"artifact_id", "media_type", "sha256", "uri"}, closed: ptr(true)},
+	{file: "invoke-agent.v1.schema.json", def: "InvokeInput", required: []string{"intent", "message"}},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestMatchesUpstreamOpenings(t *testing.T) {
+	for _, u := range upstream {
+		b, err := schemas.File(u.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		node := doc
+		if u.def != "" {
+			node, _ = doc["$defs"].(map[string]any)[u.def].(map[string]any)
+			if node == nil {
+				t.Errorf("%s: no $defs/%s", u.file, u.def)
+				continue
+			}
+		}
+		req := toStrings(node["required"])
+		for _, r := range u.required {
+			if !slices.Contains(req, r) {
+				t.Errorf("%s %s: required lacks %q (has %v)", u.file, u.def, r, req)
+			}
+		}
+		if u.closed != nil {
+			if got, _ := node["additionalProperties"].(bool); got == *u.closed {
+				t.Errorf("%s %s: additionalProperties = %v, want closed=%v", u.file, u.def, node["additionalProperties"], *u.closed)
+			}
+		}
+		if u.enum != nil {
+			en := node
+			if u.enumProp != "" {
+				en = node["properties"].(map[string]any)[u.enumProp].(map[string]any)
+			}
+			if got := toStrings(en["enum"]); !slices.Equal(got, u.enum) {
+				t.Errorf("%s %s: enum = %v, want %v", u.file, u.def, got, u.enum)
+			}
+		}
+	}
+	// Constants and patterns the openings show.
+	rc, _ := schemas.File("run-context.v1")
+	ia, _ := schemas.File("invoke-agent.v1")
+	for _, want := range []string{`"const": "ctxid/1"`, `"$id": "https://contextosai.com/schemas/run-context.v1.schema.json"`, `"$schema": "https://json-schema.org/draft/2020-12/schema"`} {
+		if !bytes.Contains(rc, []byte(want)) {
+			t.Errorf("run-context lacks %s", want)
+		}
+	}
+	for _, want := range []string{`"minItems": 1`, `"pattern": "^[A-Za-z0-9_.:-]+@[0-9]+\\.[0-9]+\\.[0-9]+$"`, `"$ref": "https://contextosai.com/schemas/run-context.v1.schema.json#/$defs/UserClaims"`, `"$ref": "https://contextosai.com/schemas/run-context.v1.schema.json#/$defs/AgentIdentity"`} {
+		if !bytes.Contains(ia, []byte(want)) {
+			t.Errorf("invoke-agent lacks %s", want)
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	arr, _ := v.([]any)
+	for _, x := range arr {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func TestSeedDocumentsValidate(t *testing.T) {
+	for name, file := range map[string]string{"invoke-agent": "invoke.support-refund.json", "run-context": "run-context.support.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas.Validate(name, b); err != nil {
+			t.Errorf("Validate(%s, %s) = %v", name, file, err)
+		}
+	}
+}
+
+func TestValidateReportsPointers(t *testing.T) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "invoke.support-refund.json"))
+	var doc map[string]any
+	json.Unmarshal(b, &doc)
+	delete(doc, "tenant_id")
+	doc["context_pack_refs"] = []any{"ctxpack.support@1.0.0", "ctxpack.support@latest"}
+	doc["mode"] = "fast"
+	doc["trace"].(map[string]any)["extra"] = 1
+	doc["user"].(map[string]any)["delegation"].(map[string]any)["auth_type"] = "kerberos"
+	doc["input"].(map[string]any)["context"] = map[string]any{"free": "form"}
+	bad, _ := json.Marshal(doc)
+	err := schemas.Validate("invoke-agent.v1.schema.json", bad)
+	var ve *schemas.ValidationError
+	if !errors.As(err, &ve) || !errors.Is(err, schemas.ErrInvalid) {
+		t.Fatalf("Validate = %v, want *ValidationError", err)
+	}
+	want := []string{"", "/context_pack_refs/1", "/mode", "/trace", "/user/delegation/auth_type"}
+	var got []string
+	for _, p := range ve.Problems {
+		if len(got) == 0 || got[len(got)-1] != p.Pointer {
+			got = append(got, p.Pointer)
+		}
+		if p.Message == "" {
+			t.Errorf("empty message at %s", p.Pointer)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problem pointers = %v, want %v\n%v", got, want, ve)
+	}
+}
+
+func TestResolveAndErrors(t *testing.T) {
+	for _, in := range []string{"run-context", "run-context.v1", "run-context.v1.schema.json"} {
+		if got, err := schemas.Resolve(in); err != nil || got != "run-context.v1.schema.json" {
+			t.Errorf("Resolve(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := schemas.Resolve("decision-record"); !errors.Is(err, schemas.ErrUnknownSchema) {
+		t.Errorf("unknown schema: %v", err)
+	}
+	if err := schemas.Validate("nope", []byte(`{}`)); !errors.Is(err, schemas.ErrUnknownSchema) {
+		t.Errorf("Validate unknown: %v", err)
+	}
+	if err := schemas.Validate("run-context", []byte(`{`)); !errors.Is(err, schemas.ErrInvalid) {
+		t.Errorf("Validate not JSON: %v", err)
+	}
+	if err := schemas.Validate("run-context", []byte(`[]`)); !errors.Is(err, schemas.ErrInvalid) {
+		t.Errorf("Validate array: %v", err)
+	}
+}
+
+func ExampleValidate() {
+	err := schemas.Validate("invoke-agent", []byte(`{"request_id":"req_1","mode":"fast"}`))
+	var ve *schemas.ValidationError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			fmt.Println(p)
+		}
+	}
+	// Output:
+	// /: missing properties 'tenant_id', 'user', 'agent', 'context_pack_refs', 'input', 'runtime', 'trace'
+	// /mode: value must be one of 'stream', 'batch', 'long_running'
+}
