@@ -37,10 +37,14 @@ type Problem struct {
 }
 
 // Decode strictly decodes data into v (a non-nil pointer) and returns every
-// problem found; no problems means v holds the document. filled reports
-// whether v was decoded at all (the JSON was well formed and of the right
-// shape), so a caller may go on to validate it and report those problems
-// too; with problems, v must never be used for anything else.
+// problem found; no problems means v holds the document.
+//
+// Values with a problem of their own (a wrong JSON type, an enum value the
+// type's UnmarshalText refuses) are reported and left out, and the rest of
+// the document is still decoded, so a caller can validate it and report
+// those problems too in one pass. filled reports whether v was decoded at
+// all (false only for malformed JSON). With problems, v must not be used
+// for anything but reporting.
 func Decode(data []byte, v any) (probs []Problem, filled bool) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -55,12 +59,24 @@ func Decode(data []byte, v any) (probs []Problem, filled bool) {
 	if _, err := dec.Token(); err != io.EOF {
 		return []Problem{{Message: "invalid JSON: trailing data after the document"}}, false
 	}
-	check(doc, rv.Type().Elem(), "", &probs)
-	if err := json.Unmarshal(data, v); err != nil {
-		if len(probs) == 0 {
-			probs = append(probs, unmarshalProblem(err))
+	c := checker{}
+	doc = c.check(doc, rv.Type().Elem(), "")
+	probs = c.probs
+	if c.dropped {
+		// Decode what remains; the dropped values are already reported.
+		var err error
+		if data, err = json.Marshal(doc); err != nil {
+			return append(probs, Problem{Message: err.Error()}), false
 		}
-		return probs, false
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		p := unmarshalProblem(err)
+		for _, q := range probs {
+			if q.Path == p.Path {
+				return probs, true
+			}
+		}
+		return append(probs, p), true
 	}
 	return probs, true
 }
@@ -122,75 +138,139 @@ func Join(path, name string) string {
 // Index appends an array index to a JSON path.
 func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-func check(val any, t reflect.Type, path string, out *[]Problem) {
+type checker struct {
+	probs   []Problem
+	dropped bool
+}
+
+func (c *checker) add(path, msg string) { c.probs = append(c.probs, Problem{Path: path, Message: msg}) }
+
+// check reports the problems of val against t and returns val with the
+// values that have a problem of their own removed (nil in their place).
+func (c *checker) check(val any, t reflect.Type, path string) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if val == nil || t == rawType || t.Kind() == reflect.Interface {
-		return
+		return val
 	}
 	// Enum-like string types validate their text here, so the error carries its path.
 	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		if s, ok := val.(string); ok {
 			if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-				*out = append(*out, Problem{Path: path, Message: err.Error()})
+				c.add(path, err.Error())
+				return c.drop()
 			}
-			return
+			return val
 		}
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := val.(map[string]any)
 		if !ok {
-			*out = append(*out, Problem{Path: path, Message: "expected an object, got " + jsonKind(val)})
-			return
+			return c.mismatch(path, "an object", val)
 		}
 		info := fieldsOf(t)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(obj) {
 			if ft, ok := info.exact[k]; ok {
-				check(obj[k], ft, Join(path, k), out)
+				obj[k] = c.check(obj[k], ft, Join(path, k))
 				continue
 			}
 			if want, ok := info.folded[strings.ToLower(k)]; ok {
-				*out = append(*out, Problem{Path: Join(path, k), Message: fmt.Sprintf("unknown field %q: field names are case-sensitive (did you mean %q?)", k, want)})
+				c.add(Join(path, k), fmt.Sprintf("unknown field %q: field names are case-sensitive (did you mean %q?)", k, want))
+				delete(obj, k) // never let encoding/json fold it onto the real field
+				c.dropped = true
 				continue
 			}
 			if !info.open {
-				*out = append(*out, Problem{Path: Join(path, k), Message: fmt.Sprintf("unknown field %q", k)})
+				c.add(Join(path, k), fmt.Sprintf("unknown field %q", k))
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			if _, ok := val.(string); !ok {
+				return c.mismatch(path, "a base64 string", val)
+			}
+			return val
 		}
 		arr, ok := val.([]any)
 		if !ok {
-			*out = append(*out, Problem{Path: path, Message: "expected an array, got " + jsonKind(val)})
-			return
+			return c.mismatch(path, "an array", val)
 		}
 		for i, e := range arr {
-			check(e, t.Elem(), Index(path, i), out)
+			arr[i] = c.check(e, t.Elem(), Index(path, i))
 		}
 	case reflect.Map:
 		obj, ok := val.(map[string]any)
 		if !ok {
-			*out = append(*out, Problem{Path: path, Message: "expected an object, got " + jsonKind(val)})
-			return
+			return c.mismatch(path, "an object", val)
 		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
+		for _, k := range sortedKeys(obj) {
+			obj[k] = c.check(obj[k], t.Elem(), Join(path, k))
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			check(obj[k], t.Elem(), Join(path, k), out)
+	case reflect.String:
+		if _, ok := val.(string); !ok {
+			return c.mismatch(path, "a string", val)
+		}
+	case reflect.Bool:
+		if _, ok := val.(bool); !ok {
+			return c.mismatch(path, "a boolean", val)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := val.(json.Number)
+		if !ok {
+			return c.mismatch(path, "an integer", val)
+		}
+		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
+			c.add(path, fmt.Sprintf("expected an integer that fits in %d bits, got %s", t.Bits(), clipNum(n)))
+			return c.drop()
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := val.(json.Number)
+		if !ok {
+			return c.mismatch(path, "a non-negative integer", val)
+		}
+		if _, err := strconv.ParseUint(string(n), 10, t.Bits()); err != nil {
+			c.add(path, fmt.Sprintf("expected a non-negative integer that fits in %d bits, got %s", t.Bits(), clipNum(n)))
+			return c.drop()
+		}
+	case reflect.Float32, reflect.Float64:
+		n, ok := val.(json.Number)
+		if !ok {
+			return c.mismatch(path, "a number", val)
+		}
+		if _, err := strconv.ParseFloat(string(n), t.Bits()); err != nil {
+			c.add(path, "number out of range")
+			return c.drop()
 		}
 	}
+	return val
+}
+
+func (c *checker) mismatch(path, want string, val any) any {
+	c.add(path, "expected "+want+", got "+jsonKind(val))
+	return c.drop()
+}
+
+func (c *checker) drop() any {
+	c.dropped = true
+	return nil
+}
+
+func clipNum(n json.Number) string {
+	if len(n) > 32 {
+		return string(n[:32]) + "…"
+	}
+	return string(n)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func jsonKind(v any) string {

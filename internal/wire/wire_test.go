@@ -37,6 +37,14 @@ type outer struct {
 	Extra map[string]json.RawMessage `json:"-" wire:"extra"`
 }
 
+type nums struct {
+	N  int64   `json:"n"`
+	U  uint    `json:"u"`
+	I8 int8    `json:"i8"`
+	F  float64 `json:"f"`
+	B  bool    `json:"b"`
+}
+
 type closedOuter struct {
 	ID string `json:"id"`
 }
@@ -54,9 +62,11 @@ func TestDecode(t *testing.T) {
 		{"closed unknown", `{"id":"a","x":1}`, &closedOuter{}, []Problem{{"x", `unknown field "x"`}}, true},
 		{"nested", `{"inner":{"name":"x","Nmae":1,"tags":[{"name":"y","z":2}]}}`, &outer{}, []Problem{{"inner.tags[0].z", `unknown field "z"`}, {"inner.Nmae", `unknown field "Nmae"`}}, true},
 		{"map values", `{"map":{"k":{"q":1}}}`, &outer{}, []Problem{{"map.k.q", `unknown field "q"`}}, true},
-		{"enum text", `{"inner":{"color":"green"}}`, &outer{}, []Problem{{"inner.color", "color must be red or blue"}}, false},
-		{"type", `{"id":5}`, &outer{}, []Problem{{"id", "expected a string, got JSON number"}}, false},
-		{"shape", `{"inner":[]}`, &outer{}, []Problem{{"inner", "expected an object, got an array"}}, false},
+		{"enum text", `{"inner":{"color":"green"}}`, &outer{}, []Problem{{"inner.color", "color must be red or blue"}}, true},
+		{"type", `{"id":5}`, &outer{}, []Problem{{"id", "expected a string, got a number"}}, true},
+		{"shape", `{"inner":[]}`, &outer{}, []Problem{{"inner", "expected an object, got an array"}}, true},
+		{"several at once", `{"id":true,"inner":{"name":1,"color":"green","tags":"x"}}`, &outer{}, []Problem{{"id", "expected a string, got a boolean"}, {"inner.name", "expected a string, got a number"}, {"inner.color", "color must be red or blue"}, {"inner.tags", "expected an array, got a string"}}, true},
+		{"integers", `{"n":1.5,"u":-1,"i8":300}`, &nums{}, []Problem{{"n", "expected an integer that fits in 64 bits, got 1.5"}, {"u", "expected a non-negative integer that fits in 64 bits, got -1"}, {"i8", "expected an integer that fits in 8 bits, got 300"}}, true},
 		{"syntax", `{"id":`, &outer{}, []Problem{{"", "invalid JSON: empty document"}}, false},
 		{"trailing", `{} []`, &outer{}, []Problem{{"", "invalid JSON: trailing data after the document"}}, false},
 		{"embedded exact", `{"base":"x"}`, &closedOuter{}, []Problem{{"base", `unknown field "base"`}}, true},
@@ -75,6 +85,18 @@ func TestDecode(t *testing.T) {
 	}
 	if p, _ := Decode([]byte(`{}`), outer{}); len(p) != 1 {
 		t.Error("non-pointer target accepted")
+	}
+	// A case-variant key is never folded onto the real field.
+	var o outer
+	Decode([]byte(`{"ID":"evil"}`), &o)
+	if o.ID != "" {
+		t.Errorf("case-variant key filled the field: %q", o.ID)
+	}
+	// Values with problems are dropped; the rest is decoded.
+	var n nums
+	Decode([]byte(`{"n":"x","f":2.5,"b":true}`), &n)
+	if n.F != 2.5 || !n.B || n.N != 0 {
+		t.Errorf("rest of document not decoded: %+v", n)
 	}
 }
 

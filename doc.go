@@ -1,0 +1,36 @@
+// Package contextos is the root of ContextOS for Go, an embeddable SDK that
+// runs governed AI-agent work inside a host's own service.
+//
+// A host builds one Runtime and calls Invoke with an invokeAgent request
+// envelope and the run's identity (package runcontext). The runtime resolves
+// the signed, pinned Context Packs the request names (package pack),
+// compiles them with the request into a CompiledContext with a
+// deterministic hash (packages policy and compiler), and runs the canonical
+// loop: the host's planner proposes a plan, the critic verifies it, the
+// executor carries out its tool calls through the Tool Gateway (package
+// gateway), the critic scores the results, and consolidation turns effects
+// into memory proposals. The loop ends in an accept, an escalation, a
+// rejection, a budget limit or a pause for approval.
+//
+// Every run returns a DecisionRecord (package decision), the audit receipt
+// of what the agent saw, was allowed to do, did and why; and, when sampled
+// or when a run fails, a ReplayPacket (package replay) that replays the run
+// from its tool transcripts without touching a live system.
+//
+// Hosts plug in their own planner model, tool adapters (package transport
+// has Tool Contract v1 transports for http, external, grpc,
+// webhook-callback and MCP) and stores through small interfaces, each with
+// an in-memory implementation and a conformance suite, so agents can be
+// unit-tested offline.
+//
+// Governed paths fail closed: bad input is refused with a typed error that
+// names the field or rule, and nothing is half-applied. Determinism is part
+// of the contract: clocks and ids are injected, map order never reaches
+// output, and the same inputs give the same bytes and the same digests
+// (RFC 8785 canonical JSON, "sha256:<hex>").
+//
+// This release provides the foundation packages: runcontext (request and
+// run context types, validation, identity claims, budget meter, W3C trace
+// context), schemas (the published JSON Schemas and a validator) and the
+// contextos command.
+package contextos
