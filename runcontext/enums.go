@@ -94,9 +94,10 @@ func (m ApprovalMode) IsWrite() bool { return m.Compare(ReadOnly) > 0 }
 // String returns the mode's wire name.
 func (m ApprovalMode) String() string { return string(m) }
 
-// MarshalText refuses to write an unknown mode.
+// MarshalText refuses to write an unknown mode; the empty mode (absent)
+// is written as "" and refused by validation.
 func (m ApprovalMode) MarshalText() ([]byte, error) {
-	if !m.Valid() {
+	if m != "" && !m.Valid() {
 		return nil, fmt.Errorf("%w: approval mode %q is not one of %s", ErrInvalidEnum, string(m), joinModes())
 	}
 	return []byte(m), nil

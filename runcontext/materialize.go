@@ -1,7 +1,6 @@
 package runcontext
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -85,11 +84,7 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 	var rc RunContext
 	hostBudget := false
 	if host != nil {
-		c, err := cloneRunContext(host)
-		if err != nil {
-			return nil, err
-		}
-		rc = *c
+		rc = *host.Clone()
 		hostBudget = rc.RunBudget.TotalTokens != 0
 	}
 	var ps problems
@@ -108,20 +103,12 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 	merge("intent", &rc.Intent, req.Input.Intent)
 	merge("locale", &rc.Locale, req.Input.Locale)
 	if rc.User.UserID == "" {
-		u, err := cloneJSON(req.User)
-		if err != nil {
-			return nil, err
-		}
-		rc.User = u
+		rc.User = req.User.Clone()
 	} else {
 		merge("user.user_id", &rc.User.UserID, req.User.UserID)
 	}
 	if rc.Agent.AgentURN == "" && rc.Agent.AgentID == "" {
-		a, err := cloneJSON(req.Agent)
-		if err != nil {
-			return nil, err
-		}
-		rc.Agent = a
+		rc.Agent = req.Agent.Clone()
 	} else {
 		merge("agent.agent_urn", &rc.Agent.AgentURN, req.Agent.AgentURN)
 		merge("agent.agent_id", &rc.Agent.AgentID, req.Agent.AgentID)
@@ -208,39 +195,11 @@ func applyHints(b *RunBudget, h *RuntimeHints, tighten bool) {
 	}
 }
 
-// Clone returns a deep copy of rc.
-func (rc *RunContext) Clone() (*RunContext, error) { return cloneRunContext(rc) }
-
-func cloneRunContext(rc *RunContext) (*RunContext, error) {
-	c, err := cloneJSON(*rc)
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// cloneJSON deep-copies a wire value through its JSON form, which is the
-// form every field of these types round-trips through.
-func cloneJSON[T any](v T) (T, error) {
-	var out T
-	b, err := json.Marshal(v)
-	if err != nil {
-		return out, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return out, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return out, nil
-}
-
 // ForAudit returns a copy of rc safe for audit output: token references and
 // the claim signature are removed; the claim keeps its claim_hash, which is
 // what audit records cite.
-func (rc *RunContext) ForAudit() (*RunContext, error) {
-	c, err := cloneRunContext(rc)
-	if err != nil {
-		return nil, err
-	}
+func (rc *RunContext) ForAudit() *RunContext {
+	c := rc.Clone()
 	c.Agent.TokenRef = ""
 	if c.User.Delegation != nil {
 		c.User.Delegation.TokenRef = ""
@@ -248,7 +207,7 @@ func (rc *RunContext) ForAudit() (*RunContext, error) {
 	if c.Agent.IdentityClaim != nil {
 		c.Agent.IdentityClaim.Sig = ""
 	}
-	return c, nil
+	return c
 }
 
 // AuthRef returns the audit reference of the run's identity,

@@ -1,6 +1,7 @@
 package runcontext
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -147,5 +148,59 @@ func TestPrincipalChainDefault(t *testing.T) {
 	want := []Principal{{Kind: PrincipalUser, ID: "usr_771", TenantID: "tenant_acme_prod"}, {Kind: PrincipalAgent, ID: "agent:contextos/support-refund@1.2.0", TenantID: "tenant_acme_prod"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PrincipalChain (-want +got):\n%s", diff)
+	}
+}
+
+// Clone is deep: changing anything reachable from the copy leaves the
+// original alone.
+func TestClone(t *testing.T) {
+	rc := fixtureRunContext(t)
+	rc.Agent.IdentityClaim = validClaim(rc)
+	rc.Metadata = map[string]any{"a": []any{map[string]any{"b": 1.0}}}
+	rc.Extensions = map[string]json.RawMessage{"x": json.RawMessage(`1`)}
+	rc.User.Claims = map[string]json.RawMessage{"tier": json.RawMessage(`"gold"`)}
+	rc.User.TenureDays = ptr(5)
+	before, _ := json.Marshal(rc)
+	c := rc.Clone()
+	c.User.Delegation.Scopes[0] = "x"
+	*c.User.TenureDays = 9
+	c.User.Claims["tier"][1] = 'X'
+	c.Agent.PrincipalChain[0].ID = "x"
+	c.Agent.IdentityClaim.Scopes[0] = "x"
+	c.RunBudget.BucketTokens[BucketPolicy] = 1
+	c.TraceContext = &TraceContext{TraceParent: "x"}
+	c.Metadata["a"].([]any)[0].(map[string]any)["b"] = 2.0
+	c.Extensions["x"][0] = '2'
+	after, _ := json.Marshal(rc)
+	if string(before) != string(after) {
+		t.Errorf("Clone is shallow:\n%s\n%s", before, after)
+	}
+	if (*RunContext)(nil).Clone() != nil || (*InvokeRequest)(nil).Clone() != nil {
+		t.Error("Clone(nil) != nil")
+	}
+	req := fixtureRequest(t)
+	req.Runtime.TotalTokens = ptr(5)
+	rb, _ := json.Marshal(req)
+	rq := req.Clone()
+	rq.ContextPackRefs[0] = "x"
+	rq.Input.Context["refund_amount"] = 1
+	*rq.Runtime.MaxToolCalls = 99
+	*rq.Runtime.TotalTokens = 99
+	ra, _ := json.Marshal(req)
+	if string(rb) != string(ra) {
+		t.Errorf("InvokeRequest.Clone is shallow")
+	}
+}
+
+// A partial host run context (no safety mode, no budget) is completed
+// from the request and defaults.
+func TestMaterializePartialHost(t *testing.T) {
+	host := &RunContext{TenantID: "tenant_acme_prod", Metadata: map[string]any{"host": "svc"}}
+	rc, err := Materialize(fixtureRequest(t), host, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.SafetyMode != ReadOnly || rc.RunBudget.TotalTokens != DefaultTotalTokens || rc.Metadata["host"] != "svc" {
+		t.Errorf("partial host not completed: %+v", rc)
 	}
 }

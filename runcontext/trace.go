@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/internal/canon"
 )
 
 // W3C header names.
@@ -144,7 +146,7 @@ func checkTraceID(ps *problems, path, id string) {
 	switch {
 	case id == "":
 		ps.add(path, RuleRequired, "is required (32 lowercase hex)")
-	case !isLowerHex(id, 32):
+	case !canon.IsLowerHex(id, 32):
 		ps.add(path, RuleFormat, "must be 32 lowercase hex digits")
 	case strings.Trim(id, "0") == "":
 		ps.add(path, RuleFormat, "must not be all zeros")
@@ -156,12 +158,12 @@ func checkTrace(ps *problems, path string, t Trace) {
 	switch {
 	case t.SpanID == "":
 		ps.add(path+".span_id", RuleRequired, "is required (16 lowercase hex)")
-	case !isLowerHex(t.SpanID, 16):
+	case !canon.IsLowerHex(t.SpanID, 16):
 		ps.add(path+".span_id", RuleFormat, "must be 16 lowercase hex digits")
 	case strings.Trim(t.SpanID, "0") == "":
 		ps.add(path+".span_id", RuleFormat, "must not be all zeros")
 	}
-	if t.TraceFlags != "" && !isLowerHex(t.TraceFlags, 2) {
+	if t.TraceFlags != "" && !canon.IsLowerHex(t.TraceFlags, 2) {
 		ps.add(path+".trace_flags", RuleFormat, "must be 2 lowercase hex digits")
 	}
 	checkTraceState(ps, path+".tracestate", t.TraceState)
@@ -184,17 +186,4 @@ func checkBaggage(ps *problems, path, s string) {
 	if _, err := baggage.Parse(s); err != nil {
 		ps.add(path, RuleFormat, "is not a valid W3C baggage header")
 	}
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

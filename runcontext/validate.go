@@ -360,7 +360,7 @@ func checkPackRefs(ps *problems, refs []string) {
 		p := wire.Index("context_pack_refs", i)
 		r, err := packref.Parse(ref)
 		if err != nil {
-			ps.add(p, RuleFormat, strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": ")+"; refs must be pinned as pack_id@MAJOR.MINOR.PATCH")
+			ps.add(p, RuleFormat, "is not pinned: "+strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": "))
 			continue
 		}
 		if j, dup := seen[r.ID]; dup {

@@ -140,10 +140,11 @@ func IsDigest(s string) bool {
 	if !strings.HasPrefix(s, DigestPrefix) {
 		return false
 	}
-	return isLowerHex(s[len(DigestPrefix):], 2*sha256.Size)
+	return IsLowerHex(s[len(DigestPrefix):], 2*sha256.Size)
 }
 
-func isLowerHex(s string, n int) bool {
+// IsLowerHex reports whether s is exactly n lowercase hex digits.
+func IsLowerHex(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}

@@ -234,7 +234,7 @@ func TestID(t *testing.T) {
 	if a == c || a[4:] == d[5:] || e == f {
 		t.Errorf("ID collisions: %s %s %s %s %s", a, c, d, e, f)
 	}
-	if !HasPrefix(a, "pol") || len(a) != len("pol_")+16 || !isLowerHex(a[4:], 16) {
+	if !HasPrefix(a, "pol") || len(a) != len("pol_")+16 || !IsLowerHex(a[4:], 16) {
 		t.Errorf("ID = %q, want pol_<16 hex>", a)
 	}
 	for _, p := range []string{"", "a_b", "a b"} {

@@ -1,0 +1,131 @@
+package runcontext
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
+// Clone returns a deep copy of rc; nil for nil.
+func (rc *RunContext) Clone() *RunContext {
+	if rc == nil {
+		return nil
+	}
+	c := *rc
+	c.User = rc.User.Clone()
+	c.Agent = rc.Agent.Clone()
+	c.RunBudget.BucketTokens = maps.Clone(rc.RunBudget.BucketTokens)
+	if rc.TraceContext != nil {
+		tc := *rc.TraceContext
+		c.TraceContext = &tc
+	}
+	c.Metadata = cloneObject(rc.Metadata)
+	c.Extensions = cloneRaw(rc.Extensions)
+	return &c
+}
+
+// Clone returns a deep copy of r; nil for nil.
+func (r *InvokeRequest) Clone() *InvokeRequest {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.User = r.User.Clone()
+	c.Agent = r.Agent.Clone()
+	c.ContextPackRefs = slices.Clone(r.ContextPackRefs)
+	c.Input.Context = cloneObject(r.Input.Context)
+	c.Runtime = r.Runtime.clone()
+	c.Attachments = slices.Clone(r.Attachments)
+	c.Extensions = cloneRaw(r.Extensions)
+	return &c
+}
+
+// Clone returns a deep copy of u.
+func (u UserClaims) Clone() UserClaims {
+	if u.Delegation != nil {
+		d := *u.Delegation
+		d.Scopes = slices.Clone(d.Scopes)
+		u.Delegation = &d
+	}
+	if u.TenureDays != nil {
+		v := *u.TenureDays
+		u.TenureDays = &v
+	}
+	u.Claims = cloneRaw(u.Claims)
+	return u
+}
+
+// Clone returns a deep copy of a.
+func (a AgentIdentity) Clone() AgentIdentity {
+	a.PrincipalChain = slices.Clone(a.PrincipalChain)
+	if a.IdentityClaim != nil {
+		c := *a.IdentityClaim
+		c.PrincipalChain = slices.Clone(c.PrincipalChain)
+		c.Scopes = slices.Clone(c.Scopes)
+		a.IdentityClaim = &c
+	}
+	return a
+}
+
+func (h RuntimeHints) clone() RuntimeHints {
+	h.PlanTimeoutMS = clonePtr(h.PlanTimeoutMS)
+	h.MaxSessionDurationMS = clonePtr(h.MaxSessionDurationMS)
+	h.MaxToolCalls = clonePtr(h.MaxToolCalls)
+	h.MaxPayloadBytes = clonePtr(h.MaxPayloadBytes)
+	h.MaxCostCents = clonePtr(h.MaxCostCents)
+	h.TotalTokens = clonePtr(h.TotalTokens)
+	h.BucketTokens = maps.Clone(h.BucketTokens)
+	h.MaxReplanAttempts = clonePtr(h.MaxReplanAttempts)
+	h.WallClockMS = clonePtr(h.WallClockMS)
+	return h
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+func cloneObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+// cloneValue deep-copies the JSON-shaped values found in open maps
+// (objects, arrays and scalars); other values are copied as they are.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneObject(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case []string:
+		return slices.Clone(x)
+	case json.RawMessage:
+		return slices.Clone(x)
+	}
+	return v
+}

@@ -1,0 +1,5 @@
+package runcontexttest
+
+import "time"
+
+func unix(sec int64) time.Time { return time.Unix(sec, 0) }
