@@ -9,6 +9,9 @@
 // back to a default). [Decode] walks the document against the Go type first
 // and refuses such keys, then decodes.
 //
+// A field tagged `jsonschema:"required"` (the tag the published schemas
+// are generated from) must be present.
+//
 // A struct type is closed unless it has a field tagged `wire:"extra"` of type
 // map[string]json.RawMessage (with `json:"-"`); such a type is open, keeps
 // unknown members in that field, and implements MarshalJSON/UnmarshalJSON
@@ -171,6 +174,11 @@ func (c *checker) check(val any, t reflect.Type, path string) any {
 			return c.mismatch(path, "an object", val)
 		}
 		info := fieldsOf(t)
+		for _, name := range info.required {
+			if _, ok := obj[name]; !ok {
+				c.add(Join(path, name), "is required")
+			}
+		}
 		for _, k := range sortedKeys(obj) {
 			if ft, ok := info.exact[k]; ok {
 				obj[k] = c.check(obj[k], ft, Join(path, k))
@@ -290,10 +298,11 @@ func jsonKind(v any) string {
 }
 
 type fieldInfo struct {
-	exact  map[string]reflect.Type
-	folded map[string]string
-	open   bool
-	names  []string
+	exact    map[string]reflect.Type
+	folded   map[string]string
+	open     bool
+	names    []string
+	required []string // fields tagged jsonschema:"required", in declaration order
 }
 
 var fieldCache sync.Map // reflect.Type → *fieldInfo
@@ -340,7 +349,19 @@ func collect(t reflect.Type, fi *fieldInfo) {
 		fi.exact[name] = f.Type
 		fi.folded[strings.ToLower(name)] = name
 		fi.names = append(fi.names, name)
+		if hasTagOption(f.Tag.Get("jsonschema"), "required") {
+			fi.required = append(fi.required, name)
+		}
 	}
+}
+
+func hasTagOption(tag, opt string) bool {
+	for _, o := range strings.Split(tag, ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
 }
 
 // IsOpen reports whether the struct type t keeps unknown members.

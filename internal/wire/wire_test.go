@@ -49,6 +49,12 @@ type closedOuter struct {
 	ID string `json:"id"`
 }
 
+type withRequired struct {
+	A string  `json:"a" jsonschema:"required"`
+	B *inner  `json:"b,omitempty" jsonschema:"required"`
+	C []inner `json:"c,omitempty"`
+}
+
 func TestDecode(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -69,6 +75,8 @@ func TestDecode(t *testing.T) {
 		{"integers", `{"n":1.5,"u":-1,"i8":300}`, &nums{}, []Problem{{"n", "expected an integer that fits in 64 bits, got 1.5"}, {"u", "expected a non-negative integer that fits in 64 bits, got -1"}, {"i8", "expected an integer that fits in 8 bits, got 300"}}, true},
 		{"syntax", `{"id":`, &outer{}, []Problem{{"", "invalid JSON: empty document"}}, false},
 		{"trailing", `{} []`, &outer{}, []Problem{{"", "invalid JSON: trailing data after the document"}}, false},
+		{"required", `{"c":[{"name":"x"}]}`, &withRequired{}, []Problem{{"a", "is required"}, {"b", "is required"}}, true},
+		{"required present", `{"a":"","b":null}`, &withRequired{}, nil, true},
 		{"embedded exact", `{"base":"x"}`, &closedOuter{}, []Problem{{"base", `unknown field "base"`}}, true},
 	}
 	for _, tc := range tests {

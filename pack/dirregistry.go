@@ -1,0 +1,287 @@
+package pack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DirRegistry is a Registry in a directory: one file per version,
+// <root>/<pack_id>/<version>.json holding the document and
+// <root>/<pack_id>/<version>.state.json holding state, reason and content
+// hash. Writes are atomic (a temporary file renamed into place; a new
+// version is linked in, so two writers never both create it). All file
+// access goes through os.Root, so no pack id can reach outside the
+// directory. One process should write a directory at a time; reads are
+// safe from any number.
+type DirRegistry struct {
+	root *os.Root
+	mu   sync.Mutex
+}
+
+var _ Registry = (*DirRegistry)(nil)
+
+// OpenDirRegistry opens (creating it if needed) a directory registry.
+func OpenDirRegistry(dir string) (*DirRegistry, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pack: open registry: %w", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pack: open registry: %w", err)
+	}
+	return &DirRegistry{root: r}, nil
+}
+
+// Close releases the directory.
+func (d *DirRegistry) Close() error { return d.root.Close() }
+
+type stateFile struct {
+	State       State  `json:"state"`
+	Reason      string `json:"reason,omitempty"`
+	ContentHash string `json:"content_hash"`
+	Signed      bool   `json:"signed"`
+}
+
+// packDir validates a pack id for use as a directory name.
+func packDir(id string) (string, error) {
+	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\`) || !fs.ValidPath(id) {
+		return "", fmt.Errorf("%w: pack id %q cannot name a registry directory", ErrNotFound, clip(id))
+	}
+	return id, nil
+}
+
+func files(ref Ref) (doc, state string, err error) {
+	dir, err := packDir(ref.ID)
+	if err != nil {
+		return "", "", err
+	}
+	return path.Join(dir, ref.Version()+".json"), path.Join(dir, ref.Version()+".state.json"), nil
+}
+
+// Put implements Registry.
+func (d *DirRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	next, err := inspect(doc)
+	if err != nil {
+		return Entry{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	docPath, statePath, err := files(next.Ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if cur, err := d.read(next.Ref); err == nil {
+		e, changed, err := merge(cur, next)
+		if err != nil {
+			return Entry{}, err
+		}
+		if changed {
+			if err := d.writeAtomic(docPath, e.Document); err != nil {
+				return Entry{}, err
+			}
+			if err := d.writeState(statePath, e); err != nil {
+				return Entry{}, err
+			}
+		}
+		return e, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return Entry{}, err
+	}
+	if err := d.root.MkdirAll(path.Dir(docPath), 0o755); err != nil {
+		return Entry{}, fmt.Errorf("pack: registry: %w", err)
+	}
+	// The document is linked in first; a version without its state file is
+	// not yet visible (read reports it not found), so a crash in between
+	// leaves nothing half-applied that a reader could use.
+	if err := d.createExclusive(docPath, next.Document); err != nil {
+		return Entry{}, err
+	}
+	if err := d.writeState(statePath, next); err != nil {
+		return Entry{}, err
+	}
+	return next, nil
+}
+
+// Get implements Registry.
+func (d *DirRegistry) Get(ctx context.Context, ref Ref) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	return d.read(ref)
+}
+
+func (d *DirRegistry) read(ref Ref) (Entry, error) {
+	docPath, statePath, err := files(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	doc, err := d.root.ReadFile(docPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("pack: registry: %w", err)
+	}
+	sb, err := d.root.ReadFile(statePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Entry{}, fmt.Errorf("%w: %s (its state is not written yet)", ErrNotFound, ref)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("pack: registry: state of %s: %w", ref, err)
+	}
+	var st stateFile
+	if err := json.Unmarshal(sb, &st); err != nil {
+		return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: %w", ref, err)
+	}
+	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Document: doc}
+	// The stored document must still be what the state file describes.
+	check, err := inspect(doc)
+	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
+		return Entry{}, fmt.Errorf("%w: %s on disk does not match its recorded content hash", ErrImmutable, ref)
+	}
+	return e, nil
+}
+
+// SetState implements Registry.
+func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason string) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, err := d.read(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e, err = transition(e, to, reason); err != nil {
+		return Entry{}, err
+	}
+	_, statePath, _ := files(ref)
+	if err := d.writeState(statePath, e); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// Versions implements Registry.
+func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := packDir(packID)
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	var out []Entry
+	for _, n := range names {
+		ver, ok := strings.CutSuffix(n, ".json")
+		if !ok || strings.HasSuffix(ver, ".state") || strings.HasPrefix(n, ".") {
+			continue
+		}
+		ref, err := ParseRef(packID + "@" + ver)
+		if err != nil {
+			continue
+		}
+		e, err := d.read(ref)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return a.Ref.Compare(b.Ref) })
+	return out, nil
+}
+
+func (d *DirRegistry) writeState(name string, e Entry) error {
+	b, err := json.Marshal(stateFile{State: e.State, Reason: e.Reason, ContentHash: e.ContentHash, Signed: e.Signed})
+	if err != nil {
+		return err
+	}
+	return d.writeAtomic(name, b)
+}
+
+// writeTemp writes data to a new temporary file beside name and syncs it.
+func (d *DirRegistry) writeTemp(name string, data []byte) (string, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	tmp := path.Join(path.Dir(name), ".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("pack: registry: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		d.root.Remove(tmp)
+		return "", fmt.Errorf("pack: registry: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		d.root.Remove(tmp)
+		return "", fmt.Errorf("pack: registry: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		d.root.Remove(tmp)
+		return "", fmt.Errorf("pack: registry: %w", err)
+	}
+	return tmp, nil
+}
+
+// writeAtomic replaces name with data atomically.
+func (d *DirRegistry) writeAtomic(name string, data []byte) error {
+	tmp, err := d.writeTemp(name, data)
+	if err != nil {
+		return err
+	}
+	if err := d.root.Rename(tmp, name); err != nil {
+		d.root.Remove(tmp)
+		return fmt.Errorf("pack: registry: %w", err)
+	}
+	return nil
+}
+
+// createExclusive creates name with data atomically, failing with
+// ErrImmutable if it exists (a hard link never replaces a file).
+func (d *DirRegistry) createExclusive(name string, data []byte) error {
+	tmp, err := d.writeTemp(name, data)
+	if err != nil {
+		return err
+	}
+	defer d.root.Remove(tmp)
+	if err := d.root.Link(tmp, name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s was created concurrently", ErrImmutable, name)
+		}
+		return fmt.Errorf("pack: registry: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+// Package pack owns the Context Pack, the unit of deployment of the
+// Context plane: the ten-layer document (context-pack.v2) and its strict
+// decoding, pinned refs (pack_id@MAJOR.MINOR.PATCH), the validation gates,
+// content hashing and Ed25519 signing, compatibility checks, the Registry
+// interface with in-memory and directory implementations and lifecycle
+// states, a caching Resolver, environment overlays, and the version-class
+// Diff.
+//
+// A runtime never executes governed work on a pack that is unpinned,
+// unsigned, tampered, revoked, incompatible or structurally unsafe: each of
+// those is refused with a sentinel error (ErrUnpinnedRef, ErrSignature,
+// ErrNotUsable, ErrIncompatible, ErrInvalid).
+//
+// # Validation gates
+//
+// Validate runs the gates schema, referential, policy, risk, tenancy,
+// security and evaluation (seed 003, "Validation gates") and reports every
+// problem with its gate, a stable code, the JSON path and a message.
+//
+// # Signed pack files
+//
+// A signed pack file is one JSON object, written in RFC 8785 canonical form
+// (optionally followed by one newline):
+//
+//	{
+//	  "content_hash": "sha256:<hex of the canonical pack>",
+//	  "format": "contextos.signed_pack.v1",
+//	  "pack": { …the pack document, canonical… },
+//	  "signature": {"alg": "Ed25519", "kid": "<key id>", "value": "<base64url signature over content_hash>"}
+//	}
+//
+// Because the whole file is canonical, any changed byte is detected: it
+// breaks the JSON, the canonical form, the content hash or the signature.
+package pack

@@ -1,0 +1,157 @@
+package pack
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrUnpinnedRef reports a ref that is not pack_id@MAJOR.MINOR.PATCH.
+	ErrUnpinnedRef = errors.New("pack: ref is not pinned")
+	// ErrInvalid reports a pack that fails decoding or a validation gate;
+	// the error is a *ValidationError.
+	ErrInvalid = errors.New("pack: invalid")
+	// ErrSignature reports a signed pack whose signature is missing,
+	// malformed or wrong, or whose content changed after signing.
+	ErrSignature = errors.New("pack: signature verification failed")
+	// ErrIncompatible reports a pack whose compatibility.requires the host
+	// does not satisfy.
+	ErrIncompatible = errors.New("pack: incompatible with host")
+	// ErrNotFound reports a ref the registry does not hold.
+	ErrNotFound = errors.New("pack: not found")
+	// ErrImmutable reports an attempt to store different content under an
+	// existing pack_id@version.
+	ErrImmutable = errors.New("pack: pack_id@version is immutable")
+	// ErrTransition reports a lifecycle transition that is not allowed.
+	ErrTransition = errors.New("pack: lifecycle transition not allowed")
+	// ErrNotUsable reports a pack whose lifecycle state forbids the
+	// requested use (a draft for execution, a revoked pack for new traffic).
+	// The error is a *StateError.
+	ErrNotUsable = errors.New("pack: not usable in its lifecycle state")
+	// ErrOverlay reports an overlay that would weaken or expand the base
+	// pack; the error is an *OverlayError naming the rule it breaks.
+	ErrOverlay = errors.New("pack: overlay refused")
+)
+
+// Validation gates, in the order Validate runs them.
+const (
+	GateSchema      = "schema"
+	GateReferential = "referential"
+	GatePolicy      = "policy"
+	GateRisk        = "risk"
+	GateTenancy     = "tenancy"
+	GateSecurity    = "security"
+	GateEvaluation  = "evaluation"
+)
+
+// Gates returns the validation gates in order.
+func Gates() []string {
+	return []string{GateSchema, GateReferential, GatePolicy, GateRisk, GateTenancy, GateSecurity, GateEvaluation}
+}
+
+// Problem is one validation failure: the gate that found it, a stable
+// code for the failure mode, the JSON path of the member at fault and a
+// message that never echoes secrets.
+type Problem struct {
+	Gate    string `json:"gate"`
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	path := p.Path
+	if path == "" {
+		path = "(document)"
+	}
+	return p.Gate + ": " + path + ": " + p.Message
+}
+
+// ValidationError lists every problem of a pack. It matches ErrInvalid.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("pack: invalid:")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		b.WriteString(" ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is matches ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Has reports whether a problem with the code exists (at path, when path
+// is not empty).
+func (e *ValidationError) Has(code, path string) bool {
+	for _, p := range e.Problems {
+		if p.Code == code && (path == "" || p.Path == path) {
+			return true
+		}
+	}
+	return false
+}
+
+// StateError reports a pack refused because of its lifecycle state.
+type StateError struct {
+	Ref    string
+	State  State
+	Reason string // the revocation or deprecation reason, if any
+	Use    Use
+}
+
+func (e *StateError) Error() string {
+	msg := fmt.Sprintf("pack: %s is %s and cannot be used for %s", e.Ref, e.State, e.Use)
+	if e.Reason != "" {
+		msg += " (reason: " + e.Reason + ")"
+	}
+	return msg
+}
+
+// Is matches ErrNotUsable.
+func (e *StateError) Is(target error) bool { return target == ErrNotUsable }
+
+// OverlayError names the overlay rule an overlay breaks.
+type OverlayError struct {
+	OverlayID string
+	Rule      string // e.g. OverlayGrant, OverlayLowerMode
+	Path      string
+	Message   string
+}
+
+func (e *OverlayError) Error() string {
+	return fmt.Sprintf("pack: overlay %s refused: %s: %s: %s", e.OverlayID, e.Rule, e.Path, e.Message)
+}
+
+// Is matches ErrOverlay.
+func (e *OverlayError) Is(target error) bool { return target == ErrOverlay }
+
+func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
+	for _, a := range allowed {
+		if string(a) == string(b) {
+			*dst = a
+			return nil
+		}
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return fmt.Errorf("%s %q is not one of %s", what, clip(string(b)), strings.Join(names, ", "))
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

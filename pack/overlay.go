@@ -1,0 +1,343 @@
+package pack
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/wire"
+)
+
+// Overlay is a declared environment overlay applied to a base pack. It
+// may only constrain: swap endpoint references, add stricter rules,
+// guardrails, redactions and approval gates, set locale, currency and
+// timezone defaults, tighten evaluation targets, and tighten permissions.
+// Anything that would expand power is refused with an *OverlayError.
+type Overlay struct {
+	OverlayID   string `json:"overlay_id" jsonschema:"required"`
+	Base        string `json:"base" jsonschema:"required"` // the pack ref it applies to
+	Environment string `json:"environment" jsonschema:"required"`
+	// EndpointRefs swaps adapter endpoint references (adapter_id → ref).
+	EndpointRefs map[string]string `json:"endpoint_refs,omitempty"`
+	// AdapterApprovalModes raises adapters' declared maximum approval mode.
+	AdapterApprovalModes map[string]ApprovalMode `json:"adapter_approval_modes,omitempty"`
+	// Permissions restate existing permissions (by permission_id) with
+	// tighter settings.
+	Permissions []Permission `json:"permissions,omitempty"`
+	// PolicyBundles are added bundles of stricter rules.
+	PolicyBundles []PolicyBundle `json:"policy_bundles,omitempty"`
+	// Guardrails are added guardrail labels and redaction rules.
+	Guardrails Guardrails `json:"guardrails,omitzero"`
+	// ApprovalGates are added approval gates.
+	ApprovalGates []ApprovalGate `json:"approval_gates,omitempty"`
+	// EnvironmentDefaults override locale, currency, timezone and region.
+	EnvironmentDefaults *EnvironmentDefaults `json:"environment_defaults,omitempty"`
+	// EvalTargets tighten targets of intents the base already has.
+	EvalTargets []EvalTarget `json:"eval_targets,omitempty"`
+	// DecisionSpecs restate decision specs; their outcomes may not change.
+	DecisionSpecs []DecisionSpec `json:"decision_specs,omitempty"`
+	// Ontology restates the ontology; a namespace change needs a version bump.
+	Ontology *Ontology `json:"ontology,omitempty"`
+	// Metadata is an open map for notes.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Overlay rules named by OverlayError.Rule.
+const (
+	OverlayBase         = "base_mismatch"
+	OverlayGrant        = "grant_capability"
+	OverlayLowerMode    = "lower_approval_mode"
+	OverlayOutcomes     = "change_decision_outcomes"
+	OverlayOntology     = "swap_ontology_namespace"
+	OverlaySecret       = "insert_secret"
+	OverlayLoosen       = "loosen_constraint"
+	OverlayInvalidAfter = "invalid_result"
+)
+
+// AppliedOverlay records which overlay a resolved view applied.
+type AppliedOverlay struct {
+	OverlayID   string `json:"overlay_id"`
+	Environment string `json:"environment"`
+	Hash        string `json:"hash"`
+}
+
+// DecodeOverlay strictly decodes an overlay document.
+func DecodeOverlay(data []byte) (*Overlay, error) {
+	var o Overlay
+	probs, _ := wire.Decode(data, &o)
+	if len(probs) > 0 {
+		out := make([]Problem, len(probs))
+		for i, q := range probs {
+			out[i] = Problem{Gate: GateSchema, Code: CodeDecode, Path: q.Path, Message: q.Message}
+		}
+		return nil, &ValidationError{Problems: out}
+	}
+	return &o, nil
+}
+
+// ApplyOverlay returns the resolved view of base with o applied, and the
+// record of what was applied. base is not modified. The view must pass
+// every validation gate.
+func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
+	fail := func(rule, path, format string, args ...any) (*Pack, AppliedOverlay, error) {
+		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)}
+	}
+	ref, err := base.Ref()
+	if err != nil {
+		return nil, AppliedOverlay{}, err
+	}
+	if o.Base != ref.String() {
+		return fail(OverlayBase, "base", "overlay is for %s, not %s", clip(o.Base), ref)
+	}
+	hash, err := canon.Digest(o)
+	if err != nil {
+		return nil, AppliedOverlay{}, err
+	}
+	// Secrets first: an overlay is never applied if it carries one.
+	for _, f := range ScanSecrets(o) {
+		return fail(OverlaySecret, f.Path, "%s", f.What)
+	}
+	view, err := clonePack(base)
+	if err != nil {
+		return nil, AppliedOverlay{}, err
+	}
+	adapters := map[string]*Adapter{}
+	for i := range view.ToolingLayer.AdapterRegistry {
+		adapters[view.ToolingLayer.AdapterRegistry[i].AdapterID] = &view.ToolingLayer.AdapterRegistry[i]
+	}
+	for _, id := range sortedKeys(o.EndpointRefs) {
+		a := adapters[id]
+		if a == nil {
+			return fail(OverlayGrant, "endpoint_refs."+id, "adapter %s is not in the base pack; an overlay cannot add adapters", id)
+		}
+		a.EndpointRef = o.EndpointRefs[id]
+	}
+	for _, id := range sortedKeys(o.AdapterApprovalModes) {
+		a := adapters[id]
+		if a == nil {
+			return fail(OverlayGrant, "adapter_approval_modes."+id, "adapter %s is not in the base pack", id)
+		}
+		m := o.AdapterApprovalModes[id]
+		if !m.Valid() || m.Compare(a.ApprovalMode) < 0 {
+			return fail(OverlayLowerMode, "adapter_approval_modes."+id, "cannot lower adapter %s's approval mode from %s to %s", id, a.ApprovalMode, m)
+		}
+		a.ApprovalMode = m
+	}
+	for i, q := range o.Permissions {
+		path := idx("permissions", i)
+		j := slices.IndexFunc(view.ToolingLayer.Permissions, func(b Permission) bool { return b.PermissionID == q.PermissionID })
+		if j < 0 {
+			return fail(OverlayGrant, path, "permission %s is not in the base pack; an overlay cannot grant permissions", q.PermissionID)
+		}
+		b := view.ToolingLayer.Permissions[j]
+		if q.AdapterID != b.AdapterID || q.Capability != b.Capability {
+			return fail(OverlayGrant, path, "permission %s exposes %s in the base pack; an overlay cannot point it at %s", q.PermissionID, b.CapabilityID(), q.CapabilityID())
+		}
+		if q.Allow && !b.Allow {
+			return fail(OverlayGrant, path+".allow", "permission %s is denied in the base pack", q.PermissionID)
+		}
+		if b.RequiresApprovalGate != "" && q.RequiresApprovalGate != b.RequiresApprovalGate {
+			return fail(OverlayLoosen, path+".requires_approval_gate", "permission %s keeps its approval gate %s", q.PermissionID, b.RequiresApprovalGate)
+		}
+		if b.ApprovalMode != "" && (q.ApprovalMode == "" || q.ApprovalMode.Compare(b.ApprovalMode) < 0) {
+			return fail(OverlayLowerMode, path+".approval_mode", "permission %s cannot lower its approval mode below %s", q.PermissionID, b.ApprovalMode)
+		}
+		if msg := loosened(b.ArgConstraints, q.ArgConstraints); msg != "" {
+			return fail(OverlayLoosen, path+".arg_constraints", "permission %s: %s", q.PermissionID, msg)
+		}
+		view.ToolingLayer.Permissions[j] = q
+	}
+	for i, b := range o.PolicyBundles {
+		for ri, r := range b.PolicyDSL.Rules {
+			for _, e := range []*Effect{r.Then, r.Else} {
+				if e != nil && e.ApprovalMode != "" {
+					if s := specOf(view, r.DecisionBinding); s == nil || e.ApprovalMode.Compare(s.ApprovalMode) < 0 {
+						return fail(OverlayLowerMode, idx(idx("policy_bundles", i)+".policy_dsl.rules", ri), "an added rule cannot set an approval mode below its decision's")
+					}
+				}
+			}
+		}
+		view.PolicyLayer.PolicyBundles = append(view.PolicyLayer.PolicyBundles, b)
+	}
+	g := &view.PolicyLayer.Guardrails
+	g.MustRefuse = union(g.MustRefuse, o.Guardrails.MustRefuse)
+	g.MustEscalate = union(g.MustEscalate, o.Guardrails.MustEscalate)
+	g.RedactionRules = union(g.RedactionRules, o.Guardrails.RedactionRules)
+	view.PolicyLayer.ApprovalGates = append(view.PolicyLayer.ApprovalGates, o.ApprovalGates...)
+	if d := o.EnvironmentDefaults; d != nil {
+		ed := &view.PackMeta.EnvironmentDefaults
+		for _, f := range []struct {
+			dst *string
+			v   string
+		}{{&ed.Language, d.Language}, {&ed.Locale, d.Locale}, {&ed.Timezone, d.Timezone}, {&ed.Currency, d.Currency}, {&ed.Region, d.Region}} {
+			if f.v != "" {
+				*f.dst = f.v
+			}
+		}
+	}
+	for i, t := range o.EvalTargets {
+		j := slices.IndexFunc(view.EvaluationLayer.EvalTargets, func(b EvalTarget) bool { return b.Intent == t.Intent })
+		if j < 0 {
+			view.EvaluationLayer.EvalTargets = append(view.EvaluationLayer.EvalTargets, t)
+			continue
+		}
+		merged, msg := tighten(view.EvaluationLayer.EvalTargets[j], t)
+		if msg != "" {
+			return fail(OverlayLoosen, idx("eval_targets", i), "%s", msg)
+		}
+		view.EvaluationLayer.EvalTargets[j] = merged
+	}
+	for i, s := range o.DecisionSpecs {
+		path := idx("decision_specs", i)
+		j := slices.IndexFunc(view.DecisionLayer.DecisionSpecs, func(b DecisionSpec) bool { return b.DecisionKey == s.DecisionKey })
+		if j < 0 {
+			return fail(OverlayGrant, path, "decision %s is not in the base pack", s.DecisionKey)
+		}
+		b := view.DecisionLayer.DecisionSpecs[j]
+		if !sameSet(b.AllowedOutcomes, s.AllowedOutcomes) || !sameSet(b.RefusalOutcomes, s.RefusalOutcomes) || !sameSet(b.EscalationOutcomes, s.EscalationOutcomes) {
+			return fail(OverlayOutcomes, path+".allowed_outcomes", "decision %s's outcomes cannot change in an overlay", s.DecisionKey)
+		}
+		if !s.ApprovalMode.Valid() || s.ApprovalMode.Compare(b.ApprovalMode) < 0 {
+			return fail(OverlayLowerMode, path+".approval_mode", "decision %s cannot lower its approval mode below %s", s.DecisionKey, b.ApprovalMode)
+		}
+		for _, e := range b.RequiredEvidence {
+			if !slices.Contains(s.RequiredEvidence, e) {
+				return fail(OverlayLoosen, path+".required_evidence", "decision %s cannot drop required evidence %s", s.DecisionKey, e)
+			}
+		}
+		view.DecisionLayer.DecisionSpecs[j] = s
+	}
+	if on := o.Ontology; on != nil {
+		b := view.IntelligenceRefs.Ontology
+		if on.Namespace != b.Namespace {
+			ov, err1 := semverOf(on.Version)
+			bv, err2 := semverOf(b.Version)
+			if err1 != nil || err2 != nil || ov.Major() <= bv.Major() {
+				return fail(OverlayOntology, "ontology.namespace", "swapping ontology namespace %s for %s needs a major version bump", b.Namespace, clip(on.Namespace))
+			}
+		}
+		view.IntelligenceRefs.Ontology = *on
+	}
+	if err := Validate(view); err != nil {
+		return fail(OverlayInvalidAfter, "", "the resolved view fails validation: %v", err)
+	}
+	return view, AppliedOverlay{OverlayID: o.OverlayID, Environment: o.Environment, Hash: hash}, nil
+}
+
+func specOf(p *Pack, key string) *DecisionSpec {
+	for i := range p.DecisionLayer.DecisionSpecs {
+		if p.DecisionLayer.DecisionSpecs[i].DecisionKey == key {
+			return &p.DecisionLayer.DecisionSpecs[i]
+		}
+	}
+	return nil
+}
+
+// loosened reports how next loosens base's argument constraints, or "".
+// Every base constraint must remain; min may only rise, max only fall,
+// required may not be dropped.
+func loosened(base, next map[string]map[string]any) string {
+	for _, arg := range sortedKeys(base) {
+		b, n := base[arg], next[arg]
+		if n == nil {
+			return fmt.Sprintf("drops the constraint on %s", arg)
+		}
+		if req, _ := b["required"].(bool); req {
+			if r, _ := n["required"].(bool); !r {
+				return fmt.Sprintf("drops required on %s", arg)
+			}
+		}
+		if bm, ok := num(b["min"]); ok {
+			if nm, ok := num(n["min"]); !ok || nm < bm {
+				return fmt.Sprintf("lowers the minimum of %s", arg)
+			}
+		}
+		if bm, ok := num(b["max"]); ok {
+			if nm, ok := num(n["max"]); !ok || nm > bm {
+				return fmt.Sprintf("raises the maximum of %s", arg)
+			}
+		}
+		for _, k := range sortedKeys(b) {
+			if k != "required" && k != "min" && k != "max" {
+				if _, ok := n[k]; !ok {
+					return fmt.Sprintf("drops %s on %s", k, arg)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// tighten merges an overlay target into a base target; scores may only
+// rise and ceilings only fall.
+func tighten(b, o EvalTarget) (EvalTarget, string) {
+	up := []struct {
+		name     string
+		dst, src **float64
+	}{{"policy", &b.Policy, &o.Policy}, {"utility", &b.Utility, &o.Utility}, {"safety", &b.Safety, &o.Safety}}
+	for _, f := range up {
+		if *f.src != nil {
+			if *f.dst != nil && **f.src < **f.dst {
+				return b, fmt.Sprintf("eval target %s.%s can only be raised", b.Intent, f.name)
+			}
+			*f.dst = *f.src
+		}
+	}
+	down := []struct {
+		name     string
+		dst, src **float64
+	}{{"latency_p99_ms", &b.LatencyP99MS, &o.LatencyP99MS}, {"economics_cents_per_decision", &b.EconomicsCentsPerDecision, &o.EconomicsCentsPerDecision}}
+	for _, f := range down {
+		if *f.src != nil {
+			if *f.dst != nil && **f.src > **f.dst {
+				return b, fmt.Sprintf("eval target %s.%s can only be lowered", b.Intent, f.name)
+			}
+			*f.dst = *f.src
+		}
+	}
+	return b, ""
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// clonePack deep-copies a pack through its JSON form.
+func clonePack(p *Pack) (*Pack, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("pack: copy: %w", err)
+	}
+	var out Pack
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("pack: copy: %w", err)
+	}
+	return &out, nil
+}

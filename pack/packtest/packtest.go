@@ -1,0 +1,257 @@
+// Package packtest holds test helpers for package pack: the conformance
+// suite for Registry implementations, and builders for signed test packs.
+//
+// A host with its own registry (a database, an artifact store) runs:
+//
+//	func TestMyRegistry(t *testing.T) {
+//		packtest.RunRegistryTests(t, func(t *testing.T) pack.Registry { return newMyRegistry(t) })
+//	}
+package packtest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos/pack"
+)
+
+// Signer signs test packs with a fixed, deterministic key.
+type Signer struct {
+	Kid string
+	Key ed25519.PrivateKey
+}
+
+// NewSigner returns a signer whose key is derived from seed.
+func NewSigner(seed byte) Signer {
+	s := make([]byte, ed25519.SeedSize)
+	s[0] = seed
+	key := ed25519.NewKeyFromSeed(s)
+	return Signer{Kid: pack.KeyID(key.Public().(ed25519.PublicKey)), Key: key}
+}
+
+// Public returns the signer's public key.
+func (s Signer) Public() ed25519.PublicKey { return s.Key.Public().(ed25519.PublicKey) }
+
+// Sign returns the signed pack file of p.
+func (s Signer) Sign(t testing.TB, p *pack.Pack) []byte {
+	t.Helper()
+	b, err := pack.Sign(p, s.Kid, s.Key)
+	if err != nil {
+		t.Fatalf("sign %s@%s: %v", p.PackMeta.PackID, p.PackMeta.PackVersion, err)
+	}
+	return b
+}
+
+// WithVersion returns a copy of p with pack_version set to version.
+func WithVersion(t testing.TB, p *pack.Pack, version string) *pack.Pack {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c pack.Pack
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	c.PackMeta.PackVersion = version
+	return &c
+}
+
+// Bare returns p as a bare (unsigned) pack document.
+func Bare(t testing.TB, p *pack.Pack) []byte {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RunRegistryTests checks the Registry contract against fresh registries
+// from newRegistry, using base (a pack that passes every gate) to build
+// versions.
+func RunRegistryTests(t *testing.T, base *pack.Pack, newRegistry func(t *testing.T) pack.Registry) {
+	t.Helper()
+	ctx := context.Background()
+	signer := NewSigner(7)
+	ref := func(p *pack.Pack) pack.Ref {
+		r, err := p.Ref()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	t.Run("PutSignedGetRoundTrip", func(t *testing.T) {
+		reg := newRegistry(t)
+		doc := signer.Sign(t, base)
+		e, err := reg.Put(ctx, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.State != pack.StateSigned || !e.Signed || e.Ref != ref(base) {
+			t.Errorf("Put = %+v, want a signed entry for %s", e, ref(base))
+		}
+		got, err := reg.Get(ctx, ref(base))
+		if err != nil || string(got.Document) != string(doc) || got.ContentHash != e.ContentHash {
+			t.Errorf("Get = %+v, %v; want the stored document back", got, err)
+		}
+	})
+	t.Run("PutBareIsDraft", func(t *testing.T) {
+		reg := newRegistry(t)
+		e, err := reg.Put(ctx, Bare(t, base))
+		if err != nil || e.State != pack.StateDraft || e.Signed {
+			t.Fatalf("Put(bare) = %+v, %v; want draft", e, err)
+		}
+		// Signing later attaches the signed file to the same version.
+		e, err = reg.Put(ctx, signer.Sign(t, base))
+		if err != nil || !e.Signed || e.State != pack.StateDraft {
+			t.Errorf("Put(signed same content) = %+v, %v; want signed document, state kept", e, err)
+		}
+	})
+	t.Run("Immutable", func(t *testing.T) {
+		reg := newRegistry(t)
+		if _, err := reg.Put(ctx, signer.Sign(t, base)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Put(ctx, signer.Sign(t, base)); err != nil {
+			t.Errorf("re-Put of identical content = %v, want nil", err)
+		}
+		changed := WithVersion(t, base, base.PackMeta.PackVersion)
+		changed.BusinessContext.NonNegotiables = append(changed.BusinessContext.NonNegotiables, "never change published packs")
+		if _, err := reg.Put(ctx, signer.Sign(t, changed)); !errors.Is(err, pack.ErrImmutable) {
+			t.Errorf("Put of different content under %s = %v, want ErrImmutable", ref(base), err)
+		}
+	})
+	t.Run("RefusesBadDocuments", func(t *testing.T) {
+		reg := newRegistry(t)
+		doc := signer.Sign(t, base)
+		tampered := []byte(string(doc))
+		tampered[len(tampered)/2] ^= 0x01
+		for name, d := range map[string][]byte{"not json": []byte(`{`), "tampered": tampered, "empty": nil} {
+			if _, err := reg.Put(ctx, d); err == nil {
+				t.Errorf("Put(%s) accepted", name)
+			}
+		}
+	})
+	t.Run("NotFound", func(t *testing.T) {
+		reg := newRegistry(t)
+		if _, err := reg.Get(ctx, pack.MustParseRef("nope@1.0.0")); !errors.Is(err, pack.ErrNotFound) {
+			t.Errorf("Get(unknown) = %v, want ErrNotFound", err)
+		}
+		if _, err := reg.Versions(ctx, "nope"); !errors.Is(err, pack.ErrNotFound) {
+			t.Errorf("Versions(unknown) = %v, want ErrNotFound", err)
+		}
+		if _, err := reg.SetState(ctx, pack.MustParseRef("nope@1.0.0"), pack.StatePublished, ""); !errors.Is(err, pack.ErrNotFound) {
+			t.Errorf("SetState(unknown) = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("Lifecycle", func(t *testing.T) {
+		reg := newRegistry(t)
+		r := ref(base)
+		if _, err := reg.Put(ctx, Bare(t, base)); err != nil {
+			t.Fatal(err)
+		}
+		step := func(to pack.State, reason string, wantErr error) {
+			t.Helper()
+			e, err := reg.SetState(ctx, r, to, reason)
+			if wantErr != nil {
+				if !errors.Is(err, wantErr) {
+					t.Errorf("SetState(%s) = %v, want %v", to, err, wantErr)
+				}
+				return
+			}
+			if err != nil || e.State != to || e.Reason != reason {
+				t.Errorf("SetState(%s) = %+v, %v", to, e, err)
+			}
+		}
+		step(pack.StatePublished, "", pack.ErrTransition) // draft cannot skip to published
+		step(pack.StateLinted, "", nil)
+		step(pack.StateReviewed, "", nil)
+		step(pack.StateSigned, "", pack.ErrTransition) // nothing signed yet
+		if _, err := reg.Put(ctx, signer.Sign(t, base)); err != nil {
+			t.Fatal(err)
+		}
+		step(pack.StateSigned, "", nil)
+		step(pack.StatePublished, "", nil)
+		step(pack.StatePinned, "", nil)
+		step(pack.StateDeprecated, "", pack.ErrTransition) // needs a reason
+		step(pack.StateDeprecated, "superseded by 1.1.0", nil)
+		step(pack.StatePublished, "", pack.ErrTransition) // no way back
+		step(pack.StateRevoked, "refund threshold bug", nil)
+		step(pack.StateDraft, "", pack.ErrTransition) // revoked is final
+		got, err := reg.Get(ctx, r)
+		if err != nil || got.State != pack.StateRevoked || got.Reason != "refund threshold bug" {
+			t.Errorf("Get after revoke = %+v, %v; want revoked with reason kept", got, err)
+		}
+	})
+	t.Run("LintRequiresValidPack", func(t *testing.T) {
+		reg := newRegistry(t)
+		bad := WithVersion(t, base, "9.9.9")
+		bad.EvaluationLayer.ReleaseGates = nil
+		e, err := reg.Put(ctx, Bare(t, bad))
+		if err != nil {
+			t.Fatalf("Put(draft with problems) = %v; drafts may be invalid", err)
+		}
+		if _, err := reg.SetState(ctx, e.Ref, pack.StateLinted, ""); !errors.Is(err, pack.ErrTransition) {
+			t.Errorf("lint of invalid draft = %v, want ErrTransition", err)
+		}
+	})
+	t.Run("VersionsSorted", func(t *testing.T) {
+		reg := newRegistry(t)
+		for _, v := range []string{"1.10.0", "1.2.0", "2.0.0", "1.2.10"} {
+			if _, err := reg.Put(ctx, signer.Sign(t, WithVersion(t, base, v))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		es, err := reg.Versions(ctx, base.PackMeta.PackID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range es {
+			got = append(got, e.Ref.Version())
+		}
+		if fmt.Sprint(got) != "[1.2.0 1.2.10 1.10.0 2.0.0]" {
+			t.Errorf("Versions = %v, want semver order", got)
+		}
+	})
+	t.Run("ConcurrentSafe", func(t *testing.T) {
+		reg := newRegistry(t)
+		doc := signer.Sign(t, base)
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for i := 0; i < 16; i++ {
+			wg.Add(2)
+			go func() { defer wg.Done(); _, err := reg.Put(ctx, doc); errs <- err }()
+			go func() {
+				defer wg.Done()
+				if _, err := reg.Get(ctx, ref(base)); err != nil && !errors.Is(err, pack.ErrNotFound) {
+					errs <- err
+					return
+				}
+				errs <- nil
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("concurrent Put/Get: %v", err)
+			}
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		reg := newRegistry(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := reg.Get(cctx, ref(base)); !errors.Is(err, context.Canceled) {
+			t.Errorf("Get(cancelled) = %v, want context.Canceled", err)
+		}
+	})
+}
