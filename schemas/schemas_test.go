@@ -65,6 +65,13 @@ var upstream = []struct {
 	{file: "run-context.v1.schema.json", def: "UserDelegation", required: []string{"auth_type", "scopes", "subject"}, closed: ptr(true), enumProp: "auth_type", enum: []string{"oauth2", "saml", "oidc", "service"}},
 	{file: "run-context.v1.schema.json", def: "UserClaims", required: []string{"user_id"}, closed: ptr(false)},
 	{file: "run-context.v1.schema.json", def: "IdentityClaim", required: []string{"version", "iss", "sub", "run_id", "tenant_id", "principal_chain", "scopes", "nbf", "exp", "kid", "claim_hash"}},
+	{file: "context-pack.v2.schema.json", required: []string{"contract_meta", "pack_meta", "intelligence_refs", "business_context", "policy_layer", "tooling_layer", "decision_layer", "memory_layer", "evaluation_layer", "tone_and_comms"}},
+	{file: "context-pack.v2.schema.json", def: "ApprovalMode", enum: []string{"read_only", "local_write", "network", "delegated", "destructive"}},
+	{file: "context-pack.v2.schema.json", def: "DataClassification", enum: []string{"PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"}},
+	{file: "context-pack.v2.schema.json", def: "WriteClass", enum: []string{"evidence_link", "preference", "decision_outcome", "correction"}},
+	{file: "context-pack.v2.schema.json", def: "ContractMeta", required: []string{"contract_name", "contract_version", "issuer", "created_at", "compatibility"}},
+	{file: "context-pack.v2.schema.json", def: "Compatibility", required: []string{"requires"}},
+	{file: "context-pack.v2.schema.json", def: "PackMeta", required: []string{"pack_id", "pack_version", "tenant", "environment_defaults", "ttl_seconds", "data_classification"}},
 	{file: "invoke-agent.v1.schema.json", required: []string{"request_id", "tenant_id", "user", "agent", "context_pack_refs", "input", "mode", "runtime", "trace"}},
 	{file: "invoke-agent.v1.schema.json", def: "InvokeMode", enum: []string{"stream", "batch", "long_running"}},
 	{file: "invoke-agent.v1.schema.json", def: "InvokeTrace", required: []string{"trace_id", "span_id"}, closed: ptr(true)},
@@ -113,6 +120,10 @@ func TestMatchesUpstreamOpenings(t *testing.T) {
 			}
 		}
 	}
+	cp, _ := schemas.File("context-pack.v2")
+	if !bytes.Contains(cp, []byte(`"title": "ContextPack"`)) || !bytes.Contains(cp, []byte(`"format": "date-time"`)) {
+		t.Error("context-pack lacks its title or created_at date-time format")
+	}
 	// Constants and patterns the openings show.
 	rc, _ := schemas.File("run-context.v1")
 	ia, _ := schemas.File("invoke-agent.v1")
@@ -138,7 +149,7 @@ func toStrings(v any) []string {
 }
 
 func TestSeedDocumentsValidate(t *testing.T) {
-	for name, file := range map[string]string{"invoke-agent": "invoke.support-refund.json", "run-context": "run-context.support.json"} {
+	for name, file := range map[string]string{"invoke-agent": "invoke.support-refund.json", "run-context": "run-context.support.json", "context-pack": "ctxpack.support-1.0.0.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
 			t.Fatal(err)

@@ -5,9 +5,16 @@
 //	contextos version
 //	contextos schemas [--out DIR]
 //	contextos validate --kind invoke-agent|run-context FILE
+//	contextos pack validate [--json] FILE...
+//	contextos pack keygen --out DIR
+//	contextos pack sign --key KEYFILE PACK
+//	contextos pack verify --pub PUBFILE SIGNED
+//	contextos pack diff [--json] OLD NEW
 //
-// validate exits 0 when the document is valid and 1 with one line per
-// problem ("path: message") when it is not; usage errors exit 2.
+// validate and pack validate exit 0 when the documents are valid and 1
+// with one line per problem when they are not; pack verify exits 1 when a
+// signature does not hold and pack diff when a change is rejected or its
+// version bump is too small. Usage errors exit 2.
 package main
 
 import (
@@ -49,6 +56,7 @@ func commands() []command {
 		{"version", "print the runtime version", cmdVersion},
 		{"schemas", "list the published JSON Schemas, or write them to a directory", cmdSchemas},
 		{"validate", "validate an invoke-agent or run-context document", cmdValidate},
+		{"pack", "validate, sign, verify and diff Context Packs (contextos pack -h)", cmdPack},
 	}
 }
 

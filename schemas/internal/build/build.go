@@ -14,6 +14,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -58,6 +59,8 @@ var enumDefs = map[reflect.Type]struct {
 	reflect.TypeFor[runcontext.ApprovalMode](): {"ApprovalMode", strs(runcontext.ApprovalModes()), "Canonical risk taxonomy, ordered read_only < local_write < network < delegated < destructive. Tools declare the highest mode they can produce; policy may downgrade within bundle priority but cannot upgrade outside it."},
 	reflect.TypeFor[runcontext.Mode]():         {"InvokeMode", strs(runcontext.Modes()), ""},
 	reflect.TypeFor[runcontext.Bucket]():       {"ContextBucket", strs(runcontext.Buckets()), ""},
+	reflect.TypeFor[pack.DataClassification](): {"DataClassification", strs(pack.DataClassifications()), ""},
+	reflect.TypeFor[pack.WriteClass]():         {"WriteClass", strs(pack.WriteClasses()), ""},
 }
 
 // inlineEnums are string enums written in place.
@@ -92,6 +95,26 @@ func Docs() []Doc {
 				prop(s.Definitions["AgentIdentity"], "agent_urn").Pattern = `^agent:[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*@[0-9]+\.[0-9]+\.[0-9]+`
 				prop(s.Definitions["AgentIdentity"], "workload_identity").Pattern = "^spiffe://"
 				prop(s.Definitions["UserClaims"], "tenure_days").Minimum = "0"
+			},
+		},
+		{
+			File: "context-pack.v2.schema.json", Title: "ContextPack",
+			Root: reflect.TypeFor[pack.Pack](),
+			Finish: func(s *jsonschema.Schema) {
+				s.Description = "Versioned, signed, immutable Context Pack — the unit of deployment for the Context plane."
+				prop(s.Definitions["ContractMeta"], "created_at").Format = "date-time"
+				pm := s.Definitions["PackMeta"]
+				prop(pm, "pack_id").Pattern = `^[A-Za-z0-9_.:-]+$`
+				prop(pm, "pack_version").Pattern = `^[0-9]+\.[0-9]+\.[0-9]+$`
+				prop(pm, "ttl_seconds").Minimum = "1"
+				rule := s.Definitions["Rule"]
+				prop(rule, "if").Description = "JsonLogic expression over the policy data document"
+				prop(s.Definitions["ApprovalGate"], "when").Description = "JsonLogic expression over the policy data document"
+				prop(s.Definitions["PolicyDSL"], "language").Enum = []any{"jsonlogic"}
+				prop(s.Definitions["Adapter"], "endpoint_ref").Pattern = `^(internal|registry)://`
+				dsp := s.Definitions["DecisionSpec"]
+				one := uint64(1)
+				prop(dsp, "allowed_outcomes").MinItems = &one
 			},
 		},
 		{

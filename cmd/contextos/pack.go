@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+func packCommands() []command {
+	return []command{
+		{"validate", "run every validation gate on pack files", cmdPackValidate},
+		{"keygen", "write an Ed25519 key pair named by its kid", cmdPackKeygen},
+		{"sign", "print the signed pack file of a pack", cmdPackSign},
+		{"verify", "verify a signed pack file", cmdPackVerify},
+		{"diff", "classify the change between two pack versions", cmdPackDiff},
+	}
+}
+
+func cmdPack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: contextos pack <command> [flags] [args]\n\nCommands:\n")
+		for _, c := range packCommands() {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		}
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range packCommands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdin, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "contextos pack: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+type fileProblem struct {
+	File string `json:"file,omitempty"`
+	pack.Problem
+}
+
+func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pack validate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the problems as a JSON array")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack validate [--json] FILE...\n\nExit 0: every pack is valid; 1: one 'gate: path: message' line per problem\n(prefixed with the file name when several files are given).")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "contextos pack validate: at least one FILE is required")
+		return exitUsage
+	}
+	all := []fileProblem{}
+	for _, name := range fs.Args() {
+		data, err := readInput(name, stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, "contextos pack validate:", err)
+			return exitUsage
+		}
+		_, err = pack.DecodeAndValidate(data)
+		var ve *pack.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				all = append(all, fileProblem{File: name, Problem: p})
+			}
+		} else if err != nil {
+			fmt.Fprintln(stderr, "contextos pack validate:", err)
+			return exitUsage
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(all); err != nil {
+			fmt.Fprintln(stderr, "contextos pack validate:", err)
+			return exitUsage
+		}
+	} else {
+		for _, p := range all {
+			if fs.NArg() > 1 {
+				fmt.Fprintf(stdout, "%s: ", p.File)
+			}
+			fmt.Fprintln(stdout, p.Problem.String())
+		}
+	}
+	if len(all) > 0 {
+		return exitInvalid
+	}
+	return exitOK
+}
+
+func cmdPackKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pack keygen", flag.ContinueOnError)
+	out := fs.String("out", "", "write <kid>.key and <kid>.pub into `DIR`")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack keygen --out DIR\n\nWrites an Ed25519 key pair: DIR/<kid>.key (private, mode 0600) and DIR/<kid>.pub.")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if *out == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "contextos pack keygen: --out DIR is required and takes no arguments")
+		return exitUsage
+	}
+	priv, pub, err := pack.GenerateKey(nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos pack keygen:", err)
+		return exitUsage
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(stderr, "contextos pack keygen:", err)
+		return exitUsage
+	}
+	for _, f := range []struct {
+		kf   pack.KeyFile
+		ext  string
+		mode os.FileMode
+	}{{priv, ".key", 0o600}, {pub, ".pub", 0o644}} {
+		b, _ := json.MarshalIndent(f.kf, "", "  ")
+		p := filepath.Join(*out, f.kf.Kid+f.ext)
+		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
+		if err != nil {
+			fmt.Fprintln(stderr, "contextos pack keygen:", err)
+			return exitUsage
+		}
+		_, werr := file.Write(append(b, '\n'))
+		if cerr := file.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			fmt.Fprintln(stderr, "contextos pack keygen:", werr)
+			return exitUsage
+		}
+		fmt.Fprintln(stdout, p)
+	}
+	return exitOK
+}
+
+func readKey(path string) (kid string, pub ed25519.PublicKey, priv ed25519.PrivateKey, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return pack.ParseKeyFile(b)
+}
+
+func cmdPackSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pack sign", flag.ContinueOnError)
+	keyPath := fs.String("key", "", "private key `FILE` written by keygen")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack sign --key KEYFILE PACK\n\nPrints the signed pack file on stdout. Only a pack that passes every gate is signed.")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if *keyPath == "" || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "contextos pack sign: --key KEYFILE and one PACK are required")
+		return exitUsage
+	}
+	kid, _, priv, err := readKey(*keyPath)
+	if err == nil && priv == nil {
+		err = errors.New("key file holds no private key")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos pack sign:", err)
+		return exitUsage
+	}
+	data, err := readInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos pack sign:", err)
+		return exitUsage
+	}
+	p, err := pack.Decode(data)
+	var signed []byte
+	if err == nil {
+		signed, err = pack.Sign(p, kid, priv)
+	}
+	var ve *pack.ValidationError
+	if errors.As(err, &ve) {
+		for _, q := range ve.Problems {
+			fmt.Fprintln(stderr, q.String())
+		}
+		return exitInvalid
+	} else if err != nil {
+		fmt.Fprintln(stderr, "contextos pack sign:", err)
+		return exitUsage
+	}
+	stdout.Write(signed)
+	return exitOK
+}
+
+func cmdPackVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pack verify", flag.ContinueOnError)
+	var pubs multiFlag
+	fs.Var(&pubs, "pub", "trusted public key `FILE` (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack verify --pub PUBFILE [--pub PUBFILE…] SIGNED\n\nExit 0 and 'verified REF CONTENT_HASH KID' when the signature, content and gates hold;\nexit 1 with the reason otherwise.")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if len(pubs) == 0 || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "contextos pack verify: --pub PUBFILE and one SIGNED file are required")
+		return exitUsage
+	}
+	keys := runcontext.NewStaticKeys(nil)
+	for _, p := range pubs {
+		kid, pub, _, err := readKey(p)
+		if err != nil {
+			fmt.Fprintln(stderr, "contextos pack verify:", err)
+			return exitUsage
+		}
+		keys.Add(kid, pub)
+	}
+	data, err := readInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos pack verify:", err)
+		return exitUsage
+	}
+	v, err := pack.Verify(context.Background(), data, keys)
+	if err != nil {
+		fmt.Fprintln(stdout, "invalid:", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(stdout, "verified %s %s %s\n", v.Ref, v.ContentHash, v.Kid)
+	return exitOK
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func cmdPackDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pack diff", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack diff [--json] OLD NEW\n\nPrints the version class (patch, minor, major, reject) and its reasons.\nExit 1 for a reject or a version bump too small for the class.")
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintln(stderr, "contextos pack diff: OLD and NEW are required")
+		return exitUsage
+	}
+	var packs [2]*pack.Pack
+	for i, name := range fs.Args() {
+		data, err := readInput(name, stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, "contextos pack diff:", err)
+			return exitUsage
+		}
+		if sp, err := pack.ParseSigned(data); err == nil {
+			data = sp.Pack
+		}
+		p, err := pack.Decode(data)
+		if err != nil {
+			fmt.Fprintf(stderr, "contextos pack diff: %s: %v\n", name, err)
+			return exitInvalid
+		}
+		packs[i] = p
+	}
+	res := pack.Diff(packs[0], packs[1])
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		enc.Encode(res)
+	} else {
+		fmt.Fprintf(stdout, "class: %s\n", res.Class)
+		if res.VersionOK {
+			fmt.Fprintf(stdout, "version: ok (%s → %s)\n", packs[0].PackMeta.PackVersion, packs[1].PackMeta.PackVersion)
+		} else {
+			fmt.Fprintf(stdout, "version: insufficient: %s\n", res.Version)
+		}
+		for _, c := range res.Changes {
+			fmt.Fprintf(stdout, "%s: %s: %s\n", c.Class, c.Path, c.Reason)
+		}
+	}
+	if res.Class == pack.ClassReject || !res.VersionOK {
+		return exitInvalid
+	}
+	return exitOK
+}

@@ -1,0 +1,127 @@
+package pack_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Validation runs every gate and names the gate, path and failure.
+func ExampleValidate() {
+	data, err := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(pack.Validate(p))
+
+	p.ToolingLayer.Permissions[2].RequiresApprovalGate = "" // the refund tool loses its gate
+	var ve *pack.ValidationError
+	if errors.As(pack.Validate(p), &ve) {
+		for _, problem := range ve.Problems {
+			fmt.Println(problem)
+		}
+	}
+	// Output:
+	// <nil>
+	// risk: tooling_layer.permissions[2].requires_approval_gate: permission p_issue_refund exposes destructive capability adp_payments.issue_refund without an approval gate
+}
+
+// Publishing and resolving: sign, put into a registry, publish, and
+// resolve with the issuer's key and the host's versions.
+func ExampleResolver() {
+	ctx := context.Background()
+	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	p, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // use a real key
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	signed, err := pack.Sign(p, kid, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	reg := pack.NewMemoryRegistry()
+	entry, err := reg.Put(ctx, signed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, ""); err != nil {
+		log.Fatal(err)
+	}
+
+	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
+	r := pack.NewResolver(reg, keys, &pack.ResolverOptions{Host: pack.Host{"runtime": "1.0.0", "ontology": "1.0.0"}})
+	res, err := r.ResolveString(ctx, "ctxpack.support@1.0.0", pack.UseExecute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Ref, res.State)
+
+	_, err = r.ResolveString(ctx, "ctxpack.support@latest", pack.UseExecute)
+	fmt.Println(errors.Is(err, pack.ErrUnpinnedRef))
+
+	if _, err := reg.SetState(ctx, entry.Ref, pack.StateRevoked, "refund threshold bug"); err != nil {
+		log.Fatal(err)
+	}
+	r.Invalidate(entry.Ref)
+	_, err = r.Resolve(ctx, entry.Ref, pack.UseExecute)
+	fmt.Println(err)
+	// Output:
+	// ctxpack.support@1.0.0 published
+	// true
+	// pack: ctxpack.support@1.0.0 is revoked and cannot be used for execute (reason: refund threshold bug)
+}
+
+// Diff classifies a change and checks the version bump.
+func ExampleDiff() {
+	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	old, _ := pack.Decode(data)
+	next, _ := pack.Decode(data)
+	next.PackMeta.PackVersion = "1.0.1"
+	next.PolicyLayer.Guardrails.RedactionRules = append(next.PolicyLayer.Guardrails.RedactionRules, "aadhaar")
+	d := pack.Diff(old, next)
+	fmt.Println(d.Class, d.VersionOK)
+	fmt.Println(d.Version)
+	for _, c := range d.Changes {
+		fmt.Println(c.Class, c.Path, c.Reason)
+	}
+	// Output:
+	// minor false
+	// a minor change needs at least a MINOR bump: 1.0.0 → at least 1.1.0
+	// minor policy_layer.guardrails.redaction_rules added aadhaar
+}
+
+// Overlays constrain a base pack per environment and never expand it.
+func ExampleApplyOverlay() {
+	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	base, _ := pack.Decode(data)
+	view, applied, err := pack.ApplyOverlay(base, &pack.Overlay{
+		OverlayID: "ov_staging", Base: "ctxpack.support@1.0.0", Environment: "staging",
+		EndpointRefs: map[string]string{"adp_orders": "internal://orders-staging"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(view.ToolingLayer.AdapterRegistry[0].EndpointRef, applied.OverlayID)
+
+	_, _, err = pack.ApplyOverlay(base, &pack.Overlay{
+		OverlayID: "ov_bad", Base: "ctxpack.support@1.0.0", Environment: "prod",
+		AdapterApprovalModes: map[string]pack.ApprovalMode{"adp_payments": runcontext.ReadOnly},
+	})
+	fmt.Println(err)
+	// Output:
+	// internal://orders-staging ov_staging
+	// pack: overlay ov_bad refused: lower_approval_mode: adapter_approval_modes.adp_payments: cannot lower adapter adp_payments's approval mode from destructive to read_only
+}
