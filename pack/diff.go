@@ -115,6 +115,21 @@ func same(a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
+// version classifies a change of a referenced version: a new major
+// version (or one that does not parse) is major, anything else minor.
+func (d *differ) version(path, old, new, what string) {
+	if old == new {
+		return
+	}
+	ov, e1 := semverOf(old)
+	nv, e2 := semverOf(new)
+	if e1 != nil || e2 != nil || ov.Major() != nv.Major() {
+		d.add(ClassMajor, path, "%s major version changed (changed semantics)", what)
+	} else {
+		d.add(ClassMinor, path, "%s version changed within its major version", what)
+	}
+}
+
 func (d *differ) text(path string, a, b any, c Class, reason string) {
 	if !same(a, b) {
 		d.add(c, path, "%s", reason)
@@ -129,15 +144,7 @@ func (d *differ) meta(old, new *Pack) {
 	if om.ContractName != nm.ContractName {
 		d.add(ClassMajor, "contract_meta.contract_name", "contract name changed; consumers pin by it")
 	}
-	if om.ContractVersion != nm.ContractVersion {
-		ov, e1 := semverOf(om.ContractVersion)
-		nv, e2 := semverOf(nm.ContractVersion)
-		if e1 != nil || e2 != nil || ov.Major() != nv.Major() {
-			d.add(ClassMajor, "contract_meta.contract_version", "contract schema version changed incompatibly")
-		} else {
-			d.add(ClassMinor, "contract_meta.contract_version", "contract schema version changed")
-		}
-	}
+	d.version("contract_meta.contract_version", om.ContractVersion, nm.ContractVersion, "contract schema")
 	for _, f := range []struct {
 		path string
 		a, b any
@@ -168,15 +175,7 @@ func (d *differ) intelligence(old, new *Pack) {
 	if o.Namespace != n.Namespace {
 		d.add(ClassMajor, "intelligence_refs.ontology.namespace", "ontology namespace changed (changed semantics)")
 	}
-	if o.Version != n.Version {
-		ov, e1 := semverOf(o.Version)
-		nv, e2 := semverOf(n.Version)
-		if e1 != nil || e2 != nil || ov.Major() != nv.Major() {
-			d.add(ClassMajor, "intelligence_refs.ontology.version", "ontology major version changed (changed semantics)")
-		} else {
-			d.add(ClassMinor, "intelligence_refs.ontology.version", "ontology version changed within its major version")
-		}
-	}
+	d.version("intelligence_refs.ontology.version", o.Version, n.Version, "ontology")
 	for _, f := range []struct {
 		path string
 		a, b []string

@@ -60,15 +60,19 @@ func commands() []command {
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: contextos <command> [flags] [args]\n\nCommands:\n")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, "\nRun 'contextos <command> -h' for a command's flags.\n")
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("contextos", commands(), args, stdin, stdout, stderr)
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// dispatch runs the command args[0] names from cmds, or prints usage.
+func dispatch(prog string, cmds []command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: %s <command> [flags] [args]\n\nCommands:\n", prog)
+		for _, c := range cmds {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's flags.\n", prog)
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -78,12 +82,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
-	for _, c := range commands() {
+	for _, c := range cmds {
 		if c.name == args[0] {
 			return c.run(args[1:], stdin, stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "contextos: unknown command %q\n\n", args[0])
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", prog, args[0])
 	usage(stderr)
 	return exitUsage
 }

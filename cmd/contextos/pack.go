@@ -26,28 +26,7 @@ func packCommands() []command {
 }
 
 func cmdPack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	usage := func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: contextos pack <command> [flags] [args]\n\nCommands:\n")
-		for _, c := range packCommands() {
-			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-		}
-	}
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
-	}
-	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range packCommands() {
-		if c.name == args[0] {
-			return c.run(args[1:], stdin, stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "contextos pack: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitUsage
+	return dispatch("contextos pack", packCommands(), args, stdin, stdout, stderr)
 }
 
 type fileProblem struct {
