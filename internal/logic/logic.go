@@ -76,6 +76,9 @@ type Info struct {
 	// inside map/filter/reduce/all/none/some bodies), sorted, unique; the
 	// paths of missing/missing_some are included.
 	Vars []string
+	// Required are the top-level var paths read without a default: the
+	// data must hold them, or the expression cannot be evaluated safely.
+	Required []string
 	// Constant reports an expression that reads no data at all.
 	Constant bool
 }
@@ -100,7 +103,7 @@ func Check(raw json.RawMessage) (Info, error) {
 	if v == nil {
 		return Info{}, &Error{Msg: "expression is null"}
 	}
-	c := checker{vars: map[string]bool{}}
+	c := checker{vars: map[string]bool{}, required: map[string]bool{}}
 	if err := c.walk(v, "", 0, true); err != nil {
 		return Info{}, err
 	}
@@ -108,13 +111,17 @@ func Check(raw json.RawMessage) (Info, error) {
 	for p := range c.vars {
 		info.Vars = append(info.Vars, p)
 	}
+	for p := range c.required {
+		info.Required = append(info.Required, p)
+	}
 	sort.Strings(info.Vars)
+	sort.Strings(info.Required)
 	return info, nil
 }
 
 type checker struct {
-	vars      map[string]bool
-	readsData bool
+	vars, required map[string]bool
+	readsData      bool
 }
 
 func (c *checker) walk(v any, path string, depth int, top bool) error {
@@ -179,6 +186,9 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) error
 		}
 		if top {
 			c.vars[p] = true
+			if len(args) == 1 && p != "" {
+				c.required[p] = true
+			}
 		}
 		if len(args) == 2 {
 			return c.walk(args[1], path+"[1]", depth+1, top)

@@ -37,6 +37,10 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%s) = %+v, want vars %v constant %v", tc.expr, info, tc.vars, tc.constant)
 		}
 	}
+	info, _ := Check(json.RawMessage(`{"and":[{"var":"a"},{"var":["b",1]},{"missing":["c"]},{"some":[{"var":"d"},{"var":"e"}]}]}`))
+	if !slices.Equal(info.Required, []string{"a", "d"}) {
+		t.Errorf("Required = %v, want [a d]", info.Required)
+	}
 	bad := []struct{ expr, path string }{
 		{``, ""},
 		{`null`, ""},

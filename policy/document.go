@@ -1,0 +1,194 @@
+package policy
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Document is the policy data document: JSON-shaped values (maps, slices,
+// strings, float64, bool, nil) keyed by the members of DESIGN.md's data
+// document. Build it with NewDocument; a Document is read-only during
+// evaluation and may be shared.
+type Document map[string]any
+
+// NewDocument builds the data document of a run: request is the invoke
+// input (intent, message, channel, locale, context), user the user claims
+// (with role and additional claims), agent the agent identity, and the
+// run's tenant, session, intent and safety mode.
+func NewDocument(in runcontext.Input, rc *runcontext.RunContext) Document {
+	req := map[string]any{"intent": in.Intent, "message": in.Message}
+	if in.Channel != "" {
+		req["channel"] = in.Channel
+	}
+	if in.Locale != "" {
+		req["locale"] = in.Locale
+	}
+	ctx := map[string]any{}
+	for k, v := range in.Context {
+		ctx[k] = jsonValue(v)
+	}
+	req["context"] = ctx
+	user := map[string]any{"user_id": rc.User.UserID}
+	for k, raw := range rc.User.Claims {
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			user[k] = v
+		}
+	}
+	if rc.User.Role != "" {
+		user["role"] = rc.User.Role
+	}
+	if rc.User.TenureDays != nil {
+		user["tenure_days"] = float64(*rc.User.TenureDays)
+	}
+	if d := rc.User.Delegation; d != nil {
+		scopes := make([]any, len(d.Scopes))
+		for i, s := range d.Scopes {
+			scopes[i] = s
+		}
+		user["delegation"] = map[string]any{"auth_type": string(d.AuthType), "scopes": scopes, "subject": d.Subject}
+	}
+	agent := map[string]any{"agent_urn": rc.Agent.AgentURN, "workload_identity": rc.Agent.WorkloadIdentity}
+	if rc.Agent.AgentID != "" {
+		agent["agent_id"] = rc.Agent.AgentID
+	}
+	if rc.Agent.Role != "" {
+		agent["role"] = rc.Agent.Role
+	}
+	intent := rc.Intent
+	if intent == "" {
+		intent = in.Intent
+	}
+	doc := Document{
+		"request":     req,
+		"user":        user,
+		"agent":       agent,
+		"tenant_id":   rc.TenantID,
+		"intent":      intent,
+		"safety_mode": string(rc.SafetyMode),
+	}
+	if rc.SessionID != "" {
+		doc["session_id"] = rc.SessionID
+	}
+	return doc
+}
+
+// WithTool returns a copy of d (sharing its members) with the tool member
+// of a per-call evaluation at the gateway.
+func (d Document) WithTool(capabilityID string, args map[string]any, mode runcontext.ApprovalMode) Document {
+	out := make(Document, len(d)+1)
+	for k, v := range d {
+		out[k] = v
+	}
+	a := make(map[string]any, len(args))
+	for k, v := range args {
+		a[k] = jsonValue(v)
+	}
+	out["tool"] = map[string]any{"capability_id": capabilityID, "args": a, "approval_mode": string(mode)}
+	return out
+}
+
+// Lookup resolves a dotted path ("request.context.refund_amount"; numeric
+// segments index arrays). The empty path is the whole document.
+func (d Document) Lookup(path string) (any, bool) {
+	if path == "" {
+		return map[string]any(d), true
+	}
+	var cur any = map[string]any(d)
+	for path != "" {
+		var seg string
+		seg, path, _ = strings.Cut(path, ".")
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// Signals returns request.context.signals as strings (non-strings are
+// ignored).
+func (d Document) Signals() []string {
+	v, ok := d.Lookup("request.context.signals")
+	if !ok {
+		return nil
+	}
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// jsonValue normalizes a Go value into the JSON shapes the evaluator
+// understands (numbers as float64), copying containers.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, float64:
+		return x
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case uint:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		return f
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	}
+	// Anything else goes through its JSON form.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}

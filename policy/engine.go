@@ -1,0 +1,565 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/diegoholiveira/jsonlogic/v3"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/logic"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Sentinel errors.
+var (
+	// ErrPrepare reports a policy layer that cannot be prepared; the error
+	// is a *PrepareError naming the bundle and rule or gate.
+	ErrPrepare = errors.New("policy: cannot prepare")
+	// ErrEvaluation reports an evaluation that failed closed; the error is
+	// an *EvalError naming the bundle and rule or gate.
+	ErrEvaluation = errors.New("policy: evaluation failed")
+)
+
+// PrepareError names the expression that could not be prepared.
+type PrepareError struct {
+	BundleID, RuleID, GateID string
+	Err                      error
+}
+
+func (e *PrepareError) Error() string {
+	return "policy: cannot prepare " + where(e.BundleID, e.RuleID, e.GateID) + ": " + e.Err.Error()
+}
+
+// Is matches ErrPrepare.
+func (e *PrepareError) Is(target error) bool { return target == ErrPrepare }
+
+// Unwrap returns the cause.
+func (e *PrepareError) Unwrap() error { return e.Err }
+
+// EvalError kinds.
+const (
+	KindMissingVariable = "missing_variable"
+	KindTypeError       = "type_error"
+	KindEvaluation      = "evaluation"
+)
+
+// EvalError is an evaluation that failed closed.
+type EvalError struct {
+	BundleID, RuleID, GateID string
+	Kind                     string // KindMissingVariable, KindTypeError, KindEvaluation
+	Path                     string // the variable at fault, when there is one
+	Msg                      string
+}
+
+func (e *EvalError) Error() string {
+	msg := "policy: " + where(e.BundleID, e.RuleID, e.GateID) + ": " + e.Kind
+	if e.Path != "" {
+		msg += " " + e.Path
+	}
+	if e.Msg != "" {
+		msg += ": " + e.Msg
+	}
+	return msg
+}
+
+// Is matches ErrEvaluation.
+func (e *EvalError) Is(target error) bool { return target == ErrEvaluation }
+
+func where(bundle, rule, gate string) string {
+	if gate != "" {
+		return "approval gate " + gate
+	}
+	return "bundle " + bundle + " rule " + rule
+}
+
+// Outcome is a rule's outcome.
+type Outcome string
+
+// Rule outcomes.
+const (
+	Allow         Outcome = "allow"
+	Deny          Outcome = "deny"
+	NotApplicable Outcome = "not_applicable"
+)
+
+// Verdict is the overall result of an evaluation, strongest first.
+type Verdict string
+
+// Verdicts: refuse beats escalate beats deny beats allow.
+const (
+	VerdictRefuse   Verdict = "refuse"
+	VerdictEscalate Verdict = "escalate"
+	VerdictDeny     Verdict = "deny"
+	VerdictAllow    Verdict = "allow"
+)
+
+// Decision is one applicable rule's outcome. Its PolicyDecisionID is
+// derived from the run id, bundle, rule and DataDigest (the digest of the
+// values the rule read), so replaying the same data reproduces it.
+type Decision struct {
+	PolicyDecisionID     string                  `json:"policy_decision_id"`
+	BundleID             string                  `json:"bundle_id"`
+	RuleID               string                  `json:"rule_id"`
+	Outcome              Outcome                 `json:"outcome"`
+	Branch               string                  `json:"branch,omitempty"`
+	Allow                *bool                   `json:"allow,omitempty"`
+	Reason               string                  `json:"reason,omitempty"`
+	Requires             []string                `json:"requires,omitempty"`
+	ApprovalMode         runcontext.ApprovalMode `json:"approval_mode,omitempty"`
+	RequiresApprovalGate string                  `json:"requires_approval_gate,omitempty"`
+	Raise                []string                `json:"raise,omitempty"`
+	DecisionBinding      string                  `json:"decision_binding,omitempty"`
+	Rationale            string                  `json:"rationale,omitempty"`
+	DataDigest           string                  `json:"data_digest"`
+}
+
+// ManifestEntry lists the rules of a bundle that applied.
+type ManifestEntry struct {
+	BundleID string   `json:"bundle_id"`
+	RuleIDs  []string `json:"rule_ids"`
+}
+
+// Gate is an approval gate's status for an evaluation.
+type Gate struct {
+	GateID       string `json:"gate_id"`
+	ApproverRole string `json:"required_approver_role"`
+	TTLSeconds   int    `json:"ttl_seconds"`
+	Active       bool   `json:"active"`
+	// ActivatedBy says why it is active: "when", or the rule ids whose
+	// outcome requires it.
+	ActivatedBy []string `json:"activated_by,omitempty"`
+}
+
+// Raised are the guardrail labels raised in an evaluation, sorted.
+type Raised struct {
+	MustRefuse   []string `json:"must_refuse"`
+	MustEscalate []string `json:"must_escalate"`
+}
+
+// Result is one evaluation.
+type Result struct {
+	Verdict   Verdict         `json:"verdict"`
+	Decisions []Decision      `json:"decisions"`
+	Manifest  []ManifestEntry `json:"manifest"`
+	Raised    Raised          `json:"raised"`
+	Gates     []Gate          `json:"gates"`
+}
+
+// ActiveGates returns the ids of the active gates, in declaration order.
+func (r *Result) ActiveGates() []string {
+	var out []string
+	for _, g := range r.Gates {
+		if g.Active {
+			out = append(out, g.GateID)
+		}
+	}
+	return out
+}
+
+// Denied returns the deny decisions.
+func (r *Result) Denied() []Decision {
+	var out []Decision
+	for _, d := range r.Decisions {
+		if d.Outcome == Deny {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Input is one evaluation's input.
+type Input struct {
+	// RunID seeds the policy decision ids.
+	RunID string
+	// Data is the policy data document.
+	Data Document
+	// Signals are guardrail labels raised outside the request, such as a
+	// tool result's risk_tags or signals.
+	Signals []string
+}
+
+// Engine is a prepared policy layer. It is immutable and safe for
+// concurrent use.
+type Engine struct {
+	rules    []prepared
+	bundles  []string // bundle ids in evaluation order
+	gates    []preparedGate
+	refuse   map[string]bool
+	escalate map[string]bool
+}
+
+type prepared struct {
+	bundleID string
+	rule     pack.Rule
+	expr     any
+	info     logic.Info
+	applies  []applies
+	checks   []typeCheck
+}
+
+type applies struct {
+	path   string
+	values []any
+}
+
+type preparedGate struct {
+	gate  pack.ApprovalGate
+	expr  any
+	info  logic.Info
+	check []typeCheck
+}
+
+// Prepare parses and checks every expression of p's policy layer and
+// orders bundles by priority (lower numbers first; ties keep declaration
+// order). It does not run the pack's other validation gates.
+func Prepare(p *pack.Pack) (*Engine, error) {
+	e := &Engine{refuse: set(p.PolicyLayer.Guardrails.MustRefuse), escalate: set(p.PolicyLayer.Guardrails.MustEscalate)}
+	order := make([]int, len(p.PolicyLayer.PolicyBundles))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return p.PolicyLayer.PolicyBundles[order[a]].Priority < p.PolicyLayer.PolicyBundles[order[b]].Priority
+	})
+	for _, bi := range order {
+		b := p.PolicyLayer.PolicyBundles[bi]
+		if b.PolicyDSL.Language != "jsonlogic" {
+			return nil, &PrepareError{BundleID: b.BundleID, Err: fmt.Errorf("unsupported policy language %q", b.PolicyDSL.Language)}
+		}
+		e.bundles = append(e.bundles, b.BundleID)
+		for _, r := range b.PolicyDSL.Rules {
+			expr, info, err := parse(r.If)
+			if err != nil {
+				return nil, &PrepareError{BundleID: b.BundleID, RuleID: r.RuleID, Err: err}
+			}
+			pr := prepared{bundleID: b.BundleID, rule: r, expr: expr, info: info, checks: typeChecks(expr)}
+			for _, k := range sortedKeys(r.AppliesTo) {
+				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
+			}
+			e.rules = append(e.rules, pr)
+		}
+	}
+	for _, g := range p.PolicyLayer.ApprovalGates {
+		expr, info, err := parse(g.When)
+		if err != nil {
+			return nil, &PrepareError{GateID: g.GateID, Err: err}
+		}
+		e.gates = append(e.gates, preparedGate{gate: g, expr: expr, info: info, check: typeChecks(expr)})
+	}
+	return e, nil
+}
+
+func parse(raw json.RawMessage) (any, logic.Info, error) {
+	info, err := logic.Check(raw)
+	if err != nil {
+		return nil, info, err
+	}
+	var expr any
+	if err := json.Unmarshal(raw, &expr); err != nil {
+		return nil, info, err
+	}
+	return expr, info, nil
+}
+
+func appliesValues(v any) []any {
+	if list, ok := v.([]any); ok {
+		return list
+	}
+	if list, ok := v.([]string); ok {
+		out := make([]any, len(list))
+		for i, s := range list {
+			out[i] = s
+		}
+		return out
+	}
+	return []any{v}
+}
+
+// Evaluate runs guardrails, then every applicable rule, then the approval
+// gates, and returns the result. It fails closed with an *EvalError.
+func (e *Engine) Evaluate(in Input) (*Result, error) {
+	res := &Result{Decisions: make([]Decision, 0, len(e.rules))}
+	raised := map[string]bool{}
+	// Guardrails first: labels raised by the request and by tool results.
+	for _, s := range in.Data.Signals() {
+		raised[s] = true
+	}
+	for _, s := range in.Signals {
+		raised[s] = true
+	}
+	gateRules := map[string][]string{}
+	manifest := map[string][]string{}
+	for i := range e.rules {
+		pr := &e.rules[i]
+		if !pr.matches(in.Data) {
+			continue
+		}
+		d, err := pr.evaluate(in)
+		if err != nil {
+			return nil, err
+		}
+		manifest[pr.bundleID] = append(manifest[pr.bundleID], pr.rule.RuleID)
+		for _, l := range d.Raise {
+			raised[l] = true
+		}
+		if d.RequiresApprovalGate != "" {
+			gateRules[d.RequiresApprovalGate] = append(gateRules[d.RequiresApprovalGate], d.RuleID)
+		}
+		res.Decisions = append(res.Decisions, d)
+	}
+	for _, b := range e.bundles {
+		if ids, ok := manifest[b]; ok {
+			res.Manifest = append(res.Manifest, ManifestEntry{BundleID: b, RuleIDs: ids})
+		}
+	}
+	for _, g := range e.gates {
+		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds}
+		out, err := run(g.expr, g.info, g.check, in.Data, "", "", g.gate.GateID)
+		if err != nil {
+			return nil, err
+		}
+		if pack.Truthy(out) {
+			st.Active = true
+			st.ActivatedBy = append(st.ActivatedBy, "when")
+		}
+		if ids := gateRules[g.gate.GateID]; len(ids) > 0 {
+			st.Active = true
+			st.ActivatedBy = append(st.ActivatedBy, ids...)
+		}
+		res.Gates = append(res.Gates, st)
+	}
+	res.Raised = Raised{MustRefuse: []string{}, MustEscalate: []string{}}
+	for _, l := range sortedKeys(raised) {
+		if e.refuse[l] {
+			res.Raised.MustRefuse = append(res.Raised.MustRefuse, l)
+		}
+		if e.escalate[l] {
+			res.Raised.MustEscalate = append(res.Raised.MustEscalate, l)
+		}
+	}
+	switch {
+	case len(res.Raised.MustRefuse) > 0:
+		res.Verdict = VerdictRefuse
+	case len(res.Raised.MustEscalate) > 0:
+		res.Verdict = VerdictEscalate
+	case len(res.Denied()) > 0:
+		res.Verdict = VerdictDeny
+	default:
+		res.Verdict = VerdictAllow
+	}
+	return res, nil
+}
+
+func (pr *prepared) matches(d Document) bool {
+	for _, a := range pr.applies {
+		v, ok := d.Lookup(a.path)
+		if !ok || !slices.ContainsFunc(a.values, func(w any) bool { return equalJSON(v, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case json.Number:
+			f, err := y.Float64()
+			return err == nil && f == x
+		}
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return false
+}
+
+func (pr *prepared) evaluate(in Input) (Decision, error) {
+	r := pr.rule
+	out, err := run(pr.expr, pr.info, pr.checks, in.Data, pr.bundleID, r.RuleID, "")
+	if err != nil {
+		return Decision{}, err
+	}
+	read := make(map[string]any, len(pr.info.Vars))
+	for _, p := range pr.info.Vars {
+		if v, ok := in.Data.Lookup(p); ok {
+			read[p] = v
+		} else {
+			read[p] = nil
+		}
+	}
+	digest, err := canon.Digest(read)
+	if err != nil {
+		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
+	}
+	id, err := canon.ID(canon.PrefixPolicy, in.RunID, pr.bundleID, r.RuleID, digest)
+	if err != nil {
+		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
+	}
+	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
+	eff, branch := r.Else, "else"
+	if pack.Truthy(out) {
+		eff, branch = r.Then, "then"
+	}
+	if eff == nil {
+		return d, nil
+	}
+	d.Branch = branch
+	d.Allow, d.Reason, d.Requires = eff.Allow, eff.Reason, slices.Clone(eff.Requires)
+	d.ApprovalMode, d.RequiresApprovalGate, d.Raise = eff.ApprovalMode, eff.RequiresApprovalGate, slices.Clone(eff.Raise)
+	d.Outcome = Allow
+	if eff.Allow != nil && !*eff.Allow {
+		d.Outcome = Deny
+	}
+	return d, nil
+}
+
+// run checks the required variables and operand types, then evaluates.
+func run(expr any, info logic.Info, checks []typeCheck, d Document, bundle, rule, gate string) (out any, err error) {
+	for _, p := range info.Required {
+		if v, ok := d.Lookup(p); !ok || v == nil {
+			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
+		}
+	}
+	for _, c := range checks {
+		if msg := c.check(d); msg != "" {
+			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: fmt.Sprint(r)}
+		}
+	}()
+	out, err = jsonlogic.ApplyInterface(expr, map[string]any(d))
+	if err != nil {
+		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
+	}
+	return out, nil
+}
+
+// typeCheck requires a var operand of a numeric operator to be a number.
+type typeCheck struct {
+	op, path string
+}
+
+var numericOps = map[string]bool{">": true, ">=": true, "<": true, "<=": true, "+": true, "-": true, "*": true, "/": true, "%": true}
+
+func typeChecks(expr any) []typeCheck {
+	var out []typeCheck
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for op, arg := range x {
+				args, ok := arg.([]any)
+				if !ok {
+					args = []any{arg}
+				}
+				if scoped[op] {
+					if len(args) > 0 {
+						walk(args[0])
+					}
+					continue
+				}
+				if numericOps[op] {
+					for _, a := range args {
+						if p, ok := plainVar(a); ok {
+							out = append(out, typeCheck{op: op, path: p})
+						}
+					}
+				}
+				walk(arg)
+			}
+		}
+	}
+	walk(expr)
+	return out
+}
+
+var scoped = map[string]bool{"map": true, "filter": true, "reduce": true, "all": true, "none": true, "some": true}
+
+// plainVar reports a {"var": "path"} operand without a default.
+func plainVar(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	arg, ok := m["var"]
+	if !ok {
+		return "", false
+	}
+	if list, ok := arg.([]any); ok {
+		if len(list) != 1 {
+			return "", false
+		}
+		arg = list[0]
+	}
+	p, ok := arg.(string)
+	return p, ok && p != ""
+}
+
+func (c typeCheck) check(d Document) string {
+	v, ok := d.Lookup(c.path)
+	if !ok {
+		return ""
+	}
+	if _, num := v.(float64); !num {
+		return fmt.Sprintf("operator %q needs a number, got %s", c.op, kind(v))
+	}
+	return ""
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func set(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Armed returns the guardrails the engine enforces (the pack's
+// must_refuse and must_escalate labels), sorted.
+func (e *Engine) Armed() Raised {
+	return Raised{MustRefuse: sortedKeys(e.refuse), MustEscalate: sortedKeys(e.escalate)}
+}
