@@ -4,7 +4,8 @@
 // an incoming document against one of them and reports every problem with
 // its JSON pointer.
 //
-// Published now: run-context.v1, invoke-agent.v1 and context-pack.v2. Their field names,
+// Published now: run-context.v1, invoke-agent.v1, context-pack.v2 and
+// compiled-context.v1. Their field names,
 // required lists and enums include those of the upstream ContextOS
 // schemas.
 package schemas

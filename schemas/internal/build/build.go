@@ -13,6 +13,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
@@ -95,6 +96,13 @@ func Docs() []Doc {
 				prop(s.Definitions["AgentIdentity"], "agent_urn").Pattern = `^agent:[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*@[0-9]+\.[0-9]+\.[0-9]+`
 				prop(s.Definitions["AgentIdentity"], "workload_identity").Pattern = "^spiffe://"
 				prop(s.Definitions["UserClaims"], "tenure_days").Minimum = "0"
+			},
+		},
+		{
+			File: "compiled-context.v1.schema.json", Title: "CompiledContext v1",
+			Root: reflect.TypeFor[compiler.CompiledContext](),
+			Finish: func(s *jsonschema.Schema) {
+				prop(s.Definitions["ContextLedger"], "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
 			},
 		},
 		{
@@ -190,10 +198,21 @@ func generate(d Doc) ([]byte, error) {
 			if t.Kind() == reflect.Map && t.Key() == reflect.TypeFor[runcontext.Bucket]() {
 				e := enumDefs[t.Key()]
 				usedEnums[e.name] = &jsonschema.Schema{Type: "string", Enum: anys(e.values)}
+				var value *jsonschema.Schema
+				switch el := t.Elem(); el.Kind() {
+				case reflect.Int:
+					value = &jsonschema.Schema{Type: "integer", Minimum: "0"}
+				case reflect.Bool:
+					value = &jsonschema.Schema{Type: "boolean"}
+				case reflect.Slice:
+					value = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}}
+				default:
+					panic("build: no schema for bucket map of " + el.String()) // a programming error in the types
+				}
 				return &jsonschema.Schema{
 					Type:                 "object",
 					PropertyNames:        &jsonschema.Schema{Ref: "#/$defs/" + e.name},
-					AdditionalProperties: &jsonschema.Schema{Type: "integer", Minimum: "0"},
+					AdditionalProperties: value,
 				}
 			}
 			return nil

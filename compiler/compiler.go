@@ -1,0 +1,596 @@
+package compiler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Input is one resolved, verified pack (pack.Resolver gives these).
+type Input struct {
+	Ref         pack.Ref
+	Pack        *pack.Pack
+	ContentHash string
+}
+
+// Options tunes compilation. The zero value compiles with no evidence, no
+// memory and the estimate tokenizer; Ontologies must name the pack's
+// ontology or the compile is refused.
+type Options struct {
+	// Ontologies are the ontology versions the host declares,
+	// "namespace@version" (e.g. "ont.support@1.0.0").
+	Ontologies []string
+	// Overlays are applied to the pack whose ref they name (stage 3).
+	Overlays []*pack.Overlay
+	// Evidence retrieves evidence (stage 7). Default: none.
+	Evidence EvidenceSource
+	// Memory recalls memories (stage 7). Default: none.
+	Memory MemoryRecall
+	// Tokenizer counts block tokens (stage 8). Default: EstimateTokenizer.
+	Tokenizer Tokenizer
+	// Now is the time evidence expiry is judged at (from the runtime's
+	// injected clock). Zero: evidence with an expires_at is omitted, since
+	// its freshness cannot be judged.
+	Now time.Time
+	// KnowledgeSnapshot is the knowledge-graph snapshot the run is pinned
+	// to; "kg:" evidence from another snapshot is stale and omitted.
+	KnowledgeSnapshot string
+}
+
+// Prepared is a set of packs merged, overlaid and checked once (stages 1,
+// 3 and the host half of 4), with its policy prepared. Compile it for many
+// requests, concurrently.
+type Prepared struct {
+	pack     *pack.Pack
+	engine   *policy.Engine
+	packs    []LedgerPack
+	tenants  []tenant
+	opts     Options
+	ontology string
+	intents  []string
+	business string
+	gates    map[string]pack.ApprovalGate
+	ruleMeta map[string]ruleMeta
+	perms    map[string]pack.Permission // "adapter_id.capability" → first allowed permission
+}
+
+type tenant struct {
+	ref, id string
+	shared  bool
+}
+
+type ruleMeta struct {
+	priority int
+}
+
+// Compile runs the nine stages for one request: Prepare then
+// Prepared.Compile.
+func Compile(ctx context.Context, packs []Input, req *runcontext.InvokeRequest, rc *runcontext.RunContext, opts *Options) (*CompiledContext, error) {
+	p, err := Prepare(packs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Compile(ctx, req, rc)
+}
+
+// Prepare runs the request-independent stages: 1, merge the packs (the
+// first is primary; a duplicate id with different content is an error);
+// 3, apply overlays; 4, check the ontology against the host's. It then
+// validates the merged view and prepares its policy.
+func Prepare(packs []Input, opts *Options) (*Prepared, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Tokenizer == nil {
+		o.Tokenizer = EstimateTokenizer{}
+	}
+	if len(packs) == 0 {
+		return nil, fail(1, ErrInput, nil, "no packs")
+	}
+	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}, perms: map[string]pack.Permission{}}
+	views := make([]*pack.Pack, len(packs))
+	for i, in := range packs {
+		if in.Pack == nil {
+			return nil, fail(1, ErrInput, nil, "pack %d is nil", i)
+		}
+		ref, err := in.Pack.Ref()
+		if err != nil || ref != in.Ref {
+			return nil, fail(1, ErrInput, err, "pack %d is %s@%s, not %s", i, in.Pack.PackMeta.PackID, in.Pack.PackMeta.PackVersion, in.Ref)
+		}
+		lp := LedgerPack{Ref: in.Ref.String(), ContentHash: in.ContentHash}
+		if lp.ContentHash == "" {
+			if lp.ContentHash, err = pack.ContentHash(in.Pack); err != nil {
+				return nil, fail(1, ErrInput, err, "hash %s", in.Ref)
+			}
+		}
+		view := in.Pack
+		for _, ov := range o.Overlays {
+			if ov == nil || ov.Base != in.Ref.String() {
+				continue
+			}
+			v, applied, err := pack.ApplyOverlay(view, ov)
+			if err != nil {
+				return nil, fail(3, ErrInput, err, "overlay %s", ov.OverlayID)
+			}
+			view, lp.Overlay = v, &applied
+		}
+		views[i] = view
+		pr.packs = append(pr.packs, lp)
+		t := view.PackMeta.Tenant
+		pr.tenants = append(pr.tenants, tenant{ref: lp.Ref, id: t.TenantID, shared: t.Shared})
+	}
+	merged, err := merge(views)
+	if err != nil {
+		return nil, err
+	}
+	if err := pack.Validate(merged); err != nil {
+		return nil, fail(1, ErrMerge, err, "the merged pack view is invalid")
+	}
+	ont := merged.IntelligenceRefs.Ontology
+	pr.ontology = ont.Namespace + "@" + ont.Version
+	if !slices.Contains(o.Ontologies, pr.ontology) {
+		return nil, fail(4, ErrOntology, nil, "pack needs ontology %s; host declares %v", pr.ontology, o.Ontologies)
+	}
+	if pr.engine, err = policy.Prepare(merged); err != nil {
+		return nil, fail(5, ErrPolicy, err, "prepare policy")
+	}
+	pr.pack = merged
+	pr.intents = pack.ServedIntents(merged)
+	pr.business = businessBlock(merged)
+	for _, g := range merged.PolicyLayer.ApprovalGates {
+		pr.gates[g.GateID] = g
+	}
+	for _, b := range merged.PolicyLayer.PolicyBundles {
+		for _, r := range b.PolicyDSL.Rules {
+			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority}
+		}
+	}
+	for _, q := range merged.ToolingLayer.Permissions {
+		if _, seen := pr.perms[q.CapabilityID()]; q.Allow && !seen {
+			pr.perms[q.CapabilityID()] = q
+		}
+	}
+	return pr, nil
+}
+
+// Pack returns the merged, overlaid pack view the compile uses.
+func (p *Prepared) Pack() *pack.Pack { return p.pack }
+
+// Engine returns the prepared policy engine (the gateway evaluates per-call
+// policy with it).
+func (p *Prepared) Engine() *policy.Engine { return p.engine }
+
+// merge combines packs: lists concatenate, a duplicate id must carry
+// identical content, single-valued layers come from the first pack.
+func merge(views []*pack.Pack) (*pack.Pack, error) {
+	if len(views) == 1 {
+		return views[0], nil
+	}
+	b, err := json.Marshal(views[0])
+	if err != nil {
+		return nil, fail(1, ErrMerge, err, "copy primary pack")
+	}
+	var m pack.Pack
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fail(1, ErrMerge, err, "copy primary pack")
+	}
+	for _, v := range views[1:] {
+		src := v.PackMeta.PackID
+		if err := appendUnique(&m.PolicyLayer.PolicyBundles, v.PolicyLayer.PolicyBundles, func(x pack.PolicyBundle) string { return x.BundleID }, "bundle_id", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.PolicyLayer.ApprovalGates, v.PolicyLayer.ApprovalGates, func(x pack.ApprovalGate) string { return x.GateID }, "gate_id", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.ToolingLayer.AdapterRegistry, v.ToolingLayer.AdapterRegistry, func(x pack.Adapter) string { return x.AdapterID }, "adapter_id", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.ToolingLayer.Permissions, v.ToolingLayer.Permissions, func(x pack.Permission) string { return x.PermissionID }, "permission_id", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.DecisionLayer.DecisionSpecs, v.DecisionLayer.DecisionSpecs, func(x pack.DecisionSpec) string { return x.DecisionKey }, "decision_key", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.EvaluationLayer.EvalTargets, v.EvaluationLayer.EvalTargets, func(x pack.EvalTarget) string { return x.Intent }, "eval target intent", src); err != nil {
+			return nil, err
+		}
+		if err := appendUnique(&m.EvaluationLayer.ReleaseGates, v.EvaluationLayer.ReleaseGates, func(x pack.ReleaseGate) string { return x.Metric }, "release gate metric", src); err != nil {
+			return nil, err
+		}
+		g := &m.PolicyLayer.Guardrails
+		g.MustRefuse = unionStrings(g.MustRefuse, v.PolicyLayer.Guardrails.MustRefuse)
+		g.MustEscalate = unionStrings(g.MustEscalate, v.PolicyLayer.Guardrails.MustEscalate)
+		g.RedactionRules = unionStrings(g.RedactionRules, v.PolicyLayer.Guardrails.RedactionRules)
+		if on, vo := m.IntelligenceRefs.Ontology, v.IntelligenceRefs.Ontology; on.Namespace != vo.Namespace || on.Version != vo.Version {
+			return nil, fail(1, ErrMerge, nil, "pack %s uses ontology %s@%s, the primary pack %s@%s", src, vo.Namespace, vo.Version, on.Namespace, on.Version)
+		}
+	}
+	return &m, nil
+}
+
+func appendUnique[T any](dst *[]T, src []T, id func(T) string, kind, from string) error {
+	for _, x := range src {
+		i := slices.IndexFunc(*dst, func(y T) bool { return id(y) == id(x) })
+		if i < 0 {
+			*dst = append(*dst, x)
+			continue
+		}
+		a, _ := canon.JSON((*dst)[i])
+		b, _ := canon.JSON(x)
+		if !bytes.Equal(a, b) {
+			return fail(1, ErrMerge, nil, "%s %q in pack %s conflicts with an earlier pack", kind, id(x), from)
+		}
+	}
+	return nil
+}
+
+func unionStrings(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Block priorities per bucket (seed 003's published output).
+const (
+	PriorityBusiness = 90
+	PriorityPolicy   = 80
+	PriorityTool     = 70
+	PriorityEvidence = 60
+	PriorityMemory   = 50
+	PrioritySession  = 40
+)
+
+// Compile runs the per-request stages: 2, tenancy; 4, the intent must be
+// served; 5, guardrails and policy; 6, the tool surface; 7, evidence and
+// memory admission; 8, token budgets and buckets; 9, controls, prompt,
+// budget report, ledger and hash. It is deterministic: the same inputs
+// give the same bytes and compiled_context_hash.
+func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*CompiledContext, error) {
+	if req == nil || rc == nil {
+		return nil, fail(0, ErrInput, nil, "request and run context are required")
+	}
+	// Stage 2: tenancy.
+	for _, t := range p.tenants {
+		if t.id != rc.TenantID && !t.shared {
+			return nil, fail(2, ErrTenant, nil, "pack %s belongs to tenant %s, the run to %s, and the pack is not shared", t.ref, t.id, rc.TenantID)
+		}
+	}
+	// Stage 4: the intent must be served.
+	intent := rc.Intent
+	if intent == "" {
+		intent = req.Input.Intent
+	}
+	if !slices.Contains(p.intents, intent) {
+		return nil, fail(4, ErrIntent, nil, "intent %q is not served by the pack (serves %v)", intent, p.intents)
+	}
+	// Stage 5: guardrails and policy.
+	res, err := p.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
+	if err != nil {
+		return nil, fail(5, ErrPolicy, err, "evaluate policy")
+	}
+	cc := &CompiledContext{}
+	ledger := &cc.ContextLedger
+	*ledger = ContextLedger{
+		PackRef: p.packs[0].Ref, Packs: p.packs, RequestID: req.RequestID, RunID: rc.RunID, TraceID: rc.TraceID,
+		TenantID: rc.TenantID, Intent: intent, SafetyMode: string(rc.SafetyMode), Ontology: p.ontology,
+		PolicyResults: res.Decisions, PolicyVerdict: res.Verdict, GuardrailsRaised: res.Raised, ApprovalGates: res.Gates,
+		PolicyBundles: []string{}, Tools: []string{}, EvidenceRefs: []string{}, MemoryRefs: []string{},
+	}
+	if ledger.Inputs.RequestHash, err = canon.Digest(req); err != nil {
+		return nil, fail(0, ErrInput, err, "request has no canonical form")
+	}
+	if ledger.Inputs.RunContextHash, err = canon.Digest(rc); err != nil {
+		return nil, fail(0, ErrInput, err, "run context has no canonical form")
+	}
+	cc.Manifests.PolicyManifest = make([]PolicyManifestEntry, 0, len(res.Manifest))
+	for _, m := range res.Manifest {
+		cc.Manifests.PolicyManifest = append(cc.Manifests.PolicyManifest, PolicyManifestEntry{BundleID: m.BundleID, RuleIDs: m.RuleIDs})
+		ledger.PolicyBundles = append(ledger.PolicyBundles, m.BundleID)
+	}
+	activeGates := res.ActiveGates()
+	g := p.pack.PolicyLayer.Guardrails
+	cc.RuntimeControls = RuntimeControls{
+		MustRefuse: nonNil(g.MustRefuse), MustEscalate: nonNil(g.MustEscalate),
+		ApprovalGatesActive: nonNil(activeGates), RedactionRulesActive: nonNil(g.RedactionRules),
+	}
+	var blocks []ContextBlock
+	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: PriorityBusiness})
+	for i, d := range res.Decisions {
+		blocks = append(blocks, ContextBlock{BlockID: "pol_" + strconv.Itoa(i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: PriorityPolicy,
+			ProvenanceRefs: []string{"policy:" + d.BundleID + "#" + d.RuleID, d.PolicyDecisionID}})
+	}
+	// Stage 6: tool surface.
+	toolBlocks := p.surface(cc, res, rc.SafetyMode, activeGates)
+	blocks = append(blocks, toolBlocks...)
+	// Stage 7: evidence and memory.
+	evBlocks, evItems, err := p.evidence(ctx, req, rc, ledger)
+	if err != nil {
+		return nil, err
+	}
+	blocks = append(blocks, evBlocks...)
+	memBlocks, err := p.memory(ctx, rc, intent, ledger)
+	if err != nil {
+		return nil, err
+	}
+	blocks = append(blocks, memBlocks...)
+	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: sessionBlock(req, rc), Priority: PrioritySession})
+	// Stage 8: budgets and buckets.
+	blocks = p.budget(cc, blocks, rc.RunBudget.BucketTokens)
+	kept := make(map[string]bool, len(blocks))
+	for _, b := range blocks {
+		kept[b.BlockID] = true
+	}
+	cc.Manifests.EvidenceManifest = []EvidenceManifestEntry{}
+	for i, it := range evItems {
+		if kept["ev_"+strconv.Itoa(i)] {
+			cc.Manifests.EvidenceManifest = append(cc.Manifests.EvidenceManifest, EvidenceManifestEntry{EvidenceRef: it.EvidenceRef, SourceID: it.SourceID, Hash: it.Hash})
+			ledger.EvidenceRefs = append(ledger.EvidenceRefs, it.EvidenceRef)
+		}
+	}
+	for _, b := range blocks {
+		if b.Bucket == runcontext.BucketMemory {
+			ledger.MemoryRefs = append(ledger.MemoryRefs, b.ProvenanceRefs...)
+		}
+	}
+	// Stage 9: prompt, ledger, hash.
+	cc.CompiledPrompt = CompiledPrompt{
+		System:        "You are an agent governed by ContextOS, running pack " + p.packs[0].Ref + ". You act only through the tools in the tool manifest, within the runtime controls; policy is enforced outside you and you cannot change it.",
+		Developer:     p.developer(),
+		Task:          fmt.Sprintf("Handle: %q (intent=%s).", req.Input.Message, intent),
+		ContextBlocks: blocks,
+	}
+	ledger.Budget = LedgerBudget{TokensUsedAtCompile: cc.BudgetReport.TokensUsedAtCompile, TruncatedBuckets: []string{}}
+	for _, b := range runcontext.Buckets() {
+		if cc.BudgetReport.BucketTruncations[b] {
+			ledger.Budget.TruncatedBuckets = append(ledger.Budget.TruncatedBuckets, string(b))
+		}
+	}
+	h, err := canon.Digest(cc) // the hash field is empty and omitted
+	if err != nil {
+		return nil, fail(9, ErrInput, err, "the compiled context has no canonical form")
+	}
+	ledger.CompiledContextHash = h
+	return cc, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// RiskLevel names the risk of an approval mode in capability metadata.
+func RiskLevel(m runcontext.ApprovalMode) string {
+	switch m {
+	case runcontext.ReadOnly:
+		return "read_only"
+	case runcontext.LocalWrite:
+		return "write_reversible"
+	case runcontext.Network:
+		return "network"
+	case runcontext.Delegated:
+		return "write_delegated"
+	case runcontext.Destructive:
+		return "write_irreversible"
+	}
+	return "unknown"
+}
+
+// surface computes stage 6: adapter registry ∩ allowed permissions ∩
+// approval mode ≤ safety mode, minus what policy blocks (a refusal blocks
+// everything; a deny or escalation blocks write-class capabilities).
+func (p *Prepared) surface(cc *CompiledContext, res *policy.Result, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
+	ledger := &cc.ContextLedger
+	cc.Manifests.ToolManifest = []ToolManifestEntry{}
+	var blocks []ContextBlock
+	// Policy may lower a capability's mode (never raise it) through the gate
+	// that governs it: the lowest mode a taken branch asks for, per gate.
+	gateMode := map[string]runcontext.ApprovalMode{}
+	for _, d := range res.Decisions {
+		if d.ApprovalMode.Valid() && d.RequiresApprovalGate != "" {
+			if m, ok := gateMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
+				gateMode[d.RequiresApprovalGate] = d.ApprovalMode
+			}
+		}
+	}
+	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
+		for _, c := range a.Capabilities {
+			id := a.AdapterID + "." + c
+			perm, ok := p.perms[id]
+			reason := ""
+			switch {
+			case !ok:
+				reason = "no allowed permission exposes it"
+			case !a.ApprovalMode.AtMost(safety):
+				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", a.ApprovalMode, safety)
+			case res.Verdict == policy.VerdictRefuse:
+				reason = "a must_refuse guardrail fired"
+			case a.ApprovalMode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
+				reason = "policy " + string(res.Verdict) + " blocks write-class capabilities"
+			}
+			if reason != "" {
+				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: id, Reason: reason})
+				continue
+			}
+			mode := a.ApprovalMode
+			if m, ok := gateMode[perm.RequiresApprovalGate]; ok && perm.RequiresApprovalGate != "" && m.Compare(mode) < 0 {
+				mode = m
+			}
+			kind := "read"
+			if a.ApprovalMode.IsWrite() {
+				kind = "write"
+			}
+			entry.Capabilities = append(entry.Capabilities, c)
+			entry.CapabilityMetadata[c] = CapabilityMetadata{
+				Kind: kind, RiskLevel: RiskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
+				Constraints: perm.ArgConstraints, ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
+			}
+			ledger.Tools = append(ledger.Tools, id)
+		}
+		if len(entry.Capabilities) == 0 {
+			continue
+		}
+		blocks = append(blocks, ContextBlock{BlockID: "tool_" + strconv.Itoa(len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
+			Content: toolBlock(a, entry), Priority: PriorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
+		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
+	}
+	return blocks
+}
+
+// evidence computes stage 7's evidence: only trusted, unexpired, fresh,
+// well-formed, unique items are admitted; the rest are omissions.
+func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, ledger *ContextLedger) ([]ContextBlock, []EvidenceItem, error) {
+	if p.opts.Evidence == nil {
+		return nil, nil, nil
+	}
+	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: req.Input.Context})
+	if err != nil {
+		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
+	}
+	if ledger.Inputs.EvidenceHash, err = canon.Digest(items); err != nil {
+		return nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
+	}
+	var blocks []ContextBlock
+	var admitted []EvidenceItem
+	seen := map[string]bool{}
+	for _, it := range items {
+		reason := ""
+		dup := seen[it.EvidenceRef]
+		seen[it.EvidenceRef] = true
+		switch {
+		case it.EvidenceRef == "" || strings.TrimSpace(it.Content) == "":
+			reason = "malformed: evidence_ref and content are required"
+		case dup:
+			reason = "duplicate evidence_ref"
+		case it.Trust != Trusted:
+			reason = "untrusted: only trusted evidence is admitted"
+		case it.ExpiresAt != "":
+			exp, err := time.Parse(time.RFC3339, it.ExpiresAt)
+			switch {
+			case err != nil:
+				reason = "malformed: expires_at is not RFC 3339"
+			case p.opts.Now.IsZero():
+				reason = "expiry cannot be judged without a clock"
+			case !p.opts.Now.Before(exp):
+				reason = "expired at " + it.ExpiresAt
+			}
+		}
+		if reason == "" && p.opts.KnowledgeSnapshot != "" && strings.HasPrefix(it.EvidenceRef, "kg:") && it.Snapshot != p.opts.KnowledgeSnapshot {
+			reason = "stale: snapshot " + it.Snapshot + " is not the pinned " + p.opts.KnowledgeSnapshot
+		}
+		if reason != "" {
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: PriorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
+			continue
+		}
+		blocks = append(blocks, ContextBlock{BlockID: "ev_" + strconv.Itoa(len(admitted)), Bucket: runcontext.BucketEvidence, Content: evidenceBlock(it), Priority: PriorityEvidence, ProvenanceRefs: []string{it.EvidenceRef}})
+		admitted = append(admitted, it)
+	}
+	return blocks, admitted, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// memory computes stage 7's memory: only promoted memories are recalled.
+func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent string, ledger *ContextLedger) ([]ContextBlock, error) {
+	if p.opts.Memory == nil {
+		return nil, nil
+	}
+	items, err := p.opts.Memory.Recall(ctx, MemoryQuery{TenantID: rc.TenantID, UserID: rc.User.UserID, Intent: intent})
+	if err != nil {
+		return nil, fail(7, ErrEvidence, err, "recall memory")
+	}
+	if ledger.Inputs.MemoryHash, err = canon.Digest(items); err != nil {
+		return nil, fail(7, ErrEvidence, err, "memory has no canonical form")
+	}
+	var blocks []ContextBlock
+	for _, m := range items {
+		if m.State != MemoryPromoted || m.MemoryRef == "" || strings.TrimSpace(m.Content) == "" {
+			reason := "not promoted (" + m.State + "): candidates and captures are not trusted context"
+			if m.State == MemoryPromoted {
+				reason = "malformed: memory_ref and content are required"
+			}
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "memory", Ref: m.MemoryRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(m.Content), Priority: PriorityMemory})
+			continue
+		}
+		blocks = append(blocks, ContextBlock{BlockID: "mem_" + strconv.Itoa(len(blocks)), Bucket: runcontext.BucketMemory,
+			Content: fmt.Sprintf("Memory %s (%s, confidence %s): %s", m.MemoryRef, m.Tier, strconv.FormatFloat(m.Confidence, 'f', -1, 64), m.Content), Priority: PriorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
+	}
+	return blocks, nil
+}
+
+// budget computes stage 8: one allocation per bucket; a bucket over its
+// allocation drops whole blocks, last first, and says so in the budget
+// report, the warnings and the ledger's omissions.
+func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[Bucket]int) []ContextBlock {
+	br := &cc.BudgetReport
+	br.TokensAllocated = map[Bucket]int{}
+	br.TokensUsedByBucket = map[Bucket]int{}
+	br.BucketTruncations = map[Bucket]bool{}
+	tokens := make([]int, len(blocks))
+	used := map[Bucket]int{}
+	for i, b := range blocks {
+		tokens[i] = p.opts.Tokenizer.Count(b.Content)
+		used[b.Bucket] += tokens[i]
+	}
+	drop := make([]bool, len(blocks))
+	for _, bucket := range runcontext.Buckets() {
+		limit, ok := alloc[bucket]
+		br.TokensAllocated[bucket] = limit
+		if !ok && used[bucket] > 0 {
+			br.Warnings = append(br.Warnings, fmt.Sprintf("%s bucket has no allocation in run_budget.bucket_tokens", bucket))
+		}
+		var dropped []string
+		for i := len(blocks) - 1; i >= 0 && used[bucket] > limit; i-- {
+			if blocks[i].Bucket != bucket || drop[i] {
+				continue
+			}
+			drop[i] = true
+			used[bucket] -= tokens[i]
+			dropped = append(dropped, blocks[i].BlockID)
+			cc.ContextLedger.Omissions = append(cc.ContextLedger.Omissions, Omission{Kind: "block", Ref: blocks[i].BlockID,
+				Reason: fmt.Sprintf("%s bucket over its budget of %d tokens", bucket, limit), EstimatedTokens: tokens[i], Priority: blocks[i].Priority, SourceRefs: blocks[i].ProvenanceRefs})
+		}
+		if len(dropped) > 0 {
+			slices.Reverse(dropped)
+			br.BucketTruncations[bucket] = true
+			if br.DroppedBlockIDs == nil {
+				br.DroppedBlockIDs = map[Bucket][]string{}
+			}
+			br.DroppedBlockIDs[bucket] = dropped
+			br.Warnings = append(br.Warnings, fmt.Sprintf("%s bucket exceeded budget; dropped %d block(s): %s", bucket, len(dropped), strings.Join(dropped, ", ")))
+		}
+		br.TokensUsedByBucket[bucket] = used[bucket]
+		br.TokensUsedAtCompile += used[bucket]
+	}
+	out := make([]ContextBlock, 0, len(blocks))
+	for i, b := range blocks {
+		if !drop[i] {
+			out = append(out, b)
+		}
+	}
+	// Ordered by priority, highest first, then by index (stable).
+	slices.SortStableFunc(out, func(a, b ContextBlock) int { return b.Priority - a.Priority })
+	return out
+}

@@ -1,0 +1,26 @@
+// Package compiler owns the Context Pack compiler: Compile turns pinned,
+// verified packs, an invokeAgent request and a RunContext into a
+// CompiledContext (compiled-context.v1) by seed 003's nine resolution
+// stages, in order: load and merge the packs (1), tenancy (2), overlays
+// (3), ontology and intent (4), guardrails and policy (5), the tool surface
+// (6), evidence and memory admission (7), token budgets and buckets with
+// visible truncation (8), and runtime controls, prompt, budget report and
+// context ledger (9).
+//
+// The compiler is a pure function of its inputs: it does no I/O of its own
+// and reads no clock or randomness. Evidence and memories come from the
+// host's EvidenceSource and MemoryRecall; token counts from a Tokenizer;
+// time, when needed, from Options.Now. The same inputs give the same bytes
+// and the same compiled_context_hash, on every machine and run.
+//
+// Prepare does the request-independent work once per pack set (merge,
+// overlays, validation, ontology check, policy preparation); the returned
+// Prepared compiles many requests, concurrently.
+//
+// # Hashing
+//
+// compiled_context_hash is "sha256:" over the RFC 8785 canonical JSON of the
+// whole CompiledContext with the hash field itself left out: the prompt,
+// manifests, runtime controls and budget report, and the ledger's lineage
+// (pack content hashes, request and run ids, policy results, omissions).
+package compiler

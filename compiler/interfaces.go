@@ -1,0 +1,82 @@
+package compiler
+
+import (
+	"context"
+	"slices"
+	"unicode/utf8"
+)
+
+// EvidenceSource retrieves evidence for a run (knowledge graph, document
+// store, …). It must honour ctx, be safe for concurrent use, and return
+// items in a deterministic order for the same query (the order becomes the
+// block order). The compiler admits only trusted, fresh, unexpired items.
+type EvidenceSource interface {
+	Evidence(ctx context.Context, q EvidenceQuery) ([]EvidenceItem, error)
+}
+
+// EvidenceQuery describes the run evidence is retrieved for.
+type EvidenceQuery struct {
+	TenantID        string
+	Intent          string
+	SnapshotPinRule string         // the pack's knowledge_graph.snapshot_pin_rule
+	Context         map[string]any // the request's input.context (read only)
+}
+
+// MemoryRecall recalls memories for a run. It must honour ctx, be safe for
+// concurrent use, and return items in a deterministic order. The compiler
+// uses only promoted memories.
+type MemoryRecall interface {
+	Recall(ctx context.Context, q MemoryQuery) ([]MemoryItem, error)
+}
+
+// MemoryQuery describes the run memories are recalled for.
+type MemoryQuery struct {
+	TenantID string
+	UserID   string
+	Intent   string
+}
+
+// Tokenizer counts the tokens of a text. It must be deterministic, return
+// 0 for "" and a non-negative count otherwise, and be safe for concurrent
+// use.
+type Tokenizer interface {
+	Count(text string) int
+}
+
+// EstimateTokenizer is the default Tokenizer: one token per four runes,
+// rounded up. It is our own estimate, not a model's tokenizer; hosts that
+// need exact counts plug in their model's.
+type EstimateTokenizer struct{}
+
+// Count implements Tokenizer.
+func (EstimateTokenizer) Count(text string) int { return (utf8.RuneCountInString(text) + 3) / 4 }
+
+// StaticEvidence is an in-memory EvidenceSource that returns the same
+// items for every query.
+type StaticEvidence []EvidenceItem
+
+// Evidence implements EvidenceSource.
+func (s StaticEvidence) Evidence(ctx context.Context, _ EvidenceQuery) ([]EvidenceItem, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s), nil
+}
+
+// StaticMemory is an in-memory MemoryRecall that returns the same items
+// for every query.
+type StaticMemory []MemoryItem
+
+// Recall implements MemoryRecall.
+func (s StaticMemory) Recall(ctx context.Context, _ MemoryQuery) ([]MemoryItem, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s), nil
+}
+
+var (
+	_ EvidenceSource = StaticEvidence(nil)
+	_ MemoryRecall   = StaticMemory(nil)
+	_ Tokenizer      = EstimateTokenizer{}
+)
