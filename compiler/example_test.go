@@ -1,0 +1,63 @@
+package compiler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Compile the canonical support scenario: the pack, the request, the run
+// context, and the host's evidence and memory.
+func ExampleCompile() {
+	readJSON := func(name string, v any) {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			log.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	p, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var req runcontext.InvokeRequest
+	var rc runcontext.RunContext
+	var evidence compiler.StaticEvidence
+	var memory compiler.StaticMemory
+	readJSON("invoke.support-refund.json", &req)
+	readJSON("run-context.support.json", &rc)
+	readJSON("evidence.support.json", &evidence)
+	readJSON("memory.support.json", &memory)
+
+	cc, err := compiler.Compile(context.Background(),
+		[]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &req, &rc,
+		&compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Evidence: evidence, Memory: memory})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var ids []string
+	for _, b := range cc.CompiledPrompt.ContextBlocks {
+		ids = append(ids, b.BlockID)
+	}
+	fmt.Println("blocks:", ids)
+	fmt.Println("tools:", cc.ContextLedger.Tools)
+	fmt.Println("gates:", cc.RuntimeControls.ApprovalGatesActive)
+	for _, o := range cc.ContextLedger.Omissions {
+		fmt.Println("omitted:", o.Ref, "-", o.Reason)
+	}
+	// Output:
+	// blocks: [biz_summary pol_0 pol_1 tool_0 tool_1 tool_2 ev_0 ev_1 ev_2 ev_3 ev_4 mem_0 session]
+	// tools: [adp_orders.lookup adp_policy.eval adp_payments.issue_refund]
+	// gates: [GATE_FINANCE_APPROVAL]
+	// omitted: chat:msg_991 - untrusted: only trusted evidence is admitted
+	// omitted: mem:cus_77:guess_vip - not promoted (candidate): candidates and captures are not trusted context
+}
