@@ -10,6 +10,7 @@
 //	contextos pack sign --key KEYFILE PACK
 //	contextos pack verify --pub PUBFILE SIGNED
 //	contextos pack diff [--json] OLD NEW
+//	contextos compile --pack FILE… --request FILE --run-context FILE [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…]
 //
 // validate and pack validate exit 0 when the documents are valid and 1
 // with one line per problem when they are not; pack verify exits 1 when a
@@ -57,6 +58,7 @@ func commands() []command {
 		{"schemas", "list the published JSON Schemas, or write them to a directory", cmdSchemas},
 		{"validate", "validate an invoke-agent or run-context document", cmdValidate},
 		{"pack", "validate, sign, verify and diff Context Packs (contextos pack -h)", cmdPack},
+		{"compile", "compile packs, a request and a run context into a CompiledContext", cmdCompile},
 	}
 }
 
