@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -28,7 +29,7 @@ func NewDocument(in runcontext.Input, rc *runcontext.RunContext) Document {
 	}
 	ctx := map[string]any{}
 	for k, v := range in.Context {
-		ctx[k] = jsonValue(v)
+		ctx[k] = jsonv.Normalize(v)
 	}
 	req["context"] = ctx
 	user := map[string]any{"user_id": rc.User.UserID}
@@ -85,7 +86,7 @@ func (d Document) WithTool(capabilityID string, args map[string]any, mode runcon
 	}
 	a := make(map[string]any, len(args))
 	for k, v := range args {
-		a[k] = jsonValue(v)
+		a[k] = jsonv.Normalize(v)
 	}
 	out["tool"] = map[string]any{"capability_id": capabilityID, "args": a, "approval_mode": string(mode)}
 	return out
@@ -134,61 +135,6 @@ func (d Document) Signals() []string {
 		if s, ok := e.(string); ok {
 			out = append(out, s)
 		}
-	}
-	return out
-}
-
-// jsonValue normalizes a Go value into the JSON shapes the evaluator
-// understands (numbers as float64), copying containers.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case nil, bool, string, float64:
-		return x
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case float32:
-		return float64(x)
-	case uint:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return x.String()
-		}
-		return f
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValue(e)
-		}
-		return out
-	case []string:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = e
-		}
-		return out
-	}
-	// Anything else goes through its JSON form.
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return nil
 	}
 	return out
 }

@@ -563,3 +563,32 @@ func sortedKeys[V any](m map[string]V) []string {
 func (e *Engine) Armed() Raised {
 	return Raised{MustRefuse: sortedKeys(e.refuse), MustEscalate: sortedKeys(e.escalate)}
 }
+
+// UsesTool reports whether any rule or gate reads the tool member of the
+// data document (so a per-call evaluation can differ from the run's).
+func (e *Engine) UsesTool() bool {
+	reads := func(info logic.Info) bool {
+		for _, v := range info.Vars {
+			if logic.Root(v) == "tool" || v == "" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range e.rules {
+		if reads(r.info) {
+			return true
+		}
+		for _, a := range r.applies {
+			if logic.Root(a.path) == "tool" {
+				return true
+			}
+		}
+	}
+	for _, g := range e.gates {
+		if reads(g.info) {
+			return true
+		}
+	}
+	return false
+}

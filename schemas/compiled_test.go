@@ -25,9 +25,13 @@ func TestCompiledOutputsValidate(t *testing.T) {
 	}
 	variants := map[string]func(req *runcontext.InvokeRequest, rc *runcontext.RunContext){
 		"canonical": func(*runcontext.InvokeRequest, *runcontext.RunContext) {},
-		"truncated": func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) { rc.RunBudget.BucketTokens[runcontext.BucketEvidence] = 50 },
+		"truncated": func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) {
+			rc.RunBudget.BucketTokens[runcontext.BucketEvidence] = 50
+		},
 		"read only": func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) { rc.SafetyMode = runcontext.ReadOnly },
-		"denied":    func(req *runcontext.InvokeRequest, _ *runcontext.RunContext) { req.Input.Context["identity_verified"] = false },
+		"denied": func(req *runcontext.InvokeRequest, _ *runcontext.RunContext) {
+			req.Input.Context["identity_verified"] = false
+		},
 	}
 	for name, edit := range variants {
 		p, err := pack.Decode(read("ctxpack.support-1.0.0.json"))

@@ -22,8 +22,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/contextos/contextos/internal/schemaerr"
 )
 
 // BaseURL is the prefix of every schema's $id.
@@ -153,8 +153,6 @@ func compileAll() (map[string]*jsonschema.Schema, error) {
 	return compiled, compileErr
 }
 
-var printer = message.NewPrinter(language.English)
-
 // Validate checks data (one JSON document) against the named schema (see
 // Resolve for accepted names). It returns nil, a *ValidationError listing
 // every problem with its JSON pointer (errors.Is(err, ErrInvalid)), or an
@@ -176,43 +174,13 @@ func Validate(name string, data []byte) error {
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	flat, ok := schemaerr.Flatten(err)
+	if !ok {
 		return fmt.Errorf("schemas: validate against %s: %w", file, err)
 	}
-	var probs []Problem
-	leaves(ve, &probs)
-	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Pointer < probs[j].Pointer })
-	return &ValidationError{Schema: file, Problems: dedupe(probs)}
-}
-
-func leaves(ve *jsonschema.ValidationError, out *[]Problem) {
-	if len(ve.Causes) == 0 {
-		*out = append(*out, Problem{Pointer: pointer(ve.InstanceLocation), Message: ve.ErrorKind.LocalizedString(printer)})
-		return
+	probs := make([]Problem, len(flat))
+	for i, p := range flat {
+		probs[i] = Problem{Pointer: p.Pointer, Message: p.Message}
 	}
-	for _, c := range ve.Causes {
-		leaves(c, out)
-	}
-}
-
-func dedupe(ps []Problem) []Problem {
-	out := ps[:0]
-	for i, p := range ps {
-		if i > 0 && p == ps[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// pointer writes an instance location as an RFC 6901 JSON pointer.
-func pointer(loc []string) string {
-	var b strings.Builder
-	for _, tok := range loc {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
-	}
-	return b.String()
+	return &ValidationError{Schema: file, Problems: probs}
 }

@@ -34,6 +34,19 @@ var ErrNotCanonicalizable = errors.New("canon: value has no canonical JSON form"
 // first marshalled with encoding/json (so its json tags and MarshalJSON
 // methods apply).
 func JSON(v any) ([]byte, error) {
+	switch v.(type) {
+	case json.RawMessage, []byte:
+	default:
+		out, err := encode(v)
+		if !errors.Is(err, errSlowPath) {
+			return out, err
+		}
+	}
+	return jsonSlow(v)
+}
+
+// jsonSlow canonicalizes through encoding/json and the canonical writer.
+func jsonSlow(v any) ([]byte, error) {
 	raw, err := marshal(v)
 	if err != nil {
 		return nil, err

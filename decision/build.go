@@ -1,0 +1,129 @@
+package decision
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/contextos/contextos/runcontext"
+)
+
+// BuildInput is what a run knows when it ends (or pauses).
+type BuildInput struct {
+	Run       *runcontext.RunContext
+	RequestID string
+	// Seq numbers the records of one run (0 for the first).
+	Seq int
+	// Time is the record's timestamp (from the runtime's clock).
+	Time time.Time
+
+	DecisionKey string
+	Outcome     string
+	Outputs     map[string]any
+	Confidence  float64
+	Rationale   Rationale
+	SubjectIDs  []string
+	// EvidenceRefs are the refs the decision cites; Build adds the refs of
+	// the run's successful tool results and policy decisions.
+	EvidenceRefs    []string
+	PolicyDecisions []PolicyDecisionRef
+	Approvals       []Approval
+	Budget          BudgetUsage
+	Lineage         Lineage
+	// Status is the status the run asks for: DECIDED for a decision, or
+	// REJECTED, ESCALATED, DEFERRED, IN_FLIGHT. Build lowers a DECIDED
+	// that the facts do not support.
+	Status   Status
+	Awaiting *Awaiting
+	Closes   string
+	Facts    *Facts
+}
+
+// Build assembles a record and settles its status against the facts: a
+// record asked to be DECIDED whose active gate lacks an approval becomes
+// DEFERRED (awaiting that approval); one whose required evidence is not
+// satisfied becomes ESCALATED. It returns the record and its remaining
+// validation problems (nil when it validates).
+func Build(in BuildInput) (*Record, error) {
+	rc := in.Run
+	if rc == nil || in.Facts == nil || in.Facts.Pack == nil {
+		return nil, fmt.Errorf("%w: Build needs the run context and the facts with the pack", ErrInvalid)
+	}
+	spec, ok := SpecFor(in.Facts.Pack, in.DecisionKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: no decision spec %q", ErrInvalid, in.DecisionKey)
+	}
+	refs := slices.Clone(in.EvidenceRefs)
+	for _, t := range in.Facts.ToolResults {
+		if !slices.Contains(refs, t.Ref()) {
+			refs = append(refs, t.Ref())
+		}
+	}
+	agent := AgentIdentity{Subject: rc.Agent.AgentURN, PrincipalChain: rc.PrincipalChain()}
+	if c := rc.Agent.IdentityClaim; c != nil {
+		agent.ClaimHash = c.ClaimHash
+	}
+	actorID := rc.Agent.AgentID
+	if actorID == "" {
+		actorID = rc.Agent.AgentURN
+	}
+	r := &Record{
+		DecisionKey: in.DecisionKey, DecisionVersion: spec.Version, Timestamp: in.Time.UTC().Format(time.RFC3339),
+		Status: in.Status, Actor: Actor{Type: "AGENT", ID: actorID}, AgentIdentity: agent, IntentRef: rc.Intent,
+		SubjectIDs: nonNil(in.SubjectIDs), InputsRefs: InputsRefs{Request: in.RequestID, Session: rc.SessionID},
+		Outcome: in.Outcome, Outputs: in.Outputs, EvidenceRefs: nonNil(refs),
+		PolicyDecisions: in.PolicyDecisions, Approvals: in.Approvals, ControlsActive: in.Facts.Controls,
+		Confidence: in.Confidence, Rationale: in.Rationale, BudgetUsage: in.Budget, Lineage: in.Lineage,
+		TraceID: rc.TraceID, RunID: rc.RunID, TenantID: rc.TenantID, Awaiting: in.Awaiting, Closes: in.Closes,
+	}
+	if r.PolicyDecisions == nil {
+		r.PolicyDecisions = []PolicyDecisionRef{}
+	}
+	if r.Approvals == nil {
+		r.Approvals = []Approval{}
+	}
+	if r.Rationale.AlternativesConsidered == nil {
+		r.Rationale.AlternativesConsidered = []string{}
+	}
+	if r.Outputs == nil {
+		r.Outputs = map[string]any{}
+	}
+	if r.Status == Decided {
+		if err := Validate(withID(r, in), in.Facts); err != nil {
+			ve := err.(*ValidationError)
+			switch {
+			case ve.Has(CodeApprovalMissing):
+				r.Status = Deferred
+				for _, p := range ve.Problems {
+					if p.Code == CodeApprovalMissing && r.Awaiting == nil {
+						for gate, role := range in.Facts.ActiveGates {
+							if !slices.ContainsFunc(r.Approvals, func(a Approval) bool { return a.GateID == gate }) {
+								r.Awaiting = &Awaiting{Kind: "approval", GateID: gate, ApproverRole: role}
+								break
+							}
+						}
+					}
+				}
+			case ve.Has(CodeEvidenceMissing) || ve.Has(CodeApprovalIncomplete):
+				r.Status = Escalated
+			}
+		}
+	}
+	r = withID(r, in)
+	return r, Validate(r, in.Facts)
+}
+
+func withID(r *Record, in BuildInput) *Record {
+	id, err := NewRecordID(in.Run.RunID, in.DecisionKey, r.Status, in.Seq)
+	if err == nil {
+		r.RecordID = id
+	}
+	return r
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

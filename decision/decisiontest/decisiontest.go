@@ -1,0 +1,120 @@
+// Package decisiontest holds the conformance suite for decision.Store
+// implementations:
+//
+//	func TestMyStore(t *testing.T) {
+//		decisiontest.RunStoreTests(t, func(t *testing.T) decision.Store { return newMyStore(t) })
+//	}
+package decisiontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos/decision"
+)
+
+// Sample returns a minimal well-formed record with the given id and run.
+func Sample(id, run string, status decision.Status) *decision.Record {
+	return &decision.Record{
+		RecordID: id, DecisionKey: "support.refund.execute", DecisionVersion: "1.0.0", Timestamp: "2026-05-04T09:31:42Z",
+		Status: status, Actor: decision.Actor{Type: "AGENT", ID: "agt_support"}, IntentRef: "support.refund",
+		InputsRefs: decision.InputsRefs{Request: "req_1"}, Outputs: map[string]any{"refund_amount_inr": 4200.0},
+		EvidenceRefs: []string{}, PolicyDecisions: []decision.PolicyDecisionRef{}, Approvals: []decision.Approval{},
+		Lineage: decision.Lineage{PackVersion: "ctxpack.support@1.0.0", CompiledContextHash: "sha256:00"},
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RunID: run, TenantID: "tenant_acme_prod",
+	}
+}
+
+// RunStoreTests checks the Store contract: appended records come back
+// equal with hashes set, chained in order; ids are unique; List filters;
+// Verify passes on an untouched store; concurrent appends keep every
+// record and a valid chain; a cancelled context is honoured.
+func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
+	t.Helper()
+	ctx := context.Background()
+	t.Run("AppendChainsAndReturns", func(t *testing.T) {
+		s := newStore(t)
+		a, err := s.Append(ctx, Sample("dr_1", "run_1", decision.Deferred))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PrevRecordHash != decision.GenesisHash || b.PrevRecordHash != a.RecordHash || a.RecordHash == "" {
+			t.Errorf("chain: a %s→%s, b %s→%s", a.PrevRecordHash, a.RecordHash, b.PrevRecordHash, b.RecordHash)
+		}
+		if h, _ := decision.Hash(b); h != b.RecordHash {
+			t.Errorf("record_hash %s, recomputed %s", b.RecordHash, h)
+		}
+		got, err := s.Get(ctx, "dr_2")
+		if err != nil || got.RecordHash != b.RecordHash || got.Outputs["refund_amount_inr"] != 4200.0 {
+			t.Errorf("Get = %+v, %v", got, err)
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify = %v", err)
+		}
+	})
+	t.Run("UniqueIDsAndNotFound", func(t *testing.T) {
+		s := newStore(t)
+		s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
+		if _, err := s.Append(ctx, Sample("dr_1", "run_2", decision.Decided)); !errors.Is(err, decision.ErrDuplicate) {
+			t.Errorf("duplicate id = %v", err)
+		}
+		if _, err := s.Get(ctx, "dr_nope"); !errors.Is(err, decision.ErrNotFound) {
+			t.Errorf("Get(unknown) = %v", err)
+		}
+	})
+	t.Run("ListFilters", func(t *testing.T) {
+		s := newStore(t)
+		s.Append(ctx, Sample("dr_1", "run_1", decision.Deferred))
+		s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
+		s.Append(ctx, Sample("dr_3", "run_2", decision.Decided))
+		for _, c := range []struct {
+			f    decision.Filter
+			want int
+		}{{decision.Filter{}, 3}, {decision.Filter{RunID: "run_1"}, 2}, {decision.Filter{Status: decision.Decided}, 2}, {decision.Filter{RunID: "run_2", Status: decision.Deferred}, 0}} {
+			got, err := s.List(ctx, c.f)
+			if err != nil || len(got) != c.want {
+				t.Errorf("List(%+v) = %d records, %v; want %d", c.f, len(got), err, c.want)
+			}
+		}
+		all, _ := s.List(ctx, decision.Filter{})
+		if all[0].RecordID != "dr_1" || all[2].RecordID != "dr_3" {
+			t.Error("List is not in append order")
+		}
+	})
+	t.Run("ConcurrentAppends", func(t *testing.T) {
+		s := newStore(t)
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.Append(ctx, Sample(fmt.Sprintf("dr_%d", i), "run_c", decision.Decided)); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		all, _ := s.List(ctx, decision.Filter{})
+		if len(all) != 20 {
+			t.Errorf("%d records kept, want 20", len(all))
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify after concurrent appends = %v", err)
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		s := newStore(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := s.Append(cctx, Sample("dr_x", "run_x", decision.Decided)); !errors.Is(err, context.Canceled) {
+			t.Errorf("Append(cancelled) = %v", err)
+		}
+	})
+}

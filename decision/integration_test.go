@@ -1,0 +1,240 @@
+package decision_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// refundRun runs the canonical refund through the gateway with the fakes:
+// lookup, policy eval, the paused refund and (optionally) its approval.
+type refundRun struct {
+	pack    *pack.Pack
+	rc      *runcontext.RunContext
+	req     *runcontext.InvokeRequest
+	cc      *compiler.CompiledContext
+	results []*gateway.ToolResultEnvelope
+	paused  *gateway.ToolResultEnvelope
+	now     time.Time
+}
+
+func runRefund(t *testing.T, approve bool) *refundRun {
+	t.Helper()
+	read := func(n string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	p, _ := pack.Decode(read("ctxpack.support-1.0.0.json"))
+	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
+	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))
+	var ev compiler.StaticEvidence
+	json.Unmarshal(read("evidence.support.json"), &ev)
+	prepared, err := compiler.Prepare([]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Evidence: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := prepared.Compile(ctx, req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, pol, pay := gatewaytest.NewScriptedAdapter(), gatewaytest.NewScriptedAdapter(), gatewaytest.NewScriptedAdapter()
+	orders.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881"})
+	pol.On("eval").ReturnOutput(map[string]any{"eligible": true})
+	pay.On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+	now := time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
+	gw, err := gateway.New([]gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: orders, Capabilities: map[string]gateway.Capability{"lookup": {}}},
+		{AdapterID: "adp_policy", Adapter: pol, Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: pay, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	}, &gateway.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := &refundRun{pack: p, rc: rc, req: req, cc: cc, now: now}
+	for i, c := range []gateway.CallRequest{
+		{CapabilityID: "adp_orders.lookup", Step: 0, Args: map[string]any{"order_id": "ord_881"}},
+		{CapabilityID: "adp_policy.eval", Step: 1, Args: map[string]any{"order_id": "ord_881"}},
+	} {
+		res, err := run.Call(ctx, c)
+		if err != nil || res.Status != gateway.StatusOK {
+			t.Fatalf("call %d: %+v %v", i, res, err)
+		}
+		rr.results = append(rr.results, res)
+	}
+	refund := gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: 2, Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200, "currency": "INR"}}
+	res, _ := run.Call(ctx, refund)
+	rr.paused = res
+	if approve {
+		refund.Approval = &gateway.Approval{ApprovalID: "apr_1", GateID: res.Approval.GateID, ActionDigest: res.Approval.ActionDigest,
+			Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: now}
+		done, err := run.Call(ctx, refund)
+		if err != nil || done.Status != gateway.StatusCompleted {
+			t.Fatalf("approved refund: %+v %v", done, err)
+		}
+		rr.results = append(rr.results, done)
+	}
+	return rr
+}
+
+// facts assembles the decision facts from the compiled context and the
+// gateway's results.
+func (rr *refundRun) facts() *decision.Facts {
+	f := &decision.Facts{Pack: rr.pack, Admitted: map[string]string{}, RequestContext: rr.req.Input.Context, ActiveGates: map[string]string{}, PolicyEvaluated: true}
+	for _, e := range rr.cc.Manifests.EvidenceManifest {
+		f.Admitted[e.EvidenceRef] = "evidence"
+	}
+	for _, r := range rr.results {
+		if r.Status.Succeeded() {
+			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: r.CapabilityID, ToolCallID: r.ToolCallID})
+		}
+	}
+	for _, d := range rr.cc.ContextLedger.PolicyResults {
+		f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
+	}
+	for _, g := range rr.cc.ContextLedger.ApprovalGates {
+		if g.Active {
+			f.ActiveGates[g.GateID] = g.ApproverRole
+		}
+	}
+	rcs := rr.cc.RuntimeControls
+	f.Controls = decision.Controls{MustRefuse: rcs.MustRefuse, MustEscalate: rcs.MustEscalate, ApprovalGatesActive: rcs.ApprovalGatesActive, RedactionRulesActive: rcs.RedactionRulesActive}
+	return f
+}
+
+func (rr *refundRun) input(f *decision.Facts, approvals []decision.Approval) decision.BuildInput {
+	var pds []decision.PolicyDecisionRef
+	for _, d := range rr.cc.ContextLedger.PolicyResults {
+		pds = append(pds, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: []string{d.RuleID}})
+	}
+	return decision.BuildInput{
+		Run: rr.rc, RequestID: rr.req.RequestID, Time: rr.now, DecisionKey: "support.refund.execute", Outcome: "approved",
+		Outputs: map[string]any{"refund_amount_inr": 4200, "currency": "INR", "transaction_id": "txn_q9"}, Confidence: 0.95,
+		Rationale:       decision.Rationale{Strategy: "policy_match_with_evidence"},
+		SubjectIDs:      []string{"customer:cus_77", "order:ord_881"},
+		EvidenceRefs:    []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930", "policy:POLICY_RETURNS_V4#R_HIGH_VALUE_REQUIRES_APPROVAL"},
+		PolicyDecisions: pds, Approvals: approvals, Status: decision.Decided, Facts: f,
+		Lineage: decision.Lineage{PackVersion: "ctxpack.support@1.0.0", CompiledContextHash: rr.cc.Hash()},
+	}
+}
+
+func TestRecordFromApprovedRefundValidates(t *testing.T) {
+	rr := runRefund(t, true)
+	done := rr.results[len(rr.results)-1]
+	approvals := []decision.Approval{{GateID: "GATE_FINANCE_APPROVAL", Approver: done.Metadata.Approver, ApproverRole: "finance_lead",
+		ApprovalModeEffective: runcontext.Destructive, EvidenceSnapshotHash: done.Metadata.ApprovalEvidenceSnapshotHash, DecidedAt: rr.now.Format(time.RFC3339), ToolCallID: done.ToolCallID}}
+	rec, err := decision.Build(rr.input(rr.facts(), approvals))
+	if err != nil {
+		t.Fatalf("record does not validate: %v", err)
+	}
+	if rec.Status != decision.Decided || len(rec.EvidenceRefs) != 5 || rec.AgentIdentity.Subject != "agent:contextos/support-refund@1.2.0" {
+		t.Errorf("record = %+v", rec)
+	}
+	store := decision.NewMemoryStore()
+	stored, err := store.Append(ctx, rec)
+	if err != nil || stored.RecordHash == "" || store.Verify(ctx) != nil {
+		t.Errorf("store: %v", err)
+	}
+	// Same run, same record id and hash.
+	again, _ := decision.Build(rr.input(rr.facts(), approvals))
+	if again.RecordID != rec.RecordID {
+		t.Error("record id not deterministic")
+	}
+}
+
+func TestRecordWithoutApprovalIsNotDecided(t *testing.T) {
+	rr := runRefund(t, false)
+	rec, err := decision.Build(rr.input(rr.facts(), nil))
+	if rec.Status == decision.Decided {
+		t.Fatal("a record missing its approval is DECIDED")
+	}
+	if rec.Status != decision.Deferred || rec.Awaiting == nil || rec.Awaiting.GateID != "GATE_FINANCE_APPROVAL" || rec.Awaiting.ApproverRole != "finance_lead" {
+		t.Errorf("record = %s awaiting %+v (%v)", rec.Status, rec.Awaiting, err)
+	}
+	// Forced to DECIDED, validation names the missing approval.
+	rec.Status = decision.Decided
+	verr := decision.Validate(rec, rr.facts())
+	ve, ok := verr.(*decision.ValidationError)
+	if !ok || !ve.Has(decision.CodeApprovalMissing) {
+		t.Errorf("Validate = %v", verr)
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	rr := runRefund(t, true)
+	done := rr.results[len(rr.results)-1]
+	good := []decision.Approval{{GateID: "GATE_FINANCE_APPROVAL", Approver: "user_finance_lead_77", ApproverRole: "finance_lead",
+		ApprovalModeEffective: runcontext.Destructive, EvidenceSnapshotHash: done.Metadata.ApprovalEvidenceSnapshotHash, DecidedAt: rr.now.Format(time.RFC3339)}}
+	tests := []struct {
+		name string
+		edit func(in *decision.BuildInput)
+		code string
+	}{
+		{"outcome outside the closed set", func(in *decision.BuildInput) { in.Outcome = "partially_approved" }, decision.CodeOutcome},
+		{"unknown evidence ref", func(in *decision.BuildInput) { in.EvidenceRefs = append(in.EvidenceRefs, "kg:order:ord_999#x") }, decision.CodeEvidenceUnknown},
+		{"subject outside namespaces", func(in *decision.BuildInput) { in.SubjectIDs = []string{"account:acc_1"} }, decision.CodeSubjectNamespace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := rr.input(rr.facts(), slices.Clone(good))
+			tc.edit(&in)
+			_, err := decision.Build(in)
+			ve, ok := err.(*decision.ValidationError)
+			if !ok || !ve.Has(tc.code) {
+				t.Errorf("Build = %v, want %s", err, tc.code)
+			}
+		})
+	}
+	// Controls on a record must equal the compiled ones.
+	rec, err := decision.Build(rr.input(rr.facts(), slices.Clone(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.ControlsActive.MustRefuse = nil
+	if ve, ok := decision.Validate(rec, rr.facts()).(*decision.ValidationError); !ok || !ve.Has(decision.CodeControls) {
+		t.Error("changed controls not caught")
+	}
+	// An approval without its evidence snapshot does not make a decision.
+	in := rr.input(rr.facts(), slices.Clone(good))
+	in.Approvals[0].EvidenceSnapshotHash = ""
+	rec, _ = decision.Build(in)
+	if rec.Status == decision.Decided {
+		t.Error("an incomplete approval made a DECIDED record")
+	}
+	rec.Status = decision.Decided
+	if ve, ok := decision.Validate(rec, rr.facts()).(*decision.ValidationError); !ok || !ve.Has(decision.CodeApprovalIncomplete) {
+		t.Error("incomplete approval not named")
+	}
+	// Required evidence missing: no order lookup result → ESCALATED, never DECIDED.
+	f := rr.facts()
+	f.ToolResults = slices.DeleteFunc(f.ToolResults, func(x decision.ToolFact) bool { return x.CapabilityID == "adp_orders.lookup" })
+	in = rr.input(f, good)
+	in.EvidenceRefs = in.EvidenceRefs[:1]
+	rec, _ = decision.Build(in)
+	if rec.Status != decision.Escalated {
+		t.Errorf("missing evidence: status %s", rec.Status)
+	}
+	// A refusal outcome may be DECIDED on the policy decision alone.
+	in = rr.input(rr.facts(), nil)
+	in.Outcome = "denied"
+	rec, err = decision.Build(in)
+	if err != nil || rec.Status != decision.Decided {
+		t.Errorf("denied: %s %v", rec.Status, err)
+	}
+}

@@ -1,0 +1,341 @@
+package decision
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/contextos/contextos/internal/canon"
+)
+
+// Store keeps DecisionRecords append-only and hash-chained.
+// Implementations must be safe for concurrent use and honour ctx; Append
+// either keeps the record (and returns it with prev_record_hash and
+// record_hash set) or returns an error: a record is never dropped
+// silently. RunStoreTests in package decisiontest checks this.
+type Store interface {
+	Append(ctx context.Context, r *Record) (*Record, error)
+	Get(ctx context.Context, recordID string) (*Record, error)
+	List(ctx context.Context, f Filter) ([]*Record, error)
+	Verify(ctx context.Context) error
+}
+
+// Filter selects records; empty fields match everything.
+type Filter struct {
+	RunID    string
+	TenantID string
+	Status   Status
+}
+
+func (f Filter) match(r *Record) bool {
+	return (f.RunID == "" || r.RunID == f.RunID) && (f.TenantID == "" || r.TenantID == f.TenantID) && (f.Status == "" || r.Status == f.Status)
+}
+
+// Sentinel errors.
+var (
+	ErrNotFound  = errors.New("decision: record not found")
+	ErrDuplicate = errors.New("decision: record id already stored")
+	// ErrChain reports a broken chain; the error is a *ChainError.
+	ErrChain = errors.New("decision: record chain broken")
+)
+
+// ChainError names the first broken link of a store's chain.
+type ChainError struct {
+	Index    int
+	RecordID string
+	Reason   string
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("decision: record chain broken at record %d (%s): %s", e.Index, e.RecordID, e.Reason)
+}
+
+// Is matches ErrChain.
+func (e *ChainError) Is(target error) bool { return target == ErrChain }
+
+// seal chains r after prev and returns the stored copy and its canonical
+// bytes.
+func seal(r *Record, prev string) (*Record, []byte, error) {
+	c, err := cloneRecord(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.PrevRecordHash, c.RecordHash = prev, ""
+	h, err := Hash(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decision: record has no canonical form: %w", err)
+	}
+	c.RecordHash = h
+	b, err := canon.JSON(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, b, nil
+}
+
+// verifyChain checks stored canonical records in order.
+func verifyChain(lines [][]byte) error {
+	prev := GenesisHash
+	for i, line := range lines {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return &ChainError{Index: i, Reason: "record is not JSON"}
+		}
+		c, err := canon.JSON(&r)
+		if err != nil || !bytes.Equal(c, line) {
+			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "stored bytes are not the record's canonical form"}
+		}
+		h, err := Hash(&r)
+		if err != nil || h != r.RecordHash {
+			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "record_hash does not match the record"}
+		}
+		if r.PrevRecordHash != prev {
+			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "prev_record_hash does not match the previous record"}
+		}
+		prev = r.RecordHash
+	}
+	return nil
+}
+
+func cloneRecord(r *Record) (*Record, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("decision: record cannot be encoded: %w", err)
+	}
+	var c Record
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// MemoryStore is the in-memory Store. It keeps each record's canonical
+// bytes, so Verify checks exactly what was stored.
+type MemoryStore struct {
+	mu    sync.Mutex
+	lines [][]byte
+	index map[string]int
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{index: map[string]int{}} }
+
+// Append implements Store.
+func (m *MemoryStore) Append(ctx context.Context, r *Record) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.index[r.RecordID]; dup || r.RecordID == "" {
+		return nil, fmt.Errorf("%w: %q", ErrDuplicate, r.RecordID)
+	}
+	prev := GenesisHash
+	if n := len(m.lines); n > 0 {
+		var last Record
+		json.Unmarshal(m.lines[n-1], &last)
+		prev = last.RecordHash
+	}
+	c, b, err := seal(r, prev)
+	if err != nil {
+		return nil, err
+	}
+	m.index[c.RecordID] = len(m.lines)
+	m.lines = append(m.lines, b)
+	return c, nil
+}
+
+// Get implements Store.
+func (m *MemoryStore) Get(ctx context.Context, id string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, ok := m.index[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var r Record
+	if err := json.Unmarshal(m.lines[i], &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// List implements Store.
+func (m *MemoryStore) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Record
+	for _, line := range m.lines {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, err
+		}
+		if f.match(&r) {
+			out = append(out, &r)
+		}
+	}
+	return out, nil
+}
+
+// Verify implements Store.
+func (m *MemoryStore) Verify(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	lines := slices.Clone(m.lines)
+	m.mu.Unlock()
+	return verifyChain(lines)
+}
+
+// FileStore is a Store in an append-only JSON Lines file: one canonical
+// record per line, each appended with a single write and synced before
+// Append returns. One process should write a file at a time.
+type FileStore struct {
+	mu    sync.Mutex
+	path  string
+	f     *os.File
+	index map[string]int
+	last  string
+	n     int
+}
+
+var _ Store = (*FileStore)(nil)
+
+// OpenFileStore opens (creating it if needed) a record file and verifies
+// its chain; a broken chain is an error (*ChainError).
+func OpenFileStore(path string) (*FileStore, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("decision: open store: %w", err)
+	}
+	s := &FileStore{path: path, f: f, index: map[string]int{}, last: GenesisHash}
+	lines, err := s.readLines()
+	if err == nil {
+		err = verifyChain(lines)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	for i, line := range lines {
+		var r Record
+		json.Unmarshal(line, &r)
+		s.index[r.RecordID] = i
+		s.last = r.RecordHash
+	}
+	s.n = len(lines)
+	return s, nil
+}
+
+// Close closes the file.
+func (s *FileStore) Close() error { return s.f.Close() }
+
+func (s *FileStore) readLines() ([][]byte, error) {
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("decision: read store: %w", err)
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		lines = append(lines, slices.Clone(sc.Bytes()))
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, &ChainError{Index: len(lines) - 1, Reason: "the last record is incomplete (no trailing newline)"}
+	}
+	return lines, sc.Err()
+}
+
+// Append implements Store.
+func (s *FileStore) Append(ctx context.Context, r *Record) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.index[r.RecordID]; dup || r.RecordID == "" {
+		return nil, fmt.Errorf("%w: %q", ErrDuplicate, r.RecordID)
+	}
+	c, b, err := seal(r, s.last)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.f.Write(append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("decision: append record %s: %w", c.RecordID, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return nil, fmt.Errorf("decision: sync record %s: %w", c.RecordID, err)
+	}
+	s.index[c.RecordID] = s.n
+	s.n++
+	s.last = c.RecordHash
+	return c, nil
+}
+
+// Get implements Store.
+func (s *FileStore) Get(ctx context.Context, id string) (*Record, error) {
+	rs, err := s.List(ctx, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if r.RecordID == id {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
+// List implements Store.
+func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	lines, err := s.readLines()
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, line := range lines {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, err
+		}
+		if f.match(&r) {
+			out = append(out, &r)
+		}
+	}
+	return out, nil
+}
+
+// Verify implements Store: it re-reads the file and checks every link.
+func (s *FileStore) Verify(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	lines, err := s.readLines()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return verifyChain(lines)
+}

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Adapter executes capability calls for one adapter id. Call must honour
+// ctx (its deadline is the capability's timeout) and may be called
+// concurrently; the gateway owns retries, so an adapter makes one attempt
+// per Call. Return a *ToolError to say what failed and whether it is
+// retryable; any other error is a non-retryable execution failure. Errors
+// and outputs must not carry secrets; outputs are redacted by the gateway
+// before they go anywhere.
+type Adapter interface {
+	Call(ctx context.Context, call *Call) (*Outcome, error)
+}
+
+// AdapterFunc adapts a function to Adapter.
+type AdapterFunc func(ctx context.Context, call *Call) (*Outcome, error)
+
+// Call implements Adapter.
+func (f AdapterFunc) Call(ctx context.Context, call *Call) (*Outcome, error) { return f(ctx, call) }
+
+// Call is one attempt of a governed call, as the adapter sees it.
+type Call struct {
+	// Envelope is the governed call envelope (read only).
+	Envelope *ToolCallEnvelope
+	// Capability is the capability name without the adapter id.
+	Capability string
+	// Attempt counts from 1.
+	Attempt int
+	// IdempotencyKey is the same across retries, pauses and replays ("" for
+	// read-only calls).
+	IdempotencyKey string
+	// Trace carries the W3C trace context to propagate.
+	Trace runcontext.Trace
+	// Delegation is the user's delegation for delegated and destructive
+	// calls: its token_ref is a reference the adapter exchanges through its
+	// own credential store.
+	Delegation *runcontext.Delegation
+}
+
+// Outcome is what an adapter returns for a successful attempt.
+type Outcome struct {
+	Output    map[string]any
+	Mutations []string
+	Artifacts []string
+	Citations []Citation
+	RiskTags  []string
+	// Signals are guardrail labels the tool raises (fraud_signal_high, …).
+	Signals []string
+	// CostCents is this attempt's cost; added to the capability's cost model.
+	CostCents float64
+}
+
+// Capability declares one capability of a registered adapter.
+type Capability struct {
+	// ArgsSchema is the JSON Schema (draft 2020-12) of the arguments; empty
+	// means any object.
+	ArgsSchema json.RawMessage
+	// Scopes are the delegation scopes a delegated or destructive call needs.
+	Scopes []string
+	// Timeout bounds one attempt. Default: DefaultTimeout.
+	Timeout time.Duration
+	// CostCents is the cost of one attempt (the cost model).
+	CostCents float64
+	// MaxAttempts bounds attempts for retryable failures. Default: 3.
+	MaxAttempts int
+}
+
+// DefaultTimeout is a capability's attempt timeout when none is set.
+const DefaultTimeout = 30 * time.Second
+
+// Registration registers an adapter and its capabilities.
+type Registration struct {
+	AdapterID    string
+	Adapter      Adapter
+	Capabilities map[string]Capability
+}

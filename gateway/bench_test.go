@@ -1,0 +1,67 @@
+package gateway_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
+)
+
+var noop = gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+	return &gateway.Outcome{Output: map[string]any{"ok": true}, Mutations: []string{"m:1"}}, nil
+})
+
+func benchFixture(b *testing.B) *fixture {
+	return newFixture(b, lowValue, func(fx *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.RunBudget.MaxToolCalls = 1 << 30
+		rc.RunBudget.MaxCostCents = 1e12
+	})
+}
+
+// BenchmarkAdapterDirect is the floor: the no-op adapter called directly.
+func BenchmarkAdapterDirect(b *testing.B) {
+	call := &gateway.Call{Capability: "lookup", Envelope: &gateway.ToolCallEnvelope{Args: map[string]any{"order_id": "ord_881"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := noop.Call(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayCallReadOnly: a read-only call through every check.
+func BenchmarkGatewayCallReadOnly(b *testing.B) {
+	f := benchFixture(b)
+	reg, _ := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: noop, Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema}}}}, &gateway.Options{Transcript: gateway.NewMemoryTranscript()})
+	run := rebind(b, f, reg)
+	req := lookupCall()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusOK {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkGatewayCallWrite: a write call with idempotency, schema
+// validation and policy; each iteration is a new step (a new key).
+func BenchmarkGatewayCallWrite(b *testing.B) {
+	f := benchFixture(b)
+	reg, _ := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Adapter: noop, Capabilities: map[string]gateway.Capability{"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}}}}}, &gateway.Options{Transcript: gateway.NewMemoryTranscript()})
+	run := rebind(b, f, reg)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		req := refundCall(1200)
+		req.Step = i
+		req.IdempotencyKey = "ik_bench_" + strconv.Itoa(i)
+		i++
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusCompleted {
+			b.Fatal(res, err)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Envelope versions.
+const (
+	CallEnvelopeVersion   = "contextos.tool_call.v1"
+	ResultEnvelopeVersion = "contextos.tool_result.v1"
+)
+
+// ToolCallEnvelope is one governed capability invocation (tool-envelope.v1).
+type ToolCallEnvelope struct {
+	EnvelopeVersion       string                  `json:"envelope_version" jsonschema:"required"`
+	ToolCallID            string                  `json:"tool_call_id" jsonschema:"required"`
+	RunID                 string                  `json:"run_id" jsonschema:"required"`
+	TraceID               string                  `json:"trace_id" jsonschema:"required"`
+	SessionID             string                  `json:"session_id,omitempty"`
+	CapabilityID          string                  `json:"capability_id" jsonschema:"required"`
+	Args                  map[string]any          `json:"args" jsonschema:"required"`
+	PrincipalChain        []runcontext.Principal  `json:"principal_chain" jsonschema:"required"`
+	ApprovalModeRequested runcontext.ApprovalMode `json:"approval_mode_requested" jsonschema:"required"`
+	ApprovalModeEffective runcontext.ApprovalMode `json:"approval_mode_effective" jsonschema:"required"`
+	ApprovalModeHighest   runcontext.ApprovalMode `json:"approval_mode_highest" jsonschema:"required"`
+	PolicyDecisionID      *string                 `json:"policy_decision_id"`
+	EvidenceRefs          []string                `json:"evidence_refs" jsonschema:"required"`
+	IdempotencyKey        *string                 `json:"idempotency_key"`
+	AuthRef               *string                 `json:"auth_ref"`
+	Metadata              map[string]any          `json:"metadata,omitempty"`
+}
+
+// Status is a tool result status.
+type Status string
+
+// The seven result statuses (seed 000).
+const (
+	StatusOK        Status = "ok"        // read-only or synchronous, no side effects
+	StatusCompleted Status = "completed" // governed write finished; side effects in mutations
+	StatusPaused    Status = "paused"    // approval, external dependency or continuation pending
+	StatusBlocked   Status = "blocked"   // policy or consent blocked it before the adapter ran
+	StatusRejected  Status = "rejected"  // malformed, unauthorized or unsurfaced
+	StatusFailed    Status = "failed"    // adapter, transport or runtime execution failed
+	StatusError     Status = "error"     // normalized error the caller may inspect
+)
+
+// Statuses returns the seven statuses.
+func Statuses() []Status {
+	return []Status{StatusOK, StatusCompleted, StatusPaused, StatusBlocked, StatusRejected, StatusFailed, StatusError}
+}
+
+// UnmarshalText accepts exactly the seven statuses.
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, x := range Statuses() {
+		if string(x) == string(b) {
+			*s = x
+			return nil
+		}
+	}
+	return fmt.Errorf("status %q is not one of ok, completed, paused, blocked, rejected, failed, error", clip(string(b)))
+}
+
+// Succeeded reports ok or completed.
+func (s Status) Succeeded() bool { return s == StatusOK || s == StatusCompleted }
+
+// Citation cites the evidence a result provides.
+type Citation struct {
+	EvidenceRef string `json:"evidence_ref"`
+}
+
+// ToolResultEnvelope is the gateway's result of one call (tool-envelope.v1).
+type ToolResultEnvelope struct {
+	EnvelopeVersion  string         `json:"envelope_version" jsonschema:"required"`
+	ToolCallID       string         `json:"tool_call_id" jsonschema:"required"`
+	RunID            string         `json:"run_id" jsonschema:"required"`
+	TraceID          string         `json:"trace_id" jsonschema:"required"`
+	SessionID        string         `json:"session_id,omitempty"`
+	CapabilityID     string         `json:"capability_id" jsonschema:"required"`
+	Status           Status         `json:"status" jsonschema:"required"`
+	Output           map[string]any `json:"output"`
+	Error            *ToolError     `json:"error"`
+	Artifacts        []string       `json:"artifacts"`
+	Citations        []Citation     `json:"citations"`
+	Mutations        []string       `json:"mutations"`
+	RiskTags         []string       `json:"risk_tags"`
+	PolicyDecisionID *string        `json:"policy_decision_id"`
+	LatencyMS        int64          `json:"latency_ms"`
+	Metadata         ResultMetadata `json:"metadata"`
+	// Approval is set on a paused result: what the pause awaits.
+	Approval *ApprovalRequest `json:"approval_request,omitempty"`
+}
+
+// ResultMetadata is the result envelope's metadata.
+type ResultMetadata struct {
+	Approver                     string   `json:"approver,omitempty"`
+	ApprovalEvidenceSnapshotHash string   `json:"approval_evidence_snapshot_hash,omitempty"`
+	ToolTranscriptID             string   `json:"tool_transcript_id,omitempty"`
+	RedactionApplied             bool     `json:"redaction_applied"`
+	Retries                      int      `json:"retries"`
+	Attempts                     int      `json:"attempts"`
+	CostCents                    float64  `json:"cost_cents"`
+	IdempotencyKey               string   `json:"idempotency_key,omitempty"`
+	Duplicate                    bool     `json:"duplicate,omitempty"`
+	Signals                      []string `json:"signals,omitempty"`
+	EvidenceHashes               []string `json:"evidence_hashes,omitempty"`
+	ToolStatus                   string   `json:"tool_status,omitempty"`
+	ToolCode                     string   `json:"tool_code,omitempty"`
+	ToolReason                   string   `json:"tool_reason,omitempty"`
+	Retryable                    *bool    `json:"retryable,omitempty"`
+}
+
+// DecodeCallEnvelope strictly decodes and checks a call envelope received
+// from outside (a remote executor, a transcript). Problems name their JSON
+// path.
+func DecodeCallEnvelope(data []byte) (*ToolCallEnvelope, error) {
+	var e ToolCallEnvelope
+	probs, _ := wire.Decode(data, &e)
+	if len(probs) == 0 {
+		if err := e.check(); err != nil {
+			return nil, err
+		}
+		return &e, nil
+	}
+	return nil, invalidEnvelope(probs[0].Path, probs[0].Message)
+}
+
+// DecodeResultEnvelope strictly decodes a result envelope.
+func DecodeResultEnvelope(data []byte) (*ToolResultEnvelope, error) {
+	var r ToolResultEnvelope
+	if probs, _ := wire.Decode(data, &r); len(probs) > 0 {
+		return nil, invalidEnvelope(probs[0].Path, probs[0].Message)
+	}
+	if r.EnvelopeVersion != ResultEnvelopeVersion {
+		return nil, invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q", clip(r.EnvelopeVersion)))
+	}
+	if r.Status == "" {
+		return nil, invalidEnvelope("status", "is required")
+	}
+	return &r, nil
+}
+
+func invalidEnvelope(path, msg string) error {
+	if path == "" {
+		path = "(envelope)"
+	}
+	return &ToolError{Code: CodeInvalidInput, Reason: ReasonInvalidInput, Message: path + ": " + msg, Details: map[string]any{"path": path}}
+}
+
+// check reports the first structural problem of a call envelope.
+func (e *ToolCallEnvelope) check() error {
+	switch {
+	case e.EnvelopeVersion != CallEnvelopeVersion:
+		return invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q (want %s)", clip(e.EnvelopeVersion), CallEnvelopeVersion))
+	case e.ToolCallID == "":
+		return invalidEnvelope("tool_call_id", "is required")
+	case e.RunID == "":
+		return invalidEnvelope("run_id", "is required")
+	case e.CapabilityID == "":
+		return invalidEnvelope("capability_id", "is required")
+	case e.Args == nil:
+		return invalidEnvelope("args", "must be an object")
+	}
+	if _, _, ok := splitCapability(e.CapabilityID); !ok {
+		return invalidEnvelope("capability_id", "must be adapter_id.capability")
+	}
+	for _, m := range []struct {
+		path string
+		mode runcontext.ApprovalMode
+	}{{"approval_mode_requested", e.ApprovalModeRequested}, {"approval_mode_effective", e.ApprovalModeEffective}, {"approval_mode_highest", e.ApprovalModeHighest}} {
+		if !m.mode.Valid() {
+			return invalidEnvelope(m.path, "must be an approval mode")
+		}
+	}
+	return nil
+}
+
+func splitCapability(id string) (adapter, capability string, ok bool) {
+	for i := len(id) - 1; i > 0; i-- {
+		if id[i] == '.' {
+			return id[:i], id[i+1:], i+1 < len(id)
+		}
+	}
+	return "", "", false
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON writes nil slices as [] so results always have the same shape.
+func (r ToolResultEnvelope) MarshalJSON() ([]byte, error) {
+	type plain ToolResultEnvelope
+	p := plain(r)
+	for _, s := range []*[]string{&p.Artifacts, &p.Mutations, &p.RiskTags} {
+		if *s == nil {
+			*s = []string{}
+		}
+	}
+	if p.Citations == nil {
+		p.Citations = []Citation{}
+	}
+	return json.Marshal(p)
+}

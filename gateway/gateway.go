@@ -1,0 +1,797 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Options tunes a Gateway. The zero value is ready to use.
+type Options struct {
+	// Idempotency guarantees one execution per key. Default: in memory.
+	Idempotency IdempotencyStore
+	// Approvals records used approvals. Default: in memory.
+	Approvals ApprovalLog
+	// Transcript receives every call and result. Default: in memory
+	// (Gateway.Transcript returns it).
+	Transcript TranscriptSink
+	// Redactors add to (or replace, by name) BuiltinRedactors.
+	Redactors map[string]Redactor
+	// TracerProvider makes one span per call. Default: no-op.
+	TracerProvider trace.TracerProvider
+	// Logger logs one line per call (no arguments or outputs). Default: discard.
+	Logger *slog.Logger
+	// Now is the clock (approval TTLs). Default: time.Now.
+	Now func() time.Time
+	// Sleep waits between retries, honouring ctx. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns the jittered backoff for an attempt. Default: a
+	// deterministic jitter in [d/2, d] derived from the tool call id and
+	// attempt, so replays wait the same.
+	Jitter func(toolCallID string, attempt int, d time.Duration) time.Duration
+	// BaseBackoff and MaxBackoff shape exponential backoff. Defaults: 100ms, 30s.
+	BaseBackoff, MaxBackoff time.Duration
+	// Grace bounds how long past its timeout a call waits for an adapter
+	// that ignores its context. Default: 50ms.
+	Grace time.Duration
+	// AttachmentScope reports whether an attachment may be used by the
+	// tenant's calls (beyond being declared in the request). Default: any
+	// declared attachment.
+	AttachmentScope func(tenantID string, a runcontext.Attachment) bool
+}
+
+// Gateway brokers every capability call: it holds the registered adapters
+// and the stores, and checks, executes and records calls for runs. Safe for
+// concurrent use.
+type Gateway struct {
+	opts     Options
+	adapters map[string]*registered
+	rules    map[string]Redactor
+	tracer   trace.Tracer
+}
+
+type registered struct {
+	id      string
+	adapter Adapter
+	caps    map[string]*capSpec
+}
+
+type capSpec struct {
+	Capability
+	schema *jsonschema.Schema
+}
+
+// New returns a gateway for the registered adapters. A registration
+// without an adapter, a duplicate adapter id, or an argument schema that
+// does not compile is an error (ErrConfig).
+func New(regs []Registration, opts *Options) (*Gateway, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Idempotency == nil {
+		o.Idempotency = NewMemoryIdempotency()
+	}
+	if o.Approvals == nil {
+		o.Approvals = NewMemoryApprovalLog()
+	}
+	if o.Transcript == nil {
+		o.Transcript = NewMemoryTranscript()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = noop.NewTracerProvider()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Jitter == nil {
+		o.Jitter = deterministicJitter
+	}
+	if o.BaseBackoff <= 0 {
+		o.BaseBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.Grace <= 0 {
+		o.Grace = 50 * time.Millisecond
+	}
+	g := &Gateway{opts: o, adapters: map[string]*registered{}, rules: BuiltinRedactors(), tracer: o.TracerProvider.Tracer("github.com/contextos/contextos/gateway")}
+	for name, r := range o.Redactors {
+		g.rules[name] = r
+	}
+	for _, reg := range regs {
+		if reg.AdapterID == "" || reg.Adapter == nil {
+			return nil, fmt.Errorf("%w: registration needs an adapter id and an adapter", ErrConfig)
+		}
+		if _, dup := g.adapters[reg.AdapterID]; dup {
+			return nil, fmt.Errorf("%w: adapter %s registered twice", ErrConfig, reg.AdapterID)
+		}
+		r := &registered{id: reg.AdapterID, adapter: reg.Adapter, caps: map[string]*capSpec{}}
+		for name, c := range reg.Capabilities {
+			cs := &capSpec{Capability: c}
+			if len(c.ArgsSchema) > 0 {
+				s, err := compileSchema(reg.AdapterID+"."+name, c.ArgsSchema)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s.%s args schema: %v", ErrConfig, reg.AdapterID, name, err)
+				}
+				cs.schema = s
+			}
+			if cs.Timeout <= 0 {
+				cs.Timeout = DefaultTimeout
+			}
+			if cs.MaxAttempts <= 0 {
+				cs.MaxAttempts = 3
+			}
+			r.caps[name] = cs
+		}
+		g.adapters[reg.AdapterID] = r
+	}
+	return g, nil
+}
+
+// Transcript returns the transcript sink.
+func (g *Gateway) Transcript() TranscriptSink { return g.opts.Transcript }
+
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem://args/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func deterministicJitter(id string, attempt int, d time.Duration) time.Duration {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * 1099511628211
+	}
+	h = (h ^ uint64(attempt)) * 1099511628211
+	return d/2 + time.Duration(h%uint64(d/2+1))
+}
+
+// Run binds the gateway to one run: its compiled context, run context,
+// budget meter and policy.
+type Run struct {
+	g        *Gateway
+	cc       *compiler.CompiledContext
+	rc       *runcontext.RunContext
+	req      *runcontext.InvokeRequest
+	pack     *pack.Pack
+	engine   *policy.Engine
+	base     *policy.Result
+	doc      policy.Document
+	meter    *runcontext.Meter
+	surfaced map[string]surfaced
+	snapshot string
+	redact   []Redactor
+
+	mu   sync.Mutex
+	seq  int
+	prev string
+}
+
+type surfaced struct {
+	meta compiler.CapabilityMetadata
+	perm pack.Permission
+	mode runcontext.ApprovalMode // the adapter's declared (highest) mode
+}
+
+// NewRun binds a run. prepared and cc are the compile of req and rc; meter
+// charges the run's budget.
+func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, rc *runcontext.RunContext, meter *runcontext.Meter) (*Run, error) {
+	if prepared == nil || cc == nil || req == nil || rc == nil || meter == nil {
+		return nil, fmt.Errorf("%w: NewRun needs the prepared packs, compiled context, request, run context and meter", ErrConfig)
+	}
+	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]surfaced{}, prev: GenesisHash}
+	r.doc = policy.NewDocument(req.Input, rc)
+	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: run policy: %w", err)
+	}
+	r.base = base
+	adapterModes := map[string]runcontext.ApprovalMode{}
+	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
+		adapterModes[a.AdapterID] = a.ApprovalMode
+	}
+	perms := map[string]pack.Permission{}
+	for _, q := range r.pack.ToolingLayer.Permissions {
+		if _, seen := perms[q.CapabilityID()]; q.Allow && !seen {
+			perms[q.CapabilityID()] = q
+		}
+	}
+	for _, e := range cc.Manifests.ToolManifest {
+		for _, c := range e.Capabilities {
+			id := e.AdapterID + "." + c
+			r.surfaced[id] = surfaced{meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID]}
+		}
+	}
+	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
+		return nil, err
+	}
+	for _, name := range cc.RuntimeControls.RedactionRulesActive {
+		rule, ok := g.rules[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: redaction rule %q is active but not known (known: %s)", ErrConfig, name, joinKnown(g.rules))
+		}
+		r.redact = append(r.redact, rule)
+	}
+	return r, nil
+}
+
+// CallRequest is one plan step's tool call.
+type CallRequest struct {
+	CapabilityID string
+	Args         map[string]any
+	EvidenceRefs []string
+	// IdempotencyKey is the plan's key for a write; when empty the gateway
+	// derives one from the run id, the step and the canonical arguments.
+	IdempotencyKey string
+	// Step is the plan step's index in the run; it keys derived ids.
+	Step int
+	// ApprovalMode is the mode the planner requests ("" for the
+	// capability's effective mode).
+	ApprovalMode runcontext.ApprovalMode
+	// Attachments names request attachments (artifact ids) the call uses.
+	Attachments []string
+	// Approval answers a paused call's approval request.
+	Approval *Approval
+}
+
+// Call checks, executes and records one call. Refusals, pauses and
+// failures are results, never adapter invocations; the error is non-nil
+// only when the result could not be recorded (ErrTranscript) or a store
+// failed, and the result is still returned when there is one.
+func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
+	start := r.g.opts.Now()
+	env, res := r.envelope(req)
+	ctx, span := r.g.tracer.Start(ctx, "execute_tool "+req.CapabilityID, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", req.CapabilityID),
+		attribute.String("gen_ai.tool.call.id", env.ToolCallID),
+		attribute.String("contextos.run_id", r.rc.RunID),
+		attribute.String("contextos.tenant_id", r.rc.TenantID),
+		attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
+	))
+	defer span.End()
+	var err error
+	if res == nil {
+		res, err = r.govern(ctx, env, req)
+	}
+	res.LatencyMS = r.g.opts.Now().Sub(start).Milliseconds()
+	span.SetAttributes(attribute.String("contextos.tool.status", string(res.Status)), attribute.Int("contextos.tool.attempts", res.Metadata.Attempts))
+	if res.PolicyDecisionID != nil {
+		span.SetAttributes(attribute.String("contextos.policy_decision_id", *res.PolicyDecisionID))
+	}
+	if res.Error != nil {
+		span.SetAttributes(attribute.String("contextos.tool.code", res.Error.Code))
+		if !res.Status.Succeeded() && res.Status != StatusPaused {
+			span.SetStatus(codes.Error, res.Error.Code)
+		}
+	}
+	r.g.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("run_id", r.rc.RunID), slog.String("tool_call_id", env.ToolCallID),
+		slog.String("capability", req.CapabilityID), slog.String("status", string(res.Status)), slog.Int("attempts", res.Metadata.Attempts))
+	return res, err
+}
+
+// envelope builds the call envelope; a malformed request yields a
+// rejected result at once.
+func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope) {
+	args, _ := jsonv.Normalize(req.Args).(map[string]any)
+	id, err := canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID, args)
+	if err != nil {
+		id, _ = canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID)
+	}
+	env := &ToolCallEnvelope{
+		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
+		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.rc.PrincipalChain(), EvidenceRefs: slices.Clone(req.EvidenceRefs),
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: strPtr(r.rc.AuthRef()),
+	}
+	if env.EvidenceRefs == nil {
+		env.EvidenceRefs = []string{}
+	}
+	s, ok := r.surfaced[req.CapabilityID]
+	if ok {
+		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode
+		if env.ApprovalModeRequested == "" {
+			env.ApprovalModeRequested = s.meta.ApprovalMode
+		}
+		if s.perm.RequiresApprovalGate != "" {
+			env.Metadata = map[string]any{"requires_approval_gate": s.perm.RequiresApprovalGate}
+		}
+	}
+	if err != nil {
+		return env, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil)
+	}
+	if _, _, ok := splitCapability(req.CapabilityID); !ok || req.Args == nil {
+		return env, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "a call names adapter_id.capability and carries an args object", nil), nil)
+	}
+	return env, nil
+}
+
+// refuse builds a result for a call that never reached the adapter.
+func (r *Run) refuse(env *ToolCallEnvelope, status Status, te *ToolError, polID *string) *ToolResultEnvelope {
+	retryable := te.Retryable
+	return &ToolResultEnvelope{
+		EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID, SessionID: env.SessionID,
+		CapabilityID: env.CapabilityID, Status: status, Error: te, PolicyDecisionID: polID,
+		Metadata: ResultMetadata{ToolStatus: string(status), ToolCode: te.Code, ToolReason: te.Reason, Retryable: &retryable},
+	}
+}
+
+func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest) (*ToolResultEnvelope, error) {
+	// Surfaced in the compiled tool manifest, and registered.
+	s, ok := r.surfaced[env.CapabilityID]
+	if !ok {
+		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false,
+			fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", env.CapabilityID, strings.Join(sortStrings(keys(r.surfaced)), ", ")), nil), nil), nil
+	}
+	adapterID, capName, _ := splitCapability(env.CapabilityID)
+	reg := r.g.adapters[adapterID]
+	var spec *capSpec
+	if reg != nil {
+		spec = reg.caps[capName]
+	}
+	if spec == nil {
+		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false, fmt.Sprintf("no adapter is registered for %s", env.CapabilityID), nil), nil), nil
+	}
+	write := s.mode.IsWrite()
+	// Idempotency key before any argument check.
+	key := ""
+	if write {
+		key = req.IdempotencyKey
+		if key == "" {
+			k, err := canon.ID(canon.PrefixIdem, r.rc.RunID, req.Step, env.CapabilityID, env.Args)
+			if err != nil {
+				return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
+			}
+			key = k
+		}
+		env.IdempotencyKey = &key
+		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
+			if _, has := env.Args["idempotency_key"]; !has {
+				env.Args["idempotency_key"] = key
+			}
+		}
+	}
+	// Tenant and attachments.
+	var attHashes []string
+	for _, id := range req.Attachments {
+		i := slices.IndexFunc(r.req.Attachments, func(a runcontext.Attachment) bool { return a.ArtifactID == id })
+		if i < 0 || r.g.opts.AttachmentScope != nil && !r.g.opts.AttachmentScope(r.rc.TenantID, r.req.Attachments[i]) {
+			return r.refuse(env, StatusRejected, NewToolError(CodePermissionDenied, false, fmt.Sprintf("attachment %q is not one of this tenant's request attachments", clip(id)), nil), nil), nil
+		}
+		a := r.req.Attachments[i]
+		ref := "artifact:" + a.ArtifactID + "#" + strings.TrimPrefix(a.SHA256, "sha256:")
+		env.EvidenceRefs = append(env.EvidenceRefs, ref)
+		attHashes = append(attHashes, "sha256:"+strings.TrimPrefix(a.SHA256, "sha256:"))
+	}
+	for _, p := range env.PrincipalChain {
+		if p.TenantID != "" && p.TenantID != r.rc.TenantID {
+			return r.refuse(env, StatusRejected, NewToolError(CodePermissionDenied, false, "principal chain crosses tenants", nil), nil), nil
+		}
+	}
+	// Arguments: JSON Schema, then the permission's constraints.
+	if probs := validateArgs(spec.schema, env.Args, s.perm.ArgConstraints); len(probs) > 0 {
+		return r.refuse(env, StatusRejected, argsError(env.CapabilityID, probs), nil), nil
+	}
+	// Payload size.
+	if max := r.rc.RunBudget.MaxPayloadBytes; max > 0 {
+		if b, err := json.Marshal(env.Args); err != nil || int64(len(b)) > max {
+			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, fmt.Sprintf("args are larger than max_payload_bytes (%d); pass large payloads as attachments", max), map[string]any{"max_payload_bytes": max}), nil), nil
+		}
+	}
+	// Per-call policy, bound into the envelope.
+	res := r.base
+	if r.engine.UsesTool() {
+		var err error
+		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
+		if err != nil {
+			return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
+		}
+	}
+	polID, blockedBy := r.bindPolicy(env, res, s, write)
+	env.PolicyDecisionID = polID
+	if blockedBy != "" {
+		return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
+	}
+	// Approval modes against the run's safety mode.
+	for _, m := range []struct {
+		name string
+		mode runcontext.ApprovalMode
+	}{{"requested", env.ApprovalModeRequested}, {"effective", env.ApprovalModeEffective}, {"highest", env.ApprovalModeHighest}} {
+		if !m.mode.AtMost(r.rc.SafetyMode) {
+			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("%s approval mode %s is above the run's safety mode %s", m.name, m.mode, r.rc.SafetyMode), nil), polID), nil
+		}
+	}
+	// Delegated identity.
+	var delegation *runcontext.Delegation
+	if env.ApprovalModeEffective.Compare(runcontext.Delegated) >= 0 {
+		d := r.rc.User.Delegation
+		switch {
+		case d == nil:
+			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("a %s call needs a user delegation and the run has none", env.ApprovalModeEffective), nil), polID), nil
+		case !d.HasScopes(spec.Scopes...):
+			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("the user delegation lacks scopes %v that %s needs", missing(d.Scopes, spec.Scopes), env.CapabilityID), nil), polID), nil
+		}
+		delegation = d
+	}
+	// Budget left.
+	u, b := r.meter.Usage(), r.meter.Budget()
+	if u.ToolCalls >= b.MaxToolCalls {
+		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (%d of %d)", u.ToolCalls, b.MaxToolCalls), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
+	}
+	if u.CostCents+spec.CostCents > b.MaxCostCents {
+		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g + %.4g > %.4g cents)", u.CostCents, spec.CostCents, b.MaxCostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
+	}
+	// Approval gate.
+	var approver string
+	if gate := s.perm.RequiresApprovalGate; gate != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
+		out, who, err := r.checkApproval(ctx, env, req.Approval, gate, key)
+		if err != nil {
+			return out, err
+		}
+		if out != nil {
+			return out, r.record(ctx, "result", env, out)
+		}
+		approver = who
+	}
+	// Execute once per idempotency key.
+	if write {
+		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, key)
+		if err != nil {
+			return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), polID), fmt.Errorf("gateway: idempotency claim: %w", err)
+		}
+		if !claimed {
+			dup := *prior
+			dup.Metadata.Duplicate = true
+			return &dup, nil
+		}
+	}
+	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID)
+	out.Metadata.Approver = approver
+	if approver != "" {
+		out.Metadata.ApprovalEvidenceSnapshotHash = r.snapshot
+	}
+	out.Metadata.EvidenceHashes = attHashes
+	if write {
+		// Writes keep their result whatever it is: a retry with the same key
+		// never runs the effect twice.
+		if cerr := r.g.opts.Idempotency.Complete(ctx, key, out); cerr != nil && err == nil {
+			err = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+		}
+	}
+	return out, err
+}
+
+// bindPolicy picks the policy decision the call is bound to and says why
+// policy blocks it, if it does: a refusal blocks every call; a deny or an
+// escalation blocks write-class calls.
+func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s surfaced, write bool) (*string, string) {
+	switch {
+	case res.Verdict == policy.VerdictRefuse:
+		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
+	case write && res.Verdict == policy.VerdictEscalate:
+		return r.callDecisionID(env, res), fmt.Sprintf("must_escalate guardrail %v fired; write-class calls are blocked", res.Raised.MustEscalate)
+	}
+	if write {
+		for _, d := range res.Decisions {
+			if d.Outcome == policy.Deny {
+				id := d.PolicyDecisionID
+				return &id, fmt.Sprintf("policy rule %s denied: %s", d.RuleID, d.Reason)
+			}
+		}
+	}
+	for _, d := range res.Decisions {
+		if d.RequiresApprovalGate != "" && d.RequiresApprovalGate == s.perm.RequiresApprovalGate {
+			id := d.PolicyDecisionID
+			return &id, ""
+		}
+	}
+	return r.callDecisionID(env, res), ""
+}
+
+// callDecisionID derives the call's own decision id from the run, the call
+// and the decisions that applied.
+func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Result) *string {
+	ids := make([]string, len(res.Decisions))
+	for i, d := range res.Decisions {
+		ids[i] = d.PolicyDecisionID
+	}
+	id, err := canon.ID(canon.PrefixPolicy, r.rc.RunID, env.ToolCallID, ids)
+	if err != nil {
+		return nil
+	}
+	return &id
+}
+
+func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Approval, gateID, key string) (*ToolResultEnvelope, string, error) {
+	var gate pack.ApprovalGate
+	for _, g := range r.pack.PolicyLayer.ApprovalGates {
+		if g.GateID == gateID {
+			gate = g
+		}
+	}
+	digest, err := ActionDigest(env.CapabilityID, env.Args, r.cc.Hash(), gateID)
+	if err != nil {
+		return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), env.PolicyDecisionID), "", nil
+	}
+	now := r.g.opts.Now()
+	if a == nil {
+		res := r.refuse(env, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
+		res.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,
+			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: key, RequestedAt: now.UTC()}
+		return res, "", nil
+	}
+	deny := func(code, msg string) (*ToolResultEnvelope, string, error) {
+		return r.refuse(env, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
+	}
+	switch {
+	case a.GateID != gateID:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID), gateID))
+	case a.ActionDigest != digest:
+		return deny(CodeApprovalDenied, "the approval names another action (capability, arguments, compiled context or gate differ)")
+	case a.Denied:
+		return deny(CodeApprovalDenied, "the approver denied the action")
+	case a.ApproverRole != gate.RequiredApproverRole:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole), gate.RequiredApproverRole))
+	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
+		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
+	}
+	if err := r.g.opts.Approvals.Consume(ctx, a.ApprovalID); err != nil {
+		if errors.Is(err, ErrApprovalUsed) {
+			return deny(CodeApprovalDenied, "the approval was already used")
+		}
+		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "approval log unavailable", nil), env.PolicyDecisionID), "", fmt.Errorf("gateway: approval log: %w", err)
+	}
+	return nil, a.Approver, nil
+}
+
+// execute records the call, runs the attempts and records the result.
+func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, spec *capSpec, capName, key string, delegation *runcontext.Delegation, polID *string) (*ToolResultEnvelope, error) {
+	if err := r.meter.ChargeToolCall(); err != nil {
+		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
+	}
+	if err := r.record(ctx, "call", env, nil); err != nil {
+		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
+	}
+	trace := runcontext.Trace{TraceID: r.rc.TraceID}
+	if r.rc.TraceContext != nil {
+		if t, err := runcontext.TraceFromHeaders(*r.rc.TraceContext); err == nil {
+			trace = t
+		}
+	}
+	call := &Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: trace, Delegation: delegation}
+	var out *Outcome
+	var te *ToolError
+	attempts := 0
+	cost := 0.0
+	for attempt := 1; ; attempt++ {
+		attempts = attempt
+		call.Attempt = attempt
+		out, te = r.attempt(ctx, ad, call, spec.Timeout)
+		cost += spec.CostCents
+		if out != nil {
+			cost += out.CostCents
+		}
+		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
+			break
+		}
+		d := min(r.g.opts.BaseBackoff<<(attempt-1), r.g.opts.MaxBackoff)
+		if err := r.g.opts.Sleep(ctx, r.g.opts.Jitter(env.ToolCallID, attempt, d)); err != nil {
+			te = NewToolError(CodeCanceled, false, "canceled while waiting to retry", nil)
+			break
+		}
+	}
+	_ = r.meter.ChargeCost(cost)
+	res := &ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID, SessionID: env.SessionID,
+		CapabilityID: env.CapabilityID, PolicyDecisionID: polID}
+	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
+	if te != nil {
+		msg, redacted := redactString(te.Message, r.redact)
+		te.Message = msg
+		res.Error, res.Status = te, failureStatus(te.Code)
+		res.Metadata.RedactionApplied = redacted
+		retryable := te.Retryable
+		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
+	} else {
+		output, redacted := redactValue(jsonv.Normalize(out.Output), r.redact)
+		res.Output, _ = output.(map[string]any)
+		res.Metadata.RedactionApplied = redacted
+		res.Mutations, res.Artifacts, res.Citations = slices.Clone(out.Mutations), slices.Clone(out.Artifacts), slices.Clone(out.Citations)
+		res.RiskTags, res.Metadata.Signals = slices.Clone(out.RiskTags), slices.Clone(out.Signals)
+		res.Status = StatusOK
+		if env.ApprovalModeHighest.IsWrite() {
+			res.Status = StatusCompleted
+			if len(out.Mutations) == 0 {
+				res.Status = StatusError
+				res.Error = NewToolError(CodeExecutionFailed, false, "a completed write must name its side effects in mutations[]", nil)
+			}
+		}
+		if len(res.Citations) == 0 {
+			res.Citations = []Citation{{EvidenceRef: "tool:" + env.CapabilityID + ":" + env.ToolCallID}}
+		}
+	}
+	return res, r.record(ctx, "result", env, res)
+}
+
+func failureStatus(code string) Status {
+	switch code {
+	case CodeTimeout, CodeCanceled, CodeExecutionFailed, CodeIsolationUnavailable, CodeSecretResolutionFailed:
+		return StatusFailed
+	}
+	return StatusError
+}
+
+// attempt runs one adapter attempt under the capability timeout, and
+// returns within timeout plus the grace even when the adapter ignores its
+// context.
+func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration) (*Outcome, *ToolError) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type result struct {
+		out *Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil)}
+			}
+		}()
+		out, err := ad.Call(actx, call)
+		done <- result{out, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-actx.Done():
+		grace := time.NewTimer(r.g.opts.Grace)
+		select {
+		case res = <-done:
+			grace.Stop()
+		case <-grace.C:
+			return nil, contextError(ctx, timeout)
+		}
+	}
+	if res.err == nil && res.out == nil {
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil)
+	}
+	if res.err != nil {
+		if actx.Err() != nil && ctx.Err() == nil && errors.Is(res.err, context.DeadlineExceeded) {
+			return nil, contextError(ctx, timeout)
+		}
+		var te *ToolError
+		if errors.As(res.err, &te) {
+			c := *te
+			if c.Reason == "" {
+				c.Reason = ReasonFor(c.Code)
+			}
+			if c.Details == nil {
+				c.Details = map[string]any{}
+			}
+			return nil, &c
+		}
+		if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
+			return nil, contextError(ctx, timeout)
+		}
+		// A plain error's text may carry backend output; it is not echoed.
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil)
+	}
+	return res.out, nil
+}
+
+func contextError(parent context.Context, timeout time.Duration) *ToolError {
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
+		return NewToolError(CodeCanceled, false, "the call was canceled", nil)
+	}
+	return NewToolError(CodeTimeout, true, fmt.Sprintf("execution exceeded timeout_ms (%d)", timeout.Milliseconds()), map[string]any{"timeout_ms": timeout.Milliseconds()})
+}
+
+// record appends a transcript entry and advances the run's chain.
+func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
+	var body any = env
+	if kind == "result" {
+		body = res
+	}
+	h, err := canon.Digest(body)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrTranscript, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: h, PrevHash: r.prev, ChainHash: chain(r.prev, h)}
+	if kind == "call" {
+		c := *env
+		e.Call = &c
+	} else {
+		c := *res
+		e.Result = &c
+		res.Metadata.ToolTranscriptID = fmt.Sprintf("%s#%d", r.rc.RunID, r.seq)
+	}
+	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
+		return fmt.Errorf("%w: %v", ErrTranscript, err)
+	}
+	r.seq++
+	r.prev = e.ChainHash
+	return nil
+}
+
+// ChainHash returns the run's transcript chain hash so far
+// (tool_transcript_chain_hash).
+func (r *Run) ChainHash() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prev
+}
+
+// Policy returns the run-level policy result the gateway enforces.
+func (r *Run) Policy() *policy.Result { return r.base }
+
+// Surfaced reports whether a capability is in the run's tool manifest.
+func (r *Run) Surfaced(capabilityID string) bool { _, ok := r.surfaced[capabilityID]; return ok }
+
+func missing(have, want []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func sortStrings(s []string) []string { sort.Strings(s); return s }

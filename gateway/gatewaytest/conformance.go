@@ -1,0 +1,253 @@
+package gatewaytest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+// AdapterHarness gives RunAdapterTests an adapter and calls to make.
+type AdapterHarness struct {
+	Adapter gateway.Adapter
+	// Valid is a call the adapter completes.
+	Valid *gateway.Call
+	// Invalid, when set, is a call the adapter must refuse with a
+	// non-retryable *gateway.ToolError.
+	Invalid *gateway.Call
+	// Slow, when set, is a call that runs long enough (≥ 1s) to test
+	// cancellation.
+	Slow *gateway.Call
+}
+
+var canonicalCodes = []string{gateway.CodeInvalidInput, gateway.CodeUnsupportedTool, gateway.CodeRuntimePolicyInvalid, gateway.CodeIsolationUnavailable,
+	gateway.CodePermissionDenied, gateway.CodeSecretResolutionFailed, gateway.CodeTimeout, gateway.CodeCanceled, gateway.CodeExecutionFailed,
+	gateway.CodeAuthInvalid, gateway.CodeAuthForbidden, gateway.CodeAuthExpired}
+
+// RunAdapterTests checks the Adapter contract: a valid call completes; a
+// refused call is a non-retryable ToolError with a canonical code and
+// reason; a cancelled context stops a call promptly; calls are safe
+// concurrently.
+func RunAdapterTests(t *testing.T, newHarness func(t *testing.T) AdapterHarness) {
+	t.Helper()
+	t.Run("ValidCall", func(t *testing.T) {
+		h := newHarness(t)
+		out, err := h.Adapter.Call(context.Background(), h.Valid)
+		if err != nil || out == nil {
+			t.Fatalf("Call(valid) = %v, %v", out, err)
+		}
+	})
+	t.Run("InvalidCall", func(t *testing.T) {
+		h := newHarness(t)
+		if h.Invalid == nil {
+			t.Skip("harness has no invalid call")
+		}
+		_, err := h.Adapter.Call(context.Background(), h.Invalid)
+		var te *gateway.ToolError
+		if !errors.As(err, &te) {
+			t.Fatalf("Call(invalid) error = %v, want *gateway.ToolError", err)
+		}
+		if te.Retryable || !slices.Contains(canonicalCodes, te.Code) || te.Reason != gateway.ReasonFor(te.Code) {
+			t.Errorf("ToolError = %+v, want a non-retryable canonical code with its reason", te)
+		}
+	})
+	t.Run("Cancellation", func(t *testing.T) {
+		h := newHarness(t)
+		call := h.Slow
+		if call == nil {
+			call = h.Valid
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done := make(chan error, 1)
+		go func() { _, err := h.Adapter.Call(ctx, call); done <- err }()
+		select {
+		case err := <-done:
+			if h.Slow != nil && err == nil {
+				t.Error("a slow call with a cancelled context succeeded")
+			}
+		case <-time.After(time.Second):
+			t.Fatal("a call with a cancelled context did not return within 1s")
+		}
+	})
+	t.Run("ConcurrentSafe", func(t *testing.T) {
+		h := newHarness(t)
+		var wg sync.WaitGroup
+		var failures atomic.Int32
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := h.Adapter.Call(context.Background(), h.Valid); err != nil {
+					failures.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if failures.Load() > 0 {
+			t.Errorf("%d concurrent valid calls failed", failures.Load())
+		}
+	})
+}
+
+// RunIdempotencyStoreTests checks one execution per key: a claimed key
+// makes concurrent claimants wait and receive the result; a released key
+// can be claimed again; keys are independent; cancelled waits return.
+func RunIdempotencyStoreTests(t *testing.T, newStore func(t *testing.T) gateway.IdempotencyStore) {
+	t.Helper()
+	ctx := context.Background()
+	res := &gateway.ToolResultEnvelope{ToolCallID: "tool_1", Status: gateway.StatusCompleted, Mutations: []string{"refund:1"}}
+	t.Run("OneExecutionPerKey", func(t *testing.T) {
+		s := newStore(t)
+		var executed atomic.Int32
+		var wg sync.WaitGroup
+		results := make(chan *gateway.ToolResultEnvelope, 50)
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				prior, claimed, err := s.Claim(ctx, "ik_1")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if claimed {
+					executed.Add(1)
+					time.Sleep(time.Millisecond)
+					if err := s.Complete(ctx, "ik_1", res); err != nil {
+						t.Error(err)
+					}
+					results <- res
+					return
+				}
+				results <- prior
+			}()
+		}
+		wg.Wait()
+		close(results)
+		if executed.Load() != 1 {
+			t.Errorf("executed %d times, want 1", executed.Load())
+		}
+		for r := range results {
+			if r == nil || r.ToolCallID != "tool_1" {
+				t.Errorf("a claimant got %+v", r)
+			}
+		}
+	})
+	t.Run("ReleaseLetsAnotherTry", func(t *testing.T) {
+		s := newStore(t)
+		if _, claimed, _ := s.Claim(ctx, "ik_2"); !claimed {
+			t.Fatal("first claim not granted")
+		}
+		if err := s.Release(ctx, "ik_2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, claimed, _ := s.Claim(ctx, "ik_2"); !claimed {
+			t.Error("claim after release not granted")
+		}
+		if _, claimed, _ := s.Claim(ctx, "ik_other"); !claimed {
+			t.Error("keys are not independent")
+		}
+	})
+	t.Run("CompletedKeyReturnsResult", func(t *testing.T) {
+		s := newStore(t)
+		s.Claim(ctx, "ik_3")
+		s.Complete(ctx, "ik_3", res)
+		prior, claimed, err := s.Claim(ctx, "ik_3")
+		if err != nil || claimed || prior == nil || prior.ToolCallID != "tool_1" {
+			t.Errorf("Claim(completed) = %+v, %v, %v", prior, claimed, err)
+		}
+	})
+	t.Run("CancelledWait", func(t *testing.T) {
+		s := newStore(t)
+		s.Claim(ctx, "ik_4")
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if _, _, err := s.Claim(cctx, "ik_4"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("waiting Claim with expired context = %v", err)
+		}
+		s.Release(ctx, "ik_4")
+	})
+}
+
+// RunApprovalLogTests checks that an approval is consumed exactly once,
+// also under concurrency.
+func RunApprovalLogTests(t *testing.T, newLog func(t *testing.T) gateway.ApprovalLog) {
+	t.Helper()
+	ctx := context.Background()
+	t.Run("ConsumeOnce", func(t *testing.T) {
+		l := newLog(t)
+		if err := l.Consume(ctx, "apr_1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Consume(ctx, "apr_1"); !errors.Is(err, gateway.ErrApprovalUsed) {
+			t.Errorf("second Consume = %v, want ErrApprovalUsed", err)
+		}
+		if err := l.Consume(ctx, "apr_2"); err != nil {
+			t.Errorf("another approval: %v", err)
+		}
+	})
+	t.Run("ConcurrentConsumeOnce", func(t *testing.T) {
+		l := newLog(t)
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		for i := 0; i < 32; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if l.Consume(ctx, "apr_c") == nil {
+					ok.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 1 {
+			t.Errorf("%d concurrent consumes succeeded, want 1", ok.Load())
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		l := newLog(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := l.Consume(cctx, "apr_x"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Consume(cancelled) = %v", err)
+		}
+	})
+}
+
+// RunTranscriptSinkTests checks that a sink keeps every entry, in order,
+// concurrently, and honours ctx. entries returns what the sink holds.
+func RunTranscriptSinkTests(t *testing.T, newSink func(t *testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry)) {
+	t.Helper()
+	ctx := context.Background()
+	t.Run("KeepsEveryEntry", func(t *testing.T) {
+		s, entries := newSink(t)
+		var wg sync.WaitGroup
+		for i := 0; i < 40; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.Append(ctx, gateway.TranscriptEntry{RunID: "run_1", Kind: "call"}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := len(entries()); n != 40 {
+			t.Errorf("sink holds %d entries, want 40", n)
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		s, _ := newSink(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := s.Append(cctx, gateway.TranscriptEntry{RunID: "run_1"}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Append(cancelled) = %v", err)
+		}
+	})
+}

@@ -1,0 +1,73 @@
+package gatewaytest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+)
+
+func TestScriptedAdapterConformance(t *testing.T) {
+	gatewaytest.RunAdapterTests(t, func(t *testing.T) gatewaytest.AdapterHarness {
+		a := gatewaytest.NewScriptedAdapter()
+		a.On("lookup").ReturnOutput(map[string]any{"ok": true})
+		a.On("slow").ReturnOutput(nil).Delay(5 * time.Second)
+		env := func(c string) *gateway.ToolCallEnvelope {
+			return &gateway.ToolCallEnvelope{CapabilityID: "adp_x." + c, Args: map[string]any{}}
+		}
+		return gatewaytest.AdapterHarness{
+			Adapter: a,
+			Valid:   &gateway.Call{Envelope: env("lookup"), Capability: "lookup", Attempt: 1},
+			Invalid: &gateway.Call{Envelope: env("nope"), Capability: "nope", Attempt: 1},
+			Slow:    &gateway.Call{Envelope: env("slow"), Capability: "slow", Attempt: 1},
+		}
+	})
+}
+
+func TestMemoryIdempotencyConformance(t *testing.T) {
+	gatewaytest.RunIdempotencyStoreTests(t, func(*testing.T) gateway.IdempotencyStore { return gateway.NewMemoryIdempotency() })
+}
+
+func TestMemoryApprovalLogConformance(t *testing.T) {
+	gatewaytest.RunApprovalLogTests(t, func(*testing.T) gateway.ApprovalLog { return gateway.NewMemoryApprovalLog() })
+}
+
+func TestTranscriptSinkConformance(t *testing.T) {
+	gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
+		m := gateway.NewMemoryTranscript()
+		return m, func() []gateway.TranscriptEntry { return m.Entries("") }
+	})
+	gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
+		r := &gatewaytest.Recorder{}
+		return r, r.Entries
+	})
+}
+
+func TestScriptedAdapterMatchersAndSequences(t *testing.T) {
+	a := gatewaytest.NewScriptedAdapter()
+	a.On("get").WhenArgs(map[string]any{"id": "a"}).ReturnOutput(map[string]any{"v": 1})
+	a.On("get").FailRetryable("busy").ReturnOutput(map[string]any{"v": 2})
+	call := func(id string) (*gateway.Outcome, error) {
+		return a.Call(t.Context(), &gateway.Call{Capability: "get", Envelope: &gateway.ToolCallEnvelope{Args: map[string]any{"id": id}}})
+	}
+	if out, err := call("a"); err != nil || out.Output["v"] != 1 {
+		t.Errorf("matcher: %v %v", out, err)
+	}
+	if _, err := call("b"); err == nil {
+		t.Error("sequence step 1 should fail")
+	}
+	if out, err := call("b"); err != nil || out.Output["v"] != 2 {
+		t.Errorf("sequence step 2: %v %v", out, err)
+	}
+	if out, _ := call("b"); out.Output["v"] != 2 {
+		t.Error("the last step should repeat")
+	}
+	if a.CallCount("get") != 4 {
+		t.Errorf("CallCount = %d", a.CallCount("get"))
+	}
+	a.Reset()
+	if len(a.Calls()) != 0 {
+		t.Error("Reset kept calls")
+	}
+}

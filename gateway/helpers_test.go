@@ -1,0 +1,142 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var ctx = context.Background()
+
+var refundSchema = json.RawMessage(`{
+  "type": "object",
+  "required": ["order_id", "amount_inr", "currency"],
+  "properties": {
+    "order_id": {"type": "string", "pattern": "^ord_"},
+    "amount_inr": {"type": "number"},
+    "currency": {"enum": ["INR"]},
+    "idempotency_key": {"type": "string"}
+  },
+  "additionalProperties": false
+}`)
+
+var lookupSchema = json.RawMessage(`{"type":"object","required":["order_id"],"properties":{"order_id":{"type":"string"}},"additionalProperties":false}`)
+
+// fixture is a run of the canonical support scenario with scripted adapters.
+type fixture struct {
+	orders, payments, policyAd *gatewaytest.ScriptedAdapter
+	recorder                   *gatewaytest.Recorder
+	gw                         *gateway.Gateway
+	run                        *gateway.Run
+	rc                         *runcontext.RunContext
+	req                        *runcontext.InvokeRequest
+	prepared                   *compiler.Prepared
+	cc                         *compiler.CompiledContext
+	now                        time.Time
+	opts                       gateway.Options
+}
+
+type fixtureOption func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability)
+
+func newFixture(t testing.TB, options ...fixtureOption) *fixture {
+	t.Helper()
+	read := func(n string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	p, err := pack.Decode(read("ctxpack.support-1.0.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(read("run-context.support.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev compiler.StaticEvidence
+	json.Unmarshal(read("evidence.support.json"), &ev)
+	f := &fixture{orders: gatewaytest.NewScriptedAdapter(), payments: gatewaytest.NewScriptedAdapter(), policyAd: gatewaytest.NewScriptedAdapter(),
+		recorder: &gatewaytest.Recorder{}, now: time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)}
+	f.orders.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
+	f.policyAd.On("eval").ReturnOutput(map[string]any{"eligible": true})
+	f.payments.On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9", "refund_amount_inr": 4200}, "refund:txn_q9")
+	caps := map[string]gateway.Capability{
+		"adp_orders.lookup":         {ArgsSchema: lookupSchema, Scopes: []string{"orders.read"}, Timeout: time.Second},
+		"adp_policy.eval":           {Timeout: time.Second},
+		"adp_payments.issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Second, CostCents: 0.31},
+	}
+	f.opts = gateway.Options{Transcript: f.recorder, Now: func() time.Time { return f.now }, Sleep: func(context.Context, time.Duration) error { return nil }}
+	for _, o := range options {
+		o(f, rc, req, caps)
+	}
+	regs := []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: f.orders, Capabilities: map[string]gateway.Capability{"lookup": caps["adp_orders.lookup"]}},
+		{AdapterID: "adp_policy", Adapter: f.policyAd, Capabilities: map[string]gateway.Capability{"eval": caps["adp_policy.eval"]}},
+		{AdapterID: "adp_payments", Adapter: f.payments, Capabilities: map[string]gateway.Capability{"issue_refund": caps["adp_payments.issue_refund"]}},
+	}
+	if f.gw, err = gateway.New(regs, &f.opts); err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := compiler.Prepare([]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Evidence: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := prepared.Compile(ctx, req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.run, err = f.gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, f.now)); err != nil {
+		t.Fatal(err)
+	}
+	f.rc, f.req, f.prepared, f.cc = rc, req, prepared, cc
+	return f
+}
+
+// rebind binds the fixture's compiled run to another gateway.
+func rebind(t testing.TB, f *fixture, gw *gateway.Gateway) *gateway.Run {
+	t.Helper()
+	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// lowValue makes the run's request a 1200 refund, so the finance gate is
+// not active and writes run without approval.
+func lowValue(_ *fixture, _ *runcontext.RunContext, req *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+	req.Input.Context["refund_amount"] = 1200
+}
+
+func refundCall(amount float64) gateway.CallRequest {
+	return gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: 3,
+		Args: map[string]any{"order_id": "ord_881", "amount_inr": amount, "currency": "INR"}}
+}
+
+func lookupCall() gateway.CallRequest {
+	return gateway.CallRequest{CapabilityID: "adp_orders.lookup", Step: 1, Args: map[string]any{"order_id": "ord_881"}}
+}
+
+func approvalFor(res *gateway.ToolResultEnvelope, role string, at time.Time, id string) *gateway.Approval {
+	return &gateway.Approval{ApprovalID: id, GateID: res.Approval.GateID, ActionDigest: res.Approval.ActionDigest,
+		Approver: "user_finance_lead_77", ApproverRole: role, DecidedAt: at}
+}

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+)
+
+// IdempotencyStore guarantees one execution per idempotency key. Claim
+// blocks while another caller holds the key (honouring ctx); it then
+// returns the stored result (claimed false) or hands the key to the caller
+// (claimed true), who must call Complete with the result or Release to let
+// a later caller try again (the call failed without a side effect).
+// Implementations must be safe for concurrent use; a durable store makes
+// the guarantee hold across processes and restarts.
+type IdempotencyStore interface {
+	Claim(ctx context.Context, key string) (prior *ToolResultEnvelope, claimed bool, err error)
+	Complete(ctx context.Context, key string, res *ToolResultEnvelope) error
+	Release(ctx context.Context, key string) error
+}
+
+// MemoryIdempotency is the in-memory IdempotencyStore.
+type MemoryIdempotency struct {
+	mu      sync.Mutex
+	entries map[string]*idemEntry
+}
+
+type idemEntry struct {
+	done chan struct{} // closed when the holder completes or releases
+	res  *ToolResultEnvelope
+}
+
+var _ IdempotencyStore = (*MemoryIdempotency)(nil)
+
+// NewMemoryIdempotency returns an empty in-memory store.
+func NewMemoryIdempotency() *MemoryIdempotency {
+	return &MemoryIdempotency{entries: map[string]*idemEntry{}}
+}
+
+// Claim implements IdempotencyStore.
+func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultEnvelope, bool, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		m.mu.Lock()
+		e, ok := m.entries[key]
+		if !ok {
+			m.entries[key] = &idemEntry{done: make(chan struct{})}
+			m.mu.Unlock()
+			return nil, true, nil
+		}
+		if e.res != nil {
+			res := e.res
+			m.mu.Unlock()
+			return res, false, nil
+		}
+		done := e.done
+		m.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// Complete implements IdempotencyStore.
+func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolResultEnvelope) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok {
+		e = &idemEntry{done: make(chan struct{})}
+		m.entries[key] = e
+	}
+	if e.res == nil {
+		e.res = res
+		close(e.done)
+	}
+	return nil
+}
+
+// Release implements IdempotencyStore.
+func (m *MemoryIdempotency) Release(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[key]; ok && e.res == nil {
+		delete(m.entries, key)
+		close(e.done)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// A PAN and a card number in an adapter's output appear in no result,
+// transcript, log or span.
+func TestRedactionEverywhere(t *testing.T) {
+	const card, pan = "4111 1111 1111 1111", "ABCPE1234F"
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	defer tp.Shutdown(ctx)
+	var logs bytes.Buffer
+	f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		fx.orders = gatewaytest.NewScriptedAdapter()
+		fx.orders.On("lookup").ReturnOutput(map[string]any{
+			"note":    "customer paid with card " + card,
+			"kyc":     []any{"PAN " + pan},
+			"summary": "ok",
+		})
+		fx.opts.TracerProvider = tp
+		fx.opts.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	res, err := f.run.Call(ctx, lookupCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Metadata.RedactionApplied || res.Output["summary"] != "ok" {
+		t.Errorf("result = %+v", res)
+	}
+	resJSON, _ := json.Marshal(res)
+	transcript, _ := json.Marshal(f.recorder.Entries())
+	var spans bytes.Buffer
+	for _, s := range exporter.GetSpans() {
+		b, _ := json.Marshal(s.Attributes)
+		spans.Write(b)
+		spans.WriteString(s.Name)
+	}
+	if len(exporter.GetSpans()) != 1 || !strings.Contains(spans.String(), "execute_tool") || !strings.Contains(spans.String(), "gen_ai.tool.name") {
+		t.Errorf("want one execute_tool span with GenAI attributes, got %s", spans.String())
+	}
+	if logs.Len() == 0 {
+		t.Error("no log line")
+	}
+	for name, out := range map[string]string{"result": string(resJSON), "transcript": string(transcript), "log": logs.String(), "span": spans.String()} {
+		for _, secret := range []string{card, strings.ReplaceAll(card, " ", ""), pan} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s contains %q", name, secret)
+			}
+		}
+	}
+	if !strings.Contains(string(resJSON), gateway.Redacted) {
+		t.Error("no redaction marker in the result")
+	}
+}
+
+func TestUnknownActiveRedactionRule(t *testing.T) {
+	f := newFixture(t)
+	cc := *f.cc
+	cc.RuntimeControls.RedactionRulesActive = append(cc.RuntimeControls.RedactionRulesActive, "aadhaar")
+	if _, err := f.gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now)); !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), `"aadhaar"`) {
+		t.Errorf("NewRun with an unknown active redaction rule = %v, want ErrConfig", err)
+	}
+	// A host-supplied rule makes it known.
+	gw, err := gateway.New(nil, &gateway.Options{Redactors: map[string]gateway.Redactor{"aadhaar": func(s string) (string, bool) { return s, false }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now)); err != nil {
+		t.Errorf("with the rule supplied: %v", err)
+	}
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/contextos/contextos/internal/canon"
+)
+
+// TranscriptEntry is one transcript record: a call before it runs, or its
+// result after. ChainHash = sha256(PrevHash || EntryHash), where EntryHash
+// is the digest of the entry's envelope; the chain of a run starts at
+// GenesisHash.
+type TranscriptEntry struct {
+	RunID     string              `json:"run_id"`
+	Seq       int                 `json:"seq"`
+	Kind      string              `json:"kind"` // "call" or "result"
+	Call      *ToolCallEnvelope   `json:"call,omitempty"`
+	Result    *ToolResultEnvelope `json:"result,omitempty"`
+	EntryHash string              `json:"entry_hash"`
+	PrevHash  string              `json:"prev_hash"`
+	ChainHash string              `json:"chain_hash"`
+}
+
+// GenesisHash starts every run's transcript chain.
+const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// TranscriptSink stores transcript entries append-only. Append must keep
+// the entry or return an error (never drop silently), be safe for
+// concurrent use, and honour ctx.
+type TranscriptSink interface {
+	Append(ctx context.Context, e TranscriptEntry) error
+}
+
+// MemoryTranscript is the in-memory TranscriptSink.
+type MemoryTranscript struct {
+	mu      sync.Mutex
+	entries []TranscriptEntry
+}
+
+var _ TranscriptSink = (*MemoryTranscript)(nil)
+
+// NewMemoryTranscript returns an empty transcript.
+func NewMemoryTranscript() *MemoryTranscript { return &MemoryTranscript{} }
+
+// Append implements TranscriptSink.
+func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = append(m.entries, e)
+	return nil
+}
+
+// Entries returns a copy of the entries of run (all runs when run is "").
+func (m *MemoryTranscript) Entries(run string) []TranscriptEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []TranscriptEntry
+	for _, e := range m.entries {
+		if run == "" || e.RunID == run {
+			out = append(out, e)
+		}
+	}
+	return slices.Clone(out)
+}
+
+// ErrChain reports a transcript whose chain does not verify.
+var ErrChain = errors.New("gateway: transcript chain broken")
+
+// VerifyTranscript recomputes the chain of one run's entries (in order)
+// and returns the final chain hash, or an error naming the first broken
+// entry.
+func VerifyTranscript(entries []TranscriptEntry) (string, error) {
+	prev := GenesisHash
+	for i, e := range entries {
+		var body any = e.Call
+		if e.Kind == "result" {
+			body = e.Result
+		}
+		h, err := canon.Digest(body)
+		if err != nil {
+			return "", fmt.Errorf("%w: entry %d: %v", ErrChain, i, err)
+		}
+		if e.Seq != i || h != e.EntryHash || e.PrevHash != prev || e.ChainHash != chain(prev, h) {
+			return "", fmt.Errorf("%w at entry %d (seq %d)", ErrChain, i, e.Seq)
+		}
+		prev = e.ChainHash
+	}
+	return prev, nil
+}
+
+func chain(prev, entry string) string {
+	sum := sha256.Sum256([]byte(prev + entry))
+	return canon.DigestPrefix + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,386 @@
+package canon
+
+import (
+	"encoding"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// errSlowPath makes the encoder hand a value back to the general path
+// (encoding/json, then the canonical writer), which handles everything
+// encoding/json does.
+var errSlowPath = errors.New("canon: value needs the general path")
+
+// appendValue writes the RFC 8785 form of a Go value directly, with
+// encoding/json's semantics (field tags, omitempty, omitzero, Marshaler
+// and TextMarshaler, []byte as base64, invalid UTF-8 as U+FFFD). It returns
+// errSlowPath for what it does not handle (embedded structs, the ",string"
+// option, non-string map keys other than integers and TextMarshalers),
+// and the result is then computed the general way; FuzzEncodeMatchesSlow
+// and TestEncodeMatchesSlow hold the two paths to the same bytes.
+func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
+	if !v.IsValid() {
+		return append(dst, "null"...), nil
+	}
+	t := v.Type()
+	if t.Implements(marshalerType) && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+		return appendMarshaler(dst, v.Interface().(json.Marshaler))
+	}
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(marshalerType) {
+		return appendMarshaler(dst, v.Addr().Interface().(json.Marshaler))
+	}
+	if t.Implements(textMarshalerType) && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		}
+		return appendGoString(dst, string(b)), nil
+	}
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(textMarshalerType) {
+		b, err := v.Addr().Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		}
+		return appendGoString(dst, string(b)), nil
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		if v.Bool() {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case reflect.String:
+		if t == numberType {
+			return appendNumberLiteral(dst, v.String())
+		}
+		return appendGoString(dst, v.String()), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return appendInt(dst, v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := v.Uint()
+		if u > 1<<53 {
+			return appendFloat(dst, float64(u))
+		}
+		return strconv.AppendUint(dst, u, 10), nil
+	case reflect.Float32:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%w: unsupported value %v", ErrNotCanonicalizable, f)
+		}
+		// encoding/json writes float32 with 32-bit precision; its text, read
+		// back as a float64, is what the canonical form formats.
+		g, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', -1, 32), 64)
+		return appendFloat(dst, g)
+	case reflect.Float64:
+		return appendFloat(dst, v.Float())
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		return appendValue(dst, v.Elem())
+	case reflect.Slice:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		if t.Elem().Kind() == reflect.Uint8 && !t.Elem().Implements(marshalerType) && !reflect.PointerTo(t.Elem()).Implements(textMarshalerType) {
+			return appendGoString(dst, base64.StdEncoding.EncodeToString(v.Bytes())), nil
+		}
+		fallthrough
+	case reflect.Array:
+		dst = append(dst, '[')
+		for i := 0; i < v.Len(); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, v.Index(i)); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case reflect.Map:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		return appendMap(dst, v)
+	case reflect.Struct:
+		return appendStruct(dst, v)
+	}
+	return nil, errSlowPath
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	numberType        = reflect.TypeFor[json.Number]()
+)
+
+func appendMarshaler(dst []byte, m json.Marshaler) ([]byte, error) {
+	b, err := m.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	p := parser{in: b}
+	p.skipWS()
+	out, err := p.value(dst, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	p.skipWS()
+	if p.pos != len(p.in) {
+		return nil, fmt.Errorf("%w: MarshalJSON wrote trailing data", ErrNotCanonicalizable)
+	}
+	return out, nil
+}
+
+func appendInt(dst []byte, i int64) []byte {
+	if i > 1<<53 || i < -(1<<53) {
+		// Beyond 2^53 the canonical form is the nearest double's.
+		out, _ := appendFloat(dst, float64(i))
+		return out
+	}
+	return strconv.AppendInt(dst, i, 10)
+}
+
+func appendFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("%w: unsupported value %v", ErrNotCanonicalizable, f)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.AppendInt(dst, int64(f), 10), nil // -0 becomes 0, as RFC 8785 says
+	}
+	s, err := jcs.NumberToJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+	}
+	return append(dst, s...), nil
+}
+
+func appendNumberLiteral(dst []byte, s string) ([]byte, error) {
+	if s == "" {
+		s = "0" // encoding/json writes an empty json.Number as 0
+	}
+	p := parser{in: []byte(s)}
+	out, err := p.number(dst)
+	if err != nil || p.pos != len(s) {
+		return nil, fmt.Errorf("%w: invalid number literal %q", ErrNotCanonicalizable, s)
+	}
+	return out, nil
+}
+
+// appendGoString writes a Go string the way encoding/json then the
+// canonical writer would: each invalid UTF-8 byte becomes U+FFFD.
+func appendGoString(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendString(dst, s)
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return appendString(dst, b.String())
+}
+
+type kv struct {
+	key string
+	val reflect.Value
+}
+
+func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
+	kt := v.Type().Key()
+	entries := make([]kv, 0, v.Len())
+	iter := v.MapRange()
+	for iter.Next() {
+		k := iter.Key()
+		var key string
+		switch {
+		case kt.Kind() == reflect.String: // as encoding/json: string kinds are used directly, even TextMarshalers
+			key = k.String()
+		case kt.Implements(textMarshalerType):
+			b, err := k.Interface().(encoding.TextMarshaler).MarshalText()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+			}
+			key = string(b)
+		case kt.Kind() >= reflect.Int && kt.Kind() <= reflect.Int64:
+			key = strconv.FormatInt(k.Int(), 10)
+		case kt.Kind() >= reflect.Uint && kt.Kind() <= reflect.Uintptr:
+			key = strconv.FormatUint(k.Uint(), 10)
+		default:
+			return nil, errSlowPath
+		}
+		if !utf8.ValidString(key) {
+			return nil, errSlowPath
+		}
+		entries = append(entries, kv{key, iter.Value()})
+	}
+	slices.SortFunc(entries, func(a, b kv) int { return compareUTF16(a.key, b.key) })
+	dst = append(dst, '{')
+	for i, e := range entries {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, e.key)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendValue(dst, e.val); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+type field struct {
+	name      string
+	index     int
+	omitEmpty bool
+	omitZero  bool
+}
+
+type structInfo struct {
+	fields []field // sorted by name, UTF-16 order
+	slow   bool
+}
+
+var structCache sync.Map // reflect.Type → *structInfo
+
+func infoOf(t reflect.Type) *structInfo {
+	if si, ok := structCache.Load(t); ok {
+		return si.(*structInfo)
+	}
+	si := &structInfo{}
+	seen := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			si.slow = true // embedded fields follow Go's promotion rules: leave them to encoding/json
+			break
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		fi := field{name: name, index: i}
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "omitempty":
+				fi.omitEmpty = true
+			case "omitzero":
+				fi.omitZero = true
+			case "string":
+				si.slow = true
+			}
+		}
+		if seen[name] || !validTagName(name) {
+			si.slow = true
+		}
+		seen[name] = true
+		si.fields = append(si.fields, fi)
+	}
+	slices.SortFunc(si.fields, func(a, b field) int { return compareUTF16(a.name, b.name) })
+	v, _ := structCache.LoadOrStore(t, si)
+	return v.(*structInfo)
+}
+
+// validTagName mirrors encoding/json's isValidTag; a field whose tag name
+// it would refuse goes to the general path.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}
+
+func appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
+	si := infoOf(v.Type())
+	if si.slow {
+		return nil, errSlowPath
+	}
+	dst = append(dst, '{')
+	first := true
+	for _, f := range si.fields {
+		fv := v.Field(f.index)
+		if f.omitEmpty && isEmpty(fv) || f.omitZero && isZero(fv) {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, f.name)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendValue(dst, fv); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+type isZeroer interface{ IsZero() bool }
+
+var isZeroerType = reflect.TypeFor[isZeroer]()
+
+func isZero(v reflect.Value) bool {
+	if v.Type().Implements(isZeroerType) {
+		if v.Kind() == reflect.Pointer && v.IsNil() {
+			return true
+		}
+		return v.Interface().(isZeroer).IsZero()
+	}
+	if v.CanAddr() && reflect.PointerTo(v.Type()).Implements(isZeroerType) {
+		return v.Addr().Interface().(isZeroer).IsZero()
+	}
+	return v.IsZero()
+}
+
+// encode is JSON's fast path for Go values.
+func encode(v any) ([]byte, error) {
+	// As with encoding/json, a value passed by value is not addressable:
+	// pointer-receiver marshalers apply only inside pointers and slices.
+	return appendValue(make([]byte, 0, 512), reflect.ValueOf(v))
+}

@@ -1,0 +1,159 @@
+package canon
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+type textKey string
+
+func (k textKey) MarshalText() ([]byte, error) { return []byte("k:" + string(k)), nil }
+
+type ptrMarshaler struct{ N int }
+
+func (p *ptrMarshaler) MarshalJSON() ([]byte, error) {
+	return []byte(`{"ptr": true, "n": ` + string(rune('0'+p.N%10)) + `}`), nil
+}
+
+type zeroer struct{ V int }
+
+func (z zeroer) IsZero() bool { return z.V < 0 }
+
+type inner struct {
+	A string `json:"a,omitempty"`
+}
+
+type edge struct {
+	Name      string `json:"name"`
+	Skip      string `json:"-"`
+	Untagged  int
+	Empty     string             `json:"empty,omitempty"`
+	ZeroInt   int                `json:"zero_int,omitempty"`
+	NilPtr    *int               `json:"nil_ptr"`
+	NilPtrOE  *int               `json:"nil_ptr_oe,omitempty"`
+	Ptr       *int               `json:"ptr"`
+	F32       float32            `json:"f32"`
+	F64       float64            `json:"f64"`
+	Big       int64              `json:"big"`
+	BigU      uint64             `json:"big_u"`
+	Bytes     []byte             `json:"bytes"`
+	NilSlice  []string           `json:"nil_slice"`
+	EmptySl   []string           `json:"empty_sl,omitempty"`
+	Arr       [2]int             `json:"arr"`
+	Any       any                `json:"any"`
+	Raw       json.RawMessage    `json:"raw"`
+	Num       json.Number        `json:"num"`
+	TextKeys  map[textKey]int    `json:"text_keys"`
+	IntKeys   map[int]string     `json:"int_keys"`
+	Nested    map[string]any     `json:"nested"`
+	PtrM      *ptrMarshaler      `json:"ptr_m"`
+	ValM      ptrMarshaler       `json:"val_m"`
+	SliceM    []ptrMarshaler     `json:"slice_m"`
+	Zero      zeroer             `json:"zero,omitzero"`
+	NotZero   zeroer             `json:"not_zero,omitzero"`
+	Time      time.Time          `json:"time"`
+	Inner     inner              `json:"inner,omitzero"`
+	Invalid   string             `json:"invalid"`
+	Unicode   string             `json:"\u00e9t\u00e9"`
+	Ordering  map[string]float64 `json:"ordering"`
+	Interface map[string]any     `json:"interface"`
+}
+
+func edgeValue() edge {
+	n := 7
+	return edge{
+		Name: "x<y>&", Skip: "no", Untagged: 3, NilPtr: nil, Ptr: &n, F32: 0.1, F64: 1e21, Big: 1<<53 + 1, BigU: 1<<63 + 5,
+		Bytes: []byte{0, 1, 254, 255}, Arr: [2]int{1, -0}, Any: []any{1.5, "s", nil, true}, Raw: json.RawMessage(` { "z" : 1 , "a" : [ 2.50 ] } `),
+		Num: "1E3", TextKeys: map[textKey]int{"b": 1, "a": 2}, IntKeys: map[int]string{10: "x", 2: "y"},
+		Nested: map[string]any{"\U0001F600": 1, "\ufb33": 2, "a": map[string]any{"c": -0.0, "b": 1e-7}},
+		PtrM:   &ptrMarshaler{N: 3}, ValM: ptrMarshaler{N: 4}, SliceM: []ptrMarshaler{{N: 5}}, Zero: zeroer{V: -1}, NotZero: zeroer{V: 1},
+		Time: time.Date(2026, 5, 4, 9, 31, 0, 123, time.UTC), Invalid: "a\xffb\xc3", Unicode: "\u2028\x01\"\\",
+		Ordering: map[string]float64{"b": 333333333.33333329, "a": 4.5, "10": 1, "1": 2}, Interface: map[string]any{"n": json.Number("12.0")},
+	}
+}
+
+// The fast encoder writes exactly what encoding/json followed by the
+// canonical writer writes.
+func TestEncodeMatchesSlow(t *testing.T) {
+	values := []any{edgeValue(), &edge{}, edge{}, []edge{edgeValue()}, map[string]edge{"k": edgeValue()},
+		nil, true, 1, -1, 3.5, math.MaxInt64, "s", []int(nil), map[string]int(nil), [0]int{}, json.Number("-0"),
+		struct {
+			A int `json:"b"`
+			B int `json:"a"`
+		}{1, 2}}
+	for _, name := range []string{"vector.input.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		json.Unmarshal(b, &doc)
+		values = append(values, doc)
+	}
+	for i, v := range values {
+		slow, serr := jsonSlow(v)
+		fast, ferr := encode(v)
+		if ferr == errSlowPath {
+			t.Errorf("value %d (%T) took the slow path", i, v)
+			continue
+		}
+		if (serr == nil) != (ferr == nil) || !bytes.Equal(slow, fast) {
+			t.Errorf("value %d (%T):\n slow %s %v\n fast %s %v", i, v, slow, serr, fast, ferr)
+		}
+	}
+	// Non-finite numbers fail on both paths.
+	for _, v := range []any{math.NaN(), float32(math.Inf(1)), map[string]any{"x": math.Inf(-1)}} {
+		if _, err := encode(v); err == nil {
+			t.Errorf("encode(%v) accepted a non-finite number", v)
+		}
+	}
+	// Embedded structs go to the general path and still come out right.
+	type base struct{ ID string }
+	type withEmbed struct {
+		base
+		N int
+	}
+	if _, err := encode(withEmbed{}); err != errSlowPath {
+		t.Errorf("embedded struct: %v", err)
+	}
+	got, _ := JSON(withEmbed{base{"x"}, 1})
+	if string(got) != `{"ID":"x","N":1}` {
+		t.Errorf("JSON(embedded) = %s", got)
+	}
+}
+
+// FuzzEncodeMatchesSlow: for any JSON decoded into Go values (as any, and
+// into a typed struct), both paths agree.
+func FuzzEncodeMatchesSlow(f *testing.F) {
+	f.Add([]byte(`{"name":"a","f64":1e400}`))
+	f.Add([]byte(`{"name":"\ud83d\ude00","any":[1,{"b":2,"a":1}],"nested":{"x":-0.0,"y":12345678901234567890},"f32":3.4e38,"big":-9007199254740993}`))
+	b, _ := json.Marshal(edgeValue())
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) == nil {
+			compare(t, v)
+		}
+		var e edge
+		if json.Unmarshal(data, &e) == nil {
+			compare(t, e)
+			compare(t, &e)
+		}
+	})
+}
+
+func compare(t *testing.T, v any) {
+	slow, serr := jsonSlow(v)
+	fast, ferr := encode(v)
+	if ferr == errSlowPath {
+		return
+	}
+	if (serr == nil) != (ferr == nil) || !bytes.Equal(slow, fast) {
+		t.Fatalf("%T:\n slow %s %v\n fast %s %v", v, slow, serr, fast, ferr)
+	}
+}

@@ -1,0 +1,26 @@
+package jsonv
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	type point struct {
+		X int `json:"x"`
+	}
+	in := map[string]any{"i": 3, "i64": int64(4), "f32": float32(1.5), "u": uint(2), "n": json.Number("7.25"), "bad": json.Number("x"),
+		"s": []string{"a"}, "nested": []any{map[string]any{"k": int32(1)}}, "struct": point{X: 1}, "nil": nil, "ch": make(chan int)}
+	want := map[string]any{"i": 3.0, "i64": 4.0, "f32": 1.5, "u": 2.0, "n": 7.25, "bad": "x",
+		"s": []any{"a"}, "nested": []any{map[string]any{"k": 1.0}}, "struct": map[string]any{"x": 1.0}, "nil": nil, "ch": nil}
+	if got := Normalize(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("Normalize = %#v\nwant %#v", got, want)
+	}
+	src := map[string]any{"a": []any{1.0}}
+	out := Normalize(src).(map[string]any)
+	out["a"].([]any)[0] = 2.0
+	if src["a"].([]any)[0] != 1.0 {
+		t.Error("Normalize does not copy containers")
+	}
+}
