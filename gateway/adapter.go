@@ -70,6 +70,13 @@ type Capability struct {
 	CostCents float64
 	// MaxAttempts bounds attempts for retryable failures. Default: 3.
 	MaxAttempts int
+	// HonorsContext declares that the adapter returns promptly once its
+	// context is done (in-process adapters, transports built on net/http).
+	// The gateway then calls it on the caller's goroutine, under the same
+	// deadline, and saves the watchdog goroutine that otherwise guarantees
+	// a bounded return from adapters that ignore their context. Leave it
+	// false for anything you do not control.
+	HonorsContext bool
 }
 
 // DefaultTimeout is a capability's attempt timeout when none is set.

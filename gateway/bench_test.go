@@ -46,6 +46,22 @@ func BenchmarkGatewayCallReadOnly(b *testing.B) {
 	}
 }
 
+// BenchmarkGatewayCallReadOnlyHonorsContext: the same with an adapter
+// declared to honour its context (no watchdog goroutine).
+func BenchmarkGatewayCallReadOnlyHonorsContext(b *testing.B) {
+	f := benchFixture(b)
+	reg, _ := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: noop, Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, HonorsContext: true}}}}, &gateway.Options{Transcript: gateway.NewMemoryTranscript()})
+	run := rebind(b, f, reg)
+	req := lookupCall()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusOK {
+			b.Fatal(res, err)
+		}
+	}
+}
+
 // BenchmarkGatewayCallWrite: a write call with idempotency, schema
 // validation and policy; each iteration is a new step (a new key).
 func BenchmarkGatewayCallWrite(b *testing.B) {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/contextos/contextos/internal/wire"
@@ -199,19 +198,4 @@ func strPtr(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// MarshalJSON writes nil slices as [] so results always have the same shape.
-func (r ToolResultEnvelope) MarshalJSON() ([]byte, error) {
-	type plain ToolResultEnvelope
-	p := plain(r)
-	for _, s := range []*[]string{&p.Artifacts, &p.Mutations, &p.RiskTags} {
-		if *s == nil {
-			*s = []string{}
-		}
-	}
-	if p.Citations == nil {
-		p.Citations = []Citation{}
-	}
-	return json.Marshal(p)
 }

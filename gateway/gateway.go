@@ -356,11 +356,10 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 // refuse builds a result for a call that never reached the adapter.
 func (r *Run) refuse(env *ToolCallEnvelope, status Status, te *ToolError, polID *string) *ToolResultEnvelope {
 	retryable := te.Retryable
-	return &ToolResultEnvelope{
-		EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID, SessionID: env.SessionID,
-		CapabilityID: env.CapabilityID, Status: status, Error: te, PolicyDecisionID: polID,
-		Metadata: ResultMetadata{ToolStatus: string(status), ToolCode: te.Code, ToolReason: te.Reason, Retryable: &retryable},
-	}
+	res := newResult(env, polID)
+	res.Status, res.Error = status, te
+	res.Metadata = ResultMetadata{ToolStatus: string(status), ToolCode: te.Code, ToolReason: te.Reason, Retryable: &retryable}
+	return res
 }
 
 func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest) (*ToolResultEnvelope, error) {
@@ -613,7 +612,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
-		out, te = r.attempt(ctx, ad, call, spec.Timeout)
+		out, te = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
 		cost += spec.CostCents
 		if out != nil {
 			cost += out.CostCents
@@ -628,8 +627,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		}
 	}
 	_ = r.meter.ChargeCost(cost)
-	res := &ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID, SessionID: env.SessionID,
-		CapabilityID: env.CapabilityID, PolicyDecisionID: polID}
+	res := newResult(env, polID)
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
 	if te != nil {
 		msg, redacted := redactString(te.Message, r.redact)
@@ -642,8 +640,9 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		output, redacted := redactValue(jsonv.Normalize(out.Output), r.redact)
 		res.Output, _ = output.(map[string]any)
 		res.Metadata.RedactionApplied = redacted
-		res.Mutations, res.Artifacts, res.Citations = slices.Clone(out.Mutations), slices.Clone(out.Artifacts), slices.Clone(out.Citations)
-		res.RiskTags, res.Metadata.Signals = slices.Clone(out.RiskTags), slices.Clone(out.Signals)
+		res.Mutations, res.Artifacts = append(res.Mutations, out.Mutations...), append(res.Artifacts, out.Artifacts...)
+		res.Citations, res.RiskTags = append(res.Citations, out.Citations...), append(res.RiskTags, out.RiskTags...)
+		res.Metadata.Signals = slices.Clone(out.Signals)
 		res.Status = StatusOK
 		if env.ApprovalModeHighest.IsWrite() {
 			res.Status = StatusCompleted
@@ -659,6 +658,14 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	return res, r.record(ctx, "result", env, res)
 }
 
+// newResult starts a result for env with every list present (empty, never
+// null), so results always have the same shape.
+func newResult(env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
+	return &ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
+		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID,
+		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
+}
+
 func failureStatus(code string) Status {
 	switch code {
 	case CodeTimeout, CodeCanceled, CodeExecutionFailed, CodeIsolationUnavailable, CodeSecretResolutionFailed:
@@ -670,33 +677,25 @@ func failureStatus(code string) Status {
 // attempt runs one adapter attempt under the capability timeout, and
 // returns within timeout plus the grace even when the adapter ignores its
 // context.
-func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration) (*Outcome, *ToolError) {
+func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (*Outcome, *ToolError) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	type result struct {
-		out *Outcome
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- result{err: NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil)}
-			}
-		}()
-		out, err := ad.Call(actx, call)
-		done <- result{out, err}
-	}()
-	var res result
-	select {
-	case res = <-done:
-	case <-actx.Done():
-		grace := time.NewTimer(r.g.opts.Grace)
+	var res adapterResult
+	if honorsContext {
+		res = callAdapter(actx, ad, call)
+	} else {
+		done := make(chan adapterResult, 1)
+		go func() { done <- callAdapter(actx, ad, call) }()
 		select {
 		case res = <-done:
-			grace.Stop()
-		case <-grace.C:
-			return nil, contextError(ctx, timeout)
+		case <-actx.Done():
+			grace := time.NewTimer(r.g.opts.Grace)
+			select {
+			case res = <-done:
+				grace.Stop()
+			case <-grace.C:
+				return nil, contextError(ctx, timeout)
+			}
 		}
 	}
 	if res.err == nil && res.out == nil {
@@ -724,6 +723,22 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil)
 	}
 	return res.out, nil
+}
+
+type adapterResult struct {
+	out *Outcome
+	err error
+}
+
+// callAdapter makes one adapter call, turning a panic into a failure.
+func callAdapter(ctx context.Context, ad Adapter, call *Call) (res adapterResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = adapterResult{err: NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil)}
+		}
+	}()
+	out, err := ad.Call(ctx, call)
+	return adapterResult{out, err}
 }
 
 func contextError(parent context.Context, timeout time.Duration) *ToolError {

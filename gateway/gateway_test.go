@@ -275,6 +275,19 @@ func TestRetriesAndTimeouts(t *testing.T) {
 			t.Errorf("returned after %v, want within timeout 50ms + grace 50ms + a small bound", elapsed)
 		}
 	})
+	t.Run("context-honouring adapter times out on the caller's goroutine", func(t *testing.T) {
+		f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			fx.orders = gatewaytest.NewScriptedAdapter()
+			fx.orders.On("lookup").ReturnOutput(nil).Delay(5 * time.Second)
+			c := caps["adp_orders.lookup"]
+			c.Timeout, c.MaxAttempts, c.HonorsContext = 30*time.Millisecond, 1, true
+			caps["adp_orders.lookup"] = c
+		})
+		res, _ := f.run.Call(ctx, lookupCall())
+		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout {
+			t.Errorf("res = %+v", res)
+		}
+	})
 	t.Run("adapter panic", func(t *testing.T) {
 		f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 			fx.orders = gatewaytest.NewScriptedAdapter()

@@ -35,20 +35,21 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 		return append(dst, "null"...), nil
 	}
 	t := v.Type()
-	if t.Implements(marshalerType) && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+	tf := flagsOf(t)
+	if tf&isMarshaler != 0 && (v.Kind() != reflect.Pointer || !v.IsNil()) {
 		return appendMarshaler(dst, v.Interface().(json.Marshaler))
 	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(marshalerType) {
+	if tf&ptrMarshaler != 0 && v.Kind() != reflect.Pointer && v.CanAddr() {
 		return appendMarshaler(dst, v.Addr().Interface().(json.Marshaler))
 	}
-	if t.Implements(textMarshalerType) && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+	if tf&isTextMarshaler != 0 && (v.Kind() != reflect.Pointer || !v.IsNil()) {
 		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
 		}
 		return appendGoString(dst, string(b)), nil
 	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(textMarshalerType) {
+	if tf&ptrTextMarshaler != 0 && v.Kind() != reflect.Pointer && v.CanAddr() {
 		b, err := v.Addr().Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
@@ -94,7 +95,7 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		if t.Elem().Kind() == reflect.Uint8 && !t.Elem().Implements(marshalerType) && !reflect.PointerTo(t.Elem()).Implements(textMarshalerType) {
+		if et := t.Elem(); et.Kind() == reflect.Uint8 && flagsOf(et)&(isMarshaler|ptrTextMarshaler|isTextMarshaler) == 0 {
 			return appendGoString(dst, base64.StdEncoding.EncodeToString(v.Bytes())), nil
 		}
 		fallthrough
@@ -119,6 +120,43 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 		return appendStruct(dst, v)
 	}
 	return nil, errSlowPath
+}
+
+// typeFlags caches what a type implements; reflect's Implements is too
+// slow to ask per value.
+type typeFlags uint8
+
+const (
+	isMarshaler typeFlags = 1 << iota
+	ptrMarshaler
+	isTextMarshaler
+	ptrTextMarshaler
+	isZeroerFlag
+	ptrZeroer
+	flagsKnown
+)
+
+var flagCache sync.Map // reflect.Type → typeFlags
+
+func flagsOf(t reflect.Type) typeFlags {
+	if f, ok := flagCache.Load(t); ok {
+		return f.(typeFlags)
+	}
+	f := flagsKnown
+	pt := reflect.PointerTo(t)
+	for _, c := range []struct {
+		typ  reflect.Type
+		self typeFlags
+		ptr  typeFlags
+	}{{marshalerType, isMarshaler, ptrMarshaler}, {textMarshalerType, isTextMarshaler, ptrTextMarshaler}, {isZeroerType, isZeroerFlag, ptrZeroer}} {
+		if t.Implements(c.typ) {
+			f |= c.self
+		} else if t.Kind() != reflect.Pointer && pt.Implements(c.typ) {
+			f |= c.ptr
+		}
+	}
+	flagCache.Store(t, f)
+	return f
 }
 
 var (
@@ -214,7 +252,7 @@ func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 		switch {
 		case kt.Kind() == reflect.String: // as encoding/json: string kinds are used directly, even TextMarshalers
 			key = k.String()
-		case kt.Implements(textMarshalerType):
+		case flagsOf(kt)&isTextMarshaler != 0:
 			b, err := k.Interface().(encoding.TextMarshaler).MarshalText()
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
@@ -366,13 +404,14 @@ type isZeroer interface{ IsZero() bool }
 var isZeroerType = reflect.TypeFor[isZeroer]()
 
 func isZero(v reflect.Value) bool {
-	if v.Type().Implements(isZeroerType) {
+	tf := flagsOf(v.Type())
+	if tf&isZeroerFlag != 0 {
 		if v.Kind() == reflect.Pointer && v.IsNil() {
 			return true
 		}
 		return v.Interface().(isZeroer).IsZero()
 	}
-	if v.CanAddr() && reflect.PointerTo(v.Type()).Implements(isZeroerType) {
+	if tf&ptrZeroer != 0 && v.CanAddr() {
 		return v.Addr().Interface().(isZeroer).IsZero()
 	}
 	return v.IsZero()

@@ -14,9 +14,9 @@ type textKey string
 
 func (k textKey) MarshalText() ([]byte, error) { return []byte("k:" + string(k)), nil }
 
-type ptrMarshaler struct{ N int }
+type ptrJSONMarshaler struct{ N int }
 
-func (p *ptrMarshaler) MarshalJSON() ([]byte, error) {
+func (p *ptrJSONMarshaler) MarshalJSON() ([]byte, error) {
 	return []byte(`{"ptr": true, "n": ` + string(rune('0'+p.N%10)) + `}`), nil
 }
 
@@ -51,9 +51,9 @@ type edge struct {
 	TextKeys  map[textKey]int    `json:"text_keys"`
 	IntKeys   map[int]string     `json:"int_keys"`
 	Nested    map[string]any     `json:"nested"`
-	PtrM      *ptrMarshaler      `json:"ptr_m"`
-	ValM      ptrMarshaler       `json:"val_m"`
-	SliceM    []ptrMarshaler     `json:"slice_m"`
+	PtrM      *ptrJSONMarshaler      `json:"ptr_m"`
+	ValM      ptrJSONMarshaler       `json:"val_m"`
+	SliceM    []ptrJSONMarshaler     `json:"slice_m"`
 	Zero      zeroer             `json:"zero,omitzero"`
 	NotZero   zeroer             `json:"not_zero,omitzero"`
 	Time      time.Time          `json:"time"`
@@ -71,7 +71,7 @@ func edgeValue() edge {
 		Bytes: []byte{0, 1, 254, 255}, Arr: [2]int{1, -0}, Any: []any{1.5, "s", nil, true}, Raw: json.RawMessage(` { "z" : 1 , "a" : [ 2.50 ] } `),
 		Num: "1E3", TextKeys: map[textKey]int{"b": 1, "a": 2}, IntKeys: map[int]string{10: "x", 2: "y"},
 		Nested: map[string]any{"\U0001F600": 1, "\ufb33": 2, "a": map[string]any{"c": -0.0, "b": 1e-7}},
-		PtrM:   &ptrMarshaler{N: 3}, ValM: ptrMarshaler{N: 4}, SliceM: []ptrMarshaler{{N: 5}}, Zero: zeroer{V: -1}, NotZero: zeroer{V: 1},
+		PtrM:   &ptrJSONMarshaler{N: 3}, ValM: ptrJSONMarshaler{N: 4}, SliceM: []ptrJSONMarshaler{{N: 5}}, Zero: zeroer{V: -1}, NotZero: zeroer{V: 1},
 		Time: time.Date(2026, 5, 4, 9, 31, 0, 123, time.UTC), Invalid: "a\xffb\xc3", Unicode: "\u2028\x01\"\\",
 		Ordering: map[string]float64{"b": 333333333.33333329, "a": 4.5, "10": 1, "1": 2}, Interface: map[string]any{"n": json.Number("12.0")},
 	}
