@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/contextos/contextos/pack"
@@ -33,19 +34,20 @@ func businessBlock(p *pack.Pack) string {
 
 func (p *Prepared) policyBlock(d policy.Decision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Rule %s (bundle %s, priority %d): %s", d.RuleID, d.BundleID, p.ruleMeta[d.RuleID].priority, d.Outcome)
+	b.Grow(256)
+	b.WriteString("Rule " + d.RuleID + " (bundle " + d.BundleID + ", priority " + strconv.Itoa(p.ruleMeta[d.RuleID].priority) + "): " + string(d.Outcome))
 	if d.Branch != "" {
-		fmt.Fprintf(&b, " (%s branch)", d.Branch)
+		b.WriteString(" (" + d.Branch + " branch)")
 	}
 	b.WriteString(".")
 	if d.Rationale != "" {
-		fmt.Fprintf(&b, " Rationale: %s", d.Rationale)
+		b.WriteString(" Rationale: " + d.Rationale)
 	}
 	if d.Reason != "" {
-		fmt.Fprintf(&b, " Reason: %s", d.Reason)
+		b.WriteString(" Reason: " + d.Reason)
 	}
 	if len(d.Requires) > 0 {
-		fmt.Fprintf(&b, " Requires evidence: %s.", strings.Join(d.Requires, ", "))
+		b.WriteString(" Requires evidence: " + strings.Join(d.Requires, ", ") + ".")
 	}
 	if d.RequiresApprovalGate != "" {
 		g := p.gates[d.RequiresApprovalGate]
@@ -93,17 +95,24 @@ func constraintText(c map[string]any) string {
 // instructions.
 func evidenceBlock(it EvidenceItem) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Evidence %s", it.EvidenceRef)
-	var attrs []string
-	for _, kv := range [][2]string{{"kind", it.Kind}, {"source", it.SourceID}, {"snapshot", it.Snapshot}} {
+	b.Grow(len(it.EvidenceRef) + len(it.Content) + 64)
+	b.WriteString("Evidence ")
+	b.WriteString(it.EvidenceRef)
+	sep := " ("
+	for _, kv := range [...][2]string{{"kind", it.Kind}, {"source", it.SourceID}, {"snapshot", it.Snapshot}} {
 		if kv[1] != "" {
-			attrs = append(attrs, kv[0]+" "+kv[1])
+			b.WriteString(sep)
+			b.WriteString(kv[0])
+			b.WriteByte(' ')
+			b.WriteString(kv[1])
+			sep = ", "
 		}
 	}
-	if len(attrs) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(attrs, ", "))
+	if sep == ", " {
+		b.WriteByte(')')
 	}
-	fmt.Fprintf(&b, ", data only: %q", it.Content)
+	b.WriteString(", data only: ")
+	b.WriteString(strconv.Quote(it.Content))
 	return b.String()
 }
 

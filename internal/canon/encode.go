@@ -34,8 +34,23 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 	if !v.IsValid() {
 		return append(dst, "null"...), nil
 	}
+	return appendValueF(dst, v, flagsOf(v.Type()))
+}
+
+// appendValueF is appendValue with the type's flags already known.
+func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 	t := v.Type()
-	tf := flagsOf(t)
+	if tf&isOpen != 0 {
+		// An open type's MarshalJSON writes its fields and its extension
+		// members (internal/wire.MarshalOpen); written natively here.
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return append(dst, "null"...), nil
+			}
+			v = v.Elem()
+		}
+		return appendStruct(dst, v)
+	}
 	if tf&isMarshaler != 0 && (v.Kind() != reflect.Pointer || !v.IsNil()) {
 		return appendMarshaler(dst, v.Interface().(json.Marshaler))
 	}
@@ -86,7 +101,15 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 		return appendFloat(dst, g)
 	case reflect.Float64:
 		return appendFloat(dst, v.Float())
-	case reflect.Interface, reflect.Pointer:
+	case reflect.Interface:
+		if v.IsNil() {
+			return append(dst, "null"...), nil
+		}
+		if v.CanInterface() {
+			return appendAny(dst, v.Elem().Interface())
+		}
+		return appendValue(dst, v.Elem())
+	case reflect.Pointer:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
@@ -100,13 +123,14 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 		}
 		fallthrough
 	case reflect.Array:
+		ef := flagsOf(t.Elem())
 		dst = append(dst, '[')
 		for i := 0; i < v.Len(); i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendValue(dst, v.Index(i)); err != nil {
+			if dst, err = appendValueF(dst, v.Index(i), ef); err != nil {
 				return nil, err
 			}
 		}
@@ -133,6 +157,7 @@ const (
 	ptrTextMarshaler
 	isZeroerFlag
 	ptrZeroer
+	isOpen // a struct with a `wire:"extra"` extension map
 	flagsKnown
 )
 
@@ -143,6 +168,14 @@ func flagsOf(t reflect.Type) typeFlags {
 		return f.(typeFlags)
 	}
 	f := flagsKnown
+	if st := t; st.Kind() == reflect.Struct || st.Kind() == reflect.Pointer && st.Elem().Kind() == reflect.Struct {
+		if st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		if si := infoOf(st); si.extra >= 0 && !si.slow {
+			f |= isOpen
+		}
+	}
 	pt := reflect.PointerTo(t)
 	for _, c := range []struct {
 		typ  reflect.Type
@@ -221,7 +254,14 @@ func appendNumberLiteral(dst []byte, s string) ([]byte, error) {
 // appendGoString writes a Go string the way encoding/json then the
 // canonical writer would: each invalid UTF-8 byte becomes U+FFFD.
 func appendGoString(dst []byte, s string) []byte {
-	if utf8.ValidString(s) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii || utf8.ValidString(s) {
 		return appendString(dst, s)
 	}
 	var b strings.Builder
@@ -271,6 +311,7 @@ func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 		entries = append(entries, kv{key, iter.Value()})
 	}
 	slices.SortFunc(entries, func(a, b kv) int { return compareUTF16(a.key, b.key) })
+	ef := flagsOf(v.Type().Elem())
 	dst = append(dst, '{')
 	for i, e := range entries {
 		if i > 0 {
@@ -279,7 +320,7 @@ func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 		dst = appendString(dst, e.key)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendValue(dst, e.val); err != nil {
+		if dst, err = appendValueF(dst, e.val, ef); err != nil {
 			return nil, err
 		}
 	}
@@ -291,11 +332,13 @@ type field struct {
 	index     int
 	omitEmpty bool
 	omitZero  bool
+	flags     typeFlags
 }
 
 type structInfo struct {
 	fields []field // sorted by name, UTF-16 order
 	slow   bool
+	extra  int // index of the `wire:"extra"` map[string]json.RawMessage field, or -1
 }
 
 var structCache sync.Map // reflect.Type → *structInfo
@@ -304,10 +347,18 @@ func infoOf(t reflect.Type) *structInfo {
 	if si, ok := structCache.Load(t); ok {
 		return si.(*structInfo)
 	}
-	si := &structInfo{}
+	si := &structInfo{extra: -1}
 	seen := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if f.Tag.Get("wire") == "extra" {
+			if f.Type == reflect.TypeFor[map[string]json.RawMessage]() {
+				si.extra = i
+			} else {
+				si.slow = true
+			}
+			continue
+		}
 		if f.Anonymous {
 			si.slow = true // embedded fields follow Go's promotion rules: leave them to encoding/json
 			break
@@ -323,7 +374,7 @@ func infoOf(t reflect.Type) *structInfo {
 		if name == "" {
 			name = f.Name
 		}
-		fi := field{name: name, index: i}
+		fi := field{name: name, index: i, flags: flagsOf(f.Type)}
 		for _, o := range strings.Split(opts, ",") {
 			switch o {
 			case "omitempty":
@@ -366,6 +417,9 @@ func appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
 	if si.slow {
 		return nil, errSlowPath
 	}
+	if si.extra >= 0 && v.Field(si.extra).Len() > 0 {
+		return appendOpen(dst, v, si)
+	}
 	dst = append(dst, '{')
 	first := true
 	for _, f := range si.fields {
@@ -380,9 +434,58 @@ func appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
 		dst = appendString(dst, f.name)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendValue(dst, fv); err != nil {
+		if dst, err = appendValueF(dst, fv, f.flags); err != nil {
 			return nil, err
 		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendOpen writes an open struct whose extension map has members: the
+// fields and the members not shadowed by a field, sorted together.
+func appendOpen(dst []byte, v reflect.Value, si *structInfo) ([]byte, error) {
+	type member struct {
+		name string
+		val  []byte
+	}
+	var members []member
+	names := map[string]bool{}
+	for _, f := range si.fields {
+		fv := v.Field(f.index)
+		names[f.name] = true
+		if f.omitEmpty && isEmpty(fv) || f.omitZero && isZero(fv) {
+			continue
+		}
+		b, err := appendValueF(nil, fv, f.flags)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, member{f.name, b})
+	}
+	iter := v.Field(si.extra).MapRange()
+	for iter.Next() {
+		k := iter.Key().String()
+		if names[k] {
+			continue // a field wins over an extension member of the same name
+		}
+		if !utf8.ValidString(k) {
+			return nil, errSlowPath
+		}
+		b, err := appendMarshaler(nil, iter.Value().Interface().(json.RawMessage))
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, member{k, b})
+	}
+	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.name, b.name) })
+	dst = append(dst, '{')
+	for i, m := range members {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, m.name)
+		dst = append(dst, ':')
+		dst = append(dst, m.val...)
 	}
 	return append(dst, '}'), nil
 }
@@ -415,6 +518,71 @@ func isZero(v reflect.Value) bool {
 		return v.Addr().Interface().(isZeroer).IsZero()
 	}
 	return v.IsZero()
+}
+
+// appendAny writes JSON-shaped values (the contents of map[string]any and
+// []any) without reflection; other values go through appendValue.
+func appendAny(dst []byte, x any) ([]byte, error) {
+	switch v := x.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case string:
+		return appendGoString(dst, v), nil
+	case float64:
+		return appendFloat(dst, v)
+	case bool:
+		if v {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case int:
+		return appendInt(dst, int64(v)), nil
+	case int64:
+		return appendInt(dst, v), nil
+	case json.Number:
+		return appendNumberLiteral(dst, string(v))
+	case []any:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendAny(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			if !utf8.ValidString(k) {
+				return nil, errSlowPath
+			}
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareUTF16)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendAny(dst, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return appendValue(dst, reflect.ValueOf(x))
 }
 
 // encode is JSON's fast path for Go values.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -51,9 +52,9 @@ type edge struct {
 	TextKeys  map[textKey]int    `json:"text_keys"`
 	IntKeys   map[int]string     `json:"int_keys"`
 	Nested    map[string]any     `json:"nested"`
-	PtrM      *ptrJSONMarshaler      `json:"ptr_m"`
-	ValM      ptrJSONMarshaler       `json:"val_m"`
-	SliceM    []ptrJSONMarshaler     `json:"slice_m"`
+	PtrM      *ptrJSONMarshaler  `json:"ptr_m"`
+	ValM      ptrJSONMarshaler   `json:"val_m"`
+	SliceM    []ptrJSONMarshaler `json:"slice_m"`
 	Zero      zeroer             `json:"zero,omitzero"`
 	NotZero   zeroer             `json:"not_zero,omitzero"`
 	Time      time.Time          `json:"time"`
@@ -74,6 +75,50 @@ func edgeValue() edge {
 		PtrM:   &ptrJSONMarshaler{N: 3}, ValM: ptrJSONMarshaler{N: 4}, SliceM: []ptrJSONMarshaler{{N: 5}}, Zero: zeroer{V: -1}, NotZero: zeroer{V: 1},
 		Time: time.Date(2026, 5, 4, 9, 31, 0, 123, time.UTC), Invalid: "a\xffb\xc3", Unicode: "\u2028\x01\"\\",
 		Ordering: map[string]float64{"b": 333333333.33333329, "a": 4.5, "10": 1, "1": 2}, Interface: map[string]any{"n": json.Number("12.0")},
+	}
+}
+
+// openDoc follows internal/wire's open-type convention: MarshalJSON writes
+// the fields and the extension members, a field winning over a member.
+type openDoc struct {
+	A     string                     `json:"a"`
+	B     int                        `json:"b,omitempty"`
+	Extra map[string]json.RawMessage `json:"-" wire:"extra"`
+}
+
+type openDocPlain openDoc
+
+func (o openDoc) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(openDocPlain(o))
+	if err != nil || len(o.Extra) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	json.Unmarshal(b, &m)
+	for k, v := range o.Extra {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
+}
+
+func TestEncodeOpenTypes(t *testing.T) {
+	for _, v := range []any{
+		openDoc{A: "x"},
+		openDoc{A: "x", Extra: map[string]json.RawMessage{"z": json.RawMessage(`[1, 2.50]`), "a": json.RawMessage(`"shadowed"`), "é": json.RawMessage(`{"b":1,"a":2}`)}},
+		[]openDoc{{B: 3, Extra: map[string]json.RawMessage{"c": json.RawMessage(`null`)}}},
+		&openDoc{A: "p", Extra: map[string]json.RawMessage{"q": json.RawMessage(`1`)}},
+		[]*openDoc{nil},
+	} {
+		if flagsOf(reflect.TypeFor[openDoc]())&isOpen == 0 {
+			t.Fatal("openDoc not recognised as open")
+		}
+		slow, _ := jsonSlow(v)
+		fast, err := encode(v)
+		if err != nil || !bytes.Equal(slow, fast) {
+			t.Errorf("%v:\n slow %s\n fast %s %v", v, slow, fast, err)
+		}
 	}
 }
 
