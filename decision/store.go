@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // Store keeps DecisionRecords append-only and hash-chained.
@@ -66,6 +67,7 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	normalize(c)
 	c.PrevRecordHash, c.RecordHash = prev, ""
 	h, err := Hash(c)
 	if err != nil {
@@ -101,6 +103,34 @@ func verifyChain(lines [][]byte) error {
 		prev = r.RecordHash
 	}
 	return nil
+}
+
+// normalize gives every list of a record a value ([] rather than null), so
+// stored records always have the published shape.
+func normalize(r *Record) {
+	for _, s := range []*[]string{&r.SubjectIDs, &r.EvidenceRefs, &r.Rationale.AlternativesConsidered,
+		&r.ControlsActive.MustRefuse, &r.ControlsActive.MustEscalate, &r.ControlsActive.ApprovalGatesActive, &r.ControlsActive.RedactionRulesActive} {
+		if *s == nil {
+			*s = []string{}
+		}
+	}
+	if r.PolicyDecisions == nil {
+		r.PolicyDecisions = []PolicyDecisionRef{}
+	}
+	for i := range r.PolicyDecisions {
+		if r.PolicyDecisions[i].RuleIDs == nil {
+			r.PolicyDecisions[i].RuleIDs = []string{}
+		}
+	}
+	if r.Approvals == nil {
+		r.Approvals = []Approval{}
+	}
+	if r.AgentIdentity.PrincipalChain == nil {
+		r.AgentIdentity.PrincipalChain = []runcontext.Principal{}
+	}
+	if r.Outputs == nil {
+		r.Outputs = map[string]any{}
+	}
 }
 
 func cloneRecord(r *Record) (*Record, error) {

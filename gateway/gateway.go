@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,6 +205,7 @@ type Run struct {
 	pack     *pack.Pack
 	engine   *policy.Engine
 	base     *policy.Result
+	baseIDs  string // digest of the run-level decision ids
 	doc      policy.Document
 	meter    *runcontext.Meter
 	surfaced map[string]surfaced
@@ -234,6 +236,9 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 		return nil, fmt.Errorf("gateway: run policy: %w", err)
 	}
 	r.base = base
+	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
+		return nil, err
+	}
 	adapterModes := map[string]runcontext.ApprovalMode{}
 	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
 		adapterModes[a.AdapterID] = a.ApprovalMode
@@ -460,12 +465,12 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		delegation = d
 	}
 	// Budget left.
-	u, b := r.meter.Usage(), r.meter.Budget()
-	if u.ToolCalls >= b.MaxToolCalls {
-		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (%d of %d)", u.ToolCalls, b.MaxToolCalls), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
+	callsLeft, costLeft := r.meter.Left()
+	if callsLeft <= 0 {
+		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (max_tool_calls %d)", r.rc.RunBudget.MaxToolCalls), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
-	if u.CostCents+spec.CostCents > b.MaxCostCents {
-		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g + %.4g > %.4g cents)", u.CostCents, spec.CostCents, b.MaxCostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
+	if spec.CostCents > costLeft {
+		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g cents left, the call costs %.4g)", costLeft, spec.CostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
 	}
 	// Approval gate.
 	var approver string
@@ -537,15 +542,26 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s surfaced, 
 // callDecisionID derives the call's own decision id from the run, the call
 // and the decisions that applied.
 func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Result) *string {
-	ids := make([]string, len(res.Decisions))
-	for i, d := range res.Decisions {
-		ids[i] = d.PolicyDecisionID
+	digest := r.baseIDs
+	if res != r.base {
+		var err error
+		if digest, err = decisionIDsDigest(res); err != nil {
+			return nil
+		}
 	}
-	id, err := canon.ID(canon.PrefixPolicy, r.rc.RunID, env.ToolCallID, ids)
+	id, err := canon.ID(canon.PrefixPolicy, r.rc.RunID, env.ToolCallID, digest)
 	if err != nil {
 		return nil
 	}
 	return &id
+}
+
+func decisionIDsDigest(res *policy.Result) (string, error) {
+	ids := make([]string, len(res.Decisions))
+	for i, d := range res.Decisions {
+		ids[i] = d.PolicyDecisionID
+	}
+	return canon.Digest(ids)
 }
 
 func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Approval, gateID, key string) (*ToolResultEnvelope, string, error) {
@@ -767,7 +783,7 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	} else {
 		c := *res
 		e.Result = &c
-		res.Metadata.ToolTranscriptID = fmt.Sprintf("%s#%d", r.rc.RunID, r.seq)
+		res.Metadata.ToolTranscriptID = r.rc.RunID + "#" + strconv.Itoa(r.seq)
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)

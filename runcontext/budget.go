@@ -151,6 +151,13 @@ func (m *Meter) Remaining(now time.Time) time.Duration {
 	return max(left, 0)
 }
 
+// Left returns the tool calls and cost (cents) still available.
+func (m *Meter) Left() (toolCalls int, costCents float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.budget.MaxToolCalls - m.calls, m.budget.MaxCostCents - float64(m.cost)/microCents
+}
+
 // Usage returns a snapshot of what has been charged.
 func (m *Meter) Usage() Usage {
 	m.mu.Lock()

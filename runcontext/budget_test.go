@@ -75,6 +75,9 @@ func TestMeterDimensions(t *testing.T) {
 	if got := m.Remaining(start.Add(time.Hour)); got != 0 {
 		t.Errorf("Remaining after = %v", got)
 	}
+	if calls, cost := m.Left(); calls != 0 || cost != 1.0 {
+		t.Errorf("Left = %d, %v", calls, cost)
+	}
 	u := m.Usage()
 	if u.Tokens != 1000 || u.TokensByBucket[BucketEvidence] != 300 || u.ToolCalls != 3 || u.WallClockMS != 1000 {
 		t.Errorf("Usage = %+v", u)

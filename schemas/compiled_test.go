@@ -13,6 +13,8 @@ import (
 	"github.com/contextos/contextos/schemas"
 )
 
+func readFile(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }
+
 // Every compiled output validates against compiled-context.v1: the
 // canonical scenario and its variants (truncated, read-only, denied).
 func TestCompiledOutputsValidate(t *testing.T) {

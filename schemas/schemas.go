@@ -5,7 +5,7 @@
 // its JSON pointer.
 //
 // Published now: run-context.v1, invoke-agent.v1, context-pack.v2 and
-// compiled-context.v1. Their field names,
+// compiled-context.v1, tool-envelope.v1 and decision-record.v1. Their field names,
 // required lists and enums include those of the upstream ContextOS
 // schemas.
 package schemas

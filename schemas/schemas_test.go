@@ -72,6 +72,12 @@ var upstream = []struct {
 	{file: "compiled-context.v1.schema.json", def: "ToolManifestEntry", required: []string{"adapter_id", "capabilities"}, closed: ptr(true)},
 	{file: "compiled-context.v1.schema.json", def: "EvidenceManifestEntry", required: []string{"evidence_ref"}, closed: ptr(true)},
 	{file: "compiled-context.v1.schema.json", def: "CapabilityMetadata", closed: ptr(false)},
+	{file: "tool-envelope.v1.schema.json", def: "ToolCallEnvelope", closed: ptr(true), required: []string{"envelope_version", "tool_call_id", "run_id", "trace_id", "capability_id", "args", "principal_chain", "approval_mode_requested", "approval_mode_effective", "approval_mode_highest", "evidence_refs"}},
+	{file: "tool-envelope.v1.schema.json", def: "ToolResultEnvelope", required: []string{"envelope_version", "tool_call_id", "run_id", "trace_id", "capability_id"}},
+	{file: "tool-envelope.v1.schema.json", def: "ApprovalMode", enum: []string{"read_only", "local_write", "network", "delegated", "destructive"}},
+	{file: "tool-envelope.v1.schema.json", def: "ToolResultStatus", enum: []string{"ok", "completed", "paused", "blocked", "rejected", "failed", "error"}},
+	{file: "decision-record.v1.schema.json", def: "DecisionStatus", enum: []string{"DECIDED", "DEFERRED", "REJECTED", "ESCALATED", "IN_FLIGHT", "CLOSED"}},
+	{file: "decision-record.v1.schema.json", required: []string{"record_id", "decision_key", "decision_version", "timestamp", "status", "actor", "agent_identity", "evidence_refs", "policy_decisions", "approvals", "controls_active", "trace_id"}},
 	{file: "context-pack.v2.schema.json", required: []string{"contract_meta", "pack_meta", "intelligence_refs", "business_context", "policy_layer", "tooling_layer", "decision_layer", "memory_layer", "evaluation_layer", "tone_and_comms"}},
 	{file: "context-pack.v2.schema.json", def: "ApprovalMode", enum: []string{"read_only", "local_write", "network", "delegated", "destructive"}},
 	{file: "context-pack.v2.schema.json", def: "DataClassification", enum: []string{"PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"}},
@@ -125,6 +131,12 @@ func TestMatchesUpstreamOpenings(t *testing.T) {
 			if got := toStrings(en["enum"]); !slices.Equal(got, u.enum) {
 				t.Errorf("%s %s: enum = %v, want %v", u.file, u.def, got, u.enum)
 			}
+		}
+	}
+	te, _ := schemas.File("tool-envelope.v1")
+	for _, want := range []string{`"const": "contextos.tool_call.v1"`, `"const": "contextos.tool_result.v1"`, `"anyOf"`, `"null"`} {
+		if !bytes.Contains(te, []byte(want)) {
+			t.Errorf("tool-envelope lacks %s", want)
 		}
 	}
 	cp, _ := schemas.File("context-pack.v2")
@@ -204,7 +216,7 @@ func TestResolveAndErrors(t *testing.T) {
 			t.Errorf("Resolve(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := schemas.Resolve("decision-record"); !errors.Is(err, schemas.ErrUnknownSchema) {
+	if _, err := schemas.Resolve("replay-packet"); !errors.Is(err, schemas.ErrUnknownSchema) {
 		t.Errorf("unknown schema: %v", err)
 	}
 	if err := schemas.Validate("nope", []byte(`{}`)); !errors.Is(err, schemas.ErrUnknownSchema) {

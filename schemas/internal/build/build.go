@@ -14,6 +14,8 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
@@ -49,6 +51,14 @@ var defNames = map[reflect.Type]string{
 	reflect.TypeFor[runcontext.Trace]():        "InvokeTrace",
 	reflect.TypeFor[runcontext.Input]():        "InvokeInput",
 	reflect.TypeFor[runcontext.RuntimeHints](): "InvokeRuntime",
+	reflect.TypeFor[decision.Record]():         "DecisionRecord",
+}
+
+// envelopes reflects both tool envelopes into one document; Finish turns
+// its root into their anyOf.
+type envelopes struct {
+	Call   gateway.ToolCallEnvelope   `json:"call"`
+	Result gateway.ToolResultEnvelope `json:"result"`
 }
 
 // enumDefs are string enums published as $defs (name, values).
@@ -62,6 +72,8 @@ var enumDefs = map[reflect.Type]struct {
 	reflect.TypeFor[runcontext.Bucket]():       {"ContextBucket", strs(runcontext.Buckets()), ""},
 	reflect.TypeFor[pack.DataClassification](): {"DataClassification", strs(pack.DataClassifications()), ""},
 	reflect.TypeFor[pack.WriteClass]():         {"WriteClass", strs(pack.WriteClasses()), ""},
+	reflect.TypeFor[gateway.Status]():          {"ToolResultStatus", strs(gateway.Statuses()), ""},
+	reflect.TypeFor[decision.Status]():         {"DecisionStatus", strs(decision.Statuses()), ""},
 }
 
 // inlineEnums are string enums written in place.
@@ -103,6 +115,43 @@ func Docs() []Doc {
 			Root: reflect.TypeFor[compiler.CompiledContext](),
 			Finish: func(s *jsonschema.Schema) {
 				prop(s.Definitions["ContextLedger"], "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+			},
+		},
+		{
+			File: "decision-record.v1.schema.json", Title: "DecisionRecord v1",
+			Root: reflect.TypeFor[decision.Record](),
+			External: map[reflect.Type]string{
+				reflect.TypeFor[runcontext.Principal](): rc + "Principal",
+			},
+			Finish: func(s *jsonschema.Schema) {
+				s.Description = "Replayable audit receipt emitted by governed decision checkpoints."
+				prop(s, "timestamp").Format = "date-time"
+				prop(s, "record_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				prop(s, "prev_record_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+			},
+		},
+		{
+			File: "tool-envelope.v1.schema.json", Title: "ToolEnvelope v1",
+			Root: reflect.TypeFor[envelopes](),
+			External: map[reflect.Type]string{
+				reflect.TypeFor[runcontext.Principal](): rc + "Principal",
+			},
+			Finish: func(s *jsonschema.Schema) {
+				s.Properties, s.Required, s.Type, s.AdditionalProperties = nil, nil, "", nil
+				s.AnyOf = []*jsonschema.Schema{{Ref: "#/$defs/ToolCallEnvelope"}, {Ref: "#/$defs/ToolResultEnvelope"}}
+				call := s.Definitions["ToolCallEnvelope"]
+				prop(call, "envelope_version").Const, prop(call, "envelope_version").Type = gateway.CallEnvelopeVersion, ""
+				for _, name := range []string{"policy_decision_id", "idempotency_key", "auth_ref"} {
+					p := prop(call, name)
+					p.Type, p.Extras = "", map[string]any{"type": []string{"string", "null"}}
+				}
+				res := s.Definitions["ToolResultEnvelope"]
+				prop(res, "envelope_version").Const, prop(res, "envelope_version").Type = gateway.ResultEnvelopeVersion, ""
+				p := prop(res, "policy_decision_id")
+				p.Type, p.Extras = "", map[string]any{"type": []string{"string", "null"}}
+				out := prop(res, "output")
+				out.Type, out.Extras = "", map[string]any{"type": []string{"object", "null"}}
+				res.Properties.Set("error", &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Ref: "#/$defs/ToolError"}, {Type: "null"}}})
 			},
 		},
 		{
