@@ -91,6 +91,8 @@ type ToolResultEnvelope struct {
 	Metadata         ResultMetadata `json:"metadata"`
 	// Approval is set on a paused result: what the pause awaits.
 	Approval *ApprovalRequest `json:"approval_request,omitempty"`
+
+	recorded bool // already appended to the transcript
 }
 
 // ResultMetadata is the result envelope's metadata.

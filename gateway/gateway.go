@@ -308,6 +308,12 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 		res, err = r.govern(ctx, env, req)
 	}
 	res.LatencyMS = r.g.opts.Now().Sub(start).Milliseconds()
+	if !res.recorded && !res.Metadata.Duplicate {
+		// Refusals are results too: every call's outcome is in the transcript.
+		if rerr := r.record(ctx, "result", env, res); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
 	span.SetAttributes(attribute.String("contextos.tool.status", string(res.Status)), attribute.Int("contextos.tool.attempts", res.Metadata.Attempts))
 	if res.PolicyDecisionID != nil {
 		span.SetAttributes(attribute.String("contextos.policy_decision_id", *res.PolicyDecisionID))
@@ -783,7 +789,10 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	} else {
 		c := *res
 		e.Result = &c
+		// The transcript id and the recorded mark are set after the entry is
+		// hashed and copied: they point at the entry, not into it.
 		res.Metadata.ToolTranscriptID = r.rc.RunID + "#" + strconv.Itoa(r.seq)
+		res.recorded = true
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)

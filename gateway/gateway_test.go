@@ -169,6 +169,10 @@ func TestRefusalsNeverCallTheAdapter(t *testing.T) {
 			if res.Metadata.ToolCode != tc.code || res.Metadata.Retryable == nil || *res.Metadata.Retryable {
 				t.Errorf("deterministic metadata = %+v", res.Metadata)
 			}
+			last := f.recorder.Results()
+			if len(last) == 0 || last[len(last)-1].ToolCallID != res.ToolCallID || last[len(last)-1].Status != tc.status {
+				t.Error("the refusal is not in the transcript")
+			}
 		})
 	}
 	// The schema error speaks JSON pointers a model can act on.
