@@ -164,6 +164,14 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	return pr, nil
 }
 
+// At returns a copy of p that judges evidence expiry at now (the run's
+// time); the prepared packs and policy are shared.
+func (p *Prepared) At(now time.Time) *Prepared {
+	c := *p
+	c.opts.Now = now
+	return &c
+}
+
 // Pack returns the merged, overlaid pack view the compile uses.
 func (p *Prepared) Pack() *pack.Pack { return p.pack }
 

@@ -63,7 +63,7 @@ func runRefund(t *testing.T, approve bool) *refundRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now))
+	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

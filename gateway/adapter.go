@@ -46,15 +46,15 @@ type Call struct {
 
 // Outcome is what an adapter returns for a successful attempt.
 type Outcome struct {
-	Output    map[string]any
-	Mutations []string
-	Artifacts []string
-	Citations []Citation
-	RiskTags  []string
+	Output    map[string]any `json:"output,omitempty"`
+	Mutations []string       `json:"mutations,omitempty"`
+	Artifacts []string       `json:"artifacts,omitempty"`
+	Citations []Citation     `json:"citations,omitempty"`
+	RiskTags  []string       `json:"risk_tags,omitempty"`
 	// Signals are guardrail labels the tool raises (fraud_signal_high, …).
-	Signals []string
+	Signals []string `json:"signals,omitempty"`
 	// CostCents is this attempt's cost; added to the capability's cost model.
-	CostCents float64
+	CostCents float64 `json:"cost_cents,omitempty"`
 }
 
 // Capability declares one capability of a registered adapter.

@@ -98,6 +98,8 @@ type ToolResultEnvelope struct {
 // ResultMetadata is the result envelope's metadata.
 type ResultMetadata struct {
 	Approver                     string   `json:"approver,omitempty"`
+	ApprovalGateID               string   `json:"approval_gate_id,omitempty"`
+	ApprovedAt                   string   `json:"approved_at,omitempty"`
 	ApprovalEvidenceSnapshotHash string   `json:"approval_evidence_snapshot_hash,omitempty"`
 	ToolTranscriptID             string   `json:"tool_transcript_id,omitempty"`
 	RedactionApplied             bool     `json:"redaction_applied"`

@@ -211,6 +211,7 @@ type Run struct {
 	surfaced map[string]surfaced
 	snapshot string
 	redact   []Redactor
+	now      func() time.Time
 
 	mu   sync.Mutex
 	seq  int
@@ -223,13 +224,43 @@ type surfaced struct {
 	mode runcontext.ApprovalMode // the adapter's declared (highest) mode
 }
 
+// RunOptions tunes one run. The zero value uses the gateway's options.
+type RunOptions struct {
+	// Now is the run's clock (approval TTLs, latencies). Default: the
+	// gateway's Options.Now. The runtime passes its per-run clock, so a
+	// replay reads the same times.
+	Now func() time.Time
+	// Chain continues a resumed run's transcript chain where its
+	// checkpoint left it. Default: a new chain.
+	Chain *ChainState
+}
+
+// ChainState is where a run's transcript chain stands.
+type ChainState struct {
+	Seq  int    `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// ChainState returns where the run's transcript chain stands.
+func (r *Run) ChainState() ChainState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ChainState{Seq: r.seq, Hash: r.prev}
+}
+
 // NewRun binds a run. prepared and cc are the compile of req and rc; meter
-// charges the run's budget.
-func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, rc *runcontext.RunContext, meter *runcontext.Meter) (*Run, error) {
+// charges the run's budget; opts may be nil.
+func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, rc *runcontext.RunContext, meter *runcontext.Meter, opts *RunOptions) (*Run, error) {
 	if prepared == nil || cc == nil || req == nil || rc == nil || meter == nil {
 		return nil, fmt.Errorf("%w: NewRun needs the prepared packs, compiled context, request, run context and meter", ErrConfig)
 	}
-	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]surfaced{}, prev: GenesisHash}
+	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]surfaced{}, prev: GenesisHash, now: g.opts.Now}
+	if opts != nil && opts.Now != nil {
+		r.now = opts.Now
+	}
+	if opts != nil && opts.Chain != nil {
+		r.seq, r.prev = opts.Chain.Seq, opts.Chain.Hash
+	}
 	r.doc = policy.NewDocument(req.Input, rc)
 	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
 	if err != nil {
@@ -292,7 +323,7 @@ type CallRequest struct {
 // only when the result could not be recorded (ErrTranscript) or a store
 // failed, and the result is still returned when there is one.
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
-	start := r.g.opts.Now()
+	start := r.now()
 	env, res := r.envelope(req)
 	ctx, span := r.g.tracer.Start(ctx, "execute_tool "+req.CapabilityID, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -307,7 +338,7 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 	if res == nil {
 		res, err = r.govern(ctx, env, req)
 	}
-	res.LatencyMS = r.g.opts.Now().Sub(start).Milliseconds()
+	res.LatencyMS = r.now().Sub(start).Milliseconds()
 	if !res.recorded && !res.Metadata.Duplicate {
 		// Refusals are results too: every call's outcome is in the transcript.
 		if rerr := r.record(ctx, "result", env, res); rerr != nil && err == nil {
@@ -479,7 +510,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g cents left, the call costs %.4g)", costLeft, spec.CostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
 	}
 	// Approval gate.
-	var approver string
+	var approver, approvedGate, approvedAt string
 	if gate := s.perm.RequiresApprovalGate; gate != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
 		out, who, err := r.checkApproval(ctx, env, req.Approval, gate, key)
 		if err != nil {
@@ -488,7 +519,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		if out != nil {
 			return out, r.record(ctx, "result", env, out)
 		}
-		approver = who
+		approver, approvedGate, approvedAt = who, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
 	}
 	// Execute once per idempotency key.
 	if write {
@@ -503,8 +534,8 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		}
 	}
 	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID)
-	out.Metadata.Approver = approver
 	if approver != "" {
+		out.Metadata.Approver, out.Metadata.ApprovalGateID, out.Metadata.ApprovedAt = approver, approvedGate, approvedAt
 		out.Metadata.ApprovalEvidenceSnapshotHash = r.snapshot
 	}
 	out.Metadata.EvidenceHashes = attHashes
@@ -581,7 +612,7 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 	if err != nil {
 		return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), env.PolicyDecisionID), "", nil
 	}
-	now := r.g.opts.Now()
+	now := r.now()
 	if a == nil {
 		res := r.refuse(env, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
 		res.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,

@@ -104,7 +104,7 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.run, err = f.gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, f.now)); err != nil {
+	if f.run, err = f.gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, f.now), nil); err != nil {
 		t.Fatal(err)
 	}
 	f.rc, f.req, f.prepared, f.cc = rc, req, prepared, cc
@@ -114,7 +114,7 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 // rebind binds the fixture's compiled run to another gateway.
 func rebind(t testing.TB, f *fixture, gw *gateway.Gateway) *gateway.Run {
 	t.Helper()
-	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now))
+	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

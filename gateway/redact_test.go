@@ -71,7 +71,7 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 	f := newFixture(t)
 	cc := *f.cc
 	cc.RuntimeControls.RedactionRulesActive = append(cc.RuntimeControls.RedactionRulesActive, "aadhaar")
-	if _, err := f.gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now)); !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), `"aadhaar"`) {
+	if _, err := f.gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil); !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), `"aadhaar"`) {
 		t.Errorf("NewRun with an unknown active redaction rule = %v, want ErrConfig", err)
 	}
 	// A host-supplied rule makes it known.
@@ -79,7 +79,7 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now)); err != nil {
+	if _, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil); err != nil {
 		t.Errorf("with the rule supplied: %v", err)
 	}
 }

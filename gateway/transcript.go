@@ -72,6 +72,21 @@ func (m *MemoryTranscript) Entries(run string) []TranscriptEntry {
 	return slices.Clone(out)
 }
 
+// TranscriptReader is an optional TranscriptSink capability: reading back
+// one run's entries, in order. Replay capture needs it (MemoryTranscript
+// has it).
+type TranscriptReader interface {
+	RunEntries(ctx context.Context, runID string) ([]TranscriptEntry, error)
+}
+
+// RunEntries implements TranscriptReader.
+func (m *MemoryTranscript) RunEntries(ctx context.Context, runID string) ([]TranscriptEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return m.Entries(runID), nil
+}
+
 // ErrChain reports a transcript whose chain does not verify.
 var ErrChain = errors.New("gateway: transcript chain broken")
 

@@ -70,6 +70,18 @@ func NewMeter(b RunBudget, start time.Time) *Meter {
 	return &Meter{budget: b, start: start, buckets: map[Bucket]int{}}
 }
 
+// RestoreMeter returns a meter for b that starts at start and has already
+// charged u (a resumed run's usage from its checkpoint).
+func RestoreMeter(b RunBudget, start time.Time, u Usage) *Meter {
+	m := NewMeter(b, start)
+	m.tokens, m.calls, m.elapsed = u.Tokens, u.ToolCalls, u.WallClockMS
+	m.cost = int64(math.Round(u.CostCents * microCents))
+	for k, v := range u.TokensByBucket {
+		m.buckets[k] = v
+	}
+	return m
+}
+
 // Budget returns the budget the meter charges against.
 func (m *Meter) Budget() RunBudget {
 	b := m.budget

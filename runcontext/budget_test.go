@@ -131,3 +131,19 @@ func TestMeterCopiesBudget(t *testing.T) {
 		t.Error("meter aliases the caller's budget")
 	}
 }
+
+func TestRestoreMeter(t *testing.T) {
+	m := NewMeter(testBudget(), time.Unix(0, 0))
+	m.ChargeToolCall()
+	m.ChargeCost(0.25)
+	m.ChargeTokens(BucketEvidence, 100)
+	r := RestoreMeter(testBudget(), time.Unix(0, 0), m.Usage())
+	if r.Usage().ToolCalls != 1 || r.Usage().CostCents != 0.25 || r.Usage().TokensByBucket[BucketEvidence] != 100 {
+		t.Errorf("restored usage = %+v", r.Usage())
+	}
+	r.ChargeToolCall()
+	r.ChargeToolCall()
+	if err := r.ChargeToolCall(); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("restored meter forgot earlier calls: %v", err)
+	}
+}

@@ -42,7 +42,7 @@ func TestEnvelopesAndRecordsValidate(t *testing.T) {
 		{AdapterID: "adp_orders", Adapter: ad, Capabilities: map[string]gateway.Capability{"lookup": {}}},
 		{AdapterID: "adp_payments", Adapter: ad, Capabilities: map[string]gateway.Capability{"issue_refund": {}}},
 	}, &gateway.Options{Transcript: rec, Now: func() time.Time { return now }})
-	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now))
+	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,10 @@
 // an incoming document against one of them and reports every problem with
 // its JSON pointer.
 //
-// Published now: run-context.v1, invoke-agent.v1, context-pack.v2 and
-// compiled-context.v1, tool-envelope.v1 and decision-record.v1. Their field names,
-// required lists and enums include those of the upstream ContextOS
-// schemas.
+// Published now: run-context.v1, invoke-agent.v1, context-pack.v2,
+// compiled-context.v1, tool-envelope.v1, decision-record.v1 and
+// replay-packet.v1. Their field names, required lists and enums include
+// those of the upstream ContextOS schemas.
 package schemas
 
 //go:generate go run ./internal/gen

@@ -78,6 +78,11 @@ var upstream = []struct {
 	{file: "tool-envelope.v1.schema.json", def: "ToolResultStatus", enum: []string{"ok", "completed", "paused", "blocked", "rejected", "failed", "error"}},
 	{file: "decision-record.v1.schema.json", def: "DecisionStatus", enum: []string{"DECIDED", "DEFERRED", "REJECTED", "ESCALATED", "IN_FLIGHT", "CLOSED"}},
 	{file: "decision-record.v1.schema.json", required: []string{"record_id", "decision_key", "decision_version", "timestamp", "status", "actor", "agent_identity", "evidence_refs", "policy_decisions", "approvals", "controls_active", "trace_id"}},
+	{file: "replay-packet.v1.schema.json", required: []string{"replay_packet_id", "trace_id", "source_kind", "source_ref", "context_pack_ref", "compiled_context_hash", "side_effect_policy", "expected"}},
+	{file: "replay-packet.v1.schema.json", enumProp: "source_kind", enum: []string{"decision_record", "quality_replay_case", "environment_episode", "operator_correction", "golden_case"}},
+	{file: "replay-packet.v1.schema.json", enumProp: "side_effect_policy", enum: []string{"transcript_only", "sandbox", "live_disallowed"}},
+	{file: "replay-packet.v1.schema.json", def: "Expected", required: []string{"status"}, closed: ptr(true)},
+	{file: "replay-packet.v1.schema.json", def: "LatestResult", enumProp: "status", enum: []string{"not_run", "replay_equal", "replay_mismatch", "fixed", "still_failing", "invalid", "superseded"}},
 	{file: "context-pack.v2.schema.json", required: []string{"contract_meta", "pack_meta", "intelligence_refs", "business_context", "policy_layer", "tooling_layer", "decision_layer", "memory_layer", "evaluation_layer", "tone_and_comms"}},
 	{file: "context-pack.v2.schema.json", def: "ApprovalMode", enum: []string{"read_only", "local_write", "network", "delegated", "destructive"}},
 	{file: "context-pack.v2.schema.json", def: "DataClassification", enum: []string{"PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"}},
@@ -216,7 +221,7 @@ func TestResolveAndErrors(t *testing.T) {
 			t.Errorf("Resolve(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := schemas.Resolve("replay-packet"); !errors.Is(err, schemas.ErrUnknownSchema) {
+	if _, err := schemas.Resolve("session-packet"); !errors.Is(err, schemas.ErrUnknownSchema) {
 		t.Errorf("unknown schema: %v", err)
 	}
 	if err := schemas.Validate("nope", []byte(`{}`)); !errors.Is(err, schemas.ErrUnknownSchema) {

@@ -57,7 +57,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	run, err := gw.NewRun(prepared, cc, &req, &rc, runcontext.NewMeter(rc.RunBudget, now))
+	run, err := gw.NewRun(prepared, cc, &req, &rc, runcontext.NewMeter(rc.RunBudget, now), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

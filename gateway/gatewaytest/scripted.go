@@ -240,6 +240,20 @@ func (r *Recorder) Entries() []gateway.TranscriptEntry {
 	return slices.Clone(r.entries)
 }
 
+// RunEntries implements gateway.TranscriptReader.
+func (r *Recorder) RunEntries(ctx context.Context, runID string) ([]gateway.TranscriptEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []gateway.TranscriptEntry
+	for _, e := range r.Entries() {
+		if e.RunID == runID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // Calls returns the recorded call envelopes.
 func (r *Recorder) Calls() []gateway.ToolCallEnvelope {
 	var out []gateway.ToolCallEnvelope

@@ -18,6 +18,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -52,6 +53,7 @@ var defNames = map[reflect.Type]string{
 	reflect.TypeFor[runcontext.Input]():        "InvokeInput",
 	reflect.TypeFor[runcontext.RuntimeHints](): "InvokeRuntime",
 	reflect.TypeFor[decision.Record]():         "DecisionRecord",
+	reflect.TypeFor[replay.Outcome]():          "AdapterOutcome",
 }
 
 // envelopes reflects both tool envelopes into one document; Finish turns
@@ -81,6 +83,9 @@ var inlineEnums = map[reflect.Type][]string{
 	reflect.TypeFor[runcontext.PrincipalKind](): strs(runcontext.PrincipalKinds()),
 	reflect.TypeFor[runcontext.AuthType]():      strs(runcontext.AuthTypes()),
 	reflect.TypeFor[runcontext.Lifecycle]():     strs(runcontext.Lifecycles()),
+	reflect.TypeFor[replay.SourceKind]():        strs(replay.SourceKinds()),
+	reflect.TypeFor[replay.SideEffectPolicy]():  strs(replay.SideEffectPolicies()),
+	reflect.TypeFor[replay.ResultStatus]():      strs(replay.ResultStatuses()),
 }
 
 func strs[T ~string](v []T) []string {
@@ -128,6 +133,21 @@ func Docs() []Doc {
 				prop(s, "timestamp").Format = "date-time"
 				prop(s, "record_hash").Pattern = "^sha256:[0-9a-f]{64}$"
 				prop(s, "prev_record_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+			},
+		},
+		{
+			File: "replay-packet.v1.schema.json", Title: "ReplayPacket v1",
+			Root: reflect.TypeFor[replay.Packet](),
+			External: map[reflect.Type]string{
+				reflect.TypeFor[runcontext.Principal]():       rc + "Principal",
+				reflect.TypeFor[gateway.ToolCallEnvelope]():   BaseURL + "tool-envelope.v1.schema.json#/$defs/ToolCallEnvelope",
+				reflect.TypeFor[gateway.ToolResultEnvelope](): BaseURL + "tool-envelope.v1.schema.json#/$defs/ToolResultEnvelope",
+			},
+			Finish: func(s *jsonschema.Schema) {
+				s.Description = "Portable replay contract for audit replay, regression replay, environment replay, and source-pressure closure."
+				prop(s.Definitions["LatestResult"], "updated_at").Format = "date-time"
+				prop(s, "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				prop(s, "invoke_hash").Pattern = "^sha256:[0-9a-f]{64}$"
 			},
 		},
 		{
@@ -223,15 +243,24 @@ func Generate() (map[string][]byte, error) {
 
 func generate(d Doc) ([]byte, error) {
 	usedEnums := map[string]*jsonschema.Schema{}
+	// Two Go types with one $defs name would silently share a definition;
+	// the generator refuses instead (give one a defNames entry).
+	named := map[string]reflect.Type{}
+	var clash error
 	r := &jsonschema.Reflector{
 		Anonymous:                  true,
 		RequiredFromJSONSchemaTags: true,
 		ExpandedStruct:             true,
 		Namer: func(t reflect.Type) string {
-			if n, ok := defNames[t]; ok {
-				return n
+			n, ok := defNames[t]
+			if !ok {
+				n = t.Name()
 			}
-			return t.Name()
+			if prev, seen := named[n]; n != "" && seen && prev != t && clash == nil {
+				clash = fmt.Errorf("$defs name %q is used by both %v and %v", n, prev, t)
+			}
+			named[n] = t
+			return n
 		},
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
 			if ref, ok := d.External[t]; ok {
@@ -268,6 +297,9 @@ func generate(d Doc) ([]byte, error) {
 		},
 	}
 	s := r.ReflectFromType(d.Root)
+	if clash != nil {
+		return nil, clash
+	}
 	s.Version = Draft
 	s.ID = jsonschema.ID(BaseURL + d.File)
 	s.Title = d.Title

@@ -1,0 +1,118 @@
+package contextos
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/policy"
+)
+
+// builtinCritic enforces the pack (DESIGN.md "Planner, critic, memory"):
+// surfaced tools only, approval modes within the safety mode, closed
+// outcome sets, required evidence before commit, budgets and a loop guard.
+type builtinCritic struct{}
+
+// verify judges a plan before it runs.
+func (builtinCritic) verify(in *CriticInput, cp *Checkpoint) Judgement {
+	surfaced := in.Compiled.ContextLedger.Tools
+	for i, s := range in.Plan.Steps {
+		if !slices.Contains(surfaced, s.CapabilityID) {
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: step %d calls %s, which is not in the tool manifest (surfaced: %s)", i, s.CapabilityID, strings.Join(surfaced, ", "))}
+		}
+		if s.ApprovalMode != "" && !s.ApprovalMode.AtMost(in.Run.SafetyMode) {
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("approval_mode_mismatch: step %d asks for %s above the run's safety mode %s", i, s.ApprovalMode, in.Run.SafetyMode)}
+		}
+	}
+	if d := in.Plan.Decision; d != nil {
+		spec, ok := decision.SpecFor(in.Pack, d.DecisionKey)
+		switch {
+		case !ok:
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: no decision %q in the pack", d.DecisionKey)}
+		case !slices.Contains(spec.AllowedOutcomes, d.Outcome):
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: outcome %q is not one of %v", d.Outcome, spec.AllowedOutcomes)}
+		}
+	}
+	if len(in.Plan.Steps) == 0 && in.Plan.Decision == nil {
+		return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan has no steps and no decision"}
+	}
+	// Loop guard: the same steps again after they already ran.
+	if len(in.Plan.Steps) > 0 && in.Plan.Decision == nil && len(cp.Plans) >= 2 {
+		prev := cp.Plans[len(cp.Plans)-2]
+		a, _ := canon.Digest(prev.Steps)
+		b, _ := canon.Digest(in.Plan.Steps)
+		if a == b && prev.Decision == nil {
+			return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan repeats the previous steps"}
+		}
+	}
+	return Judgement{Verdict: VerdictOK}
+}
+
+// score judges a plan's results.
+func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
+	turn := in.Turn - 1
+	for _, r := range in.Results {
+		if r.Turn != turn {
+			continue
+		}
+		switch r.Result.Status {
+		case gateway.StatusBlocked, gateway.StatusRejected:
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("%s was %s: %s", r.Step.CapabilityID, r.Result.Status, r.Result.Error.Message)}
+		case gateway.StatusFailed:
+			if r.Result.Error != nil && r.Result.Error.Retryable {
+				return Judgement{Verdict: VerdictRetry, Reason: fmt.Sprintf("%s failed (%s); try again", r.Step.CapabilityID, r.Result.Error.Code)}
+			}
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("%s failed (%s)", r.Step.CapabilityID, errCode(r.Result))}
+		case gateway.StatusError:
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("%s returned an error (%s)", r.Step.CapabilityID, errCode(r.Result))}
+		}
+	}
+	d := in.Plan.Decision
+	if d == nil {
+		return Judgement{Verdict: VerdictReplan, Reason: "continue"}
+	}
+	spec, _ := decision.SpecFor(in.Pack, d.DecisionKey)
+	if decision.IsEscalation(spec, d.Outcome) {
+		return Judgement{Verdict: VerdictEscalate, Reason: "the planner escalated: " + d.Rationale}
+	}
+	if decision.IsRefusal(spec, d.Outcome) {
+		return Judgement{Verdict: VerdictAccept}
+	}
+	// A deny bound to this decision forbids every outcome but its refusal
+	// or escalation outcomes.
+	for _, pd := range pol.Decisions {
+		if pd.Outcome == policy.Deny && pd.DecisionBinding == d.DecisionKey {
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: policy rule %s denied %s (%s); only a refusal or escalation outcome is allowed", pd.RuleID, d.DecisionKey, pd.Reason)}
+		}
+	}
+	facts := factsForCritic(in)
+	for _, name := range spec.RequiredEvidence {
+		if !decision.Satisfied(name, facts) {
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("missing_evidence: %s is required before %s can be decided", name, d.DecisionKey)}
+		}
+	}
+	return Judgement{Verdict: VerdictAccept}
+}
+
+func errCode(r *gateway.ToolResultEnvelope) string {
+	if r.Error == nil {
+		return "unknown"
+	}
+	return r.Error.Code
+}
+
+func factsForCritic(in *CriticInput) *decision.Facts {
+	f := &decision.Facts{Pack: in.Pack, Admitted: map[string]string{}, RequestContext: in.Request.Input.Context, PolicyEvaluated: true}
+	for _, e := range in.Compiled.Manifests.EvidenceManifest {
+		f.Admitted[e.EvidenceRef] = ""
+	}
+	for _, s := range in.Results {
+		if s.Result.Status.Succeeded() {
+			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
+		}
+	}
+	return f
+}

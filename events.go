@@ -1,0 +1,52 @@
+package contextos
+
+import (
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+)
+
+// EventKind names a stream event.
+type EventKind string
+
+// Stream event kinds.
+const (
+	EventCompiled   EventKind = "compiled"
+	EventPlan       EventKind = "plan"
+	EventVerdict    EventKind = "verdict"
+	EventToolCall   EventKind = "tool_call"
+	EventToolResult EventKind = "tool_result"
+	EventPause      EventKind = "pause"
+	EventDecision   EventKind = "decision"
+	EventProgress   EventKind = "progress"
+	EventHeartbeat  EventKind = "heartbeat"
+	EventError      EventKind = "error"
+	EventResult     EventKind = "result"
+)
+
+// Event is one typed stream event; the field matching Kind is set.
+type Event struct {
+	Kind     EventKind                   `json:"kind"`
+	RunID    string                      `json:"run_id"`
+	Turn     int                         `json:"turn"`
+	Compiled *CompiledSummary            `json:"compiled,omitempty"`
+	Plan     *Plan                       `json:"plan,omitempty"`
+	Verdict  *Judgement                  `json:"verdict,omitempty"`
+	Step     *Step                       `json:"step,omitempty"`
+	Result   *gateway.ToolResultEnvelope `json:"result,omitempty"`
+	Pause    *gateway.ApprovalRequest    `json:"pause,omitempty"`
+	Record   *decision.Record            `json:"record,omitempty"`
+	Message  string                      `json:"message,omitempty"`
+	Final    *Result                     `json:"final,omitempty"`
+}
+
+// CompiledSummary is what the compiled event reports.
+type CompiledSummary struct {
+	CompiledContextHash string   `json:"compiled_context_hash"`
+	Tools               []string `json:"tools"`
+	ApprovalGates       []string `json:"approval_gates_active"`
+}
+
+func summarize(cc *compiler.CompiledContext) *CompiledSummary {
+	return &CompiledSummary{CompiledContextHash: cc.Hash(), Tools: cc.ContextLedger.Tools, ApprovalGates: cc.RuntimeControls.ApprovalGatesActive}
+}

@@ -1,0 +1,157 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+// Recorder wraps adapters to record every attempt's outcome per run, and
+// the clock to record its readings, so a run can be pinned in a packet.
+// Safe for concurrent use.
+type Recorder struct {
+	mu       sync.Mutex
+	outcomes map[string][]Outcome
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{outcomes: map[string][]Outcome{}} }
+
+// Wrap returns an adapter that records ad's attempts.
+func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
+	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+		out, err := ad.Call(ctx, call)
+		o := Outcome{ToolCallID: call.Envelope.ToolCallID, CapabilityID: call.Envelope.CapabilityID, Attempt: call.Attempt}
+		if err != nil {
+			te, ok := err.(*gateway.ToolError)
+			if !ok {
+				te = gateway.NewToolError(gateway.CodeExecutionFailed, false, "the adapter failed", nil)
+			}
+			c := *te
+			o.Error = &c
+		} else if out != nil {
+			c := *out
+			o.Outcome = &c
+		}
+		r.mu.Lock()
+		r.outcomes[call.Envelope.RunID] = append(r.outcomes[call.Envelope.RunID], o)
+		r.mu.Unlock()
+		return out, err
+	})
+}
+
+// Outcomes returns the recorded outcomes of a run.
+func (r *Recorder) Outcomes(runID string) []Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.outcomes[runID])
+}
+
+// Forget drops a run's outcomes.
+func (r *Recorder) Forget(runID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.outcomes, runID)
+}
+
+// Playback is an Adapter that serves recorded outcomes by tool call id and
+// attempt, and never calls a live system: a call it has no outcome for is
+// refused (and reported by Unserved).
+type Playback struct {
+	mu       sync.Mutex
+	outcomes map[string]Outcome
+	unserved []string
+}
+
+// NewPlayback serves outcomes.
+func NewPlayback(outcomes []Outcome) *Playback {
+	p := &Playback{outcomes: map[string]Outcome{}}
+	for _, o := range outcomes {
+		p.outcomes[fmt.Sprintf("%s#%d", o.ToolCallID, o.Attempt)] = o
+	}
+	return p
+}
+
+var _ gateway.Adapter = (*Playback)(nil)
+
+// Call implements gateway.Adapter.
+func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	key := fmt.Sprintf("%s#%d", call.Envelope.ToolCallID, call.Attempt)
+	p.mu.Lock()
+	o, ok := p.outcomes[key]
+	if !ok {
+		p.unserved = append(p.unserved, call.Envelope.CapabilityID+" "+key)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "replay: no recorded outcome for this call; live calls are not allowed", nil)
+	}
+	if o.Error != nil {
+		c := *o.Error
+		return nil, &c
+	}
+	c := *o.Outcome
+	return &c, nil
+}
+
+// Unserved lists the calls playback had no outcome for.
+func (p *Playback) Unserved() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.unserved)
+}
+
+// Clock records readings of a clock, or serves recorded ones.
+type Clock struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	readings []time.Time
+	replay   bool
+	next     int
+}
+
+// RecordingClock wraps now and records each reading.
+func RecordingClock(now func() time.Time) *Clock { return &Clock{now: now} }
+
+// RecordingClockFrom continues recording with c's clock, starting a new
+// list of readings (c's are kept by the caller). A playback clock is
+// returned as is, so a replay keeps serving in order.
+func RecordingClockFrom(c *Clock) *Clock {
+	if c.replay {
+		return c
+	}
+	return &Clock{now: c.now}
+}
+
+// PlaybackClock serves readings in order; past the end it repeats the last.
+func PlaybackClock(readings []time.Time) *Clock {
+	return &Clock{readings: slices.Clone(readings), replay: true}
+}
+
+// Now returns the next reading.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replay {
+		if len(c.readings) == 0 {
+			return time.Time{}
+		}
+		t := c.readings[min(c.next, len(c.readings)-1)]
+		c.next++
+		return t
+	}
+	t := c.now()
+	c.readings = append(c.readings, t)
+	return t
+}
+
+// Readings returns the readings so far.
+func (c *Clock) Readings() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.readings)
+}

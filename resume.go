@@ -1,0 +1,78 @@
+package contextos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Resume continues a paused run with what it awaits (an approval), on any
+// runtime sharing the checkpoint, decision, idempotency and approval
+// stores. Completed side effects are never repeated: finished steps are
+// not re-run, the paused call keeps its idempotency key, and approvals are
+// checked as in the gateway. The run ends as Invoke's would.
+func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (*Result, error) {
+	cp, err := rt.opts.Checkpoints.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cp.Terminal || cp.Pending == nil && cp.Stopped == "" {
+		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
+	}
+	if in.Budget != nil {
+		next := cp.Run.Clone()
+		next.RunBudget = *in.Budget
+		if err := next.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrResumeInput, err)
+		}
+		if cp.Origin == nil {
+			cp.Origin = cp.Run
+		}
+		cp.Run = next
+	}
+	clock := rt.clockFor(runID)
+	start, err := time.Parse(time.RFC3339Nano, cp.StartedAt)
+	if err != nil {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
+	}
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, long: cp.Request.Mode == runcontext.ModeLongRunning,
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage)}
+	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
+	defer r.span.End()
+	chain := cp.Chain
+	if err := r.setup(ctx, pack.UseExecute, &chain); err != nil {
+		return nil, err
+	}
+	if cp.Pending != nil {
+		var approvals []gateway.Approval
+		for _, a := range in.Approvals {
+			if a.GateID == cp.Pending.GateID {
+				approvals = append(approvals, a)
+			}
+		}
+		if len(approvals) == 0 {
+			return nil, fmt.Errorf("%w: run %s awaits an approval on %s and the input has none", ErrResumeInput, runID, cp.Pending.GateID)
+		}
+		in.Approvals = approvals
+	} else {
+		in.Approvals = nil
+	}
+	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget})
+	cp.Stopped = ""
+	cp.Pending = nil
+	return r.loop(ctx, &in)
+}
+
+// clockFor is the per-run clock: recording for live runs, the packet's
+// readings for a replay.
+func (rt *Runtime) clockFor(string) *replay.Clock {
+	if rt.replayClock != nil {
+		return rt.replayClock
+	}
+	return replay.RecordingClock(rt.opts.Now)
+}

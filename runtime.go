@@ -1,0 +1,426 @@
+package contextos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// RuntimeContractVersion is the runtime contract this SDK implements; packs
+// check it through contract_meta.compatibility.requires.runtime.
+const RuntimeContractVersion = "1.0.0"
+
+// Options tunes a Runtime. The zero value is ready to use: in-memory
+// stores, a no-op tracer, a discarding logger, the wall clock.
+type Options struct {
+	// Adapters are the tool adapters the gateway may call.
+	Adapters []gateway.Registration
+	// Gateway tunes the gateway (idempotency store, approval log, transcript
+	// sink, redactors). Its clock is the runtime's.
+	Gateway gateway.Options
+	// Critic, when set, runs after the built-in critic and can only make a
+	// verdict stricter.
+	Critic Critic
+	// Memory recalls promoted memories and receives proposals.
+	Memory MemoryStore
+	// Evidence retrieves evidence for compilation.
+	Evidence compiler.EvidenceSource
+	// Checkpoints persists paused and long-running runs. Default: in memory.
+	Checkpoints CheckpointStore
+	// Decisions stores the records. Default: in memory.
+	Decisions decision.Store
+	// Replays stores captured replay packets. Default: in memory.
+	Replays PacketStore
+	// ReplaySampleRate is the share of runs captured for replay besides the
+	// failed ones (0 to 1; sampling is by run id, so it is deterministic).
+	ReplaySampleRate float64
+	// TracerProvider makes the spans. Default: no-op.
+	TracerProvider trace.TracerProvider
+	// Logger receives one line per stage. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// NewRunID makes run ids when the host RunContext has none. Default:
+	// derived from tenant and request id.
+	NewRunID func(req *runcontext.InvokeRequest) (string, error)
+	// DefaultSafetyMode applies when the host RunContext sets none.
+	// Default: read_only.
+	DefaultSafetyMode runcontext.ApprovalMode
+	// Tokenizer counts compiled-block tokens. Default: the estimate.
+	Tokenizer compiler.Tokenizer
+	// RuntimeVersion is checked against packs' requires.runtime. Default:
+	// RuntimeContractVersion.
+	RuntimeVersion string
+	// Ontologies are the ontology versions the host declares,
+	// "namespace@version".
+	Ontologies []string
+	// KnowledgeSnapshot pins the knowledge-graph snapshot of evidence.
+	KnowledgeSnapshot string
+	// MaxTurns bounds planner turns per run (a loop guard). Default: 16.
+	MaxTurns int
+}
+
+// PacketStore keeps replay packets. Safe for concurrent use.
+type PacketStore interface {
+	Save(ctx context.Context, p *replay.Packet) error
+	Get(ctx context.Context, id string) (*replay.Packet, error)
+}
+
+// InMemoryPackets is the in-memory PacketStore.
+type InMemoryPackets struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewInMemoryPackets returns an empty store.
+func NewInMemoryPackets() *InMemoryPackets { return &InMemoryPackets{m: map[string][]byte{}} }
+
+// Save implements PacketStore.
+func (s *InMemoryPackets) Save(ctx context.Context, p *replay.Packet) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[p.ReplayPacketID] = b
+	return nil
+}
+
+// Get implements PacketStore.
+func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	b, ok := s.m[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: no replay packet %q", ErrNotFound, id)
+	}
+	var p replay.Packet
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Sentinel errors.
+var (
+	// ErrNotFound reports an unknown run or packet.
+	ErrNotFound = errors.New("contextos: not found")
+	// ErrNotResumable reports a Resume of a run that is not paused.
+	ErrNotResumable = errors.New("contextos: run is not paused")
+	// ErrResumeInput reports a Resume whose input does not answer what
+	// the run awaits.
+	ErrResumeInput = errors.New("contextos: resume input does not answer the pause")
+	// ErrConfig reports invalid options.
+	ErrConfig = errors.New("contextos: invalid configuration")
+)
+
+// Runtime runs governed agent work. Build one with New; it is safe for
+// concurrent use by many runs.
+type Runtime struct {
+	planner  Planner
+	packs    *pack.Resolver
+	opts     Options
+	gw       *gateway.Gateway
+	recorder *replay.Recorder
+	tracer   trace.Tracer
+	builtin  builtinCritic
+
+	mu       sync.Mutex
+	prepared map[string]*compiler.Prepared
+
+	// Set on the runtimes Replay builds.
+	isReplay    bool
+	replayClock *replay.Clock
+}
+
+// New returns a runtime that plans with planner and resolves packs from
+// registry, verifying their signatures with keys.
+func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *Options) (*Runtime, error) {
+	if planner == nil || registry == nil || keys == nil {
+		return nil, fmt.Errorf("%w: New needs a planner, a pack registry and a key resolver", ErrConfig)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RuntimeVersion == "" {
+		o.RuntimeVersion = RuntimeContractVersion
+	}
+	host := pack.Host{"runtime": o.RuntimeVersion}
+	for _, ont := range o.Ontologies {
+		if _, v, ok := strings.Cut(ont, "@"); ok {
+			if cur, have := host["ontology"]; !have || cur < v {
+				host["ontology"] = v
+			}
+		}
+	}
+	return newRuntime(planner, pack.NewResolver(registry, keys, &pack.ResolverOptions{Host: host, Now: o.Now}), o)
+}
+
+// newRuntime fills the defaults of o and builds the runtime around a pack
+// resolver (shared by a runtime and the runtimes its replays build).
+func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Checkpoints == nil {
+		o.Checkpoints = NewInMemoryCheckpoints()
+	}
+	if o.Decisions == nil {
+		o.Decisions = decision.NewMemoryStore()
+	}
+	if o.Replays == nil {
+		o.Replays = NewInMemoryPackets()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = noop.NewTracerProvider()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.RuntimeVersion == "" {
+		o.RuntimeVersion = RuntimeContractVersion
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 16
+	}
+	if o.ReplaySampleRate < 0 || o.ReplaySampleRate > 1 {
+		return nil, fmt.Errorf("%w: ReplaySampleRate must be in [0, 1]", ErrConfig)
+	}
+	if o.Gateway.Transcript != nil {
+		if _, ok := o.Gateway.Transcript.(gateway.TranscriptReader); !ok {
+			return nil, fmt.Errorf("%w: Gateway.Transcript must also implement gateway.TranscriptReader: failed runs are always captured for replay, which reads the run's transcript back", ErrConfig)
+		}
+	}
+	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: replay.NewRecorder(), prepared: map[string]*compiler.Prepared{},
+		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	regs := make([]gateway.Registration, len(o.Adapters))
+	for i, reg := range o.Adapters {
+		regs[i] = reg
+		if reg.Adapter != nil {
+			regs[i].Adapter = rt.recorder.Wrap(reg.Adapter)
+		}
+	}
+	gopts := o.Gateway
+	gopts.Now = o.Now
+	gopts.TracerProvider = o.TracerProvider
+	if gopts.Logger == nil {
+		gopts.Logger = o.Logger
+	}
+	gw, err := gateway.New(regs, &gopts)
+	if err != nil {
+		return nil, err
+	}
+	rt.gw = gw
+	return rt, nil
+}
+
+// Result is the outcome of Invoke or Resume.
+type Result struct {
+	RunID  string          `json:"run_id"`
+	Status decision.Status `json:"status"`
+	// Record is the run's (latest) DecisionRecord, as stored.
+	Record *decision.Record `json:"decision_record"`
+	// Compiled is the run's compiled context.
+	Compiled *compiler.CompiledContext `json:"-"`
+	// ToolResults are every tool result of the run, in order.
+	ToolResults []*gateway.ToolResultEnvelope `json:"tool_results"`
+	// Pending is the approval a DEFERRED run awaits.
+	Pending *gateway.ApprovalRequest `json:"pending_approval,omitempty"`
+	// ReplayPacketID names the captured packet, if any.
+	ReplayPacketID string `json:"replay_packet_id,omitempty"`
+}
+
+// ResumeInput answers what a paused run awaits, or lets a hard-stopped
+// run go on.
+type ResumeInput struct {
+	// Approvals answer a pause on an approval gate; one must name the
+	// awaited gate.
+	Approvals []gateway.Approval
+	// Budget, when set, replaces the run budget (limits still count from
+	// the run's start and its usage so far), as an operator does to let a
+	// run stopped by a budget limit finish.
+	Budget *runcontext.RunBudget
+}
+
+// Invoke runs one request to a terminal record, a pause or a budget limit.
+// An error means the request could not be run at all (invalid input,
+// packs refused, compile refused) or a store failed; governed outcomes —
+// rejections, escalations, pauses — are results with their record.
+func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*Result, error) {
+	return rt.invoke(ctx, req, rc, nil)
+}
+
+// Stream runs one request like Invoke and yields its typed events (compiled,
+// plan, verdict, tool call, tool result, pause, decision, progress and
+// heartbeat for long_running, error) ending with a result event. Stopping
+// the iteration cancels the run.
+func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		emit := func(e Event) {
+			if !stopped && !yield(e, nil) {
+				stopped = true
+				cancel()
+			}
+		}
+		res, err := rt.invoke(ctx, req, rc, emit)
+		if stopped {
+			return
+		}
+		if err != nil {
+			yield(Event{Kind: EventError, Message: err.Error()}, err)
+			return
+		}
+		yield(Event{Kind: EventResult, RunID: res.RunID, Final: res}, nil)
+	}
+}
+
+// run is one run's state.
+type run struct {
+	rt       *Runtime
+	req      *runcontext.InvokeRequest
+	rc       *runcontext.RunContext
+	clock    *replay.Clock
+	meter    *runcontext.Meter
+	inputs   []compiler.Input
+	prepared *compiler.Prepared
+	cc       *compiler.CompiledContext
+	gwRun    *gateway.Run
+	cp       *Checkpoint
+	emit     func(Event)
+	span     trace.Span
+	long     bool
+}
+
+func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	rc, err := runcontext.Materialize(req, host, &runcontext.MaterializeOptions{NewRunID: rt.opts.NewRunID, DefaultSafetyMode: rt.opts.DefaultSafetyMode})
+	if err != nil {
+		return nil, err
+	}
+	clock := rt.clockFor(rc.RunID)
+	start := clock.Now()
+	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning}
+	r.cp = &Checkpoint{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}}
+	ctx, r.span = rt.startRunSpan(ctx, req, rc)
+	defer r.span.End()
+	if err := r.setup(ctx, pack.UseExecute, nil); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx, nil)
+}
+
+// startRunSpan starts the invoke span as a child of the request's W3C
+// trace context, so the run's trace id is the request's.
+func (rt *Runtime) startRunSpan(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (context.Context, trace.Span) {
+	carrier := propagation.MapCarrier{}
+	req.Trace.Inject(func(k, v string) { carrier[k] = v })
+	ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+	return rt.tracer.Start(ctx, "invoke_agent", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("contextos.tenant_id", rc.TenantID),
+		attribute.String("contextos.run_id", rc.RunID),
+		attribute.String("contextos.pack_ref", strings.Join(req.ContextPackRefs, ",")),
+		attribute.String("contextos.mode", string(req.Mode)),
+	))
+}
+
+// setup resolves the packs, compiles and binds the gateway; chain, when
+// set, continues a paused run's transcript chain.
+func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) error {
+	rt := r.rt
+	_, span := rt.tracer.Start(ctx, "compile")
+	defer span.End()
+	r.inputs = r.inputs[:0]
+	key := ""
+	for _, ref := range r.req.ContextPackRefs {
+		res, err := rt.packs.ResolveString(ctx, ref, use)
+		if err != nil {
+			return err
+		}
+		r.inputs = append(r.inputs, compiler.Input{Ref: res.Ref, Pack: res.Pack, ContentHash: res.ContentHash})
+		key += res.Ref.String() + "=" + res.ContentHash + ";"
+	}
+	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Evidence: rt.opts.Evidence, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot}
+	if rt.opts.Memory != nil {
+		copts.Memory = rt.opts.Memory
+	}
+	rt.mu.Lock()
+	prepared := rt.prepared[key]
+	rt.mu.Unlock()
+	if prepared == nil {
+		var err error
+		if prepared, err = compiler.Prepare(r.inputs, copts); err != nil {
+			return err
+		}
+		rt.mu.Lock()
+		if len(rt.prepared) >= maxPrepared {
+			clear(rt.prepared) // packs are re-prepared on demand
+		}
+		rt.prepared[key] = prepared
+		rt.mu.Unlock()
+	}
+	prepared = prepared.At(start)
+	cc, err := prepared.Compile(ctx, r.req, r.rc)
+	if err != nil {
+		return err
+	}
+	r.prepared, r.cc = prepared, cc
+	span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
+	r.span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
+	if r.gwRun, err = rt.gw.NewRun(prepared, cc, r.req, r.rc, r.meter, gatewayRunOptions(r.clock, chain)); err != nil {
+		return err
+	}
+	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
+	return nil
+}
+
+// maxPrepared bounds the cache of prepared pack sets.
+const maxPrepared = 256
+
+func gatewayRunOptions(c *replay.Clock, chain *gateway.ChainState) *gateway.RunOptions {
+	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain}
+}
+
+func (r *run) event(e Event) {
+	if r.emit != nil {
+		e.RunID = r.rc.RunID
+		e.Turn = r.cp.Turn
+		r.emit(e)
+	}
+}

@@ -1,0 +1,242 @@
+package contextos_test
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/gateway"
+
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+)
+
+func TestHighValueRefundPausesThenDecides(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
+	req, rc := refundRequest(t, 4200, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
+	if res.Record.Awaiting == nil || res.Record.Awaiting.ApproverRole != "finance_lead" {
+		t.Fatalf("deferred record awaits %+v", res.Record.Awaiting)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	done := h.Approve(res, "user_finance_lead_77", "finance_lead")
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertOutcome(t, done, "approved")
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	if len(done.Record.Approvals) != 1 || done.Record.Approvals[0].Approver != "user_finance_lead_77" {
+		t.Errorf("approvals = %+v", done.Record.Approvals)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(done))
+}
+
+func TestLowValueRefundDecidedWithoutGate(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+	req, rc := refundRequest(t, 1200, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Decided)
+	contextostest.AssertOutcome(t, res, "approved")
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	if len(res.Record.Approvals) != 0 || len(res.Record.ControlsActive.ApprovalGatesActive) != 0 {
+		t.Errorf("a 1200 refund has approvals %+v, gates %v", res.Record.Approvals, res.Record.ControlsActive.ApprovalGatesActive)
+	}
+	rec := res.Record
+	switch {
+	case rec.TraceID != req.Trace.TraceID, rec.Lineage.PackVersion != "ctxpack.support@1.0.0", rec.Lineage.PackContentHash == "",
+		rec.Lineage.CompiledContextHash != res.Compiled.Hash(), rec.Lineage.ToolTranscriptChainHash == "",
+		len(rec.PolicyDecisions) == 0, rec.BudgetUsage.ToolCalls != 3, rec.BudgetUsage.Tokens != 1600:
+		t.Errorf("record lacks what it must carry: %+v", rec)
+	}
+	if err := h.Decisions.Verify(context.Background()); err != nil {
+		t.Errorf("decision chain: %v", err)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+func TestRefundWithoutIdentityIsRefused(t *testing.T) {
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200), deniedPlan())
+	h := harness(t, planner, nil)
+	req, rc := refundRequest(t, 1200, false)
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Decided)
+	contextostest.AssertOutcome(t, res, "denied")
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	if slices.Contains(res.Compiled.ContextLedger.Tools, "adp_payments.issue_refund") {
+		t.Error("the refund tool is surfaced although policy denies the refund")
+	}
+	reqs := planner.Requests()
+	if len(reqs) != 3 || !strings.Contains(reqs[2].ReplanReason, "not in the tool manifest") {
+		t.Errorf("the planner was not told why its refund plan was refused: %d turns", len(reqs))
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+func TestMustRefuseSignalRejectsBeforePlanning(t *testing.T) {
+	planner := contextostest.NewPlanner(lookupPlan())
+	h := harness(t, planner, nil)
+	req, rc := refundRequest(t, 1200, true)
+	req.Input.Context["signals"] = []any{"refund_without_identity"}
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Rejected)
+	if len(planner.Requests()) != 0 || len(h.Transcript.Calls()) != 0 {
+		t.Errorf("a refused run planned (%d) or called tools (%d)", len(planner.Requests()), len(h.Transcript.Calls()))
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+func TestMustEscalateSignalFromToolEscalates(t *testing.T) {
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+	scriptDefaults(h, "adp_orders")
+	h.Adapter("adp_orders").On("lookup").Return(&gateway.Outcome{Output: map[string]any{"order_id": "ord_881"}, Signals: []string{"fraud_signal_high"}})
+	req, rc := refundRequest(t, 1200, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	if !strings.Contains(res.Record.Rationale.Summary, "fraud_signal_high") {
+		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+func TestUnsurfacedToolEscalatesAfterMaxReplans(t *testing.T) {
+	planner := contextostest.NewPlanner(&contextos.Plan{Steps: []contextos.Step{{CapabilityID: "adp_crm.delete_customer", Args: map[string]any{"customer_id": "cus_77"}}}}).RepeatLast()
+	h := harness(t, planner, nil)
+	req, rc := refundRequest(t, 1200, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	if n := len(planner.Requests()); n != rc.RunBudget.MaxReplanAttempts+1 {
+		t.Errorf("planner asked %d times, want %d", n, rc.RunBudget.MaxReplanAttempts+1)
+	}
+	if len(h.Transcript.Calls()) != 0 {
+		t.Error("an unsurfaced tool reached the gateway")
+	}
+	if !strings.Contains(res.Record.Rationale.Summary, "replans exhausted") {
+		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+func TestWallClockHardStopEscalatesWithResumableCheckpoint(t *testing.T) {
+	var ticks atomic.Int64
+	now := func() time.Time { return contextostest.FixedTime.Add(time.Duration(ticks.Add(1)) * 4 * time.Second) }
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Now: now})
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.WallClockMS = 10_000
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	if !strings.Contains(res.Record.Rationale.Summary, "wall_clock") {
+		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
+	}
+	cp, err := h.Checkpoints.Load(context.Background(), res.RunID)
+	if err != nil || cp.Terminal || cp.Stopped == "" {
+		t.Fatalf("checkpoint = %+v, %v", cp, err)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+
+	// An operator extends the budget; the run goes on from its checkpoint
+	// and the escalated record is closed.
+	budget := rc.RunBudget
+	budget.WallClockMS = 600_000
+	done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+	recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: res.RunID})
+	if last := recs[len(recs)-1]; last.Status != decision.Closed || last.Closes != res.Record.RecordID {
+		t.Errorf("records = %v", statuses(recs))
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(done))
+}
+
+func statuses(recs []*decision.Record) []decision.Status {
+	var out []decision.Status
+	for _, r := range recs {
+		out = append(out, r.Status)
+	}
+	return out
+}
+
+func TestCancelStopsPromptlyWithoutLeaks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	started := make(chan struct{})
+	planner := contextostest.NewPlanner().ThenFunc(func(req *contextos.PlanRequest) (*contextos.Plan, error) {
+		return lookupPlan(), nil
+	})
+	h := harness(t, contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+		if req.Turn == 0 {
+			return planner.Plan(ctx, req)
+		}
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}), nil)
+	req, rc := refundRequest(t, 1200, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	res, err := h.Runtime.Invoke(ctx, req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	if !strings.Contains(res.Record.Rationale.Summary, "canceled") {
+		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
+	}
+}
+
+func TestHostCriticCanOnlyTighten(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		critic critic
+		want   decision.Status
+	}{
+		{"looser verdict ignored", critic{score: contextos.VerdictAccept}, decision.Decided},
+		{"stricter verdict wins", critic{score: contextos.VerdictEscalate}, decision.Escalated},
+		{"reject at verify", critic{verify: contextos.VerdictReject}, decision.Rejected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.critic
+			h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Critic: &c}})
+			req, rc := refundRequest(t, 1200, true)
+			contextostest.AssertStatus(t, h.Invoke(req, rc), tc.want)
+		})
+	}
+}
+
+type critic struct{ verify, score contextos.Verdict }
+
+func (c *critic) Verify(context.Context, *contextos.CriticInput) (contextos.Judgement, error) {
+	return contextos.Judgement{Verdict: cmp.Or(c.verify, contextos.VerdictOK), Reason: "host verify"}, nil
+}
+
+func (c *critic) Score(_ context.Context, in *contextos.CriticInput) (contextos.Judgement, error) {
+	if in.Plan.Decision == nil {
+		return contextos.Judgement{Verdict: contextos.VerdictAccept}, nil
+	}
+	return contextos.Judgement{Verdict: cmp.Or(c.score, contextos.VerdictAccept), Reason: "host score"}, nil
+}
+
+func TestConsolidationFiltersMemoryProposals(t *testing.T) {
+	plan := refundPlan(1200)
+	plan.Memory = []contextos.MemoryProposal{
+		{WriteClass: "decision_outcome", Content: "Refund of ord_881 approved.", Confidence: 0.9, SubjectIDs: []string{"order:ord_881"}},
+		{WriteClass: "decision_outcome", Content: "Customer phone +91…", Confidence: 0.9, PII: true},
+		{WriteClass: "not_a_class", Content: "x", Confidence: 0.9},
+	}
+	mem := contextos.NewInMemoryMemory()
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), plan), &contextostest.Options{Runtime: contextos.Options{Memory: mem}})
+	req, rc := refundRequest(t, 1200, true)
+	contextostest.AssertStatus(t, h.Invoke(req, rc), decision.Decided)
+	got := mem.Proposals()
+	if len(got) != 1 || got[0].Content != "Refund of ord_881 approved." || got[0].RunID != rc.RunID {
+		t.Errorf("proposals = %+v", got)
+	}
+}
