@@ -72,7 +72,7 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 	}
 	d := in.Plan.Decision
 	if d == nil {
-		return Judgement{Verdict: VerdictReplan, Reason: "continue"}
+		return Judgement{Verdict: VerdictReplan, Reason: reasonContinue}
 	}
 	spec, _ := decision.SpecFor(in.Pack, d.DecisionKey)
 	if decision.IsEscalation(spec, d.Outcome) {
@@ -116,3 +116,8 @@ func factsForCritic(in *CriticInput) *decision.Facts {
 	}
 	return f
 }
+
+// reasonContinue is the score reason for a plan that ran its steps and
+// proposed no decision yet: the planner is asked again, which does not
+// count as a replan.
+const reasonContinue = "continue: no decision proposed yet"

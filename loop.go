@@ -133,7 +133,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		case VerdictReject:
 			return r.finish(ctx, decision.Rejected, plan.Decision, j.Reason)
 		case VerdictRetry, VerdictReplan:
-			if j.Reason != "continue" {
+			if j.Reason != reasonContinue {
 				cp.Replans++
 				if cp.Replans > maxReplans {
 					return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))

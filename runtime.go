@@ -244,6 +244,12 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	return rt, nil
 }
 
+// Packets returns the store of captured replay packets.
+func (rt *Runtime) Packets() PacketStore { return rt.opts.Replays }
+
+// Decisions returns the decision record store.
+func (rt *Runtime) Decisions() decision.Store { return rt.opts.Decisions }
+
 // Result is the outcome of Invoke or Resume.
 type Result struct {
 	RunID  string          `json:"run_id"`

@@ -3,6 +3,7 @@ package contextos_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
 
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
@@ -239,4 +241,70 @@ func TestConsolidationFiltersMemoryProposals(t *testing.T) {
 	if len(got) != 1 || got[0].Content != "Refund of ord_881 approved." || got[0].RunID != rc.RunID {
 		t.Errorf("proposals = %+v", got)
 	}
+}
+
+func TestResumeOnSecondRuntimeRepeatsNoSideEffect(t *testing.T) {
+	gw := gateway.Options{Idempotency: gateway.NewMemoryIdempotency(), Approvals: gateway.NewMemoryApprovalLog(), Transcript: &gatewaytest.Recorder{}}
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(4200))
+	h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Gateway: gw}})
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+
+	// A second runtime (another replica) sharing every store and the
+	// same downstream systems.
+	regs := []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: h.Adapter("adp_orders"), Capabilities: map[string]gateway.Capability{"lookup": {}}},
+		{AdapterID: "adp_policy", Adapter: h.Adapter("adp_policy"), Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: h.Adapter("adp_payments"), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	}
+	rt2, err := contextos.New(planner, h.Registry, h.Keys, &contextos.Options{
+		Adapters: regs, Gateway: gw, Evidence: evidence(t), Ontologies: []string{"ont.support@1.0.0"}, ReplaySampleRate: 1,
+		Checkpoints: h.Checkpoints, Decisions: h.Decisions, Replays: h.Replays, Now: func() time.Time { return contextostest.FixedTime }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approval := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	done, err := rt2.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	// The first replica retries the same resume: the run is over.
+	if _, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}}); !errors.Is(err, contextos.ErrNotResumable) {
+		t.Errorf("second resume = %v, want ErrNotResumable", err)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+	recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: paused.RunID})
+	if got := statuses(recs); !slices.Equal(got, []decision.Status{decision.Deferred, decision.Decided, decision.Closed}) {
+		t.Errorf("records = %v", got)
+	}
+	if err := h.Decisions.Verify(context.Background()); err != nil {
+		t.Error(err)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(done))
+}
+
+func TestResumeRefusesBadInput(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	ctx := context.Background()
+	if _, err := h.Runtime.Resume(ctx, "run_unknown", contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNoCheckpoint) {
+		t.Errorf("unknown run: %v", err)
+	}
+	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrResumeInput) {
+		t.Errorf("no approval: %v", err)
+	}
+	// A wrong role is checked by the gateway: the run pauses again.
+	again, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{
+		contextostest.Approval(paused.Pending, "usr_771", "support_agent", contextostest.FixedTime)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status == decision.Decided {
+		t.Fatalf("a support agent approved a finance gate: %s", again.Status)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
 }

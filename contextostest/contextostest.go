@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/contextos/contextos"
@@ -23,6 +22,15 @@ import (
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
+
+// T is the part of testing.TB the harness uses; *testing.T and
+// *testing.B satisfy it. The harness returns nil after Fatalf, so a T
+// whose Fatalf does not stop the goroutine sees no panic from it.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // Planner is a scripted planner: turn i returns the i-th plan (or what the
 // i-th function returns). Asked for a turn it has no script for, it fails,
@@ -132,7 +140,7 @@ type Harness struct {
 	Replays     *contextos.InMemoryPackets
 	Transcript  *gatewaytest.Recorder
 	adapters    map[string]*gatewaytest.ScriptedAdapter
-	t           testing.TB
+	t           T
 }
 
 // FixedTime is the default harness clock.
@@ -142,7 +150,7 @@ var FixedTime = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
 // signed with a throwaway key and published in an in-memory registry, and each
 // adapter in their tool registries gets a scripted adapter (script it with
 // Adapter). The pack's ontology is declared to the runtime.
-func New(t testing.TB, planner contextos.Planner, packs [][]byte, opts *Options) *Harness {
+func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness {
 	t.Helper()
 	var o Options
 	if opts != nil {
@@ -160,17 +168,21 @@ func New(t testing.TB, planner contextos.Planner, packs [][]byte, opts *Options)
 		p, err := pack.Decode(doc)
 		if err != nil {
 			t.Fatalf("contextostest: pack: %v", err)
+			return nil
 		}
 		signed, err := pack.Sign(p, kid, key)
 		if err != nil {
 			t.Fatalf("contextostest: sign: %v", err)
+			return nil
 		}
 		e, err := h.Registry.Put(context.Background(), signed)
 		if err != nil {
 			t.Fatalf("contextostest: registry: %v", err)
+			return nil
 		}
 		if _, err := h.Registry.SetState(context.Background(), e.Ref, pack.StatePublished, "contextostest"); err != nil {
 			t.Fatalf("contextostest: publish: %v", err)
+			return nil
 		}
 		ont := p.IntelligenceRefs.Ontology
 		if ont.Namespace != "" && !slices.Contains(ro.Ontologies, ont.Namespace+"@"+ont.Version) {
@@ -216,6 +228,7 @@ func New(t testing.TB, planner contextos.Planner, packs [][]byte, opts *Options)
 	rt, err := contextos.New(planner, h.Registry, h.Keys, &ro)
 	if err != nil {
 		t.Fatalf("contextostest: runtime: %v", err)
+		return nil
 	}
 	h.Runtime = rt
 	return h
@@ -227,6 +240,7 @@ func (h *Harness) Adapter(adapterID string) *gatewaytest.ScriptedAdapter {
 	a := h.adapters[adapterID]
 	if a == nil {
 		h.t.Fatalf("contextostest: no scripted adapter %q (the harness scripts the packs' adapters unless Options.Runtime.Adapters is set)", adapterID)
+		return nil
 	}
 	return a
 }
@@ -237,6 +251,7 @@ func (h *Harness) Invoke(req *runcontext.InvokeRequest, rc *runcontext.RunContex
 	res, err := h.Runtime.Invoke(context.Background(), req, rc)
 	if err != nil {
 		h.t.Fatalf("Invoke: %v", err)
+		return nil
 	}
 	return res
 }
@@ -247,11 +262,13 @@ func (h *Harness) Approve(res *contextos.Result, approver, role string) *context
 	h.t.Helper()
 	if res.Pending == nil {
 		h.t.Fatalf("Approve: run %s is %s, not awaiting an approval", res.RunID, res.Status)
+		return nil
 	}
 	a := Approval(res.Pending, approver, role, FixedTime)
 	out, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	if err != nil {
 		h.t.Fatalf("Resume: %v", err)
+		return nil
 	}
 	return out
 }
@@ -268,20 +285,23 @@ func (h *Harness) Replay(res *contextos.Result) *replay.Result {
 	h.t.Helper()
 	if res.ReplayPacketID == "" {
 		h.t.Fatalf("Replay: run %s captured no replay packet (set Options.Runtime.ReplaySampleRate to 1)", res.RunID)
+		return nil
 	}
 	p, err := h.Replays.Get(context.Background(), res.ReplayPacketID)
 	if err != nil {
 		h.t.Fatalf("Replay: %v", err)
+		return nil
 	}
 	out, err := h.Runtime.Replay(context.Background(), p)
 	if err != nil {
 		h.t.Fatalf("Replay: %v", err)
+		return nil
 	}
 	return out
 }
 
 // AssertStatus fails the test unless the run ended with status.
-func AssertStatus(t testing.TB, res *contextos.Result, status decision.Status) {
+func AssertStatus(t T, res *contextos.Result, status decision.Status) {
 	t.Helper()
 	if res.Status != status {
 		t.Errorf("run %s status = %s, want %s (%s)", res.RunID, res.Status, status, res.Record.Rationale.Summary)
@@ -289,7 +309,7 @@ func AssertStatus(t testing.TB, res *contextos.Result, status decision.Status) {
 }
 
 // AssertOutcome fails the test unless the run's record has outcome.
-func AssertOutcome(t testing.TB, res *contextos.Result, outcome string) {
+func AssertOutcome(t T, res *contextos.Result, outcome string) {
 	t.Helper()
 	if res.Record.Outcome != outcome {
 		t.Errorf("run %s outcome = %q, want %q (%s: %s)", res.RunID, res.Record.Outcome, outcome, res.Status, res.Record.Rationale.Summary)
@@ -298,7 +318,7 @@ func AssertOutcome(t testing.TB, res *contextos.Result, outcome string) {
 
 // AssertCalls fails the test unless capability ("adapter.capability" or a
 // bare capability name) reached adapter n times.
-func AssertCalls(t testing.TB, adapter *gatewaytest.ScriptedAdapter, capability string, n int) {
+func AssertCalls(t T, adapter *gatewaytest.ScriptedAdapter, capability string, n int) {
 	t.Helper()
 	if got := adapter.CallCount(capability); got != n {
 		t.Errorf("%s called %d times, want %d", capability, got, n)
@@ -306,7 +326,7 @@ func AssertCalls(t testing.TB, adapter *gatewaytest.ScriptedAdapter, capability 
 }
 
 // AssertPending fails the test unless the run awaits an approval on gateID.
-func AssertPending(t testing.TB, res *contextos.Result, gateID string) {
+func AssertPending(t T, res *contextos.Result, gateID string) {
 	t.Helper()
 	switch {
 	case res.Status != decision.Deferred || res.Pending == nil:
@@ -317,7 +337,7 @@ func AssertPending(t testing.TB, res *contextos.Result, gateID string) {
 }
 
 // AssertReplayEqual fails the test unless the replay equals its packet.
-func AssertReplayEqual(t testing.TB, r *replay.Result) {
+func AssertReplayEqual(t T, r *replay.Result) {
 	t.Helper()
 	if r.Status != replay.ReplayEqual {
 		t.Errorf("replay = %s: %+v", r.Status, r.Diffs)

@@ -1,0 +1,284 @@
+// Command refund runs the seeds' MVP end to end, all in memory: the
+// canonical support pack signed with a dev key into an in-memory registry,
+// a deterministic rule-based planner, and in-memory adapters for order
+// lookup, policy evaluation and payments. It shows four flows:
+//
+//  1. a 4200 refund that pauses for finance approval, is approved by a
+//     finance lead and is DECIDED;
+//  2. a refund without identity verification, which policy refuses;
+//  3. a 1200 refund decided without an approval gate;
+//  4. the replay of the first run, offline, reporting replay_equal.
+//
+// The clock is fixed so the output (ids, hashes, timestamps) is the same on
+// every run; a host passes its own clock.
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+var (
+	//go:embed pack.json
+	packJSON []byte
+	//go:embed evidence.json
+	evidenceJSON []byte
+	//go:embed invoke.json
+	invokeJSON []byte
+	//go:embed run-context.json
+	runContextJSON []byte
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "refund:", err)
+		os.Exit(1)
+	}
+}
+
+// now is the example's fixed clock.
+var now = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
+
+func run(ctx context.Context, w io.Writer) error {
+	rt, payments, err := newRuntime(ctx)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "== 1. Refund of INR 4200: pauses for finance approval")
+	req, rc, err := request("req_flow1", 4200, true)
+	if err != nil {
+		return err
+	}
+	res, err := stream(ctx, w, rt, req, rc)
+	if err != nil {
+		return err
+	}
+	if res.Pending == nil {
+		return fmt.Errorf("flow 1 did not pause: %s", res.Status)
+	}
+	approval := gateway.Approval{ApprovalID: "apr_finance_1", GateID: res.Pending.GateID, ActionDigest: res.Pending.ActionDigest,
+		Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: now}
+	fmt.Fprintf(w, "   approve  %s by %s (%s)\n", approval.GateID, approval.Approver, approval.ApproverRole)
+	done, err := rt.Resume(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
+	if err != nil {
+		return err
+	}
+	for _, r := range done.ToolResults[len(res.ToolResults)-1:] {
+		fmt.Fprintf(w, "   tool     %-26s %s %s\n", r.CapabilityID, r.Status, outputLine(r))
+	}
+	fmt.Fprintf(w, "   decision %s %s (payments called %d time)\n\n", done.Status, done.Record.Outcome, payments.calls.Load())
+	fmt.Fprintln(w, "   The decision record:")
+	b, err := json.MarshalIndent(done.Record, "   ", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s\n\n", b)
+
+	fmt.Fprintln(w, "== 2. Refund without identity verification: refused")
+	req, rc, err = request("req_flow2", 1200, false)
+	if err != nil {
+		return err
+	}
+	if _, err := stream(ctx, w, rt, req, rc); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "== 3. Refund of INR 1200: decided without a gate")
+	req, rc, err = request("req_flow3", 1200, true)
+	if err != nil {
+		return err
+	}
+	if _, err := stream(ctx, w, rt, req, rc); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "== 4. Replay of run 1, offline")
+	p, err := rt.Packets().Get(ctx, done.ReplayPacketID)
+	if err != nil {
+		return err
+	}
+	before := payments.calls.Load()
+	rep, err := rt.Replay(ctx, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   packet   %s (%d planner turns, %d adapter outcomes, %d transcript entries)\n", p.ReplayPacketID, len(p.PlannerOutput), len(p.Outcomes), len(p.Transcript))
+	fmt.Fprintf(w, "   result   %s, %d differences; live payments calls during replay: %d\n", rep.Status, len(rep.Diffs), payments.calls.Load()-before)
+	return nil
+}
+
+// stream runs one request and prints its events as a step log.
+func stream(ctx context.Context, w io.Writer, rt *contextos.Runtime, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*contextos.Result, error) {
+	for e, err := range rt.Stream(ctx, req, rc) {
+		if err != nil {
+			return nil, err
+		}
+		switch e.Kind {
+		case contextos.EventCompiled:
+			fmt.Fprintf(w, "   compiled %s, tools: %s\n", short(e.Compiled.CompiledContextHash), strings.Join(e.Compiled.Tools, ", "))
+		case contextos.EventPlan:
+			var steps []string
+			for _, s := range e.Plan.Steps {
+				steps = append(steps, s.CapabilityID)
+			}
+			if d := e.Plan.Decision; d != nil {
+				steps = append(steps, "propose "+d.Outcome)
+			}
+			fmt.Fprintf(w, "   plan     turn %d: %s\n", e.Turn, strings.Join(steps, ", then "))
+		case contextos.EventVerdict:
+			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("   critic   %s %s", e.Verdict.Verdict, e.Verdict.Reason), " "))
+		case contextos.EventToolResult:
+			fmt.Fprintf(w, "   tool     %-26s %s %s\n", e.Result.CapabilityID, e.Result.Status, outputLine(e.Result))
+		case contextos.EventPause:
+			fmt.Fprintf(w, "   paused   awaiting %s by a %s (ttl %ds)\n", e.Pause.GateID, e.Pause.ApproverRole, e.Pause.TTLSeconds)
+		case contextos.EventDecision:
+			fmt.Fprintf(w, "   decision %s: %s\n", strings.TrimSpace(string(e.Record.Status)+" "+e.Record.Outcome), e.Record.Rationale.Summary)
+		case contextos.EventResult:
+			return e.Final, nil
+		}
+	}
+	return nil, fmt.Errorf("the stream ended without a result")
+}
+
+func outputLine(r *gateway.ToolResultEnvelope) string {
+	if r.Error != nil {
+		return r.Error.Code
+	}
+	if len(r.Output) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(r.Output)
+	return string(b)
+}
+
+func short(h string) string { return h[:len("sha256:")+12] + "…" }
+
+// newRuntime builds the runtime: the pack signed with a dev key and
+// published in an in-memory registry, the rule-based planner, in-memory
+// adapters, every run captured for replay.
+func newRuntime(ctx context.Context) (*contextos.Runtime, *paymentsAdapter, error) {
+	seed := sha256.Sum256([]byte("contextos example dev key"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	p, err := pack.DecodeAndValidate(packJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	signed, err := pack.Sign(p, kid, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := pack.NewMemoryRegistry()
+	entry, err := reg.Put(ctx, signed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "example"); err != nil {
+		return nil, nil, err
+	}
+	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
+	var evidence compiler.StaticEvidence
+	if err := json.Unmarshal(evidenceJSON, &evidence); err != nil {
+		return nil, nil, err
+	}
+	payments := &paymentsAdapter{}
+	rt, err := contextos.New(contextos.PlannerFunc(plan), reg, keys, &contextos.Options{
+		Adapters: []gateway.Registration{
+			{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(lookupOrder), Capabilities: map[string]gateway.Capability{"lookup": {}}},
+			{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(evalPolicy), Capabilities: map[string]gateway.Capability{"eval": {}}},
+			{AdapterID: "adp_payments", Adapter: payments, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+		},
+		Evidence:         evidence,
+		Ontologies:       []string{"ont.support@1.0.0"},
+		ReplaySampleRate: 1,
+		Now:              func() time.Time { return now },
+	})
+	return rt, payments, err
+}
+
+// request is the canonical invocation with its own request and run id.
+func request(id string, amount int, verified bool) (*runcontext.InvokeRequest, *runcontext.RunContext, error) {
+	req, err := runcontext.DecodeInvokeRequest(invokeJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := runcontext.DecodeRunContext(runContextJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.RequestID = id
+	req.Input.Message = fmt.Sprintf("Refund order ord_881 for INR %d", amount)
+	req.Input.Context["refund_amount"] = amount
+	req.Input.Context["identity_verified"] = verified
+	rc.RunID = "run_" + strings.TrimPrefix(id, "req_")
+	return req, rc, nil
+}
+
+// plan is the rule-based planner: look the order up and evaluate the
+// policy; then refund if the refund tool is surfaced, else deny.
+func plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	order, _ := req.Request.Input.Context["order_id"].(string)
+	if len(req.Results) == 0 {
+		return &contextos.Plan{Steps: []contextos.Step{
+			{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": order}},
+			{CapabilityID: "adp_policy.eval", Args: map[string]any{"order_id": order}},
+		}, Usage: contextos.Usage{Tokens: 900, CostCents: 0.4}}, nil
+	}
+	subjects := []string{"customer:cus_77", "order:" + order}
+	if !slices.Contains(req.Compiled.ContextLedger.Tools, "adp_payments.issue_refund") {
+		return &contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "denied",
+			Rationale: "Policy does not allow this refund: identity is not verified.", Confidence: 1, SubjectIDs: subjects},
+			Usage: contextos.Usage{Tokens: 300, CostCents: 0.1}}, nil
+	}
+	amount := req.Request.Input.Context["refund_amount"]
+	return &contextos.Plan{
+		Steps: []contextos.Step{{CapabilityID: "adp_payments.issue_refund", Args: map[string]any{"order_id": order, "amount_inr": amount, "currency": "INR"}}},
+		Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "approved",
+			Outputs:   map[string]any{"refund_amount_inr": amount, "currency": "INR"},
+			Rationale: "Order delivered, within the refund window, identity verified.", Confidence: 0.95, SubjectIDs: subjects,
+			EvidenceRefs: []string{"kg:order:" + order + "#snapshot_kg_2026_05_03_T0930"}},
+		Usage: contextos.Usage{Tokens: 700, CostCents: 0.3},
+	}, nil
+}
+
+func lookupOrder(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+	return &gateway.Outcome{Output: map[string]any{"order_id": c.Envelope.Args["order_id"], "status": "delivered", "total_inr": 4200}}, ctx.Err()
+}
+
+func evalPolicy(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+	return &gateway.Outcome{Output: map[string]any{"eligible": true, "window_days_left": 24}}, ctx.Err()
+}
+
+// paymentsAdapter issues refunds and counts them.
+type paymentsAdapter struct{ calls atomic.Int64 }
+
+func (p *paymentsAdapter) Call(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n := p.calls.Add(1)
+	txn := fmt.Sprintf("txn_%s_%d", c.Envelope.Args["order_id"], n)
+	return &gateway.Outcome{Output: map[string]any{"transaction_id": txn, "status": "issued"}, Mutations: []string{"refund:" + txn}}, nil
+}
