@@ -34,7 +34,7 @@ func TestSpanTreeFollowsRequestTrace(t *testing.T) {
 			root = s
 		}
 		for _, a := range s.Attributes {
-			v := a.Value.Emit()
+			v := a.Value.String()
 			for _, secret := range []string{"tok_user_7a", "tok_agent_92", "u:user:771"} {
 				if strings.Contains(v, secret) {
 					t.Errorf("span %s attribute %s carries a secret", s.Name, a.Key)
@@ -67,8 +67,8 @@ func TestSpanTreeFollowsRequestTrace(t *testing.T) {
 		"contextos.compiled_context_hash": res.Compiled.Hash(), "contextos.decision_status": "DECIDED"}
 	for _, a := range root.Attributes {
 		if w, ok := want[string(a.Key)]; ok {
-			if a.Value.Emit() != w {
-				t.Errorf("%s = %s, want %s", a.Key, a.Value.Emit(), w)
+			if a.Value.String() != w {
+				t.Errorf("%s = %s, want %s", a.Key, a.Value.String(), w)
 			}
 			delete(want, string(a.Key))
 		}

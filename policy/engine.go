@@ -442,6 +442,7 @@ func run(expr any, info logic.Info, checks []typeCheck, d Document, bundle, rule
 			out, err = nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: fmt.Sprint(r)}
 		}
 	}()
+	//lint:ignore SA1019 ApplyInterface evaluates Go values in place; Apply and ApplyRaw would re-encode the data document as JSON for every rule (v3.5.1 is pinned in go.mod).
 	out, err = jsonlogic.ApplyInterface(expr, map[string]any(d))
 	if err != nil {
 		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}

@@ -71,7 +71,7 @@ func edgeValue() edge {
 		Name: "x<y>&", Skip: "no", Untagged: 3, NilPtr: nil, Ptr: &n, F32: 0.1, F64: 1e21, Big: 1<<53 + 1, BigU: 1<<63 + 5,
 		Bytes: []byte{0, 1, 254, 255}, Arr: [2]int{1, -0}, Any: []any{1.5, "s", nil, true}, Raw: json.RawMessage(` { "z" : 1 , "a" : [ 2.50 ] } `),
 		Num: "1E3", TextKeys: map[textKey]int{"b": 1, "a": 2}, IntKeys: map[int]string{10: "x", 2: "y"},
-		Nested: map[string]any{"\U0001F600": 1, "\ufb33": 2, "a": map[string]any{"c": -0.0, "b": 1e-7}},
+		Nested: map[string]any{"\U0001F600": 1, "\ufb33": 2, "a": map[string]any{"c": math.Copysign(0, -1), "b": 1e-7}},
 		PtrM:   &ptrJSONMarshaler{N: 3}, ValM: ptrJSONMarshaler{N: 4}, SliceM: []ptrJSONMarshaler{{N: 5}}, Zero: zeroer{V: -1}, NotZero: zeroer{V: 1},
 		Time: time.Date(2026, 5, 4, 9, 31, 0, 123, time.UTC), Invalid: "a\xffb\xc3", Unicode: "\u2028\x01\"\\",
 		Ordering: map[string]float64{"b": 333333333.33333329, "a": 4.5, "10": 1, "1": 2}, Interface: map[string]any{"n": json.Number("12.0")},

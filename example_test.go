@@ -1,0 +1,87 @@
+package contextos_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// A host builds one runtime around its planner, pack registry and tool
+// adapters, invokes it and reads the decision record.
+func Example() {
+	ctx := context.Background()
+
+	// A signed, published pack in a registry the runtime trusts.
+	seed := make([]byte, ed25519.SeedSize)
+	key := ed25519.NewKeyFromSeed(seed)
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	doc, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	p, _ := pack.DecodeAndValidate(doc)
+	signed, _ := pack.Sign(p, kid, key)
+	registry := pack.NewMemoryRegistry()
+	entry, _ := registry.Put(ctx, signed)
+	registry.SetState(ctx, entry.Ref, pack.StatePublished, "release")
+	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
+
+	// The planner: look the order up, then decide. A model goes here.
+	planner := contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+		if len(req.Results) == 0 {
+			return &contextos.Plan{Steps: []contextos.Step{
+				{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}},
+				{CapabilityID: "adp_policy.eval", Args: map[string]any{"order_id": "ord_881"}},
+			}}, nil
+		}
+		return &contextos.Plan{
+			Steps: []contextos.Step{{CapabilityID: "adp_payments.issue_refund", Args: map[string]any{"order_id": "ord_881", "amount_inr": 1200, "currency": "INR"}}},
+			Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "approved", Confidence: 0.9,
+				SubjectIDs: []string{"order:ord_881"}, EvidenceRefs: []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930"}},
+		}, nil
+	})
+	ok := func(out map[string]any) gateway.Adapter {
+		return gateway.AdapterFunc(func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+			return &gateway.Outcome{Output: out}, ctx.Err()
+		})
+	}
+	var evidence compiler.StaticEvidence
+	b, _ := os.ReadFile("testdata/evidence.support.json")
+	json.Unmarshal(b, &evidence)
+
+	rt, err := contextos.New(planner, registry, keys, &contextos.Options{
+		Adapters: []gateway.Registration{
+			{AdapterID: "adp_orders", Adapter: ok(map[string]any{"status": "delivered"}), Capabilities: map[string]gateway.Capability{"lookup": {}}},
+			{AdapterID: "adp_policy", Adapter: ok(map[string]any{"eligible": true}), Capabilities: map[string]gateway.Capability{"eval": {}}},
+			{AdapterID: "adp_payments", Adapter: ok(map[string]any{"transaction_id": "txn_1"}), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+		},
+		Evidence:   evidence,
+		Ontologies: []string{"ont.support@1.0.0"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	b, _ = os.ReadFile("testdata/invoke.support-refund.json")
+	req, _ := runcontext.DecodeInvokeRequest(b)
+	req.Input.Context["refund_amount"] = 1200
+	b, _ = os.ReadFile("testdata/run-context.support.json")
+	rc, _ := runcontext.DecodeRunContext(b)
+
+	res, err := rt.Invoke(ctx, req, rc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Status, res.Record.Outcome, len(res.ToolResults), "tool calls")
+	fmt.Println("trace:", res.Record.TraceID)
+	// Output:
+	// DECIDED approved 3 tool calls
+	// trace: 4bf92f3577b34da6a3ce929d0e0e4736
+}
