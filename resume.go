@@ -3,6 +3,7 @@ package contextos
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/contextos/contextos/gateway"
@@ -17,6 +18,16 @@ import (
 // not re-run, the paused call keeps its idempotency key, and approvals are
 // checked as in the gateway. The run ends as Invoke's would.
 func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (*Result, error) {
+	return rt.resume(ctx, runID, in, nil)
+}
+
+// ResumeStream resumes like Resume and yields the run's events as Stream
+// does, ending with a result event.
+func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInput) iter.Seq2[Event, error] {
+	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (*Result, error) { return rt.resume(ctx, runID, in, emit) })
+}
+
+func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emit func(Event)) (*Result, error) {
 	cp, err := rt.opts.Checkpoints.Load(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -40,7 +51,7 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (*R
 	if err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
 	}
-	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, long: cp.Request.Mode == runcontext.ModeLongRunning,
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage)}
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()

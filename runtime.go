@@ -291,6 +291,12 @@ func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc
 // heartbeat for long_running, error) ending with a result event. Stopping
 // the iteration cancels the run.
 func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
+	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (*Result, error) { return rt.invoke(ctx, req, rc, emit) })
+}
+
+// streamEvents runs do, yielding its events and then its result (or its
+// error); a consumer that stops iterating cancels the run.
+func streamEvents(ctx context.Context, do func(ctx context.Context, emit func(Event)) (*Result, error)) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -301,7 +307,7 @@ func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc
 				cancel()
 			}
 		}
-		res, err := rt.invoke(ctx, req, rc, emit)
+		res, err := do(ctx, emit)
 		if stopped {
 			return
 		}
