@@ -23,6 +23,16 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
+// run runs the loop; when it fails without a result (a store failed), the
+// adapter outcomes recorded for the run are dropped, so nothing leaks.
+func (r *run) run(ctx context.Context, resume *ResumeInput) (*Result, error) {
+	res, err := r.loop(ctx, resume)
+	if err != nil {
+		r.rt.recorder.Forget(r.rc.RunID)
+	}
+	return res, err
+}
+
 // loop runs planner → verify → execute → score → consolidate until a
 // terminal verdict, a pause or a limit. resume carries the approvals of a
 // resumed run.

@@ -76,7 +76,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget})
 	cp.Stopped = ""
 	cp.Pending = nil
-	return r.loop(ctx, &in)
+	return r.run(ctx, &in)
 }
 
 // clockFor is the per-run clock: recording for live runs, the packet's

@@ -353,7 +353,7 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 	if err := r.setup(ctx, pack.UseExecute, nil); err != nil {
 		return nil, err
 	}
-	return r.loop(ctx, nil)
+	return r.run(ctx, nil)
 }
 
 // startRunSpan starts the invoke span as a child of the request's W3C

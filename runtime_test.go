@@ -308,3 +308,56 @@ func TestResumeRefusesBadInput(t *testing.T) {
 	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
 }
+
+// failingCheckpoints refuses every save.
+type failingCheckpoints struct{ contextos.InMemoryCheckpoints }
+
+func (*failingCheckpoints) Save(context.Context, *contextos.Checkpoint) error {
+	return errors.New("disk full")
+}
+
+func TestPauseIsNotReportedWithoutItsCheckpoint(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Runtime: contextos.Options{Checkpoints: &failingCheckpoints{}}})
+	req, rc := refundRequest(t, 4200, true)
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if err == nil || !strings.Contains(err.Error(), "disk full") || res != nil {
+		t.Fatalf("Invoke = %+v, %v; want the checkpoint failure", res, err)
+	}
+	if recs, _ := h.Decisions.List(context.Background(), decision.Filter{}); len(recs) != 0 {
+		t.Errorf("a DEFERRED record was stored without its checkpoint: %v", statuses(recs))
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(), nil)
+	for name, o := range map[string]*contextos.Options{
+		"sample rate":           {ReplaySampleRate: 2},
+		"unreadable transcript": {Gateway: gateway.Options{Transcript: writeOnly{}}},
+	} {
+		if _, err := contextos.New(contextostest.NewPlanner(), h.Registry, h.Keys, o); !errors.Is(err, contextos.ErrConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := contextos.New(nil, h.Registry, h.Keys, nil); !errors.Is(err, contextos.ErrConfig) {
+		t.Errorf("nil planner: %v", err)
+	}
+}
+
+type writeOnly struct{}
+
+func (writeOnly) Append(context.Context, gateway.TranscriptEntry) error { return nil }
+
+func TestInvokeRefusesUnpinnedAndUnknownPacks(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan()), nil)
+	for _, ref := range []string{"ctxpack.support", "ctxpack.support@1.0", "ctxpack.support@2.0.0"} {
+		req, rc := refundRequest(t, 1200, true)
+		req.ContextPackRefs = []string{ref}
+		if res, err := h.Runtime.Invoke(context.Background(), req, rc); err == nil {
+			t.Errorf("%s: ran (%s)", ref, res.Status)
+		}
+	}
+	if len(h.Transcript.Calls()) != 0 {
+		t.Error("a refused pack reached a tool")
+	}
+}
