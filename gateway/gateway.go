@@ -541,8 +541,10 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	out.Metadata.EvidenceHashes = attHashes
 	if write {
 		// Writes keep their result whatever it is: a retry with the same key
-		// never runs the effect twice.
-		if cerr := r.g.opts.Idempotency.Complete(ctx, key, out); cerr != nil && err == nil {
+		// never runs the effect twice. The store gets its own copy: this
+		// call goes on to set its latency while duplicates read theirs.
+		kept := *out
+		if cerr := r.g.opts.Idempotency.Complete(ctx, key, &kept); cerr != nil && err == nil {
 			err = fmt.Errorf("gateway: idempotency complete: %w", cerr)
 		}
 	}
