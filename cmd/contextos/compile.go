@@ -83,19 +83,15 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return invalid("%s: %v", *rcPath, err)
 	}
 	opts := compiler.Options{Ontologies: ontologies}
-	if *evPath != "" {
-		var items []compiler.EvidenceItem
-		if code, ok := readItems(*evPath, stdin, &items, stderr); !ok {
-			return code
-		}
-		opts.Evidence = compiler.StaticEvidence(items)
+	ev, mem, code, ok := readEvidenceMemory("compile", *evPath, *memPath, stdin, stderr)
+	if !ok {
+		return code
 	}
-	if *memPath != "" {
-		var items []compiler.MemoryItem
-		if code, ok := readItems(*memPath, stdin, &items, stderr); !ok {
-			return code
-		}
-		opts.Memory = compiler.StaticMemory(items)
+	if ev != nil {
+		opts.Evidence = ev
+	}
+	if mem != nil {
+		opts.Memory = compiler.StaticMemory(mem)
 	}
 	cc, err := compiler.Compile(context.Background(), inputs, req, rc, &opts)
 	if err != nil {
@@ -148,21 +144,39 @@ func loadPack(data []byte, keys *runcontext.StaticKeys) (compiler.Input, error) 
 	return compiler.Input{Ref: ref, Pack: p}, nil
 }
 
-func readItems(name string, stdin io.Reader, dst any, stderr io.Writer) (int, bool) {
-	data, err := readInput(name, stdin)
-	if err != nil {
-		fmt.Fprintln(stderr, "contextos compile:", err)
-		return exitUsage, false
-	}
-	if probs, _ := wire.Decode(data, dst); len(probs) > 0 {
-		for _, p := range probs {
-			path := p.Path
-			if path == "" {
-				path = "(document)"
-			}
-			fmt.Fprintf(stderr, "contextos compile: %s: %s: %s\n", name, path, p.Message)
+// readEvidenceMemory reads the --evidence and --memory files (each
+// optional: nil when not given).
+func readEvidenceMemory(cmd, evPath, memPath string, stdin io.Reader, stderr io.Writer) (compiler.StaticEvidence, []compiler.MemoryItem, int, bool) {
+	var ev []compiler.EvidenceItem
+	var mem []compiler.MemoryItem
+	for _, f := range []struct {
+		path string
+		dst  any
+	}{{evPath, &ev}, {memPath, &mem}} {
+		if f.path == "" {
+			continue
 		}
-		return exitInvalid, false
+		data, err := readInput(f.path, stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "contextos %s: %v\n", cmd, err)
+			return nil, nil, exitUsage, false
+		}
+		if probs, _ := wire.Decode(data, f.dst); len(probs) > 0 {
+			for _, p := range probs {
+				path := p.Path
+				if path == "" {
+					path = "(document)"
+				}
+				fmt.Fprintf(stderr, "contextos %s: %s: %s: %s\n", cmd, f.path, path, p.Message)
+			}
+			return nil, nil, exitInvalid, false
+		}
 	}
-	return 0, true
+	if evPath == "" {
+		return nil, mem, 0, true
+	}
+	if ev == nil {
+		ev = []compiler.EvidenceItem{}
+	}
+	return ev, mem, 0, true
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/contextos/contextos"
-	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
@@ -246,19 +245,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		now = func() time.Time { return t }
 	}
 	opts := &contextos.Options{Adapters: registrations(packs, tools.adapter), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
-	if *evPath != "" {
-		var items []compiler.EvidenceItem
-		if code, ok := readItems(*evPath, stdin, &items, stderr); !ok {
-			return code
-		}
-		opts.Evidence = compiler.StaticEvidence(items)
+	ev, mem, code, ok := readEvidenceMemory("run", *evPath, *memPath, stdin, stderr)
+	if !ok {
+		return code
 	}
-	if *memPath != "" {
-		var items []compiler.MemoryItem
-		if code, ok := readItems(*memPath, stdin, &items, stderr); !ok {
-			return code
-		}
-		opts.Memory = contextos.NewInMemoryMemory(items...)
+	if ev != nil {
+		opts.Evidence = ev
+	}
+	if mem != nil {
+		opts.Memory = contextos.NewInMemoryMemory(mem...)
 	}
 	planner := contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
 		if r.Turn >= len(turns) {
