@@ -80,6 +80,8 @@ func harness(t testing.TB, planner contextos.Planner, opts *contextostest.Option
 	t.Helper()
 	h := bareHarness(t, planner, opts)
 	scriptDefaults(h, "")
+	// Every run a test makes must replay equal.
+	t.Cleanup(func() { h.ReplayAll() })
 	return h
 }
 

@@ -48,8 +48,8 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	reason := ""
 	maxReplans := r.rc.RunBudget.MaxReplanAttempts
 	for {
-		if err := ctx.Err(); err != nil {
-			return r.hardStop(ctx, "canceled: "+err.Error())
+		if why := r.interrupted(ctx); why != "" {
+			return r.hardStop(ctx, why)
 		}
 		if err := r.meter.CheckWallClock(r.clock.Now()); err != nil {
 			return r.hardStop(ctx, err.Error())
@@ -64,10 +64,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				if werr := r.meter.CheckWallClock(r.clock.Now()); werr != nil {
 					return r.hardStop(ctx, werr.Error())
 				}
-				if ctx.Err() != nil {
-					return r.hardStop(ctx, "canceled: "+ctx.Err().Error())
-				}
-				return r.hardStop(ctx, "planner failed: "+err.Error())
+				return r.hardStop(ctx, err.Error())
 			}
 			if errors.Is(r.meter.ChargeTokens("", plan.Usage.Tokens), runcontext.ErrBudgetExceeded) || errors.Is(r.meter.ChargeCost(plan.Usage.CostCents), runcontext.ErrBudgetExceeded) {
 				return r.hardStop(ctx, "budget_exceeded: the planner's usage exceeds the run budget")
@@ -168,9 +165,24 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	plan, err := r.rt.planner.Plan(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason})
+	call := cp.PlannerCalls
+	cp.PlannerCalls++
+	plan, err := r.rt.planner.Plan(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call})
 	if err != nil {
-		return nil, err
+		var rp *replayedPlanError
+		why := ""
+		switch {
+		case errors.As(err, &rp):
+			why = rp.reason
+		case ctx.Err() != nil:
+			why = "canceled: " + ctx.Err().Error()
+		case pctx.Err() != nil:
+			why = fmt.Sprintf("plan_timeout: the planner did not answer within %d ms", timeout.Milliseconds())
+		default:
+			why = "planner failed: " + err.Error()
+		}
+		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
+		return nil, errors.New(why)
 	}
 	if plan == nil {
 		plan = &Plan{}
@@ -215,6 +227,28 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
 	r.event(Event{Kind: EventVerdict, Verdict: &j})
 	return j, nil
+}
+
+// interrupted is the run's interruption check: a live run reports (and
+// records) a cancelled context; a replay stops at the checks the live run
+// stopped at.
+func (r *run) interrupted(ctx context.Context) string {
+	n := r.cp.Checks
+	r.cp.Checks++
+	if r.rt.isReplay {
+		for _, in := range r.rt.replayInterrupts {
+			if in.Check == n {
+				return in.Reason
+			}
+		}
+		return ""
+	}
+	if err := ctx.Err(); err != nil {
+		why := "canceled: " + err.Error()
+		r.cp.Interrupts = append(r.cp.Interrupts, replay.Interrupt{Check: n, Reason: why})
+		return why
+	}
+	return ""
 }
 
 // guardrailFired reports a tool result that raises a guardrail label.
@@ -520,7 +554,7 @@ func (r *run) packet(rec *decision.Record) (*replay.Packet, error) {
 		LatestResult: &replay.LatestResult{Status: replay.NotRun},
 		PackHashes:   map[string]string{}, Invoke: invoke, InvokeHash: ih, RunContext: rcJSON,
 		Outcomes: append(slices.Clone(r.cp.Outcomes), r.rt.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.clock.Readings()...),
-		Record: recJSON, Resumes: r.cp.Resumes,
+		Record: recJSON, Resumes: r.cp.Resumes, PlannerErrors: r.cp.PlannerErrors, Interrupts: r.cp.Interrupts,
 	}
 	for _, in := range r.inputs {
 		p.PackRefs = append(p.PackRefs, in.Ref.String())

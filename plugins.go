@@ -41,6 +41,8 @@ type PlanRequest struct {
 	Turn int
 	// ReplanReason says why the planner is asked again ("" on the first turn).
 	ReplanReason string
+
+	call int // the run's planner-call ordinal, for replay
 }
 
 // Plan is one planner turn.
@@ -229,6 +231,13 @@ type Checkpoint struct {
 	// Origin is the run context the run was invoked with, kept when a
 	// resume replaced its budget (a replay starts from it).
 	Origin *runcontext.RunContext `json:"origin_run_context,omitempty"`
+	// PlannerCalls and Checks count planner calls and interruption checks;
+	// PlannerErrors and Interrupts are the failed calls and the
+	// cancellations seen, so a replay fails and stops where the run did.
+	PlannerCalls  int                   `json:"planner_calls"`
+	PlannerErrors []replay.PlannerError `json:"planner_errors,omitempty"`
+	Checks        int                   `json:"checks"`
+	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
 }
 
 func marshalCheckpoint(cp *Checkpoint) ([]byte, error) { return json.Marshal(cp) }

@@ -60,7 +60,10 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 				Detail: fmt.Sprintf("pack %s has content hash %s in the registry, the packet pins %s", ref, res.ContentHash, want)})
 		}
 	}
-	planner := &recordedPlanner{outputs: p.PlannerOutput}
+	planner := &recordedPlanner{outputs: p.PlannerOutput, errs: map[int]string{}}
+	for _, e := range p.PlannerErrors {
+		planner.errs[e.Call] = e.Reason
+	}
 	playback := replay.NewPlayback(p.Outcomes)
 	o := rt.opts
 	o.Adapters = make([]gateway.Registration, len(rt.opts.Adapters))
@@ -84,6 +87,7 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 	}
 	rp.isReplay = true
 	rp.replayClock = replay.PlaybackClock(p.Clock)
+	rp.replayInterrupts = p.Interrupts
 
 	res, err := rp.Invoke(ctx, req, &rc)
 	for i := 0; err == nil && i < len(p.Resumes); i++ {
@@ -147,21 +151,34 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 	return out
 }
 
-// recordedPlanner serves a packet's planner outputs in order.
+// recordedPlanner serves a packet's planner outcomes in call order: the
+// recorded failures at their calls, the recorded plans in between.
 type recordedPlanner struct {
 	outputs []json.RawMessage
+	errs    map[int]string
+	next    int
 }
 
+// replayedPlanError is a recorded planner failure; its reason is the
+// live run's hard-stop reason, verbatim.
+type replayedPlanError struct{ reason string }
+
+func (e *replayedPlanError) Error() string { return e.reason }
+
 func (p *recordedPlanner) Plan(ctx context.Context, req *PlanRequest) (*Plan, error) {
+	if why, ok := p.errs[req.call]; ok {
+		return nil, &replayedPlanError{reason: why}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if req.Turn >= len(p.outputs) {
-		return nil, fmt.Errorf("replay: the planner is asked for turn %d; the packet recorded %d turns", req.Turn+1, len(p.outputs))
+	if p.next >= len(p.outputs) {
+		return nil, fmt.Errorf("replay: the planner is asked for a plan the packet does not have (it recorded %d)", len(p.outputs))
 	}
 	var plan Plan
-	if err := json.Unmarshal(p.outputs[req.Turn], &plan); err != nil {
-		return nil, fmt.Errorf("%w: planner output %d: %v", replay.ErrInvalid, req.Turn, err)
+	if err := json.Unmarshal(p.outputs[p.next], &plan); err != nil {
+		return nil, fmt.Errorf("%w: planner output %d: %v", replay.ErrInvalid, p.next, err)
 	}
+	p.next++
 	return &plan, nil
 }

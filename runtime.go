@@ -8,6 +8,8 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,6 +129,13 @@ func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, e
 	return &p, nil
 }
 
+// IDs lists the ids of the stored packets, sorted.
+func (s *InMemoryPackets) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.m))
+}
+
 // Sentinel errors.
 var (
 	// ErrNotFound reports an unknown run or packet.
@@ -155,8 +164,9 @@ type Runtime struct {
 	prepared map[string]*compiler.Prepared
 
 	// Set on the runtimes Replay builds.
-	isReplay    bool
-	replayClock *replay.Clock
+	isReplay         bool
+	replayClock      *replay.Clock
+	replayInterrupts []replay.Interrupt
 }
 
 // New returns a runtime that plans with planner and resolves packs from

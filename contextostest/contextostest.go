@@ -300,6 +300,29 @@ func (h *Harness) Replay(res *contextos.Result) *replay.Result {
 	return out
 }
 
+// ReplayAll replays every captured packet and fails the test for each
+// one that is not replay_equal; it returns how many it replayed.
+func (h *Harness) ReplayAll() int {
+	h.t.Helper()
+	ids := h.Replays.IDs()
+	for _, id := range ids {
+		p, err := h.Replays.Get(context.Background(), id)
+		if err != nil {
+			h.t.Errorf("ReplayAll: %v", err)
+			continue
+		}
+		out, err := h.Runtime.Replay(context.Background(), p)
+		if err != nil {
+			h.t.Errorf("ReplayAll: %s: %v", id, err)
+			continue
+		}
+		if out.Status != replay.ReplayEqual {
+			h.t.Errorf("ReplayAll: %s = %s: %+v", id, out.Status, out.Diffs)
+		}
+	}
+	return len(ids)
+}
+
 // AssertStatus fails the test unless the run ended with status.
 func AssertStatus(t T, res *contextos.Result, status decision.Status) {
 	t.Helper()

@@ -119,11 +119,27 @@ type Packet struct {
 	Evidence      []compiler.EvidenceItem   `json:"evidence,omitempty"`
 	Memory        []compiler.MemoryItem     `json:"memory,omitempty"`
 	PlannerOutput []json.RawMessage         `json:"planner_outputs"`
+	PlannerErrors []PlannerError            `json:"planner_errors,omitempty"`
+	Interrupts    []Interrupt               `json:"interrupts,omitempty"`
 	Outcomes      []Outcome                 `json:"adapter_outcomes"`
 	Clock         []time.Time               `json:"clock"`
 	Resumes       []Resume                  `json:"resumes,omitempty"`
 	Transcript    []gateway.TranscriptEntry `json:"transcript"`
 	Record        json.RawMessage           `json:"decision_record"`
+}
+
+// Interrupt is a cancellation the live run saw at its Check-th
+// interruption check; a replay stops at the same check.
+type Interrupt struct {
+	Check  int    `json:"check"`
+	Reason string `json:"reason"`
+}
+
+// PlannerError is a planner call that failed (the Call-th call of the run,
+// from 0) and the hard-stop reason it gave.
+type PlannerError struct {
+	Call   int    `json:"call"`
+	Reason string `json:"reason"`
 }
 
 // Resume is what one resume of the run was given.
