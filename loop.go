@@ -384,7 +384,7 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
 	if r.capture(stored) {
-		p, err := r.packet(stored)
+		p, err := r.packet(stored, replay.SourceDecisionRecord)
 		if err != nil {
 			return nil, err
 		}
@@ -521,8 +521,8 @@ func (r *run) facts() *decision.Facts {
 }
 
 // packet captures the run for replay.
-func (r *run) packet(rec *decision.Record) (*replay.Packet, error) {
-	id, err := canon.ID(canon.PrefixReplay, r.rc.RunID, rec.RecordID)
+func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Packet, error) {
+	id, err := canon.ID(canon.PrefixReplay, r.rc.RunID, rec.RecordID, string(kind))
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +547,7 @@ func (r *run) packet(rec *decision.Record) (*replay.Packet, error) {
 	}
 	recJSON, _ := json.Marshal(&content)
 	p := &replay.Packet{
-		ReplayPacketID: id, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID, SourceKind: replay.SourceDecisionRecord, SourceRef: rec.RecordID,
+		ReplayPacketID: id, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID, SourceKind: kind, SourceRef: rec.RecordID,
 		ContextPackRef: r.inputs[0].Ref.String(), RunContextRef: r.rc.RunID, KnowledgeSnapshotRef: r.rt.opts.KnowledgeSnapshot,
 		CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainHash(), SideEffectPolicy: replay.TranscriptOnly,
 		Expected:     replay.Expected{Status: string(rec.Status), DecisionRecordHash: rh},

@@ -133,3 +133,33 @@ func TestReplayNeverCallsLiveAdapters(t *testing.T) {
 	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 }
+
+func TestCaptureAfterTheFactForACorrection(t *testing.T) {
+	// Sampling off: a DECIDED run captures nothing by itself.
+	h := contextostest.New(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), [][]byte{readTestdata(t, "ctxpack.support-1.0.0.json")},
+		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(t)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 1200, true)
+	res := h.Invoke(req, rc)
+	if res.ReplayPacketID != "" {
+		t.Fatalf("a DECIDED run was captured with sampling at 0 (%s)", res.ReplayPacketID)
+	}
+	ctx := context.Background()
+	if _, err := h.Runtime.Capture(ctx, res.RunID, "bogus"); !errors.Is(err, contextos.ErrConfig) {
+		t.Errorf("bad kind: %v", err)
+	}
+	p, err := h.Runtime.Capture(ctx, res.RunID, replay.SourceOperatorCorrection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SourceKind != replay.SourceOperatorCorrection || p.SourceRef != res.Record.RecordID || p.CompiledContextHash != res.Compiled.Hash() {
+		t.Errorf("packet = %+v", p)
+	}
+	out, err := h.Runtime.Replay(ctx, p)
+	if err != nil || out.Status != replay.ReplayEqual {
+		t.Errorf("replay of the captured run = %+v, %v", out, err)
+	}
+	if _, err := h.Replays.Get(ctx, p.ReplayPacketID); err != nil {
+		t.Errorf("the packet was not stored: %v", err)
+	}
+}

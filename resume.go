@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
@@ -86,4 +88,54 @@ func (rt *Runtime) clockFor(string) *replay.Clock {
 		return rt.replayClock
 	}
 	return replay.RecordingClock(rt.opts.Now)
+}
+
+// Capture captures a finished run for replay after the fact — when an
+// operator corrects its decision (replay.SourceOperatorCorrection) or it
+// is promoted to a golden case (replay.SourceGoldenCase) — and stores the
+// packet. It works for any run whose checkpoint, records and transcript
+// are still in the stores, sampled or not. The packet pins the run's last
+// record that is not CLOSED.
+func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.SourceKind) (*replay.Packet, error) {
+	if !slices.Contains(replay.SourceKinds(), kind) {
+		return nil, fmt.Errorf("%w: source kind %q", ErrConfig, kind)
+	}
+	cp, err := rt.opts.Checkpoints.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !cp.Terminal && cp.Stopped == "" {
+		return nil, fmt.Errorf("%w: run %s has not ended", ErrNotResumable, runID)
+	}
+	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	var rec *decision.Record
+	for _, x := range recs {
+		if x.Status != decision.Closed {
+			rec = x
+		}
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, runID)
+	}
+	start, err := time.Parse(time.RFC3339Nano, cp.StartedAt)
+	if err != nil {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
+	}
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp,
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
+	chain := cp.Chain
+	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
+		return nil, err
+	}
+	p, err := r.packet(rec, kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.opts.Replays.Save(ctx, p); err != nil {
+		return nil, fmt.Errorf("contextos: store replay packet: %w", err)
+	}
+	return p, nil
 }

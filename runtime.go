@@ -432,6 +432,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	return nil
 }
 
+// noopSpan stands in for a run span where none is started.
+var noopSpan = trace.SpanFromContext(context.Background())
+
 // maxPrepared bounds the cache of prepared pack sets.
 const maxPrepared = 256
 
