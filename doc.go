@@ -17,11 +17,15 @@
 // or when a run fails, a ReplayPacket (package replay) that replays the run
 // from its tool transcripts without touching a live system.
 //
-// Hosts plug in their own planner model, tool adapters (package transport
-// has Tool Contract v1 transports for http, external, grpc,
-// webhook-callback and MCP) and stores through small interfaces, each with
-// an in-memory implementation and a conformance suite, so agents can be
-// unit-tested offline.
+// Hosts plug in their own planner model, host critic, tool adapters and
+// stores through small interfaces (Planner, Critic, MemoryStore,
+// CheckpointStore, PacketStore, and the gateway's and decision package's
+// stores), each store with an in-memory implementation and a conformance
+// suite, so agents can be unit-tested offline with package contextostest.
+// A run that pauses for approval resumes with Resume on any runtime that
+// shares the stores; Stream yields a run's typed events; Replay re-runs a
+// captured packet offline and reports replay_equal or the typed
+// differences; Capture packs a finished run after the fact.
 //
 // Governed paths fail closed: bad input is refused with a typed error that
 // names the field or rule, and nothing is half-applied. Determinism is part
@@ -29,8 +33,6 @@
 // output, and the same inputs give the same bytes and the same digests
 // (RFC 8785 canonical JSON, "sha256:<hex>").
 //
-// This release provides the foundation packages: runcontext (request and
-// run context types, validation, identity claims, budget meter, W3C trace
-// context), schemas (the published JSON Schemas and a validator) and the
-// contextos command.
+// Tool Contract v1 transports (http, external, grpc, webhook-callback, MCP)
+// are not in this release; hosts implement gateway.Adapter directly.
 package contextos
