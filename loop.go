@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,6 +108,11 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			r.event(Event{Kind: EventToolResult, Result: res})
 			if res.Status == gateway.StatusPaused {
 				return r.pause(ctx, res)
+			}
+			if dim := budgetDimension(res); dim != "" {
+				// A spent budget is a hard stop, not a reason to replan; the
+				// refused step runs again if the run is resumed with more.
+				return r.hardStop(ctx, fmt.Sprintf("budget_exceeded: %s (%s)", dim, res.Error.Message))
 			}
 			approvals = nil
 			cp.Results = append(cp.Results, StepResult{Turn: cp.Turn, Index: i, Step: step, Result: res})
@@ -227,6 +233,15 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
 	r.event(Event{Kind: EventVerdict, Verdict: &j})
 	return j, nil
+}
+
+// budgetDimension names the budget a refused call ran out of, or "".
+func budgetDimension(res *gateway.ToolResultEnvelope) string {
+	if res.Status != gateway.StatusBlocked || res.Error == nil {
+		return ""
+	}
+	dim, _ := res.Error.Details["dimension"].(string)
+	return dim
 }
 
 // interrupted is the run's interruption check: a live run reports (and
@@ -410,8 +425,7 @@ func (r *run) capture(rec *decision.Record) bool {
 		return true
 	}
 	h, _ := canon.Digest(r.rc.RunID)
-	var x uint64
-	fmt.Sscanf(h[len("sha256:"):len("sha256:")+8], "%x", &x)
+	x, _ := strconv.ParseUint(h[len("sha256:"):len("sha256:")+8], 16, 32)
 	return float64(x)/float64(1<<32) < r.rt.opts.ReplaySampleRate
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -161,5 +162,24 @@ func TestCaptureAfterTheFactForACorrection(t *testing.T) {
 	}
 	if _, err := h.Replays.Get(ctx, p.ReplayPacketID); err != nil {
 		t.Errorf("the packet was not stored: %v", err)
+	}
+}
+
+func TestReplaySamplingIsByRunID(t *testing.T) {
+	// At rate 0.5 about half of the run ids are captured (by a hash of the
+	// run id, so a replica decides the same way for the same run).
+	captured := 0
+	for i := range 40 {
+		h := contextostest.New(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), [][]byte{readTestdata(t, "ctxpack.support-1.0.0.json")},
+			&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(t), ReplaySampleRate: 0.5}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
+		scriptDefaults(h, "")
+		req, rc := refundRequest(t, 1200, true)
+		rc.RunID = "run_sample_" + strconv.Itoa(i)
+		if h.Invoke(req, rc).ReplayPacketID != "" {
+			captured++
+		}
+	}
+	if captured < 8 || captured > 32 {
+		t.Errorf("captured %d of 40 at rate 0.5", captured)
 	}
 }

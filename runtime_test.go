@@ -361,3 +361,24 @@ func TestInvokeRefusesUnpinnedAndUnknownPacks(t *testing.T) {
 		t.Error("a refused pack reached a tool")
 	}
 }
+
+func TestToolCallBudgetIsAHardStopAndResumable(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.MaxToolCalls = 2
+	res := h.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	if !strings.Contains(res.Record.Rationale.Summary, "budget_exceeded: tool_calls") {
+		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	budget := rc.RunBudget
+	budget.MaxToolCalls = 8
+	done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+}
