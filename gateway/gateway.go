@@ -34,8 +34,9 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// Approvals records used approvals. Default: in memory.
 	Approvals ApprovalLog
-	// Transcript receives every call and result. Default: in memory
-	// (Gateway.Transcript returns it).
+	// Transcript receives every call and result. Default: in memory,
+	// keeping the last DefaultMemoryTranscriptRuns runs (Gateway.Transcript
+	// returns it).
 	Transcript TranscriptSink
 	// Redactors add to (or replace, by name) BuiltinRedactors.
 	Redactors map[string]Redactor
@@ -98,7 +99,7 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 		o.Approvals = NewMemoryApprovalLog()
 	}
 	if o.Transcript == nil {
-		o.Transcript = NewMemoryTranscript()
+		o.Transcript = NewMemoryTranscriptLimit(DefaultMemoryTranscriptRuns)
 	}
 	if o.TracerProvider == nil {
 		o.TracerProvider = noop.NewTracerProvider()

@@ -37,16 +37,30 @@ type TranscriptSink interface {
 	Append(ctx context.Context, e TranscriptEntry) error
 }
 
-// MemoryTranscript is the in-memory TranscriptSink.
+// MemoryTranscript is the in-memory TranscriptSink. It keeps entries by
+// run, so reading one run back costs that run's entries only, and it can
+// bound how many runs it keeps (the oldest run is dropped first).
 type MemoryTranscript struct {
 	mu      sync.Mutex
-	entries []TranscriptEntry
+	runs    map[string][]TranscriptEntry
+	order   []string // run ids, oldest first
+	maxRuns int
 }
 
 var _ TranscriptSink = (*MemoryTranscript)(nil)
 
-// NewMemoryTranscript returns an empty transcript.
-func NewMemoryTranscript() *MemoryTranscript { return &MemoryTranscript{} }
+// NewMemoryTranscript returns an empty transcript that keeps every run.
+func NewMemoryTranscript() *MemoryTranscript { return NewMemoryTranscriptLimit(0) }
+
+// NewMemoryTranscriptLimit returns an empty transcript that keeps the
+// entries of the maxRuns most recently started runs (0: no limit).
+func NewMemoryTranscriptLimit(maxRuns int) *MemoryTranscript {
+	return &MemoryTranscript{runs: map[string][]TranscriptEntry{}, maxRuns: max(maxRuns, 0)}
+}
+
+// DefaultMemoryTranscriptRuns is how many runs the gateway's default
+// in-memory transcript keeps.
+const DefaultMemoryTranscriptRuns = 10_000
 
 // Append implements TranscriptSink.
 func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error {
@@ -55,21 +69,34 @@ func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.entries = append(m.entries, e)
+	if m.runs == nil {
+		m.runs = map[string][]TranscriptEntry{}
+	}
+	es, ok := m.runs[e.RunID]
+	if !ok {
+		m.order = append(m.order, e.RunID)
+		if m.maxRuns > 0 && len(m.order) > m.maxRuns {
+			delete(m.runs, m.order[0])
+			m.order = slices.Delete(m.order, 0, 1)
+		}
+	}
+	m.runs[e.RunID] = append(es, e)
 	return nil
 }
 
-// Entries returns a copy of the entries of run (all runs when run is "").
+// Entries returns a copy of the entries of run, or of every kept run, run
+// by run in the order they started, when run is "".
 func (m *MemoryTranscript) Entries(run string) []TranscriptEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []TranscriptEntry
-	for _, e := range m.entries {
-		if run == "" || e.RunID == run {
-			out = append(out, e)
-		}
+	if run != "" {
+		return slices.Clone(m.runs[run])
 	}
-	return slices.Clone(out)
+	var out []TranscriptEntry
+	for _, id := range m.order {
+		out = append(out, m.runs[id]...)
+	}
+	return out
 }
 
 // TranscriptReader is an optional TranscriptSink capability: reading back

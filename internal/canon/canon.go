@@ -18,7 +18,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 )
 
 // DigestPrefix starts every digest this package writes.
@@ -75,12 +77,38 @@ func marshal(v any) ([]byte, error) {
 // Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
 // canonical JSON of v.
 func Digest(v any) (string, error) {
+	switch v.(type) {
+	case json.RawMessage, []byte:
+	default:
+		// The fast path encodes into a pooled buffer: a digest needs the
+		// bytes only until they are hashed.
+		bp := digestBufs.Get().(*[]byte)
+		out, err := appendValue((*bp)[:0], reflect.ValueOf(v))
+		if err == nil {
+			d := DigestBytes(out)
+			if cap(out) <= maxPooledBuf {
+				*bp = out
+				digestBufs.Put(bp)
+			}
+			return d, nil
+		}
+		digestBufs.Put(bp)
+		if !errors.Is(err, errSlowPath) {
+			return "", err
+		}
+	}
 	c, err := JSON(v)
 	if err != nil {
 		return "", err
 	}
 	return DigestBytes(c), nil
 }
+
+// digestBufs pools Digest's encoding buffers; buffers that grew past
+// maxPooledBuf are left to the collector.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledBuf = 64 << 10
 
 // DigestBytes returns "sha256:<hex>" of b exactly as given (no
 // canonicalization). Use it for opaque content such as attachments.

@@ -329,6 +329,7 @@ func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 
 type field struct {
 	name      string
+	key       []byte // the canonical member name and its colon, precomputed
 	index     int
 	omitEmpty bool
 	omitZero  bool
@@ -392,6 +393,9 @@ func infoOf(t reflect.Type) *structInfo {
 		si.fields = append(si.fields, fi)
 	}
 	slices.SortFunc(si.fields, func(a, b field) int { return compareUTF16(a.name, b.name) })
+	for i := range si.fields {
+		si.fields[i].key = append(appendString(nil, si.fields[i].name), ':')
+	}
 	v, _ := structCache.LoadOrStore(t, si)
 	return v.(*structInfo)
 }
@@ -431,8 +435,7 @@ func appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, f.name)
-		dst = append(dst, ':')
+		dst = append(dst, f.key...)
 		var err error
 		if dst, err = appendValueF(dst, fv, f.flags); err != nil {
 			return nil, err
