@@ -32,7 +32,11 @@ import (
 const RuntimeContractVersion = "1.0.0"
 
 // Options tunes a Runtime. The zero value is ready to use: in-memory
-// stores, a no-op tracer, a discarding logger, the wall clock.
+// stores, a no-op tracer, a discarding logger, the wall clock. The
+// in-memory checkpoint, decision and packet stores keep everything for the
+// life of the process (the default transcript keeps the last
+// gateway.DefaultMemoryTranscriptRuns runs): they suit tests and
+// development; a production host plugs in durable stores.
 type Options struct {
 	// Adapters are the tool adapters the gateway may call.
 	Adapters []gateway.Registration
