@@ -17,7 +17,7 @@ import (
 )
 
 // approvedRun runs the 4200 refund through approval and returns its packet.
-func approvedRun(t *testing.T, opts *contextostest.Options) (*contextostest.Harness, *replay.Packet) {
+func approvedRun(t testing.TB, opts *contextostest.Options) (*contextostest.Harness, *replay.Packet) {
 	t.Helper()
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), opts)
 	req, rc := refundRequest(t, 4200, true)

@@ -37,6 +37,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if cp.Terminal || cp.Pending == nil && cp.Stopped == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
 	}
+	if err := checkCheckpoint(cp); err != nil {
+		return nil, err
+	}
 	if in.Budget != nil {
 		next := cp.Run.Clone()
 		next.RunBudget = *in.Budget
@@ -90,6 +93,24 @@ func (rt *Runtime) clockFor(string) *replay.Clock {
 	return replay.RecordingClock(rt.opts.Now)
 }
 
+// checkCheckpoint refuses a checkpoint that cannot be continued: one from
+// a store that lost or corrupted its request or run context.
+func checkCheckpoint(cp *Checkpoint) error {
+	if cp.Request == nil || cp.Run == nil {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it lacks its request or run context", cp.RunID)
+	}
+	if err := cp.Request.Validate(); err != nil {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)
+	}
+	if err := cp.Run.Validate(); err != nil {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)
+	}
+	if cp.Run.RunID != cp.RunID {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %s", cp.RunID, cp.Run.RunID)
+	}
+	return nil
+}
+
 // Capture captures a finished run for replay after the fact — when an
 // operator corrects its decision (replay.SourceOperatorCorrection) or it
 // is promoted to a golden case (replay.SourceGoldenCase) — and stores the
@@ -106,6 +127,9 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	}
 	if !cp.Terminal && cp.Stopped == "" {
 		return nil, fmt.Errorf("%w: run %s has not ended", ErrNotResumable, runID)
+	}
+	if err := checkCheckpoint(cp); err != nil {
+		return nil, err
 	}
 	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: runID})
 	if err != nil {
