@@ -310,6 +310,11 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 // a DEFERRED decision that says what is awaited.
 func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Result, error) {
 	cp := r.cp
+	if res.Approval == nil {
+		// Only approval gates pause today; a pause on anything else (an
+		// external dependency) fails closed until a transport brings one.
+		return r.hardStop(ctx, "paused on "+res.CapabilityID+" without an approval request; external-dependency pauses are not supported")
+	}
 	cp.Pending = res.Approval
 	r.snapshotInto(cp)
 	rec, err := r.record(ctx, decision.Deferred, nil, "awaiting approval on "+res.Approval.GateID)
