@@ -52,12 +52,15 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		cp.Run = next
 	}
 	clock := rt.clockFor(runID)
-	start, err := time.Parse(time.RFC3339Nano, cp.StartedAt)
-	if err != nil {
+	if _, err := time.Parse(time.RFC3339Nano, cp.StartedAt); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
 	}
+	// wall_clock_ms counts the run's active time: the meter goes on from
+	// the time the run had used when it paused, not from its start, so
+	// the hours an approval takes are not charged.
+	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage)}
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, clock.Now().Add(-active), cp.MeterUsage)}
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
 	chain := cp.Chain

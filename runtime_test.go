@@ -382,3 +382,23 @@ func TestToolCallBudgetIsAHardStopAndResumable(t *testing.T) {
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 	contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
 }
+
+func TestTimeSpentPausedIsNotChargedToTheWallClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(contextostest.FixedTime.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Now: clock})
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	now.Add(int64(2 * time.Hour)) // the finance lead answers two hours later
+	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", clock())
+	done, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	if done.Record.BudgetUsage.WallClockMS > rc.RunBudget.WallClockMS {
+		t.Errorf("wall clock charged %d ms, over the %d ms budget", done.Record.BudgetUsage.WallClockMS, rc.RunBudget.WallClockMS)
+	}
+}
