@@ -200,7 +200,11 @@ func (m *InMemoryMemory) Proposals() []MemoryProposal {
 
 // Checkpoint is a paused or long-running run's resumable state.
 type Checkpoint struct {
-	RunID     string                    `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Rev is the checkpoint's revision: a store saves a checkpoint only
+	// over the revision it was loaded at (optimistic concurrency), so two
+	// runtimes cannot both continue one run.
+	Rev       int                       `json:"rev"`
 	Request   *runcontext.InvokeRequest `json:"request"`
 	Run       *runcontext.RunContext    `json:"run_context"`
 	Turn      int                       `json:"turn"`
@@ -251,8 +255,10 @@ func unmarshalCheckpoint(b []byte) (*Checkpoint, error) {
 }
 
 // CheckpointStore persists checkpoints so a run can resume on any runtime
-// sharing the store. Save replaces the run's checkpoint atomically; Load
-// returns ErrNoCheckpoint for an unknown run. Safe for concurrent use.
+// sharing the store. Save replaces the run's checkpoint atomically when the
+// stored revision equals cp.Rev (no checkpoint counts as revision 0) and
+// then increments cp.Rev; otherwise it fails with ErrCheckpointConflict.
+// Load returns ErrNoCheckpoint for an unknown run. Safe for concurrent use.
 type CheckpointStore interface {
 	Save(ctx context.Context, cp *Checkpoint) error
 	Load(ctx context.Context, runID string) (*Checkpoint, error)
@@ -261,18 +267,23 @@ type CheckpointStore interface {
 // ErrNoCheckpoint reports a run without a checkpoint.
 var ErrNoCheckpoint = errors.New("contextos: no checkpoint for run")
 
+// ErrCheckpointConflict reports a save over a revision another runtime
+// has already moved past: the run is being continued elsewhere.
+var ErrCheckpointConflict = errors.New("contextos: checkpoint was changed by another runtime")
+
 // InMemoryCheckpoints is the in-memory CheckpointStore. It stores deep
 // copies.
 type InMemoryCheckpoints struct {
-	mu  sync.Mutex
-	cps map[string][]byte
+	mu   sync.Mutex
+	cps  map[string][]byte
+	revs map[string]int
 }
 
 var _ CheckpointStore = (*InMemoryCheckpoints)(nil)
 
 // NewInMemoryCheckpoints returns an empty store.
 func NewInMemoryCheckpoints() *InMemoryCheckpoints {
-	return &InMemoryCheckpoints{cps: map[string][]byte{}}
+	return &InMemoryCheckpoints{cps: map[string][]byte{}, revs: map[string]int{}}
 }
 
 // Save implements CheckpointStore.
@@ -280,13 +291,19 @@ func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := marshalCheckpoint(cp)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.revs[cp.RunID] != cp.Rev {
+		return fmt.Errorf("%w: run %s is at revision %d, the save is over %d", ErrCheckpointConflict, cp.RunID, m.revs[cp.RunID], cp.Rev)
+	}
+	next := *cp
+	next.Rev++
+	b, err := marshalCheckpoint(&next)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.cps[cp.RunID] = b
+	m.cps[cp.RunID], m.revs[cp.RunID] = b, next.Rev
+	cp.Rev = next.Rev
 	return nil
 }
 

@@ -83,6 +83,11 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	}
 	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget})
 	cp.Stopped = ""
+	// Claim the run: a concurrent resume elsewhere fails here with
+	// ErrCheckpointConflict instead of continuing the run a second time.
+	if err := rt.opts.Checkpoints.Save(ctx, cp); err != nil {
+		return nil, fmt.Errorf("contextos: resume %s: %w", runID, err)
+	}
 	cp.Pending = nil
 	return r.run(ctx, &in)
 }

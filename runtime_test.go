@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -400,5 +401,38 @@ func TestTimeSpentPausedIsNotChargedToTheWallClock(t *testing.T) {
 	contextostest.AssertStatus(t, done, decision.Decided)
 	if done.Record.BudgetUsage.WallClockMS > rc.RunBudget.WallClockMS {
 		t.Errorf("wall clock charged %d ms, over the %d ms budget", done.Record.BudgetUsage.WallClockMS, rc.RunBudget.WallClockMS)
+	}
+}
+
+func TestConcurrentResumesContinueTheRunOnce(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	var wg sync.WaitGroup
+	results := make([]error, 8)
+	for i := range results {
+		wg.Go(func() {
+			_, results[i] = h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range results {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, contextos.ErrCheckpointConflict), errors.Is(err, contextos.ErrNotResumable):
+		default:
+			t.Errorf("resume: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d resumes continued the run, want exactly 1", ok)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: paused.RunID})
+	if got := statuses(recs); !slices.Equal(got, []decision.Status{decision.Deferred, decision.Decided, decision.Closed}) {
+		t.Errorf("records = %v", got)
 	}
 }

@@ -15,7 +15,9 @@ import (
 
 // RunCheckpointStoreTests is the conformance suite for CheckpointStore
 // implementations: an unknown run is ErrNoCheckpoint; Save replaces the
-// run's checkpoint and Load returns an independent copy of the last one;
+// run's checkpoint, advancing its revision, and Load returns an
+// independent copy of the last one; a save over a stale revision is
+// ErrCheckpointConflict;
 // concurrent saves of different runs keep each; a cancelled context is
 // refused.
 func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos.CheckpointStore) {
@@ -31,19 +33,44 @@ func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos
 	})
 	t.Run("save replaces, load copies", func(t *testing.T) {
 		s := newStore(t)
+		c := cp("run_1", 0)
 		for turn := range 3 {
-			if err := s.Save(ctx, cp("run_1", turn)); err != nil {
+			c.Turn = turn
+			if err := s.Save(ctx, c); err != nil {
 				t.Fatal(err)
+			}
+			if c.Rev != turn+1 {
+				t.Fatalf("after save %d, Rev = %d", turn+1, c.Rev)
 			}
 		}
 		got, err := s.Load(ctx, "run_1")
-		if err != nil || got.Turn != 2 || got.Plans[0].Steps[0].Args["k"] != "v" || got.Run.RunID != "run_1" {
+		if err != nil || got.Turn != 2 || got.Rev != 3 || got.Plans[0].Steps[0].Args["k"] != "v" || got.Run.RunID != "run_1" {
 			t.Fatalf("Load = %+v, %v", got, err)
 		}
 		got.Plans[0].Steps[0].Args["k"] = "changed"
 		again, _ := s.Load(ctx, "run_1")
 		if again.Plans[0].Steps[0].Args["k"] != "v" {
 			t.Error("a loaded checkpoint shares state with the store")
+		}
+	})
+	t.Run("stale revision conflicts", func(t *testing.T) {
+		s := newStore(t)
+		if err := s.Save(ctx, cp("run_1", 0)); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := s.Load(ctx, "run_1")
+		b, _ := s.Load(ctx, "run_1")
+		if err := s.Save(ctx, a); err != nil {
+			t.Fatalf("first save over the loaded revision: %v", err)
+		}
+		if err := s.Save(ctx, b); !errors.Is(err, contextos.ErrCheckpointConflict) {
+			t.Errorf("second save over the same revision = %v, want ErrCheckpointConflict", err)
+		}
+		if err := s.Save(ctx, cp("run_1", 9)); !errors.Is(err, contextos.ErrCheckpointConflict) {
+			t.Errorf("a new checkpoint over an existing run = %v, want ErrCheckpointConflict", err)
+		}
+		if got, _ := s.Load(ctx, "run_1"); got.Rev != 2 {
+			t.Errorf("Rev = %d after a refused save, want 2", got.Rev)
 		}
 	})
 	t.Run("concurrent runs", func(t *testing.T) {
