@@ -315,7 +315,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		// external dependency) fails closed until a transport brings one.
 		return r.hardStop(ctx, "paused on "+res.CapabilityID+" without an approval request; external-dependency pauses are not supported")
 	}
-	cp.Pending = res.Approval
+	cp.Pending, cp.Active = res.Approval, false
 	r.snapshotInto(cp)
 	rec, err := r.record(ctx, decision.Deferred, nil, "awaiting approval on "+res.Approval.GateID)
 	if err != nil {
@@ -353,7 +353,7 @@ func (r *run) snapshotInto(cp *Checkpoint) {
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint.
 func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
-	r.cp.Stopped = why
+	r.cp.Stopped, r.cp.Active = why, false
 	r.snapshotInto(r.cp)
 	if err := r.rt.opts.Checkpoints.Save(context.WithoutCancel(ctx), r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint at hard stop: %w", err)
@@ -393,7 +393,7 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 	// A hard-stopped run stays resumable; its ESCALATED record is closed
 	// by the record its resume ends with.
 	r.snapshotInto(r.cp)
-	r.cp.Terminal = r.cp.Stopped == ""
+	r.cp.Terminal, r.cp.Active = r.cp.Stopped == "", false
 	if !r.cp.Terminal {
 		r.cp.Deferred = stored.RecordID
 	}

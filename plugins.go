@@ -204,7 +204,10 @@ type Checkpoint struct {
 	// Rev is the checkpoint's revision: a store saves a checkpoint only
 	// over the revision it was loaded at (optimistic concurrency), so two
 	// runtimes cannot both continue one run.
-	Rev       int                       `json:"rev"`
+	Rev int `json:"rev"`
+	// Active marks a run a runtime is continuing (resumed and not yet
+	// paused, stopped or ended): another Resume is refused.
+	Active    bool                      `json:"active,omitempty"`
 	Request   *runcontext.InvokeRequest `json:"request"`
 	Run       *runcontext.RunContext    `json:"run_context"`
 	Turn      int                       `json:"turn"`

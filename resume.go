@@ -34,7 +34,10 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err != nil {
 		return nil, err
 	}
-	if cp.Terminal || cp.Pending == nil && cp.Stopped == "" {
+	switch {
+	case cp.Active && !in.Takeover:
+		return nil, fmt.Errorf("%w: %s is being continued by another runtime (set Takeover if that runtime is gone)", ErrNotResumable, runID)
+	case cp.Terminal || cp.Pending == nil && cp.Stopped == "":
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {
@@ -82,7 +85,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		in.Approvals = nil
 	}
 	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget})
-	cp.Stopped = ""
+	cp.Stopped, cp.Active = "", true
 	// Claim the run: a concurrent resume elsewhere fails here with
 	// ErrCheckpointConflict instead of continuing the run a second time.
 	if err := rt.opts.Checkpoints.Save(ctx, cp); err != nil {

@@ -286,10 +286,15 @@ type ResumeInput struct {
 	// Approvals answer a pause on an approval gate; one must name the
 	// awaited gate.
 	Approvals []gateway.Approval
-	// Budget, when set, replaces the run budget (limits still count from
-	// the run's start and its usage so far), as an operator does to let a
-	// run stopped by a budget limit finish.
+	// Budget, when set, replaces the run budget (limits count the run's
+	// usage so far; wall_clock_ms counts active time, not time paused), as
+	// an operator does to let a run stopped by a budget limit finish.
 	Budget *runcontext.RunBudget
+	// Takeover continues a run another runtime was continuing when it
+	// stopped without pausing or ending (it crashed, say). Only set it when
+	// that runtime is known to be gone; the checkpoint revision still
+	// keeps two takeovers from both continuing the run.
+	Takeover bool
 }
 
 // Invoke runs one request to a terminal record, a pause or a budget limit.

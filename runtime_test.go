@@ -436,3 +436,29 @@ func TestConcurrentResumesContinueTheRunOnce(t *testing.T) {
 		t.Errorf("records = %v", got)
 	}
 }
+
+func TestTakeoverContinuesARunWhoseRuntimeDied(t *testing.T) {
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	ctx := context.Background()
+	// Another runtime claimed the run and died before pausing or ending.
+	cp, err := h.Checkpoints.Load(ctx, paused.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Active = true
+	if err := h.Checkpoints.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}}); !errors.Is(err, contextos.ErrNotResumable) {
+		t.Fatalf("resume of an active run = %v, want ErrNotResumable", err)
+	}
+	done, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Takeover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+}

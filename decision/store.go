@@ -151,6 +151,7 @@ type MemoryStore struct {
 	mu    sync.Mutex
 	lines [][]byte
 	index map[string]int
+	head  string // record_hash of the last record
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -168,11 +169,9 @@ func (m *MemoryStore) Append(ctx context.Context, r *Record) (*Record, error) {
 	if _, dup := m.index[r.RecordID]; dup || r.RecordID == "" {
 		return nil, fmt.Errorf("%w: %q", ErrDuplicate, r.RecordID)
 	}
-	prev := GenesisHash
-	if n := len(m.lines); n > 0 {
-		var last Record
-		json.Unmarshal(m.lines[n-1], &last)
-		prev = last.RecordHash
+	prev := m.head
+	if prev == "" {
+		prev = GenesisHash
 	}
 	c, b, err := seal(r, prev)
 	if err != nil {
@@ -180,6 +179,7 @@ func (m *MemoryStore) Append(ctx context.Context, r *Record) (*Record, error) {
 	}
 	m.index[c.RecordID] = len(m.lines)
 	m.lines = append(m.lines, b)
+	m.head = c.RecordHash
 	return c, nil
 }
 
