@@ -88,7 +88,7 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: policy rule %s denied %s (%s); only a refusal or escalation outcome is allowed", pd.RuleID, d.DecisionKey, pd.Reason)}
 		}
 	}
-	facts := factsForCritic(in)
+	facts := runFacts(in.Pack, in.Compiled, in.Request, in.Results)
 	for _, name := range spec.RequiredEvidence {
 		if !decision.Satisfied(name, facts) {
 			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("missing_evidence: %s is required before %s can be decided", name, d.DecisionKey)}
@@ -102,19 +102,6 @@ func errCode(r *gateway.ToolResultEnvelope) string {
 		return "unknown"
 	}
 	return r.Error.Code
-}
-
-func factsForCritic(in *CriticInput) *decision.Facts {
-	f := &decision.Facts{Pack: in.Pack, Admitted: map[string]string{}, RequestContext: in.Request.Input.Context, PolicyEvaluated: true}
-	for _, e := range in.Compiled.Manifests.EvidenceManifest {
-		f.Admitted[e.EvidenceRef] = ""
-	}
-	for _, s := range in.Results {
-		if s.Result.Status.Succeeded() {
-			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
-		}
-	}
-	return f
 }
 
 // reasonContinue is the score reason for a plan that ran its steps and

@@ -513,12 +513,19 @@ func (r *run) primaryDecision() string {
 
 // facts are what the run established, for the decision record.
 func (r *run) facts() *decision.Facts {
-	cc := r.cc
-	f := &decision.Facts{Pack: r.prepared.Pack(), Admitted: map[string]string{}, RequestContext: r.req.Input.Context, ActiveGates: map[string]string{}, PolicyEvaluated: true}
+	return runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results)
+}
+
+// runFacts are what a run established: the admitted evidence, the
+// succeeded tool results, the policy outcomes and attachments, the active
+// gates and controls. The record is validated against them, and the
+// critic checks required evidence with them.
+func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult) *decision.Facts {
+	f := &decision.Facts{Pack: p, Admitted: map[string]string{}, RequestContext: req.Input.Context, ActiveGates: map[string]string{}, PolicyEvaluated: true}
 	for _, e := range cc.Manifests.EvidenceManifest {
 		f.Admitted[e.EvidenceRef] = ""
 	}
-	for _, s := range r.cp.Results {
+	for _, s := range results {
 		if s.Result.Status.Succeeded() {
 			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
 		}
@@ -526,7 +533,7 @@ func (r *run) facts() *decision.Facts {
 	for _, d := range cc.ContextLedger.PolicyResults {
 		f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
 	}
-	for _, a := range r.req.Attachments {
+	for _, a := range req.Attachments {
 		f.Artifacts = append(f.Artifacts, "artifact:"+a.ArtifactID+"#"+strings.TrimPrefix(a.SHA256, "sha256:"))
 	}
 	for _, g := range cc.ContextLedger.ApprovalGates {

@@ -124,10 +124,15 @@ func TestStreamReportsInvalidRequestAsErrorEvent(t *testing.T) {
 	h := harness(t, contextostest.NewPlanner(), nil)
 	req, rc := refundRequest(t, 1200, true)
 	req.ContextPackRefs = []string{"ctxpack.support@latest"}
+	n := 0
 	for e, err := range h.Runtime.Stream(context.Background(), req, rc) {
+		n++
 		if err == nil || e.Kind != contextos.EventError {
 			t.Errorf("event %s, err %v", e.Kind, err)
 		}
+	}
+	if n != 1 {
+		t.Errorf("the stream yielded %d events, want one error event", n)
 	}
 }
 

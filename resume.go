@@ -55,9 +55,6 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		cp.Run = next
 	}
 	clock := rt.clockFor(runID)
-	if _, err := time.Parse(time.RFC3339Nano, cp.StartedAt); err != nil {
-		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
-	}
 	// wall_clock_ms counts the run's active time: the meter goes on from
 	// the time the run had used when it paused, not from its start, so
 	// the hours an approval takes are not charged.
@@ -119,6 +116,9 @@ func checkCheckpoint(cp *Checkpoint) error {
 	if cp.Run.RunID != cp.RunID {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %s", cp.RunID, cp.Run.RunID)
 	}
+	if _, err := time.Parse(time.RFC3339Nano, cp.StartedAt); err != nil {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)
+	}
 	return nil
 }
 
@@ -155,10 +155,7 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	if rec == nil {
 		return nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, runID)
 	}
-	start, err := time.Parse(time.RFC3339Nano, cp.StartedAt)
-	if err != nil {
-		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", runID, err)
-	}
+	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
 	chain := cp.Chain

@@ -88,8 +88,8 @@ func TestMustRefuseSignalRejectsBeforePlanning(t *testing.T) {
 	req.Input.Context["signals"] = []any{"refund_without_identity"}
 	res := h.Invoke(req, rc)
 	contextostest.AssertStatus(t, res, decision.Rejected)
-	if len(planner.Requests()) != 0 || len(h.Transcript.Calls()) != 0 {
-		t.Errorf("a refused run planned (%d) or called tools (%d)", len(planner.Requests()), len(h.Transcript.Calls()))
+	if len(planner.Requests()) != 0 || len(h.Transcript.Results()) != 0 {
+		t.Errorf("a refused run planned (%d) or called tools (%d)", len(planner.Requests()), len(h.Transcript.Results()))
 	}
 	contextostest.AssertReplayEqual(t, h.Replay(res))
 }
@@ -117,7 +117,7 @@ func TestUnsurfacedToolEscalatesAfterMaxReplans(t *testing.T) {
 	if n := len(planner.Requests()); n != rc.RunBudget.MaxReplanAttempts+1 {
 		t.Errorf("planner asked %d times, want %d", n, rc.RunBudget.MaxReplanAttempts+1)
 	}
-	if len(h.Transcript.Calls()) != 0 {
+	if len(h.Transcript.Results()) != 0 {
 		t.Error("an unsurfaced tool reached the gateway")
 	}
 	if !strings.Contains(res.Record.Rationale.Summary, "replans exhausted") {
@@ -196,20 +196,30 @@ func TestCancelStopsPromptlyWithoutLeaks(t *testing.T) {
 }
 
 func TestHostCriticCanOnlyTighten(t *testing.T) {
+	unsurfaced := &contextos.Plan{Steps: []contextos.Step{{CapabilityID: "adp_crm.delete_customer", Args: map[string]any{"customer_id": "cus_77"}}}}
 	for _, tc := range []struct {
-		name   string
-		critic critic
-		want   decision.Status
+		name    string
+		planner *contextostest.Planner
+		critic  critic
+		want    decision.Status
 	}{
-		{"looser verdict ignored", critic{score: contextos.VerdictAccept}, decision.Decided},
-		{"stricter verdict wins", critic{score: contextos.VerdictEscalate}, decision.Escalated},
-		{"reject at verify", critic{verify: contextos.VerdictReject}, decision.Rejected},
+		// The host critic passes every plan; the built-in critic's replans
+		// still stand, so the unsurfaced tool never runs.
+		{"looser verdict ignored", contextostest.NewPlanner(unsurfaced).RepeatLast(), critic{verify: contextos.VerdictOK}, decision.Escalated},
+		{"stricter verdict wins", contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), critic{score: contextos.VerdictEscalate}, decision.Escalated},
+		{"reject at verify", contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), critic{verify: contextos.VerdictReject}, decision.Rejected},
+		{"agreeing critic", contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), critic{score: contextos.VerdictAccept}, decision.Decided},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.critic
-			h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Critic: &c}})
+			h := harness(t, tc.planner, &contextostest.Options{Runtime: contextos.Options{Critic: &c}})
 			req, rc := refundRequest(t, 1200, true)
 			contextostest.AssertStatus(t, h.Invoke(req, rc), tc.want)
+			for _, r := range h.Transcript.Results() {
+				if r.CapabilityID == "adp_crm.delete_customer" {
+					t.Error("the host critic's looser verdict let an unsurfaced tool reach the gateway")
+				}
+			}
 		})
 	}
 }
@@ -358,7 +368,7 @@ func TestInvokeRefusesUnpinnedAndUnknownPacks(t *testing.T) {
 			t.Errorf("%s: ran (%s)", ref, res.Status)
 		}
 	}
-	if len(h.Transcript.Calls()) != 0 {
+	if len(h.Transcript.Results()) != 0 {
 		t.Error("a refused pack reached a tool")
 	}
 }

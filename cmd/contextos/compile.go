@@ -41,14 +41,10 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var keys *runcontext.StaticKeys
 	if len(pubs) > 0 {
-		keys = runcontext.NewStaticKeys(nil)
-		for _, p := range pubs {
-			kid, pub, _, err := readKey(p)
-			if err != nil {
-				fmt.Fprintln(stderr, "contextos compile:", err)
-				return exitUsage
-			}
-			keys.Add(kid, pub)
+		var err error
+		if keys, err = readKeys(pubs); err != nil {
+			fmt.Fprintln(stderr, "contextos compile:", err)
+			return exitUsage
 		}
 	}
 	var inputs []compiler.Input
@@ -115,11 +111,7 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // loadPack reads a plain or signed pack; a signed one is verified when
 // keys are given.
 func loadPack(data []byte, keys *runcontext.StaticKeys) (compiler.Input, error) {
-	var probe struct {
-		Format string `json:"format"`
-	}
-	_ = json.Unmarshal(data, &probe)
-	if probe.Format != "" {
+	if isSigned(data) {
 		if keys != nil {
 			v, err := pack.Verify(context.Background(), data, keys)
 			if err != nil {

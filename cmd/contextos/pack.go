@@ -136,6 +136,29 @@ func cmdPackKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// readKeys trusts the public keys in the files.
+func readKeys(paths []string) (*runcontext.StaticKeys, error) {
+	keys := runcontext.NewStaticKeys(nil)
+	for _, p := range paths {
+		kid, pub, _, err := readKey(p)
+		if err != nil {
+			return nil, err
+		}
+		keys.Add(kid, pub)
+	}
+	return keys, nil
+}
+
+// isSigned reports whether a pack file is a signed pack file (it has a
+// format) rather than a plain pack document.
+func isSigned(data []byte) bool {
+	var probe struct {
+		Format string `json:"format"`
+	}
+	_ = json.Unmarshal(data, &probe)
+	return probe.Format != ""
+}
+
 func readKey(path string) (kid string, pub ed25519.PublicKey, priv ed25519.PrivateKey, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -205,14 +228,10 @@ func cmdPackVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "contextos pack verify: --pub PUBFILE and one SIGNED file are required")
 		return exitUsage
 	}
-	keys := runcontext.NewStaticKeys(nil)
-	for _, p := range pubs {
-		kid, pub, _, err := readKey(p)
-		if err != nil {
-			fmt.Fprintln(stderr, "contextos pack verify:", err)
-			return exitUsage
-		}
-		keys.Add(kid, pub)
+	keys, err := readKeys(pubs)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos pack verify:", err)
+		return exitUsage
 	}
 	data, err := readInput(fs.Arg(0), stdin)
 	if err != nil {

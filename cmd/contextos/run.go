@@ -45,13 +45,9 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 	if len(s.pubs) == 0 && !s.allowUnsigned {
 		return nil, nil, nil, errors.New("give --pub PUBFILE to verify signed packs, or --allow-unsigned")
 	}
-	keys := runcontext.NewStaticKeys(nil)
-	for _, p := range s.pubs {
-		kid, pub, _, err := readKey(p)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		keys.Add(kid, pub)
+	keys, err := readKeys(s.pubs)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	seed := sha256.Sum256([]byte("contextos run: unsigned packs"))
 	dev := ed25519.NewKeyFromSeed(seed[:])
@@ -63,11 +59,7 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		var probe struct {
-			Format string `json:"format"`
-		}
-		_ = json.Unmarshal(data, &probe)
-		if probe.Format != "" {
+		if isSigned(data) {
 			v, err := pack.Verify(ctx, data, keys)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)

@@ -35,16 +35,24 @@ var ErrNotCanonicalizable = errors.New("canon: value has no canonical JSON form"
 // is taken as a JSON document and canonicalized as is; any other value is
 // first marshalled with encoding/json (so its json tags and MarshalJSON
 // methods apply).
-func JSON(v any) ([]byte, error) {
+func JSON(v any) ([]byte, error) { return appendJSON(make([]byte, 0, 512), v) }
+
+// appendJSON appends the canonical JSON of v to dst: the reflective fast
+// path first, encoding/json and the canonical writer where it cannot go.
+func appendJSON(dst []byte, v any) ([]byte, error) {
 	switch v.(type) {
 	case json.RawMessage, []byte:
 	default:
-		out, err := encode(v)
+		out, err := appendValue(dst, reflect.ValueOf(v))
 		if !errors.Is(err, errSlowPath) {
 			return out, err
 		}
 	}
-	return jsonSlow(v)
+	slow, err := jsonSlow(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, slow...), nil
 }
 
 // jsonSlow canonicalizes through encoding/json and the canonical writer.
@@ -77,31 +85,20 @@ func marshal(v any) ([]byte, error) {
 // Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
 // canonical JSON of v.
 func Digest(v any) (string, error) {
-	switch v.(type) {
-	case json.RawMessage, []byte:
-	default:
-		// The fast path encodes into a pooled buffer: a digest needs the
-		// bytes only until they are hashed.
-		bp := digestBufs.Get().(*[]byte)
-		out, err := appendValue((*bp)[:0], reflect.ValueOf(v))
-		if err == nil {
-			d := DigestBytes(out)
-			if cap(out) <= maxPooledBuf {
-				*bp = out
-				digestBufs.Put(bp)
-			}
-			return d, nil
-		}
-		digestBufs.Put(bp)
-		if !errors.Is(err, errSlowPath) {
-			return "", err
-		}
-	}
-	c, err := JSON(v)
+	// The encoding goes into a pooled buffer: a digest needs the bytes
+	// only until they are hashed.
+	bp := digestBufs.Get().(*[]byte)
+	out, err := appendJSON((*bp)[:0], v)
 	if err != nil {
+		digestBufs.Put(bp)
 		return "", err
 	}
-	return DigestBytes(c), nil
+	d := DigestBytes(out)
+	if cap(out) <= maxPooledBuf {
+		*bp = out
+		digestBufs.Put(bp)
+	}
+	return d, nil
 }
 
 // digestBufs pools Digest's encoding buffers; buffers that grew past

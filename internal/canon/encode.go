@@ -587,10 +587,3 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 	}
 	return appendValue(dst, reflect.ValueOf(x))
 }
-
-// encode is JSON's fast path for Go values.
-func encode(v any) ([]byte, error) {
-	// As with encoding/json, a value passed by value is not addressable:
-	// pointer-receiver marshalers apply only inside pointers and slices.
-	return appendValue(make([]byte, 0, 512), reflect.ValueOf(v))
-}
