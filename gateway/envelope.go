@@ -31,6 +31,11 @@ type ToolCallEnvelope struct {
 	IdempotencyKey        *string                 `json:"idempotency_key"`
 	AuthRef               *string                 `json:"auth_ref"`
 	Metadata              map[string]any          `json:"metadata,omitempty"`
+
+	// argsJSON is the canonical form of Args as the gateway built the
+	// envelope (nil when not known); only the gateway's own recording
+	// uses it, and it is cleared when the gateway changes Args.
+	argsJSON []byte
 }
 
 // Status is a tool result status.

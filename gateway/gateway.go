@@ -220,9 +220,10 @@ type Run struct {
 }
 
 type surfaced struct {
-	meta compiler.CapabilityMetadata
-	perm pack.Permission
-	mode runcontext.ApprovalMode // the adapter's declared (highest) mode
+	spanName string
+	meta     compiler.CapabilityMetadata
+	perm     pack.Permission
+	mode     runcontext.ApprovalMode // the adapter's declared (highest) mode
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -284,7 +285,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c
-			r.surfaced[id] = surfaced{meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID]}
+			r.surfaced[id] = surfaced{spanName: "execute_tool " + id, meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID]}
 		}
 	}
 	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
@@ -326,14 +327,24 @@ type CallRequest struct {
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
 	env, res := r.envelope(req)
-	ctx, span := r.g.tracer.Start(ctx, "execute_tool "+req.CapabilityID, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", req.CapabilityID),
-		attribute.String("gen_ai.tool.call.id", env.ToolCallID),
-		attribute.String("contextos.run_id", r.rc.RunID),
-		attribute.String("contextos.tenant_id", r.rc.TenantID),
-		attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
-	))
+	name := r.surfaced[req.CapabilityID].spanName
+	if name == "" {
+		name = "execute_tool " + req.CapabilityID
+	}
+	ctx, span := r.g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	// Attributes are built only for a span that records: with no tracer
+	// provider they would be a tenth of a call's allocations.
+	recording := span.IsRecording()
+	if recording {
+		span.SetAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", req.CapabilityID),
+			attribute.String("gen_ai.tool.call.id", env.ToolCallID),
+			attribute.String("contextos.run_id", r.rc.RunID),
+			attribute.String("contextos.tenant_id", r.rc.TenantID),
+			attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
+		)
+	}
 	defer span.End()
 	var err error
 	if res == nil {
@@ -346,18 +357,22 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 			err = rerr
 		}
 	}
-	span.SetAttributes(attribute.String("contextos.tool.status", string(res.Status)), attribute.Int("contextos.tool.attempts", res.Metadata.Attempts))
-	if res.PolicyDecisionID != nil {
-		span.SetAttributes(attribute.String("contextos.policy_decision_id", *res.PolicyDecisionID))
-	}
-	if res.Error != nil {
-		span.SetAttributes(attribute.String("contextos.tool.code", res.Error.Code))
-		if !res.Status.Succeeded() && res.Status != StatusPaused {
-			span.SetStatus(codes.Error, res.Error.Code)
+	if recording {
+		span.SetAttributes(attribute.String("contextos.tool.status", string(res.Status)), attribute.Int("contextos.tool.attempts", res.Metadata.Attempts))
+		if res.PolicyDecisionID != nil {
+			span.SetAttributes(attribute.String("contextos.policy_decision_id", *res.PolicyDecisionID))
+		}
+		if res.Error != nil {
+			span.SetAttributes(attribute.String("contextos.tool.code", res.Error.Code))
+			if !res.Status.Succeeded() && res.Status != StatusPaused {
+				span.SetStatus(codes.Error, res.Error.Code)
+			}
 		}
 	}
-	r.g.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("run_id", r.rc.RunID), slog.String("tool_call_id", env.ToolCallID),
-		slog.String("capability", req.CapabilityID), slog.String("status", string(res.Status)), slog.Int("attempts", res.Metadata.Attempts))
+	if r.g.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		r.g.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("run_id", r.rc.RunID), slog.String("tool_call_id", env.ToolCallID),
+			slog.String("capability", req.CapabilityID), slog.String("status", string(res.Status)), slog.Int("attempts", res.Metadata.Attempts))
+	}
 	return res, err
 }
 
@@ -365,14 +380,21 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 // rejected result at once.
 func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
-	id, err := canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID, args)
+	// The arguments are encoded once: the tool-call id, the idempotency key,
+	// the payload size and the transcript digest all use these bytes.
+	argsJSON, err := canon.JSON(args)
+	id := ""
+	if err == nil {
+		id, err = canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID, canon.Raw(argsJSON))
+	}
 	if err != nil {
+		argsJSON = nil
 		id, _ = canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID)
 	}
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.rc.PrincipalChain(), EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: strPtr(r.rc.AuthRef()),
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: strPtr(r.rc.AuthRef()), argsJSON: argsJSON,
 	}
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
@@ -427,7 +449,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	if write {
 		key = req.IdempotencyKey
 		if key == "" {
-			k, err := canon.ID(canon.PrefixIdem, r.rc.RunID, req.Step, env.CapabilityID, env.Args)
+			k, err := canon.ID(canon.PrefixIdem, r.rc.RunID, req.Step, env.CapabilityID, canon.Raw(env.argsJSON))
 			if err != nil {
 				return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 			}
@@ -437,6 +459,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
 			if _, has := env.Args["idempotency_key"]; !has {
 				env.Args["idempotency_key"] = key
+				env.argsJSON = nil
 			}
 		}
 	}
@@ -463,7 +486,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	}
 	// Payload size.
 	if max := r.rc.RunBudget.MaxPayloadBytes; max > 0 {
-		if b, err := json.Marshal(env.Args); err != nil || int64(len(b)) > max {
+		if size, err := env.argsSize(); err != nil || size > max {
 			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, fmt.Sprintf("args are larger than max_payload_bytes (%d); pass large payloads as attachments", max), map[string]any{"max_payload_bytes": max}), nil), nil
 		}
 	}
@@ -806,11 +829,13 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 
 // record appends a transcript entry and advances the run's chain.
 func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
-	var body any = env
-	if kind == "result" {
-		body = res
+	var h string
+	var err error
+	if kind == "call" {
+		h, err = canon.DigestOf(callWithArgs{env})
+	} else {
+		h, err = canon.DigestOf(res)
 	}
-	h, err := canon.Digest(body)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -84,7 +85,7 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 		"adp_policy.eval":           {Timeout: time.Second},
 		"adp_payments.issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Second, CostCents: 0.31},
 	}
-	f.opts = gateway.Options{Transcript: f.recorder, Now: func() time.Time { return f.now }, Sleep: func(context.Context, time.Duration) error { return nil }}
+	f.opts = gateway.Options{Transcript: canonChecked{t, f.recorder}, Now: func() time.Time { return f.now }, Sleep: func(context.Context, time.Duration) error { return nil }}
 	for _, o := range options {
 		o(f, rc, req, caps)
 	}
@@ -109,6 +110,27 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	}
 	f.rc, f.req, f.prepared, f.cc = rc, req, prepared, cc
 	return f
+}
+
+// canonChecked holds every envelope the gateway records to the general
+// canonical encoder: each test that makes calls also checks the
+// envelopes' hand-written canonical writers.
+type canonChecked struct {
+	t    testing.TB
+	sink gateway.TranscriptSink
+}
+
+func (c canonChecked) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	var err error
+	if e.Call != nil {
+		err = canon.CheckAppender(e.Call)
+	} else {
+		err = canon.CheckAppender(e.Result)
+	}
+	if err != nil {
+		c.t.Errorf("transcript entry %d (%s): %v", e.Seq, e.Kind, err)
+	}
+	return c.sink.Append(ctx, e)
 }
 
 // rebind binds the fixture's compiled run to another gateway.

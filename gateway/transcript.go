@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -140,6 +139,7 @@ func VerifyTranscript(entries []TranscriptEntry) (string, error) {
 }
 
 func chain(prev, entry string) string {
-	sum := sha256.Sum256([]byte(prev + entry))
-	return canon.DigestPrefix + hex.EncodeToString(sum[:])
+	var buf [2 * (len(canon.DigestPrefix) + 2*sha256.Size)]byte
+	b := append(append(buf[:0], prev...), entry...)
+	return canon.DigestBytes(b)
 }

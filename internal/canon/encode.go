@@ -40,6 +40,9 @@ func appendValue(dst []byte, v reflect.Value) ([]byte, error) {
 // appendValueF is appendValue with the type's flags already known.
 func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 	t := v.Type()
+	if tf&isAppender != 0 && (v.Kind() != reflect.Pointer || !v.IsNil()) {
+		return v.Interface().(Appender).AppendCanonical(dst)
+	}
 	if tf&isOpen != 0 {
 		// An open type's MarshalJSON writes its fields and its extension
 		// members (internal/wire.MarshalOpen); written natively here.
@@ -148,7 +151,7 @@ func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 
 // typeFlags caches what a type implements; reflect's Implements is too
 // slow to ask per value.
-type typeFlags uint8
+type typeFlags uint16
 
 const (
 	isMarshaler typeFlags = 1 << iota
@@ -158,6 +161,7 @@ const (
 	isZeroerFlag
 	ptrZeroer
 	isOpen // a struct with a `wire:"extra"` extension map
+	isAppender
 	flagsKnown
 )
 
@@ -176,6 +180,9 @@ func flagsOf(t reflect.Type) typeFlags {
 			f |= isOpen
 		}
 	}
+	if t.Implements(appenderType) {
+		f |= isAppender
+	}
 	pt := reflect.PointerTo(t)
 	for _, c := range []struct {
 		typ  reflect.Type
@@ -193,6 +200,7 @@ func flagsOf(t reflect.Type) typeFlags {
 }
 
 var (
+	appenderType      = reflect.TypeFor[Appender]()
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	numberType        = reflect.TypeFor[json.Number]()
@@ -254,14 +262,19 @@ func appendNumberLiteral(dst []byte, s string) ([]byte, error) {
 // appendGoString writes a Go string the way encoding/json then the
 // canonical writer would: each invalid UTF-8 byte becomes U+FFFD.
 func appendGoString(dst []byte, s string) []byte {
-	ascii := true
+	plain := true // printable ASCII with nothing to escape: copied as is
 	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			plain = false
 			break
 		}
 	}
-	if ascii || utf8.ValidString(s) {
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	if utf8.ValidString(s) {
 		return appendString(dst, s)
 	}
 	var b strings.Builder

@@ -1,8 +1,6 @@
 package canon
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -30,18 +28,22 @@ const idHexLen = 16
 // differs with overwhelming probability. Parts must be canonicalizable; a
 // value that is not (a NaN, say) is an error.
 func ID(prefix string, parts ...any) (string, error) {
-	if prefix == "" || strings.ContainsAny(prefix, "_ ") {
+	if !validPrefix(prefix) {
 		return "", fmt.Errorf("canon: invalid id prefix %q", prefix)
 	}
-	if parts == nil {
-		parts = []any{}
-	}
-	c, err := JSON(parts)
+	bp := digestBufs.Get().(*[]byte)
+	buf := append(append((*bp)[:0], prefix...), 0)
+	buf, err := appendIDParts(buf, parts)
 	if err != nil {
+		digestBufs.Put(bp)
 		return "", err
 	}
-	sum := sha256.Sum256(append([]byte(prefix+"\x00"), c...))
-	return prefix + "_" + hex.EncodeToString(sum[:])[:idHexLen], nil
+	id := sumID(prefix, buf)
+	if cap(buf) <= maxPooledBuf {
+		*bp = buf
+		digestBufs.Put(bp)
+	}
+	return id, nil
 }
 
 // HasPrefix reports whether id has the form "<prefix>_<something>".

@@ -1,0 +1,298 @@
+package gateway
+
+import (
+	"fmt"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// The envelopes write their own canonical JSON: every call hashes two of
+// them into the transcript chain, and the reflective encoder was a third
+// of a call's cost. Keys are written in RFC 8785 order (all ASCII, so
+// byte order); TestEnvelopesAppendCanonical and FuzzEnvelopeCanonical hold
+// these writers to the general path byte for byte.
+
+// object writes one JSON object's members in the order given.
+type object struct {
+	dst []byte
+	n   int
+	err error
+}
+
+func (o *object) key(k string) {
+	if o.n > 0 {
+		o.dst = append(o.dst, ',')
+	}
+	o.n++
+	o.dst = append(o.dst, '"')
+	o.dst = append(o.dst, k...)
+	o.dst = append(o.dst, '"', ':')
+}
+
+func (o *object) str(k, v string) { o.key(k); o.dst = canon.AppendString(o.dst, v) }
+
+func (o *object) strOmit(k, v string) {
+	if v != "" {
+		o.str(k, v)
+	}
+}
+
+func (o *object) strPtr(k string, v *string) {
+	o.key(k)
+	if v == nil {
+		o.dst = append(o.dst, "null"...)
+		return
+	}
+	o.dst = canon.AppendString(o.dst, *v)
+}
+
+func (o *object) strs(k string, v []string) {
+	o.key(k)
+	o.dst = appendStrings(o.dst, v)
+}
+
+func (o *object) strsOmit(k string, v []string) {
+	if len(v) > 0 {
+		o.strs(k, v)
+	}
+}
+
+func (o *object) mode(k string, m runcontext.ApprovalMode) {
+	if m != "" && !m.Valid() && o.err == nil {
+		o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, k, string(m))
+	}
+	o.str(k, string(m))
+}
+
+func (o *object) int(k string, v int64) { o.key(k); o.dst = canon.AppendInt(o.dst, v) }
+
+func (o *object) bool(k string, v bool) { o.key(k); o.dst = canon.AppendBool(o.dst, v) }
+
+func (o *object) float(k string, v float64) {
+	o.key(k)
+	if o.err != nil {
+		return
+	}
+	o.dst, o.err = canon.AppendFloat(o.dst, v)
+}
+
+// value writes any value; raw, when set, is its canonical form already.
+func (o *object) value(k string, v any, raw []byte) {
+	o.key(k)
+	if o.err != nil {
+		return
+	}
+	if raw != nil {
+		o.dst = append(o.dst, raw...)
+		return
+	}
+	o.dst, o.err = canon.AppendValue(o.dst, v)
+}
+
+func (o *object) open() { o.dst = append(o.dst, '{') }
+
+func (o *object) close() ([]byte, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	return append(o.dst, '}'), nil
+}
+
+func appendStrings(dst []byte, v []string) []byte {
+	if v == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = canon.AppendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// AppendCanonical implements canon.Appender.
+func (e *ToolCallEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
+	return e.appendCanonical(dst, nil)
+}
+
+// appendCanonical writes the envelope with args already encoded (nil:
+// encode them).
+func (e *ToolCallEnvelope) appendCanonical(dst, args []byte) ([]byte, error) {
+	o := object{dst: dst}
+	o.open()
+	o.mode("approval_mode_effective", e.ApprovalModeEffective)
+	o.mode("approval_mode_highest", e.ApprovalModeHighest)
+	o.mode("approval_mode_requested", e.ApprovalModeRequested)
+	if e.Args == nil {
+		args = nil
+	}
+	o.value("args", e.Args, args)
+	o.strPtr("auth_ref", e.AuthRef)
+	o.str("capability_id", e.CapabilityID)
+	o.str("envelope_version", e.EnvelopeVersion)
+	o.strs("evidence_refs", e.EvidenceRefs)
+	o.strPtr("idempotency_key", e.IdempotencyKey)
+	if len(e.Metadata) > 0 {
+		o.value("metadata", e.Metadata, nil)
+	}
+	o.strPtr("policy_decision_id", e.PolicyDecisionID)
+	o.key("principal_chain")
+	o.dst = appendPrincipals(o.dst, e.PrincipalChain)
+	o.str("run_id", e.RunID)
+	o.strOmit("session_id", e.SessionID)
+	o.str("tool_call_id", e.ToolCallID)
+	o.str("trace_id", e.TraceID)
+	return o.close()
+}
+
+// callWithArgs writes a call envelope with its cached canonical args.
+type callWithArgs struct{ e *ToolCallEnvelope }
+
+func (c callWithArgs) AppendCanonical(dst []byte) ([]byte, error) {
+	return c.e.appendCanonical(dst, c.e.argsJSON)
+}
+
+// argsSize is the size of the canonical arguments.
+func (e *ToolCallEnvelope) argsSize() (int64, error) {
+	if e.argsJSON != nil {
+		return int64(len(e.argsJSON)), nil
+	}
+	b, err := canon.JSON(e.Args)
+	return int64(len(b)), err
+}
+
+func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
+	if ps == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, p := range ps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		o := object{dst: dst}
+		o.open()
+		o.strOmit("display", p.Display)
+		o.str("id", p.ID)
+		o.str("kind", string(p.Kind))
+		o.strOmit("tenant_id", p.TenantID)
+		dst, _ = o.close() // strings only: cannot fail
+	}
+	return append(dst, ']')
+}
+
+// AppendCanonical implements canon.Appender.
+func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
+	o := object{dst: dst}
+	o.open()
+	if r.Approval != nil {
+		o.key("approval_request")
+		if o.err == nil {
+			o.dst, o.err = r.Approval.AppendCanonical(o.dst)
+		}
+	}
+	o.strs("artifacts", r.Artifacts)
+	o.str("capability_id", r.CapabilityID)
+	o.key("citations")
+	if r.Citations == nil {
+		o.dst = append(o.dst, "null"...)
+	} else {
+		o.dst = append(o.dst, '[')
+		for i, c := range r.Citations {
+			if i > 0 {
+				o.dst = append(o.dst, ',')
+			}
+			o.dst = append(o.dst, `{"evidence_ref":`...)
+			o.dst = append(canon.AppendString(o.dst, c.EvidenceRef), '}')
+		}
+		o.dst = append(o.dst, ']')
+	}
+	o.str("envelope_version", r.EnvelopeVersion)
+	o.key("error")
+	if r.Error == nil {
+		o.dst = append(o.dst, "null"...)
+	} else if o.err == nil {
+		o.dst, o.err = r.Error.AppendCanonical(o.dst)
+	}
+	o.int("latency_ms", r.LatencyMS)
+	o.key("metadata")
+	if o.err == nil {
+		o.dst, o.err = r.Metadata.AppendCanonical(o.dst)
+	}
+	o.strs("mutations", r.Mutations)
+	o.value("output", r.Output, nil)
+	o.strPtr("policy_decision_id", r.PolicyDecisionID)
+	o.strs("risk_tags", r.RiskTags)
+	o.str("run_id", r.RunID)
+	o.strOmit("session_id", r.SessionID)
+	o.str("status", string(r.Status))
+	o.str("tool_call_id", r.ToolCallID)
+	o.str("trace_id", r.TraceID)
+	return o.close()
+}
+
+// AppendCanonical implements canon.Appender.
+func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
+	o := object{dst: dst}
+	o.open()
+	o.strOmit("approval_evidence_snapshot_hash", m.ApprovalEvidenceSnapshotHash)
+	o.strOmit("approval_gate_id", m.ApprovalGateID)
+	o.strOmit("approved_at", m.ApprovedAt)
+	o.strOmit("approver", m.Approver)
+	o.int("attempts", int64(m.Attempts))
+	o.float("cost_cents", m.CostCents)
+	if m.Duplicate {
+		o.bool("duplicate", true)
+	}
+	o.strsOmit("evidence_hashes", m.EvidenceHashes)
+	o.strOmit("idempotency_key", m.IdempotencyKey)
+	o.bool("redaction_applied", m.RedactionApplied)
+	o.int("retries", int64(m.Retries))
+	if m.Retryable != nil {
+		o.bool("retryable", *m.Retryable)
+	}
+	o.strsOmit("signals", m.Signals)
+	o.strOmit("tool_code", m.ToolCode)
+	o.strOmit("tool_reason", m.ToolReason)
+	o.strOmit("tool_status", m.ToolStatus)
+	o.strOmit("tool_transcript_id", m.ToolTranscriptID)
+	return o.close()
+}
+
+// AppendCanonical implements canon.Appender.
+func (e *ToolError) AppendCanonical(dst []byte) ([]byte, error) {
+	o := object{dst: dst}
+	o.open()
+	o.str("code", e.Code)
+	o.value("details", e.Details, nil)
+	o.str("message", e.Message)
+	o.str("reason", e.Reason)
+	o.bool("retryable", e.Retryable)
+	return o.close()
+}
+
+// AppendCanonical implements canon.Appender.
+func (a *ApprovalRequest) AppendCanonical(dst []byte) ([]byte, error) {
+	o := object{dst: dst}
+	o.open()
+	o.str("action_digest", a.ActionDigest)
+	o.str("evidence_snapshot_hash", a.EvidenceSnapshotHash)
+	o.str("gate_id", a.GateID)
+	o.strOmit("idempotency_key", a.IdempotencyKey)
+	o.value("requested_at", a.RequestedAt, nil)
+	o.str("required_approver_role", a.ApproverRole)
+	o.str("tool_call_id", a.ToolCallID)
+	o.int("ttl_seconds", int64(a.TTLSeconds))
+	return o.close()
+}
+
+var (
+	_ canon.Appender = (*ToolCallEnvelope)(nil)
+	_ canon.Appender = (*ToolResultEnvelope)(nil)
+	_ canon.Appender = ResultMetadata{}
+	_ canon.Appender = (*ToolError)(nil)
+	_ canon.Appender = (*ApprovalRequest)(nil)
+)

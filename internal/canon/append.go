@@ -1,0 +1,150 @@
+package canon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Appender is a type that writes its own canonical form. Hot-path types
+// (the gateway's envelopes) implement it to skip reflection. The contract:
+// AppendCanonical appends exactly the bytes JSON would produce for the
+// value through encoding/json and the canonical writer, and fails where
+// that would fail. [CheckAppender] holds an implementation to it; every
+// implementation's tests must call it.
+//
+// The encoder uses AppendCanonical when the value's type implements it
+// (a nil pointer is still written as null).
+type Appender interface {
+	AppendCanonical(dst []byte) ([]byte, error)
+}
+
+// Raw is JSON already in canonical form (the output of [JSON]), written
+// as is. It lets a caller encode a large value once and use the bytes in
+// several ids and digests. Raw that is not canonical makes wrong ids; it
+// is never built from outside input.
+type Raw []byte
+
+// AppendCanonical implements Appender.
+func (r Raw) AppendCanonical(dst []byte) ([]byte, error) {
+	if len(r) == 0 {
+		return nil, fmt.Errorf("%w: empty Raw", ErrNotCanonicalizable)
+	}
+	return append(dst, r...), nil
+}
+
+// AppendString appends s as a canonical JSON string (invalid UTF-8 bytes
+// become U+FFFD, as encoding/json writes them).
+func AppendString(dst []byte, s string) []byte { return appendGoString(dst, s) }
+
+// AppendInt appends i as a canonical JSON number.
+func AppendInt(dst []byte, i int64) []byte { return appendInt(dst, i) }
+
+// AppendFloat appends f as a canonical JSON number; NaN and infinities
+// are an error.
+func AppendFloat(dst []byte, f float64) ([]byte, error) { return appendFloat(dst, f) }
+
+// AppendBool appends true or false.
+func AppendBool(dst []byte, b bool) []byte {
+	if b {
+		return append(dst, "true"...)
+	}
+	return append(dst, "false"...)
+}
+
+// AppendValue appends the canonical form of any value, as JSON does.
+func AppendValue(dst []byte, v any) ([]byte, error) {
+	n := len(dst)
+	out, err := appendAny(dst, v)
+	if !errors.Is(err, errSlowPath) {
+		return out, err
+	}
+	slow, err := jsonSlow(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst[:n], slow...), nil
+}
+
+// DigestOf returns the digest (as [Digest]) of what a writes, encoding
+// into a pooled buffer.
+func DigestOf(a Appender) (string, error) {
+	bp := digestBufs.Get().(*[]byte)
+	out, err := a.AppendCanonical((*bp)[:0])
+	if err != nil {
+		digestBufs.Put(bp)
+		return "", err
+	}
+	d := DigestBytes(out)
+	if cap(out) <= maxPooledBuf {
+		*bp = out
+		digestBufs.Put(bp)
+	}
+	return d, nil
+}
+
+// CheckAppender reports whether v's AppendCanonical writes the same bytes
+// as the general path (encoding/json, then the canonical writer), and how
+// they differ when they do not. Both failing is agreement.
+func CheckAppender(v Appender) error {
+	fast, ferr := v.AppendCanonical(nil)
+	slow, serr := jsonSlow(v)
+	switch {
+	case ferr != nil && serr != nil:
+		return nil
+	case ferr != nil:
+		return fmt.Errorf("canon: AppendCanonical failed (%v) where the general path wrote %s", ferr, slow)
+	case serr != nil:
+		return fmt.Errorf("canon: AppendCanonical wrote %s where the general path failed (%v)", fast, serr)
+	case string(fast) != string(slow):
+		i := 0
+		for i < len(fast) && i < len(slow) && fast[i] == slow[i] {
+			i++
+		}
+		return fmt.Errorf("canon: AppendCanonical differs from the general path at byte %d:\n fast: %s\n slow: %s", i, fast, slow)
+	}
+	return nil
+}
+
+// appendIDParts writes ID's parts as one canonical JSON array; strings,
+// ints and Appenders skip the reflective encoder.
+func appendIDParts(dst []byte, parts []any) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, p := range parts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		switch x := p.(type) {
+		case string:
+			dst = appendGoString(dst, x)
+		case int:
+			dst = appendInt(dst, int64(x))
+		case Appender:
+			dst, err = x.AppendCanonical(dst)
+		default:
+			dst, err = AppendValue(dst, x)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// sumID finishes an id from the canonical parts in buf (after the prefix
+// and NUL).
+func sumID(prefix string, buf []byte) string {
+	sum := sha256.Sum256(buf)
+	var out [64]byte
+	n := copy(out[:], prefix)
+	out[n] = '_'
+	hex.Encode(out[n+1:], sum[:idHexLen/2])
+	return string(out[:n+1+idHexLen])
+}
+
+func validPrefix(prefix string) bool {
+	return prefix != "" && len(prefix) <= 32 && !strings.ContainsAny(prefix, "_ ")
+}
