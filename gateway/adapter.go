@@ -70,6 +70,11 @@ type Capability struct {
 	CostCents float64
 	// MaxAttempts bounds attempts for retryable failures. Default: 3.
 	MaxAttempts int
+	// Backoff, when set, is the wait after failed attempt n (1-based) of
+	// the call toolCallID, in place of the gateway's exponential backoff
+	// and jitter (a transport's per-endpoint retry policy). It must be
+	// deterministic, so a replay waits the same.
+	Backoff func(toolCallID string, attempt int) time.Duration
 	// HonorsContext declares that the adapter returns promptly once its
 	// context is done (in-process adapters, transports built on net/http).
 	// The gateway then calls it on the caller's goroutine, under the same

@@ -699,8 +699,13 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
 			break
 		}
-		d := min(r.g.opts.BaseBackoff<<(attempt-1), r.g.opts.MaxBackoff)
-		if err := r.g.opts.Sleep(ctx, r.g.opts.Jitter(env.ToolCallID, attempt, d)); err != nil {
+		var wait time.Duration
+		if spec.Backoff != nil {
+			wait = spec.Backoff(env.ToolCallID, attempt)
+		} else {
+			wait = r.g.opts.Jitter(env.ToolCallID, attempt, min(r.g.opts.BaseBackoff<<(attempt-1), r.g.opts.MaxBackoff))
+		}
+		if err := r.g.opts.Sleep(ctx, wait); err != nil {
 			te = NewToolError(CodeCanceled, false, "canceled while waiting to retry", nil)
 			break
 		}

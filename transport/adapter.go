@@ -1,0 +1,419 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+// Transport names.
+const (
+	TransportHTTP     = "http"
+	TransportExternal = "external"
+	TransportWebhook  = "webhook"
+	TransportGRPC     = "grpc"
+	TransportMCP      = "mcp"
+)
+
+// Endpoint is where and how an adapter reaches its tools.
+type Endpoint struct {
+	// Transport is http, external or webhook here (grpc and mcp have
+	// their own packages).
+	Transport string `json:"transport"`
+	// URL is the tool endpoint. http posts each capability to URL as is
+	// (the capability is in the X-Tool-Name header); external and webhook
+	// post the envelope to it; webhook polls URL/{request_id}.
+	URL string `json:"url"`
+	// Auth is the endpoint's auth profile and secret reference.
+	Auth *Auth `json:"auth,omitempty"`
+	// Timeout bounds one attempt (gateway.Capability.Timeout).
+	Timeout time.Duration `json:"-"`
+	// Retry is the endpoint's retry policy (the gateway runs it).
+	Retry Retry `json:"-"`
+	// AllowPrivate lets the endpoint be a loopback or private address.
+	AllowPrivate bool `json:"allow_private,omitempty"`
+	// PollInterval is the webhook poll interval. Default 2s.
+	PollInterval time.Duration `json:"-"`
+	// Namespace and Agent fill the envelope's namespace and agent.
+	Namespace string `json:"namespace,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	// Tools declares each capability's labels and risk level, sent as
+	// tool.capabilities and tool.risk_level (keyed by capability name).
+	Tools map[string]ToolInfo `json:"tools,omitempty"`
+}
+
+// ToolInfo is a capability's contract labels.
+type ToolInfo struct {
+	Capabilities []string `json:"capabilities,omitempty"`
+	RiskLevel    string   `json:"risk_level,omitempty"`
+}
+
+// Options are what an adapter shares with others: clients, secrets,
+// tokens, telemetry and clock.
+type Options struct {
+	// HTTPClient makes tool calls. Default: a client without a timeout of
+	// its own (the gateway's attempt deadline bounds each call).
+	HTTPClient *http.Client
+	// Secrets resolves auth secret references on every call.
+	Secrets SecretResolver
+	// Tokens caches OAuth2 tokens. Default: DefaultTokenCache.
+	Tokens *TokenCache
+	// TracerProvider makes one span per attempt. Default: the global one.
+	TracerProvider trace.TracerProvider
+	// Logger logs one line per attempt (never inputs, outputs or
+	// secrets). Default: discard.
+	Logger *slog.Logger
+	// Now is the clock for durations. Default: time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.HTTPClient == nil {
+		out.HTTPClient = &http.Client{}
+	}
+	if out.Tokens == nil {
+		out.Tokens = DefaultTokenCache
+	}
+	if out.TracerProvider == nil {
+		out.TracerProvider = otel.GetTracerProvider()
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	return out
+}
+
+// maxBody bounds a tool reply.
+const maxBody = 4 << 20
+
+// Adapter is a gateway.Adapter that calls tools over HTTP with Tool
+// Contract v1: http (the input as the body), external (the envelope) or
+// webhook (the envelope, then a wait for the result). One attempt per
+// gateway call. Safe for concurrent use.
+type Adapter struct {
+	ep      Endpoint
+	opts    Options
+	tracer  trace.Tracer
+	pending *pending // webhook calls waiting for a result
+}
+
+var _ gateway.Adapter = (*Adapter)(nil)
+
+// NewAdapter checks ep and returns its adapter (ErrConfig when ep cannot
+// work).
+func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
+	switch ep.Transport {
+	case TransportHTTP, TransportExternal, TransportWebhook:
+	case TransportGRPC, TransportMCP:
+		return nil, fmt.Errorf("%w: transport %s has its own package (transport/grpctransport, transport/mcptransport)", ErrConfig, ep.Transport)
+	default:
+		return nil, fmt.Errorf("%w: transport %q is not http, external or webhook", ErrConfig, clip(ep.Transport))
+	}
+	if _, err := CheckEndpoint(ep.URL, ep.AllowPrivate); err != nil {
+		return nil, err
+	}
+	if err := ep.Auth.Check(); err != nil {
+		return nil, err
+	}
+	if err := ep.Retry.Check(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer("github.com/contextos/contextos/transport")}
+	if ep.Transport == TransportWebhook {
+		a.pending = newPending()
+	}
+	return a, nil
+}
+
+// Capability returns the gateway capability settings the endpoint
+// implies: its timeout, its retry policy's attempts and backoff, and that
+// the adapter honours its context. Set ArgsSchema, Scopes and CostCents.
+func (a *Adapter) Capability() gateway.Capability {
+	return capabilityFor(a.ep.Timeout, a.ep.Retry)
+}
+
+func capabilityFor(timeout time.Duration, r Retry) gateway.Capability {
+	return gateway.Capability{Timeout: timeout, MaxAttempts: r.Attempts(), Backoff: r.Delay, HonorsContext: true}
+}
+
+// RequestFor builds the contract request of one gateway attempt: the tool
+// call id as request_id (the same on every attempt), the run id as
+// task_id, the capability id as tool.name, the arguments as input, the
+// attempt, the idempotency key and the trace. Exported for the gRPC and
+// MCP transports.
+func RequestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
+	env := call.Envelope
+	req := &Request{ToolContractVersion: ContractVersion, RequestID: env.ToolCallID, TaskID: env.RunID, Namespace: ep.Namespace, Agent: ep.Agent,
+		Tool: Tool{Name: env.CapabilityID, Operation: DefaultOperation}, Input: env.Args, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey,
+		Runtime: &RuntimeInfo{Mode: mode, TimeoutMS: ep.Timeout.Milliseconds(), MaxAttempts: ep.Retry.Attempts(), MaxBackoffMS: ep.Retry.MaxBackoff.Milliseconds(),
+			Jitter: WireJitter(ep.Retry.Jitter == JitterFull || ep.Retry.Jitter == JitterEqual)}}
+	if ep.Retry.Backoff > 0 {
+		req.Runtime.Backoff = "exponential"
+	}
+	if info, ok := ep.Tools[call.Capability]; ok {
+		req.Tool.Capabilities, req.Tool.RiskLevel = info.Capabilities, info.RiskLevel
+	}
+	if p := ep.Auth.profile(); p != "" {
+		req.Auth = &AuthInfo{Profile: p, SecretRef: ep.Auth.SecretRef, Scopes: ep.Auth.Scopes}
+	}
+	if call.Trace.TraceID != "" || call.Trace.SpanID != "" {
+		req.Trace = &Trace{TraceID: call.Trace.TraceID, SpanID: call.Trace.SpanID}
+	}
+	if req.Input == nil {
+		req.Input = map[string]any{}
+	}
+	_ = Normalize(req)
+	return req
+}
+
+// Call implements gateway.Adapter.
+func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	req := RequestFor(call, a.ep.Transport, &a.ep)
+	resp := a.Execute(ctx, req)
+	return Outcome(req, resp)
+}
+
+// Outcome turns a response into the gateway's outcome or ToolError. A
+// write's side effects are the response's mutations; a tool that names
+// none (an Orloj tool cannot) is recorded as one effect under the call's
+// idempotency key.
+func Outcome(req *Request, resp *Response) (*gateway.Outcome, error) {
+	if te := resp.Err(); te != nil {
+		return nil, te
+	}
+	out := &gateway.Outcome{Output: resp.OutputValue()}
+	if req.IdempotencyKey != "" {
+		out.Mutations = []string{req.Tool.Name + ":" + req.IdempotencyKey}
+	}
+	return out, nil
+}
+
+// Execute makes one attempt of req and never returns a Go error: every
+// failure is a response with status error or denied, the request id,
+// trace and attempt echoed.
+func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
+	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, a.ep.Transport, a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+		if te := Normalize(req); te != nil {
+			return nil, te
+		}
+		return a.attempt(ctx, req)
+	})
+}
+
+// attempt makes the HTTP exchange, retrying once with a fresh token when
+// a cached OAuth2 token is refused.
+func (a *Adapter) attempt(ctx context.Context, req *Request) (*Response, *gateway.ToolError) {
+	resp, st, te := a.exchange(ctx, req)
+	if te != nil && te.Code == gateway.CodeAuthInvalid && st.profile == ProfileOAuth2ClientCreds {
+		a.opts.Tokens.Evict(st.tokenURL, st.clientID)
+		resp, _, te = a.exchange(ctx, req)
+		if te != nil && te.Code == gateway.CodeAuthInvalid {
+			te.Details["token_refreshed"] = true
+		}
+		if te == nil || te.Code != gateway.CodeAuthInvalid {
+			return resp, te
+		}
+		// Refused again with a fresh token: the credentials are wrong.
+		return nil, te
+	}
+	return resp, te
+}
+
+// exchange is one HTTP round trip (for webhook, the submit and the wait).
+func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authState, *gateway.ToolError) {
+	details := map[string]any{"tool": req.Tool.Name}
+	if a.ep.Transport != TransportHTTP {
+		details["isolation_mode"] = a.ep.Transport
+	}
+	var body []byte
+	var err error
+	if a.ep.Transport == TransportHTTP {
+		body, err = rawInput(req)
+	} else {
+		body, err = marshal(req)
+	}
+	if err != nil {
+		return nil, authState{}, newError(gateway.CodeInvalidInput, false, "the input has no JSON form", details)
+	}
+	var wait chan *Response
+	if a.pending != nil {
+		wait = a.pending.add(req.RequestID)
+		defer a.pending.remove(req.RequestID, wait)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, authState{}, newError(gateway.CodeRuntimePolicyInvalid, false, "the endpoint URL is invalid", details)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	setCallHeaders(hreq.Header, req)
+	if a.ep.Transport != TransportHTTP {
+		hreq.Header.Set(HeaderContractVersion, ContractVersion)
+	}
+	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, hreq.Header)
+	if te != nil {
+		return nil, st, te
+	}
+	status, rbody, te := a.do(ctx, hreq, details)
+	if te != nil {
+		return nil, st, te
+	}
+	switch a.ep.Transport {
+	case TransportHTTP:
+		r, te := httpReply(req, rbody)
+		return r, st, te
+	case TransportExternal:
+		r, te := contractReply(rbody, details)
+		return r, st, te
+	}
+	if status == http.StatusOK {
+		r, te := contractReply(rbody, details)
+		return r, st, te
+	}
+	r, te := a.waitWebhook(ctx, req, st, wait, details)
+	return r, st, te
+}
+
+// do sends hreq and reads the reply; HTTP errors are mapped.
+func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string]any) (int, []byte, *gateway.ToolError) {
+	hres, err := a.opts.HTTPClient.Do(hreq)
+	if err != nil {
+		return 0, nil, transportError(ctx, err, details)
+	}
+	defer hres.Body.Close()
+	rbody, err := io.ReadAll(io.LimitReader(hres.Body, maxBody+1))
+	if err != nil {
+		return 0, nil, transportError(ctx, err, details)
+	}
+	if len(rbody) > maxBody {
+		return 0, nil, newError(gateway.CodeExecutionFailed, false, "the tool reply is larger than 4 MiB", details)
+	}
+	if hres.StatusCode >= 400 {
+		return 0, nil, HTTPStatusError(hres.StatusCode, rbody, details)
+	}
+	return hres.StatusCode, rbody, nil
+}
+
+// setCallHeaders carries the call's identity on every attempt.
+func setCallHeaders(h http.Header, req *Request) {
+	h.Set("X-Request-Id", req.RequestID)
+	h.Set("X-Tool-Name", req.Tool.Name)
+	h.Set("X-Tool-Attempt", fmt.Sprint(req.Attempt))
+	if req.IdempotencyKey != "" {
+		h.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	if req.Trace != nil && req.Trace.TraceID != "" && req.Trace.SpanID != "" {
+		h.Set("Traceparent", "00-"+req.Trace.TraceID+"-"+req.Trace.SpanID+"-01")
+	}
+}
+
+// httpReply reads an http tool's reply: a contract response (a JSON
+// object with a status), any other JSON object as the output, or other
+// text as {"result": text}.
+func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
+	if r, err := DecodeResponse(body); err == nil {
+		return r, nil
+	}
+	var obj map[string]any
+	if decodeObject(body, &obj) == nil {
+		return &Response{Status: StatusOK, Output: obj}, nil
+	}
+	return &Response{Status: StatusOK, Output: map[string]any{"result": strings.TrimSpace(string(body))}}, nil
+}
+
+// contractReply requires a contract response.
+func contractReply(body []byte, details map[string]any) (*Response, *gateway.ToolError) {
+	r, err := DecodeResponse(body)
+	if err != nil {
+		return nil, newError(gateway.CodeExecutionFailed, true, "invalid contract response: "+strings.TrimPrefix(err.Error(), ErrContract.Error()+": "), details)
+	}
+	return r, nil
+}
+
+// instrument runs one attempt with its span and log line and completes
+// the response (version, request id, trace, attempt, duration).
+func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+	start := now()
+	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	var resp *Response
+	var te *gateway.ToolError
+	if err := ctx.Err(); err != nil {
+		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
+	} else {
+		resp, te = f(ctx)
+	}
+	if te != nil {
+		status := StatusError
+		if te.Code == gateway.CodePermissionDenied {
+			status = StatusDenied
+		}
+		resp = &Response{Status: status, Error: &Failure{Code: te.Code, Reason: te.Reason, Retryable: te.Retryable, Message: te.Message, Details: te.Details}}
+	}
+	resp.ToolContractVersion = ContractVersion
+	resp.RequestID = req.RequestID
+	if resp.Usage == nil {
+		resp.Usage = &Usage{}
+	}
+	if resp.Usage.Attempt < 1 {
+		resp.Usage.Attempt = max(req.Attempt, 1)
+	}
+	dur := now().Sub(start)
+	if resp.Usage.DurationMS <= 0 {
+		resp.Usage.DurationMS = dur.Milliseconds()
+	}
+	if req.Trace != nil {
+		if resp.Trace == nil {
+			resp.Trace = &Trace{}
+		}
+		if resp.Trace.TraceID == "" {
+			resp.Trace.TraceID = req.Trace.TraceID
+		}
+		if resp.Trace.SpanID == "" {
+			resp.Trace.SpanID = req.Trace.SpanID
+		}
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("tool.contract_version", ContractVersion), attribute.String("tool.request_id", req.RequestID),
+		attribute.String("tool.name", req.Tool.Name), attribute.String("tool.transport", mode), attribute.Int("tool.attempt", resp.Usage.Attempt),
+		attribute.String("tool.status", resp.Status), attribute.Int64("tool.duration_ms", dur.Milliseconds()),
+	}
+	logAttrs := []slog.Attr{slog.String("tool_contract", ContractVersion), slog.String("tool_request_id", req.RequestID), slog.String("tool", req.Tool.Name),
+		slog.String("transport", mode), slog.Int("tool_attempt", resp.Usage.Attempt), slog.String("status", resp.Status), slog.Int64("duration_ms", dur.Milliseconds())}
+	if req.Trace != nil {
+		attrs = append(attrs, attribute.String("tool.trace_id", req.Trace.TraceID))
+		logAttrs = append(logAttrs, slog.String("trace_id", req.Trace.TraceID))
+	}
+	if p := auth.profile(); p != "" {
+		// The profile and the secret's name only, never its value.
+		attrs = append(attrs, attribute.String("tool.auth_profile", p), attribute.String("tool.auth_secret_ref", auth.SecretRef))
+		logAttrs = append(logAttrs, slog.String("tool_auth_profile", p), slog.String("tool_auth_secret_ref", auth.SecretRef))
+	}
+	if resp.Error != nil {
+		attrs = append(attrs, attribute.String("tool.code", resp.Error.Code), attribute.String("tool.reason", resp.Error.Reason), attribute.Bool("tool.retryable", resp.Error.Retryable))
+		logAttrs = append(logAttrs, slog.String("tool_code", resp.Error.Code), slog.String("tool_reason", resp.Error.Reason), slog.Bool("retryable", resp.Error.Retryable))
+		span.SetStatus(codes.Error, resp.Error.Code)
+	}
+	span.SetAttributes(attrs...)
+	log.LogAttrs(ctx, slog.LevelInfo, "tool attempt", logAttrs...)
+	return resp
+}

@@ -1,0 +1,335 @@
+package transport
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+// Auth profiles.
+const (
+	ProfileBearer            = "bearer"
+	ProfileAPIKeyHeader      = "api_key_header"
+	ProfileBasic             = "basic"
+	ProfileOAuth2ClientCreds = "oauth2_client_credentials"
+)
+
+// Auth is an endpoint's declarative auth: a profile and a secret
+// reference, never a secret.
+type Auth struct {
+	// Profile is bearer (the default when a secret is named),
+	// api_key_header, basic or oauth2_client_credentials.
+	Profile string `json:"profile,omitempty"`
+	// SecretRef is [namespace/]name[:key]. For oauth2_client_credentials the
+	// keys client_id and client_secret of the named secret are used.
+	SecretRef string `json:"secret_ref,omitempty"`
+	// HeaderName is api_key_header's header.
+	HeaderName string `json:"header_name,omitempty"`
+	// TokenURL is oauth2_client_credentials' token endpoint.
+	TokenURL string `json:"token_url,omitempty"`
+	// Scopes are OAuth2 scopes (also sent on the wire as auth.scopes).
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// profile is the effective profile ("" for no auth).
+func (a *Auth) profile() string {
+	if a == nil {
+		return ""
+	}
+	p := strings.ToLower(strings.TrimSpace(a.Profile))
+	if p == "" && a.SecretRef != "" {
+		p = ProfileBearer
+	}
+	return p
+}
+
+// Check reports a configuration that cannot work (ErrConfig).
+func (a *Auth) Check() error {
+	switch p := a.profile(); p {
+	case "":
+		return nil
+	case ProfileBearer, ProfileBasic:
+	case ProfileAPIKeyHeader:
+		if strings.TrimSpace(a.HeaderName) == "" {
+			return fmt.Errorf("%w: auth profile api_key_header needs header_name", ErrConfig)
+		}
+	case ProfileOAuth2ClientCreds:
+		if strings.TrimSpace(a.TokenURL) == "" {
+			return fmt.Errorf("%w: auth profile oauth2_client_credentials needs token_url", ErrConfig)
+		}
+	default:
+		return fmt.Errorf("%w: auth profile %q is not bearer, api_key_header, basic or oauth2_client_credentials", ErrConfig, clip(p))
+	}
+	if strings.TrimSpace(a.SecretRef) == "" {
+		return fmt.Errorf("%w: auth profile %s needs secret_ref", ErrConfig, a.profile())
+	}
+	if _, err := ParseSecretRef(a.SecretRef); err != nil {
+		return err
+	}
+	return nil
+}
+
+// SecretRef names a secret: namespace, name and key.
+type SecretRef struct {
+	Namespace, Name, Key string
+}
+
+// String is the reference in [namespace/]name[:key] form.
+func (r SecretRef) String() string {
+	s := r.Name
+	if r.Namespace != "" {
+		s = r.Namespace + "/" + s
+	}
+	if r.Key != "" && r.Key != "value" {
+		s += ":" + r.Key
+	}
+	return s
+}
+
+// ParseSecretRef parses [namespace/]name[:key]; the key defaults to
+// "value".
+func ParseSecretRef(s string) (SecretRef, error) {
+	s = strings.TrimSpace(s)
+	var r SecretRef
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		r.Namespace, s = s[:i], s[i+1:]
+		if r.Namespace == "" {
+			return r, fmt.Errorf("%w: secret_ref has an empty namespace", ErrConfig)
+		}
+	}
+	r.Name, r.Key, _ = strings.Cut(s, ":")
+	if r.Key == "" {
+		r.Key = "value"
+	}
+	if r.Name == "" || strings.ContainsAny(r.Name, "/ ") {
+		return r, fmt.Errorf("%w: secret_ref must be [namespace/]name[:key]", ErrConfig)
+	}
+	return r, nil
+}
+
+// SecretResolver resolves secret references to values. It is asked on
+// every call, so a rotated secret is used from the next call on. It
+// returns ErrSecretNotFound for an unknown secret, and its errors must not
+// carry secret values.
+type SecretResolver interface {
+	Resolve(ctx context.Context, ref SecretRef) (string, error)
+}
+
+// MapSecrets is an in-memory SecretResolver keyed by "name" (key value),
+// "name:key" or "namespace/name:key"; the most specific entry wins.
+type MapSecrets map[string]string
+
+// Resolve implements SecretResolver.
+func (m MapSecrets) Resolve(ctx context.Context, ref SecretRef) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	cands := []string{}
+	if ref.Namespace != "" {
+		cands = append(cands, ref.Namespace+"/"+ref.Name+":"+ref.Key)
+	}
+	cands = append(cands, ref.Name+":"+ref.Key)
+	if ref.Key == "value" {
+		if ref.Namespace != "" {
+			cands = append(cands, ref.Namespace+"/"+ref.Name)
+		}
+		cands = append(cands, ref.Name)
+	}
+	for _, c := range cands {
+		if v, ok := m[c]; ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", ErrSecretNotFound
+}
+
+// TokenCache caches OAuth2 client-credentials tokens per token URL and
+// client id until expires_in minus 30 s (an hour when the server gives no
+// expiry). Concurrent misses for one key make one exchange. Safe for
+// concurrent use; share one per process (DefaultTokenCache).
+type TokenCache struct {
+	// HTTPClient makes token exchanges. Default: a client with a 10 s
+	// timeout.
+	HTTPClient *http.Client
+	// Now is the clock for expiry. Default: time.Now.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	tokens map[string]cachedToken
+	group  singleflight.Group
+}
+
+type cachedToken struct {
+	access string
+	until  time.Time
+}
+
+// DefaultTokenCache is the process-wide token cache transports use when
+// given none.
+var DefaultTokenCache = &TokenCache{}
+
+// TokenSafetyMargin is how long before its expiry a token is renewed.
+const TokenSafetyMargin = 30 * time.Second
+
+func (c *TokenCache) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func tokenKey(tokenURL, clientID string) string { return tokenURL + "\x00" + clientID }
+
+// Token returns a cached token or exchanges the client credentials for a
+// new one. The boolean reports a cache hit.
+func (c *TokenCache) Token(ctx context.Context, tokenURL, clientID, clientSecret string, scopes []string) (string, bool, error) {
+	key := tokenKey(tokenURL, clientID)
+	c.mu.Lock()
+	if t, ok := c.tokens[key]; ok && c.now().Before(t.until) {
+		c.mu.Unlock()
+		return t.access, true, nil
+	}
+	c.mu.Unlock()
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		hc := c.HTTPClient
+		if hc == nil {
+			hc = &http.Client{Timeout: 10 * time.Second}
+		}
+		cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: clientSecret, TokenURL: tokenURL, Scopes: scopes}
+		tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
+		if err != nil {
+			return nil, err
+		}
+		if tok.AccessToken == "" {
+			return nil, errors.New("the token response has no access_token")
+		}
+		now := c.now()
+		ttl := time.Hour
+		if !tok.Expiry.IsZero() {
+			// Expiry is computed by x/oauth2 from expires_in on the real
+			// clock; the TTL is taken from that and applied on ours.
+			ttl = time.Until(tok.Expiry).Round(time.Second)
+		}
+		if ttl > TokenSafetyMargin {
+			ttl -= TokenSafetyMargin
+		}
+		ttl = max(ttl, time.Second)
+		c.mu.Lock()
+		if c.tokens == nil {
+			c.tokens = map[string]cachedToken{}
+		}
+		c.tokens[key] = cachedToken{access: tok.AccessToken, until: now.Add(ttl)}
+		c.mu.Unlock()
+		return tok.AccessToken, nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return v.(string), false, nil
+}
+
+// Evict drops the cached token of a token URL and client id (after a 401).
+func (c *TokenCache) Evict(tokenURL, clientID string) {
+	c.mu.Lock()
+	delete(c.tokens, tokenKey(tokenURL, clientID))
+	c.mu.Unlock()
+}
+
+// authState is what applying auth to one attempt used: enough to evict
+// the token after a 401.
+type authState struct {
+	profile  string
+	tokenURL string
+	clientID string
+	cached   bool // the token came from the cache
+}
+
+// applyAuth resolves a's secrets and sets the attempt's headers.
+func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *TokenCache, h http.Header) (authState, *gateway.ToolError) {
+	st := authState{profile: a.profile()}
+	if st.profile == "" {
+		return st, nil
+	}
+	ref, err := ParseSecretRef(a.SecretRef)
+	if err != nil {
+		return st, newError(gateway.CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"auth_profile": st.profile})
+	}
+	resolve := func(key string) (string, *gateway.ToolError) {
+		r := ref
+		if key != "" {
+			r.Key = key
+		}
+		if secrets == nil {
+			return "", newError(gateway.CodeSecretResolutionFailed, false, "no secret resolver is configured", map[string]any{"secret_ref": r.String()})
+		}
+		v, err := secrets.Resolve(ctx, r)
+		if err != nil || strings.TrimSpace(v) == "" {
+			return "", newError(gateway.CodeSecretResolutionFailed, false, "secret "+r.String()+" could not be resolved", map[string]any{"secret_ref": r.String()})
+		}
+		return strings.TrimSpace(v), nil
+	}
+	switch st.profile {
+	case ProfileBearer:
+		v, te := resolve("")
+		if te != nil {
+			return st, te
+		}
+		h.Set("Authorization", "Bearer "+v)
+	case ProfileAPIKeyHeader:
+		if strings.TrimSpace(a.HeaderName) == "" {
+			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "auth profile api_key_header needs header_name", map[string]any{"auth_profile": st.profile})
+		}
+		v, te := resolve("")
+		if te != nil {
+			return st, te
+		}
+		h.Set(a.HeaderName, v)
+	case ProfileBasic:
+		v, te := resolve("")
+		if te != nil {
+			return st, te
+		}
+		if !strings.Contains(v, ":") {
+			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "a basic auth secret must be user:password", map[string]any{"auth_profile": st.profile, "secret_ref": ref.String()})
+		}
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(v)))
+	case ProfileOAuth2ClientCreds:
+		if strings.TrimSpace(a.TokenURL) == "" {
+			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "auth profile oauth2_client_credentials needs token_url", map[string]any{"auth_profile": st.profile})
+		}
+		id, te := resolve("client_id")
+		if te != nil {
+			return st, te
+		}
+		secret, te := resolve("client_secret")
+		if te != nil {
+			return st, te
+		}
+		if tokens == nil {
+			tokens = DefaultTokenCache
+		}
+		tok, hit, err := tokens.Token(ctx, a.TokenURL, id, secret, labels(a.Scopes))
+		if err != nil {
+			if ctx.Err() != nil {
+				return st, transportError(ctx, ctx.Err(), nil)
+			}
+			return st, newError(gateway.CodeSecretResolutionFailed, true, "the OAuth2 token exchange failed", map[string]any{"token_url": a.TokenURL})
+		}
+		st.tokenURL, st.clientID, st.cached = a.TokenURL, id, hit
+		h.Set("Authorization", "Bearer "+tok)
+	default:
+		return st, newError(gateway.CodeRuntimePolicyInvalid, false, "unknown auth profile", map[string]any{"auth_profile": clip(st.profile)})
+	}
+	return st, nil
+}

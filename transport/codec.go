@@ -1,0 +1,34 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+func marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// rawInput is the http transport's body: input_raw when set, else the
+// input object.
+func rawInput(req *Request) ([]byte, error) {
+	if req.InputRaw != "" {
+		return []byte(req.InputRaw), nil
+	}
+	return json.Marshal(req.Input)
+}
+
+// decodeObject decodes a JSON object (and nothing after it).
+func decodeObject(b []byte, v *map[string]any) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}

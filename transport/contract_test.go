@@ -1,0 +1,176 @@
+package transport_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/transport"
+)
+
+func TestNormalize(t *testing.T) {
+	cases := []struct {
+		name      string
+		req       transport.Request
+		wantField string // "" for accepted
+	}{
+		{"empty version is v1", transport.Request{RequestID: "r", Tool: transport.Tool{Name: "t"}}, ""},
+		{"version case and space", transport.Request{ToolContractVersion: " V1 ", RequestID: "r", Tool: transport.Tool{Name: "t"}}, ""},
+		{"unknown major", transport.Request{ToolContractVersion: "v9", RequestID: "r", Tool: transport.Tool{Name: "t"}}, "tool_contract_version"},
+		{"missing request id", transport.Request{RequestID: "  ", Tool: transport.Tool{Name: "t"}}, "request_id"},
+		{"missing tool name", transport.Request{RequestID: "r"}, "tool.name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.req
+			te := transport.Normalize(&r)
+			if c.wantField == "" {
+				if te != nil {
+					t.Fatalf("refused: %v", te)
+				}
+				if r.ToolContractVersion != "v1" || r.Tool.Operation != "invoke" || r.Attempt != 1 {
+					t.Fatalf("not normalised: %+v", r)
+				}
+				return
+			}
+			if te == nil || te.Code != gateway.CodeInvalidInput || te.Reason != gateway.ReasonInvalidInput || te.Retryable || te.Details["field"] != c.wantField {
+				t.Fatalf("got %+v, want non-retryable invalid_input on %s", te, c.wantField)
+			}
+			if !errors.Is(te, gateway.ErrTool) {
+				t.Fatal("a refusal does not match gateway.ErrTool")
+			}
+		})
+	}
+	r := transport.Request{RequestID: "r", Tool: transport.Tool{Name: "t", Operation: "INVOKE", Capabilities: []string{" Data.Read", "network.read", "data.read", ""}, RiskLevel: "HIGH"},
+		Auth: &transport.AuthInfo{Profile: "Bearer", Scopes: []string{"A", "a"}}, Attempt: -2}
+	if te := transport.Normalize(&r); te != nil {
+		t.Fatal(te)
+	}
+	want := transport.Request{ToolContractVersion: "v1", RequestID: "r", Tool: transport.Tool{Name: "t", Operation: "invoke", Capabilities: []string{"data.read", "network.read"}, RiskLevel: "high"},
+		Auth: &transport.AuthInfo{Profile: "bearer", Scopes: []string{"a"}}, Attempt: 1}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("normalised\n got %+v\nwant %+v", r, want)
+	}
+}
+
+func TestDecodeRequestAcceptsBothInputForms(t *testing.T) {
+	for _, body := range []string{
+		`{"request_id":"req-123","tool":{"name":"web_search"},"input":{"query":"q","n":3,"deep":{"x":[1]}}}`,
+		`{"request_id":"req-123","tool":{"name":"web_search"},"input":{"query":"q"},"runtime":{"jitter":"full"}}`,
+		`{"request_id":"req-123","tool":{"name":"web_search"},"runtime":{"jitter":true,"timeout_ms":15000}}`,
+	} {
+		if _, te := transport.DecodeRequest([]byte(body)); te != nil {
+			t.Errorf("%s: %v", body, te)
+		}
+	}
+	if _, te := transport.DecodeRequest([]byte(`{"request_id":7}`)); te == nil || te.Code != gateway.CodeInvalidInput {
+		t.Errorf("a bad request was accepted: %v", te)
+	}
+}
+
+func TestDecodeResponse(t *testing.T) {
+	cases := []struct {
+		name, body string
+		wantErr    bool
+		check      func(t *testing.T, r *transport.Response)
+	}{
+		{"seed ok", `{"request_id":"req-123","status":"ok","output":{"summary":"s","n":[1,2]},"usage":{"duration_ms":182,"attempt":1},"trace":{"trace_id":"t","span_id":"s"}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if r.Output["summary"] != "s" || r.Usage.Attempt != 1 || r.Err() != nil {
+					t.Fatalf("%+v", r)
+				}
+			}},
+		{"orloj result string", `{"tool_contract_version":"v1","request_id":"r","status":"OK","output":{"result":"plain text"}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if r.OutputValue()["result"] != "plain text" {
+					t.Fatalf("%+v", r)
+				}
+			}},
+		{"seed error with number details", `{"status":"error","error":{"code":"timeout","reason":"tool_execution_timeout","retryable":true,"message":"m","details":{"timeout_ms":15000}}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				te := r.Err()
+				if te.Code != "timeout" || !te.Retryable || te.Details["timeout_ms"] != 15000.0 {
+					t.Fatalf("%+v", te)
+				}
+			}},
+		{"orloj string details", `{"status":"error","error":{"code":"execution_failed","reason":"tool_backend_failure","retryable":false,"message":"m","details":{"tool":"x"}}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if te := r.Err(); te.Details["tool"] != "x" || te.Retryable {
+					t.Fatalf("%+v", te)
+				}
+			}},
+		{"denied is never retryable", `{"status":"denied","error":{"code":"permission_denied","retryable":true,"message":"no"}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if te := r.Err(); te.Retryable || te.Reason != "tool_permission_denied" {
+					t.Fatalf("%+v", te)
+				}
+			}},
+		{"approval codes are never retryable", `{"status":"error","error":{"code":"approval_pending","retryable":true}}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if te := r.Err(); te.Retryable || te.Reason != "tool_approval_pending" {
+					t.Fatalf("%+v", te)
+				}
+			}},
+		{"error without envelope", `{"status":"error"}`, false,
+			func(t *testing.T, r *transport.Response) {
+				if te := r.Err(); te.Code != "execution_failed" || te.Retryable {
+					t.Fatalf("%+v", te)
+				}
+			}},
+		{"no status", `{"output":{}}`, true, nil},
+		{"unknown status", `{"status":"success"}`, true, nil},
+		{"other version", `{"tool_contract_version":"v2","status":"ok"}`, true, nil},
+		{"not an object", `"ok"`, true, nil},
+		{"not JSON", `<html>`, true, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := transport.DecodeResponse([]byte(c.body))
+			if c.wantErr {
+				if !errors.Is(err, transport.ErrContract) {
+					t.Fatalf("err = %v, want ErrContract", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, r)
+		})
+	}
+}
+
+func TestHTTPStatusMapping(t *testing.T) {
+	cases := []struct {
+		status    int
+		code      string
+		retryable bool
+	}{
+		{400, gateway.CodeExecutionFailed, false}, {401, gateway.CodeAuthInvalid, false}, {403, gateway.CodeAuthForbidden, false},
+		{404, gateway.CodeExecutionFailed, false}, {429, gateway.CodeExecutionFailed, true}, {500, gateway.CodeExecutionFailed, true},
+		{502, gateway.CodeExecutionFailed, true}, {503, gateway.CodeExecutionFailed, true},
+	}
+	for _, c := range cases {
+		te := transport.HTTPStatusError(c.status, []byte(`{"detail":"x","token":"s3cr3t-value"}`), nil)
+		if te.Code != c.code || te.Retryable != c.retryable || te.Reason != gateway.ReasonFor(c.code) || te.Details["http_status"] != c.status {
+			t.Errorf("HTTP %d → %+v, want %s retryable=%v", c.status, te, c.code, c.retryable)
+		}
+		if strings.Contains(te.Message, "s3cr3t-value") {
+			t.Errorf("HTTP %d message echoes a secret: %s", c.status, te.Message)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, secret := range map[string]string{
+		"Authorization: Bearer abc.def.ghi": "abc.def.ghi", "x-api-key=KEY123": "KEY123", `{"password":"hunter2"}`: "hunter2",
+		"use sk-live_0123456789 now": "sk-live_0123456789", "token=tok&x=1": "tok&", "basic dXNlcjpwYXNz": "dXNlcjpwYXNz",
+	} {
+		if out := transport.Redact(in); strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED]") {
+			t.Errorf("Redact(%q) = %q", in, out)
+		}
+	}
+}
+

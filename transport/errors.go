@@ -1,0 +1,98 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+// Sentinel errors.
+var (
+	// ErrContract reports a tool reply that is not a valid Tool Contract v1
+	// response.
+	ErrContract = errors.New("transport: invalid contract response")
+	// ErrConfig reports an invalid endpoint, auth or retry configuration.
+	ErrConfig = errors.New("transport: invalid configuration")
+	// ErrSecretNotFound is returned by a SecretResolver for an unknown
+	// secret.
+	ErrSecretNotFound = errors.New("transport: secret not found")
+)
+
+// newError is gateway.NewToolError: the transport's errors are the
+// gateway's ToolErrors, so they reach results unchanged.
+func newError(code string, retryable bool, msg string, details map[string]any) *gateway.ToolError {
+	return gateway.NewToolError(code, retryable, msg, details)
+}
+
+func isApproval(code string) bool {
+	return code == gateway.CodeApprovalPending || code == gateway.CodeApprovalDenied || code == gateway.CodeApprovalTimeout
+}
+
+func asErr[T any](err error, target *T) bool { return errors.As(err, target) }
+
+// HTTPStatusError maps an HTTP error status (≥ 400) to a ToolError:
+// 401 auth_invalid, 403 auth_forbidden (neither retryable), 429 and 5xx
+// retryable execution failures, other 4xx non-retryable ones. The message
+// carries up to 400 characters of the redacted body.
+func HTTPStatusError(status int, body []byte, details map[string]any) *gateway.ToolError {
+	d := map[string]any{"http_status": status}
+	for k, v := range details {
+		d[k] = v
+	}
+	snippet := Redact(strings.TrimSpace(string(body)))
+	if len(snippet) > 400 {
+		snippet = snippet[:400]
+	}
+	msg := fmt.Sprintf("tool endpoint answered HTTP %d", status)
+	if snippet != "" {
+		msg += ": " + snippet
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		return newError(gateway.CodeAuthInvalid, false, msg, d)
+	case status == http.StatusForbidden:
+		return newError(gateway.CodeAuthForbidden, false, msg, d)
+	case status == http.StatusTooManyRequests || status >= 500:
+		return newError(gateway.CodeExecutionFailed, true, msg, d)
+	}
+	return newError(gateway.CodeExecutionFailed, false, msg, d)
+}
+
+// transportError maps an error from making a request: the context's
+// deadline is timeout (retryable), its cancellation canceled (not), and
+// anything else a retryable execution failure. The message never carries
+// the error text (it can hold a URL with credentials).
+func transportError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled) && ctx.Err() == nil:
+		return newError(gateway.CodeCanceled, false, "the call was canceled", details)
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return newError(gateway.CodeTimeout, true, "the tool did not answer before the attempt's deadline", details)
+	}
+	return newError(gateway.CodeExecutionFailed, true, "the tool endpoint could not be reached", details)
+}
+
+var redactions = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`(?i)(authorization|x-api-key|api_key|apikey|client_secret|access_token|secret|password|token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"'&,;]+`), "${1}${2}[REDACTED]"},
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}`), "${1} [REDACTED]"},
+	{regexp.MustCompile(`sk-[A-Za-z0-9_\-]{6,}`), "[REDACTED]"},
+}
+
+// Redact replaces credential-looking values in s (bearer and basic
+// credentials, API keys, secret=, password=, token= values, sk- keys)
+// with [REDACTED]. Tool replies pass through it before they reach an
+// error message.
+func Redact(s string) string {
+	for _, r := range redactions {
+		s = r.re.ReplaceAllString(s, r.repl)
+	}
+	return s
+}
