@@ -173,4 +173,3 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
-

@@ -47,4 +47,3 @@ func CheckEndpoint(raw string, allowPrivate bool, schemes ...string) (*url.URL, 
 	}
 	return u, nil
 }
-

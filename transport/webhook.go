@@ -140,4 +140,3 @@ func (a *Adapter) waitWebhook(ctx context.Context, req *Request, st authState, p
 		}
 	}
 }
-
