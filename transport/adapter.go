@@ -192,6 +192,67 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 	return Outcome(req, resp)
 }
 
+// Executor executes contract requests; it never fails with a Go error
+// (every failure is a response). Adapter implements it; the gRPC server
+// helper serves one.
+type Executor interface {
+	Execute(ctx context.Context, req *Request) *Response
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, req *Request) *Response
+
+// Execute implements Executor.
+func (f ExecutorFunc) Execute(ctx context.Context, req *Request) *Response { return f(ctx, req) }
+
+// RunAttempt runs one attempt f of req the way every transport does: a
+// span and a log line with the contract fields, a cancelled context
+// refused before f runs, and the response completed (version, request id,
+// attempt, duration, trace). For transports in other packages.
+func RunAttempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(ctx context.Context) (*Response, *gateway.ToolError)) *Response {
+	o := opts.withDefaults()
+	return instrument(ctx, o.TracerProvider.Tracer("github.com/contextos/contextos/transport"), o.Logger, o.Now, mode, auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+		if te := Normalize(req); te != nil {
+			return nil, te
+		}
+		return f(ctx)
+	})
+}
+
+// AuthState is what applying auth used: enough to evict an OAuth2 token
+// that the tool refused.
+type AuthState struct{ st authState }
+
+// Expired reports whether a failure is a refused cached OAuth2 token; if
+// so it evicts the token, and the caller retries once with a fresh one
+// (AuthExpired when it cannot).
+func (s AuthState) Expired(te *gateway.ToolError, opts *Options) bool {
+	if !expired(s.st, te) {
+		return false
+	}
+	opts.withDefaults().Tokens.Evict(s.st.tokenURL, s.st.clientID)
+	return true
+}
+
+// AuthExpired is the retryable auth_expired error for req.
+func AuthExpired(req *Request) *gateway.ToolError { return authExpired(req) }
+
+// AuthHeaders resolves a's secrets (fresh on every call) into the headers
+// of one attempt. For transports in other packages (gRPC sends them as
+// metadata).
+func AuthHeaders(ctx context.Context, a *Auth, opts *Options) (http.Header, AuthState, *gateway.ToolError) {
+	o := opts.withDefaults()
+	h := http.Header{}
+	st, te := applyAuth(ctx, a, o.Secrets, o.Tokens, h)
+	return h, AuthState{st}, te
+}
+
+// TransportError maps an error from making a call (context deadline:
+// timeout, cancellation: canceled, else a retryable execution failure).
+func TransportError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
+	return transportError(ctx, err, details)
+}
+
 // Outcome turns a response into the gateway's outcome or ToolError. A
 // write's side effects are the response's mutations; a tool that names
 // none (an Orloj tool cannot) is recorded as one effect under the call's
@@ -219,23 +280,30 @@ func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 	})
 }
 
-// attempt makes the HTTP exchange, retrying once with a fresh token when
-// a cached OAuth2 token is refused.
+// attempt makes the HTTP exchange. A 401 to a cached OAuth2 token means
+// the token expired early (auth_expired): it is evicted and the exchange
+// made once more with a fresh token, whose refusal is final
+// (auth_invalid).
 func (a *Adapter) attempt(ctx context.Context, req *Request) (*Response, *gateway.ToolError) {
 	resp, st, te := a.exchange(ctx, req)
-	if te != nil && te.Code == gateway.CodeAuthInvalid && st.profile == ProfileOAuth2ClientCreds {
-		a.opts.Tokens.Evict(st.tokenURL, st.clientID)
-		resp, _, te = a.exchange(ctx, req)
-		if te != nil && te.Code == gateway.CodeAuthInvalid {
-			te.Details["token_refreshed"] = true
-		}
-		if te == nil || te.Code != gateway.CodeAuthInvalid {
-			return resp, te
-		}
-		// Refused again with a fresh token: the credentials are wrong.
-		return nil, te
+	if !expired(st, te) {
+		return resp, te
 	}
+	a.opts.Tokens.Evict(st.tokenURL, st.clientID)
+	if ctx.Err() != nil {
+		return nil, authExpired(req)
+	}
+	resp, _, te = a.exchange(ctx, req)
 	return resp, te
+}
+
+// expired reports a 401 to a cached OAuth2 token.
+func expired(st authState, te *gateway.ToolError) bool {
+	return te != nil && te.Code == gateway.CodeAuthInvalid && st.profile == ProfileOAuth2ClientCreds && st.cached
+}
+
+func authExpired(req *Request) *gateway.ToolError {
+	return newError(gateway.CodeAuthExpired, true, "the cached OAuth2 token was refused and there was no time left to retry with a fresh one", map[string]any{"tool": req.Tool.Name})
 }
 
 // exchange is one HTTP round trip (for webhook, the submit and the wait).

@@ -67,7 +67,9 @@ func TestAuthProfiles(t *testing.T) {
 // rotating resolves a secret whose value changes between calls.
 type rotating struct{ v atomic.Value }
 
-func (r *rotating) Resolve(context.Context, transport.SecretRef) (string, error) { return r.v.Load().(string), nil }
+func (r *rotating) Resolve(context.Context, transport.SecretRef) (string, error) {
+	return r.v.Load().(string), nil
+}
 
 func TestSecretRotationTakesEffectOnTheNextCall(t *testing.T) {
 	ts := newToolServer(t, echoEnvelope)
@@ -176,6 +178,9 @@ func TestOAuth2401EvictsAndRetriesOnce(t *testing.T) {
 		return echoEnvelope(n, r, body)
 	})
 	cache := &transport.TokenCache{}
+	if _, _, err := cache.Token(bg, tok.URL, "app", "app-secret", nil); err != nil { // tok-1, cached
+		t.Fatal(err)
+	}
 	a := newAdapter(t, transport.Endpoint{Transport: "external", URL: ts.URL, Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok.URL}},
 		&transport.Options{Secrets: oauthSecrets(), Tokens: cache})
 	if _, err := a.Call(bg, call(1)); err != nil {
@@ -185,15 +190,19 @@ func TestOAuth2401EvictsAndRetriesOnce(t *testing.T) {
 	if tok.n.Load() != 2 || len(reqs) != 2 || reqs[0].Header.Get("Idempotency-Key") != reqs[1].Header.Get("Idempotency-Key") {
 		t.Fatalf("exchanges %d, tool requests %d", tok.n.Load(), len(reqs))
 	}
-	// A tool that refuses every token: one retry only, then auth_invalid.
+	// A tool that refuses every token: a fresh token's refusal is final at
+	// once; a cached one's gets one retry, then auth_invalid.
 	tok2 := newTokenServer(t, 3600)
 	never := newToolServer(t, func(int, *http.Request, []byte) (int, string) { return 401, `` })
 	b := newAdapter(t, transport.Endpoint{Transport: "external", URL: never.URL, Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok2.URL}},
 		&transport.Options{Secrets: oauthSecrets(), Tokens: &transport.TokenCache{}})
-	b.Call(bg, call(1)) // caches tok-1 after its exchange
-	_, err := b.Call(bg, call(1))
+	_, err := b.Call(bg, call(1)) // fresh tok-1: refused, no retry
+	if te := toolErr(t, err); te.Code != gateway.CodeAuthInvalid || len(never.requests()) != 1 {
+		t.Fatalf("%+v after %d requests", te, len(never.requests()))
+	}
+	_, err = b.Call(bg, call(1)) // cached tok-1: refused, evicted, tok-2 refused
 	te := toolErr(t, err)
-	if te.Code != gateway.CodeAuthInvalid || te.Retryable || len(never.requests()) != 4 {
+	if te.Code != gateway.CodeAuthInvalid || te.Retryable || len(never.requests()) != 3 || tok2.n.Load() != 2 {
 		t.Fatalf("%+v after %d requests", te, len(never.requests()))
 	}
 }

@@ -36,7 +36,7 @@ type toolServer struct {
 	reply func(n int, r *http.Request, body []byte) (int, string)
 }
 
-func newToolServer(t *testing.T, reply func(n int, r *http.Request, body []byte) (int, string)) *toolServer {
+func newToolServer(t testing.TB, reply func(n int, r *http.Request, body []byte) (int, string)) *toolServer {
 	t.Helper()
 	ts := &toolServer{reply: reply}
 	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

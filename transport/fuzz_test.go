@@ -1,0 +1,65 @@
+package transport_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/transport"
+)
+
+// FuzzDecodeResponse: any tool reply decodes to a response whose Err is
+// nil or a canonical ToolError, or is refused with ErrContract; never a
+// panic.
+func FuzzDecodeResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"request_id":"req-123","status":"ok","output":{"summary":"..."},"usage":{"duration_ms":182,"attempt":1},"trace":{"trace_id":"t","span_id":"s"}}`,
+		`{"status":"error","error":{"code":"timeout","reason":"tool_execution_timeout","retryable":true,"message":"m","details":{"timeout_ms":15000}}}`,
+		`{"status":"denied","error":{"code":"permission_denied","details":{"tool":"x"}}}`,
+		`{"tool_contract_version":"v1","status":"ok","output":{"result":"text"}}`, `{"status":"error"}`, `[]`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := transport.DecodeResponse(data)
+		if err != nil {
+			if !errors.Is(err, transport.ErrContract) {
+				t.Fatalf("error %v is not ErrContract", err)
+			}
+			return
+		}
+		if te := r.Err(); te != nil {
+			if te.Code == "" || te.Reason == "" || te.Message == "" || te.Details == nil {
+				t.Fatalf("incomplete error %+v", te)
+			}
+			if (r.Status == transport.StatusDenied || te.Code == gateway.CodePermissionDenied) && te.Retryable {
+				t.Fatal("a denial is retryable")
+			}
+		} else if r.OutputValue() == nil {
+			t.Fatal("an ok response has no output")
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatalf("a decoded response does not encode: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeRequest: any request decodes to a normalised request or a
+// non-retryable invalid_input; never a panic.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"tool_contract_version":"v1","request_id":"req-123","tool":{"name":"web_search","capabilities":["Network.Read"]},"input":{"query":"q"},"runtime":{"jitter":true}}`))
+	f.Add([]byte(`{"tool_contract_version":"v9"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, te := transport.DecodeRequest(data)
+		if te != nil {
+			if te.Code != gateway.CodeInvalidInput || te.Retryable {
+				t.Fatalf("%+v", te)
+			}
+			return
+		}
+		if r.ToolContractVersion != "v1" || r.RequestID == "" || r.Tool.Name == "" || r.Attempt < 1 {
+			t.Fatalf("not normalised: %+v", r)
+		}
+	})
+}
