@@ -431,22 +431,11 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 		resp, te = f(ctx)
 	}
 	if te != nil {
-		status := StatusError
-		if te.Code == gateway.CodePermissionDenied {
-			status = StatusDenied
-		}
-		resp = &Response{Status: status, Error: &Failure{Code: te.Code, Reason: te.Reason, Retryable: te.Retryable, Message: te.Message, Details: te.Details}}
+		resp = failure(te)
 	}
-	resp.ToolContractVersion = ContractVersion
-	resp.RequestID = req.RequestID
-	if resp.Usage == nil {
-		resp.Usage = &Usage{}
-	}
-	if resp.Usage.Attempt < 1 {
-		resp.Usage.Attempt = max(req.Attempt, 1)
-	}
+	complete(req, resp)
 	dur := now().Sub(start)
-	if resp.Usage.DurationMS <= 0 {
+	if resp.Usage.DurationMS <= 0 || resp.Error != nil {
 		resp.Usage.DurationMS = dur.Milliseconds()
 	}
 	if req.Trace != nil {

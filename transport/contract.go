@@ -263,17 +263,26 @@ func (r *Response) Err() *gateway.ToolError {
 	}
 	e := &gateway.ToolError{Code: strings.ToLower(r.Error.Code), Reason: strings.ToLower(r.Error.Reason), Retryable: r.Error.Retryable,
 		Message: r.Error.Message, Details: r.Error.Details}
-	if e.Code == "" {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	// The taxonomy is closed: an unknown code is a backend failure that
+	// keeps the tool's own code in details, and a code's reason is its
+	// canonical one.
+	if gateway.ReasonFor(e.Code) == "" {
+		if e.Code != "" {
+			e.Details["tool_code"] = clip(e.Code)
+		}
 		e.Code = gateway.CodeExecutionFailed
 	}
-	if e.Reason == "" {
-		e.Reason = gateway.ReasonFor(e.Code)
+	if want := gateway.ReasonFor(e.Code); e.Reason != want {
+		if e.Reason != "" {
+			e.Details["tool_reason"] = clip(e.Reason)
+		}
+		e.Reason = want
 	}
 	if e.Message == "" {
 		e.Message = "tool execution failed"
-	}
-	if e.Details == nil {
-		e.Details = map[string]any{}
 	}
 	if r.Status == StatusDenied || e.Code == gateway.CodePermissionDenied || isApproval(e.Code) {
 		e.Retryable = false // denials and approvals are never retried

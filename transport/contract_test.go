@@ -173,3 +173,14 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestUnknownCodesBecomeBackendFailures(t *testing.T) {
+	r, err := transport.DecodeResponse([]byte(`{"status":"error","error":{"code":"QUOTA","reason":"over","retryable":true,"message":"m"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := r.Err()
+	if te.Code != gateway.CodeExecutionFailed || te.Reason != gateway.ReasonBackendFailure || !te.Retryable || te.Details["tool_code"] != "quota" || te.Details["tool_reason"] != "over" {
+		t.Fatalf("%+v", te)
+	}
+}

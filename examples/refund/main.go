@@ -19,8 +19,10 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -32,6 +34,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/transport"
 )
 
 var (
@@ -46,7 +49,18 @@ var (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	paymentsURL := flag.String("payments-url", "", "call the payments tool over the external transport (Tool Contract v1) at this URL instead of in process; serve it with -serve-payments")
+	serve := flag.String("serve-payments", "", "serve the payments tool as a Tool Contract v1 endpoint on this address (e.g. 127.0.0.1:8088) and wait")
+	flag.Parse()
+	if *serve != "" {
+		fmt.Fprintf(os.Stderr, "refund: payments tool on http://%s\n", *serve)
+		if err := http.ListenAndServe(*serve, paymentsHandler(&paymentsAdapter{})); err != nil {
+			fmt.Fprintln(os.Stderr, "refund:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(context.Background(), os.Stdout, *paymentsURL); err != nil {
 		fmt.Fprintln(os.Stderr, "refund:", err)
 		os.Exit(1)
 	}
@@ -55,8 +69,10 @@ func main() {
 // now is the example's fixed clock.
 var now = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
 
-func run(ctx context.Context, w io.Writer) error {
-	rt, payments, err := newRuntime(ctx)
+// run runs the four flows; with paymentsURL the payments tool is called
+// over the external transport.
+func run(ctx context.Context, w io.Writer, paymentsURL string) error {
+	rt, payments, err := newRuntime(ctx, paymentsURL)
 	if err != nil {
 		return err
 	}
@@ -175,7 +191,7 @@ func short(h string) string { return h[:len("sha256:")+12] + "…" }
 // newRuntime builds the runtime: the pack signed with a dev key and
 // published in an in-memory registry, the rule-based planner, in-memory
 // adapters, every run captured for replay.
-func newRuntime(ctx context.Context) (*contextos.Runtime, *paymentsAdapter, error) {
+func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *counting, error) {
 	seed := sha256.Sum256([]byte("contextos example dev key"))
 	key := ed25519.NewKeyFromSeed(seed[:])
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
@@ -200,12 +216,23 @@ func newRuntime(ctx context.Context) (*contextos.Runtime, *paymentsAdapter, erro
 	if err := json.Unmarshal(evidenceJSON, &evidence); err != nil {
 		return nil, nil, err
 	}
-	payments := &paymentsAdapter{}
+	payments := &counting{next: &paymentsAdapter{}}
+	refund := gateway.Capability{Scopes: []string{"payments.refund"}}
+	if paymentsURL != "" {
+		ext, err := transport.NewAdapter(transport.Endpoint{Transport: transport.TransportExternal, URL: paymentsURL, AllowPrivate: true,
+			Timeout: 2 * time.Second, Retry: transport.Retry{MaxAttempts: 3, Backoff: 10 * time.Millisecond}}, &transport.Options{Now: func() time.Time { return now }})
+		if err != nil {
+			return nil, nil, err
+		}
+		payments.next = ext
+		refund = ext.Capability()
+		refund.Scopes = []string{"payments.refund"}
+	}
 	rt, err := contextos.New(contextos.PlannerFunc(plan), reg, keys, &contextos.Options{
 		Adapters: []gateway.Registration{
 			{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(lookupOrder), Capabilities: map[string]gateway.Capability{"lookup": {}}},
 			{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(evalPolicy), Capabilities: map[string]gateway.Capability{"eval": {}}},
-			{AdapterID: "adp_payments", Adapter: payments, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+			{AdapterID: "adp_payments", Adapter: payments, Capabilities: map[string]gateway.Capability{"issue_refund": refund}},
 		},
 		Evidence:         evidence,
 		Ontologies:       []string{"ont.support@1.0.0"},
@@ -213,6 +240,17 @@ func newRuntime(ctx context.Context) (*contextos.Runtime, *paymentsAdapter, erro
 		Now:              func() time.Time { return now },
 	})
 	return rt, payments, err
+}
+
+// counting counts the calls the runtime makes to an adapter.
+type counting struct {
+	next  gateway.Adapter
+	calls atomic.Int64
+}
+
+func (c *counting) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	c.calls.Add(1)
+	return c.next.Call(ctx, call)
 }
 
 // request is the canonical invocation with its own request and run id.
@@ -269,6 +307,18 @@ func lookupOrder(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error)
 
 func evalPolicy(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
 	return &gateway.Outcome{Output: map[string]any{"eligible": true, "window_days_left": 24}}, ctx.Err()
+}
+
+// paymentsHandler serves the payments tool as a Tool Contract v1 endpoint
+// (the external transport's server side).
+func paymentsHandler(p *paymentsAdapter) http.Handler {
+	return transport.NewHandler(transport.ExecutorFunc(func(ctx context.Context, req *transport.Request) *transport.Response {
+		out, err := p.Call(ctx, &gateway.Call{Envelope: &gateway.ToolCallEnvelope{Args: req.Input}, IdempotencyKey: req.IdempotencyKey, Attempt: req.Attempt})
+		if err != nil {
+			return &transport.Response{Status: transport.StatusError, Error: &transport.Failure{Code: gateway.CodeExecutionFailed, Retryable: true, Message: "the refund could not be issued"}}
+		}
+		return &transport.Response{Status: transport.StatusOK, Output: out.Output}
+	}))
 }
 
 // paymentsAdapter issues refunds and counts them.
