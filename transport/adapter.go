@@ -34,7 +34,10 @@ type Endpoint struct {
 	// URL is the tool endpoint. http posts each capability to URL as is
 	// (the capability is in the X-Tool-Name header); external and webhook
 	// post the envelope to it; webhook polls URL/{request_id}.
-	URL string `json:"url"`
+	URL string `json:"url,omitempty"`
+	// Command is an MCP server's argv, started as a subprocess speaking
+	// stdio (mcp only; URL is its streamable HTTP endpoint otherwise).
+	Command []string `json:"command,omitempty"`
 	// Auth is the endpoint's auth profile and secret reference.
 	Auth *Auth `json:"auth,omitempty"`
 	// Timeout bounds one attempt (gateway.Capability.Timeout).
