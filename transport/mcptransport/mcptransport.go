@@ -239,4 +239,3 @@ func text(res *mcp.CallToolResult) string {
 	}
 	return strings.Join(parts, "\n")
 }
-
