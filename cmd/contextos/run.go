@@ -21,6 +21,7 @@ import (
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/transport"
 )
 
 // packSet is the --pack, --pub and --allow-unsigned flags: the packs go
@@ -137,6 +138,12 @@ func (s *scriptedTools) adapter(adapterID string) gateway.Adapter {
 // registrations registers every adapter of the packs with all its
 // capabilities, served by adapter(id).
 func registrations(packs []*pack.Pack, adapter func(id string) gateway.Adapter) []gateway.Registration {
+	return registrationsWith(packs, adapter, nil)
+}
+
+// registrationsWith is registrations with the adapters of live endpoints
+// in place of adapter(id).
+func registrationsWith(packs []*pack.Pack, adapter func(id string) gateway.Adapter, live *liveAdapters) []gateway.Registration {
 	var regs []gateway.Registration
 	seen := map[string]bool{}
 	for _, p := range packs {
@@ -147,9 +154,13 @@ func registrations(packs []*pack.Pack, adapter func(id string) gateway.Adapter) 
 			seen[a.AdapterID] = true
 			caps := map[string]gateway.Capability{}
 			for _, c := range a.Capabilities {
-				caps[c] = gateway.Capability{}
+				caps[c], _ = live.capability(a.AdapterID, c)
 			}
-			regs = append(regs, gateway.Registration{AdapterID: a.AdapterID, Adapter: adapter(a.AdapterID), Capabilities: caps})
+			ad := adapter(a.AdapterID)
+			if live != nil && live.adapters[a.AdapterID] != nil {
+				ad = live.adapters[a.AdapterID]
+			}
+			regs = append(regs, gateway.Registration{AdapterID: a.AdapterID, Adapter: ad, Capabilities: caps})
 		}
 	}
 	return regs
@@ -179,8 +190,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	recordOut := fs.String("record", "", "write the decision record to `OUT`")
 	packetOut := fs.String("replay-packet", "", "write the replay packet to `OUT`")
 	nowFlag := fs.String("now", "", "fixed clock, RFC 3339 (default: the wall clock)")
+	endpointsPath := fs.String("endpoints", "", "endpoints `FILE`: endpoint_ref → {transport, url|command, auth, timeout_ms, max_attempts, backoff_ms, jitter}; those adapters are called for real")
+	secretsPath := fs.String("secrets", "", "secrets `FILE`: secret name → value (or {key: value}) for the endpoints' auth")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n\nRuns one invocation with a scripted planner and scripted tools and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -236,7 +249,34 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		now = func() time.Time { return t }
 	}
-	opts := &contextos.Options{Adapters: registrations(packs, tools.adapter), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
+	var live *liveAdapters
+	if *endpointsPath != "" {
+		var entries map[string]endpointEntry
+		data, err := readInput(*endpointsPath, stdin)
+		if err != nil {
+			return fail(exitUsage, "%v", err)
+		}
+		if err := strictJSON(data, &entries); err != nil {
+			return fail(exitInvalid, "%s: %v", *endpointsPath, err)
+		}
+		secrets := transport.MapSecrets{}
+		if *secretsPath != "" {
+			data, err := readInput(*secretsPath, stdin)
+			if err != nil {
+				return fail(exitUsage, "%v", err)
+			}
+			if secrets, err = readSecrets(data); err != nil {
+				return fail(exitInvalid, "%s: %v", *secretsPath, err)
+			}
+		}
+		if live, err = newLiveAdapters(ctx, packs, entries, secrets); err != nil {
+			return fail(exitInvalid, "%s: %v", *endpointsPath, err)
+		}
+		defer live.close()
+	} else if *secretsPath != "" {
+		return fail(exitUsage, "--secrets needs --endpoints")
+	}
+	opts := &contextos.Options{Adapters: registrationsWith(packs, tools.adapter, live), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
 	ev, mem, code, ok := readEvidenceMemory("run", *evPath, *memPath, stdin, stderr)
 	if !ok {
 		return code

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos/transport"
+)
+
+// TestRunWithEndpoints: the payments adapter's endpoint_ref is mapped to a
+// loopback Tool Contract v1 server over the external transport with a
+// bearer secret; the other adapters stay scripted.
+func TestRunWithEndpoints(t *testing.T) {
+	var mu sync.Mutex
+	var auths, tools []string
+	srv := httptest.NewServer(transport.NewHandler(transport.ExecutorFunc(func(ctx context.Context, req *transport.Request) *transport.Response {
+		mu.Lock()
+		tools = append(tools, req.Tool.Name)
+		mu.Unlock()
+		return &transport.Response{Status: "ok", Output: map[string]any{"transaction_id": "txn_live_1", "amount": req.Input["amount_inr"]}}
+	})))
+	defer srv.Close()
+	check := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer check.Close()
+	dir := t.TempDir()
+	endpoints := filepath.Join(dir, "endpoints.json")
+	secrets := filepath.Join(dir, "secrets.json")
+	os.WriteFile(endpoints, []byte(`{"internal://payments": {"transport": "external", "url": "`+check.URL+`/tools",
+		"auth": {"profile": "bearer", "secret_ref": "payments-token"}, "timeout_ms": 2000, "max_attempts": 3, "backoff_ms": 10, "jitter": "none"}}`), 0o644)
+	os.WriteFile(secrets, []byte(`{"payments-token": "live-token-1"}`), 0o644)
+	code, out, errs := runCLI(t, "", runArgs("--approve", "GATE_FINANCE_APPROVAL=user_finance_lead_77:finance_lead", "--endpoints", endpoints, "--secrets", secrets)...)
+	if code != exitOK {
+		t.Fatalf("run: %d %s", code, errs)
+	}
+	var o struct {
+		Status      string `json:"status"`
+		ToolResults []struct {
+			CapabilityID string         `json:"capability_id"`
+			Status       string         `json:"status"`
+			Output       map[string]any `json:"output"`
+		} `json:"tool_results"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		t.Fatal(err)
+	}
+	last := o.ToolResults[len(o.ToolResults)-1]
+	if o.Status != "DECIDED" || last.CapabilityID != "adp_payments.issue_refund" || last.Status != "completed" || last.Output["transaction_id"] != "txn_live_1" {
+		t.Fatalf("%s", out)
+	}
+	if strings.Join(tools, ",") != "adp_payments.issue_refund" || strings.Join(auths, ",") != "Bearer live-token-1" {
+		t.Fatalf("tool saw %v with %v", tools, auths)
+	}
+	if strings.Contains(out, "live-token-1") || strings.Contains(errs, "live-token-1") {
+		t.Fatal("the secret is in the output")
+	}
+
+	for name, body := range map[string]string{
+		"unknown ref":       `{"internal://nope": {"transport": "external", "url": "http://127.0.0.1:1"}}`,
+		"unknown transport": `{"internal://payments": {"transport": "carrier-pigeon", "url": "http://127.0.0.1:1"}}`,
+		"unknown field":     `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "retries": 3}}`,
+		"private refused":   `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "allow_private": false}}`,
+	} {
+		os.WriteFile(endpoints, []byte(body), 0o644)
+		if code, _, errs := runCLI(t, "", runArgs("--endpoints", endpoints)...); code != exitInvalid {
+			t.Errorf("%s: exit %d %s", name, code, errs)
+		}
+	}
+	if code, _, _ := runCLI(t, "", runArgs("--secrets", secrets)...); code != exitUsage {
+		t.Errorf("--secrets without --endpoints: exit %d", code)
+	}
+}
