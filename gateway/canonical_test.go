@@ -34,7 +34,7 @@ func TestEnvelopesAppendCanonical(t *testing.T) {
 		{"invalid UTF-8", &gateway.ToolCallEnvelope{RunID: "a\xffb", Args: map[string]any{"k": "\xfe"}, PrincipalChain: []runcontext.Principal{{ID: "\xc3"}}}, false},
 		{"unknown approval mode", &gateway.ToolCallEnvelope{ApprovalModeRequested: "root"}, true},
 		{"NaN argument", &gateway.ToolCallEnvelope{Args: map[string]any{"x": math.NaN()}}, true},
-		{"full result", &gateway.ToolResultEnvelope{EnvelopeVersion: gateway.ResultEnvelopeVersion, Status: gateway.StatusPaused, Output: map[string]any{"n": 1e21, "m": -0.0},
+		{"full result", &gateway.ToolResultEnvelope{EnvelopeVersion: gateway.ResultEnvelopeVersion, Status: gateway.StatusPaused, Output: map[string]any{"n": 1e21, "m": math.Copysign(0, -1)},
 			Error:     &gateway.ToolError{Code: "c", Reason: "r", Retryable: true, Message: "m", Details: map[string]any{"d": []any{1, "2"}}},
 			Artifacts: []string{"a"}, Citations: []gateway.Citation{{EvidenceRef: "e"}}, Mutations: []string{}, RiskTags: nil, LatencyMS: -3,
 			Metadata: gateway.ResultMetadata{Approver: "a", ApprovalGateID: "g", ApprovedAt: "t", ApprovalEvidenceSnapshotHash: "h", ToolTranscriptID: "x#1",

@@ -366,7 +366,7 @@ func TestTelemetryNamesTheSecretNeverItsValue(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range spans[0].Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{"tool.auth_profile": "bearer", "tool.auth_secret_ref": "payments-token", "tool.attempt": "2", "tool.code": "execution_failed",
 		"tool.request_id": "tool_0123456789abcdef", "tool.contract_version": "v1", "tool.trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"} {
