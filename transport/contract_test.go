@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/transport"
 )
 
@@ -182,5 +183,29 @@ func TestUnknownCodesBecomeBackendFailures(t *testing.T) {
 	te := r.Err()
 	if te.Code != gateway.CodeExecutionFailed || te.Reason != gateway.ReasonBackendFailure || !te.Retryable || te.Details["tool_code"] != "quota" || te.Details["tool_reason"] != "over" {
 		t.Fatalf("%+v", te)
+	}
+}
+
+func TestCheckToolInfo(t *testing.T) {
+	cases := []struct {
+		info transport.ToolInfo
+		mode runcontext.ApprovalMode
+		ok   bool
+	}{
+		{transport.ToolInfo{Capabilities: []string{"data.read", "Network.Read"}, RiskLevel: "low"}, runcontext.ReadOnly, true},
+		{transport.ToolInfo{Capabilities: []string{"data.write"}}, runcontext.ReadOnly, false},
+		{transport.ToolInfo{Capabilities: []string{"data.write"}}, runcontext.LocalWrite, true},
+		{transport.ToolInfo{Capabilities: []string{"external.side_effect"}, RiskLevel: "high"}, runcontext.LocalWrite, false},
+		{transport.ToolInfo{Capabilities: []string{"external.side_effect"}, RiskLevel: "high"}, runcontext.Destructive, true},
+		{transport.ToolInfo{RiskLevel: "critical"}, runcontext.Network, false},
+		{transport.ToolInfo{RiskLevel: "critical"}, runcontext.Delegated, true},
+		{transport.ToolInfo{Capabilities: []string{"teleport"}}, runcontext.Destructive, false},
+		{transport.ToolInfo{RiskLevel: "extreme"}, runcontext.Destructive, false},
+	}
+	for _, c := range cases {
+		err := transport.CheckToolInfo("adp_x.y", c.info, c.mode)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, transport.ErrConfig) {
+			t.Errorf("%+v under %s: %v", c.info, c.mode, err)
+		}
 	}
 }

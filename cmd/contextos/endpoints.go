@@ -37,12 +37,15 @@ type endpointEntry struct {
 	AllowPrivate *bool  `json:"allow_private,omitempty"`
 	Namespace    string `json:"namespace,omitempty"`
 	Agent        string `json:"agent,omitempty"`
+	// Tools declares capability labels and risk levels per capability
+	// name; they are checked against the adapter's approval mode.
+	Tools map[string]transport.ToolInfo `json:"tools,omitempty"`
 }
 
 func (e endpointEntry) endpoint() transport.Endpoint {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	ep := transport.Endpoint{Transport: e.Transport, URL: e.URL, Command: e.Command, Auth: e.Auth, Timeout: ms(e.TimeoutMS), AllowPrivate: e.AllowPrivate == nil || *e.AllowPrivate,
-		PollInterval: ms(e.PollIntervalMS), Namespace: e.Namespace, Agent: e.Agent,
+		PollInterval: ms(e.PollIntervalMS), Namespace: e.Namespace, Agent: e.Agent, Tools: e.Tools,
 		Retry: transport.Retry{MaxAttempts: e.MaxAttempts, Backoff: ms(e.BackoffMS), MaxBackoff: ms(e.MaxBackoffMS), Jitter: transport.Jitter(e.Jitter), Seed: e.JitterSeed}}
 	if ep.Transport == "webhook-callback" {
 		ep.Transport = transport.TransportWebhook
@@ -104,6 +107,17 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 			used[a.EndpointRef] = true
 			ep := e.endpoint()
 			var err error
+			for name, info := range ep.Tools {
+				if !slices.Contains(a.Capabilities, name) {
+					err = fmt.Errorf("%w: tools names %q, which adapter %s does not have", transport.ErrConfig, name, a.AdapterID)
+				} else if cerr := transport.CheckToolInfo(a.AdapterID+"."+name, info, a.ApprovalMode); cerr != nil {
+					err = cerr
+				}
+				if err != nil {
+					l.close()
+					return nil, fmt.Errorf("endpoint %s: %w", a.EndpointRef, err)
+				}
+			}
 			switch ep.Transport {
 			case transport.TransportGRPC:
 				var g *grpctransport.Adapter

@@ -71,6 +71,8 @@ func TestRunWithEndpoints(t *testing.T) {
 		"unknown transport": `{"internal://payments": {"transport": "carrier-pigeon", "url": "http://127.0.0.1:1"}}`,
 		"unknown field":     `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "retries": 3}}`,
 		"private refused":   `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "allow_private": false}}`,
+		"label above mode":  `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"lookup": {"capabilities": ["data.write"]}}}}`,
+		"unknown tool":      `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"delete": {"capabilities": ["data.read"]}}}}`,
 	} {
 		os.WriteFile(endpoints, []byte(body), 0o644)
 		if code, _, errs := runCLI(t, "", runArgs("--endpoints", endpoints)...); code != exitInvalid {
