@@ -434,23 +434,12 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 		resp, te = f(ctx)
 	}
 	if te != nil {
-		resp = failure(te)
+		resp = ResponseFor(te)
 	}
-	complete(req, resp)
+	resp.Complete(req)
 	dur := now().Sub(start)
 	if resp.Usage.DurationMS <= 0 || resp.Error != nil {
 		resp.Usage.DurationMS = dur.Milliseconds()
-	}
-	if req.Trace != nil {
-		if resp.Trace == nil {
-			resp.Trace = &Trace{}
-		}
-		if resp.Trace.TraceID == "" {
-			resp.Trace.TraceID = req.Trace.TraceID
-		}
-		if resp.Trace.SpanID == "" {
-			resp.Trace.SpanID = req.Trace.SpanID
-		}
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("tool.contract_version", ContractVersion), attribute.String("tool.request_id", req.RequestID),

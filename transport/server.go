@@ -33,19 +33,20 @@ func NewHandler(ex Executor) http.Handler {
 			}
 			json.Unmarshal(body, &probe)
 			req.RequestID = probe.RequestID
-			resp = failure(te)
+			resp = ResponseFor(te)
 		} else if resp = ex.Execute(r.Context(), req); resp == nil {
-			resp = failure(newError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
+			resp = ResponseFor(newError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
 		}
-		complete(req, resp)
+		resp.Complete(req)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(HeaderContractVersion, ContractVersion)
 		json.NewEncoder(w).Encode(resp)
 	})
 }
 
-// failure is the response of a ToolError.
-func failure(te *gateway.ToolError) *Response {
+// ResponseFor is the response that reports te (status denied for
+// permission_denied, else error).
+func ResponseFor(te *gateway.ToolError) *Response {
 	status := StatusError
 	if te.Code == gateway.CodePermissionDenied {
 		status = StatusDenied
@@ -53,8 +54,10 @@ func failure(te *gateway.ToolError) *Response {
 	return &Response{Status: status, Error: &Failure{Code: te.Code, Reason: te.Reason, Retryable: te.Retryable, Message: te.Message, Details: te.Details}}
 }
 
-// complete fills what every response carries from its request.
-func complete(req *Request, resp *Response) {
+// Complete fills what every response carries from its request: the
+// version, the request id, a status (ok when empty), the attempt and the
+// trace ids the response lacks.
+func (resp *Response) Complete(req *Request) {
 	resp.ToolContractVersion = ContractVersion
 	resp.RequestID = req.RequestID
 	if resp.Status == "" {

@@ -70,20 +70,7 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 
 // DigestOf returns the digest (as [Digest]) of what a writes, encoding
 // into a pooled buffer.
-func DigestOf(a Appender) (string, error) {
-	bp := digestBufs.Get().(*[]byte)
-	out, err := a.AppendCanonical((*bp)[:0])
-	if err != nil {
-		digestBufs.Put(bp)
-		return "", err
-	}
-	d := DigestBytes(out)
-	if cap(out) <= maxPooledBuf {
-		*bp = out
-		digestBufs.Put(bp)
-	}
-	return d, nil
-}
+func DigestOf(a Appender) (string, error) { return digestOf(a.AppendCanonical) }
 
 // CheckAppender reports whether v's AppendCanonical writes the same bytes
 // as the general path (encoding/json, then the canonical writer), and how

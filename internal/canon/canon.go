@@ -85,10 +85,14 @@ func marshal(v any) ([]byte, error) {
 // Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
 // canonical JSON of v.
 func Digest(v any) (string, error) {
-	// The encoding goes into a pooled buffer: a digest needs the bytes
-	// only until they are hashed.
+	return digestOf(func(dst []byte) ([]byte, error) { return appendJSON(dst, v) })
+}
+
+// digestOf hashes what encode appends, encoding into a pooled buffer: a
+// digest needs the bytes only until they are hashed.
+func digestOf(encode func(dst []byte) ([]byte, error)) (string, error) {
 	bp := digestBufs.Get().(*[]byte)
-	out, err := appendJSON((*bp)[:0], v)
+	out, err := encode((*bp)[:0])
 	if err != nil {
 		digestBufs.Put(bp)
 		return "", err

@@ -211,27 +211,10 @@ func Register(s grpc.ServiceRegistrar, ex transport.Executor) {
 func serve(ctx context.Context, ex transport.Executor, req *transport.Request) *transport.Response {
 	var resp *transport.Response
 	if te := transport.Normalize(req); te != nil {
-		resp = &transport.Response{Status: transport.StatusError, Error: &transport.Failure{Code: te.Code, Reason: te.Reason, Retryable: te.Retryable, Message: te.Message, Details: te.Details}}
-	} else {
-		resp = ex.Execute(ctx, req)
-		if resp == nil {
-			resp = &transport.Response{Status: transport.StatusError, Error: &transport.Failure{Code: gateway.CodeExecutionFailed, Reason: gateway.ReasonBackendFailure, Message: "the tool returned no response"}}
-		}
+		resp = transport.ResponseFor(te)
+	} else if resp = ex.Execute(ctx, req); resp == nil {
+		resp = transport.ResponseFor(gateway.NewToolError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
 	}
-	resp.ToolContractVersion = transport.ContractVersion
-	resp.RequestID = req.RequestID
-	if resp.Status == "" {
-		resp.Status = transport.StatusOK
-	}
-	if resp.Usage == nil {
-		resp.Usage = &transport.Usage{}
-	}
-	if resp.Usage.Attempt < 1 {
-		resp.Usage.Attempt = max(req.Attempt, 1)
-	}
-	if req.Trace != nil && resp.Trace == nil {
-		t := *req.Trace
-		resp.Trace = &t
-	}
+	resp.Complete(req)
 	return resp
 }
