@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,7 +83,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o *Options) withDefaults() Options {
+// WithDefaults returns the options with every unset field defaulted.
+// Transports build it once, when they are built, not per call.
+func (o *Options) WithDefaults() Options {
 	var out Options
 	if o != nil {
 		out = *o
@@ -139,8 +143,8 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 	if err := ep.Retry.Check(); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults()
-	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer("github.com/contextos/contextos/transport")}
+	o := opts.WithDefaults()
+	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer(tracerName)}
 	if ep.Transport == TransportWebhook {
 		a.pending = newPending()
 	}
@@ -150,12 +154,13 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 // Capability returns the gateway capability settings the endpoint
 // implies: its timeout, its retry policy's attempts and backoff, and that
 // the adapter honours its context. Set ArgsSchema, Scopes and CostCents.
-func (a *Adapter) Capability() gateway.Capability {
-	return capabilityFor(a.ep.Timeout, a.ep.Retry)
-}
+func (a *Adapter) Capability() gateway.Capability { return a.ep.Capability() }
 
-func capabilityFor(timeout time.Duration, r Retry) gateway.Capability {
-	return gateway.Capability{Timeout: timeout, MaxAttempts: r.Attempts(), Backoff: r.Delay, HonorsContext: true}
+// Capability is the gateway capability the endpoint implies: its timeout,
+// its retry policy's attempts and backoff, and that its adapters honour
+// their context. Every transport's adapter uses it.
+func (ep *Endpoint) Capability() gateway.Capability {
+	return gateway.Capability{Timeout: ep.Timeout, MaxAttempts: ep.Retry.Attempts(), Backoff: ep.Retry.Delay, HonorsContext: true}
 }
 
 // RequestFor builds the contract request of one gateway attempt: the tool
@@ -213,14 +218,11 @@ func (f ExecutorFunc) Execute(ctx context.Context, req *Request) *Response { ret
 // refused before f runs, and the response completed (version, request id,
 // attempt, duration, trace). For transports in other packages.
 func RunAttempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(ctx context.Context) (*Response, *gateway.ToolError)) *Response {
-	o := opts.withDefaults()
-	return instrument(ctx, o.TracerProvider.Tracer("github.com/contextos/contextos/transport"), o.Logger, o.Now, mode, auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
-		if te := Normalize(req); te != nil {
-			return nil, te
-		}
-		return f(ctx)
-	})
+	o := opts.WithDefaults()
+	return instrument(ctx, o.TracerProvider.Tracer(tracerName), o.Logger, o.Now, mode, auth, req, f)
 }
+
+const tracerName = "github.com/contextos/contextos/transport"
 
 // AuthState is what applying auth used: enough to evict an OAuth2 token
 // that the tool refused.
@@ -233,7 +235,8 @@ func (s AuthState) Expired(te *gateway.ToolError, opts *Options) bool {
 	if !expired(s.st, te) {
 		return false
 	}
-	opts.withDefaults().Tokens.Evict(s.st.tokenURL, s.st.clientID)
+	o := opts.WithDefaults()
+	o.Tokens.Evict(s.st.tokenURL, s.st.clientID)
 	return true
 }
 
@@ -244,7 +247,7 @@ func AuthExpired(req *Request) *gateway.ToolError { return authExpired(req) }
 // of one attempt. For transports in other packages (gRPC sends them as
 // metadata).
 func AuthHeaders(ctx context.Context, a *Auth, opts *Options) (http.Header, AuthState, *gateway.ToolError) {
-	o := opts.withDefaults()
+	o := opts.WithDefaults()
 	h := http.Header{}
 	st, te := applyAuth(ctx, a, o.Secrets, o.Tokens, h)
 	return h, AuthState{st}, te
@@ -276,9 +279,6 @@ func Outcome(req *Request, resp *Response) (*gateway.Outcome, error) {
 // trace and attempt echoed.
 func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, a.ep.Transport, a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
-		if te := Normalize(req); te != nil {
-			return nil, te
-		}
 		return a.attempt(ctx, req)
 	})
 }
@@ -320,7 +320,7 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	if a.ep.Transport == TransportHTTP {
 		body, err = rawInput(req)
 	} else {
-		body, err = marshal(req)
+		body, err = json.Marshal(req)
 	}
 	if err != nil {
 		return nil, authState{}, newError(gateway.CodeInvalidInput, false, "the input has no JSON form", details)
@@ -330,7 +330,7 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 		wait = a.pending.add(req.RequestID)
 		defer a.pending.remove(req.RequestID, wait)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, strings.NewReader(string(body)))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, authState{}, newError(gateway.CodeRuntimePolicyInvalid, false, "the endpoint URL is invalid", details)
 	}
@@ -360,7 +360,7 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 		r, te := contractReply(rbody, details)
 		return r, st, te
 	}
-	r, te := a.waitWebhook(ctx, req, st, wait, details)
+	r, te := a.waitWebhook(ctx, req, wait, details)
 	return r, st, te
 }
 
@@ -420,8 +420,10 @@ func contractReply(body []byte, details map[string]any) (*Response, *gateway.Too
 	return r, nil
 }
 
-// instrument runs one attempt with its span and log line and completes
-// the response (version, request id, trace, attempt, duration).
+// instrument runs one attempt with its span and log line: a cancelled
+// context or a request that does not normalise is refused before f runs,
+// and the response is completed (version, request id, trace, attempt,
+// duration).
 func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, trace.WithSpanKind(trace.SpanKindClient))
@@ -430,7 +432,7 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	var te *gateway.ToolError
 	if err := ctx.Err(); err != nil {
 		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
-	} else {
+	} else if te = Normalize(req); te == nil {
 		resp, te = f(ctx)
 	}
 	if te != nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,5 +382,3 @@ func TestTelemetryNamesTheSecretNeverItsValue(t *testing.T) {
 		t.Errorf("log line lacks fields: %s", logs.String())
 	}
 }
-
-var _ = atomic.Int32{}

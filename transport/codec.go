@@ -6,8 +6,6 @@ import (
 	"errors"
 )
 
-func marshal(v any) ([]byte, error) { return json.Marshal(v) }
-
 // rawInput is the http transport's body: input_raw when set, else the
 // input object.
 func rawInput(req *Request) ([]byte, error) {

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -236,9 +237,9 @@ func jsonProblem(err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
-	case asErr(err, &se):
+	case errors.As(err, &se):
 		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
-	case asErr(err, &te):
+	case errors.As(err, &te):
 		return fmt.Sprintf("%s must be %s, not %s", orWhole(te.Field), te.Type.String(), te.Value)
 	}
 	return "invalid JSON"

@@ -33,8 +33,6 @@ func isApproval(code string) bool {
 	return code == gateway.CodeApprovalPending || code == gateway.CodeApprovalDenied || code == gateway.CodeApprovalTimeout
 }
 
-func asErr[T any](err error, target *T) bool { return errors.As(err, target) }
-
 // HTTPStatusError maps an HTTP error status (≥ 400) to a ToolError:
 // 401 auth_invalid, 403 auth_forbidden (neither retryable), 429 and 5xx
 // retryable execution failures, other 4xx non-retryable ones. The message

@@ -93,7 +93,7 @@ func (a *Adapter) PushHandler() http.Handler {
 // response, or a terminal poll of URL/{request_id} (202 and 204 are still
 // pending; a failed poll is retried at the next tick), until the
 // attempt's context ends.
-func (a *Adapter) waitWebhook(ctx context.Context, req *Request, st authState, pushed chan *Response, details map[string]any) (*Response, *gateway.ToolError) {
+func (a *Adapter) waitWebhook(ctx context.Context, req *Request, pushed chan *Response, details map[string]any) (*Response, *gateway.ToolError) {
 	every := a.ep.PollInterval
 	if every <= 0 {
 		every = DefaultPollInterval

@@ -59,7 +59,7 @@ func commands() []command {
 		{"validate", "validate an invoke-agent or run-context document", cmdValidate},
 		{"pack", "validate, sign, verify and diff Context Packs (contextos pack -h)", cmdPack},
 		{"compile", "compile packs, a request and a run context into a CompiledContext", cmdCompile},
-		{"run", "run one invocation with a scripted planner and scripted tools", cmdRun},
+		{"run", "run one invocation with a scripted planner and scripted or live (--endpoints) tools", cmdRun},
 		{"replay", "replay a replay packet offline; exit 0 on replay_equal", cmdReplay},
 	}
 }

@@ -103,6 +103,7 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", transport.ErrConfig, err)
 	}
+	o.Options = o.Options.WithDefaults()
 	return &Adapter{ep: ep, opts: o, conn: conn}, nil
 }
 
@@ -111,9 +112,7 @@ func (a *Adapter) Close() error { return a.conn.Close() }
 
 // Capability is the gateway capability the endpoint implies (timeout,
 // attempts, backoff).
-func (a *Adapter) Capability() gateway.Capability {
-	return gateway.Capability{Timeout: a.ep.Timeout, MaxAttempts: a.ep.Retry.Attempts(), Backoff: a.ep.Retry.Delay, HonorsContext: true}
-}
+func (a *Adapter) Capability() gateway.Capability { return a.ep.Capability() }
 
 // Call implements gateway.Adapter.
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {

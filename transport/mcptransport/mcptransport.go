@@ -64,6 +64,7 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 	if opts != nil {
 		o = *opts
 	}
+	o.Options = o.Options.WithDefaults()
 	if ep.Transport != transport.TransportMCP {
 		return nil, fmt.Errorf("%w: mcptransport serves transport mcp, not %q", transport.ErrConfig, ep.Transport)
 	}
@@ -86,9 +87,6 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 			return nil, err
 		}
 		hc := o.HTTPClient
-		if hc == nil {
-			hc = &http.Client{}
-		}
 		// Auth headers are resolved per request, so rotation applies.
 		hc = &http.Client{Transport: authRoundTripper{next: transportOf(hc), ep: &ep, opts: &o.Options}, Timeout: hc.Timeout}
 		t = &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
@@ -162,7 +160,9 @@ func (a *Adapter) Capabilities() (map[string]gateway.Capability, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcptransport: tool %s: input schema: %w", name, err)
 		}
-		out[name] = gateway.Capability{ArgsSchema: schema, Timeout: a.ep.Timeout, MaxAttempts: a.ep.Retry.Attempts(), Backoff: a.ep.Retry.Delay, HonorsContext: true}
+		c := a.ep.Capability()
+		c.ArgsSchema = schema
+		out[name] = c
 	}
 	return out, nil
 }
@@ -217,13 +217,11 @@ func (a *Adapter) callTool(ctx context.Context, name string, req *transport.Requ
 // {"result": structured content or the text content}.
 func output(res *mcp.CallToolResult) map[string]any {
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		var m map[string]any
-		if err == nil && json.Unmarshal(b, &m) == nil && m != nil {
-			return m
-		}
 		var v any
-		if err == nil && json.Unmarshal(b, &v) == nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil && json.Unmarshal(b, &v) == nil {
+			if m, ok := v.(map[string]any); ok {
+				return m
+			}
 			return map[string]any{"result": v}
 		}
 	}
