@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -31,20 +32,18 @@ func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints ma
 			}
 		}
 	}
+	if len(constraints) == 0 {
+		return probs
+	}
 	names := make([]string, 0, len(constraints))
 	for n := range constraints {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	reported := map[string]bool{}
-	for _, p := range probs {
-		reported[p.Pointer] = true
-	}
 	for _, name := range names {
 		for _, p := range checkConstraint(name, args, constraints[name]) {
 			// One problem per argument: the schema's, else the first constraint's.
-			if !reported[p.Pointer] {
-				reported[p.Pointer] = true
+			if !slices.ContainsFunc(probs, func(q ArgProblem) bool { return q.Pointer == p.Pointer }) {
 				probs = append(probs, p)
 			}
 		}

@@ -331,7 +331,7 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 	if name == "" {
 		name = "execute_tool " + req.CapabilityID
 	}
-	ctx, span := r.g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := r.g.tracer.Start(ctx, name, spanKindInternal)
 	// Attributes are built only for a span that records: with no tracer
 	// provider they would be a tenth of a call's allocations.
 	recording := span.IsRecording()
@@ -376,6 +376,9 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 	return res, err
 }
 
+// spanKindInternal is built once: an option made per call is an allocation.
+var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+
 // envelope builds the call envelope; a malformed request yields a
 // rejected result at once.
 func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope) {
@@ -385,11 +388,11 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 	argsJSON, err := canon.JSON(args)
 	id := ""
 	if err == nil {
-		id, err = canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID, canon.Raw(argsJSON))
+		id, err = canon.IDOf(canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID), canon.RawPart(argsJSON))
 	}
 	if err != nil {
 		argsJSON = nil
-		id, _ = canon.ID(canon.PrefixToolCall, r.rc.RunID, req.Step, req.CapabilityID)
+		id, _ = canon.IDOf(canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID))
 	}
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
@@ -449,13 +452,13 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	if write {
 		key = req.IdempotencyKey
 		if key == "" {
-			k, err := canon.ID(canon.PrefixIdem, r.rc.RunID, req.Step, env.CapabilityID, canon.Raw(env.argsJSON))
+			k, err := canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
 			if err != nil {
 				return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 			}
 			key = k
 		}
-		env.IdempotencyKey = &key
+		env.IdempotencyKey = strPtr(key)
 		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
 			if _, has := env.Args["idempotency_key"]; !has {
 				env.Args["idempotency_key"] = key
@@ -533,8 +536,10 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	if spec.CostCents > costLeft {
 		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g cents left, the call costs %.4g)", costLeft, spec.CostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
 	}
-	// Approval gate.
-	var approver, approvedGate, approvedAt string
+	// Approval gate. What the approval and the attachments add to the
+	// result's metadata is set before the result is recorded, so the
+	// transcript carries it.
+	meta := ResultMetadata{EvidenceHashes: attHashes}
 	if gate := s.perm.RequiresApprovalGate; gate != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
 		out, who, err := r.checkApproval(ctx, env, req.Approval, gate, key)
 		if err != nil {
@@ -543,7 +548,8 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		if out != nil {
 			return out, r.record(ctx, "result", env, out)
 		}
-		approver, approvedGate, approvedAt = who, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
+		meta.Approver, meta.ApprovalGateID, meta.ApprovedAt = who, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
+		meta.ApprovalEvidenceSnapshotHash = r.snapshot
 	}
 	// Execute once per idempotency key.
 	if write {
@@ -557,12 +563,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 			return &dup, nil
 		}
 	}
-	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID)
-	if approver != "" {
-		out.Metadata.Approver, out.Metadata.ApprovalGateID, out.Metadata.ApprovedAt = approver, approvedGate, approvedAt
-		out.Metadata.ApprovalEvidenceSnapshotHash = r.snapshot
-	}
-	out.Metadata.EvidenceHashes = attHashes
+	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID, meta)
 	if write {
 		// Writes keep their result whatever it is: a retry with the same key
 		// never runs the effect twice. The store gets its own copy: this
@@ -612,7 +613,7 @@ func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Result) *string 
 			return nil
 		}
 	}
-	id, err := canon.ID(canon.PrefixPolicy, r.rc.RunID, env.ToolCallID, digest)
+	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(r.rc.RunID), canon.StringPart(env.ToolCallID), canon.StringPart(digest))
 	if err != nil {
 		return nil
 	}
@@ -669,8 +670,9 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 	return nil, a.Approver, nil
 }
 
-// execute records the call, runs the attempts and records the result.
-func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, spec *capSpec, capName, key string, delegation *runcontext.Delegation, polID *string) (*ToolResultEnvelope, error) {
+// execute records the call, runs the attempts and records the result,
+// whose metadata starts from meta.
+func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, spec *capSpec, capName, key string, delegation *runcontext.Delegation, polID *string, meta ResultMetadata) (*ToolResultEnvelope, error) {
 	if err := r.meter.ChargeToolCall(); err != nil {
 		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
@@ -712,6 +714,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	}
 	_ = r.meter.ChargeCost(cost)
 	res := newResult(env, polID)
+	res.Metadata = meta
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
 	if te != nil {
 		msg, redacted := redactString(te.Message, r.redact)
@@ -721,7 +724,13 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		retryable := te.Retryable
 		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
 	} else {
-		output, redacted := redactValue(jsonv.Normalize(out.Output), r.redact)
+		// The output is copied by redaction; it is normalized first only
+		// when it is not JSON-shaped already (one copy, not two).
+		var output any = out.Output
+		if !jsonv.IsNormal(output) {
+			output = jsonv.Normalize(output)
+		}
+		output, redacted := redactValue(output, r.redact)
 		res.Output, _ = output.(map[string]any)
 		res.Metadata.RedactionApplied = redacted
 		res.Mutations, res.Artifacts = append(res.Mutations, out.Mutations...), append(res.Artifacts, out.Artifacts...)
@@ -855,7 +864,8 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		e.Result = &c
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.
-		res.Metadata.ToolTranscriptID = r.rc.RunID + "#" + strconv.Itoa(r.seq)
+		var id [64]byte
+		res.Metadata.ToolTranscriptID = string(strconv.AppendInt(append(append(id[:0], r.rc.RunID...), '#'), int64(r.seq), 10))
 		res.recorded = true
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {

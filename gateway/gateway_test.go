@@ -94,6 +94,12 @@ func TestRefundApprovalFlow(t *testing.T) {
 	if len(done.Mutations) != 1 || done.Mutations[0] != "refund:txn_q9" {
 		t.Errorf("mutations = %v", done.Mutations)
 	}
+	// The transcript's result carries the approval as the returned one does.
+	results := f.recorder.Results()
+	if rec := results[len(results)-1]; rec.ToolCallID != done.ToolCallID || rec.Metadata.Approver != done.Metadata.Approver ||
+		rec.Metadata.ApprovalGateID != "GATE_FINANCE_APPROVAL" || rec.Metadata.ApprovedAt == "" || rec.Metadata.ApprovalEvidenceSnapshotHash != a.EvidenceSnapshotHash {
+		t.Errorf("recorded result metadata = %+v", rec.Metadata)
+	}
 	call := f.payments.Calls()[0]
 	if call.IdempotencyKey != a.IdempotencyKey || call.Envelope.Args["idempotency_key"] != a.IdempotencyKey || call.Delegation == nil || call.Delegation.TokenRef != "tok_user_7a" {
 		t.Errorf("adapter call = %+v (key %s)", call, a.IdempotencyKey)

@@ -47,3 +47,12 @@ func BenchmarkID(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkIDOf(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := IDOf(PrefixPolicy, StringPart("run_a1b2c3d4e5f60718"), StringPart("POLICY_RETURNS_V4"), StringPart("R_HIGH_VALUE_REQUIRES_APPROVAL"), StringPart("sha256:00")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

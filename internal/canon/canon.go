@@ -18,7 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -35,7 +35,22 @@ var ErrNotCanonicalizable = errors.New("canon: value has no canonical JSON form"
 // is taken as a JSON document and canonicalized as is; any other value is
 // first marshalled with encoding/json (so its json tags and MarshalJSON
 // methods apply).
-func JSON(v any) ([]byte, error) { return appendJSON(make([]byte, 0, 512), v) }
+func JSON(v any) ([]byte, error) {
+	// Encoded into a pooled buffer and copied out at its exact size: the
+	// result of a small value (a call's arguments) is kept, and a fixed
+	// starting capacity would keep hundreds of unused bytes with it.
+	bp := digestBufs.Get().(*[]byte)
+	out, err := appendJSON((*bp)[:0], v)
+	var b []byte
+	if err == nil {
+		b = slices.Clone(out)
+	}
+	if cap(out) <= maxPooledBuf {
+		*bp = out[:0]
+	}
+	digestBufs.Put(bp)
+	return b, err
+}
 
 // appendJSON appends the canonical JSON of v to dst: the reflective fast
 // path first, encoding/json and the canonical writer where it cannot go.
@@ -43,7 +58,9 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	switch v.(type) {
 	case json.RawMessage, []byte:
 	default:
-		out, err := appendValue(dst, reflect.ValueOf(v))
+		// appendAny writes JSON-shaped values (maps, slices, strings,
+		// numbers) without reflection and hands other types to it.
+		out, err := appendAny(dst, v)
 		if !errors.Is(err, errSlowPath) {
 			return out, err
 		}

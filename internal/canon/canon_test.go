@@ -250,6 +250,38 @@ func TestID(t *testing.T) {
 	}
 }
 
+// TestIDOf holds the typed parts to ID's: the same parts give the same id,
+// so a hot path may use either.
+func TestIDOf(t *testing.T) {
+	raw, err := JSON(map[string]any{"order_id": "ord_881", "amount": 4200, "note": "caf\u00e9 \"q\""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		any   []any
+		typed []Part
+	}{
+		{[]any{"run_1", 3, "adp_orders.lookup", Raw(raw)}, []Part{StringPart("run_1"), IntPart(3), StringPart("adp_orders.lookup"), RawPart(raw)}},
+		{[]any{"é\x00\"", -7, 1 << 60}, []Part{StringPart("é\x00\""), IntPart(-7), IntPart(1 << 60)}},
+		{[]any{"bad \xff utf8"}, []Part{StringPart("bad \xff utf8")}},
+		{nil, nil},
+	} {
+		want, err := ID(PrefixToolCall, c.any...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := IDOf(PrefixToolCall, c.typed...); err != nil || got != want {
+			t.Errorf("IDOf(%v) = %q, %v; ID gives %q", c.any, got, err, want)
+		}
+	}
+	if _, err := IDOf(PrefixToolCall, RawPart(nil)); !errors.Is(err, ErrNotCanonicalizable) {
+		t.Errorf("IDOf(empty Raw) err = %v", err)
+	}
+	if _, err := IDOf("a_b", IntPart(1)); err == nil {
+		t.Error("IDOf accepted a bad prefix")
+	}
+}
+
 // The golden vectors pin the canonical form and digest of a representative
 // document: a change to canonicalization is a wire change and shows here.
 func TestGoldenVectors(t *testing.T) {

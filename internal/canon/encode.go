@@ -262,14 +262,8 @@ func appendNumberLiteral(dst []byte, s string) ([]byte, error) {
 // appendGoString writes a Go string the way encoding/json then the
 // canonical writer would: each invalid UTF-8 byte becomes U+FFFD.
 func appendGoString(dst []byte, s string) []byte {
-	plain := true // printable ASCII with nothing to escape: copied as is
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if plainASCII(s) { // printable ASCII with nothing to escape: copied as is
+
 		dst = append(dst, '"')
 		dst = append(dst, s...)
 		return append(dst, '"')
@@ -288,6 +282,34 @@ func appendGoString(dst []byte, s string) []byte {
 		i += n
 	}
 	return appendString(dst, b.String())
+}
+
+// plainASCII reports whether s is printable ASCII without '"' or '\\',
+// eight bytes at a time: a byte below 0x20, at or above 0x80, or equal to
+// either quote character sets the high bit of its lane in one of the masks.
+func plainASCII(s string) bool {
+	const (
+		lo   = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		ctl := (w - 0x20*lo) & ^w // a lane below 0x20 (or at/above 0x80, caught next)
+		quote := w ^ '"'*lo       // a zero lane where w has '"'
+		bslash := w ^ '\\'*lo     // a zero lane where w has '\\'
+		zero := (quote-lo)&^quote | (bslash-lo)&^bslash
+		if (w|ctl|zero)&high != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 type kv struct {
@@ -576,7 +598,8 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		keys := make([]string, 0, len(v))
+		var small [16]string // most objects are small: their keys stay on the stack
+		keys := small[:0]
 		for k := range v {
 			if !utf8.ValidString(k) {
 				return nil, errSlowPath

@@ -71,3 +71,44 @@ func FuzzTransformMatchesJCS(f *testing.F) {
 		}
 	})
 }
+
+// plainASCIISlow is plainASCII one byte at a time.
+func plainASCIISlow(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPlainASCII puts every byte value at every position of strings of
+// lengths around the eight-byte word, among plain and among non-plain
+// neighbours, and holds the word-at-a-time check to the byte loop.
+func TestPlainASCII(t *testing.T) {
+	for n := 1; n <= 19; n++ {
+		for _, fill := range []byte{'a', '~', ' ', 0x7f, 0x21, 0x23, 0x5b, 0x5d} {
+			for pos := 0; pos < n; pos++ {
+				for c := 0; c < 256; c++ {
+					b := bytes.Repeat([]byte{fill}, n)
+					b[pos] = byte(c)
+					if got, want := plainASCII(string(b)), plainASCIISlow(string(b)); got != want {
+						t.Fatalf("plainASCII(%q) = %v, want %v", b, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzPlainASCII: the word-at-a-time check agrees with the byte loop.
+func FuzzPlainASCII(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text!", "tab\there", `quote"d`, `back\slash`, "€uro", "\x7f\x80", "01234567\x1f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := plainASCII(s), plainASCIISlow(s); got != want {
+			t.Fatalf("plainASCII(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
