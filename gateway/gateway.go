@@ -843,19 +843,25 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 
 // record appends a transcript entry and advances the run's chain.
 func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
-	var h string
+	// The entry hash and the chain hash are written side by side and made
+	// one string: one allocation for both.
+	var hashes [2 * canon.DigestLen]byte
+	var b []byte
 	var err error
 	if kind == "call" {
-		h, err = canon.DigestOf(callWithArgs{env})
+		b, err = canon.AppendDigestOf(hashes[:0], callWithArgs{env})
 	} else {
-		h, err = canon.DigestOf(res)
+		b, err = canon.AppendDigestOf(hashes[:0], res)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: h, PrevHash: r.prev, ChainHash: chain(r.prev, h)}
+	var link [2 * canon.DigestLen]byte // sha256(prev || entry), as chain computes it
+	b = canon.AppendDigestBytes(b, append(append(link[:0], r.prev...), b...))
+	both := string(b)
+	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: both[:canon.DigestLen], PrevHash: r.prev, ChainHash: both[canon.DigestLen:]}
 	if kind == "call" {
 		c := *env
 		e.Call = &c

@@ -108,18 +108,27 @@ func Digest(v any) (string, error) {
 // digestOf hashes what encode appends, encoding into a pooled buffer: a
 // digest needs the bytes only until they are hashed.
 func digestOf(encode func(dst []byte) ([]byte, error)) (string, error) {
-	bp := digestBufs.Get().(*[]byte)
-	out, err := encode((*bp)[:0])
+	var buf [DigestLen]byte
+	d, err := appendDigestWith(buf[:0], encode)
 	if err != nil {
-		digestBufs.Put(bp)
 		return "", err
 	}
-	d := DigestBytes(out)
-	if cap(out) <= maxPooledBuf {
-		*bp = out
-		digestBufs.Put(bp)
+	return string(d), nil
+}
+
+// appendDigestWith appends the digest of what encode writes into a pooled
+// buffer.
+func appendDigestWith(dst []byte, encode func(dst []byte) ([]byte, error)) ([]byte, error) {
+	bp := digestBufs.Get().(*[]byte)
+	out, err := encode((*bp)[:0])
+	if err == nil {
+		dst = AppendDigestBytes(dst, out)
+		if cap(out) <= maxPooledBuf {
+			*bp = out[:0]
+		}
 	}
-	return d, nil
+	digestBufs.Put(bp)
+	return dst, err
 }
 
 // digestBufs pools Digest's encoding buffers; buffers that grew past
@@ -131,11 +140,27 @@ const maxPooledBuf = 64 << 10
 // DigestBytes returns "sha256:<hex>" of b exactly as given (no
 // canonicalization). Use it for opaque content such as attachments.
 func DigestBytes(b []byte) string {
+	var buf [DigestLen]byte
+	return string(AppendDigestBytes(buf[:0], b))
+}
+
+// DigestLen is the length of a digest: "sha256:" and 64 hex digits.
+const DigestLen = len(DigestPrefix) + 2*sha256.Size
+
+// AppendDigestBytes appends [DigestBytes] of b to dst. With dst on the
+// stack, a caller that needs several digests makes one string of them.
+func AppendDigestBytes(dst, b []byte) []byte {
 	sum := sha256.Sum256(b)
-	var buf [len(DigestPrefix) + 2*sha256.Size]byte
-	copy(buf[:], DigestPrefix)
-	hex.Encode(buf[len(DigestPrefix):], sum[:])
-	return string(buf[:])
+	dst = append(dst, DigestPrefix...)
+	n := len(dst)
+	dst = append(dst, make([]byte, 2*sha256.Size)...)
+	hex.Encode(dst[n:], sum[:])
+	return dst
+}
+
+// AppendDigestOf appends [DigestOf] a to dst.
+func AppendDigestOf(dst []byte, a Appender) ([]byte, error) {
+	return appendDigestWith(dst, a.AppendCanonical)
 }
 
 // DigestExcluding returns the digest of v with the object member at each

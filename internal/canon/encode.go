@@ -292,10 +292,10 @@ func plainASCII(s string) bool {
 		lo   = 0x0101010101010101
 		high = 0x8080808080808080
 	)
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	for ; len(s) >= 8; s = s[8:] {
+		t := s[:8] // a constant length: no bounds checks below
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
 		ctl := (w - 0x20*lo) & ^w // a lane below 0x20 (or at/above 0x80, caught next)
 		quote := w ^ '"'*lo       // a zero lane where w has '"'
 		bslash := w ^ '\\'*lo     // a zero lane where w has '\\'
@@ -304,7 +304,7 @@ func plainASCII(s string) bool {
 			return false
 		}
 	}
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
 			return false
 		}
