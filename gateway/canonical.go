@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/runcontext"
@@ -20,14 +21,14 @@ type object struct {
 	err error
 }
 
+// key starts a member; k is the member's name already written as JSON
+// with its colon (`"name":`), so a key is one copy.
 func (o *object) key(k string) {
 	if o.n > 0 {
 		o.dst = append(o.dst, ',')
 	}
 	o.n++
-	o.dst = append(o.dst, '"')
 	o.dst = append(o.dst, k...)
-	o.dst = append(o.dst, '"', ':')
 }
 
 func (o *object) str(k, v string) { o.key(k); o.dst = canon.AppendString(o.dst, v) }
@@ -60,7 +61,7 @@ func (o *object) strsOmit(k string, v []string) {
 
 func (o *object) mode(k string, m runcontext.ApprovalMode) {
 	if m != "" && !m.Valid() && o.err == nil {
-		o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, k, string(m))
+		o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, strings.Trim(k, `":`), string(m))
 	}
 	o.str(k, string(m))
 }
@@ -123,28 +124,28 @@ func (e *ToolCallEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 func (e *ToolCallEnvelope) appendCanonical(dst, args []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
-	o.mode("approval_mode_effective", e.ApprovalModeEffective)
-	o.mode("approval_mode_highest", e.ApprovalModeHighest)
-	o.mode("approval_mode_requested", e.ApprovalModeRequested)
+	o.mode(`"approval_mode_effective":`, e.ApprovalModeEffective)
+	o.mode(`"approval_mode_highest":`, e.ApprovalModeHighest)
+	o.mode(`"approval_mode_requested":`, e.ApprovalModeRequested)
 	if e.Args == nil {
 		args = nil
 	}
-	o.value("args", e.Args, args)
-	o.strPtr("auth_ref", e.AuthRef)
-	o.str("capability_id", e.CapabilityID)
-	o.str("envelope_version", e.EnvelopeVersion)
-	o.strs("evidence_refs", e.EvidenceRefs)
-	o.strPtr("idempotency_key", e.IdempotencyKey)
+	o.value(`"args":`, e.Args, args)
+	o.strPtr(`"auth_ref":`, e.AuthRef)
+	o.str(`"capability_id":`, e.CapabilityID)
+	o.str(`"envelope_version":`, e.EnvelopeVersion)
+	o.strs(`"evidence_refs":`, e.EvidenceRefs)
+	o.strPtr(`"idempotency_key":`, e.IdempotencyKey)
 	if len(e.Metadata) > 0 {
-		o.value("metadata", e.Metadata, nil)
+		o.value(`"metadata":`, e.Metadata, nil)
 	}
-	o.strPtr("policy_decision_id", e.PolicyDecisionID)
-	o.key("principal_chain")
+	o.strPtr(`"policy_decision_id":`, e.PolicyDecisionID)
+	o.key(`"principal_chain":`)
 	o.dst = appendPrincipals(o.dst, e.PrincipalChain)
-	o.str("run_id", e.RunID)
-	o.strOmit("session_id", e.SessionID)
-	o.str("tool_call_id", e.ToolCallID)
-	o.str("trace_id", e.TraceID)
+	o.str(`"run_id":`, e.RunID)
+	o.strOmit(`"session_id":`, e.SessionID)
+	o.str(`"tool_call_id":`, e.ToolCallID)
+	o.str(`"trace_id":`, e.TraceID)
 	return o.close()
 }
 
@@ -175,10 +176,10 @@ func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
 		}
 		o := object{dst: dst}
 		o.open()
-		o.strOmit("display", p.Display)
-		o.str("id", p.ID)
-		o.str("kind", string(p.Kind))
-		o.strOmit("tenant_id", p.TenantID)
+		o.strOmit(`"display":`, p.Display)
+		o.str(`"id":`, p.ID)
+		o.str(`"kind":`, string(p.Kind))
+		o.strOmit(`"tenant_id":`, p.TenantID)
 		dst, _ = o.close() // strings only: cannot fail
 	}
 	return append(dst, ']')
@@ -189,14 +190,14 @@ func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	if r.Approval != nil {
-		o.key("approval_request")
+		o.key(`"approval_request":`)
 		if o.err == nil {
 			o.dst, o.err = r.Approval.AppendCanonical(o.dst)
 		}
 	}
-	o.strs("artifacts", r.Artifacts)
-	o.str("capability_id", r.CapabilityID)
-	o.key("citations")
+	o.strs(`"artifacts":`, r.Artifacts)
+	o.str(`"capability_id":`, r.CapabilityID)
+	o.key(`"citations":`)
 	if r.Citations == nil {
 		o.dst = append(o.dst, "null"...)
 	} else {
@@ -210,27 +211,27 @@ func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 		}
 		o.dst = append(o.dst, ']')
 	}
-	o.str("envelope_version", r.EnvelopeVersion)
-	o.key("error")
+	o.str(`"envelope_version":`, r.EnvelopeVersion)
+	o.key(`"error":`)
 	if r.Error == nil {
 		o.dst = append(o.dst, "null"...)
 	} else if o.err == nil {
 		o.dst, o.err = r.Error.AppendCanonical(o.dst)
 	}
-	o.int("latency_ms", r.LatencyMS)
-	o.key("metadata")
+	o.int(`"latency_ms":`, r.LatencyMS)
+	o.key(`"metadata":`)
 	if o.err == nil {
 		o.dst, o.err = r.Metadata.AppendCanonical(o.dst)
 	}
-	o.strs("mutations", r.Mutations)
-	o.value("output", r.Output, nil)
-	o.strPtr("policy_decision_id", r.PolicyDecisionID)
-	o.strs("risk_tags", r.RiskTags)
-	o.str("run_id", r.RunID)
-	o.strOmit("session_id", r.SessionID)
-	o.str("status", string(r.Status))
-	o.str("tool_call_id", r.ToolCallID)
-	o.str("trace_id", r.TraceID)
+	o.strs(`"mutations":`, r.Mutations)
+	o.value(`"output":`, r.Output, nil)
+	o.strPtr(`"policy_decision_id":`, r.PolicyDecisionID)
+	o.strs(`"risk_tags":`, r.RiskTags)
+	o.str(`"run_id":`, r.RunID)
+	o.strOmit(`"session_id":`, r.SessionID)
+	o.str(`"status":`, string(r.Status))
+	o.str(`"tool_call_id":`, r.ToolCallID)
+	o.str(`"trace_id":`, r.TraceID)
 	return o.close()
 }
 
@@ -238,27 +239,27 @@ func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
-	o.strOmit("approval_evidence_snapshot_hash", m.ApprovalEvidenceSnapshotHash)
-	o.strOmit("approval_gate_id", m.ApprovalGateID)
-	o.strOmit("approved_at", m.ApprovedAt)
-	o.strOmit("approver", m.Approver)
-	o.int("attempts", int64(m.Attempts))
-	o.float("cost_cents", m.CostCents)
+	o.strOmit(`"approval_evidence_snapshot_hash":`, m.ApprovalEvidenceSnapshotHash)
+	o.strOmit(`"approval_gate_id":`, m.ApprovalGateID)
+	o.strOmit(`"approved_at":`, m.ApprovedAt)
+	o.strOmit(`"approver":`, m.Approver)
+	o.int(`"attempts":`, int64(m.Attempts))
+	o.float(`"cost_cents":`, m.CostCents)
 	if m.Duplicate {
-		o.bool("duplicate", true)
+		o.bool(`"duplicate":`, true)
 	}
-	o.strsOmit("evidence_hashes", m.EvidenceHashes)
-	o.strOmit("idempotency_key", m.IdempotencyKey)
-	o.bool("redaction_applied", m.RedactionApplied)
-	o.int("retries", int64(m.Retries))
+	o.strsOmit(`"evidence_hashes":`, m.EvidenceHashes)
+	o.strOmit(`"idempotency_key":`, m.IdempotencyKey)
+	o.bool(`"redaction_applied":`, m.RedactionApplied)
+	o.int(`"retries":`, int64(m.Retries))
 	if m.Retryable != nil {
-		o.bool("retryable", *m.Retryable)
+		o.bool(`"retryable":`, *m.Retryable)
 	}
-	o.strsOmit("signals", m.Signals)
-	o.strOmit("tool_code", m.ToolCode)
-	o.strOmit("tool_reason", m.ToolReason)
-	o.strOmit("tool_status", m.ToolStatus)
-	o.strOmit("tool_transcript_id", m.ToolTranscriptID)
+	o.strsOmit(`"signals":`, m.Signals)
+	o.strOmit(`"tool_code":`, m.ToolCode)
+	o.strOmit(`"tool_reason":`, m.ToolReason)
+	o.strOmit(`"tool_status":`, m.ToolStatus)
+	o.strOmit(`"tool_transcript_id":`, m.ToolTranscriptID)
 	return o.close()
 }
 
@@ -266,11 +267,11 @@ func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
 func (e *ToolError) AppendCanonical(dst []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
-	o.str("code", e.Code)
-	o.value("details", e.Details, nil)
-	o.str("message", e.Message)
-	o.str("reason", e.Reason)
-	o.bool("retryable", e.Retryable)
+	o.str(`"code":`, e.Code)
+	o.value(`"details":`, e.Details, nil)
+	o.str(`"message":`, e.Message)
+	o.str(`"reason":`, e.Reason)
+	o.bool(`"retryable":`, e.Retryable)
 	return o.close()
 }
 
@@ -278,14 +279,14 @@ func (e *ToolError) AppendCanonical(dst []byte) ([]byte, error) {
 func (a *ApprovalRequest) AppendCanonical(dst []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
-	o.str("action_digest", a.ActionDigest)
-	o.str("evidence_snapshot_hash", a.EvidenceSnapshotHash)
-	o.str("gate_id", a.GateID)
-	o.strOmit("idempotency_key", a.IdempotencyKey)
-	o.value("requested_at", a.RequestedAt, nil)
-	o.str("required_approver_role", a.ApproverRole)
-	o.str("tool_call_id", a.ToolCallID)
-	o.int("ttl_seconds", int64(a.TTLSeconds))
+	o.str(`"action_digest":`, a.ActionDigest)
+	o.str(`"evidence_snapshot_hash":`, a.EvidenceSnapshotHash)
+	o.str(`"gate_id":`, a.GateID)
+	o.strOmit(`"idempotency_key":`, a.IdempotencyKey)
+	o.value(`"requested_at":`, a.RequestedAt, nil)
+	o.str(`"required_approver_role":`, a.ApproverRole)
+	o.str(`"tool_call_id":`, a.ToolCallID)
+	o.int(`"ttl_seconds":`, int64(a.TTLSeconds))
 	return o.close()
 }
 

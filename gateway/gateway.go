@@ -213,6 +213,7 @@ type Run struct {
 	snapshot string
 	redact   []Redactor
 	now      func() time.Time
+	usesTool bool // per-call policy evaluation can differ from the run's
 
 	mu   sync.Mutex
 	seq  int
@@ -269,6 +270,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 		return nil, fmt.Errorf("gateway: run policy: %w", err)
 	}
 	r.base = base
+	r.usesTool = r.engine.UsesTool()
 	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
 		return nil, err
 	}
@@ -495,7 +497,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 	}
 	// Per-call policy, bound into the envelope.
 	res := r.base
-	if r.engine.UsesTool() {
+	if r.usesTool {
 		var err error
 		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
 		if err != nil {
@@ -724,13 +726,8 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		retryable := te.Retryable
 		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
 	} else {
-		// The output is copied by redaction; it is normalized first only
-		// when it is not JSON-shaped already (one copy, not two).
-		var output any = out.Output
-		if !jsonv.IsNormal(output) {
-			output = jsonv.Normalize(output)
-		}
-		output, redacted := redactValue(output, r.redact)
+		// Redaction copies and normalizes the output in one pass.
+		output, redacted := redactValue(out.Output, r.redact)
 		res.Output, _ = output.(map[string]any)
 		res.Metadata.RedactionApplied = redacted
 		res.Mutations, res.Artifacts = append(res.Mutations, out.Mutations...), append(res.Artifacts, out.Artifacts...)
@@ -845,7 +842,7 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
 	// The entry hash and the chain hash are written side by side and made
 	// one string: one allocation for both.
-	var hashes [2 * canon.DigestLen]byte
+	var hashes [2*canon.DigestLen + 48]byte
 	var b []byte
 	var err error
 	if kind == "call" {
@@ -860,8 +857,12 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	defer r.mu.Unlock()
 	var link [2 * canon.DigestLen]byte // sha256(prev || entry), as chain computes it
 	b = canon.AppendDigestBytes(b, append(append(link[:0], r.prev...), b...))
-	both := string(b)
-	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: both[:canon.DigestLen], PrevHash: r.prev, ChainHash: both[canon.DigestLen:]}
+	if kind != "call" {
+		// The result's transcript id (run#seq) joins the hashes' string.
+		b = strconv.AppendInt(append(append(b, r.rc.RunID...), '#'), int64(r.seq), 10)
+	}
+	all := string(b)
+	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: all[:canon.DigestLen], PrevHash: r.prev, ChainHash: all[canon.DigestLen : 2*canon.DigestLen]}
 	if kind == "call" {
 		c := *env
 		e.Call = &c
@@ -870,8 +871,7 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		e.Result = &c
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.
-		var id [64]byte
-		res.Metadata.ToolTranscriptID = string(strconv.AppendInt(append(append(id[:0], r.rc.RunID...), '#'), int64(r.seq), 10))
+		res.Metadata.ToolTranscriptID = all[2*canon.DigestLen:]
 		res.recorded = true
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {

@@ -3,6 +3,8 @@ package gateway
 import (
 	"regexp"
 	"strings"
+
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // Redactor replaces the sensitive parts of a string and reports whether it
@@ -86,10 +88,14 @@ func luhn(s string) bool {
 	return n >= 13 && sum%10 == 0
 }
 
-// redactValue applies rules to every string in a JSON-shaped value and
-// returns the redacted copy (the input is not modified).
+// redactValue returns a redacted, JSON-shaped copy of v: rules are applied
+// to every string, containers are copied (the input is not modified), and
+// values that are not JSON-shaped are normalized on the way (one pass
+// where normalizing, then redacting, would copy twice).
 func redactValue(v any, rules []Redactor) (any, bool) {
 	switch x := v.(type) {
+	case nil, bool, float64:
+		return x, false
 	case string:
 		changed := false
 		for _, r := range rules {
@@ -109,6 +115,9 @@ func redactValue(v any, rules []Redactor) (any, bool) {
 		}
 		return out, changed
 	case []any:
+		if x == nil {
+			return []any{}, false // as jsonv.Normalize writes it
+		}
 		out := make([]any, len(x))
 		changed := false
 		for i, e := range x {
@@ -117,19 +126,10 @@ func redactValue(v any, rules []Redactor) (any, bool) {
 			changed = changed || c
 		}
 		return out, changed
-	case []string:
-		out := make([]string, len(x))
-		changed := false
-		for i, e := range x {
-			var c bool
-			var s any
-			s, c = redactValue(e, rules)
-			out[i] = s.(string)
-			changed = changed || c
-		}
-		return out, changed
 	}
-	return v, false
+	// Numbers of other types, []string, structs: their JSON shape first
+	// (a copy, containing only the cases above).
+	return redactValue(jsonv.Normalize(v), rules)
 }
 
 func redactString(s string, rules []Redactor) (string, bool) {

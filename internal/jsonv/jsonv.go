@@ -60,35 +60,3 @@ func Normalize(v any) any {
 	}
 	return out
 }
-
-// IsNormal reports whether v is already JSON-shaped: what Normalize
-// returns (nil, bool, string, finite or not float64, map[string]any and
-// []any, all the way down). It allocates nothing, so a caller that copies
-// anyway can skip Normalize's copy.
-func IsNormal(v any) bool {
-	switch x := v.(type) {
-	case nil, bool, string, float64:
-		return true
-	case map[string]any:
-		if x == nil {
-			return false // Normalize returns an empty map for a nil map
-		}
-		for _, e := range x {
-			if !IsNormal(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		if x == nil {
-			return false
-		}
-		for _, e := range x {
-			if !IsNormal(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}

@@ -24,26 +24,3 @@ func TestNormalize(t *testing.T) {
 		t.Error("Normalize does not copy containers")
 	}
 }
-
-// TestIsNormal: a value is normal exactly when Normalize returns an equal
-// value of the same shape.
-func TestIsNormal(t *testing.T) {
-	for _, c := range []struct {
-		v    any
-		want bool
-	}{
-		{nil, true}, {true, true}, {"s", true}, {1.5, true},
-		{map[string]any{"a": []any{1.0, "x", map[string]any{"b": nil}}}, true},
-		{3, false}, {int64(3), false}, {json.Number("1"), false}, {float32(1), false},
-		{map[string]any{"a": []any{1}}, false}, {[]any{map[string]any{"k": int32(1)}}, false},
-		{[]string{"a"}, false}, {map[string]any(nil), false}, {[]any(nil), false},
-		{struct{}{}, false},
-	} {
-		if got := IsNormal(c.v); got != c.want {
-			t.Errorf("IsNormal(%#v) = %v, want %v", c.v, got, c.want)
-		}
-		if c.want && !reflect.DeepEqual(Normalize(c.v), c.v) {
-			t.Errorf("IsNormal(%#v) but Normalize changes it to %#v", c.v, Normalize(c.v))
-		}
-	}
-}
