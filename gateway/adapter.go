@@ -27,7 +27,8 @@ func (f AdapterFunc) Call(ctx context.Context, call *Call) (*Outcome, error) { r
 
 // Call is one attempt of a governed call, as the adapter sees it.
 type Call struct {
-	// Envelope is the governed call envelope (read only).
+	// Envelope is the governed call envelope, the very one the transcript
+	// recorded: read only (a change would break the transcript's chain).
 	Envelope *ToolCallEnvelope
 	// Capability is the capability name without the adapter id.
 	Capability string

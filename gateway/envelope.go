@@ -14,6 +14,9 @@ const (
 )
 
 // ToolCallEnvelope is one governed capability invocation (tool-envelope.v1).
+// An envelope the gateway built is the one its transcript recorded, and it
+// shares the run's principal chain and auth ref with the run's other
+// envelopes: treat it as read only.
 type ToolCallEnvelope struct {
 	EnvelopeVersion       string                  `json:"envelope_version" jsonschema:"required"`
 	ToolCallID            string                  `json:"tool_call_id" jsonschema:"required"`

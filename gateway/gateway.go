@@ -214,6 +214,10 @@ type Run struct {
 	redact   []Redactor
 	now      func() time.Time
 	usesTool bool // per-call policy evaluation can differ from the run's
+	// principals and authRef are the run's principal chain and auth ref,
+	// shared by its envelopes (which are read only once built).
+	principals []runcontext.Principal
+	authRef    *string
 
 	mu   sync.Mutex
 	seq  int
@@ -265,6 +269,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 		r.seq, r.prev = opts.Chain.Seq, opts.Chain.Hash
 	}
 	r.doc = policy.NewDocument(req.Input, rc)
+	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: run policy: %w", err)
@@ -398,8 +403,8 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 	}
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
-		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.rc.PrincipalChain(), EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: strPtr(r.rc.AuthRef()), argsJSON: argsJSON,
+		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON,
 	}
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
@@ -864,8 +869,9 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	all := string(b)
 	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: all[:canon.DigestLen], PrevHash: r.prev, ChainHash: all[canon.DigestLen : 2*canon.DigestLen]}
 	if kind == "call" {
-		c := *env
-		e.Call = &c
+		// The call entry is the envelope itself: nothing changes it once it
+		// is recorded (adapters get it read-only; see Call.Envelope).
+		e.Call = env
 	} else {
 		c := *res
 		e.Result = &c
