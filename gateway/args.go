@@ -18,10 +18,10 @@ import (
 type ArgProblem = schemaerr.Problem
 
 // validateArgs checks args against the capability's JSON Schema, then the
-// permission's arg_constraints. Supported constraints: required, min, max,
-// enum, pattern, min_length, max_length; an unknown constraint fails
-// closed.
-func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints map[string]map[string]any) []ArgProblem {
+// permission's compiled arg_constraints. Supported constraints: required,
+// min, max, enum, pattern, min_length, max_length; an unknown or malformed
+// constraint fails closed (every call is refused, naming it).
+func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints []argConstraint) []ArgProblem {
 	var probs []ArgProblem
 	if schema != nil {
 		if err := schema.Validate(args); err != nil {
@@ -32,115 +32,154 @@ func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints ma
 			}
 		}
 	}
-	if len(constraints) == 0 {
-		return probs
-	}
-	names := make([]string, 0, len(constraints))
-	for n := range constraints {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, p := range checkConstraint(name, args, constraints[name]) {
-			// One problem per argument: the schema's, else the first constraint's.
-			if !slices.ContainsFunc(probs, func(q ArgProblem) bool { return q.Pointer == p.Pointer }) {
-				probs = append(probs, p)
-			}
+	for i := range constraints {
+		c := &constraints[i]
+		if slices.ContainsFunc(probs, func(q ArgProblem) bool { return q.Pointer == c.ptr }) {
+			continue // one problem per argument: the schema's, else the first constraint's
+		}
+		if p, bad := c.check(args); bad {
+			probs = append(probs, p)
 		}
 	}
 	return probs
 }
 
-func checkConstraint(name string, args map[string]any, c map[string]any) []ArgProblem {
-	ptr := "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+// argConstraint is one argument's arg_constraints, compiled once per run:
+// the pointer escaped, the checks in key order, patterns compiled.
+type argConstraint struct {
+	name   string
+	ptr    string
+	checks []constraintCheck
+}
+
+type constraintCheck struct {
+	key   string
+	want  any
+	bound float64 // min, max, min_length, max_length
+	ok    bool    // the constraint itself is well formed
+	re    *regexp.Regexp
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// compileConstraints compiles a permission's arg_constraints, arguments
+// in name order.
+func compileConstraints(cs map[string]map[string]any) []argConstraint {
+	names := make([]string, 0, len(cs))
+	for n := range cs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]argConstraint, 0, len(names))
+	for _, name := range names {
+		c := argConstraint{name: name, ptr: "/" + pointerEscaper.Replace(name)}
+		keys := make([]string, 0, len(cs[name]))
+		for k := range cs[name] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ck := constraintCheck{key: k, want: cs[name][k], ok: true}
+			switch k {
+			case "min", "max", "min_length", "max_length":
+				ck.bound, ck.ok = toFloat(ck.want)
+			case "enum":
+				_, ck.ok = ck.want.([]any)
+			case "required":
+				_, ck.ok = ck.want.(bool)
+			case "pattern":
+				if p, isStr := ck.want.(string); isStr {
+					re, err := regexp.Compile(p)
+					ck.re, ck.ok = re, err == nil
+				} else {
+					ck.ok = false // not an empty pattern that matches everything
+				}
+			}
+			c.checks = append(c.checks, ck)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// check returns the argument's first problem, if it has one.
+func (c *argConstraint) check(args map[string]any) (ArgProblem, bool) {
+	name := c.name
 	v, present := args[name]
-	var out []ArgProblem
-	add := func(format string, a ...any) {
-		out = append(out, ArgProblem{Pointer: ptr, Message: fmt.Sprintf(format, a...)})
+	bad := func(format string, a ...any) (ArgProblem, bool) {
+		return ArgProblem{Pointer: c.ptr, Message: fmt.Sprintf(format, a...)}, true
 	}
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want := c[k]
+	for i := range c.checks {
+		ck := &c.checks[i]
+		k := ck.key
 		switch k {
 		case "required":
-			if r, _ := want.(bool); r && !present {
-				add("argument %s is required", name)
+			if !ck.ok {
+				return bad("the permission's required constraint on %s is not true or false; the call is refused", name)
+			}
+			if ck.want.(bool) && !present {
+				return bad("argument %s is required", name)
 			}
 		case "min", "max":
 			if !present {
 				continue
 			}
 			n, isNum := v.(float64)
-			bound, ok := toFloat(want)
 			switch {
-			case !ok:
-				add("the permission's %s constraint on %s is not a number; the call is refused", k, name)
+			case !ck.ok:
+				return bad("the permission's %s constraint on %s is not a number; the call is refused", k, name)
 			case !isNum:
-				add("argument %s must be a number", name)
-			case k == "min" && n < bound:
-				add("%s is below the minimum %s allowed for %s", fmtNum(n), fmtNum(bound), name)
-			case k == "max" && n > bound:
-				add("%s is above the maximum %s allowed for %s", fmtNum(n), fmtNum(bound), name)
+				return bad("argument %s must be a number", name)
+			case k == "min" && n < ck.bound:
+				return bad("%s is below the minimum %s allowed for %s", fmtNum(n), fmtNum(ck.bound), name)
+			case k == "max" && n > ck.bound:
+				return bad("%s is above the maximum %s allowed for %s", fmtNum(n), fmtNum(ck.bound), name)
 			}
 		case "enum":
 			if !present {
 				continue
 			}
-			list, ok := want.([]any)
-			if !ok {
-				add("the permission's enum constraint on %s is not a list; the call is refused", name)
-				continue
+			if !ck.ok {
+				return bad("the permission's enum constraint on %s is not a list; the call is refused", name)
 			}
-			found := false
-			for _, e := range list {
-				if equal(e, v) {
-					found = true
-				}
-			}
-			if !found {
-				add("%s must be one of %v", name, list)
+			list := ck.want.([]any)
+			if !slices.ContainsFunc(list, func(e any) bool { return equal(e, v) }) {
+				return bad("%s must be one of %v", name, list)
 			}
 		case "pattern":
 			if !present {
 				continue
 			}
-			p, _ := want.(string)
-			re, err := regexp.Compile(p)
 			s, isStr := v.(string)
 			switch {
-			case err != nil:
-				add("the permission's pattern on %s does not compile; the call is refused", name)
+			case !ck.ok:
+				return bad("the permission's pattern on %s does not compile; the call is refused", name)
 			case !isStr:
-				add("argument %s must be a string", name)
-			case !re.MatchString(s):
-				add("%s does not match the pattern %s", name, p)
+				return bad("argument %s must be a string", name)
+			case !ck.re.MatchString(s):
+				return bad("%s does not match the pattern %s", name, ck.want)
 			}
 		case "min_length", "max_length":
 			if !present {
 				continue
 			}
-			bound, ok := toFloat(want)
 			s, isStr := v.(string)
 			n := float64(utf8.RuneCountInString(s))
 			switch {
-			case !ok:
-				add("the permission's %s on %s is not a number; the call is refused", k, name)
+			case !ck.ok:
+				return bad("the permission's %s on %s is not a number; the call is refused", k, name)
 			case !isStr:
-				add("argument %s must be a string", name)
-			case k == "min_length" && n < bound:
-				add("%s must be at least %s characters", name, fmtNum(bound))
-			case k == "max_length" && n > bound:
-				add("%s must be at most %s characters", name, fmtNum(bound))
+				return bad("argument %s must be a string", name)
+			case k == "min_length" && n < ck.bound:
+				return bad("%s must be at least %s characters", name, fmtNum(ck.bound))
+			case k == "max_length" && n > ck.bound:
+				return bad("%s must be at most %s characters", name, fmtNum(ck.bound))
 			}
 		default:
-			add("the permission has a constraint %q on %s that the gateway does not support; the call is refused", k, name)
+			return bad("the permission has a constraint %q on %s that the gateway does not support; the call is refused", k, name)
 		}
 	}
-	return out
+	return ArgProblem{}, false
 }
 
 func toFloat(v any) (float64, bool) {

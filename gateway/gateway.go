@@ -225,10 +225,11 @@ type Run struct {
 }
 
 type surfaced struct {
-	spanName string
-	meta     compiler.CapabilityMetadata
-	perm     pack.Permission
-	mode     runcontext.ApprovalMode // the adapter's declared (highest) mode
+	spanName    string
+	meta        compiler.CapabilityMetadata
+	perm        pack.Permission
+	mode        runcontext.ApprovalMode // the adapter's declared (highest) mode
+	constraints []argConstraint         // perm.ArgConstraints, compiled
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -292,7 +293,8 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c
-			r.surfaced[id] = surfaced{spanName: "execute_tool " + id, meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID]}
+			r.surfaced[id] = surfaced{spanName: "execute_tool " + id, meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID],
+				constraints: compileConstraints(perms[id].ArgConstraints)}
 		}
 	}
 	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
@@ -491,7 +493,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 		}
 	}
 	// Arguments: JSON Schema, then the permission's constraints.
-	if probs := validateArgs(spec.schema, env.Args, s.perm.ArgConstraints); len(probs) > 0 {
+	if probs := validateArgs(spec.schema, env.Args, s.constraints); len(probs) > 0 {
 		return r.refuse(env, StatusRejected, argsError(env.CapabilityID, probs), nil), nil
 	}
 	// Payload size.
