@@ -116,12 +116,12 @@ func appendStrings(dst []byte, v []string) []byte {
 
 // AppendCanonical implements canon.Appender.
 func (e *ToolCallEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
-	return e.appendCanonical(dst, nil)
+	return e.appendCanonical(dst, nil, nil)
 }
 
-// appendCanonical writes the envelope with args already encoded (nil:
-// encode them).
-func (e *ToolCallEnvelope) appendCanonical(dst, args []byte) ([]byte, error) {
+// appendCanonical writes the envelope with args and principal chain
+// already encoded (nil: encode them).
+func (e *ToolCallEnvelope) appendCanonical(dst, args, principals []byte) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	o.mode(`"approval_mode_effective":`, e.ApprovalModeEffective)
@@ -141,7 +141,11 @@ func (e *ToolCallEnvelope) appendCanonical(dst, args []byte) ([]byte, error) {
 	}
 	o.strPtr(`"policy_decision_id":`, e.PolicyDecisionID)
 	o.key(`"principal_chain":`)
-	o.dst = appendPrincipals(o.dst, e.PrincipalChain)
+	if principals != nil {
+		o.dst = append(o.dst, principals...)
+	} else {
+		o.dst = appendPrincipals(o.dst, e.PrincipalChain)
+	}
 	o.str(`"run_id":`, e.RunID)
 	o.strOmit(`"session_id":`, e.SessionID)
 	o.str(`"tool_call_id":`, e.ToolCallID)
@@ -149,11 +153,14 @@ func (e *ToolCallEnvelope) appendCanonical(dst, args []byte) ([]byte, error) {
 	return o.close()
 }
 
-// callWithArgs writes a call envelope with its cached canonical args.
+// callWithArgs writes a call envelope with its cached canonical args and
+// principal chain: the gateway records an envelope it has just built, so
+// the caches are its content. (The general AppendCanonical, which
+// VerifyTranscript uses, encodes everything afresh.)
 type callWithArgs struct{ e *ToolCallEnvelope }
 
 func (c callWithArgs) AppendCanonical(dst []byte) ([]byte, error) {
-	return c.e.appendCanonical(dst, c.e.argsJSON)
+	return c.e.appendCanonical(dst, c.e.argsJSON, c.e.principalsJSON)
 }
 
 // argsSize is the size of the canonical arguments.

@@ -39,6 +39,9 @@ type ToolCallEnvelope struct {
 	// envelope (nil when not known); only the gateway's own recording
 	// uses it, and it is cleared when the gateway changes Args.
 	argsJSON []byte
+	// principalsJSON is the canonical form of PrincipalChain (the run's,
+	// written once per run); like argsJSON, only the recording uses it.
+	principalsJSON []byte
 }
 
 // Status is a tool result status.

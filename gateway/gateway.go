@@ -216,8 +216,9 @@ type Run struct {
 	usesTool bool // per-call policy evaluation can differ from the run's
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
-	principals []runcontext.Principal
-	authRef    *string
+	principals     []runcontext.Principal
+	principalsJSON []byte
+	authRef        *string
 
 	mu   sync.Mutex
 	seq  int
@@ -271,6 +272,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	}
 	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
+	r.principalsJSON = appendPrincipals(nil, r.principals)
 	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: run policy: %w", err)
@@ -406,7 +408,7 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON,
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, principalsJSON: r.principalsJSON,
 	}
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}

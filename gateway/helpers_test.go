@@ -121,14 +121,17 @@ type canonChecked struct {
 }
 
 func (c canonChecked) Append(ctx context.Context, e gateway.TranscriptEntry) error {
-	var err error
+	var body canon.Appender = e.Result
 	if e.Call != nil {
-		err = canon.CheckAppender(e.Call)
-	} else {
-		err = canon.CheckAppender(e.Result)
+		body = e.Call
 	}
-	if err != nil {
+	if err := canon.CheckAppender(body); err != nil {
 		c.t.Errorf("transcript entry %d (%s): %v", e.Seq, e.Kind, err)
+	}
+	// The gateway hashes with its cached encodings (args, principal
+	// chain); the general path must give the same entry hash.
+	if h, err := canon.Digest(body); err != nil || h != e.EntryHash {
+		c.t.Errorf("transcript entry %d (%s): entry hash %s, the general digest %s (%v)", e.Seq, e.Kind, e.EntryHash, h, err)
 	}
 	return c.sink.Append(ctx, e)
 }

@@ -2,7 +2,6 @@ package canon
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -126,10 +125,7 @@ func appendIDParts(dst []byte, parts []any) ([]byte, error) {
 func sumID(prefix string, buf []byte) string {
 	sum := sha256.Sum256(buf)
 	var out [64]byte
-	n := copy(out[:], prefix)
-	out[n] = '_'
-	hex.Encode(out[n+1:], sum[:idHexLen/2])
-	return string(out[:n+1+idHexLen])
+	return string(appendHex(append(append(out[:0], prefix...), '_'), sum[:idHexLen/2]))
 }
 
 func validPrefix(prefix string) bool {

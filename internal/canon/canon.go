@@ -14,7 +14,6 @@ package canon
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,10 +150,25 @@ const DigestLen = len(DigestPrefix) + 2*sha256.Size
 // stack, a caller that needs several digests makes one string of them.
 func AppendDigestBytes(dst, b []byte) []byte {
 	sum := sha256.Sum256(b)
-	dst = append(dst, DigestPrefix...)
-	n := len(dst)
-	dst = append(dst, make([]byte, 2*sha256.Size)...)
-	hex.Encode(dst[n:], sum[:])
+	return appendHex(append(dst, DigestPrefix...), sum[:])
+}
+
+// hexPairs holds the two lowercase hex digits of every byte value: hex for
+// a digest is half the table lookups of encoding/hex.
+var hexPairs = func() (t [256][2]byte) {
+	const digits = "0123456789abcdef"
+	for i := range t {
+		t[i] = [2]byte{digits[i>>4], digits[i&0xf]}
+	}
+	return t
+}()
+
+// appendHex appends the lowercase hex of b (as encoding/hex writes it).
+func appendHex(dst, b []byte) []byte {
+	for _, c := range b {
+		p := hexPairs[c]
+		dst = append(dst, p[0], p[1])
+	}
 	return dst
 }
 

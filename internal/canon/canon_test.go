@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -307,5 +308,16 @@ func TestGoldenVectors(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("canonical form drifted:\n got %s\nwant %s", got, want)
+	}
+}
+
+// appendHex writes what encoding/hex writes, for every byte value.
+func TestAppendHex(t *testing.T) {
+	b := make([]byte, 256)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	if got, want := string(appendHex([]byte("x"), b)), "x"+hex.EncodeToString(b); got != want {
+		t.Errorf("appendHex = %s, want %s", got, want)
 	}
 }
