@@ -403,7 +403,7 @@ func (pr *prepared) evaluate(in Input) (Decision, error) {
 	if err != nil {
 		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 	}
-	id, err := canon.ID(canon.PrefixPolicy, in.RunID, pr.bundleID, r.RuleID, digest)
+	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.StringPart(digest))
 	if err != nil {
 		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
 	}
