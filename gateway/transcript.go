@@ -15,6 +15,13 @@ import (
 // result after. ChainHash = sha256(PrevHash || EntryHash), where EntryHash
 // is the digest of the entry's envelope; the chain of a run starts at
 // GenesisHash.
+//
+// A result entry is the result as the gateway hashed it, before the two
+// fields that describe the recording rather than the outcome are set on the
+// result Call returns: latency_ms is 0 and metadata.tool_transcript_id is
+// empty. A replay, whose clock and timing differ, therefore rebuilds the
+// same entries byte for byte. Entries share their envelopes with the run:
+// treat them as read only.
 type TranscriptEntry struct {
 	RunID     string              `json:"run_id"`
 	Seq       int                 `json:"seq"`

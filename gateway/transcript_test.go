@@ -3,8 +3,10 @@ package gateway_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
 )
 
 func TestMemoryTranscriptKeepsRunsApartAndBounded(t *testing.T) {
@@ -28,5 +30,32 @@ func TestMemoryTranscriptKeepsRunsApartAndBounded(t *testing.T) {
 	cancel()
 	if err := m.Append(ctx, gateway.TranscriptEntry{RunID: "run_d"}); err == nil {
 		t.Error("Append with a cancelled context succeeded")
+	}
+}
+
+// The transcript keeps the result as hashed (latency_ms 0, no transcript
+// id); the result Call returns carries both, and the entry still verifies.
+func TestRecordedResultLeavesOutRecordingFields(t *testing.T) {
+	f := newFixture(t)
+	tick := f.now
+	run, err := f.gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), &gateway.RunOptions{
+		Now: func() time.Time { tick = tick.Add(7 * time.Millisecond); return tick }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run.Call(ctx, lookupCall())
+	if err != nil || res.Status != gateway.StatusOK {
+		t.Fatal(res, err)
+	}
+	if res.LatencyMS <= 0 || res.Metadata.ToolTranscriptID != f.rc.RunID+"#1" {
+		t.Errorf("returned result: latency %d, transcript id %q", res.LatencyMS, res.Metadata.ToolTranscriptID)
+	}
+	entries := f.recorder.Entries()
+	last := entries[len(entries)-1]
+	if last.Result == nil || last.Result.LatencyMS != 0 || last.Result.Metadata.ToolTranscriptID != "" || last.Seq != 1 {
+		t.Errorf("recorded result: %+v", last)
+	}
+	if _, err := gateway.VerifyTranscript(entries); err != nil {
+		t.Error(err)
 	}
 }
