@@ -851,7 +851,7 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
 	// The entry hash and the chain hash are written side by side and made
 	// one string: one allocation for both.
-	var hashes [2*canon.DigestLen + 48]byte
+	var hashes [2*canon.DigestLen + 48]byte // and room for a result's transcript id
 	var b []byte
 	var err error
 	if kind == "call" {
@@ -864,8 +864,7 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var link [2 * canon.DigestLen]byte // sha256(prev || entry), as chain computes it
-	b = canon.AppendDigestBytes(b, append(append(link[:0], r.prev...), b...))
+	b = appendChain(b, r.prev, b)
 	if kind != "call" {
 		// The result's transcript id (run#seq) joins the hashes' string.
 		b = strconv.AppendInt(append(append(b, r.rc.RunID...), '#'), int64(r.seq), 10)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -146,7 +145,12 @@ func VerifyTranscript(entries []TranscriptEntry) (string, error) {
 }
 
 func chain(prev, entry string) string {
-	var buf [2 * (len(canon.DigestPrefix) + 2*sha256.Size)]byte
-	b := append(append(buf[:0], prev...), entry...)
-	return canon.DigestBytes(b)
+	var out [canon.DigestLen]byte
+	return string(appendChain(out[:0], prev, entry))
+}
+
+// appendChain appends sha256(prev || entry) to dst.
+func appendChain[E string | []byte](dst []byte, prev string, entry E) []byte {
+	var buf [2 * canon.DigestLen]byte
+	return canon.AppendDigestBytes(dst, append(append(buf[:0], prev...), entry...))
 }
