@@ -33,6 +33,10 @@ func (o *object) key(k string) {
 
 func (o *object) str(k, v string) { o.key(k); o.dst = canon.AppendString(o.dst, v) }
 
+// members writes members already encoded (`"a":1,"b":2`): the same as a
+// key, which is written as given.
+func (o *object) members(m string) { o.key(m) }
+
 func (o *object) strOmit(k, v string) {
 	if v != "" {
 		o.str(k, v)
@@ -60,10 +64,16 @@ func (o *object) strsOmit(k string, v []string) {
 }
 
 func (o *object) mode(k string, m runcontext.ApprovalMode) {
-	if m != "" && !m.Valid() && o.err == nil {
-		o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, strings.Trim(k, `":`), string(m))
+	if !m.Valid() {
+		if m != "" && o.err == nil {
+			o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, strings.Trim(k, `":`), string(m))
+		}
+		o.str(k, string(m))
+		return
 	}
-	o.str(k, string(m))
+	// A known mode is plain ASCII: written as is.
+	o.key(k)
+	o.dst = append(append(append(o.dst, '"'), m...), '"')
 }
 
 func (o *object) int(k string, v int64) { o.key(k); o.dst = canon.AppendInt(o.dst, v) }
@@ -119,9 +129,13 @@ func (e *ToolCallEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 	return e.appendCanonical(dst, nil, nil)
 }
 
-// appendCanonical writes the envelope with args and principal chain
-// already encoded (nil: encode them).
-func (e *ToolCallEnvelope) appendCanonical(dst, args, principals []byte) ([]byte, error) {
+// appendCanonical writes the envelope with args already encoded (nil:
+// encode them) and, when m is the run's and matches the envelope, the
+// run's constant members as m encoded them.
+func (e *ToolCallEnvelope) appendCanonical(dst, args []byte, m *runMembers) ([]byte, error) {
+	if m != nil && (!m.matches(e.RunID, e.SessionID, e.TraceID) || !m.sharesPrincipals(e.PrincipalChain)) {
+		m = nil
+	}
 	o := object{dst: dst}
 	o.open()
 	o.mode(`"approval_mode_effective":`, e.ApprovalModeEffective)
@@ -133,34 +147,84 @@ func (e *ToolCallEnvelope) appendCanonical(dst, args, principals []byte) ([]byte
 	o.value(`"args":`, e.Args, args)
 	o.strPtr(`"auth_ref":`, e.AuthRef)
 	o.str(`"capability_id":`, e.CapabilityID)
-	o.str(`"envelope_version":`, e.EnvelopeVersion)
+	if e.EnvelopeVersion == CallEnvelopeVersion {
+		o.members(callVersionMember)
+	} else {
+		o.str(`"envelope_version":`, e.EnvelopeVersion)
+	}
 	o.strs(`"evidence_refs":`, e.EvidenceRefs)
 	o.strPtr(`"idempotency_key":`, e.IdempotencyKey)
 	if len(e.Metadata) > 0 {
 		o.value(`"metadata":`, e.Metadata, nil)
 	}
 	o.strPtr(`"policy_decision_id":`, e.PolicyDecisionID)
-	o.key(`"principal_chain":`)
-	if principals != nil {
-		o.dst = append(o.dst, principals...)
+	if m != nil {
+		o.members(m.principalsAndRun)
 	} else {
+		o.key(`"principal_chain":`)
 		o.dst = appendPrincipals(o.dst, e.PrincipalChain)
+		o.str(`"run_id":`, e.RunID)
+		o.strOmit(`"session_id":`, e.SessionID)
 	}
-	o.str(`"run_id":`, e.RunID)
-	o.strOmit(`"session_id":`, e.SessionID)
 	o.str(`"tool_call_id":`, e.ToolCallID)
-	o.str(`"trace_id":`, e.TraceID)
+	if m != nil {
+		o.members(m.trace)
+	} else {
+		o.str(`"trace_id":`, e.TraceID)
+	}
 	return o.close()
 }
 
+// The version members, written once.
+const (
+	callVersionMember   = `"envelope_version":"` + CallEnvelopeVersion + `"`
+	resultVersionMember = `"envelope_version":"` + ResultEnvelopeVersion + `"`
+)
+
+// runMembers is a run's constant envelope members in canonical JSON,
+// encoded once per run: every call records two envelopes that repeat them.
+// The gateway's recording uses them for the envelopes it built itself (and
+// checks the ids match); VerifyTranscript encodes everything afresh, and
+// every gateway test holds the two to the same bytes.
+type runMembers struct {
+	runID, sessionID, traceID string
+	principals                []runcontext.Principal // the run's, shared by its envelopes
+	// principalsAndRun is `"principal_chain":[…],"run_id":"…"` and, when
+	// the run has one, `,"session_id":"…"`; run is its suffix from run_id.
+	principalsAndRun, run string
+	trace                 string // `"trace_id":"…"`
+}
+
+func newRunMembers(runID, sessionID, traceID string, principals []runcontext.Principal) *runMembers {
+	o := object{}
+	o.key(`"principal_chain":`)
+	o.dst = appendPrincipals(o.dst, principals)
+	runAt := len(o.dst) + 1 // after the comma
+	o.str(`"run_id":`, runID)
+	o.strOmit(`"session_id":`, sessionID)
+	all := string(o.dst)
+	return &runMembers{runID: runID, sessionID: sessionID, traceID: traceID, principals: principals,
+		principalsAndRun: all, run: all[runAt:], trace: string(canon.AppendString([]byte(`"trace_id":`), traceID))}
+}
+
+func (m *runMembers) matches(runID, sessionID, traceID string) bool {
+	return m.runID == runID && m.sessionID == sessionID && m.traceID == traceID
+}
+
+// sharesPrincipals reports whether ps is the run's principal chain itself
+// (the same backing array), so principalsAndRun encodes it.
+func (m *runMembers) sharesPrincipals(ps []runcontext.Principal) bool {
+	return len(ps) == len(m.principals) && (len(ps) == 0 || &ps[0] == &m.principals[0])
+}
+
 // callWithArgs writes a call envelope with its cached canonical args and
-// principal chain: the gateway records an envelope it has just built, so
-// the caches are its content. (The general AppendCanonical, which
+// run members: the gateway records an envelope it has just built, so the
+// caches are its content. (The general AppendCanonical, which
 // VerifyTranscript uses, encodes everything afresh.)
 type callWithArgs struct{ e *ToolCallEnvelope }
 
 func (c callWithArgs) AppendCanonical(dst []byte) ([]byte, error) {
-	return c.e.appendCanonical(dst, c.e.argsJSON, c.e.principalsJSON)
+	return c.e.appendCanonical(dst, c.e.argsJSON, c.e.members)
 }
 
 // argsSize is the size of the canonical arguments.
@@ -194,6 +258,22 @@ func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
 
 // AppendCanonical implements canon.Appender.
 func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
+	return r.appendCanonical(dst, nil)
+}
+
+// resultOfRun writes a result the gateway built with its run's members.
+type resultOfRun struct{ r *ToolResultEnvelope }
+
+func (x resultOfRun) AppendCanonical(dst []byte) ([]byte, error) {
+	return x.r.appendCanonical(dst, x.r.members)
+}
+
+// appendCanonical writes the result, with the run's constant members as m
+// encoded them when m matches the result (nil: encode them).
+func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte, error) {
+	if m != nil && !m.matches(r.RunID, r.SessionID, r.TraceID) {
+		m = nil
+	}
 	o := object{dst: dst}
 	o.open()
 	if r.Approval != nil {
@@ -218,7 +298,11 @@ func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 		}
 		o.dst = append(o.dst, ']')
 	}
-	o.str(`"envelope_version":`, r.EnvelopeVersion)
+	if r.EnvelopeVersion == ResultEnvelopeVersion {
+		o.members(resultVersionMember)
+	} else {
+		o.str(`"envelope_version":`, r.EnvelopeVersion)
+	}
 	o.key(`"error":`)
 	if r.Error == nil {
 		o.dst = append(o.dst, "null"...)
@@ -234,11 +318,19 @@ func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
 	o.value(`"output":`, r.Output, nil)
 	o.strPtr(`"policy_decision_id":`, r.PolicyDecisionID)
 	o.strs(`"risk_tags":`, r.RiskTags)
-	o.str(`"run_id":`, r.RunID)
-	o.strOmit(`"session_id":`, r.SessionID)
+	if m != nil {
+		o.members(m.run)
+	} else {
+		o.str(`"run_id":`, r.RunID)
+		o.strOmit(`"session_id":`, r.SessionID)
+	}
 	o.str(`"status":`, string(r.Status))
 	o.str(`"tool_call_id":`, r.ToolCallID)
-	o.str(`"trace_id":`, r.TraceID)
+	if m != nil {
+		o.members(m.trace)
+	} else {
+		o.str(`"trace_id":`, r.TraceID)
+	}
 	return o.close()
 }
 

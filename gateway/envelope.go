@@ -39,9 +39,9 @@ type ToolCallEnvelope struct {
 	// envelope (nil when not known); only the gateway's own recording
 	// uses it, and it is cleared when the gateway changes Args.
 	argsJSON []byte
-	// principalsJSON is the canonical form of PrincipalChain (the run's,
-	// written once per run); like argsJSON, only the recording uses it.
-	principalsJSON []byte
+	// members holds the run's constant members encoded once per run (see
+	// runMembers); like argsJSON, only the recording uses it.
+	members *runMembers
 }
 
 // Status is a tool result status.
@@ -103,7 +103,8 @@ type ToolResultEnvelope struct {
 	// Approval is set on a paused result: what the pause awaits.
 	Approval *ApprovalRequest `json:"approval_request,omitempty"`
 
-	recorded bool // already appended to the transcript
+	recorded bool        // already appended to the transcript
+	members  *runMembers // the run's, when the gateway built the result
 }
 
 // ResultMetadata is the result envelope's metadata.

@@ -216,9 +216,10 @@ type Run struct {
 	usesTool bool // per-call policy evaluation can differ from the run's
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
-	principals     []runcontext.Principal
-	principalsJSON []byte
-	authRef        *string
+	principals []runcontext.Principal
+	members    *runMembers
+	authRef    *string
+	trace      runcontext.Trace // the run's trace context, parsed once
 
 	mu   sync.Mutex
 	seq  int
@@ -272,7 +273,15 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	}
 	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
-	r.principalsJSON = appendPrincipals(nil, r.principals)
+	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
+	r.trace = runcontext.Trace{TraceID: rc.TraceID}
+	if rc.TraceContext != nil {
+		// Checked when the run context was; headers that do not parse leave
+		// adapters the bare trace id, as before.
+		if t, err := runcontext.TraceFromHeaders(*rc.TraceContext); err == nil {
+			r.trace = t
+		}
+	}
 	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: run policy: %w", err)
@@ -408,7 +417,7 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, principalsJSON: r.principalsJSON,
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, members: r.members,
 	}
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
@@ -690,13 +699,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	if err := r.record(ctx, "call", env, nil); err != nil {
 		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
-	trace := runcontext.Trace{TraceID: r.rc.TraceID}
-	if r.rc.TraceContext != nil {
-		if t, err := runcontext.TraceFromHeaders(*r.rc.TraceContext); err == nil {
-			trace = t
-		}
-	}
-	call := &Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: trace, Delegation: delegation}
+	call := &Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: r.trace, Delegation: delegation}
 	var out *Outcome
 	var te *ToolError
 	attempts := 0
@@ -761,7 +764,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 // null), so results always have the same shape.
 func newResult(env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
 	return &ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
-		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID,
+		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID, members: env.members,
 		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
 }
 
@@ -857,7 +860,7 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	if kind == "call" {
 		b, err = canon.AppendDigestOf(hashes[:0], callWithArgs{env})
 	} else {
-		b, err = canon.AppendDigestOf(hashes[:0], res)
+		b, err = canon.AppendDigestOf(hashes[:0], resultOfRun{res})
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)

@@ -28,6 +28,11 @@ func TestReadOnlyLookupRuns(t *testing.T) {
 	if call.IdempotencyKey != "" || call.Envelope.IdempotencyKey != nil || call.Trace.TraceID != f.rc.TraceID || call.Envelope.ApprovalModeEffective != runcontext.ReadOnly {
 		t.Errorf("read-only call envelope = %+v", call.Envelope)
 	}
+	// The adapter gets the run's W3C trace context (parsed once per run) to
+	// propagate.
+	if call.Trace.Traceparent() != f.rc.TraceContext.TraceParent || call.Trace.SpanID != f.req.Trace.SpanID {
+		t.Errorf("adapter trace = %+v, want the run's %+v", call.Trace, *f.rc.TraceContext)
+	}
 	if got := len(f.recorder.Entries()); got != 2 {
 		t.Errorf("transcript has %d entries, want call + result", got)
 	}

@@ -73,6 +73,10 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As the runtime's materialized run context does, the run carries the
+	// request's W3C trace headers.
+	h := req.Trace.Headers()
+	rc.TraceContext = &h
 	var ev compiler.StaticEvidence
 	json.Unmarshal(read("evidence.support.json"), &ev)
 	f := &fixture{orders: gatewaytest.NewScriptedAdapter(), payments: gatewaytest.NewScriptedAdapter(), policyAd: gatewaytest.NewScriptedAdapter(),
