@@ -103,8 +103,9 @@ type ToolResultEnvelope struct {
 	// Approval is set on a paused result: what the pause awaits.
 	Approval *ApprovalRequest `json:"approval_request,omitempty"`
 
-	recorded bool        // already appended to the transcript
-	members  *runMembers // the run's, when the gateway built the result
+	recorded bool                // already appended to the transcript
+	members  *runMembers         // the run's, when the gateway built the result
+	entry    *ToolResultEnvelope // room for the transcript's copy, allocated with the result
 }
 
 // ResultMetadata is the result envelope's metadata.

@@ -70,7 +70,7 @@ type Gateway struct {
 	opts     Options
 	adapters map[string]*registered
 	rules    map[string]Redactor
-	tracer   trace.Tracer
+	tracer   trace.Tracer // nil when the provider is the no-op one
 }
 
 type registered struct {
@@ -125,7 +125,10 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 	if o.Grace <= 0 {
 		o.Grace = 50 * time.Millisecond
 	}
-	g := &Gateway{opts: o, adapters: map[string]*registered{}, rules: BuiltinRedactors(), tracer: o.TracerProvider.Tracer("github.com/contextos/contextos/gateway")}
+	g := &Gateway{opts: o, adapters: map[string]*registered{}, rules: BuiltinRedactors()}
+	if _, none := o.TracerProvider.(noop.TracerProvider); !none {
+		g.tracer = o.TracerProvider.Tracer("github.com/contextos/contextos/gateway")
+	}
 	for name, r := range o.Redactors {
 		g.rules[name] = r
 	}
@@ -209,7 +212,7 @@ type Run struct {
 	baseIDs  string // digest of the run-level decision ids
 	doc      policy.Document
 	meter    *runcontext.Meter
-	surfaced map[string]surfaced
+	surfaced map[string]*surfaced
 	snapshot string
 	redact   []Redactor
 	now      func() time.Time
@@ -228,6 +231,9 @@ type Run struct {
 
 type surfaced struct {
 	spanName    string
+	capName     string      // the capability's name within its adapter
+	reg         *registered // nil when no adapter is registered under its id
+	spec        *capSpec    // nil when the adapter does not register it
 	meta        compiler.CapabilityMetadata
 	perm        pack.Permission
 	mode        runcontext.ApprovalMode // the adapter's declared (highest) mode
@@ -264,7 +270,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	if prepared == nil || cc == nil || req == nil || rc == nil || meter == nil {
 		return nil, fmt.Errorf("%w: NewRun needs the prepared packs, compiled context, request, run context and meter", ErrConfig)
 	}
-	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]surfaced{}, prev: GenesisHash, now: g.opts.Now}
+	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now
 	}
@@ -304,8 +310,12 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c
-			r.surfaced[id] = surfaced{spanName: "execute_tool " + id, meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID],
+			s := &surfaced{spanName: "execute_tool " + id, capName: c, reg: g.adapters[e.AdapterID], meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID],
 				constraints: compileConstraints(perms[id].ArgConstraints)}
+			if s.reg != nil {
+				s.spec = s.reg.caps[c]
+			}
+			r.surfaced[id] = s
 		}
 	}
 	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
@@ -346,15 +356,21 @@ type CallRequest struct {
 // failed, and the result is still returned when there is one.
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
-	env, res := r.envelope(req)
-	name := r.surfaced[req.CapabilityID].spanName
-	if name == "" {
-		name = "execute_tool " + req.CapabilityID
+	env, s, res := r.envelope(req)
+	// With the no-op provider there is no span to start: a no-op child
+	// would only carry the parent's span context, which ctx carries.
+	var span trace.Span
+	recording := false
+	if r.g.tracer != nil {
+		name := "execute_tool " + req.CapabilityID
+		if s != nil {
+			name = s.spanName
+		}
+		ctx, span = r.g.tracer.Start(ctx, name, spanKindInternal)
+		defer span.End()
+		// Attributes are built only for a span that records.
+		recording = span.IsRecording()
 	}
-	ctx, span := r.g.tracer.Start(ctx, name, spanKindInternal)
-	// Attributes are built only for a span that records: with no tracer
-	// provider they would be a tenth of a call's allocations.
-	recording := span.IsRecording()
 	if recording {
 		span.SetAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -365,10 +381,9 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 			attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
 		)
 	}
-	defer span.End()
 	var err error
 	if res == nil {
-		res, err = r.govern(ctx, env, req)
+		res, err = r.govern(ctx, env, s, req)
 	}
 	res.LatencyMS = r.now().Sub(start).Milliseconds()
 	if !res.recorded && !res.Metadata.Duplicate {
@@ -399,9 +414,10 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 // spanKindInternal is built once: an option made per call is an allocation.
 var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 
-// envelope builds the call envelope; a malformed request yields a
-// rejected result at once.
-func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope) {
+// envelope builds the call envelope and finds the capability in the run's
+// tool manifest (nil when it is not surfaced); a malformed request yields
+// a rejected result at once.
+func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *surfaced, *ToolResultEnvelope) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
@@ -422,8 +438,8 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
 	}
-	s, ok := r.surfaced[req.CapabilityID]
-	if ok {
+	s := r.surfaced[req.CapabilityID]
+	if s != nil {
 		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode
 		if env.ApprovalModeRequested == "" {
 			env.ApprovalModeRequested = s.meta.ApprovalMode
@@ -433,12 +449,12 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *ToolResultEnvelope)
 		}
 	}
 	if err != nil {
-		return env, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil)
+		return env, s, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil)
 	}
 	if _, _, ok := splitCapability(req.CapabilityID); !ok || req.Args == nil {
-		return env, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "a call names adapter_id.capability and carries an args object", nil), nil)
+		return env, s, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "a call names adapter_id.capability and carries an args object", nil), nil)
 	}
-	return env, nil
+	return env, s, nil
 }
 
 // refuse builds a result for a call that never reached the adapter.
@@ -450,19 +466,13 @@ func (r *Run) refuse(env *ToolCallEnvelope, status Status, te *ToolError, polID 
 	return res
 }
 
-func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest) (*ToolResultEnvelope, error) {
+func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, req CallRequest) (*ToolResultEnvelope, error) {
 	// Surfaced in the compiled tool manifest, and registered.
-	s, ok := r.surfaced[env.CapabilityID]
-	if !ok {
+	if s == nil {
 		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false,
 			fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", env.CapabilityID, strings.Join(sortStrings(keys(r.surfaced)), ", ")), nil), nil), nil
 	}
-	adapterID, capName, _ := splitCapability(env.CapabilityID)
-	reg := r.g.adapters[adapterID]
-	var spec *capSpec
-	if reg != nil {
-		spec = reg.caps[capName]
-	}
+	reg, spec, capName := s.reg, s.spec, s.capName
 	if spec == nil {
 		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false, fmt.Sprintf("no adapter is registered for %s", env.CapabilityID), nil), nil), nil
 	}
@@ -599,7 +609,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, req CallRequest
 // bindPolicy picks the policy decision the call is bound to and says why
 // policy blocks it, if it does: a refusal blocks every call; a deny or an
 // escalation blocks write-class calls.
-func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s surfaced, write bool) (*string, string) {
+func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s *surfaced, write bool) (*string, string) {
 	switch {
 	case res.Verdict == policy.VerdictRefuse:
 		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
@@ -761,11 +771,14 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 }
 
 // newResult starts a result for env with every list present (empty, never
-// null), so results always have the same shape.
+// null), so results always have the same shape. The result and the copy
+// its transcript entry will hold are one allocation.
 func newResult(env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
-	return &ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
+	pair := new([2]ToolResultEnvelope)
+	pair[0] = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
 		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID, members: env.members,
-		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
+		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}, entry: &pair[1]}
+	return &pair[0]
 }
 
 func failureStatus(code string) Status {
@@ -879,8 +892,13 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		// is recorded (adapters get it read-only; see Call.Envelope).
 		e.Call = env
 	} else {
-		c := *res
-		e.Result = &c
+		c := res.entry
+		if c == nil {
+			c = new(ToolResultEnvelope)
+		}
+		*c = *res
+		c.entry, res.entry = nil, nil // used once: a later copy of res must not write into it
+		e.Result = c
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.
 		res.Metadata.ToolTranscriptID = all[2*canon.DigestLen:]

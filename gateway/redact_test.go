@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
@@ -81,5 +83,50 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 	}
 	if _, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil); err != nil {
 		t.Errorf("with the rule supplied: %v", err)
+	}
+}
+
+// The adapter's context carries the host's trace: a child span of the
+// caller's with a tracer provider, the caller's own span context with the
+// default no-op provider (which starts no span).
+func TestSpanContextReachesAdapter(t *testing.T) {
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 2}, TraceFlags: trace.FlagsSampled})
+	for _, c := range []struct {
+		name     string
+		exporter *tracetest.InMemoryExporter
+	}{{"no-op provider", nil}, {"sdk provider", tracetest.NewInMemoryExporter()}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			var seen trace.SpanContext
+			opts := &gateway.Options{Transcript: gateway.NewMemoryTranscript()}
+			if c.exporter != nil {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(c.exporter))
+				defer tp.Shutdown(ctx)
+				opts.TracerProvider = tp
+			}
+			gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(ctx context.Context, _ *gateway.Call) (*gateway.Outcome, error) {
+				seen = trace.SpanContextFromContext(ctx)
+				return &gateway.Outcome{Output: map[string]any{}}, nil
+			}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, HonorsContext: true}}}}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := rebind(t, f, gw).Call(trace.ContextWithSpanContext(ctx, parent), lookupCall()); err != nil || res.Status != gateway.StatusOK {
+				t.Fatal(res, err)
+			}
+			if seen.TraceID() != parent.TraceID() {
+				t.Fatalf("adapter saw trace %s, want the caller's %s", seen.TraceID(), parent.TraceID())
+			}
+			if c.exporter == nil {
+				if !seen.Equal(parent) {
+					t.Errorf("adapter saw %v, want the caller's span context", seen)
+				}
+				return
+			}
+			spans := c.exporter.GetSpans()
+			if len(spans) != 1 || spans[0].Parent.SpanID() != parent.SpanID() || seen.SpanID() != spans[0].SpanContext.SpanID() {
+				t.Errorf("adapter saw span %s; spans %+v, want one child of %s", seen.SpanID(), spans, parent.SpanID())
+			}
+		})
 	}
 }
