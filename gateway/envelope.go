@@ -42,6 +42,9 @@ type ToolCallEnvelope struct {
 	// members holds the run's constant members encoded once per run (see
 	// runMembers); like argsJSON, only the recording uses it.
 	members *runMembers
+	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
+	// result cites when the adapter cites nothing (ToolCallID is its tail).
+	citeRef string
 }
 
 // Status is a tool result status.

@@ -422,18 +422,24 @@ func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *surfaced, *ToolResu
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
 	argsJSON, err := canon.JSON(args)
-	id := ""
+	// The id is written after "tool:<capability>:", the evidence ref a
+	// result cites by default: one string holds both.
+	var buf [128]byte
+	cite := append(append(append(buf[:0], "tool:"...), req.CapabilityID...), ':')
+	b := cite
 	if err == nil {
-		id, err = canon.IDOf(canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID), canon.RawPart(argsJSON))
+		b, err = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID), canon.RawPart(argsJSON))
 	}
 	if err != nil {
 		argsJSON = nil
-		id, _ = canon.IDOf(canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID))
+		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID))
 	}
+	citeRef := string(b)
+	id := citeRef[len(cite):]
 	env := &ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, members: r.members,
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, members: r.members, citeRef: citeRef,
 	}
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
@@ -709,7 +715,8 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	if err := r.record(ctx, "call", env, nil); err != nil {
 		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
-	call := &Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: r.trace, Delegation: delegation}
+	x := &executed{call: Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: r.trace, Delegation: delegation}}
+	call := &x.call
 	var out *Outcome
 	var te *ToolError
 	attempts := 0
@@ -737,7 +744,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		}
 	}
 	_ = r.meter.ChargeCost(cost)
-	res := newResult(env, polID)
+	res := startResult(&x.results, env, polID)
 	res.Metadata = meta
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
 	if te != nil {
@@ -764,17 +771,32 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			}
 		}
 		if len(res.Citations) == 0 {
-			res.Citations = []Citation{{EvidenceRef: "tool:" + env.CapabilityID + ":" + env.ToolCallID}}
+			x.cite[0] = Citation{EvidenceRef: env.citeRef}
+			res.Citations = x.cite[:]
 		}
 	}
 	return res, r.record(ctx, "result", env, res)
+}
+
+// executed is what an executed call allocates, in one allocation: the
+// Call its adapter gets, its result and the result's transcript copy, and
+// the result's default citation.
+type executed struct {
+	call    Call
+	results [2]ToolResultEnvelope
+	cite    [1]Citation
 }
 
 // newResult starts a result for env with every list present (empty, never
 // null), so results always have the same shape. The result and the copy
 // its transcript entry will hold are one allocation.
 func newResult(env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
-	pair := new([2]ToolResultEnvelope)
+	return startResult(new([2]ToolResultEnvelope), env, polID)
+}
+
+// startResult starts a result in pair[0], pair[1] left for its transcript
+// copy.
+func startResult(pair *[2]ToolResultEnvelope, env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
 	pair[0] = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
 		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID, members: env.members,
 		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}, entry: &pair[1]}

@@ -120,12 +120,11 @@ func appendIDParts(dst []byte, parts []any) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
-// sumID finishes an id from the canonical parts in buf (after the prefix
-// and NUL).
-func sumID(prefix string, buf []byte) string {
+// appendSumID appends the id of the canonical parts in buf (after the
+// prefix and NUL) to dst.
+func appendSumID(dst []byte, prefix string, buf []byte) []byte {
 	sum := sha256.Sum256(buf)
-	var out [64]byte
-	return string(appendHex(append(append(out[:0], prefix...), '_'), sum[:idHexLen/2]))
+	return appendHex(append(append(dst, prefix...), '_'), sum[:idHexLen/2])
 }
 
 func validPrefix(prefix string) bool {

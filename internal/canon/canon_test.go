@@ -274,6 +274,12 @@ func TestIDOf(t *testing.T) {
 		if got, err := IDOf(PrefixToolCall, c.typed...); err != nil || got != want {
 			t.Errorf("IDOf(%v) = %q, %v; ID gives %q", c.any, got, err, want)
 		}
+		if got, err := AppendIDOf([]byte("tool:x:"), PrefixToolCall, c.typed...); err != nil || string(got) != "tool:x:"+want {
+			t.Errorf("AppendIDOf(%v) = %q, %v; want the id after what was there", c.any, got, err)
+		}
+	}
+	if b, err := AppendIDOf([]byte("kept"), "a_b"); err == nil || b != nil {
+		t.Errorf("AppendIDOf with a bad prefix = %q, %v", b, err)
 	}
 	if _, err := IDOf(PrefixToolCall, RawPart(nil)); !errors.Is(err, ErrNotCanonicalizable) {
 		t.Errorf("IDOf(empty Raw) err = %v", err)

@@ -61,7 +61,18 @@ func RawPart(r Raw) Part { return Part{raw: r, kind: partRaw} }
 // IDOf is [ID] with typed parts: IDOf(p, StringPart(a), IntPart(n)) equals
 // ID(p, a, n), and a RawPart equals the same [Raw] given to ID.
 func IDOf(prefix string, parts ...Part) (string, error) {
-	return makeID(prefix, func(dst []byte) ([]byte, error) {
+	var out [64]byte
+	b, err := AppendIDOf(out[:0], prefix, parts...)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// AppendIDOf appends [IDOf] to dst, so a caller can build the id into a
+// longer string in one allocation.
+func AppendIDOf(dst []byte, prefix string, parts ...Part) ([]byte, error) {
+	return appendID(dst, prefix, func(dst []byte) ([]byte, error) {
 		dst = append(dst, '[')
 		for i, p := range parts {
 			if i > 0 {
@@ -86,21 +97,31 @@ func IDOf(prefix string, parts ...Part) (string, error) {
 // makeID hashes the prefix, a NUL and what parts appends, in a pooled
 // buffer.
 func makeID(prefix string, parts func(dst []byte) ([]byte, error)) (string, error) {
+	var out [64]byte
+	b, err := appendID(out[:0], prefix, parts)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// appendID appends to dst the id makeID returns.
+func appendID(dst []byte, prefix string, parts func(dst []byte) ([]byte, error)) ([]byte, error) {
 	if !validPrefix(prefix) {
-		return "", fmt.Errorf("canon: invalid id prefix %q", prefix)
+		return nil, fmt.Errorf("canon: invalid id prefix %q", prefix)
 	}
 	bp := digestBufs.Get().(*[]byte)
 	buf, err := parts(append(append((*bp)[:0], prefix...), 0))
 	if err != nil {
 		digestBufs.Put(bp)
-		return "", err
+		return nil, err
 	}
-	id := sumID(prefix, buf)
+	dst = appendSumID(dst, prefix, buf)
 	if cap(buf) <= maxPooledBuf {
 		*bp = buf
 		digestBufs.Put(bp)
 	}
-	return id, nil
+	return dst, nil
 }
 
 // HasPrefix reports whether id has the form "<prefix>_<something>".
