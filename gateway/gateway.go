@@ -202,21 +202,25 @@ func deterministicJitter(id string, attempt int, d time.Duration) time.Duration 
 // Run binds the gateway to one run: its compiled context, run context,
 // budget meter and policy.
 type Run struct {
-	g        *Gateway
-	cc       *compiler.CompiledContext
-	rc       *runcontext.RunContext
-	req      *runcontext.InvokeRequest
-	pack     *pack.Pack
-	engine   *policy.Engine
-	base     *policy.Result
-	baseIDs  string // digest of the run-level decision ids
-	doc      policy.Document
-	meter    *runcontext.Meter
-	surfaced map[string]*surfaced
-	snapshot string
-	redact   []Redactor
-	now      func() time.Time
-	usesTool bool // per-call policy evaluation can differ from the run's
+	g       *Gateway
+	cc      *compiler.CompiledContext
+	rc      *runcontext.RunContext
+	req     *runcontext.InvokeRequest
+	pack    *pack.Pack
+	engine  *policy.Engine
+	base    *policy.Result
+	baseIDs string // digest of the run-level decision ids
+	// runDecisionID names the run's policy evaluation: the decision a call
+	// is bound to when the run's evaluation is the call's and no rule
+	// decision of its own gates or denies it.
+	runDecisionID string
+	doc           policy.Document
+	meter         *runcontext.Meter
+	surfaced      map[string]*surfaced
+	snapshot      string
+	redact        []Redactor
+	now           func() time.Time
+	usesTool      bool // per-call policy evaluation can differ from the run's
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
 	principals []runcontext.Principal
@@ -295,6 +299,9 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	r.base = base
 	r.usesTool = r.engine.UsesTool()
 	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
+		return nil, err
+	}
+	if r.runDecisionID, err = canon.IDOf(canon.PrefixPolicy, canon.StringPart(rc.RunID), canon.StringPart(r.baseIDs)); err != nil {
 		return nil, err
 	}
 	adapterModes := map[string]runcontext.ApprovalMode{}
@@ -639,15 +646,18 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s *surfaced,
 	return r.callDecisionID(env, res), ""
 }
 
-// callDecisionID derives the call's own decision id from the run, the call
-// and the decisions that applied.
+// callDecisionID names the evaluation a call is bound to when no rule
+// decision of its own applies: the run's (one id per run, from the run and
+// its decision ids) when the policy does not read the tool, else the
+// call's own (from the run, the call and the decisions that applied).
 func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Result) *string {
-	digest := r.baseIDs
-	if res != r.base {
-		var err error
-		if digest, err = decisionIDsDigest(res); err != nil {
-			return nil
-		}
+	if res == r.base {
+		id := r.runDecisionID // each envelope its own copy
+		return &id
+	}
+	digest, err := decisionIDsDigest(res)
+	if err != nil {
+		return nil
 	}
 	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(r.rc.RunID), canon.StringPart(env.ToolCallID), canon.StringPart(digest))
 	if err != nil {

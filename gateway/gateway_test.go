@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -344,4 +347,88 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// Calls bound to the run's policy evaluation share its decision id; with a
+// rule that reads the call (tool.args), each call is evaluated on its own:
+// a deny blocks the write before its adapter runs, bound to the rule's
+// decision, and calls it allows are bound to their own evaluation.
+func TestPerCallPolicy(t *testing.T) {
+	t.Run("run-level policy", func(t *testing.T) {
+		f := newFixture(t)
+		a, err := f.run.Call(ctx, lookupCall())
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := lookupCall()
+		second.Step = 2
+		b, err := f.run.Call(ctx, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.PolicyDecisionID == nil || b.PolicyDecisionID == nil || *a.PolicyDecisionID != *b.PolicyDecisionID || a.ToolCallID == b.ToolCallID {
+			t.Errorf("two lookups bound to %v and %v, want the run's one decision", a.PolicyDecisionID, b.PolicyDecisionID)
+		}
+		if a.PolicyDecisionID == b.PolicyDecisionID {
+			t.Error("two results share one *string: a change to one would change the other")
+		}
+	})
+	t.Run("per-call policy", func(t *testing.T) {
+		f := newFixture(t, lowValue, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+			fx.editPack = func(p *pack.Pack) {
+				no := false
+				dsl := &p.PolicyLayer.PolicyBundles[0].PolicyDSL
+				dsl.Rules = append(dsl.Rules, pack.Rule{RuleID: "R_TOOL_REFUND_CAP", If: json.RawMessage(`{">":[{"var":["tool.args.amount_inr",0]},1000]}`),
+					Then: &pack.Effect{Allow: &no, Reason: "refunds above 1000 INR go through the refunds desk"}, Rationale: "Large refunds are settled by the refunds desk."})
+			}
+		})
+		lookup, err := f.run.Call(ctx, lookupCall())
+		if err != nil || lookup.Status != gateway.StatusOK {
+			t.Fatal(lookup, err)
+		}
+		small := refundCall(800)
+		small.Step = 4
+		ok, err := f.run.Call(ctx, small)
+		if err != nil || ok.Status != gateway.StatusCompleted {
+			t.Fatal(ok, err)
+		}
+		big, err := f.run.Call(ctx, refundCall(1200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if big.Status != gateway.StatusBlocked || big.Error.Code != gateway.CodePermissionDenied || !strings.Contains(big.Error.Message, "R_TOOL_REFUND_CAP") {
+			t.Fatalf("refund above the cap = %s %+v, want blocked by R_TOOL_REFUND_CAP", big.Status, big.Error)
+		}
+		if n := f.payments.CallCount("issue_refund"); n != 1 {
+			t.Errorf("the payments adapter ran %d times, want once (the allowed refund)", n)
+		}
+		var denyID string
+		for _, d := range f.run.Policy().Decisions {
+			if d.RuleID == "R_TOOL_REFUND_CAP" && d.Outcome == policy.Deny {
+				t.Error("the run-level evaluation, which has no call, denied on the rule that reads the call")
+			}
+		}
+		res, err := f.prepared.Engine().Evaluate(policy.Input{RunID: f.rc.RunID, Data: policy.NewDocument(f.req.Input, f.rc).WithTool("adp_payments.issue_refund", refundCall(1200).Args, runcontext.Destructive)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range res.Decisions {
+			if d.RuleID == "R_TOOL_REFUND_CAP" {
+				denyID = d.PolicyDecisionID
+			}
+		}
+		if big.PolicyDecisionID == nil || *big.PolicyDecisionID != denyID {
+			t.Errorf("blocked refund bound to %v, want the deny decision %s", big.PolicyDecisionID, denyID)
+		}
+		ids := map[string]bool{}
+		for _, r := range []*gateway.ToolResultEnvelope{lookup, ok, big} {
+			if r.PolicyDecisionID == nil {
+				t.Fatalf("%s has no policy decision", r.CapabilityID)
+			}
+			ids[*r.PolicyDecisionID] = true
+		}
+		if len(ids) != 3 {
+			t.Errorf("three calls evaluated on their own share decision ids: %v", ids)
+		}
+	})
 }

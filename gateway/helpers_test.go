@@ -48,6 +48,7 @@ type fixture struct {
 	cc                         *compiler.CompiledContext
 	now                        time.Time
 	opts                       gateway.Options
+	editPack                   func(*pack.Pack) // an option's change to the pack, made before it is compiled
 }
 
 type fixtureOption func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability)
@@ -100,6 +101,9 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	}
 	if f.gw, err = gateway.New(regs, &f.opts); err != nil {
 		t.Fatal(err)
+	}
+	if f.editPack != nil {
+		f.editPack(p)
 	}
 	prepared, err := compiler.Prepare([]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Evidence: ev})
 	if err != nil {
