@@ -831,8 +831,12 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 	if honorsContext {
 		res = callAdapter(actx, ad, call)
 	} else {
+		// The attempt may outlive this call to attempt (the adapter ignores
+		// its context): it gets its own copy of the call, which the next
+		// attempt does not change.
+		own := *call
 		done := make(chan adapterResult, 1)
-		go func() { done <- callAdapter(actx, ad, call) }()
+		go func() { done <- callAdapter(actx, ad, &own) }()
 		select {
 		case res = <-done:
 		case <-actx.Done():

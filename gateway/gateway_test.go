@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -291,6 +293,32 @@ func TestRetriesAndTimeouts(t *testing.T) {
 		}
 		if elapsed > 50*time.Millisecond+50*time.Millisecond+200*time.Millisecond {
 			t.Errorf("returned after %v, want within timeout 50ms + grace 50ms + a small bound", elapsed)
+		}
+	})
+	t.Run("an abandoned attempt keeps its own call", func(t *testing.T) {
+		// An adapter that ignores its context is still running when the
+		// next attempt starts: what it reads of its call must not change
+		// under it.
+		f := newFixture(t)
+		release, seen := make(chan struct{}), make(chan int, 2)
+		gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+			<-release
+			seen <- c.Attempt
+			return &gateway.Outcome{Output: map[string]any{}}, nil
+		}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, Timeout: 20 * time.Millisecond, MaxAttempts: 2}}}},
+			&gateway.Options{Grace: 10 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := rebind(t, f, gw).Call(ctx, lookupCall())
+		close(release)
+		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || res.Metadata.Attempts != 2 {
+			t.Fatalf("res = %s %+v %+v", res.Status, res.Error, res.Metadata)
+		}
+		got := []int{<-seen, <-seen}
+		slices.Sort(got)
+		if got[0] != 1 || got[1] != 2 {
+			t.Errorf("the abandoned attempts saw attempts %v, want 1 and 2", got)
 		}
 	})
 	t.Run("context-honouring adapter times out on the caller's goroutine", func(t *testing.T) {
