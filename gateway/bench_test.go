@@ -43,11 +43,7 @@ func (s *discardSink) Append(context.Context, gateway.TranscriptEntry) error { s
 // lookup capability registered as given, the transcript going to sink.
 func benchReadOnly(b *testing.B, lookup gateway.Capability, sink gateway.TranscriptSink) {
 	f := benchFixture(b)
-	reg, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: noop, Capabilities: map[string]gateway.Capability{"lookup": lookup}}}, &gateway.Options{Transcript: sink})
-	if err != nil {
-		b.Fatal(err)
-	}
-	run := rebind(b, f, reg)
+	run := ordersRun(b, f, noop, lookup, &gateway.Options{Transcript: sink})
 	req := lookupCall()
 	b.ReportAllocs()
 	for b.Loop() {

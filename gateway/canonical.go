@@ -37,6 +37,13 @@ func (o *object) str(k, v string) { o.key(k); o.dst = canon.AppendString(o.dst, 
 // key, which is written as given.
 func (o *object) members(m string) { o.key(m) }
 
+// runAndSession writes the run_id member and, when there is one, the
+// session_id member (adjacent in both envelopes).
+func (o *object) runAndSession(runID, sessionID string) {
+	o.str(`"run_id":`, runID)
+	o.strOmit(`"session_id":`, sessionID)
+}
+
 func (o *object) strOmit(k, v string) {
 	if v != "" {
 		o.str(k, v)
@@ -163,8 +170,7 @@ func (e *ToolCallEnvelope) appendCanonical(dst, args []byte, m *runMembers) ([]b
 	} else {
 		o.key(`"principal_chain":`)
 		o.dst = appendPrincipals(o.dst, e.PrincipalChain)
-		o.str(`"run_id":`, e.RunID)
-		o.strOmit(`"session_id":`, e.SessionID)
+		o.runAndSession(e.RunID, e.SessionID)
 	}
 	o.str(`"tool_call_id":`, e.ToolCallID)
 	if m != nil {
@@ -200,8 +206,7 @@ func newRunMembers(runID, sessionID, traceID string, principals []runcontext.Pri
 	o.key(`"principal_chain":`)
 	o.dst = appendPrincipals(o.dst, principals)
 	runAt := len(o.dst) + 1 // after the comma
-	o.str(`"run_id":`, runID)
-	o.strOmit(`"session_id":`, sessionID)
+	o.runAndSession(runID, sessionID)
 	all := string(o.dst)
 	return &runMembers{runID: runID, sessionID: sessionID, traceID: traceID, principals: principals,
 		principalsAndRun: all, run: all[runAt:], trace: string(canon.AppendString([]byte(`"trace_id":`), traceID))}
@@ -321,8 +326,7 @@ func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte,
 	if m != nil {
 		o.members(m.run)
 	} else {
-		o.str(`"run_id":`, r.RunID)
-		o.strOmit(`"session_id":`, r.SessionID)
+		o.runAndSession(r.RunID, r.SessionID)
 	}
 	o.str(`"status":`, string(r.Status))
 	o.str(`"tool_call_id":`, r.ToolCallID)

@@ -928,10 +928,9 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		// is recorded (adapters get it read-only; see Call.Envelope).
 		e.Call = env
 	} else {
+		// Every result is started by newResult or startResult, which
+		// allocate its transcript copy with it.
 		c := res.entry
-		if c == nil {
-			c = new(ToolResultEnvelope)
-		}
 		*c = *res
 		c.entry, res.entry = nil, nil // used once: a later copy of res must not write into it
 		e.Result = c

@@ -301,16 +301,13 @@ func TestRetriesAndTimeouts(t *testing.T) {
 		// under it.
 		f := newFixture(t)
 		release, seen := make(chan struct{}), make(chan int, 2)
-		gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+		run := ordersRun(t, f, gateway.AdapterFunc(func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
 			<-release
 			seen <- c.Attempt
 			return &gateway.Outcome{Output: map[string]any{}}, nil
-		}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, Timeout: 20 * time.Millisecond, MaxAttempts: 2}}}},
+		}), gateway.Capability{ArgsSchema: lookupSchema, Timeout: 20 * time.Millisecond, MaxAttempts: 2},
 			&gateway.Options{Grace: 10 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, _ := rebind(t, f, gw).Call(ctx, lookupCall())
+		res, _ := run.Call(ctx, lookupCall())
 		close(release)
 		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || res.Metadata.Attempts != 2 {
 			t.Fatalf("res = %s %+v %+v", res.Status, res.Error, res.Metadata)

@@ -145,6 +145,17 @@ func (c canonChecked) Append(ctx context.Context, e gateway.TranscriptEntry) err
 }
 
 // rebind binds the fixture's compiled run to another gateway.
+// ordersRun binds f's run to a gateway whose one adapter, adp_orders,
+// serves lookup with ad, registered as lookup says.
+func ordersRun(t testing.TB, f *fixture, ad gateway.Adapter, lookup gateway.Capability, opts *gateway.Options) *gateway.Run {
+	t.Helper()
+	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: ad, Capabilities: map[string]gateway.Capability{"lookup": lookup}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rebind(t, f, gw)
+}
+
 func rebind(t testing.TB, f *fixture, gw *gateway.Gateway) *gateway.Run {
 	t.Helper()
 	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil)

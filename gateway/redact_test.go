@@ -104,14 +104,11 @@ func TestSpanContextReachesAdapter(t *testing.T) {
 				defer tp.Shutdown(ctx)
 				opts.TracerProvider = tp
 			}
-			gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(ctx context.Context, _ *gateway.Call) (*gateway.Outcome, error) {
+			run := ordersRun(t, f, gateway.AdapterFunc(func(ctx context.Context, _ *gateway.Call) (*gateway.Outcome, error) {
 				seen = trace.SpanContextFromContext(ctx)
 				return &gateway.Outcome{Output: map[string]any{}}, nil
-			}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, HonorsContext: true}}}}, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res, err := rebind(t, f, gw).Call(trace.ContextWithSpanContext(ctx, parent), lookupCall()); err != nil || res.Status != gateway.StatusOK {
+			}), gateway.Capability{ArgsSchema: lookupSchema, HonorsContext: true}, opts)
+			if res, err := run.Call(trace.ContextWithSpanContext(ctx, parent), lookupCall()); err != nil || res.Status != gateway.StatusOK {
 				t.Fatal(res, err)
 			}
 			if seen.TraceID() != parent.TraceID() {

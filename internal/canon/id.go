@@ -61,37 +61,35 @@ func RawPart(r Raw) Part { return Part{raw: r, kind: partRaw} }
 // IDOf is [ID] with typed parts: IDOf(p, StringPart(a), IntPart(n)) equals
 // ID(p, a, n), and a RawPart equals the same [Raw] given to ID.
 func IDOf(prefix string, parts ...Part) (string, error) {
-	var out [64]byte
-	b, err := AppendIDOf(out[:0], prefix, parts...)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
+	return makeID(prefix, func(dst []byte) ([]byte, error) { return appendParts(dst, parts) })
 }
 
 // AppendIDOf appends [IDOf] to dst, so a caller can build the id into a
 // longer string in one allocation.
 func AppendIDOf(dst []byte, prefix string, parts ...Part) ([]byte, error) {
-	return appendID(dst, prefix, func(dst []byte) ([]byte, error) {
-		dst = append(dst, '[')
-		for i, p := range parts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			switch p.kind {
-			case partString:
-				dst = appendGoString(dst, p.s)
-			case partInt:
-				dst = appendInt(dst, int64(p.i))
-			default:
-				var err error
-				if dst, err = p.raw.AppendCanonical(dst); err != nil {
-					return nil, err
-				}
+	return appendID(dst, prefix, func(dst []byte) ([]byte, error) { return appendParts(dst, parts) })
+}
+
+// appendParts writes typed parts as one canonical JSON array.
+func appendParts(dst []byte, parts []Part) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, p := range parts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		switch p.kind {
+		case partString:
+			dst = appendGoString(dst, p.s)
+		case partInt:
+			dst = appendInt(dst, int64(p.i))
+		default:
+			var err error
+			if dst, err = p.raw.AppendCanonical(dst); err != nil {
+				return nil, err
 			}
 		}
-		return append(dst, ']'), nil
-	})
+	}
+	return append(dst, ']'), nil
 }
 
 // makeID hashes the prefix, a NUL and what parts appends, in a pooled
