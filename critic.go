@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // builtinCritic enforces the pack (DESIGN.md "Planner, critic, memory"):
@@ -53,9 +55,8 @@ func (builtinCritic) verify(in *CriticInput, cp *Checkpoint) Judgement {
 
 // score judges a plan's results.
 func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
-	turn := in.Turn - 1
 	for _, r := range in.Results {
-		if r.Turn != turn {
+		if r.Turn != in.Turn {
 			continue
 		}
 		switch r.Result.Status {
@@ -81,6 +82,13 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 	if decision.IsRefusal(spec, d.Outcome) {
 		return Judgement{Verdict: VerdictAccept}
 	}
+	// A write that did not complete (failed, refused, never executed) and
+	// was not made good by a later successful call of the same capability
+	// leaves only a refusal or escalation outcome decidable.
+	if w := unresolvedWrite(in.Compiled, in.Results); w != nil {
+		return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("write_not_completed: %s ended %s (%s); %s cannot be %q until it completes, only a refusal or escalation outcome can be decided",
+			w.Step.CapabilityID, w.Result.Status, errCode(w.Result), d.DecisionKey, d.Outcome)}
+	}
 	// A deny bound to this decision forbids every outcome but its refusal
 	// or escalation outcomes.
 	for _, pd := range pol.Decisions {
@@ -95,6 +103,45 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 		}
 	}
 	return Judgement{Verdict: VerdictAccept}
+}
+
+// unresolvedWrite returns the first write-class step result of the run that
+// did not succeed and that no later successful call of the same capability
+// made good, or nil. A capability missing from the compiled tool manifest
+// counts as a write (fail closed).
+func unresolvedWrite(cc *compiler.CompiledContext, results []StepResult) *StepResult {
+	for i := range results {
+		r := &results[i]
+		if r.Result.Status.Succeeded() {
+			continue
+		}
+		if mode, ok := capabilityMode(cc, r.Result.CapabilityID); ok && !mode.IsWrite() {
+			continue
+		}
+		if !slices.ContainsFunc(results[i+1:], func(later StepResult) bool {
+			return later.Result.CapabilityID == r.Result.CapabilityID && later.Result.Status.Succeeded()
+		}) {
+			return r
+		}
+	}
+	return nil
+}
+
+// capabilityMode is a surfaced capability's approval mode in the compiled
+// tool manifest.
+func capabilityMode(cc *compiler.CompiledContext, capabilityID string) (runcontext.ApprovalMode, bool) {
+	adapter, capName, ok := strings.Cut(capabilityID, ".")
+	if !ok {
+		return "", false
+	}
+	for _, e := range cc.Manifests.ToolManifest {
+		if e.AdapterID == adapter {
+			if md, ok := e.CapabilityMetadata[capName]; ok {
+				return md.ApprovalMode, true
+			}
+		}
+	}
+	return "", false
 }
 
 func errCode(r *gateway.ToolResultEnvelope) string {

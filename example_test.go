@@ -45,9 +45,11 @@ func Example() {
 				SubjectIDs: []string{"order:ord_881"}, EvidenceRefs: []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930"}},
 		}, nil
 	})
-	ok := func(out map[string]any) gateway.Adapter {
+	// A write names its side effects in mutations; one that does not has
+	// not completed, and the run is not decided.
+	ok := func(out map[string]any, mutations ...string) gateway.Adapter {
 		return gateway.AdapterFunc(func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
-			return &gateway.Outcome{Output: out}, ctx.Err()
+			return &gateway.Outcome{Output: out, Mutations: mutations}, ctx.Err()
 		})
 	}
 	var evidence compiler.StaticEvidence
@@ -58,7 +60,7 @@ func Example() {
 		Adapters: []gateway.Registration{
 			{AdapterID: "adp_orders", Adapter: ok(map[string]any{"status": "delivered"}), Capabilities: map[string]gateway.Capability{"lookup": {}}},
 			{AdapterID: "adp_policy", Adapter: ok(map[string]any{"eligible": true}), Capabilities: map[string]gateway.Capability{"eval": {}}},
-			{AdapterID: "adp_payments", Adapter: ok(map[string]any{"transaction_id": "txn_1"}), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+			{AdapterID: "adp_payments", Adapter: ok(map[string]any{"transaction_id": "txn_1"}, "refund:txn_1"), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
 		},
 		Evidence:   evidence,
 		Ontologies: []string{"ont.support@1.0.0"},

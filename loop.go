@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,12 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	}
 	reason := ""
 	maxReplans := r.rc.RunBudget.MaxReplanAttempts
+	// replan counts a replan; past the budget the run escalates.
+	replan := func(why string) bool {
+		cp.Replans++
+		reason = why
+		return cp.Replans <= maxReplans
+	}
 	for {
 		if why := r.interrupted(ctx); why != "" {
 			return r.hardStop(ctx, why)
@@ -67,23 +74,22 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				}
 				return r.hardStop(ctx, err.Error())
 			}
-			if errors.Is(r.meter.ChargeTokens("", plan.Usage.Tokens), runcontext.ErrBudgetExceeded) || errors.Is(r.meter.ChargeCost(plan.Usage.CostCents), runcontext.ErrBudgetExceeded) {
-				return r.hardStop(ctx, "budget_exceeded: the planner's usage exceeds the run budget")
+			if why := r.charge(plan.Usage); why != "" {
+				return r.hardStop(ctx, why)
 			}
 			cp.Plan, cp.StepIndex = plan, 0
 			j, err := r.judge(ctx, true, plan)
 			if err != nil {
-				return nil, err
+				return r.hardStop(ctx, err.Error())
 			}
 			switch j.Verdict {
 			case VerdictReject:
 				return r.finish(ctx, decision.Rejected, plan.Decision, "critic rejected the plan: "+j.Reason)
 			case VerdictReplan:
-				cp.Replans++
-				if cp.Replans > maxReplans {
+				cp.Plan = nil
+				if !replan(j.Reason) {
 					return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))
 				}
-				cp.Plan, reason = nil, j.Reason
 				continue
 			}
 		}
@@ -96,14 +102,20 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			i := cp.StepIndex
 			step := plan.Steps[i]
 			call := gateway.CallRequest{CapabilityID: step.CapabilityID, Args: step.Args, EvidenceRefs: step.EvidenceRefs, IdempotencyKey: step.IdempotencyKey,
-				Step: cp.Turn*1000 + i, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
+				Step: cp.planTurn()*1000 + i, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
 			r.event(Event{Kind: EventToolCall, Step: &step})
 			if len(approvals) > 0 {
 				call.Approval = &approvals[0]
 			}
 			res, err := r.gwRun.Call(ctx, call)
 			if err != nil {
-				return nil, fmt.Errorf("contextos: tool call %s: %w", step.CapabilityID, err)
+				// The call may have run: its result joins the run's, and
+				// the run stops with a record and a resumable checkpoint.
+				if res != nil && res.Status != gateway.StatusPaused {
+					cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res})
+					cp.StepIndex++
+				}
+				return r.hardStop(ctx, r.gatewayFailure(step.CapabilityID, err))
 			}
 			r.event(Event{Kind: EventToolResult, Result: res})
 			if res.Status == gateway.StatusPaused {
@@ -115,10 +127,17 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return r.hardStop(ctx, fmt.Sprintf("budget_exceeded: %s (%s)", dim, res.Error.Message))
 			}
 			approvals = nil
-			cp.Results = append(cp.Results, StepResult{Turn: cp.Turn, Index: i, Step: step, Result: res})
+			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res})
 			cp.StepIndex++
+			if err := meterExceeded(r.meter); err != nil { // I13SHIM
+				// The call ran and cost more than was left.
+				return r.hardStop(ctx, "budget_exceeded: "+err.Error())
+			}
 			if r.long {
-				if err := r.rt.opts.Checkpoints.Save(ctx, cp); err != nil {
+				sctx, cancel := detached(ctx)
+				err := r.rt.opts.Checkpoints.Save(sctx, cp)
+				cancel()
+				if err != nil {
 					return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 				}
 				r.event(Event{Kind: EventProgress, Message: fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))})
@@ -134,11 +153,18 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		}
 		j, err := r.judge(ctx, false, plan)
 		if err != nil {
-			return nil, err
+			return r.hardStop(ctx, err.Error())
 		}
 		cp.Plan, cp.StepIndex = nil, 0
 		switch j.Verdict {
 		case VerdictAccept:
+			// The record must validate before the run is decided: the
+			// planner may fix what it cited within the replan budget.
+			if problems := r.decisionProblems(plan.Decision); problems != "" && !replan("violates_decision_spec: "+problems) {
+				return r.finish(ctx, decision.Decided, plan.Decision, fmt.Sprintf("replans exhausted (%d)", maxReplans))
+			} else if problems != "" {
+				continue
+			}
 			r.consolidate(ctx, plan)
 			return r.finish(ctx, decision.Decided, plan.Decision, "")
 		case VerdictEscalate:
@@ -146,15 +172,59 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		case VerdictReject:
 			return r.finish(ctx, decision.Rejected, plan.Decision, j.Reason)
 		case VerdictRetry, VerdictReplan:
-			if j.Reason != reasonContinue {
-				cp.Replans++
-				if cp.Replans > maxReplans {
-					return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))
-				}
+			if j.Reason == reasonContinue {
+				reason = j.Reason
+			} else if !replan(j.Reason) {
+				return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))
 			}
-			reason = j.Reason
 		}
 	}
+}
+
+// charge charges a planner turn's usage to the run budget, and says why the
+// run must stop when it cannot: usage that is not a finite, non-negative
+// amount is invalid, and usage over the budget exceeds it.
+func (r *run) charge(u Usage) string {
+	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
+		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
+	}
+	for _, err := range []error{r.meter.ChargeTokens("", u.Tokens), r.meter.ChargeCost(u.CostCents)} {
+		if errors.Is(err, runcontext.ErrBudgetExceeded) {
+			return "budget_exceeded: the planner's usage exceeds the run budget: " + err.Error()
+		}
+		if err != nil {
+			return "invalid_usage: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// gatewayFailure says why a gateway call that failed as a whole stops the
+// run, without the store's or the adapter's own words (which may carry
+// secrets; they go to the log).
+func (r *run) gatewayFailure(capability string, err error) string {
+	r.rt.opts.Logger.Error("tool call failed", "run_id", r.rc.RunID, "capability", capability, "error", err.Error())
+	switch {
+	case errors.Is(err, errAdapterPanicShim): // I13SHIM
+		return "adapter_panic: the adapter of " + capability + " panicked"
+	case errors.Is(err, gateway.ErrTranscript):
+		return "transcript_unavailable: the result of " + capability + " could not be recorded"
+	}
+	return "gateway_store_failed: a store the call of " + capability + " needs failed"
+}
+
+// decisionProblems builds the record a DECIDED outcome of prop would get
+// and returns its validation problems ("" when it validates).
+func (r *run) decisionProblems(prop *DecisionProposal) string {
+	rec, err := r.build(time.Time{}, decision.Decided, prop, "")
+	if err == nil || rec == nil || rec.Status == decision.Decided {
+		return ""
+	}
+	parts := make([]string, len(rec.Problems))
+	for i, p := range rec.Problems {
+		parts[i] = p.Code + " at " + p.Path + ": " + p.Message
+	}
+	return strings.Join(parts, "; ")
 }
 
 // plan asks the planner, under plan_timeout_ms.
@@ -173,13 +243,15 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	plan, err := r.rt.planner.Plan(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call})
+	plan, err := r.askPlanner(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call})
 	if err != nil {
 		var rp *replayedPlanError
 		why := ""
 		switch {
 		case errors.As(err, &rp):
 			why = rp.reason
+		case errors.Is(err, ErrPanic):
+			why = "planner_panic: " + err.Error()
 		case ctx.Err() != nil:
 			why = "canceled: " + ctx.Err().Error()
 		case pctx.Err() != nil:
@@ -199,6 +271,38 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	return plan, nil
 }
 
+// askPlanner calls the planner on its own goroutine and waits for its plan
+// or ctx, whichever comes first: a planner that ignores its context is cut
+// off at its deadline and its late plan discarded. A panic is a
+// *PanicError.
+func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
+	type answer struct {
+		plan *Plan
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if p := recover(); p != nil {
+				a = answer{err: r.rt.recovered(p, "planner", r.rc.RunID)}
+			}
+			done <- a
+		}()
+		a.plan, a.err = r.rt.planner.Plan(ctx, req)
+	}()
+	select {
+	case a := <-done:
+		if a.err == nil && ctx.Err() != nil {
+			// Answered, but after its deadline: the plan is not used.
+			return nil, ctx.Err()
+		}
+		return a.plan, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // judge runs the built-in critic, then the host critic, which can only make
 // the verdict stricter.
 func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, error) {
@@ -208,7 +312,7 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	}
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.Turn, Replans: r.cp.Replans}
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	var j Judgement
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
@@ -216,15 +320,9 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 		j = r.rt.builtin.score(in, r.gwRun.Policy())
 	}
 	if c := r.rt.opts.Critic; c != nil {
-		var hj Judgement
-		var err error
-		if verify {
-			hj, err = c.Verify(ctx, in)
-		} else {
-			hj, err = c.Score(ctx, in)
-		}
+		hj, err := r.hostCritic(ctx, c, verify, in)
 		if err != nil {
-			return Judgement{}, fmt.Errorf("contextos: host critic: %w", err)
+			return Judgement{}, fmt.Errorf("critic_failed: %w", err)
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
 			j = hj
@@ -233,6 +331,19 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
 	r.event(Event{Kind: EventVerdict, Verdict: &j})
 	return j, nil
+}
+
+// hostCritic asks the host critic, turning a panic into a *PanicError.
+func (r *run) hostCritic(ctx context.Context, c Critic, verify bool, in *CriticInput) (j Judgement, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			j, err = Judgement{}, r.rt.recovered(p, "critic", r.rc.RunID)
+		}
+	}()
+	if verify {
+		return c.Verify(ctx, in)
+	}
+	return c.Score(ctx, in)
 }
 
 // budgetDimension names the budget a refused call ran out of, or "".
@@ -300,16 +411,29 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 		keep = append(keep, p)
 	}
 	if len(keep) > 0 {
-		if err := r.rt.opts.Memory.Propose(ctx, keep); err != nil {
+		if err := r.propose(ctx, keep); err != nil {
 			r.rt.opts.Logger.Warn("memory proposals not accepted", "run_id", r.rc.RunID, "error", err.Error())
 		}
 	}
+}
+
+// propose hands proposals to the memory store, turning a panic into a
+// *PanicError.
+func (r *run) propose(ctx context.Context, keep []MemoryProposal) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.rt.recovered(p, "memory store", r.rc.RunID)
+		}
+	}()
+	return r.rt.opts.Memory.Propose(ctx, keep)
 }
 
 // pause persists the checkpoint before the pause is reported, then records
 // a DEFERRED decision that says what is awaited.
 func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Result, error) {
 	cp := r.cp
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	if res.Approval == nil {
 		// Only approval gates pause today; a pause on anything else (an
 		// external dependency) fails closed until a transport brings one.
@@ -355,10 +479,12 @@ func (r *run) snapshotInto(cp *Checkpoint) {
 func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
 	r.cp.Stopped, r.cp.Active = why, false
 	r.snapshotInto(r.cp)
-	if err := r.rt.opts.Checkpoints.Save(context.WithoutCancel(ctx), r.cp); err != nil {
+	sctx, cancel := detached(ctx)
+	defer cancel()
+	if err := r.rt.opts.Checkpoints.Save(sctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint at hard stop: %w", err)
 	}
-	return r.finish(context.WithoutCancel(ctx), decision.Escalated, nil, why)
+	return r.finish(ctx, decision.Escalated, nil, why)
 }
 
 func (r *run) toolResults(extra ...*gateway.ToolResultEnvelope) []*gateway.ToolResultEnvelope {
@@ -370,8 +496,11 @@ func (r *run) toolResults(extra ...*gateway.ToolResultEnvelope) []*gateway.ToolR
 }
 
 // finish records the terminal decision, closes a deferred record, captures
-// a replay packet when due and returns the result.
+// a replay packet when due and returns the result. Its writes use a context
+// detached from the caller's: whatever ran is recorded.
 func (r *run) finish(ctx context.Context, status decision.Status, prop *DecisionProposal, why string) (*Result, error) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	rec, err := r.record(ctx, status, prop, why)
 	if err != nil {
 		return nil, err
@@ -404,14 +533,17 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
 	if r.capture(stored) {
+		// The record is stored: a packet that cannot be captured is logged
+		// and the result says none was (ReplayPacketID empty).
 		p, err := r.packet(stored, replay.SourceDecisionRecord)
+		if err == nil {
+			err = r.rt.opts.Replays.Save(ctx, p)
+		}
 		if err != nil {
-			return nil, err
+			r.rt.opts.Logger.Error("replay packet not captured", "run_id", r.rc.RunID, "record_id", stored.RecordID, "error", err.Error())
+		} else {
+			res.ReplayPacketID = p.ReplayPacketID
 		}
-		if err := r.rt.opts.Replays.Save(ctx, p); err != nil {
-			return nil, fmt.Errorf("contextos: store replay packet: %w", err)
-		}
-		res.ReplayPacketID = p.ReplayPacketID
 	}
 	r.event(Event{Kind: EventDecision, Record: stored})
 	return res, nil
@@ -438,9 +570,24 @@ func (r *run) capture(rec *decision.Record) bool {
 func (r *run) record(ctx context.Context, status decision.Status, prop *DecisionProposal, why string) (*decision.Record, error) {
 	_, span := r.rt.tracer.Start(ctx, "record")
 	defer span.End()
+	rec, err := r.build(r.clock.Now(), status, prop, why)
+	if rec == nil {
+		return nil, err
+	}
+	// A record that does not validate is still kept (never dropped): a
+	// DECIDED one was lowered to ESCALATED, and every such record names
+	// its problems.
+	if err != nil {
+		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+	}
+	return rec, nil
+}
+
+// build builds the record of the run at t.
+func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal, why string) (*decision.Record, error) {
 	facts := r.facts()
 	key := ""
-	in := decision.BuildInput{Run: r.rc, RequestID: r.req.RequestID, Seq: r.cp.Seq, Time: r.clock.Now(), Status: status, Facts: facts}
+	in := decision.BuildInput{Run: r.rc, RequestID: r.req.RequestID, Seq: r.cp.Seq, Time: t, Status: status, Facts: facts}
 	if prop != nil {
 		key = prop.DecisionKey
 		in.Outcome, in.Outputs, in.Confidence = prop.Outcome, prop.Outputs, prop.Confidence
@@ -457,23 +604,14 @@ func (r *run) record(ctx context.Context, status decision.Status, prop *Decision
 			in.Rationale.Strategy = "runtime_" + strings.ToLower(string(status))
 		}
 	}
-	for _, d := range r.cc.ContextLedger.PolicyResults {
-		in.PolicyDecisions = append(in.PolicyDecisions, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: []string{d.RuleID}})
-	}
+	in.PolicyDecisions = r.policyDecisions()
 	for _, s := range r.cp.Results {
 		res := s.Result
 		if res.Metadata.Approver != "" {
 			gate := res.Metadata.ApprovalGateID
-			mode := runcontext.Destructive
-			if s.Step.ApprovalMode != "" {
-				mode = s.Step.ApprovalMode
-			}
-			for _, e := range r.cc.Manifests.ToolManifest {
-				for c, md := range e.CapabilityMetadata {
-					if e.AdapterID+"."+c == res.CapabilityID {
-						mode = md.ApprovalMode
-					}
-				}
+			mode, ok := capabilityMode(r.cc, res.CapabilityID)
+			if !ok {
+				mode = runcontext.Destructive
 			}
 			in.Approvals = append(in.Approvals, decision.Approval{GateID: gate, Approver: res.Metadata.Approver, ApproverRole: facts.ActiveGates[gate],
 				ApprovalModeEffective: mode, EvidenceSnapshotHash: res.Metadata.ApprovalEvidenceSnapshotHash,
@@ -489,16 +627,30 @@ func (r *run) record(ctx context.Context, status decision.Status, prop *Decision
 	in.Budget = decision.BudgetUsage{Tokens: u.Tokens, ToolCalls: u.ToolCalls, CostUSDCents: u.CostCents, WallClockMS: u.WallClockMS}
 	in.Lineage = decision.Lineage{PackVersion: r.inputs[0].Ref.String(), PackContentHash: r.inputs[0].ContentHash,
 		SnapshotVersion: r.rt.opts.KnowledgeSnapshot, CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainHash()}
-	rec, err := decision.Build(in)
-	if rec == nil {
-		return nil, err
+	return decision.Build(in)
+}
+
+// policyDecisions are the record's policy decisions: the run's rule
+// decisions, then every other decision a tool call was bound to (the run's
+// evaluation, or a call's own), which covers the same rules.
+func (r *run) policyDecisions() []decision.PolicyDecisionRef {
+	ledger := r.cc.ContextLedger.PolicyResults
+	out := make([]decision.PolicyDecisionRef, 0, len(ledger))
+	rules := make([]string, 0, len(ledger))
+	for _, d := range ledger {
+		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: []string{d.RuleID}})
+		if !slices.Contains(rules, d.RuleID) {
+			rules = append(rules, d.RuleID)
+		}
 	}
-	// A record that does not validate is still kept (never dropped); its
-	// problems are in the log, and a DECIDED one was already lowered.
-	if err != nil {
-		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+	for _, s := range r.cp.Results {
+		id := s.Result.PolicyDecisionID
+		if id == nil || slices.ContainsFunc(out, func(p decision.PolicyDecisionRef) bool { return p.PolicyDecisionID == *id }) {
+			continue
+		}
+		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: *id, RuleIDs: slices.Clone(rules)})
 	}
-	return rec, nil
+	return out
 }
 
 // primaryDecision is the decision the run's intent is bound to.
@@ -528,6 +680,9 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	for _, s := range results {
 		if s.Result.Status.Succeeded() {
 			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
+		}
+		if id := s.Result.PolicyDecisionID; id != nil && !slices.Contains(f.BoundPolicyIDs, *id) {
+			f.BoundPolicyIDs = append(f.BoundPolicyIDs, *id)
 		}
 	}
 	for _, d := range cc.ContextLedger.PolicyResults {
@@ -590,22 +745,9 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		b, _ := json.Marshal(pl)
 		p.PlannerOutput = append(p.PlannerOutput, b)
 	}
-	ctx := context.Background()
-	if src := r.rt.opts.Evidence; src != nil {
-		items, err := src.Evidence(ctx, compiler.EvidenceQuery{TenantID: r.rc.TenantID, Intent: r.cc.ContextLedger.Intent,
-			SnapshotPinRule: r.prepared.Pack().IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: r.req.Input.Context})
-		if err != nil {
-			return nil, fmt.Errorf("contextos: pin evidence for replay: %w", err)
-		}
-		p.Evidence = items
-	}
-	if m := r.rt.opts.Memory; m != nil {
-		items, err := m.Recall(ctx, compiler.MemoryQuery{TenantID: r.rc.TenantID, UserID: r.rc.User.UserID, Intent: r.cc.ContextLedger.Intent})
-		if err != nil {
-			return nil, fmt.Errorf("contextos: pin memory for replay: %w", err)
-		}
-		p.Memory = items
-	}
+	p.Evidence, p.Memory = r.pins.pinned()
+	ctx, cancel := detached(context.Background())
+	defer cancel()
 	tr, ok := r.rt.gw.Transcript().(gateway.TranscriptReader)
 	if !ok {
 		return nil, fmt.Errorf("%w: the transcript sink cannot be read back (gateway.TranscriptReader), so the run cannot be captured for replay", ErrConfig)
@@ -617,3 +759,8 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 	p.Transcript = entries
 	return p, nil
 }
+
+// I13SHIM until the gateway branch lands.
+var errAdapterPanicShim = errors.New("shim")
+
+func meterExceeded(*runcontext.Meter) error { return nil }

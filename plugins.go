@@ -81,7 +81,8 @@ type Usage struct {
 	CostCents float64 `json:"cost_cents,omitempty"`
 }
 
-// StepResult is one executed step.
+// StepResult is one executed step. Turn is the turn of the plan the step
+// belongs to: the PlanRequest.Turn that plan was made at.
 type StepResult struct {
 	Turn   int                         `json:"turn"`
 	Index  int                         `json:"index"`
@@ -123,7 +124,9 @@ type CriticInput struct {
 	// Results are all step results so far (Verify sees them before the
 	// plan runs, Score after).
 	Results []StepResult
-	// Turn and Replans count planner turns and replans so far.
+	// Turn is the turn of the plan judged (the PlanRequest.Turn it was
+	// made at; its steps' results carry the same Turn). Replans counts the
+	// replans so far.
 	Turn, Replans int
 }
 
@@ -210,6 +213,8 @@ type Checkpoint struct {
 	Active    bool                      `json:"active,omitempty"`
 	Request   *runcontext.InvokeRequest `json:"request"`
 	Run       *runcontext.RunContext    `json:"run_context"`
+	// Turn counts the planner turns made so far; the plan in progress was
+	// made at turn Turn-1.
 	Turn      int                       `json:"turn"`
 	Replans   int                       `json:"replans"`
 	Plan      *Plan                     `json:"plan"`
@@ -246,6 +251,9 @@ type Checkpoint struct {
 	Checks        int                   `json:"checks"`
 	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
 }
+
+// planTurn is the turn the plan in progress was made at.
+func (cp *Checkpoint) planTurn() int { return max(cp.Turn-1, 0) }
 
 func marshalCheckpoint(cp *Checkpoint) ([]byte, error) { return json.Marshal(cp) }
 

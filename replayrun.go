@@ -74,10 +74,10 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 	o.Gateway = gateway.Options{Redactors: rt.opts.Gateway.Redactors, Jitter: rt.opts.Gateway.Jitter,
 		BaseBackoff: rt.opts.Gateway.BaseBackoff, MaxBackoff: rt.opts.Gateway.MaxBackoff, AttachmentScope: rt.opts.Gateway.AttachmentScope,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+	// The pinned items stand in for the sources, whatever the replaying
+	// runtime has (a live run without a source pinned none).
 	o.Evidence = compiler.StaticEvidence(p.Evidence)
-	if rt.opts.Memory != nil {
-		o.Memory = NewInMemoryMemory(p.Memory...)
-	}
+	o.Memory = NewInMemoryMemory(p.Memory...)
 	o.Checkpoints, o.Decisions, o.Replays = nil, nil, nil
 	o.Logger = rt.opts.Logger
 	o.TracerProvider = rt.opts.TracerProvider

@@ -19,14 +19,18 @@ import (
 // stores. Completed side effects are never repeated: finished steps are
 // not re-run, the paused call keeps its idempotency key, and approvals are
 // checked as in the gateway. The run ends as Invoke's would.
-func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (*Result, error) {
+func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (res *Result, err error) {
+	defer rt.guard(&res, &err)
 	return rt.resume(ctx, runID, in, nil)
 }
 
 // ResumeStream resumes like Resume and yields the run's events as Stream
 // does, ending with a result event.
 func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInput) iter.Seq2[Event, error] {
-	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (*Result, error) { return rt.resume(ctx, runID, in, emit) })
+	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (res *Result, err error) {
+		defer rt.guard(&res, &err)
+		return rt.resume(ctx, runID, in, emit)
+	})
 }
 
 func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emit func(Event)) (*Result, error) {
@@ -37,7 +41,11 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	switch {
 	case cp.Active && !in.Takeover:
 		return nil, fmt.Errorf("%w: %s is being continued by another runtime (set Takeover if that runtime is gone)", ErrNotResumable, runID)
-	case cp.Terminal || cp.Pending == nil && cp.Stopped == "":
+	case cp.Stopped == notStarted:
+		return nil, fmt.Errorf("%w: %s never started; invoke it again", ErrNotResumable, runID)
+	case cp.Terminal || cp.Pending == nil && cp.Stopped == "" && !cp.Active:
+		// An active run with neither a pause nor a stop is one whose
+		// runtime died mid-run: a takeover continues it.
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {
@@ -136,7 +144,7 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	if err != nil {
 		return nil, err
 	}
-	if !cp.Terminal && cp.Stopped == "" {
+	if !cp.Terminal && (cp.Stopped == "" || cp.Stopped == notStarted) {
 		return nil, fmt.Errorf("%w: run %s has not ended", ErrNotResumable, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {

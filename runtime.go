@@ -22,6 +22,7 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -151,6 +152,12 @@ var (
 	ErrResumeInput = errors.New("contextos: resume input does not answer the pause")
 	// ErrConfig reports invalid options.
 	ErrConfig = errors.New("contextos: invalid configuration")
+	// ErrRunInProgress reports an Invoke of a run id (by default derived
+	// from tenant and request_id) whose run is still going.
+	ErrRunInProgress = errors.New("contextos: run is in progress")
+	// ErrRequestConflict reports an Invoke whose run id already ran with
+	// another request.
+	ErrRequestConflict = errors.New("contextos: run id already used by another request")
 )
 
 // Runtime runs governed agent work. Build one with New; it is safe for
@@ -301,8 +308,18 @@ type ResumeInput struct {
 // An error means the request could not be run at all (invalid input,
 // packs refused, compile refused) or a store failed; governed outcomes —
 // rejections, escalations, pauses — are results with their record.
-func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*Result, error) {
+func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (res *Result, err error) {
+	defer rt.guard(&res, &err)
 	return rt.invoke(ctx, req, rc, nil)
+}
+
+// guard is the last line against a panic escaping the SDK: the plug-ins'
+// panics are recovered where they are called and end the run with a
+// record; anything else becomes a *PanicError (logged with its stack).
+func (rt *Runtime) guard(res **Result, err *error) {
+	if p := recover(); p != nil {
+		*res, *err = nil, rt.recovered(p, "runtime", "")
+	}
 }
 
 // Stream runs one request like Invoke and yields its typed events (compiled,
@@ -310,7 +327,10 @@ func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc
 // heartbeat for long_running, error) ending with a result event. Stopping
 // the iteration cancels the run.
 func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
-	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (*Result, error) { return rt.invoke(ctx, req, rc, emit) })
+	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (res *Result, err error) {
+		defer rt.guard(&res, &err)
+		return rt.invoke(ctx, req, rc, emit)
+	})
 }
 
 // streamEvents runs do, yielding its events and then its result (or its
@@ -353,6 +373,7 @@ type run struct {
 	emit     func(Event)
 	span     trace.Span
 	long     bool
+	pins     *pins
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -366,13 +387,108 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 	clock := rt.clockFor(rc.RunID)
 	start := clock.Now()
 	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning}
-	r.cp = &Checkpoint{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}}
+	r.cp = &Checkpoint{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true}
+	// Claim the run before any work: a run id that already ran returns its
+	// stored result, and one still running is refused.
+	if err := rt.opts.Checkpoints.Save(ctx, r.cp); err != nil {
+		if !errors.Is(err, ErrCheckpointConflict) {
+			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
+		}
+		prev, err := rt.opts.Checkpoints.Load(ctx, rc.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("contextos: load run %s: %w", rc.RunID, err)
+		}
+		if !strings.HasPrefix(prev.Stopped, notStarted) || prev.Active {
+			return rt.stored(ctx, req, prev, emit)
+		}
+		// The run's earlier Invoke failed before it started: this one
+		// starts it, over the earlier claim's revision.
+		r.cp.Rev = prev.Rev
+		if err := rt.opts.Checkpoints.Save(ctx, r.cp); err != nil {
+			if errors.Is(err, ErrCheckpointConflict) {
+				return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, rc.RunID)
+			}
+			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
+		}
+	}
 	ctx, r.span = rt.startRunSpan(ctx, req, rc)
 	defer r.span.End()
 	if err := r.setup(ctx, pack.UseExecute, nil); err != nil {
+		// Nothing ran: the claim is released so the request can be
+		// invoked again.
+		r.cp.Active, r.cp.Stopped = false, notStarted
+		sctx, cancel := detached(ctx)
+		defer cancel()
+		if serr := rt.opts.Checkpoints.Save(sctx, r.cp); serr != nil {
+			rt.opts.Logger.Error("run claim not released", "run_id", rc.RunID, "error", serr.Error())
+		}
 		return nil, err
 	}
 	return r.run(ctx, nil)
+}
+
+// notStarted marks the claim of a run whose Invoke failed before the run
+// started (nothing ran): a later Invoke of the same request starts it.
+const notStarted = "not_started"
+
+// stored answers an Invoke of a run id that is already claimed: the stored
+// result of a run that ended or paused, ErrRunInProgress for a run still
+// going, and ErrRequestConflict for another request under the same id.
+func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp *Checkpoint, emit func(Event)) (*Result, error) {
+	runID := cp.RunID
+	if err := checkCheckpoint(cp); err != nil {
+		return nil, err
+	}
+	same, err := sameRequest(cp.Request, req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !same:
+		return nil, fmt.Errorf("%w: run %s was invoked with another request under request_id %s", ErrRequestConflict, runID, req.RequestID)
+	case cp.Active:
+		return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, runID)
+	}
+	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("contextos: load records of %s: %w", runID, err)
+	}
+	var rec *decision.Record
+	for _, x := range recs {
+		if x.Status != decision.Closed {
+			rec = x
+		}
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("%w: run %s has no decision record", ErrRunInProgress, runID)
+	}
+	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
+	chain := cp.Chain
+	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
+		return nil, err
+	}
+	res := &Result{RunID: runID, Status: rec.Status, Record: rec, Compiled: r.cc, ToolResults: r.toolResults(), Pending: cp.Pending}
+	if id, err := canon.ID(canon.PrefixReplay, runID, rec.RecordID, string(replay.SourceDecisionRecord)); err == nil {
+		if _, err := rt.opts.Replays.Get(ctx, id); err == nil {
+			res.ReplayPacketID = id
+		}
+	}
+	return res, nil
+}
+
+// sameRequest reports whether two invoke requests are the same request.
+func sameRequest(a, b *runcontext.InvokeRequest) (bool, error) {
+	da, err := canon.Digest(a)
+	if err != nil {
+		return false, err
+	}
+	db, err := canon.Digest(b)
+	if err != nil {
+		return false, err
+	}
+	return da == db, nil
 }
 
 // startRunSpan starts the invoke span as a child of the request's W3C
@@ -407,10 +523,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		key += res.Ref.String() + "=" + res.ContentHash + ";"
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
-	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Evidence: rt.opts.Evidence, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot}
-	if rt.opts.Memory != nil {
-		copts.Memory = rt.opts.Memory
-	}
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot}
 	rt.mu.Lock()
 	prepared := rt.prepared[key]
 	rt.mu.Unlock()
@@ -426,8 +539,11 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		rt.prepared[key] = prepared
 		rt.mu.Unlock()
 	}
-	prepared = prepared.At(start)
-	cc, err := prepared.Compile(ctx, r.req, r.rc)
+	if r.pins == nil {
+		r.pins = &pins{rt: rt, runID: r.rc.RunID}
+	}
+	prepared = prepared.At(start).WithSources(r.pins.sources())
+	cc, err := r.compile(ctx, prepared)
 	if err != nil {
 		return err
 	}
@@ -439,6 +555,43 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
 	return nil
+}
+
+// compile compiles the run's context within what is left of its wall
+// clock: a compile (policy evaluation included) still running then is
+// abandoned with a budget error. A panic in it (a tokenizer's, say) is a
+// *PanicError.
+func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
+	left := r.meter.Remaining(r.clock.Now())
+	if r.rc.RunBudget.WallClockMS <= 0 {
+		left = time.Duration(1<<63 - 1)
+	}
+	cctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	type compiled struct {
+		cc  *compiler.CompiledContext
+		err error
+	}
+	done := make(chan compiled, 1)
+	go func() {
+		var out compiled
+		defer func() {
+			if p := recover(); p != nil {
+				out = compiled{err: r.rt.recovered(p, "compile", r.rc.RunID)}
+			}
+			done <- out
+		}()
+		out.cc, out.err = prepared.Compile(cctx, r.req, r.rc)
+	}()
+	select {
+	case out := <-done:
+		return out.cc, out.err
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("contextos: compile: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("contextos: compile: %w", &runcontext.BudgetError{Dimension: runcontext.DimWallClock, Limit: float64(r.rc.RunBudget.WallClockMS)})
+	}
 }
 
 // noopSpan stands in for a run span where none is started.
@@ -454,7 +607,7 @@ func gatewayRunOptions(c *replay.Clock, chain *gateway.ChainState) *gateway.RunO
 func (r *run) event(e Event) {
 	if r.emit != nil {
 		e.RunID = r.rc.RunID
-		e.Turn = r.cp.Turn
+		e.Turn = r.cp.planTurn()
 		r.emit(e)
 	}
 }

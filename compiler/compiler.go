@@ -172,6 +172,15 @@ func (p *Prepared) At(now time.Time) *Prepared {
 	return &c
 }
 
+// WithSources returns a copy of p that retrieves evidence from ev and
+// recalls memory from mem (nil for none): a runtime gives each run its own
+// sources, to pin what the run's compile saw.
+func (p *Prepared) WithSources(ev EvidenceSource, mem MemoryRecall) *Prepared {
+	c := *p
+	c.opts.Evidence, c.opts.Memory = ev, mem
+	return &c
+}
+
 // Pack returns the merged, overlaid pack view the compile uses.
 func (p *Prepared) Pack() *pack.Pack { return p.pack }
 
@@ -472,6 +481,9 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 	if err != nil {
 		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
 	}
+	if items == nil {
+		items = []EvidenceItem{} // none is none, however a source says it
+	}
 	if ledger.Inputs.EvidenceHash, err = canon.Digest(items); err != nil {
 		return nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
 	}
@@ -528,6 +540,9 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 	items, err := p.opts.Memory.Recall(ctx, MemoryQuery{TenantID: rc.TenantID, UserID: rc.User.UserID, Intent: intent})
 	if err != nil {
 		return nil, fail(7, ErrEvidence, err, "recall memory")
+	}
+	if items == nil {
+		items = []MemoryItem{} // none is none, however a store says it
 	}
 	if ledger.Inputs.MemoryHash, err = canon.Digest(items); err != nil {
 		return nil, fail(7, ErrEvidence, err, "memory has no canonical form")

@@ -32,7 +32,8 @@ func Example() {
 	})
 	h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"status": "delivered"})
 	h.Adapter("adp_policy").On("eval").ReturnOutput(map[string]any{"eligible": true})
-	h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_1"})
+	// A completed write names its side effects (mutations).
+	h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_1"}, "refund:txn_1")
 
 	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
 	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))

@@ -40,10 +40,14 @@ type BuildInput struct {
 }
 
 // Build assembles a record and settles its status against the facts: a
-// record asked to be DECIDED whose active gate lacks an approval becomes
-// DEFERRED (awaiting that approval); one whose required evidence is not
-// satisfied becomes ESCALATED. It returns the record and its remaining
-// validation problems (nil when it validates).
+// record asked to be DECIDED that does not validate (an active gate without
+// its approval, required evidence not satisfied, an evidence ref that does
+// not resolve, a subject outside the pack's CEID namespaces, a tool call's
+// policy decision not recorded, ...) becomes ESCALATED and lists the
+// problems in Problems. It never becomes DEFERRED: only a run paused with a
+// resumable checkpoint is. Build returns the record and its validation
+// error (nil when it validates); a record that does not validate carries
+// its problems whatever its status.
 func Build(in BuildInput) (*Record, error) {
 	rc := in.Run
 	if rc == nil || in.Facts == nil || in.Facts.Pack == nil {
@@ -89,28 +93,20 @@ func Build(in BuildInput) (*Record, error) {
 		r.Outputs = map[string]any{}
 	}
 	if r.Status == Decided {
+		// A DECIDED record must validate: one that does not is ESCALATED
+		// and names its problems, never stored as decided.
 		if err := Validate(withID(r, in), in.Facts); err != nil {
-			ve := err.(*ValidationError)
-			switch {
-			case ve.Has(CodeApprovalMissing):
-				r.Status = Deferred
-				for _, p := range ve.Problems {
-					if p.Code == CodeApprovalMissing && r.Awaiting == nil {
-						for gate, role := range in.Facts.ActiveGates {
-							if !slices.ContainsFunc(r.Approvals, func(a Approval) bool { return a.GateID == gate }) {
-								r.Awaiting = &Awaiting{Kind: "approval", GateID: gate, ApproverRole: role}
-								break
-							}
-						}
-					}
-				}
-			case ve.Has(CodeEvidenceMissing) || ve.Has(CodeApprovalIncomplete):
-				r.Status = Escalated
-			}
+			r.Status = Escalated
+			r.Problems = err.(*ValidationError).Problems
+			return withID(r, in), err
 		}
 	}
 	r = withID(r, in)
-	return r, Validate(r, in.Facts)
+	if err := Validate(r, in.Facts); err != nil {
+		r.Problems = err.(*ValidationError).Problems
+		return r, err
+	}
+	return r, nil
 }
 
 func withID(r *Record, in BuildInput) *Record {

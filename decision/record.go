@@ -71,7 +71,12 @@ type Record struct {
 	// Awaiting says what a DEFERRED record waits for.
 	Awaiting *Awaiting `json:"awaiting,omitempty"`
 	// Closes names the DEFERRED or IN_FLIGHT record a CLOSED record closes.
-	Closes         string `json:"closes,omitempty"`
+	Closes string `json:"closes,omitempty"`
+	// Problems are the validation problems of a record that does not
+	// validate against its decision spec and the run's facts: a record
+	// asked to be DECIDED with problems is stored ESCALATED and names them
+	// here.
+	Problems       []Problem `json:"problems,omitempty"`
 	PrevRecordHash string `json:"prev_record_hash,omitempty"`
 	RecordHash     string `json:"record_hash,omitempty"`
 }

@@ -29,6 +29,7 @@ const (
 	CodeControls           = "controls_mismatch"
 	CodeStatus             = "status_inconsistent"
 	CodeField              = "field"
+	CodePolicyUnbound      = "policy_decision_unrecorded"
 )
 
 // Problem is one validation problem.
@@ -78,6 +79,10 @@ type Facts struct {
 	ActiveGates map[string]string
 	// Controls are the compiled runtime controls.
 	Controls Controls
+	// BoundPolicyIDs are the policy decision ids the run's tool calls were
+	// bound to (every call, whatever its status): each must be in the
+	// record's policy_decisions.
+	BoundPolicyIDs []string
 }
 
 // ToolFact is one successful tool result.
@@ -236,6 +241,11 @@ func Validate(r *Record, f *Facts) error {
 		ns, _, found := strings.Cut(s, ":")
 		if !found || !slices.Contains(namespaces, ns) {
 			add(CodeSubjectNamespace, fmt.Sprintf("subject_ids[%d]", i), "%q is not in a CEID namespace of the pack (%v)", s, namespaces)
+		}
+	}
+	for _, id := range f.BoundPolicyIDs {
+		if !slices.ContainsFunc(r.PolicyDecisions, func(p PolicyDecisionRef) bool { return p.PolicyDecisionID == id }) {
+			add(CodePolicyUnbound, "policy_decisions", "%s, which a tool call of the run is bound to, is not recorded", id)
 		}
 	}
 	if !equalControls(r.ControlsActive, f.Controls) {

@@ -612,7 +612,13 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 		// never runs the effect twice. The store gets its own copy: this
 		// call goes on to set its latency while duplicates read theirs.
 		kept := *out
-		if cerr := r.g.opts.Idempotency.Complete(ctx, key, &kept); cerr != nil && err == nil {
+		cctx := ctx
+		if ctx.Err() != nil {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+			defer cancel()
+		}
+		if cerr := r.g.opts.Idempotency.Complete(cctx, key, &kept); cerr != nil && err == nil {
 			err = fmt.Errorf("gateway: idempotency complete: %w", cerr)
 		}
 	}
@@ -939,6 +945,12 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		res.Metadata.ToolTranscriptID = all[2*canon.DigestLen:]
 		res.recorded = true
 	}
+	if ctx.Err() != nil {
+		// What ran is recorded even when the caller has gone.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+		defer cancel()
+	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
 		return fmt.Errorf("%w: %v", ErrTranscript, err)
 	}
@@ -946,6 +958,10 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 	r.prev = e.ChainHash
 	return nil
 }
+
+// detachedTimeout bounds a transcript append or an idempotency completion
+// made after the caller's context is done: a call that ran is recorded.
+const detachedTimeout = 30 * time.Second
 
 // ChainHash returns the run's transcript chain hash so far
 // (tool_transcript_chain_hash).
