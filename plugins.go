@@ -210,17 +210,17 @@ type Checkpoint struct {
 	Rev int `json:"rev"`
 	// Active marks a run a runtime is continuing (resumed and not yet
 	// paused, stopped or ended): another Resume is refused.
-	Active    bool                      `json:"active,omitempty"`
-	Request   *runcontext.InvokeRequest `json:"request"`
-	Run       *runcontext.RunContext    `json:"run_context"`
+	Active  bool                      `json:"active,omitempty"`
+	Request *runcontext.InvokeRequest `json:"request"`
+	Run     *runcontext.RunContext    `json:"run_context"`
 	// Turn counts the planner turns made so far; the plan in progress was
 	// made at turn Turn-1.
-	Turn      int                       `json:"turn"`
-	Replans   int                       `json:"replans"`
-	Plan      *Plan                     `json:"plan"`
-	StepIndex int                       `json:"step_index"`
-	Results   []StepResult              `json:"results"`
-	Usage     Usage                     `json:"usage"`
+	Turn      int          `json:"turn"`
+	Replans   int          `json:"replans"`
+	Plan      *Plan        `json:"plan"`
+	StepIndex int          `json:"step_index"`
+	Results   []StepResult `json:"results"`
+	Usage     Usage        `json:"usage"`
 	// MeterUsage is the run-budget meter's reading (tokens, tool calls,
 	// spend) so a resumed run keeps counting from where it paused.
 	MeterUsage runcontext.Usage         `json:"meter_usage"`

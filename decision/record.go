@@ -77,8 +77,8 @@ type Record struct {
 	// asked to be DECIDED with problems is stored ESCALATED and names them
 	// here.
 	Problems       []Problem `json:"problems,omitempty"`
-	PrevRecordHash string `json:"prev_record_hash,omitempty"`
-	RecordHash     string `json:"record_hash,omitempty"`
+	PrevRecordHash string    `json:"prev_record_hash,omitempty"`
+	RecordHash     string    `json:"record_hash,omitempty"`
 }
 
 // Actor is who decided.
