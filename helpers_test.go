@@ -90,8 +90,12 @@ func scriptDefaults(h *contextostest.Harness, skip string) {
 	if skip != "adp_orders" {
 		h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
 	}
-	h.Adapter("adp_policy").On("eval").ReturnOutput(map[string]any{"eligible": true})
-	h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+	if skip != "adp_policy" {
+		h.Adapter("adp_policy").On("eval").ReturnOutput(map[string]any{"eligible": true})
+	}
+	if skip != "adp_payments" {
+		h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+	}
 }
 
 // bareHarness is the harness with no adapter scripted.

@@ -143,6 +143,11 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				r.event(Event{Kind: EventProgress, Message: fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))})
 				r.event(Event{Kind: EventHeartbeat})
 			}
+			// A caller that went away stops the run after the step that
+			// ran (resumable), not after the rest of the plan.
+			if why := r.interrupted(ctx); why != "" {
+				return r.hardStop(ctx, why)
+			}
 			if fired := r.guardrailFired(res); fired != "" {
 				status := decision.Escalated
 				if strings.HasPrefix(fired, "must_refuse") {
@@ -181,13 +186,21 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	}
 }
 
-// charge charges a planner turn's usage to the run budget, and says why the
-// run must stop when it cannot: usage that is not a finite, non-negative
-// amount is invalid, and usage over the budget exceeds it.
-func (r *run) charge(u Usage) string {
+// invalidPlan says why a plan cannot be taken, or "".
+func invalidPlan(p *Plan) string {
+	u := p.Usage
 	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
 		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
 	}
+	if _, err := json.Marshal(p); err != nil {
+		return "invalid_plan: the plan has no JSON form (a NaN or infinite number?)"
+	}
+	return ""
+}
+
+// charge charges a planner turn's (valid) usage to the run budget, and
+// says why the run must stop when it cannot.
+func (r *run) charge(u Usage) string {
 	for _, err := range []error{r.meter.ChargeTokens("", u.Tokens), r.meter.ChargeCost(u.CostCents)} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
 			return "budget_exceeded: the planner's usage exceeds the run budget: " + err.Error()
@@ -264,6 +277,14 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	}
 	if plan == nil {
 		plan = &Plan{}
+	}
+	// A plan is checked at the boundary: usage must be a finite amount
+	// that is not negative, and the plan must have a JSON form (no NaN or
+	// infinity in arguments, outputs or confidence), or nothing could
+	// record it. Such a plan is a planner failure, recorded as one.
+	if why := invalidPlan(plan); why != "" {
+		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
+		return nil, errors.New(why)
 	}
 	cp.Plans = append(cp.Plans, plan)
 	cp.Turn++

@@ -134,8 +134,9 @@ func checkCheckpoint(cp *Checkpoint) error {
 // operator corrects its decision (replay.SourceOperatorCorrection) or it
 // is promoted to a golden case (replay.SourceGoldenCase) — and stores the
 // packet. It works for any run whose checkpoint, records and transcript
-// are still in the stores, sampled or not. The packet pins the run's last
-// record that is not CLOSED.
+// are still in the stores, sampled or not, and for a paused run (its
+// packet replays to the same pause). The packet pins the run's last record
+// that is not CLOSED.
 func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.SourceKind) (*replay.Packet, error) {
 	if !slices.Contains(replay.SourceKinds(), kind) {
 		return nil, fmt.Errorf("%w: source kind %q", ErrConfig, kind)
@@ -144,8 +145,8 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	if err != nil {
 		return nil, err
 	}
-	if !cp.Terminal && (cp.Stopped == "" || cp.Stopped == notStarted) {
-		return nil, fmt.Errorf("%w: run %s has not ended", ErrNotResumable, runID)
+	if !cp.Terminal && cp.Pending == nil && (cp.Stopped == "" || cp.Stopped == notStarted) {
+		return nil, fmt.Errorf("%w: run %s has neither ended nor paused", ErrNotResumable, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,16 @@ type scriptedResult struct {
 	CostCents float64            `json:"cost_cents,omitempty"`
 }
 
+// scriptedStatuses are the statuses a tools-file result may give: ok and
+// completed (or none) succeed, the others fail the call (an adapter cannot
+// itself block or reject a call, so blocked, rejected and denied come back
+// as a permission_denied error).
+var scriptedStatuses = []string{"", "ok", "completed", "failed", "error", "blocked", "rejected", "denied"}
+
+func scriptedSuccess(status string) bool {
+	return status == "" || status == "ok" || status == "completed"
+}
+
 // scriptedTools serves the tools file: each capability's results in order
 // (the last one repeats); a capability without results fails.
 type scriptedTools struct {
@@ -124,9 +135,13 @@ func (s *scriptedTools) adapter(adapterID string) gateway.Adapter {
 			return nil, gateway.NewToolError(gateway.CodeUnsupportedTool, false, "the tools file has no result for "+id, nil)
 		}
 		r := rs[min(i, len(rs)-1)]
-		if r.Error != nil || r.Status == "error" || r.Status == "failed" {
+		if r.Error != nil || !scriptedSuccess(r.Status) {
 			if r.Error == nil {
-				return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "scripted failure", nil)
+				code := gateway.CodeExecutionFailed
+				if r.Status != "failed" {
+					code = gateway.CodePermissionDenied
+				}
+				return nil, gateway.NewToolError(code, false, "scripted "+r.Status, nil)
 			}
 			e := *r.Error
 			return nil, &e
@@ -222,7 +237,19 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		{*reqPath, func(b []byte) (err error) { req, err = runcontext.DecodeInvokeRequest(b); return }},
 		{*rcPath, func(b []byte) (err error) { rc, err = runcontext.DecodeRunContext(b); return }},
 		{*planPath, func(b []byte) error { return strictJSON(b, &turns) }},
-		{*toolsPath, func(b []byte) error { return strictJSON(b, &tools.results) }},
+		{*toolsPath, func(b []byte) error {
+			if err := strictJSON(b, &tools.results); err != nil {
+				return err
+			}
+			for id, rs := range tools.results {
+				for i, r := range rs {
+					if !slices.Contains(scriptedStatuses, r.Status) {
+						return fmt.Errorf("%s[%d].status: %.40q is not one of %s", id, i, r.Status, strings.Join(scriptedStatuses[1:], ", "))
+					}
+				}
+			}
+			return nil
+		}},
 	} {
 		data, err := readInput(f.path, stdin)
 		if err != nil {
@@ -331,27 +358,32 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if res.Pending != nil {
 		out.PendingApprovals = append(out.PendingApprovals, res.Pending)
 	}
+	// The run's result goes to stdout whatever happens to the files.
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fail(exitUsage, "%v", err)
+	}
 	if *recordOut != "" {
 		if err := writeJSON(*recordOut, res.Record); err != nil {
 			return fail(exitUsage, "%v", err)
 		}
 	}
 	if *packetOut != "" {
-		if res.ReplayPacketID == "" {
-			return fail(exitUsage, "the run captured no replay packet")
+		var p *replay.Packet
+		if res.ReplayPacketID != "" {
+			p, err = rt.Packets().Get(ctx, res.ReplayPacketID)
+		} else {
+			// A paused run is captured from its checkpoint: the packet
+			// replays to the same pause.
+			p, err = rt.Capture(ctx, res.RunID, replay.SourceDecisionRecord)
 		}
-		p, err := rt.Packets().Get(ctx, res.ReplayPacketID)
 		if err != nil {
-			return fail(exitUsage, "%v", err)
+			return fail(exitUsage, "no replay packet is captured for run %s: %v", res.RunID, err)
 		}
 		if err := writeJSON(*packetOut, p); err != nil {
 			return fail(exitUsage, "%v", err)
 		}
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return fail(exitUsage, "%v", err)
 	}
 	return exitOK
 }
