@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -148,6 +149,9 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 					return nil, fmt.Errorf("%w: %s.%s args schema: %v", ErrConfig, reg.AdapterID, name, err)
 				}
 				cs.schema = s
+			}
+			if c.CostCents < 0 || math.IsNaN(c.CostCents) || math.IsInf(c.CostCents, 0) {
+				return nil, fmt.Errorf("%w: %s.%s cost must be a finite number of cents ≥ 0", ErrConfig, reg.AdapterID, name)
 			}
 			if cs.Timeout <= 0 {
 				cs.Timeout = DefaultTimeout
@@ -735,9 +739,9 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		attempts = attempt
 		call.Attempt = attempt
 		out, te = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
-		cost += spec.CostCents
+		cost = addCost(cost, spec.CostCents)
 		if out != nil {
-			cost += out.CostCents
+			cost = addCost(cost, out.CostCents)
 		}
 		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
 			break
@@ -753,7 +757,11 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			break
 		}
 	}
-	_ = r.meter.ChargeCost(cost)
+	// The attempts were made: their cost is charged whatever the budget
+	// says. A cost that takes the run over its budget leaves the meter
+	// Exceeded, which the runtime checks after every call; the call's
+	// result stands (its side effect happened).
+	_ = r.meter.ChargeIncurredCost(cost)
 	res := startResult(&x.results, env, polID)
 	res.Metadata = meta
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
@@ -787,6 +795,10 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	}
 	return res, r.record(ctx, "result", env, res)
 }
+
+// addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
+// meter does), so a sum is always a cost the meter and the record take.
+func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // executed is what an executed call allocates, in one allocation: the
 // Call its adapter gets, its result and the result's transcript copy, and
