@@ -735,13 +735,22 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	var te *ToolError
 	attempts := 0
 	cost := 0.0
+	invalid := false // the adapter's outcome was refused
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
 		out, te = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
 		cost = addCost(cost, spec.CostCents)
 		if out != nil {
-			cost = addCost(cost, out.CostCents)
+			// An outcome is checked at the boundary: what the record cannot
+			// hold (a number that is not finite) or the meter cannot charge
+			// is refused here, not by a failed encoding after the fact.
+			if validCost(out.CostCents) {
+				cost = addCost(cost, out.CostCents)
+			}
+			if te = checkOutcome(out); te != nil {
+				out, invalid = nil, true
+			}
 		}
 		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
 			break
@@ -769,6 +778,9 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		msg, redacted := redactString(te.Message, r.redact)
 		te.Message = msg
 		res.Error, res.Status = te, failureStatus(te.Code)
+		if invalid {
+			res.Status = StatusError
+		}
 		res.Metadata.RedactionApplied = redacted
 		retryable := te.Retryable
 		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
@@ -794,6 +806,62 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		}
 	}
 	return res, r.record(ctx, "result", env, res)
+}
+
+// checkOutcome returns the error of an outcome the gateway refuses: one
+// whose output holds a number that is not finite, or whose cost is not a
+// finite number ≥ 0. The message names the field, never a value.
+func checkOutcome(out *Outcome) *ToolError {
+	switch {
+	case !validCost(out.CostCents):
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"})
+	case !finiteValue(out.Output):
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"})
+	}
+	return nil
+}
+
+func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
+
+// finiteValue reports whether every number in v, at any depth, is finite.
+// It reads the shapes an adapter's output takes (JSON-shaped values, Go
+// numbers, json.Number); anything else goes through its JSON form later,
+// where a number that is not finite fails to marshal and yields null.
+func finiteValue(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(x), 64) // ±Inf when out of range, NaN for "NaN"
+		return !math.IsNaN(f) && !math.IsInf(f, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case []float64:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case map[string]float64:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
