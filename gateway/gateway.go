@@ -347,8 +347,15 @@ type CallRequest struct {
 	CapabilityID string
 	Args         map[string]any
 	EvidenceRefs []string
-	// IdempotencyKey is the plan's key for a write; when empty the gateway
-	// derives one from the run id, the step and the canonical arguments.
+	// IdempotencyKey is the plan's key for a write. The gateway never uses
+	// it verbatim: the key it executes the write once under (and sets on
+	// the envelope, in args.idempotency_key when the permission names it,
+	// and in Call.IdempotencyKey) is derived from the run's tenant id, the
+	// run id and this key, so runs and tenants that pick the same key do
+	// not share a result, while a retry within the run does. When empty
+	// the gateway derives one from the tenant id, the run id, the step,
+	// the capability and the canonical arguments. Either way the same
+	// inputs give the same key (resumes and replays reuse it).
 	IdempotencyKey string
 	// Step is the plan step's index in the run; it keys derived ids.
 	Step int
@@ -497,14 +504,11 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 	// Idempotency key before any argument check.
 	key := ""
 	if write {
-		key = req.IdempotencyKey
-		if key == "" {
-			k, err := canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
-			if err != nil {
-				return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
-			}
-			key = k
+		k, err := r.idempotencyKey(env, req)
+		if err != nil {
+			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 		}
+		key = k
 		env.IdempotencyKey = strPtr(key)
 		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
 			if _, has := env.Args["idempotency_key"]; !has {
@@ -621,6 +625,19 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 		}
 	}
 	return out, err
+}
+
+// idempotencyKey returns the key a write is executed once under, scoped to
+// the run's tenant and run: from the caller's key when it gives one, else
+// from the step, the capability and the canonical arguments. Two tenants
+// (run ids can be host-chosen) or two runs that pick the same caller key
+// never share a result; the same inputs always give the same key, so a
+// retry, a resume and a replay use it again.
+func (r *Run) idempotencyKey(env *ToolCallEnvelope, req CallRequest) (string, error) {
+	if req.IdempotencyKey != "" {
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(req.IdempotencyKey))
+	}
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why
