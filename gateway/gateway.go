@@ -599,7 +599,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 		if out != nil {
 			return out, r.record(ctx, "result", env, out)
 		}
-		meta.Approver, meta.ApprovalGateID, meta.ApprovedAt = who, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
+		meta.Approver, meta.ApprovalID, meta.ApprovalGateID, meta.ApprovedAt = who, req.Approval.ApprovalID, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
 		meta.ApprovalEvidenceSnapshotHash = r.snapshot
 	}
 	// Execute once per idempotency key.
@@ -717,6 +717,10 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return r.refuse(env, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
 	}
 	switch {
+	case a.ApprovalID == "":
+		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
+	case a.Approver == "":
+		return deny(CodeApprovalDenied, "the approval names no approver")
 	case a.GateID != gateID:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID), gateID))
 	case a.ActionDigest != digest:
@@ -725,6 +729,8 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return deny(CodeApprovalDenied, "the approver denied the action")
 	case a.ApproverRole != gate.RequiredApproverRole:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole), gate.RequiredApproverRole))
+	case a.Approver == r.rc.User.UserID && !gate.AllowSelfApproval:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
 	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
 		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
 	}
