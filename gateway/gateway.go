@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -369,9 +370,11 @@ type CallRequest struct {
 }
 
 // Call checks, executes and records one call. Refusals, pauses and
-// failures are results, never adapter invocations; the error is non-nil
-// only when the result could not be recorded (ErrTranscript) or a store
-// failed, and the result is still returned when there is one.
+// failures are results, never adapter invocations. The error is non-nil
+// when the result could not be recorded (ErrTranscript), a store failed,
+// or the adapter panicked (ErrAdapterPanic); the result is still returned
+// when there is one, and recorded when it could be (a panicked call's
+// result is, as any failure's).
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
 	env, s, res := r.envelope(req)
@@ -616,12 +619,18 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 	}
 	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID, meta)
 	if write {
-		// Writes keep their result whatever it is: a retry with the same key
-		// never runs the effect twice. The store gets its own copy: this
-		// call goes on to set its latency while duplicates read theirs.
+		// Writes keep their result whatever it is (a panicked adapter's
+		// too): a retry with the same key never runs the effect twice. The
+		// store gets its own copy: this call goes on to set its latency
+		// while duplicates read theirs.
 		kept := *out
-		if cerr := r.g.opts.Idempotency.Complete(ctx, key, &kept); cerr != nil && err == nil {
-			err = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+		if cerr := r.g.opts.Idempotency.Complete(ctx, key, &kept); cerr != nil {
+			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+			if err == nil {
+				err = cerr
+			} else {
+				err = errors.Join(err, cerr)
+			}
 		}
 	}
 	return out, err
@@ -756,13 +765,14 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	call := &x.call
 	var out *Outcome
 	var te *ToolError
+	panicked := false
 	attempts := 0
 	cost := 0.0
 	invalid := false // the adapter's outcome was refused
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
-		out, te = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
+		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
 		cost = addCost(cost, spec.CostCents)
 		if out != nil {
 			// An outcome is checked at the boundary: what the record cannot
@@ -828,7 +838,16 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			res.Citations = x.cite[:]
 		}
 	}
-	return res, r.record(ctx, "result", env, res)
+	err := r.record(ctx, "result", env, res)
+	if panicked {
+		perr := fmt.Errorf("%w: %s (tool call %s, attempt %d)", ErrAdapterPanic, env.CapabilityID, env.ToolCallID, attempts)
+		if err == nil {
+			err = perr
+		} else {
+			err = errors.Join(perr, err)
+		}
+	}
+	return res, err
 }
 
 // checkOutcome returns the error of an outcome the gateway refuses: one
@@ -926,20 +945,22 @@ func failureStatus(code string) Status {
 
 // attempt runs one adapter attempt under the capability timeout, and
 // returns within timeout plus the grace even when the adapter ignores its
-// context.
-func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (*Outcome, *ToolError) {
+// context. panicked reports an adapter that panicked during the attempt
+// (its error is then "the adapter panicked"); a panic after an abandoned
+// attempt timed out is only logged.
+func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (_ *Outcome, _ *ToolError, panicked bool) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res adapterResult
 	if honorsContext {
-		res = callAdapter(actx, ad, call)
+		res = r.callAdapter(actx, ad, call)
 	} else {
 		// The attempt may outlive this call to attempt (the adapter ignores
 		// its context): it gets its own copy of the call, which the next
 		// attempt does not change.
 		own := *call
 		done := make(chan adapterResult, 1)
-		go func() { done <- callAdapter(actx, ad, &own) }()
+		go func() { done <- r.callAdapter(actx, ad, &own) }()
 		select {
 		case res = <-done:
 		case <-actx.Done():
@@ -948,16 +969,19 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			case res = <-done:
 				grace.Stop()
 			case <-grace.C:
-				return nil, contextError(ctx, timeout)
+				return nil, contextError(ctx, timeout), false
 			}
 		}
 	}
+	if res.panicked {
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil), true
+	}
 	if res.err == nil && res.out == nil {
-		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil)
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil), false
 	}
 	if res.err != nil {
 		if actx.Err() != nil && ctx.Err() == nil && errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout)
+			return nil, contextError(ctx, timeout), false
 		}
 		var te *ToolError
 		if errors.As(res.err, &te) {
@@ -968,31 +992,36 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			if c.Details == nil {
 				c.Details = map[string]any{}
 			}
-			return nil, &c
+			return nil, &c, false
 		}
 		if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout)
+			return nil, contextError(ctx, timeout), false
 		}
 		// A plain error's text may carry backend output; it is not echoed.
-		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil)
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil), false
 	}
-	return res.out, nil
+	return res.out, nil, false
 }
 
 type adapterResult struct {
-	out *Outcome
-	err error
+	out      *Outcome
+	err      error
+	panicked bool
 }
 
-// callAdapter makes one adapter call, turning a panic into a failure.
-func callAdapter(ctx context.Context, ad Adapter, call *Call) (res adapterResult) {
+// callAdapter makes one adapter call, turning a panic into a failure. The
+// panic value and stack are logged at Error level, and go nowhere else.
+func (r *Run) callAdapter(ctx context.Context, ad Adapter, call *Call) (res adapterResult) {
 	defer func() {
 		if p := recover(); p != nil {
-			res = adapterResult{err: NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil)}
+			r.g.opts.Logger.LogAttrs(ctx, slog.LevelError, "adapter panicked", slog.String("run_id", r.rc.RunID),
+				slog.String("tool_call_id", call.Envelope.ToolCallID), slog.String("capability", call.Envelope.CapabilityID), slog.Int("attempt", call.Attempt),
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			res = adapterResult{panicked: true}
 		}
 	}()
 	out, err := ad.Call(ctx, call)
-	return adapterResult{out, err}
+	return adapterResult{out: out, err: err}
 }
 
 func contextError(parent context.Context, timeout time.Duration) *ToolError {
