@@ -129,7 +129,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			approvals = nil
 			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res})
 			cp.StepIndex++
-			if err := meterExceeded(r.meter); err != nil { // I13SHIM
+			if err := r.meter.Exceeded(); err != nil {
 				// The call ran and cost more than was left.
 				return r.hardStop(ctx, "budget_exceeded: "+err.Error())
 			}
@@ -218,7 +218,7 @@ func (r *run) charge(u Usage) string {
 func (r *run) gatewayFailure(capability string, err error) string {
 	r.rt.opts.Logger.Error("tool call failed", "run_id", r.rc.RunID, "capability", capability, "error", err.Error())
 	switch {
-	case errors.Is(err, errAdapterPanicShim): // I13SHIM
+	case errors.Is(err, gateway.ErrAdapterPanic):
 		return "adapter_panic: the adapter of " + capability + " panicked"
 	case errors.Is(err, gateway.ErrTranscript):
 		return "transcript_unavailable: the result of " + capability + " could not be recorded"
@@ -781,7 +781,3 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 	return p, nil
 }
 
-// I13SHIM until the gateway branch lands.
-var errAdapterPanicShim = errors.New("shim")
-
-func meterExceeded(*runcontext.Meter) error { return nil }

@@ -54,7 +54,10 @@ type Outcome struct {
 	RiskTags  []string       `json:"risk_tags,omitempty"`
 	// Signals are guardrail labels the tool raises (fraud_signal_high, …).
 	Signals []string `json:"signals,omitempty"`
-	// CostCents is this attempt's cost; added to the capability's cost model.
+	// CostCents is this attempt's cost; added to the capability's cost
+	// model. It is charged to the run even when it takes the run over its
+	// budget (the attempt was made). A cost that is negative, NaN or
+	// infinite makes the outcome invalid.
 	CostCents float64 `json:"cost_cents,omitempty"`
 }
 
@@ -67,7 +70,8 @@ type Capability struct {
 	Scopes []string
 	// Timeout bounds one attempt. Default: DefaultTimeout.
 	Timeout time.Duration
-	// CostCents is the cost of one attempt (the cost model).
+	// CostCents is the cost of one attempt (the cost model): a finite
+	// number ≥ 0.
 	CostCents float64
 	// MaxAttempts bounds attempts for retryable failures. Default: 3.
 	MaxAttempts int

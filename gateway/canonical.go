@@ -344,6 +344,7 @@ func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
 	o.open()
 	o.strOmit(`"approval_evidence_snapshot_hash":`, m.ApprovalEvidenceSnapshotHash)
 	o.strOmit(`"approval_gate_id":`, m.ApprovalGateID)
+	o.strOmit(`"approval_id":`, m.ApprovalID)
 	o.strOmit(`"approved_at":`, m.ApprovedAt)
 	o.strOmit(`"approver":`, m.Approver)
 	o.int(`"attempts":`, int64(m.Attempts))

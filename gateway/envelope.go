@@ -114,6 +114,7 @@ type ToolResultEnvelope struct {
 // ResultMetadata is the result envelope's metadata.
 type ResultMetadata struct {
 	Approver                     string   `json:"approver,omitempty"`
+	ApprovalID                   string   `json:"approval_id,omitempty"` // the approval the call used (each is used once)
 	ApprovalGateID               string   `json:"approval_gate_id,omitempty"`
 	ApprovedAt                   string   `json:"approved_at,omitempty"`
 	ApprovalEvidenceSnapshotHash string   `json:"approval_evidence_snapshot_hash,omitempty"`

@@ -70,6 +70,11 @@ var (
 	// ErrApprovalUsed is returned by an ApprovalLog for an approval that was
 	// already consumed.
 	ErrApprovalUsed = errors.New("gateway: approval already used")
+	// ErrAdapterPanic is matched by the error Run.Call returns when the
+	// adapter panicked. The call's result (failed, "the adapter panicked")
+	// is returned and recorded with it; the panic value and stack go only
+	// to the gateway's Logger, at Error level.
+	ErrAdapterPanic = errors.New("gateway: adapter panicked")
 )
 
 // ToolError is a Tool Contract v1 error: code, reason, retryable, a safe

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -148,6 +150,9 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 					return nil, fmt.Errorf("%w: %s.%s args schema: %v", ErrConfig, reg.AdapterID, name, err)
 				}
 				cs.schema = s
+			}
+			if c.CostCents < 0 || math.IsNaN(c.CostCents) || math.IsInf(c.CostCents, 0) {
+				return nil, fmt.Errorf("%w: %s.%s cost must be a finite number of cents ≥ 0", ErrConfig, reg.AdapterID, name)
 			}
 			if cs.Timeout <= 0 {
 				cs.Timeout = DefaultTimeout
@@ -343,8 +348,15 @@ type CallRequest struct {
 	CapabilityID string
 	Args         map[string]any
 	EvidenceRefs []string
-	// IdempotencyKey is the plan's key for a write; when empty the gateway
-	// derives one from the run id, the step and the canonical arguments.
+	// IdempotencyKey is the plan's key for a write. The gateway never uses
+	// it verbatim: the key it executes the write once under (and sets on
+	// the envelope, in args.idempotency_key when the permission names it,
+	// and in Call.IdempotencyKey) is derived from the run's tenant id, the
+	// run id and this key, so runs and tenants that pick the same key do
+	// not share a result, while a retry within the run does. When empty
+	// the gateway derives one from the tenant id, the run id, the step,
+	// the capability and the canonical arguments. Either way the same
+	// inputs give the same key (resumes and replays reuse it).
 	IdempotencyKey string
 	// Step is the plan step's index in the run; it keys derived ids.
 	Step int
@@ -358,9 +370,11 @@ type CallRequest struct {
 }
 
 // Call checks, executes and records one call. Refusals, pauses and
-// failures are results, never adapter invocations; the error is non-nil
-// only when the result could not be recorded (ErrTranscript) or a store
-// failed, and the result is still returned when there is one.
+// failures are results, never adapter invocations. The error is non-nil
+// when the result could not be recorded (ErrTranscript), a store failed,
+// or the adapter panicked (ErrAdapterPanic); the result is still returned
+// when there is one, and recorded when it could be (a panicked call's
+// result is, as any failure's).
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
 	env, s, res := r.envelope(req)
@@ -493,14 +507,11 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 	// Idempotency key before any argument check.
 	key := ""
 	if write {
-		key = req.IdempotencyKey
-		if key == "" {
-			k, err := canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
-			if err != nil {
-				return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
-			}
-			key = k
+		k, err := r.idempotencyKey(env, req)
+		if err != nil {
+			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 		}
+		key = k
 		env.IdempotencyKey = strPtr(key)
 		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
 			if _, has := env.Args["idempotency_key"]; !has {
@@ -591,7 +602,7 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 		if out != nil {
 			return out, r.record(ctx, "result", env, out)
 		}
-		meta.Approver, meta.ApprovalGateID, meta.ApprovedAt = who, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
+		meta.Approver, meta.ApprovalID, meta.ApprovalGateID, meta.ApprovedAt = who, req.Approval.ApprovalID, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
 		meta.ApprovalEvidenceSnapshotHash = r.snapshot
 	}
 	// Execute once per idempotency key.
@@ -608,9 +619,10 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 	}
 	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID, meta)
 	if write {
-		// Writes keep their result whatever it is: a retry with the same key
-		// never runs the effect twice. The store gets its own copy: this
-		// call goes on to set its latency while duplicates read theirs.
+		// Writes keep their result whatever it is (a panicked adapter's
+		// too): a retry with the same key never runs the effect twice. The
+		// store gets its own copy: this call goes on to set its latency
+		// while duplicates read theirs.
 		kept := *out
 		cctx := ctx
 		if ctx.Err() != nil {
@@ -618,11 +630,29 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 			defer cancel()
 		}
-		if cerr := r.g.opts.Idempotency.Complete(cctx, key, &kept); cerr != nil && err == nil {
-			err = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+		if cerr := r.g.opts.Idempotency.Complete(cctx, key, &kept); cerr != nil {
+			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+			if err == nil {
+				err = cerr
+			} else {
+				err = errors.Join(err, cerr)
+			}
 		}
 	}
 	return out, err
+}
+
+// idempotencyKey returns the key a write is executed once under, scoped to
+// the run's tenant and run: from the caller's key when it gives one, else
+// from the step, the capability and the canonical arguments. Two tenants
+// (run ids can be host-chosen) or two runs that pick the same caller key
+// never share a result; the same inputs always give the same key, so a
+// retry, a resume and a replay use it again.
+func (r *Run) idempotencyKey(env *ToolCallEnvelope, req CallRequest) (string, error) {
+	if req.IdempotencyKey != "" {
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(req.IdempotencyKey))
+	}
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why
@@ -702,6 +732,10 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return r.refuse(env, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
 	}
 	switch {
+	case a.ApprovalID == "":
+		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
+	case a.Approver == "":
+		return deny(CodeApprovalDenied, "the approval names no approver")
 	case a.GateID != gateID:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID), gateID))
 	case a.ActionDigest != digest:
@@ -710,6 +744,8 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return deny(CodeApprovalDenied, "the approver denied the action")
 	case a.ApproverRole != gate.RequiredApproverRole:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole), gate.RequiredApproverRole))
+	case a.Approver == r.rc.User.UserID && !gate.AllowSelfApproval:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
 	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
 		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
 	}
@@ -735,15 +771,25 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	call := &x.call
 	var out *Outcome
 	var te *ToolError
+	panicked := false
 	attempts := 0
 	cost := 0.0
+	invalid := false // the adapter's outcome was refused
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
-		out, te = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
-		cost += spec.CostCents
+		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
+		cost = addCost(cost, spec.CostCents)
 		if out != nil {
-			cost += out.CostCents
+			// An outcome is checked at the boundary: what the record cannot
+			// hold (a number that is not finite) or the meter cannot charge
+			// is refused here, not by a failed encoding after the fact.
+			if validCost(out.CostCents) {
+				cost = addCost(cost, out.CostCents)
+			}
+			if te = checkOutcome(out); te != nil {
+				out, invalid = nil, true
+			}
 		}
 		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
 			break
@@ -759,7 +805,11 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			break
 		}
 	}
-	_ = r.meter.ChargeCost(cost)
+	// The attempts were made: their cost is charged whatever the budget
+	// says. A cost that takes the run over its budget leaves the meter
+	// Exceeded, which the runtime checks after every call; the call's
+	// result stands (its side effect happened).
+	_ = r.meter.ChargeIncurredCost(cost)
 	res := startResult(&x.results, env, polID)
 	res.Metadata = meta
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
@@ -767,6 +817,9 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		msg, redacted := redactString(te.Message, r.redact)
 		te.Message = msg
 		res.Error, res.Status = te, failureStatus(te.Code)
+		if invalid {
+			res.Status = StatusError
+		}
 		res.Metadata.RedactionApplied = redacted
 		retryable := te.Retryable
 		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
@@ -791,8 +844,77 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			res.Citations = x.cite[:]
 		}
 	}
-	return res, r.record(ctx, "result", env, res)
+	err := r.record(ctx, "result", env, res)
+	if panicked {
+		perr := fmt.Errorf("%w: %s (tool call %s, attempt %d)", ErrAdapterPanic, env.CapabilityID, env.ToolCallID, attempts)
+		if err == nil {
+			err = perr
+		} else {
+			err = errors.Join(perr, err)
+		}
+	}
+	return res, err
 }
+
+// checkOutcome returns the error of an outcome the gateway refuses: one
+// whose output holds a number that is not finite, or whose cost is not a
+// finite number ≥ 0. The message names the field, never a value.
+func checkOutcome(out *Outcome) *ToolError {
+	switch {
+	case !validCost(out.CostCents):
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"})
+	case !finiteValue(out.Output):
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"})
+	}
+	return nil
+}
+
+func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
+
+// finiteValue reports whether every number in v, at any depth, is finite.
+// It reads the shapes an adapter's output takes (JSON-shaped values, Go
+// numbers, json.Number); anything else goes through its JSON form later,
+// where a number that is not finite fails to marshal and yields null.
+func finiteValue(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(x), 64) // ±Inf when out of range, NaN for "NaN"
+		return !math.IsNaN(f) && !math.IsInf(f, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case []float64:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	case map[string]float64:
+		for _, e := range x {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
+// meter does), so a sum is always a cost the meter and the record take.
+func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // executed is what an executed call allocates, in one allocation: the
 // Call its adapter gets, its result and the result's transcript copy, and
@@ -829,20 +951,22 @@ func failureStatus(code string) Status {
 
 // attempt runs one adapter attempt under the capability timeout, and
 // returns within timeout plus the grace even when the adapter ignores its
-// context.
-func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (*Outcome, *ToolError) {
+// context. panicked reports an adapter that panicked during the attempt
+// (its error is then "the adapter panicked"); a panic after an abandoned
+// attempt timed out is only logged.
+func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (_ *Outcome, _ *ToolError, panicked bool) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res adapterResult
 	if honorsContext {
-		res = callAdapter(actx, ad, call)
+		res = r.callAdapter(actx, ad, call)
 	} else {
 		// The attempt may outlive this call to attempt (the adapter ignores
 		// its context): it gets its own copy of the call, which the next
 		// attempt does not change.
 		own := *call
 		done := make(chan adapterResult, 1)
-		go func() { done <- callAdapter(actx, ad, &own) }()
+		go func() { done <- r.callAdapter(actx, ad, &own) }()
 		select {
 		case res = <-done:
 		case <-actx.Done():
@@ -851,16 +975,19 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			case res = <-done:
 				grace.Stop()
 			case <-grace.C:
-				return nil, contextError(ctx, timeout)
+				return nil, contextError(ctx, timeout), false
 			}
 		}
 	}
+	if res.panicked {
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil), true
+	}
 	if res.err == nil && res.out == nil {
-		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil)
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil), false
 	}
 	if res.err != nil {
 		if actx.Err() != nil && ctx.Err() == nil && errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout)
+			return nil, contextError(ctx, timeout), false
 		}
 		var te *ToolError
 		if errors.As(res.err, &te) {
@@ -871,31 +998,36 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			if c.Details == nil {
 				c.Details = map[string]any{}
 			}
-			return nil, &c
+			return nil, &c, false
 		}
 		if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout)
+			return nil, contextError(ctx, timeout), false
 		}
 		// A plain error's text may carry backend output; it is not echoed.
-		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil)
+		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil), false
 	}
-	return res.out, nil
+	return res.out, nil, false
 }
 
 type adapterResult struct {
-	out *Outcome
-	err error
+	out      *Outcome
+	err      error
+	panicked bool
 }
 
-// callAdapter makes one adapter call, turning a panic into a failure.
-func callAdapter(ctx context.Context, ad Adapter, call *Call) (res adapterResult) {
+// callAdapter makes one adapter call, turning a panic into a failure. The
+// panic value and stack are logged at Error level, and go nowhere else.
+func (r *Run) callAdapter(ctx context.Context, ad Adapter, call *Call) (res adapterResult) {
 	defer func() {
 		if p := recover(); p != nil {
-			res = adapterResult{err: NewToolError(CodeExecutionFailed, false, "the adapter panicked", nil)}
+			r.g.opts.Logger.LogAttrs(ctx, slog.LevelError, "adapter panicked", slog.String("run_id", r.rc.RunID),
+				slog.String("tool_call_id", call.Envelope.ToolCallID), slog.String("capability", call.Envelope.CapabilityID), slog.Int("attempt", call.Attempt),
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			res = adapterResult{panicked: true}
 		}
 	}()
 	out, err := ad.Call(ctx, call)
-	return adapterResult{out, err}
+	return adapterResult{out: out, err: err}
 }
 
 func contextError(parent context.Context, timeout time.Duration) *ToolError {

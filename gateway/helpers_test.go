@@ -184,3 +184,18 @@ func approvalFor(res *gateway.ToolResultEnvelope, role string, at time.Time, id 
 	return &gateway.Approval{ApprovalID: id, GateID: res.Approval.GateID, ActionDigest: res.Approval.ActionDigest,
 		Approver: "user_finance_lead_77", ApproverRole: role, DecidedAt: at}
 }
+
+// meteredRun is ordersRun with the run's meter returned too.
+func meteredRun(t testing.TB, f *fixture, ad gateway.Adapter, lookup gateway.Capability, opts *gateway.Options) (*gateway.Run, *runcontext.Meter) {
+	t.Helper()
+	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: ad, Capabilities: map[string]gateway.Capability{"lookup": lookup}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := runcontext.NewMeter(f.rc.RunBudget, f.now)
+	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, meter, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, meter
+}

@@ -269,6 +269,13 @@ func (d *differ) policy(old, new *Pack) {
 		case n.TTLSeconds < o.TTLSeconds:
 			d.add(ClassMinor, path+".ttl_seconds", "approval gate %s's approvals expire sooner", id)
 		}
+		if ok && o.AllowSelfApproval != n.AllowSelfApproval {
+			if n.AllowSelfApproval {
+				d.add(ClassMajor, path+".allow_self_approval", "approval gate %s lets the requesting user approve (loosens controls)", id)
+			} else {
+				d.add(ClassMinor, path+".allow_self_approval", "approval gate %s needs an approver other than the requesting user", id)
+			}
+		}
 		if ok && !sameJSON(o.When, n.When) {
 			if stricterThreshold(o.When, n.When, true) {
 				d.add(ClassMinor, path+".when", "approval gate %s activates more often", id)

@@ -58,6 +58,8 @@ func TestDiffClasses(t *testing.T) {
 		{"binding without decision spec", "2.0.0", func(p *pack.Pack) { p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[0].DecisionBinding = "x" }, pack.ClassReject, false},
 		{"destructive without gate", "2.0.0", func(p *pack.Pack) { p.ToolingLayer.Permissions[2].RequiresApprovalGate = "" }, pack.ClassReject, false},
 		{"version not increased", "1.0.0", func(p *pack.Pack) { p.PackMeta.Description = "x" }, pack.ClassPatch, false},
+		{"gate allows self-approval", "2.0.0", func(p *pack.Pack) { p.PolicyLayer.ApprovalGates[0].AllowSelfApproval = true }, pack.ClassMajor, true},
+		{"self-approval with minor bump", "1.1.0", func(p *pack.Pack) { p.PolicyLayer.ApprovalGates[0].AllowSelfApproval = true }, pack.ClassMajor, false},
 		{"looser threshold", "1.1.0", func(p *pack.Pack) {
 			p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[1].If = rawJSON(`{"and":[{"==":[{"var":"user.role"},"support_agent"]},{">":[{"var":"request.context.refund_amount"},9000]}]}`)
 		}, pack.ClassMajor, false},

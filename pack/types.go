@@ -213,6 +213,10 @@ type ApprovalGate struct {
 	When                 json.RawMessage `json:"when" jsonschema:"required"`
 	RequiredApproverRole string          `json:"required_approver_role" jsonschema:"required"`
 	TTLSeconds           int             `json:"ttl_seconds" jsonschema:"required"`
+	// AllowSelfApproval lets the run's requesting user approve the action
+	// (when they hold the approver role). Default: the approver must be
+	// someone else.
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // ToolingLayer declares adapters and the permissions that expose them.

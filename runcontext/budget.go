@@ -18,17 +18,22 @@ const (
 )
 
 // BudgetError reports a charge refused because it would exceed a budget
-// dimension. It matches ErrBudgetExceeded.
+// dimension, an incurred cost that took the run over its cost budget
+// (Meter.ChargeIncurredCost), or a dimension already over its limit
+// (Meter.Exceeded). It matches ErrBudgetExceeded.
 type BudgetError struct {
 	Dimension string  // "tokens", "tokens.evidence", "tool_calls", "cost_cents", "wall_clock_ms"
 	Limit     float64 // the dimension's limit
-	Used      float64 // used before the refused charge
-	Requested float64 // the refused charge (elapsed time for wall clock)
+	Used      float64 // used before the charge (Exceeded: used now)
+	Requested float64 // the charge (elapsed time for wall clock; 0 from Exceeded)
 }
 
 func (e *BudgetError) Error() string {
 	if e.Dimension == DimWallClock {
 		return fmt.Sprintf("runcontext: run budget exceeded: %s: elapsed %g ms ≥ limit %g ms", e.Dimension, e.Used, e.Limit)
+	}
+	if e.Requested == 0 {
+		return fmt.Sprintf("runcontext: run budget exceeded: %s: used %g > limit %g", e.Dimension, e.Used, e.Limit)
 	}
 	return fmt.Sprintf("runcontext: run budget exceeded: %s: used %g + requested %g > limit %g", e.Dimension, e.Used, e.Requested, e.Limit)
 }
@@ -49,9 +54,36 @@ type Usage struct {
 // of charge order.
 const microCents = 1e6
 
+// toMicro converts cents to micro-cents, saturating at the int64 range
+// instead of overflowing (a 1e300-cent cost is the largest cost the meter
+// can hold, never a negative one). NaN, which callers refuse before
+// converting, saturates high: a restored usage that is not a number fails
+// closed.
+func toMicro(cents float64) int64 {
+	mc := math.Round(cents * microCents)
+	switch {
+	case math.IsNaN(mc) || mc >= math.MaxInt64:
+		return math.MaxInt64
+	case mc <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(mc)
+}
+
+// addMicro adds two non-negative micro-cent amounts, saturating at
+// math.MaxInt64.
+func addMicro(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // Meter charges a run's consumption against its RunBudget. It is safe for
 // concurrent use. A charge that would exceed any dimension is refused whole
-// (nothing is applied) with a *BudgetError.
+// (nothing is applied) with a *BudgetError, except an incurred cost
+// (ChargeIncurredCost), which is always applied: Exceeded then reports the
+// run over its budget.
 type Meter struct {
 	mu      sync.Mutex
 	budget  RunBudget
@@ -75,7 +107,7 @@ func NewMeter(b RunBudget, start time.Time) *Meter {
 func RestoreMeter(b RunBudget, start time.Time, u Usage) *Meter {
 	m := NewMeter(b, start)
 	m.tokens, m.calls, m.elapsed = u.Tokens, u.ToolCalls, u.WallClockMS
-	m.cost = int64(math.Round(u.CostCents * microCents))
+	m.cost = max(toMicro(u.CostCents), 0)
 	for k, v := range u.TokensByBucket {
 		m.buckets[k] = v
 	}
@@ -125,19 +157,79 @@ func (m *Meter) ChargeToolCall() error {
 	return nil
 }
 
-// ChargeCost charges cents (finite, ≥ 0).
+// ChargeCost charges cents (finite, ≥ 0) before they are spent: a charge
+// that would take the cost over its limit is refused whole with a
+// *BudgetError, however large it is.
 func (m *Meter) ChargeCost(cents float64) error {
-	if cents < 0 || math.IsNaN(cents) || math.IsInf(cents, 0) {
-		return fmt.Errorf("%w: cost charge must be a finite number ≥ 0", ErrInvalid)
+	if err := checkCost(cents); err != nil {
+		return err
 	}
-	mc := int64(math.Round(cents * microCents))
-	limit := int64(math.Round(m.budget.MaxCostCents * microCents))
+	mc, limit := toMicro(cents), toMicro(m.budget.MaxCostCents)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cost+mc > limit {
+	if mc > limit || m.cost > limit-mc {
 		return &BudgetError{Dimension: DimCost, Limit: m.budget.MaxCostCents, Used: float64(m.cost) / microCents, Requested: cents}
 	}
 	m.cost += mc
+	return nil
+}
+
+// ChargeIncurredCost charges cents (finite, ≥ 0) that were already spent:
+// a tool's side effect happened, so its cost is applied whatever the
+// budget says, the total saturating at the largest cost the meter holds
+// instead of overflowing. It returns a *BudgetError (DimCost) when the
+// total is now over the limit; the run must then stop (see Exceeded). A
+// cost that is negative, NaN or infinite is ErrInvalid and applies
+// nothing.
+func (m *Meter) ChargeIncurredCost(cents float64) error {
+	if err := checkCost(cents); err != nil {
+		return err
+	}
+	mc, limit := toMicro(cents), toMicro(m.budget.MaxCostCents)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	used := m.cost
+	m.cost = addMicro(m.cost, mc)
+	if m.cost > limit {
+		return &BudgetError{Dimension: DimCost, Limit: m.budget.MaxCostCents, Used: float64(used) / microCents, Requested: cents}
+	}
+	return nil
+}
+
+func checkCost(cents float64) error {
+	if cents < 0 || math.IsNaN(cents) || math.IsInf(cents, 0) {
+		return fmt.Errorf("%w: cost charge must be a finite number ≥ 0", ErrInvalid)
+	}
+	return nil
+}
+
+// Exceeded returns a *BudgetError naming the first dimension that has gone
+// over its limit, checked in the order tokens, token buckets (by name),
+// tool calls, cost; else nil. Charges made through ChargeTokens,
+// ChargeToolCall and ChargeCost never go over; an incurred cost or a
+// usage restored under a smaller budget can. The wall clock is
+// CheckWallClock's.
+func (m *Meter) Exceeded() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tokens > m.budget.TotalTokens {
+		return &BudgetError{Dimension: DimTokens, Limit: float64(m.budget.TotalTokens), Used: float64(m.tokens)}
+	}
+	var over Bucket // the first by name, so the answer does not depend on map order
+	for b, limit := range m.budget.BucketTokens {
+		if m.buckets[b] > limit && (over == "" || b < over) {
+			over = b
+		}
+	}
+	if over != "" {
+		return &BudgetError{Dimension: DimTokens + "." + string(over), Limit: float64(m.budget.BucketTokens[over]), Used: float64(m.buckets[over])}
+	}
+	if m.calls > m.budget.MaxToolCalls {
+		return &BudgetError{Dimension: DimToolCalls, Limit: float64(m.budget.MaxToolCalls), Used: float64(m.calls)}
+	}
+	if m.cost > toMicro(m.budget.MaxCostCents) {
+		return &BudgetError{Dimension: DimCost, Limit: m.budget.MaxCostCents, Used: float64(m.cost) / microCents}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package runcontext
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -145,5 +146,121 @@ func TestRestoreMeter(t *testing.T) {
 	r.ChargeToolCall()
 	if err := r.ChargeToolCall(); !errors.Is(err, ErrBudgetExceeded) {
 		t.Errorf("restored meter forgot earlier calls: %v", err)
+	}
+}
+
+// A cost charged before it is spent is refused whole when it would go over
+// the limit, however large: a huge finite cost never wraps the counter.
+func TestMeterChargeCostHuge(t *testing.T) {
+	for _, cents := range []float64{1e300, math.MaxFloat64, 9.3e12, 1e13} {
+		m := NewMeter(testBudget(), time.Unix(0, 0))
+		if err := m.ChargeCost(0.5); err != nil {
+			t.Fatal(err)
+		}
+		var be *BudgetError
+		if err := m.ChargeCost(cents); !errors.As(err, &be) || be.Dimension != DimCost {
+			t.Errorf("ChargeCost(%g) = %v, want a BudgetError on %s", cents, err, DimCost)
+		}
+		if u := m.Usage(); u.CostCents != 0.5 {
+			t.Errorf("after a refused ChargeCost(%g), usage = %v, want 0.5", cents, u.CostCents)
+		}
+	}
+}
+
+// An incurred cost is always applied (saturating, never wrapping to a
+// negative usage) and reports the run over its budget; a cost that is not
+// a finite number ≥ 0 is invalid and applies nothing.
+func TestMeterChargeIncurredCost(t *testing.T) {
+	const saturated = float64(math.MaxInt64) / 1e6
+	tests := []struct {
+		name     string
+		charges  []float64
+		wantErr  error // of the last charge
+		wantUsed float64
+		exceeded bool
+	}{
+		{"within the budget", []float64{0.25, 0.5}, nil, 0.75, false},
+		{"at the limit", []float64{0.5, 0.5}, nil, 1.0, false},
+		{"over the limit is applied", []float64{0.5, 0.75}, ErrBudgetExceeded, 1.25, true},
+		{"already over", []float64{2, 0.01}, ErrBudgetExceeded, 2.01, true},
+		{"1e300 saturates", []float64{0.5, 1e300}, ErrBudgetExceeded, saturated, true},
+		{"MaxFloat64 saturates", []float64{math.MaxFloat64}, ErrBudgetExceeded, saturated, true},
+		{"saturated stays saturated", []float64{1e300, 1e300, 1}, ErrBudgetExceeded, saturated, true},
+		{"NaN", []float64{0.25, math.NaN()}, ErrInvalid, 0.25, false},
+		{"-1", []float64{0.25, -1}, ErrInvalid, 0.25, false},
+		{"+Inf", []float64{0.25, math.Inf(1)}, ErrInvalid, 0.25, false},
+		{"-Inf", []float64{0.25, math.Inf(-1)}, ErrInvalid, 0.25, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMeter(testBudget(), time.Unix(0, 0))
+			var err error
+			for _, c := range tc.charges {
+				err = m.ChargeIncurredCost(c)
+			}
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("ChargeIncurredCost(%v) = %v, want %v", tc.charges[len(tc.charges)-1], err, tc.wantErr)
+			}
+			var be *BudgetError
+			if errors.As(err, &be) && be.Dimension != DimCost {
+				t.Errorf("BudgetError dimension = %s, want %s", be.Dimension, DimCost)
+			}
+			if u := m.Usage(); u.CostCents != tc.wantUsed || u.CostCents < 0 {
+				t.Errorf("usage = %v cents, want %v", u.CostCents, tc.wantUsed)
+			}
+			ex := m.Exceeded()
+			if got := ex != nil; got != tc.exceeded {
+				t.Errorf("Exceeded() = %v, want exceeded %v", ex, tc.exceeded)
+			}
+			if tc.exceeded && (!errors.As(ex, &be) || !errors.Is(ex, ErrBudgetExceeded) || be.Dimension != DimCost) {
+				t.Errorf("Exceeded() = %v, want a BudgetError on %s", ex, DimCost)
+			}
+			// Nothing more can be charged before it is spent.
+			if tc.exceeded {
+				if err := m.ChargeCost(0.01); !errors.Is(err, ErrBudgetExceeded) {
+					t.Errorf("ChargeCost(0.01) over the budget = %v, want ErrBudgetExceeded", err)
+				}
+			}
+		})
+	}
+}
+
+// Exceeded names the dimension that has gone over its limit: charges
+// refused before they are spent never take a meter over; a usage restored
+// under a smaller budget can.
+func TestMeterExceeded(t *testing.T) {
+	m := NewMeter(testBudget(), time.Unix(0, 0))
+	for i := 0; i < 3; i++ {
+		m.ChargeToolCall()
+	}
+	m.ChargeTokens(BucketEvidence, 300)
+	m.ChargeTokens("", 700)
+	m.ChargeCost(1.0)
+	m.CheckWallClock(time.Unix(5, 0))
+	if err := m.Exceeded(); err != nil {
+		t.Fatalf("a meter at its limits: Exceeded() = %v, want nil", err)
+	}
+	used := m.Usage()
+	tests := []struct {
+		name   string
+		budget func(*RunBudget)
+		dim    string
+	}{
+		{"tokens", func(b *RunBudget) { b.TotalTokens = 999 }, DimTokens},
+		{"bucket", func(b *RunBudget) { b.BucketTokens[BucketEvidence] = 299 }, DimTokens + "." + string(BucketEvidence)},
+		{"tool calls", func(b *RunBudget) { b.MaxToolCalls = 2 }, DimToolCalls},
+		{"cost", func(b *RunBudget) { b.MaxCostCents = 0.99 }, DimCost},
+		{"first in order", func(b *RunBudget) { b.MaxToolCalls, b.MaxCostCents = 2, 0.5 }, DimToolCalls},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBudget()
+			tc.budget(&b)
+			err := RestoreMeter(b, time.Unix(0, 0), used).Exceeded()
+			var be *BudgetError
+			if !errors.As(err, &be) || !errors.Is(err, ErrBudgetExceeded) || be.Dimension != tc.dim {
+				t.Errorf("Exceeded() = %v, want a BudgetError on %s", err, tc.dim)
+			}
+		})
 	}
 }

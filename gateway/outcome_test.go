@@ -1,0 +1,135 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// A tool whose outcome costs more than the run's budget has still been
+// called: its cost is charged, and the meter reports the run over its
+// cost budget (the runtime stops the run). The result stands.
+func TestIncurredCostOverBudgetIsCharged(t *testing.T) {
+	f := newFixture(t)
+	budget := f.rc.RunBudget.MaxCostCents
+	for _, cost := range []float64{budget + 1, 1e300, math.MaxFloat64} {
+		run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return &gateway.Outcome{Output: map[string]any{"status": "delivered"}, CostCents: cost}, nil
+		}), gateway.Capability{ArgsSchema: lookupSchema, CostCents: 0.5}, nil)
+		res, err := run.Call(ctx, lookupCall())
+		if err != nil || res.Status != gateway.StatusOK {
+			t.Fatalf("cost %g: %+v, %v", cost, res, err)
+		}
+		var be *runcontext.BudgetError
+		if err := meter.Exceeded(); !errors.As(err, &be) || be.Dimension != runcontext.DimCost {
+			t.Errorf("cost %g: meter.Exceeded() = %v, want a BudgetError on %s", cost, err, runcontext.DimCost)
+		}
+		if used := meter.Usage().CostCents; used <= budget {
+			t.Errorf("cost %g: %v cents charged, want more than the budget %v", cost, used, budget)
+		}
+	}
+}
+
+// A capability's cost model is a finite number of cents ≥ 0.
+func TestNewRefusesInvalidCostModel(t *testing.T) {
+	for _, cost := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, err := gateway.New([]gateway.Registration{{AdapterID: "a", Adapter: noop, Capabilities: map[string]gateway.Capability{"x": {CostCents: cost}}}}, nil)
+		if !errors.Is(err, gateway.ErrConfig) {
+			t.Errorf("New with cost %g = %v, want ErrConfig", cost, err)
+		}
+	}
+}
+
+// An outcome the record cannot hold or the meter cannot charge is refused
+// at the boundary: the call's result is an error naming the field, the
+// transcript records it as any other result (its chain stays valid), an
+// invalid cost is never charged, and a write's idempotency key keeps the
+// refused result.
+func TestInvalidOutcomeRefused(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name   string
+		out    gateway.Outcome
+		field  string // "" for a valid outcome
+		charge float64
+	}{
+		{"valid", gateway.Outcome{Output: map[string]any{"n": 1.5, "j": json.Number("2")}, CostCents: 0.25}, "", 0.75},
+		{"NaN output", gateway.Outcome{Output: map[string]any{"n": nan}, CostCents: 0.25}, "output", 0.75},
+		{"+Inf output", gateway.Outcome{Output: map[string]any{"n": inf}}, "output", 0.5},
+		{"-Inf output", gateway.Outcome{Output: map[string]any{"n": -inf}}, "output", 0.5},
+		{"NaN in a slice in a map", gateway.Outcome{Output: map[string]any{"a": map[string]any{"b": []any{1.0, nan}}}}, "output", 0.5},
+		{"Inf in a map in a slice", gateway.Outcome{Output: map[string]any{"a": []any{map[string]any{"b": inf}}}}, "output", 0.5},
+		{"float32 NaN", gateway.Outcome{Output: map[string]any{"n": float32(nan)}}, "output", 0.5},
+		{"[]float64 with Inf", gateway.Outcome{Output: map[string]any{"n": []float64{1, -inf}}}, "output", 0.5},
+		{"json.Number NaN", gateway.Outcome{Output: map[string]any{"n": json.Number("NaN")}}, "output", 0.5},
+		{"json.Number Inf", gateway.Outcome{Output: map[string]any{"n": json.Number("-Inf")}}, "output", 0.5},
+		{"json.Number out of range", gateway.Outcome{Output: map[string]any{"n": json.Number("1e999")}}, "output", 0.5},
+		{"NaN cost", gateway.Outcome{Output: map[string]any{}, CostCents: nan}, "cost_cents", 0.5},
+		{"+Inf cost", gateway.Outcome{Output: map[string]any{}, CostCents: inf}, "cost_cents", 0.5},
+		{"-Inf cost", gateway.Outcome{Output: map[string]any{}, CostCents: -inf}, "cost_cents", 0.5},
+		{"negative cost", gateway.Outcome{Output: map[string]any{}, CostCents: -1}, "cost_cents", 0.5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			calls := 0
+			run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				calls++
+				out := tc.out
+				return &out, nil
+			}), gateway.Capability{ArgsSchema: lookupSchema, CostCents: 0.5}, &gateway.Options{Transcript: canonChecked{t, f.recorder}})
+			res, err := run.Call(ctx, lookupCall())
+			if err != nil {
+				t.Fatalf("Call = %v, want the refusal as a result", err)
+			}
+			if tc.field == "" {
+				if res.Status != gateway.StatusOK || res.Error != nil {
+					t.Errorf("valid outcome: %s %+v", res.Status, res.Error)
+				}
+			} else if res.Status != gateway.StatusError || res.Error == nil || res.Error.Code != gateway.CodeExecutionFailed || res.Error.Retryable ||
+				res.Error.Details["field"] != tc.field || !strings.Contains(res.Error.Message, tc.field) || res.Output != nil {
+				t.Errorf("result = %s %+v output %v, want error execution_failed naming %s", res.Status, res.Error, res.Output, tc.field)
+			}
+			if calls != 1 || res.Metadata.Attempts != 1 {
+				t.Errorf("adapter called %d times, %d attempts, want 1", calls, res.Metadata.Attempts)
+			}
+			results := f.recorder.Results()
+			if len(results) != 1 || results[0].ToolCallID != res.ToolCallID || results[0].Status != res.Status {
+				t.Errorf("transcript results = %+v, want the call's", results)
+			}
+			if _, err := gateway.VerifyTranscript(f.recorder.Entries()); err != nil {
+				t.Errorf("transcript chain: %v", err)
+			}
+			if got := meter.Usage().CostCents; got != tc.charge || res.Metadata.CostCents != tc.charge {
+				t.Errorf("charged %v, metadata cost %v, want %v", got, res.Metadata.CostCents, tc.charge)
+			}
+		})
+	}
+}
+
+// A write whose outcome is refused keeps the refused result under its
+// idempotency key: the effect may have happened, so it never runs again.
+func TestInvalidWriteOutcomeKept(t *testing.T) {
+	f := newFixture(t, lowValue, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		fx.payments = gatewaytest.NewScriptedAdapter()
+		fx.payments.On("issue_refund").Return(&gateway.Outcome{Output: map[string]any{"amount": math.NaN()}, Mutations: []string{"refund:t"}})
+	})
+	res, err := f.run.Call(ctx, refundCall(1200))
+	if err != nil || res.Status != gateway.StatusError || res.Error.Code != gateway.CodeExecutionFailed {
+		t.Fatalf("refund = %s %+v, %v", res.Status, res.Error, err)
+	}
+	again, err := f.run.Call(ctx, refundCall(1200))
+	if err != nil || !again.Metadata.Duplicate || again.Status != gateway.StatusError || f.payments.CallCount("issue_refund") != 1 {
+		t.Errorf("the same refund again = %s duplicate %v, %v; adapter ran %d times, want once", again.Status, again.Metadata.Duplicate, err, f.payments.CallCount("issue_refund"))
+	}
+	if _, err := gateway.VerifyTranscript(f.recorder.Entries()); err != nil {
+		t.Errorf("transcript chain: %v", err)
+	}
+}
