@@ -149,13 +149,19 @@ type Resume struct {
 }
 
 // Outcome is one recorded adapter attempt: what the adapter returned for
-// a call (by tool call id and attempt).
+// a call (by tool call id and attempt), or that it panicked. At most one of
+// Outcome, Error and Panic is set; none means the adapter returned no
+// outcome and no error.
 type Outcome struct {
 	ToolCallID   string             `json:"tool_call_id"`
 	CapabilityID string             `json:"capability_id"`
 	Attempt      int                `json:"attempt"`
 	Outcome      *gateway.Outcome   `json:"outcome,omitempty"`
 	Error        *gateway.ToolError `json:"error,omitempty"`
+	// Panic records that the adapter panicked on this attempt. The panic
+	// value is not kept (it may hold anything, secrets included); playback
+	// panics with [ErrRecordedPanic] instead.
+	Panic bool `json:"panic,omitempty"`
 }
 
 // ErrTamper reports a packet whose pinned inputs do not match their hashes.
