@@ -11,9 +11,19 @@
 // tampered); the adapter outcomes are what playback serves, so a changed
 // outcome makes the replayed transcript diverge from the reference at that
 // step (replay_mismatch).
+//
+// A packet is sealed ([Packet.Seal]) once it is built: packet_hash is the
+// digest of everything else in it (but latest_result), so a change to any
+// member after capture — the expected status, the source, the trace, the
+// pinned packs, the planner outputs, the adapter outcomes, the clock, the
+// evidence, … — is refused by [Packet.CheckIntegrity] as tampering, not
+// replayed. The digest is a checksum, not a signature: it catches a
+// changed packet, and whoever may rewrite packets wholesale must be kept
+// out by the store that keeps them.
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +105,22 @@ type LatestResult struct {
 }
 
 // Packet is a ReplayPacket.
+//
+// Lists are written so that a JSON round trip never changes what a packet
+// means, its digest or what its replay compiles:
+//   - evidence and memory are written as the live run's sources returned
+//     them: left out when the source returned nil (or there was no source),
+//     [] when it returned an empty list. The compiler's ledger hashes that
+//     difference (evidence_hash, memory_hash), so the replay must see the
+//     same one; decoding gives back nil or an empty list.
+//   - pack_refs, pack_content_hashes, planner_outputs, adapter_outcomes,
+//     clock and transcript are always present: nil is written as [] (or {}),
+//     as an empty one is. Nothing reads a difference between them.
+//   - planner_errors, interrupts and resumes are left out when empty, nil or
+//     not. Nothing reads a difference between them either.
+//
+// A packet is replayable only once sealed: [Packet.Seal] sets packet_hash,
+// which [Packet.CheckIntegrity] recomputes.
 type Packet struct {
 	ReplayPacketID          string           `json:"replay_packet_id" jsonschema:"required"`
 	TraceID                 string           `json:"trace_id" jsonschema:"required"`
@@ -108,7 +134,11 @@ type Packet struct {
 	ToolTranscriptChainHash string           `json:"tool_transcript_chain_hash,omitempty"`
 	SideEffectPolicy        SideEffectPolicy `json:"side_effect_policy" jsonschema:"required"`
 	Expected                Expected         `json:"expected" jsonschema:"required"`
-	LatestResult            *LatestResult    `json:"latest_result,omitempty"`
+	// LatestResult is what the latest replay of the packet gave. It is the
+	// one member packet_hash leaves out: it is written into a stored packet
+	// after capture (by whoever replays it: an evaluation run, a CI gate),
+	// and no replay reads it.
+	LatestResult *LatestResult `json:"latest_result,omitempty"`
 
 	// Pinned inputs.
 	PackRefs      []string                  `json:"pack_refs"`
@@ -126,6 +156,54 @@ type Packet struct {
 	Resumes       []Resume                  `json:"resumes,omitempty"`
 	Transcript    []gateway.TranscriptEntry `json:"transcript"`
 	Record        json.RawMessage           `json:"decision_record"`
+
+	// PacketHash is "sha256:<hex>" over the RFC 8785 canonical JSON of the
+	// packet without packet_hash and latest_result, as the packet encodes
+	// after a JSON round trip (see [Packet.Seal]). Empty until sealed.
+	PacketHash string `json:"packet_hash,omitempty" jsonschema:"required"`
+}
+
+// packetFields is Packet without its methods, for MarshalJSON.
+type packetFields Packet
+
+// MarshalJSON writes the packet with its lists as the [Packet] doc says.
+func (p Packet) MarshalJSON() ([]byte, error) {
+	w := struct {
+		packetFields
+		PackRefs      []string                  `json:"pack_refs"`
+		PackHashes    map[string]string         `json:"pack_content_hashes"`
+		Evidence      *[]compiler.EvidenceItem  `json:"evidence,omitempty"`
+		Memory        *[]compiler.MemoryItem    `json:"memory,omitempty"`
+		PlannerOutput []json.RawMessage         `json:"planner_outputs"`
+		Outcomes      []Outcome                 `json:"adapter_outcomes"`
+		Clock         []time.Time               `json:"clock"`
+		Transcript    []gateway.TranscriptEntry `json:"transcript"`
+	}{
+		packetFields:  packetFields(p),
+		PackRefs:      orEmpty(p.PackRefs),
+		PackHashes:    p.PackHashes,
+		PlannerOutput: orEmpty(p.PlannerOutput),
+		Outcomes:      orEmpty(p.Outcomes),
+		Clock:         orEmpty(p.Clock),
+		Transcript:    orEmpty(p.Transcript),
+	}
+	if w.PackHashes == nil {
+		w.PackHashes = map[string]string{}
+	}
+	if p.Evidence != nil {
+		w.Evidence = &p.Evidence
+	}
+	if p.Memory != nil {
+		w.Memory = &p.Memory
+	}
+	return json.Marshal(&w)
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // Interrupt is a cancellation the live run saw at its Check-th
@@ -149,32 +227,104 @@ type Resume struct {
 }
 
 // Outcome is one recorded adapter attempt: what the adapter returned for
-// a call (by tool call id and attempt).
+// a call (by tool call id and attempt), or that it panicked. At most one of
+// Outcome, Error and Panic is set; none means the adapter returned no
+// outcome and no error.
 type Outcome struct {
 	ToolCallID   string             `json:"tool_call_id"`
 	CapabilityID string             `json:"capability_id"`
 	Attempt      int                `json:"attempt"`
 	Outcome      *gateway.Outcome   `json:"outcome,omitempty"`
 	Error        *gateway.ToolError `json:"error,omitempty"`
+	// Panic records that the adapter panicked on this attempt. The panic
+	// value is not kept (it may hold anything, secrets included); playback
+	// panics with [ErrRecordedPanic] instead.
+	Panic bool `json:"panic,omitempty"`
 }
 
-// ErrTamper reports a packet whose pinned inputs do not match their hashes.
+// ErrTamper reports a packet whose pinned inputs do not match their hashes,
+// or whose members do not match its packet_hash.
 var ErrTamper = errors.New("replay: packet tampered")
 
-// ErrInvalid reports a packet that cannot be replayed.
+// ErrInvalid reports a packet that cannot be replayed: it lacks a required
+// member, has an unknown side-effect policy, or is not sealed.
 var ErrInvalid = errors.New("replay: packet invalid")
 
-// CheckIntegrity verifies what a packet pins: the invoke envelope's hash,
-// the transcript's chain up to tool_transcript_chain_hash, and the decision
-// record's hash. A failure
-// wraps ErrTamper.
+// Seal sets the packet's packet_hash: the digest of the packet without
+// packet_hash and latest_result, over the packet as it encodes after a
+// JSON round trip (encoded, decoded, encoded again), so a packet read back
+// from any store digests as it did when sealed. Call it once the packet is
+// complete; a member changed afterwards makes CheckIntegrity refuse the
+// packet until it is sealed again.
+//
+// Seal refuses, with the error CheckIntegrity would give, a packet that
+// CheckIntegrity would refuse for any reason other than its packet_hash:
+// a sealed packet always passes.
+func (p *Packet) Seal() error {
+	if err := p.checkShape(); err != nil {
+		return err
+	}
+	if err := p.checkPins(); err != nil {
+		return err
+	}
+	h, err := p.digest()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	p.PacketHash = h
+	return nil
+}
+
+// CheckIntegrity verifies a packet before it is replayed. In order:
+//   - its shape: an id, a compiled context hash, an invoke envelope, pack
+//     refs and a known side-effect policy, else ErrInvalid;
+//   - that it is sealed: a packet without packet_hash is ErrInvalid;
+//   - what it pins: the invoke envelope matches invoke_hash, the transcript
+//     chain verifies and ends at tool_transcript_chain_hash, the decision
+//     record matches expected.decision_record_hash, and expected.status is
+//     the record's status;
+//   - packet_hash: the packet's digest (see [Packet.Seal]) equals it, so no
+//     member but latest_result changed since it was sealed (a packet that
+//     no longer encodes to JSON and back has changed too: it did when
+//     sealed).
+//
+// Each failure after the shape and seal checks wraps ErrTamper. Errors
+// name the member that failed, never its content.
 func (p *Packet) CheckIntegrity() error {
+	if err := p.checkShape(); err != nil {
+		return err
+	}
+	if p.PacketHash == "" {
+		return fmt.Errorf("%w: the packet is not sealed (no packet_hash)", ErrInvalid)
+	}
+	if err := p.checkPins(); err != nil {
+		return err
+	}
+	h, err := p.digest()
+	if err != nil {
+		// It had one when it was sealed.
+		return fmt.Errorf("%w: %v", ErrTamper, err)
+	}
+	if h != p.PacketHash {
+		return fmt.Errorf("%w: the packet does not match packet_hash", ErrTamper)
+	}
+	return nil
+}
+
+// checkShape checks the members a replay cannot start without.
+func (p *Packet) checkShape() error {
 	switch {
 	case p.ReplayPacketID == "" || p.CompiledContextHash == "" || len(p.Invoke) == 0 || len(p.PackRefs) == 0:
 		return fmt.Errorf("%w: packet lacks its id, compiled context hash, invoke envelope or pack refs", ErrInvalid)
 	case p.SideEffectPolicy != TranscriptOnly && p.SideEffectPolicy != LiveDisallowed && p.SideEffectPolicy != Sandbox:
-		return fmt.Errorf("%w: side_effect_policy %q", ErrInvalid, p.SideEffectPolicy)
+		return fmt.Errorf("%w: unknown side_effect_policy", ErrInvalid)
 	}
+	return nil
+}
+
+// checkPins checks the members that carry their own hashes, and the
+// expected status against the record.
+func (p *Packet) checkPins() error {
 	h, err := canon.Digest(p.Invoke)
 	if err != nil || h != p.InvokeHash {
 		return fmt.Errorf("%w: the invoke envelope does not match invoke_hash", ErrTamper)
@@ -186,16 +336,42 @@ func (p *Packet) CheckIntegrity() error {
 	if chain != p.ToolTranscriptChainHash {
 		return fmt.Errorf("%w: the transcript does not end at tool_transcript_chain_hash", ErrTamper)
 	}
-	if len(p.Record) > 0 || p.Expected.DecisionRecordHash != "" {
+	// A packet without a record writes decision_record as null, and reads
+	// it back as the raw "null": both mean no record.
+	if noRecord := len(p.Record) == 0 || string(bytes.TrimSpace(p.Record)) == "null"; !noRecord || p.Expected.DecisionRecordHash != "" {
 		var rec decision.Record
 		if err := json.Unmarshal(p.Record, &rec); err != nil {
-			return fmt.Errorf("%w: the decision record does not decode: %v", ErrTamper, err)
+			return fmt.Errorf("%w: the decision record does not decode", ErrTamper)
 		}
 		if h, err := decision.Hash(&rec); err != nil || h != p.Expected.DecisionRecordHash {
 			return fmt.Errorf("%w: the decision record does not match expected.decision_record_hash", ErrTamper)
 		}
+		if string(rec.Status) != p.Expected.Status {
+			return fmt.Errorf("%w: expected.status is not the decision record's status", ErrTamper)
+		}
 	}
 	return nil
+}
+
+// digest is the packet's packet_hash: the canonical JSON of the packet as
+// it encodes after a round trip, without packet_hash and latest_result.
+func (p *Packet) digest() (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", errors.New("the packet has no JSON form")
+	}
+	var back Packet
+	if err := json.Unmarshal(b, &back); err != nil {
+		return "", errors.New("the packet does not decode from its JSON form")
+	}
+	if b, err = json.Marshal(&back); err != nil {
+		return "", errors.New("the packet has no JSON form")
+	}
+	h, err := canon.DigestExcluding(json.RawMessage(b), []string{"packet_hash"}, []string{"latest_result"})
+	if err != nil {
+		return "", errors.New("the packet has no canonical JSON form")
+	}
+	return h, nil
 }
 
 // DiffKind types a difference.

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,11 +22,33 @@ type Recorder struct {
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder { return &Recorder{outcomes: map[string][]Outcome{}} }
 
-// Wrap returns an adapter that records ad's attempts.
+// Wrap returns an adapter that records ad's attempts. An attempt that
+// panics is recorded as a panic outcome (without the panic value) and the
+// panic continues with its original value, so whoever called the adapter
+// (the gateway recovers adapter panics) sees what it would have seen
+// without the recorder.
 func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
-	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-		out, err := ad.Call(ctx, call)
+	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (out *gateway.Outcome, err error) {
+		// Read before the call: the adapter may change what call points to.
+		runID := call.Envelope.RunID
 		o := Outcome{ToolCallID: call.Envelope.ToolCallID, CapabilityID: call.Envelope.CapabilityID, Attempt: call.Attempt}
+		done := false
+		defer func() {
+			if done {
+				return
+			}
+			// Not done: ad.Call panicked (or called runtime.Goexit, which
+			// recover does not stop and leaves nothing to record).
+			v := recover()
+			if v == nil {
+				return
+			}
+			o.Panic = true
+			r.add(runID, o)
+			panic(v)
+		}()
+		out, err = ad.Call(ctx, call)
+		done = true
 		if err != nil {
 			te, ok := err.(*gateway.ToolError)
 			if !ok {
@@ -37,11 +60,15 @@ func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
 			c := *out
 			o.Outcome = &c
 		}
-		r.mu.Lock()
-		r.outcomes[call.Envelope.RunID] = append(r.outcomes[call.Envelope.RunID], o)
-		r.mu.Unlock()
+		r.add(runID, o)
 		return out, err
 	})
+}
+
+func (r *Recorder) add(runID string, o Outcome) {
+	r.mu.Lock()
+	r.outcomes[runID] = append(r.outcomes[runID], o)
+	r.mu.Unlock()
 }
 
 // Outcomes returns the recorded outcomes of a run.
@@ -58,9 +85,15 @@ func (r *Recorder) Forget(runID string) {
 	delete(r.outcomes, runID)
 }
 
+// ErrRecordedPanic is the value Playback panics with where the recorded
+// attempt panicked (the live panic value is never recorded).
+var ErrRecordedPanic = errors.New("replay: the recorded adapter attempt panicked")
+
 // Playback is an Adapter that serves recorded outcomes by tool call id and
 // attempt, and never calls a live system: a call it has no outcome for is
-// refused (and reported by Unserved).
+// refused (and reported by Unserved). Where the recorded attempt panicked,
+// Call panics with [ErrRecordedPanic]; where it returned neither an
+// outcome nor an error, Call does the same.
 type Playback struct {
 	mu       sync.Mutex
 	outcomes map[string]Outcome
@@ -90,12 +123,17 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 	if !ok {
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "replay: no recorded outcome for this call; live calls are not allowed", nil)
 	}
-	if o.Error != nil {
+	switch {
+	case o.Panic:
+		panic(ErrRecordedPanic)
+	case o.Error != nil:
 		c := *o.Error
 		return nil, &c
+	case o.Outcome != nil:
+		c := *o.Outcome
+		return &c, nil
 	}
-	c := *o.Outcome
-	return &c, nil
+	return nil, nil
 }
 
 // Unserved lists the calls playback had no outcome for.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,67 @@ func TestRecorderAndPlaybackRoundTrip(t *testing.T) {
 	rec.Forget("run_1")
 	if len(rec.Outcomes("run_1")) != 0 {
 		t.Error("Forget kept the outcomes")
+	}
+}
+
+// catch runs f and returns what it panicked with, or nil.
+func catch(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
+
+func TestRecorderRecordsPanicsAndPlaybackRepeatsThem(t *testing.T) {
+	rec := replay.NewRecorder()
+	secret := "sk_live_do_not_record"
+	live := rec.Wrap(gateway.AdapterFunc(func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+		if c.Attempt == 1 {
+			panic(secret)
+		}
+		return &gateway.Outcome{Output: map[string]any{"ok": true}}, nil
+	}))
+	ctx := context.Background()
+	// The panic goes on with its own value, as if the recorder were not there.
+	if v := catch(func() { live.Call(ctx, call("tool_a", 1)) }); v != secret {
+		t.Fatalf("the wrapped adapter panicked with %v, want the adapter's value", v)
+	}
+	if _, err := live.Call(ctx, call("tool_a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	outs := rec.Outcomes("run_1")
+	if len(outs) != 2 || !outs[0].Panic || outs[0].Attempt != 1 || outs[0].ToolCallID != "tool_a" || outs[0].Outcome != nil || outs[0].Error != nil || outs[1].Panic {
+		t.Fatalf("recorded %+v", outs)
+	}
+	b, _ := json.Marshal(outs)
+	if strings.Contains(string(b), secret) || !strings.Contains(string(b), `"panic":true`) {
+		t.Errorf("recorded %s", b)
+	}
+	var back []replay.Outcome
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	pb := replay.NewPlayback(back)
+	if v := catch(func() { pb.Call(ctx, call("tool_a", 1)) }); v != replay.ErrRecordedPanic {
+		t.Errorf("playback of the panicked attempt: panic %v, want ErrRecordedPanic", v)
+	}
+	if out, err := pb.Call(ctx, call("tool_a", 2)); err != nil || out.Output["ok"] != true {
+		t.Errorf("attempt 2 = %+v, %v", out, err)
+	}
+	if len(pb.Unserved()) != 0 {
+		t.Errorf("unserved: %v", pb.Unserved())
+	}
+}
+
+func TestPlaybackOfNoOutcomeAndNoError(t *testing.T) {
+	rec := replay.NewRecorder()
+	live := rec.Wrap(gateway.AdapterFunc(func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) { return nil, nil }))
+	ctx := context.Background()
+	live.Call(ctx, call("tool_a", 1))
+	pb := replay.NewPlayback(rec.Outcomes("run_1"))
+	var out *gateway.Outcome
+	var err error
+	if v := catch(func() { out, err = pb.Call(ctx, call("tool_a", 1)) }); v != nil || out != nil || err != nil {
+		t.Errorf("playback = %v, %v, panic %v; the live adapter returned nil, nil", out, err, v)
 	}
 }
 
@@ -127,11 +189,18 @@ func TestCheckIntegrityRefusesIncompletePackets(t *testing.T) {
 	}
 }
 
-// FuzzPacket: any decoded packet is checked without panicking, and a
-// packet that passes has a transcript that verifies to its chain hash.
+// FuzzPacket: any decoded packet is checked and sealed without panicking;
+// a packet that passes has a transcript that verifies to its chain hash
+// and still passes after a JSON round trip; a packet Seal accepts passes,
+// and keeps its digest through a round trip.
 func FuzzPacket(f *testing.F) {
-	f.Add([]byte(`{"replay_packet_id":"rp_1","compiled_context_hash":"sha256:x","invoke":{},"pack_refs":["a@1.0.0"],"side_effect_policy":"transcript_only","invoke_hash":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","transcript":[]}`))
+	f.Add([]byte(`{"replay_packet_id":"rp_1","compiled_context_hash":"sha256:x","invoke":{},"pack_refs":["a@1.0.0"],"side_effect_policy":"transcript_only","invoke_hash":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","transcript":[],"tool_transcript_chain_hash":"` + gateway.GenesisHash + `"}`))
 	f.Add([]byte(`{"transcript":[{"seq":0,"kind":"call","call":null}],"decision_record":{"status":"DECIDED"}}`))
+	full, err := json.Marshal(fullPacket(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(full)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p replay.Packet
 		if json.Unmarshal(data, &p) != nil {
@@ -141,7 +210,23 @@ func FuzzPacket(f *testing.F) {
 			if chain, err := gateway.VerifyTranscript(p.Transcript); err != nil || chain != p.ToolTranscriptChainHash {
 				t.Fatalf("an intact packet's transcript does not verify: %v", err)
 			}
+			if err := roundTrip(t, &p).CheckIntegrity(); err != nil {
+				t.Fatalf("an intact packet fails after a JSON round trip: %v", err)
+			}
 		}
 		replay.CompareTranscripts(p.Transcript, p.Transcript)
+		if p.Seal() != nil {
+			return
+		}
+		if err := p.CheckIntegrity(); err != nil {
+			t.Fatalf("a sealed packet fails: %v", err)
+		}
+		back := roundTrip(t, &p)
+		if err := back.CheckIntegrity(); err != nil {
+			t.Fatalf("a sealed packet fails after a JSON round trip: %v", err)
+		}
+		if err := back.Seal(); err != nil || back.PacketHash != p.PacketHash {
+			t.Fatalf("resealed after a round trip: %s, %v; sealed %s", back.PacketHash, err, p.PacketHash)
+		}
 	})
 }

@@ -148,6 +148,7 @@ func Docs() []Doc {
 				prop(s.Definitions["LatestResult"], "updated_at").Format = "date-time"
 				prop(s, "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
 				prop(s, "invoke_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				prop(s, "packet_hash").Pattern = "^sha256:[0-9a-f]{64}$"
 			},
 		},
 		{
