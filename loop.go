@@ -778,6 +778,8 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		return nil, fmt.Errorf("contextos: read transcript: %w", err)
 	}
 	p.Transcript = entries
+	if err := p.Seal(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
-

@@ -57,6 +57,14 @@ func TestReplayChangedToolResultIsMismatchAtThatStep(t *testing.T) {
 			p.Outcomes[i].Outcome.Output = out
 		}
 	}
+	// Edited in place, the packet is tampered; sealed again (a packet
+	// recorded with that result), it replays as a mismatch at that step.
+	if res, err := h.Runtime.Replay(context.Background(), p); !errors.Is(err, replay.ErrTamper) || res.Status != replay.Invalid {
+		t.Fatalf("an edited packet replays: %+v (%v)", res, err)
+	}
+	if err := p.Seal(); err != nil {
+		t.Fatal(err)
+	}
 	res, err := h.Runtime.Replay(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +133,9 @@ func TestReplayNeverCallsLiveAdapters(t *testing.T) {
 	json.Unmarshal(p.PlannerOutput[0], &plan)
 	plan.Steps[0].Args["order_id"] = "ord_999"
 	p.PlannerOutput[0], _ = json.Marshal(&plan)
+	if err := p.Seal(); err != nil {
+		t.Fatal(err)
+	}
 	res, err := h2.Runtime.Replay(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)

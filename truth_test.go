@@ -52,7 +52,9 @@ func TestFailedWriteIsNeverDecided(t *testing.T) {
 		{name: "failed", amount: 1200, status: gateway.StatusFailed,
 			script: func(h *contextostest.Harness) { h.Adapter("adp_payments").On("issue_refund").Fail("bank unavailable") }},
 		{name: "failed retryable", amount: 1200, status: gateway.StatusFailed,
-			script: func(h *contextostest.Harness) { h.Adapter("adp_payments").On("issue_refund").FailRetryable("bank busy") }},
+			script: func(h *contextostest.Harness) {
+				h.Adapter("adp_payments").On("issue_refund").FailRetryable("bank busy")
+			}},
 		{name: "error", amount: 1200, status: gateway.StatusError,
 			script: func(h *contextostest.Harness) {
 				h.Adapter("adp_payments").On("issue_refund").FailWith(gateway.NewToolError(gateway.CodeInvalidInput, false, "account closed", nil))
@@ -206,7 +208,9 @@ func TestRecordThatFailsItsSpecIsNeverDecided(t *testing.T) {
 		mutate  func(d *contextos.DecisionProposal)
 		problem string
 	}{
-		{"unresolvable evidence ref", func(d *contextos.DecisionProposal) { d.EvidenceRefs = append(d.EvidenceRefs, "kg:order:ord_999#made_up") }, decision.CodeEvidenceUnknown},
+		{"unresolvable evidence ref", func(d *contextos.DecisionProposal) {
+			d.EvidenceRefs = append(d.EvidenceRefs, "kg:order:ord_999#made_up")
+		}, decision.CodeEvidenceUnknown},
 		{"subject outside the CEID namespaces", func(d *contextos.DecisionProposal) { d.SubjectIDs = append(d.SubjectIDs, "employee:e_1") }, decision.CodeSubjectNamespace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,4 +427,3 @@ func nan() float64 { var z float64; return z / z }
 func inf() float64 { return 1 / zero }
 
 var zero float64
-

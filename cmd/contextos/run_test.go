@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/contextos/contextos/replay"
 )
 
 func runArgs(extra ...string) []string {
@@ -63,10 +65,21 @@ func TestRunCommand(t *testing.T) {
 		t.Errorf("replay: %d %s %s", code, out, errs)
 	}
 	b, _ := os.ReadFile(packet)
-	// A changed recorded outcome (its first occurrence): a mismatch.
-	os.WriteFile(packet, []byte(strings.Replace(string(b), "txn_q9", "txn_q8", 1)), 0o644)
-	if code, out, _ := runCLI(t, "", replayArgs...); code != exitInvalid || !strings.Contains(out, `"replay_mismatch"`) {
+	// A changed recorded outcome (its first occurrence): tampering; sealed
+	// again, as a packet recorded with that outcome, a mismatch.
+	changed := []byte(strings.Replace(string(b), "txn_q9", "txn_q8", 1))
+	os.WriteFile(packet, changed, 0o644)
+	if code, out, _ := runCLI(t, "", replayArgs...); code != exitInvalid || !strings.Contains(out, `"tamper"`) {
 		t.Errorf("changed outcome: %d %s", code, out)
+	}
+	var p replay.Packet
+	if err := json.Unmarshal(changed, &p); err != nil || p.Seal() != nil {
+		t.Fatalf("reseal: %v", err)
+	}
+	resealed, _ := json.Marshal(&p)
+	os.WriteFile(packet, resealed, 0o644)
+	if code, out, _ := runCLI(t, "", replayArgs...); code != exitInvalid || !strings.Contains(out, `"replay_mismatch"`) {
+		t.Errorf("changed outcome, resealed: %d %s", code, out)
 	}
 	// A changed invoke envelope: tampering.
 	os.WriteFile(packet, []byte(strings.Replace(string(b), "Refund order ord_881", "Refund order ord_882", 1)), 0o644)
