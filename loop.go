@@ -636,7 +636,7 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 			}
 			in.Approvals = append(in.Approvals, decision.Approval{GateID: gate, Approver: res.Metadata.Approver, ApproverRole: facts.ActiveGates[gate],
 				ApprovalModeEffective: mode, EvidenceSnapshotHash: res.Metadata.ApprovalEvidenceSnapshotHash,
-				DecidedAt: res.Metadata.ApprovedAt, ToolCallID: res.ToolCallID})
+				DecidedAt: res.Metadata.ApprovedAt, ToolCallID: res.ToolCallID, ApprovalID: res.Metadata.ApprovalID})
 		}
 	}
 	if status == decision.Deferred && r.cp.Pending != nil {

@@ -116,6 +116,8 @@ type Approval struct {
 	EvidenceSnapshotHash  string                  `json:"evidence_snapshot_hash" jsonschema:"required"`
 	DecidedAt             string                  `json:"decided_at" jsonschema:"required"`
 	ToolCallID            string                  `json:"tool_call_id,omitempty"`
+	// ApprovalID is the approval used (each is used once).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Controls are the runtime controls active for the decision.
