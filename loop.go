@@ -164,14 +164,21 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		switch j.Verdict {
 		case VerdictAccept:
 			// The record must validate before the run is decided: the
-			// planner may fix what it cited within the replan budget.
-			if problems := r.decisionProblems(plan.Decision); problems != "" && !replan("violates_decision_spec: "+problems) {
-				return r.finish(ctx, decision.Decided, plan.Decision, fmt.Sprintf("replans exhausted (%d)", maxReplans))
-			} else if problems != "" {
-				continue
+			// planner may fix what it cited within the replan budget. The
+			// record built here is the one stored.
+			rec, err := r.record(ctx, decision.Decided, plan.Decision, "")
+			if err != nil {
+				return nil, err
 			}
-			r.consolidate(ctx, plan)
-			return r.finish(ctx, decision.Decided, plan.Decision, "")
+			if rec.Status != decision.Decided {
+				if replan("violates_decision_spec: " + problemList(rec.Problems)) {
+					continue
+				}
+				rec.Rationale.Summary = strings.TrimSpace(rec.Rationale.Summary + fmt.Sprintf(" replans exhausted (%d)", maxReplans))
+			} else {
+				r.consolidate(ctx, plan)
+			}
+			return r.store(ctx, rec)
 		case VerdictEscalate:
 			return r.finish(ctx, decision.Escalated, plan.Decision, j.Reason)
 		case VerdictReject:
@@ -192,10 +199,57 @@ func invalidPlan(p *Plan) string {
 	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
 		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
 	}
-	if _, err := json.Marshal(p); err != nil {
-		return "invalid_plan: the plan has no JSON form (a NaN or infinite number?)"
+	if !finitePlan(p) {
+		return "invalid_plan: the plan carries a NaN or infinite number, which has no JSON form"
 	}
 	return ""
+}
+
+// finitePlan reports whether every number of a plan is finite (JSON has no
+// NaN or infinity, so nothing could record the plan otherwise).
+func finitePlan(p *Plan) bool {
+	for _, s := range p.Steps {
+		if !finite(s.Args) {
+			return false
+		}
+	}
+	if d := p.Decision; d != nil && (!finite(d.Outputs) || !finite(d.Confidence)) {
+		return false
+	}
+	for _, m := range p.Memory {
+		if !finite(m.Confidence) {
+			return false
+		}
+	}
+	return true
+}
+
+// finite reports whether a JSON-shaped value holds only finite numbers.
+func finite(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return finite(float64(x))
+	case map[string]any:
+		for _, e := range x {
+			if !finite(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !finite(e) {
+				return false
+			}
+		}
+	case nil, string, bool, int, int64, int32, uint, uint64, uint32, json.Number:
+	default:
+		// Any other Go value (a []float64, a struct): it must encode.
+		_, err := json.Marshal(x)
+		return err == nil
+	}
+	return true
 }
 
 // charge charges a planner turn's (valid) usage to the run budget, and
@@ -226,15 +280,10 @@ func (r *run) gatewayFailure(capability string, err error) string {
 	return "gateway_store_failed: a store the call of " + capability + " needs failed"
 }
 
-// decisionProblems builds the record a DECIDED outcome of prop would get
-// and returns its validation problems ("" when it validates).
-func (r *run) decisionProblems(prop *DecisionProposal) string {
-	rec, err := r.build(time.Time{}, decision.Decided, prop, "")
-	if err == nil || rec == nil || rec.Status == decision.Decided {
-		return ""
-	}
-	parts := make([]string, len(rec.Problems))
-	for i, p := range rec.Problems {
+// problemList says a record's problems in one line.
+func problemList(probs []decision.Problem) string {
+	parts := make([]string, len(probs))
+	for i, p := range probs {
 		parts[i] = p.Code + " at " + p.Path + ": " + p.Message
 	}
 	return strings.Join(parts, "; ")
@@ -520,12 +569,17 @@ func (r *run) toolResults(extra ...*gateway.ToolResultEnvelope) []*gateway.ToolR
 // a replay packet when due and returns the result. Its writes use a context
 // detached from the caller's: whatever ran is recorded.
 func (r *run) finish(ctx context.Context, status decision.Status, prop *DecisionProposal, why string) (*Result, error) {
-	ctx, cancel := detached(ctx)
-	defer cancel()
 	rec, err := r.record(ctx, status, prop, why)
 	if err != nil {
 		return nil, err
 	}
+	return r.store(ctx, rec)
+}
+
+// store stores the run's terminal record (see finish).
+func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("contextos: store record: %w", err)
