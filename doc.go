@@ -33,6 +33,16 @@
 // output, and the same inputs give the same bytes and the same digests
 // (RFC 8785 canonical JSON, "sha256:<hex>").
 //
-// Tool Contract v1 transports (http, external, grpc, webhook-callback, MCP)
-// are not in this release; hosts implement gateway.Adapter directly.
+// A record tells what happened: a run whose write did not complete is
+// never DECIDED with an outcome other than a refusal or an escalation, a
+// record that does not validate against its decision spec is ESCALATED
+// naming its problems, and a side effect that ran is always followed by a
+// stored record or a resumable checkpoint, whether the caller's context is
+// cancelled, a plug-in panics or a store fails afterwards. Invoking a run
+// id again returns the stored result (ErrRunInProgress while it runs).
+//
+// Tools in other processes are reached through the Tool Contract v1
+// transports of package transport (http, external, webhook-callback) and
+// its grpctransport and mcptransport subpackages; hosts may also implement
+// gateway.Adapter directly.
 package contextos
