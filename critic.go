@@ -105,10 +105,15 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 	return Judgement{Verdict: VerdictAccept}
 }
 
-// unresolvedWrite returns the first write-class step result of the run that
-// did not succeed and that no later successful call of the same capability
-// made good, or nil. A capability missing from the compiled tool manifest
-// counts as a write (fail closed).
+// unresolvedWrite returns the first write-class step result of the run
+// that did not succeed and was not made good, or nil. A write that reached
+// its adapter and failed is never made good: the same action proposed
+// again gets its stored result (its idempotency key is the same), and
+// another action does not undo the failure. A write refused before it ran
+// (rejected arguments, blocked by policy, budget or gate) had no effect:
+// a later successful call of the same capability makes it good. A
+// capability missing from the compiled tool manifest counts as a write
+// (fail closed).
 func unresolvedWrite(cc *compiler.CompiledContext, results []StepResult) *StepResult {
 	for i := range results {
 		r := &results[i]
@@ -117,6 +122,9 @@ func unresolvedWrite(cc *compiler.CompiledContext, results []StepResult) *StepRe
 		}
 		if mode, ok := capabilityMode(cc, r.Result.CapabilityID); ok && !mode.IsWrite() {
 			continue
+		}
+		if r.Result.Metadata.Attempts > 0 {
+			return r
 		}
 		if !slices.ContainsFunc(results[i+1:], func(later StepResult) bool {
 			return later.Result.CapabilityID == r.Result.CapabilityID && later.Result.Status.Succeeded()

@@ -19,6 +19,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
@@ -77,21 +78,25 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			if why := r.charge(plan.Usage); why != "" {
 				return r.hardStop(ctx, why)
 			}
-			cp.Plan, cp.StepIndex = plan, 0
 			j, err := r.judge(ctx, true, plan)
 			if err != nil {
+				// The plan was not verified: a resume plans again.
 				return r.hardStop(ctx, err.Error())
 			}
 			switch j.Verdict {
+			case VerdictOK, VerdictAccept:
 			case VerdictReject:
 				return r.finish(ctx, decision.Rejected, plan.Decision, "critic rejected the plan: "+j.Reason)
-			case VerdictReplan:
-				cp.Plan = nil
+			case VerdictEscalate:
+				return r.finish(ctx, decision.Escalated, nil, "critic escalated the plan: "+j.Reason)
+			default: // replan, retry, or a verdict the runtime does not know
 				if !replan(j.Reason) {
 					return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))
 				}
 				continue
 			}
+			// Only a verified plan is the run's plan (and a checkpoint's).
+			cp.Plan, cp.StepIndex = plan, 0
 		}
 		// Execute the plan's steps through the gateway.
 		var approvals []gateway.Approval
@@ -106,6 +111,11 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			r.event(Event{Kind: EventToolCall, Step: &step})
 			if len(approvals) > 0 {
 				call.Approval = &approvals[0]
+			}
+			// A caller that went away stops the run before the next call
+			// (resumable: the call runs on resume).
+			if why := r.interrupted(ctx); why != "" {
+				return r.hardStop(ctx, why)
 			}
 			res, err := r.gwRun.Call(ctx, call)
 			if err != nil {
@@ -209,53 +219,26 @@ func invalidPlan(p *Plan) string {
 // NaN or infinity, so nothing could record the plan otherwise).
 func finitePlan(p *Plan) bool {
 	for _, s := range p.Steps {
-		if !finite(s.Args) {
+		if !jsonv.Finite(s.Args) {
 			return false
 		}
 	}
-	if d := p.Decision; d != nil && (!finite(d.Outputs) || !finite(d.Confidence)) {
+	if d := p.Decision; d != nil && (!jsonv.Finite(d.Outputs) || !jsonv.Finite(d.Confidence)) {
 		return false
 	}
 	for _, m := range p.Memory {
-		if !finite(m.Confidence) {
+		if !jsonv.Finite(m.Confidence) {
 			return false
 		}
 	}
 	return true
 }
 
-// finite reports whether a JSON-shaped value holds only finite numbers.
-func finite(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return !math.IsNaN(x) && !math.IsInf(x, 0)
-	case float32:
-		return finite(float64(x))
-	case map[string]any:
-		for _, e := range x {
-			if !finite(e) {
-				return false
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if !finite(e) {
-				return false
-			}
-		}
-	case nil, string, bool, int, int64, int32, uint, uint64, uint32, json.Number:
-	default:
-		// Any other Go value (a []float64, a struct): it must encode.
-		_, err := json.Marshal(x)
-		return err == nil
-	}
-	return true
-}
-
-// charge charges a planner turn's (valid) usage to the run budget, and
-// says why the run must stop when it cannot.
+// charge charges a planner turn's (valid) usage to the run budget: it was
+// spent, so all of it is charged, and the run stops when it is over.
 func (r *run) charge(u Usage) string {
-	for _, err := range []error{r.meter.ChargeTokens("", u.Tokens), r.meter.ChargeCost(u.CostCents)} {
+	errT, errC := r.meter.ChargeIncurredTokens(u.Tokens), r.meter.ChargeIncurredCost(u.CostCents)
+	for _, err := range []error{errT, errC} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
 			return "budget_exceeded: the planner's usage exceeds the run budget: " + err.Error()
 		}
@@ -319,7 +302,14 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		case pctx.Err() != nil:
 			why = fmt.Sprintf("plan_timeout: the planner did not answer within %d ms", timeout.Milliseconds())
 		default:
-			why = "planner failed: " + err.Error()
+			// The planner's own words may carry a secret (an upstream
+			// error with a key in it): they go to the log, not the record.
+			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
+			why = "planner_failed: the planner returned an error"
+			var te interface{ Timeout() bool }
+			if errors.As(err, &te) && te.Timeout() {
+				why = "planner_failed: the planner timed out"
+			}
 		}
 		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
 		return nil, errors.New(why)
@@ -392,7 +382,12 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	if c := r.rt.opts.Critic; c != nil {
 		hj, err := r.hostCritic(ctx, c, verify, in)
 		if err != nil {
-			return Judgement{}, fmt.Errorf("critic_failed: %w", err)
+			// The critic's own words go to the log, not the record.
+			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())
+			if errors.Is(err, ErrPanic) {
+				return Judgement{}, errors.New("critic_failed: the host critic panicked")
+			}
+			return Judgement{}, errors.New("critic_failed: the host critic returned an error")
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
 			j = hj
@@ -552,7 +547,8 @@ func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.rt.opts.Checkpoints.Save(sctx, r.cp); err != nil {
-		return nil, fmt.Errorf("contextos: checkpoint at hard stop: %w", err)
+		// The record is still written: what ran is never left without one.
+		r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "error", err.Error())
 	}
 	return r.finish(ctx, decision.Escalated, nil, why)
 }
@@ -582,6 +578,13 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	defer cancel()
 	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
 	if err != nil {
+		// No record: the run stays resumable (a resume plans again and
+		// ends with its record), never claimed forever.
+		r.cp.Stopped, r.cp.Active = "record_not_stored: the decision store failed", false
+		r.snapshotInto(r.cp)
+		if serr := r.rt.opts.Checkpoints.Save(ctx, r.cp); serr != nil {
+			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "error", serr.Error())
+		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	r.cp.Seq++
@@ -662,6 +665,14 @@ func (r *run) record(ctx context.Context, status decision.Status, prop *Decision
 func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal, why string) (*decision.Record, error) {
 	facts := r.facts()
 	key := ""
+	if prop != nil {
+		if _, ok := decision.SpecFor(facts.Pack, prop.DecisionKey); !ok {
+			// A proposal for a decision the pack does not have (a host
+			// critic may end the run on one) is named, not recorded.
+			why = strings.TrimSpace(fmt.Sprintf("%s (the plan proposed decision %.80q, which is not in the pack)", why, prop.DecisionKey))
+			prop = nil
+		}
+	}
 	in := decision.BuildInput{Run: r.rc, RequestID: r.req.RequestID, Seq: r.cp.Seq, Time: t, Status: status, Facts: facts}
 	if prop != nil {
 		key = prop.DecisionKey

@@ -72,6 +72,16 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
 	chain := cp.Chain
+	if cp.Active && in.Takeover {
+		// The runtime that died saved no chain: it goes on from the last
+		// entry the transcript holds for the run.
+		if tr, ok := rt.gw.Transcript().(gateway.TranscriptReader); ok {
+			if entries, err := tr.RunEntries(ctx, runID); err == nil && len(entries) > 0 {
+				last := entries[len(entries)-1]
+				chain = gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}
+			}
+		}
+	}
 	if err := r.setup(ctx, pack.UseExecute, &chain); err != nil {
 		return nil, err
 	}

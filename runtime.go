@@ -340,13 +340,29 @@ func streamEvents(ctx context.Context, do func(ctx context.Context, emit func(Ev
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stopped := false
+		var consumerPanic any
 		emit := func(e Event) {
-			if !stopped && !yield(e, nil) {
+			if stopped {
+				return
+			}
+			// A consumer that panics stops the run like one that stops
+			// iterating (the run ends with its record), and its panic goes
+			// on once the run has ended.
+			defer func() {
+				if p := recover(); p != nil {
+					consumerPanic, stopped = p, true
+					cancel()
+				}
+			}()
+			if !yield(e, nil) {
 				stopped = true
 				cancel()
 			}
 		}
 		res, err := do(ctx, emit)
+		if consumerPanic != nil {
+			panic(consumerPanic)
+		}
 		if stopped {
 			return
 		}

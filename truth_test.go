@@ -124,18 +124,67 @@ func TestRefusalAfterAFailedWriteIsDecided(t *testing.T) {
 	h.ReplayAll()
 }
 
-// A write that failed and then succeeded (the planner tried again) is made
-// good, and the run can be decided.
-func TestWriteMadeGoodByALaterCallIsDecided(t *testing.T) {
-	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), refundPlan(1200)), nil)
-	scriptDefaults(h, "adp_payments")
-	h.Adapter("adp_payments").On("issue_refund").Fail("bank unavailable").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+// A write refused before it ran (its arguments broke a constraint) is made
+// good by a later successful call; a write that ran and failed is not: the
+// same refund proposed again gets its stored failure (it is the same
+// action, under the same idempotency key), and the run is not decided.
+func TestOnlyARefusedWriteIsMadeGoodByALaterCall(t *testing.T) {
+	t.Run("refused, then corrected", func(t *testing.T) {
+		h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(0), refundPlan(1200)), nil)
+		req, rc := refundRequest(t, 1200, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertStatus(t, res, decision.Decided)
+		contextostest.AssertOutcome(t, res, "approved")
+		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	})
+	t.Run("failed, then proposed again", func(t *testing.T) {
+		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), refundPlan(1200)).RepeatLast(), nil)
+		scriptDefaults(h, "adp_payments")
+		h.Adapter("adp_payments").On("issue_refund").Fail("bank unavailable").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+		req, rc := refundRequest(t, 1200, true)
+		res := h.Invoke(req, rc)
+		assertNotDecidedOnFailedWrite(t, res)
+		contextostest.AssertStatus(t, res, decision.Escalated)
+		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+		h.ReplayAll()
+	})
+	t.Run("failed, then a different refund", func(t *testing.T) {
+		small := refundPlan(1)
+		small.Decision = nil
+		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), small, approvedAgain()).RepeatLast(), nil)
+		scriptDefaults(h, "adp_payments")
+		h.Adapter("adp_payments").On("issue_refund").Fail("bank unavailable").ReturnOutput(map[string]any{"transaction_id": "txn_small"}, "refund:txn_small")
+		req, rc := refundRequest(t, 1200, true)
+		res := h.Invoke(req, rc)
+		if res.Status == decision.Decided && res.Record.Outcome == "approved" {
+			t.Fatal("a 1 INR refund made good a failed 1200 refund")
+		}
+		h.ReplayAll()
+	})
+}
+
+// The same refund proposed in two turns runs once; a caller key reused
+// with other arguments names another refund.
+func TestTheSameWriteRunsOnceAcrossTurns(t *testing.T) {
+	again := refundPlan(1200)
+	again.Decision = nil
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), again, refundPlan(1200)), nil)
 	req, rc := refundRequest(t, 1200, true)
 	res := h.Invoke(req, rc)
 	contextostest.AssertStatus(t, res, decision.Decided)
-	contextostest.AssertOutcome(t, res, "approved")
-	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 2)
-	h.ReplayAll()
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+
+	small := keyedRefundPlan("k")
+	small.Steps[0].Args["amount_inr"] = 1
+	small.Decision = nil
+	h2 := harness(t, contextostest.NewPlanner(lookupPlan(), small, keyedRefundPlan("k")), nil)
+	res2 := h2.Invoke(refundRequest(t, 1200, true))
+	contextostest.AssertCalls(t, h2.Adapter("adp_payments"), "issue_refund", 2)
+	for _, r := range res2.ToolResults {
+		if r.Metadata.Duplicate {
+			t.Errorf("%s answered with another refund's result", r.ToolCallID)
+		}
+	}
 }
 
 func resultStatuses(res *contextos.Result) []string {

@@ -90,8 +90,8 @@ func TestApprovalRefusals(t *testing.T) {
 				if res.Status != gateway.StatusCompleted || res.Metadata.Approver != req.Approval.Approver || res.Metadata.ApprovalID != "apr_1" {
 					t.Errorf("approved refund = %s %+v, metadata %+v", res.Status, res.Error, res.Metadata)
 				}
-				if got := log.consumed(); len(got) != 1 || got[0] != "apr_1" {
-					t.Errorf("consumed %v, want [apr_1]", got)
+				if got := log.consumed(); len(got) != 1 || got[0] != "tenant_acme_prod/apr_1" { // ids are used once per tenant
+					t.Errorf("consumed %v, want [tenant_acme_prod/apr_1]", got)
 				}
 				if n := f.payments.CallCount("issue_refund"); n != 1 {
 					t.Errorf("the adapter ran %d times, want once", n)

@@ -649,10 +649,14 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 // never share a result; the same inputs always give the same key, so a
 // retry, a resume and a replay use it again.
 func (r *Run) idempotencyKey(env *ToolCallEnvelope, req CallRequest) (string, error) {
+	// The arguments are part of every key: a caller key reused with other
+	// arguments names another action (it never answers with the first
+	// action's result), and the same write proposed again in a later turn
+	// of the run is the same action (it never runs twice).
 	if req.IdempotencyKey != "" {
-		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(req.IdempotencyKey))
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(req.IdempotencyKey), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
 	}
-	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why
@@ -732,9 +736,9 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return r.refuse(env, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
 	}
 	switch {
-	case a.ApprovalID == "":
+	case strings.TrimSpace(a.ApprovalID) == "":
 		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
-	case a.Approver == "":
+	case strings.TrimSpace(a.Approver) == "":
 		return deny(CodeApprovalDenied, "the approval names no approver")
 	case a.GateID != gateID:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID), gateID))
@@ -744,12 +748,14 @@ func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Appro
 		return deny(CodeApprovalDenied, "the approver denied the action")
 	case a.ApproverRole != gate.RequiredApproverRole:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole), gate.RequiredApproverRole))
-	case a.Approver == r.rc.User.UserID && !gate.AllowSelfApproval:
+	case strings.EqualFold(strings.TrimSpace(a.Approver), strings.TrimSpace(r.rc.User.UserID)) && !gate.AllowSelfApproval:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
 	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
 		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
 	}
-	if err := r.g.opts.Approvals.Consume(ctx, a.ApprovalID); err != nil {
+	// Approval ids are used once per tenant: another tenant's id never
+	// spends this one.
+	if err := r.g.opts.Approvals.Consume(ctx, r.rc.TenantID+"/"+a.ApprovalID); err != nil {
 		if errors.Is(err, ErrApprovalUsed) {
 			return deny(CodeApprovalDenied, "the approval was already used")
 		}
@@ -863,54 +869,13 @@ func checkOutcome(out *Outcome) *ToolError {
 	switch {
 	case !validCost(out.CostCents):
 		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"})
-	case !finiteValue(out.Output):
+	case !jsonv.Finite(out.Output):
 		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"})
 	}
 	return nil
 }
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
-
-// finiteValue reports whether every number in v, at any depth, is finite.
-// It reads the shapes an adapter's output takes (JSON-shaped values, Go
-// numbers, json.Number); anything else goes through its JSON form later,
-// where a number that is not finite fails to marshal and yields null.
-func finiteValue(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return !math.IsNaN(x) && !math.IsInf(x, 0)
-	case float32:
-		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
-	case json.Number:
-		f, _ := strconv.ParseFloat(string(x), 64) // ±Inf when out of range, NaN for "NaN"
-		return !math.IsNaN(f) && !math.IsInf(f, 0)
-	case map[string]any:
-		for _, e := range x {
-			if !finiteValue(e) {
-				return false
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if !finiteValue(e) {
-				return false
-			}
-		}
-	case []float64:
-		for _, e := range x {
-			if !finiteValue(e) {
-				return false
-			}
-		}
-	case map[string]float64:
-		for _, e := range x {
-			if !finiteValue(e) {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
 // meter does), so a sum is always a cost the meter and the record take.

@@ -240,6 +240,11 @@ type Outcome struct {
 	// value is not kept (it may hold anything, secrets included); playback
 	// panics with [ErrRecordedPanic] instead.
 	Panic bool `json:"panic,omitempty"`
+	// Invalid names what made the outcome one the gateway refuses
+	// ("output": a number that is not finite; "cost_cents": a cost that is
+	// not finite): such a value has no JSON form, so the outcome is kept
+	// without it and playback serves an equally invalid one.
+	Invalid []string `json:"invalid,omitempty"`
 }
 
 // ErrTamper reports a packet whose pinned inputs do not match their hashes,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // Recorder wraps adapters to record every attempt's outcome per run, and
@@ -58,6 +60,12 @@ func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
 			o.Error = &c
 		} else if out != nil {
 			c := *out
+			if !jsonv.Finite(c.Output) {
+				c.Output, o.Invalid = nil, append(o.Invalid, "output")
+			}
+			if math.IsNaN(c.CostCents) || math.IsInf(c.CostCents, 0) {
+				c.CostCents, o.Invalid = 0, append(o.Invalid, "cost_cents")
+			}
 			o.Outcome = &c
 		}
 		r.add(runID, o)
@@ -131,6 +139,14 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 		return nil, &c
 	case o.Outcome != nil:
 		c := *o.Outcome
+		for _, f := range o.Invalid {
+			switch f {
+			case "output":
+				c.Output = map[string]any{"invalid": math.NaN()}
+			case "cost_cents":
+				c.CostCents = math.NaN()
+			}
+		}
 		return &c, nil
 	}
 	return nil, nil

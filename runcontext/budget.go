@@ -146,6 +146,28 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 	return nil
 }
 
+// ChargeIncurredTokens charges n tokens (≥ 0) to the total that were
+// already used (a planner turn that happened): they are applied whatever
+// the budget says, the total saturating instead of overflowing, and a
+// *BudgetError (DimTokens) says when the total is now over the limit.
+func (m *Meter) ChargeIncurredTokens(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: negative token charge %d", ErrInvalid, n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	used := m.tokens
+	if n > math.MaxInt-m.tokens {
+		m.tokens = math.MaxInt
+	} else {
+		m.tokens += n
+	}
+	if m.tokens > m.budget.TotalTokens {
+		return &BudgetError{Dimension: DimTokens, Limit: float64(m.budget.TotalTokens), Used: float64(used), Requested: float64(n)}
+	}
+	return nil
+}
+
 // ChargeToolCall charges one tool call.
 func (m *Meter) ChargeToolCall() error {
 	m.mu.Lock()

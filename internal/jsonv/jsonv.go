@@ -3,7 +3,11 @@
 // and hashed in).
 package jsonv
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+)
 
 // Normalize returns v as a JSON-shaped value: nil, bool, string, float64,
 // map[string]any and []any, copying containers. Other values go through
@@ -59,4 +63,58 @@ func Normalize(v any) any {
 		return nil
 	}
 	return out
+}
+
+// Finite reports whether every number in v is finite and v has a JSON
+// form: JSON has no NaN or infinity, so a value that fails could be
+// neither hashed nor recorded.
+// It reads JSON-shaped values, Go numbers and json.Number (which must be a
+// number literal) directly; any other value must encode as JSON.
+func Finite(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	case json.Number:
+		// It must be a JSON number literal ("NaN" and "abc" are not) that
+		// is finite as a float64.
+		if _, err := json.Marshal(x); err != nil {
+			return false
+		}
+		f, _ := strconv.ParseFloat(string(x), 64) // ±Inf when out of range
+		return !math.IsNaN(f) && !math.IsInf(f, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !Finite(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !Finite(e) {
+				return false
+			}
+		}
+	case []float64:
+		for _, e := range x {
+			if !Finite(e) {
+				return false
+			}
+		}
+	case map[string]float64:
+		for _, e := range x {
+			if !Finite(e) {
+				return false
+			}
+		}
+	case nil, string, bool, int, int64, int32, uint, uint64, uint32:
+	default:
+		// Any other Go value (a struct, a pointer, a []map[string]any, a
+		// channel): it must have a JSON form, or the result could not be
+		// recorded.
+		_, err := json.Marshal(x)
+		return err == nil
+	}
+	return true
 }
