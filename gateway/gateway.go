@@ -797,7 +797,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 				out, invalid = nil, true
 			}
 		}
-		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil {
+		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil || stopsRetrying(ad, call) {
 			break
 		}
 		var wait time.Duration
@@ -876,6 +876,18 @@ func checkOutcome(out *Outcome) *ToolError {
 }
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
+
+// RetryStopper is an optional interface of an Adapter that knows, after an
+// attempt, that no further attempt may be made: replay's playback stops
+// where the recorded run stopped retrying (its caller had gone).
+type RetryStopper interface {
+	StopRetrying(call *Call) bool
+}
+
+func stopsRetrying(ad Adapter, call *Call) bool {
+	rs, ok := ad.(RetryStopper)
+	return ok && rs.StopRetrying(call)
+}
 
 // addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
 // meter does), so a sum is always a cost the meter and the record take.

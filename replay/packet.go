@@ -245,6 +245,10 @@ type Outcome struct {
 	// not finite): such a value has no JSON form, so the outcome is kept
 	// without it and playback serves an equally invalid one.
 	Invalid []string `json:"invalid,omitempty"`
+	// Canceled records that the caller's context was done when the
+	// attempt returned: the gateway made no further attempt, and neither
+	// does playback (see gateway.RetryStopper).
+	Canceled bool `json:"canceled,omitempty"`
 }
 
 // ErrTamper reports a packet whose pinned inputs do not match their hashes,

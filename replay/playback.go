@@ -51,6 +51,7 @@ func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
 		}()
 		out, err = ad.Call(ctx, call)
 		done = true
+		o.Canceled = ctx.Err() != nil
 		if err != nil {
 			te, ok := err.(*gateway.ToolError)
 			if !ok {
@@ -150,6 +151,15 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 		return &c, nil
 	}
 	return nil, nil
+}
+
+// StopRetrying implements gateway.RetryStopper: no attempt follows one
+// after which the recorded run's caller had gone.
+func (p *Playback) StopRetrying(call *gateway.Call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.outcomes[fmt.Sprintf("%s#%d", call.Envelope.ToolCallID, call.Attempt)]
+	return ok && o.Canceled
 }
 
 // Unserved lists the calls playback had no outcome for.
