@@ -501,6 +501,13 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	if res.Status == decision.Decided {
 		stats["decided_"+res.Record.Outcome]++
 	}
+	if res.Status == decision.Escalated {
+		why := "not_a_hard_stop"
+		if cp, err := h.Checkpoints.Load(ctx, res.RunID); err == nil && cp.Stopped != "" {
+			why, _, _ = strings.Cut(cp.Stopped, ":")
+		}
+		stats["escalated_"+why]++
+	}
 	if tr.fired {
 		stats["canceled"]++
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/schemas"
 )
 
 // The replay corpus (issue 13, Temporal's replayer habit): packets recorded
@@ -83,6 +84,9 @@ func TestReplayCorpus(t *testing.T) {
 			case "good":
 				if err != nil || out.Status != replay.ReplayEqual {
 					t.Fatalf("replay = %+v, %v; want replay_equal", out, err)
+				}
+				if err := schemas.Validate("replay-packet", b); err != nil {
+					t.Errorf("not a replay-packet.v1: %v", err)
 				}
 			case "bad":
 				if !errors.Is(err, replay.ErrTamper) || out == nil || out.Status != replay.Invalid {
