@@ -40,6 +40,13 @@ const (
 	// refund step, after the lookups, is DECIDED approved although no
 	// adp_payments.issue_refund ever ran (ungated amount).
 	bugApprovedWithoutWrite = "B3-approved-without-any-refund"
+	// bugCancelBeforeWrite: the caller's context ends after a plan is
+	// taken and before its write step (here: in the host critic's Verify).
+	// The gateway's idempotency claim fails on the ended context, the call
+	// is refused (failed, attempts 0), the run hard-stops with the
+	// misleading reason gateway_store_failed, and no interrupt is recorded:
+	// the replay makes the call and mismatches.
+	bugCancelBeforeWrite = "B4-cancel-before-write-is-a-store-failure"
 )
 
 func requireKnownBugs(t *testing.T, id string) {
@@ -112,6 +119,34 @@ func TestKnownBugApprovedWithoutAnyRefund(t *testing.T) {
 	}
 }
 
+func TestKnownBugCancelBeforeWriteIsAStoreFailure(t *testing.T) {
+	requireKnownBugs(t, bugCancelBeforeWrite)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	// The second plan (the refund) is verified, then the caller goes away.
+	critic := verifyHook(func() {
+		if n++; n == 2 {
+			cancel()
+		}
+	})
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Critic: critic}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 1200, true)
+	res, err := h.Runtime.Invoke(ctx, req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Record.Rationale.Summary, "canceled") {
+		t.Errorf("rationale %q, want a cancellation", res.Record.Rationale.Summary)
+	}
+	out, err := h.Runtime.Replay(context.Background(), packetOf(t, h, res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertReplayEqual(t, out)
+}
+
 // knownBug names the known bug a property-test failure is an instance of,
 // or "".
 func knownBug(err error, res *contextos.Result, out *replay.Result, p *replay.Packet) string {
@@ -121,6 +156,10 @@ func knownBug(err error, res *contextos.Result, out *replay.Result, p *replay.Pa
 	case res != nil && res.Status == decision.Decided && res.Record.Outcome == "approved" &&
 		!slices.ContainsFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool { return r.CapabilityID == "adp_payments.issue_refund" }):
 		return bugApprovedWithoutWrite
+	case out != nil && p != nil && len(p.Interrupts) == 0 && slices.ContainsFunc(p.Transcript, func(e gateway.TranscriptEntry) bool {
+		return e.Result != nil && e.Result.Status == gateway.StatusFailed && e.Result.Metadata.Attempts == 0
+	}):
+		return bugCancelBeforeWrite
 	case out != nil && p != nil && len(p.Interrupts) > 0 && slices.ContainsFunc(out.Diffs, func(d replay.Diff) bool {
 		// "call with no recorded outcome (not made): <capability> <tool call>#<attempt>", attempt ≥ 2.
 		i := strings.LastIndex(d.Detail, "#")

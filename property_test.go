@@ -190,7 +190,7 @@ func genScenario(seed, idx uint64) *propScenario {
 			sc.Scripts[c] = append(sc.Scripts[c], s)
 		}
 	}
-	switch weighted(r, map[string]int{"": 12, "adapter": 6, "planner": 4, "critic": 2}) {
+	switch weighted(r, map[string]int{"": 12, "adapter": 6, "planner": 4, "critic": 4}) {
 	case "adapter":
 		sc.Cancel = "adapter"
 		sc.CancelCap = pick(r, "adp_orders.lookup", "adp_policy.eval", "adp_payments.issue_refund", "adp_payments.issue_refund")
