@@ -1,0 +1,649 @@
+package contextos_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/replay"
+)
+
+// The property test (issue 13, "Done when"): random plans, random scripted
+// adapter statuses, random approvals and cancellations at random points run
+// through contextostest, and on every Invoke and every Resume:
+//
+//   - no DECIDED record with an outcome that is neither a refusal nor an
+//     escalation ("approved") unless an adp_payments.issue_refund result
+//     succeeded (ok or completed) in the run;
+//   - every issue_refund the scripted payments adapter received (every
+//     attempt) is in a stored record's evidence_refs or in the run's
+//     checkpoint results: no side effect without a record or checkpoint;
+//   - a DEFERRED result has Pending and its record says what it awaits;
+//   - Invoke and Resume neither panic nor return an error;
+//   - every captured packet replays replay_equal, also after a JSON round
+//     trip;
+//   - the decision store's chain verifies.
+//
+// Each case is generated from a PCG source seeded with (propertySeed, case
+// index), so a failing case is reproduced by its subtest name alone:
+//
+//	go test -run 'TestPropertyRandomRuns/case_0042' .
+//
+// and its failure message prints the generated scenario.
+const propertySeed = 0x13c0_5e_2026
+
+func TestPropertyRandomRuns(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	mem := propertyMemory(t)
+	ev := evidence(t)
+	pk := readTestdata(t, "ctxpack.support-1.0.0.json")
+	start := time.Now()
+	var mu sync.Mutex
+	stats := map[string]int{}
+	t.Run("cases", func(t *testing.T) {
+		for i := range n {
+			sc := genScenario(propertySeed, uint64(i))
+			t.Run(fmt.Sprintf("case_%04d", i), func(t *testing.T) {
+				t.Parallel()
+				st := map[string]int{}
+				defer func() { // also when the case is skipped
+					mu.Lock()
+					defer mu.Unlock()
+					for k, v := range st {
+						stats[k] += v
+					}
+				}()
+				runScenario(t, sc, pk, ev, mem, st)
+			})
+		}
+	})
+	t.Logf("%d cases in %v: %v", n, time.Since(start).Round(time.Millisecond), stats)
+}
+
+// Scenario.
+
+type propTurn struct {
+	Kind    string `json:"kind"` // lookup, refund, refund_step, decide, lookup_refund, empty, memory, error
+	Amount  int    `json:"amount,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+}
+
+type propScenario struct {
+	Seed     uint64 `json:"seed"`
+	Case     uint64 `json:"case"`
+	Amount   int    `json:"request_amount"`
+	Verified bool   `json:"identity_verified"`
+	Evidence string `json:"evidence"` // static, empty, none
+	Memory   bool   `json:"memory"`
+	Turns    []propTurn
+	Repeat   bool                `json:"repeat_last"`
+	Scripts  map[string][]string `json:"scripts"` // capability → statuses; the last repeats
+	// Cancel is where the caller's context ends: "" (never), "adapter"
+	// (inside the CancelAt-th call of CancelCap, before it runs),
+	// "planner" (inside the CancelAt-th planner call), "critic" (inside
+	// the host critic's CancelAt-th Verify: after a plan is taken, before
+	// its first step), each as a
+	// cancellation ("cancel") or a deadline passing ("deadline").
+	Cancel    string `json:"cancel,omitempty"`
+	CancelCap string `json:"cancel_capability,omitempty"`
+	CancelAt  int    `json:"cancel_at,omitempty"`
+	CancelErr string `json:"cancel_kind,omitempty"`
+	// Approvals answer successive pauses (right, wrong_role, denied, self,
+	// empty_approver, empty_id, expired); past the list, right.
+	Approvals []string `json:"approvals"`
+	// ResumeStops is how many times a hard-stopped run is resumed.
+	ResumeStops int `json:"resume_stops"`
+}
+
+func (sc *propScenario) String() string {
+	b, _ := json.MarshalIndent(sc, "", "  ")
+	return string(b)
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+// weighted picks among choices by weight.
+func weighted(r *rand.Rand, choices map[string]int) string {
+	keys := make([]string, 0, len(choices))
+	total := 0
+	for k, w := range choices {
+		keys = append(keys, k)
+		total += w
+	}
+	slices.Sort(keys)
+	x := r.IntN(total)
+	for _, k := range keys {
+		if x < choices[k] {
+			return k
+		}
+		x -= choices[k]
+	}
+	return keys[len(keys)-1]
+}
+
+func genAmount(r *rand.Rand, request int) int {
+	if r.IntN(3) > 0 {
+		return request
+	}
+	return pick(r, 0, -5, 1, 1200, 2999, 3001, 4200, 50000, 50001, 1+r.IntN(50000))
+}
+
+func genScenario(seed, idx uint64) *propScenario {
+	r := rand.New(rand.NewPCG(seed, idx))
+	sc := &propScenario{Seed: seed, Case: idx, Scripts: map[string][]string{}}
+	sc.Amount = pick(r, 1200, 1200, 4200, 4200, 3000, 3001, 50000, 1+r.IntN(60000))
+	sc.Verified = r.IntN(6) > 0
+	sc.Evidence = weighted(r, map[string]int{"static": 8, "empty": 1, "none": 1})
+	sc.Memory = r.IntN(4) == 0
+	sc.Repeat = r.IntN(2) == 0
+	for i := range 1 + r.IntN(6) {
+		k := weighted(r, map[string]int{"lookup": 25, "refund": 25, "refund_step": 8, "decide": 22, "lookup_refund": 8, "empty": 3, "memory": 5, "error": 4})
+		if i == 0 && r.IntN(5) < 3 {
+			k = "lookup" // most runs look the order up first
+		}
+		t := propTurn{Kind: k}
+		switch k {
+		case "refund", "refund_step", "lookup_refund", "memory":
+			t.Amount = genAmount(r, sc.Amount)
+		}
+		switch k {
+		case "decide":
+			t.Outcome = weighted(r, map[string]int{"approved": 5, "denied": 3, "escalated": 2, "bogus": 1})
+		case "refund", "lookup_refund", "memory":
+			t.Outcome = "approved"
+		}
+		sc.Turns = append(sc.Turns, t)
+	}
+	readStatuses := map[string]int{"ok": 30, "fail": 2, "fail_retryable": 2, "fail_with": 2, "fail_plain": 1, "panic": 1, "escalate_signal": 1, "refuse_signal": 1, "nan": 1}
+	writeStatuses := map[string]int{"ok": 20, "no_mutations": 2, "fail": 2, "fail_retryable": 3, "fail_with": 2, "fail_plain": 1, "panic": 1, "nan": 1}
+	for _, c := range []string{"adp_orders.lookup", "adp_policy.eval", "adp_payments.issue_refund"} {
+		w := readStatuses
+		if c == "adp_payments.issue_refund" {
+			w = writeStatuses
+		}
+		for range 1 + r.IntN(3) {
+			s := weighted(r, w)
+			if s == "fail_with" {
+				s += ":" + pick(r, gateway.CodeInvalidInput, gateway.CodePermissionDenied, gateway.CodeTimeout, gateway.CodeCanceled,
+					gateway.CodeAuthExpired, gateway.CodeAuthForbidden, gateway.CodeSecretResolutionFailed, gateway.CodeUnsupportedTool, "made_up_code")
+				if r.IntN(2) == 0 {
+					s += ":retryable"
+				}
+			}
+			sc.Scripts[c] = append(sc.Scripts[c], s)
+		}
+	}
+	switch weighted(r, map[string]int{"": 12, "adapter": 6, "planner": 4, "critic": 4}) {
+	case "adapter":
+		sc.Cancel = "adapter"
+		sc.CancelCap = pick(r, "adp_orders.lookup", "adp_policy.eval", "adp_payments.issue_refund", "adp_payments.issue_refund")
+		sc.CancelAt = 1 + r.IntN(3)
+	case "planner":
+		sc.Cancel = "planner"
+		sc.CancelAt = 1 + r.IntN(len(sc.Turns)+1)
+	case "critic":
+		sc.Cancel = "critic"
+		sc.CancelAt = 1 + r.IntN(len(sc.Turns))
+	}
+	if sc.Cancel != "" {
+		sc.CancelErr = pick(r, "cancel", "deadline")
+	}
+	for range r.IntN(4) {
+		sc.Approvals = append(sc.Approvals, weighted(r, map[string]int{"right": 4, "wrong_role": 1, "denied": 1, "self": 1, "empty_approver": 1, "empty_id": 1, "expired": 1}))
+	}
+	sc.ResumeStops = r.IntN(3)
+	return sc
+}
+
+// Building the run.
+
+func (t propTurn) plan() *contextos.Plan {
+	switch t.Kind {
+	case "lookup":
+		return lookupPlan()
+	case "refund":
+		return refundPlan(t.Amount)
+	case "refund_step":
+		p := refundPlan(t.Amount)
+		p.Decision = nil
+		return p
+	case "lookup_refund":
+		p := refundPlan(t.Amount)
+		p.Steps = append(lookupPlan().Steps, p.Steps...)
+		return p
+	case "memory":
+		p := refundPlan(t.Amount)
+		p.Memory = []contextos.MemoryProposal{{WriteClass: "preference", Content: "prefers app", Confidence: 0.9},
+			{WriteClass: "pii_dump", Content: "not allowed", Confidence: 0.9}}
+		return p
+	case "decide":
+		p := approvedAgain()
+		p.Decision.Outcome = t.Outcome
+		if t.Outcome != "approved" {
+			p.Decision.Outputs = nil
+		}
+		return p
+	case "empty":
+		return &contextos.Plan{}
+	}
+	return nil
+}
+
+// cancelCtx is the context of one Invoke or Resume: fire ends it, as a
+// cancellation or as its deadline passing (deterministically: the deadline
+// "passes" when fire is called, wherever that is). It wraps a standard
+// library context, so the contexts derived from it end synchronously with
+// it; for a deadline, Err says context.DeadlineExceeded and the cause of
+// every derived context is context.DeadlineExceeded.
+type cancelCtx struct {
+	context.Context
+	cancel   context.CancelCauseFunc
+	deadline bool
+}
+
+func newCancelCtx(kind string) *cancelCtx {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &cancelCtx{Context: ctx, cancel: cancel, deadline: kind == "deadline"}
+}
+
+func (c *cancelCtx) fire() {
+	if c.deadline {
+		c.cancel(context.DeadlineExceeded)
+	} else {
+		c.cancel(context.Canceled)
+	}
+}
+
+func (c *cancelCtx) Err() error {
+	if err := c.Context.Err(); err != nil && c.deadline {
+		return context.DeadlineExceeded
+	}
+	return c.Context.Err()
+}
+
+// trigger fires the current call's context once, at the scenario's point.
+type trigger struct {
+	mu    sync.Mutex
+	cur   *cancelCtx
+	count int
+	fired bool
+}
+
+func (tr *trigger) set(c *cancelCtx) { tr.mu.Lock(); tr.cur = c; tr.mu.Unlock() }
+
+// hit counts one occurrence and fires at the at-th.
+func (tr *trigger) hit(at int) {
+	tr.mu.Lock()
+	tr.count++
+	var c *cancelCtx
+	if tr.count == at && !tr.fired {
+		tr.fired, c = true, tr.cur
+	}
+	tr.mu.Unlock()
+	if c != nil {
+		c.fire()
+	}
+}
+
+func scriptStatus(s *gatewaytest.Script, capability, status string) {
+	write := capability == "adp_payments.issue_refund"
+	out := map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
+	switch capability {
+	case "adp_policy.eval":
+		out = map[string]any{"eligible": true}
+	case "adp_payments.issue_refund":
+		out = map[string]any{"transaction_id": "txn_q9"}
+	}
+	kind, code, _ := strings.Cut(status, ":")
+	switch kind {
+	case "ok":
+		if write {
+			s.ReturnOutput(out, "refund:txn_q9")
+		} else {
+			s.ReturnOutput(out)
+		}
+	case "no_mutations":
+		s.ReturnOutput(out)
+	case "fail":
+		s.Fail("service unavailable")
+	case "fail_retryable":
+		s.FailRetryable("service busy")
+	case "fail_with":
+		c, retry, _ := strings.Cut(code, ":")
+		s.FailWith(gateway.NewToolError(c, retry == "retryable", "scripted "+c, nil))
+	case "fail_plain":
+		s.FailWith(errors.New("connection reset by peer"))
+	case "panic":
+		s.Panic()
+	case "escalate_signal":
+		s.Return(&gateway.Outcome{Output: out, Signals: []string{"fraud_signal_high"}})
+	case "refuse_signal":
+		s.Return(&gateway.Outcome{Output: out, RiskTags: []string{"refund_without_identity"}})
+	case "nan":
+		o := map[string]any{"score": math.NaN()}
+		if write {
+			s.ReturnOutput(o, "refund:txn_nan")
+		} else {
+			s.ReturnOutput(o)
+		}
+	default:
+		panic("unknown scripted status " + status)
+	}
+}
+
+func propertyMemory(t testing.TB) []compiler.MemoryItem {
+	t.Helper()
+	var mem []compiler.MemoryItem
+	if err := json.Unmarshal(readTestdata(t, "memory.support.json"), &mem); err != nil {
+		t.Fatal(err)
+	}
+	return mem
+}
+
+func approvalFor(kind string, p *gateway.ApprovalRequest) gateway.Approval {
+	a := contextostest.Approval(p, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	switch kind {
+	case "wrong_role":
+		a.ApproverRole = "support_agent"
+	case "denied":
+		a.Denied = true
+	case "self":
+		a.Approver = "usr_771"
+	case "empty_approver":
+		a.Approver = ""
+	case "empty_id":
+		a.ApprovalID = ""
+	case "expired":
+		a.DecidedAt = contextostest.FixedTime.Add(-3 * time.Hour)
+	}
+	return a
+}
+
+// runScenario runs one scenario and checks the invariants after each
+// Invoke and Resume; it counts final statuses and features into stats. A
+// failure that is an instance of a known bug (see known_bugs_test.go) skips
+// the case, naming the bug.
+func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEvidence, mem []compiler.MemoryItem, stats map[string]int) {
+	report := func(bug, format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf("%s\nscenario (reproduce with -run 'TestPropertyRandomRuns/cases/case_%04d$'):\n%s", fmt.Sprintf(format, args...), sc.Case, sc)
+		if bug != "" && !*knownBugs {
+			stats["skipped_"+bug]++
+			t.Skipf("known bug %s: %s", bug, msg)
+		}
+		t.Fatal(msg)
+	}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		report("", format, args...)
+	}
+	tr := &trigger{}
+	planner := contextostest.NewPlanner()
+	for i, turn := range sc.Turns {
+		i, turn := i, turn
+		planner.ThenFunc(func(*contextos.PlanRequest) (*contextos.Plan, error) {
+			if turn.Kind == "error" {
+				return nil, errors.New("model overloaded")
+			}
+			_ = i
+			return turn.plan(), nil
+		})
+	}
+	if sc.Repeat {
+		planner.RepeatLast()
+	}
+	var pl contextos.Planner = planner
+	if sc.Cancel == "planner" {
+		pl = contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+			tr.hit(sc.CancelAt)
+			return planner.Plan(ctx, req)
+		})
+	}
+	o := contextostest.Options{Runtime: contextos.Options{ReplaySampleRate: 1}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}}
+	if sc.Cancel == "critic" {
+		o.Runtime.Critic = verifyHook(func() { tr.hit(sc.CancelAt) })
+	}
+	// Retries back off without waiting (still honouring the context).
+	o.Runtime.Gateway.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	switch sc.Evidence {
+	case "static":
+		o.Runtime.Evidence = ev
+	case "empty":
+		o.Runtime.Evidence = compiler.StaticEvidence{}
+	}
+	if sc.Memory {
+		o.Runtime.Memory = contextos.NewInMemoryMemory(mem...)
+	}
+	h := contextostest.New(t, pl, [][]byte{pk}, &o)
+	for c, statuses := range sc.Scripts {
+		adapter, capName, _ := strings.Cut(c, ".")
+		a := h.Adapter(adapter)
+		if sc.Cancel == "adapter" && sc.CancelCap == c {
+			// A hook with no steps: it sees every call of the capability
+			// (retries too) and never answers one.
+			a.On(capName).When(func(map[string]any) bool { tr.hit(sc.CancelAt); return false })
+		}
+		s := a.On(capName)
+		for _, st := range statuses {
+			scriptStatus(s, c, st)
+		}
+	}
+	req, rc := refundRequest(t, sc.Amount, sc.Verified)
+	ctx := context.Background()
+
+	call := func(what string, do func(ctx context.Context) (*contextos.Result, error)) *contextos.Result {
+		t.Helper()
+		c := newCancelCtx(sc.CancelErr)
+		tr.set(c)
+		var res *contextos.Result
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					fail("%s panicked: %v", what, p)
+				}
+			}()
+			res, err = do(c)
+		}()
+		if err != nil || res == nil {
+			report(knownBug(err, nil, nil, nil), "%s = %v, %v", what, res, err)
+		}
+		checkRunInvariants(t, h, res, what, report)
+		return res
+	}
+	res := call("Invoke", func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Invoke(ctx, req, rc) })
+	pauses, stops := 0, 0
+	for step := 0; step < 8; step++ {
+		if res.Status == decision.Deferred {
+			kind := "right"
+			if pauses < len(sc.Approvals) {
+				kind = sc.Approvals[pauses]
+			}
+			pauses++
+			stats["approval_"+kind]++
+			a := approvalFor(kind, res.Pending)
+			res = call(fmt.Sprintf("Resume #%d (%s approval)", step+1, kind), func(ctx context.Context) (*contextos.Result, error) {
+				return h.Runtime.Resume(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+			})
+			continue
+		}
+		cp, err := h.Checkpoints.Load(ctx, res.RunID)
+		if err != nil {
+			fail("checkpoint of %s: %v", res.RunID, err)
+		}
+		if cp.Terminal || cp.Stopped == "" || stops >= sc.ResumeStops {
+			break
+		}
+		stops++
+		stats["resumed_stop"]++
+		res = call(fmt.Sprintf("Resume #%d (after the hard stop %q)", step+1, cp.Stopped), func(ctx context.Context) (*contextos.Result, error) {
+			return h.Runtime.Resume(ctx, res.RunID, contextos.ResumeInput{})
+		})
+	}
+	stats["final_"+string(res.Status)]++
+	if res.Status == decision.Decided {
+		stats["decided_"+res.Record.Outcome]++
+	}
+	if res.Status == decision.Escalated {
+		why := "not_a_hard_stop"
+		if cp, err := h.Checkpoints.Load(ctx, res.RunID); err == nil && cp.Stopped != "" {
+			why, _, _ = strings.Cut(cp.Stopped, ":")
+		}
+		stats["escalated_"+why]++
+	}
+	if tr.fired {
+		stats["canceled"]++
+	}
+	stats["refund_calls"] += h.Adapter("adp_payments").CallCount("issue_refund")
+
+	// Every captured packet replays equal, as stored and after a JSON
+	// round trip (as one read from a file is).
+	ids := h.Replays.IDs()
+	if len(ids) == 0 {
+		fail("run %s ended %s and captured no packet", res.RunID, res.Status)
+	}
+	for _, id := range ids {
+		p, err := h.Replays.Get(ctx, id)
+		if err != nil {
+			fail("packet %s: %v", id, err)
+		}
+		for _, via := range []string{"stored", "json"} {
+			if via == "json" {
+				b, err := json.Marshal(p)
+				if err != nil {
+					fail("packet %s does not encode: %v", id, err)
+				}
+				p = &replay.Packet{}
+				if err := json.Unmarshal(b, p); err != nil {
+					fail("packet %s does not decode: %v", id, err)
+				}
+			}
+			out, err := h.Runtime.Replay(ctx, p)
+			if err != nil || out.Status != replay.ReplayEqual {
+				var diffs []replay.Diff
+				if out != nil {
+					diffs = out.Diffs
+				}
+				report(knownBug(err, nil, out, p), "packet %s (%s, source %s, expected %s) replays %v: %+v (%v)\npacket: %s", id, via, p.SourceRef, p.Expected.Status, statusOf(out), diffs, err, packetSummary(p))
+			}
+		}
+		stats["packets"]++
+	}
+}
+
+func statusOf(r *replay.Result) replay.ResultStatus {
+	if r == nil {
+		return ""
+	}
+	return r.Status
+}
+
+// checkRunInvariants checks what must hold after every Invoke and Resume.
+func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.Result, what string, report func(bug, format string, args ...any)) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		report("", format, args...)
+	}
+	ctx := context.Background()
+	const refund = "adp_payments.issue_refund"
+	succeeded := slices.ContainsFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool {
+		return r.CapabilityID == refund && r.Status.Succeeded()
+	})
+	if res.Record == nil {
+		fail("%s: result %s has no record", what, res.Status)
+	}
+	if res.Status != res.Record.Status {
+		fail("%s: result status %s, record status %s", what, res.Status, res.Record.Status)
+	}
+	if res.Status == decision.Decided && res.Record.Outcome == "approved" && !succeeded {
+		report(knownBug(nil, res, nil, nil), "%s: DECIDED approved without a successful refund: %v (%s)", what, resultStatuses(res), res.Record.Rationale.Summary)
+	}
+	if res.Status == decision.Deferred && (res.Pending == nil || res.Record.Awaiting == nil || res.Record.Awaiting.GateID != res.Pending.GateID) {
+		fail("%s: DEFERRED without what it awaits: pending %+v, awaiting %+v", what, res.Pending, res.Record.Awaiting)
+	}
+	recs, err := h.Decisions.List(ctx, decision.Filter{RunID: res.RunID})
+	if err != nil || len(recs) == 0 {
+		fail("%s: stored records %v (%v)", what, recs, err)
+	}
+	refs := map[string]bool{}
+	for _, rec := range recs {
+		for _, ref := range rec.EvidenceRefs {
+			refs[ref] = true
+		}
+		if rec.Status == decision.Decided && rec.Outcome == "approved" &&
+			!slices.ContainsFunc(rec.EvidenceRefs, func(ref string) bool { return strings.HasPrefix(ref, "tool:"+refund+":") }) {
+			fail("%s: stored record %s is DECIDED approved and cites no refund: %v", what, rec.RecordID, rec.EvidenceRefs)
+		}
+	}
+	cp, err := h.Checkpoints.Load(ctx, res.RunID)
+	if err != nil {
+		fail("%s: checkpoint: %v", what, err)
+	}
+	for _, c := range h.Adapter("adp_payments").Calls() {
+		if c.Capability != "issue_refund" {
+			continue
+		}
+		id := c.Envelope.ToolCallID
+		if refs["tool:"+refund+":"+id] || slices.ContainsFunc(cp.Results, func(s contextos.StepResult) bool { return s.Result.ToolCallID == id }) {
+			continue
+		}
+		fail("%s: the refund %s (attempt %d) ran and is in no stored record and not in the checkpoint (status %s, stopped %q)", what, id, c.Attempt, res.Status, cp.Stopped)
+	}
+	if err := h.Decisions.Verify(ctx); err != nil {
+		fail("%s: decision chain: %v", what, err)
+	}
+}
+
+// packetSummary is what a failure report needs of a packet: its
+// transcript, adapter outcomes, interrupts, planner errors and resumes.
+func packetSummary(p *replay.Packet) string {
+	var b strings.Builder
+	for _, e := range p.Transcript {
+		switch {
+		case e.Call != nil:
+			fmt.Fprintf(&b, "\n  call %s %s", e.Call.CapabilityID, e.Call.ToolCallID)
+		case e.Result != nil:
+			code := ""
+			if e.Result.Error != nil {
+				code = e.Result.Error.Code
+			}
+			fmt.Fprintf(&b, "\n  result %s %s %s %s attempts=%d", e.Result.CapabilityID, e.Result.ToolCallID, e.Result.Status, code, e.Result.Metadata.Attempts)
+		}
+	}
+	for _, o := range p.Outcomes {
+		fmt.Fprintf(&b, "\n  outcome %s %s#%d panic=%v error=%v", o.CapabilityID, o.ToolCallID, o.Attempt, o.Panic, o.Error != nil)
+	}
+	fmt.Fprintf(&b, "\n  interrupts %+v planner_errors %+v resumes %d planner_outputs %d", p.Interrupts, p.PlannerErrors, len(p.Resumes), len(p.PlannerOutput))
+	return b.String()
+}
+
+// verifyHook is a host critic that accepts everything and calls hook in
+// each Verify.
+type verifyHook func()
+
+func (f verifyHook) Verify(context.Context, *contextos.CriticInput) (contextos.Judgement, error) {
+	f()
+	return contextos.Judgement{Verdict: contextos.VerdictOK}, nil
+}
+
+func (f verifyHook) Score(context.Context, *contextos.CriticInput) (contextos.Judgement, error) {
+	return contextos.Judgement{Verdict: contextos.VerdictOK}, nil
+}
