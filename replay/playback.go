@@ -30,6 +30,27 @@ func NewRecorder() *Recorder { return &Recorder{outcomes: map[string][]Outcome{}
 // (the gateway recovers adapter panics) sees what it would have seen
 // without the recorder.
 func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
+	return recorded{ad: ad, call: r.wrapCall(ad)}
+}
+
+// recorded is a wrapped adapter; it keeps the optional interfaces of the
+// adapter it wraps (gateway.RetryStopper).
+type recorded struct {
+	ad   gateway.Adapter
+	call gateway.AdapterFunc
+}
+
+func (w recorded) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	return w.call(ctx, call)
+}
+
+// StopRetrying implements gateway.RetryStopper for an adapter that does.
+func (w recorded) StopRetrying(call *gateway.Call) bool {
+	rs, ok := w.ad.(gateway.RetryStopper)
+	return ok && rs.StopRetrying(call)
+}
+
+func (r *Recorder) wrapCall(ad gateway.Adapter) gateway.AdapterFunc {
 	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (out *gateway.Outcome, err error) {
 		// Read before the call: the adapter may change what call points to.
 		runID := call.Envelope.RunID
