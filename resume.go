@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
@@ -161,24 +160,8 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err
 	}
-	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: runID})
+	r, rec, err := rt.reopen(ctx, cp, nil)
 	if err != nil {
-		return nil, err
-	}
-	var rec *decision.Record
-	for _, x := range recs {
-		if x.Status != decision.Closed {
-			rec = x
-		}
-	}
-	if rec == nil {
-		return nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, runID)
-	}
-	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
-	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
-	chain := cp.Chain
-	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
 		return nil, err
 	}
 	p, err := r.packet(rec, kind)

@@ -465,24 +465,8 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 	case cp.Active:
 		return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, runID)
 	}
-	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: runID})
+	r, rec, err := rt.reopen(ctx, cp, emit)
 	if err != nil {
-		return nil, fmt.Errorf("contextos: load records of %s: %w", runID, err)
-	}
-	var rec *decision.Record
-	for _, x := range recs {
-		if x.Status != decision.Closed {
-			rec = x
-		}
-	}
-	if rec == nil {
-		return nil, fmt.Errorf("%w: run %s has no decision record", ErrRunInProgress, runID)
-	}
-	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
-	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
-	chain := cp.Chain
-	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
 		return nil, err
 	}
 	res := &Result{RunID: runID, Status: rec.Status, Record: rec, Compiled: r.cc, ToolResults: r.toolResults(), Pending: cp.Pending}
@@ -492,6 +476,33 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 		}
 	}
 	return res, nil
+}
+
+// reopen rebuilds a stopped, paused or ended run from its checkpoint (its
+// packs resolved for replay, its context compiled again) with its last
+// record that is not CLOSED.
+func (rt *Runtime) reopen(ctx context.Context, cp *Checkpoint, emit func(Event)) (*run, *decision.Record, error) {
+	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: cp.RunID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("contextos: load records of %s: %w", cp.RunID, err)
+	}
+	var rec *decision.Record
+	for _, x := range recs {
+		if x.Status != decision.Closed {
+			rec = x
+		}
+	}
+	if rec == nil {
+		return nil, nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, cp.RunID)
+	}
+	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
+	chain := cp.Chain
+	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
+		return nil, nil, err
+	}
+	return r, rec, nil
 }
 
 // sameRequest reports whether two invoke requests are the same request.
