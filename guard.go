@@ -32,9 +32,11 @@ func (e *PanicError) Error() string { return "contextos: the " + e.Plugin + " pa
 func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 
 // recovered turns a recovered panic value into a *PanicError, logging the
-// value and the stack (the only place they go).
+// value's type and the stack (the only place they go).
 func (rt *Runtime) recovered(p any, plugin, runID string) error {
-	rt.opts.Logger.Error("plug-in panicked", "plugin", plugin, "run_id", runID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	// The value's type, not the value: a panic value may hold anything,
+	// a secret included.
+	rt.opts.Logger.Error("plug-in panicked", "plugin", plugin, "run_id", runID, "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
 	return &PanicError{Plugin: plugin}
 }
 

@@ -155,6 +155,9 @@ func TestPluginPanicsEndTheRunWithARecord(t *testing.T) {
 			if !strings.Contains(logs.String(), "goroutine ") {
 				t.Error("the stack did not reach the log")
 			}
+			if strings.Contains(logs.String(), panicSecret) {
+				t.Error("the panic value reached the log")
+			}
 		})
 	}
 }

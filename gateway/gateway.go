@@ -999,7 +999,7 @@ func (r *Run) callAdapter(ctx context.Context, ad Adapter, call *Call) (res adap
 		if p := recover(); p != nil {
 			r.g.opts.Logger.LogAttrs(ctx, slog.LevelError, "adapter panicked", slog.String("run_id", r.rc.RunID),
 				slog.String("tool_call_id", call.Envelope.ToolCallID), slog.String("capability", call.Envelope.CapabilityID), slog.Int("attempt", call.Attempt),
-				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+				slog.String("panic_type", fmt.Sprintf("%T", p)), slog.String("stack", string(debug.Stack()))) // not the value: it may hold a secret
 			res = adapterResult{panicked: true}
 		}
 	}()
