@@ -13,6 +13,7 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
 )
 
 // Defects an independent hostile review of issue 13 found; each test
@@ -305,4 +306,46 @@ func TestPlannerOverspendIsCharged(t *testing.T) {
 	if u := res.Record.BudgetUsage; u.Tokens != 50000 || u.CostUSDCents != 40 {
 		t.Errorf("recorded usage %+v, want what the planner spent", u)
 	}
+}
+
+// failingSink refuses the result entry of the refund once.
+type failingSink struct {
+	*gatewaytest.Recorder
+	failed atomic.Bool
+}
+
+func (s *failingSink) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if e.Result != nil && e.Result.CapabilityID == "adp_payments.issue_refund" && !s.failed.Swap(true) {
+		return errors.New("disk full")
+	}
+	return s.Recorder.Append(ctx, e)
+}
+
+// A transcript sink that fails after the refund ran: the run stops
+// ESCALATED with a stored record and a resumable checkpoint, and the
+// resume does not refund again.
+func TestTranscriptFailureAfterAWriteIsRecorded(t *testing.T) {
+	sink := &failingSink{Recorder: &gatewaytest.Recorder{}}
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), approvedAgain()),
+		&contextostest.Options{Runtime: contextos.Options{Gateway: gateway.Options{Transcript: sink}}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 1200, true)
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if err != nil {
+		t.Fatalf("Invoke: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Escalated)
+	if !strings.Contains(res.Record.Rationale.Summary, "transcript_unavailable") || strings.Contains(res.Record.Rationale.Summary, "disk full") {
+		t.Errorf("rationale %q", res.Record.Rationale.Summary)
+	}
+	cp, err := h.Checkpoints.Load(context.Background(), res.RunID)
+	if err != nil || cp.Active || cp.Stopped == "" {
+		t.Fatalf("checkpoint %+v (%v) is not resumable", cp, err)
+	}
+	done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 }
