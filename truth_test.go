@@ -348,17 +348,7 @@ func TestSideEffectThenCancellationIsRecorded(t *testing.T) {
 			if len(recs) == 0 || !slices.ContainsFunc(recs[len(recs)-1].EvidenceRefs, func(ref string) bool { return strings.HasPrefix(ref, "tool:adp_payments.issue_refund:") }) {
 				t.Errorf("the stored record does not carry the refund: %+v", recs)
 			}
-			cp, err := h.Checkpoints.Load(context.Background(), res.RunID)
-			if err != nil || cp.Stopped == "" || cp.Active {
-				t.Fatalf("checkpoint %+v (%v) is not resumable", cp, err)
-			}
-			// Resumed, the run goes on without refunding again.
-			done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			contextostest.AssertStatus(t, done, decision.Decided)
-			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+			assertResumesWithoutRefundingAgain(t, h, res.RunID)
 			h.ReplayAll()
 		})
 	}
@@ -470,6 +460,23 @@ func TestInvokingARunAgain(t *testing.T) {
 		res := h.Invoke(req, rc)
 		contextostest.AssertOutcome(t, res, "denied")
 	})
+}
+
+// assertResumesWithoutRefundingAgain checks a hard-stopped run after its
+// refund ran: its checkpoint is resumable (stopped, not claimed), and the
+// resume ends it DECIDED with the one refund it already made.
+func assertResumesWithoutRefundingAgain(t *testing.T, h *contextostest.Harness, runID string) {
+	t.Helper()
+	cp, err := h.Checkpoints.Load(context.Background(), runID)
+	if err != nil || cp.Stopped == "" || cp.Active {
+		t.Fatalf("checkpoint %+v (%v) is not resumable", cp, err)
+	}
+	done, err := h.Runtime.Resume(context.Background(), runID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 }
 
 func nan() float64 { var z float64; return z / z }
