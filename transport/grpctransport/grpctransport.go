@@ -104,14 +104,16 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("%w: grpc:// is plaintext; use grpcs:// or set Plaintext", transport.ErrConfig)
 	}
-	// The dialer checks the address a name resolves to on every
+	// The dialer resolves the name and checks every address on every
 	// (re)connection: link-local and metadata addresses never, private ones
 	// only with AllowPrivate. A host's DialOptions come after, so a host
 	// that sets its own dialer owns that check.
 	guard := netguard.Dial(ep.AllowPrivate)
 	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.CallContentSubtype(CodecName)),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return guard(ctx, "tcp", addr) })}, o.DialOptions...)
-	conn, err := grpc.NewClient(u.Host, dial...)
+	// passthrough: the name reaches the dialer, which resolves it and
+	// checks every address it resolves to.
+	conn, err := grpc.NewClient("passthrough:///"+u.Host, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", transport.ErrConfig, err)
 	}
