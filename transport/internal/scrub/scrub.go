@@ -30,12 +30,60 @@ const minLen = 4
 
 // Set is the secrets one attempt resolved. Safe for concurrent use.
 type Set struct {
-	mu      sync.Mutex
-	values  []string // as resolved
+	mu     sync.Mutex
+	values []string  // as resolved
+	c      *compiled // values' forms, built on first use
+}
+
+// compiled is what scrubbing a set of values needs. It is shared by every
+// Set of the same values (an endpoint resolves the same secret on every
+// call), so the forms are computed once, not per attempt.
+type compiled struct {
 	forms   []string // values and their encodings, longest first
 	short   []string // values (and forms) under minLen: whole-string matches only
-	rep     *strings.Replacer
+	first   [256]bool
 	numeric bool // some value could be written as a JSON number
+}
+
+// cache holds compiled sets by their values. It is bounded: when full it
+// starts again (rotation leaves old entries behind).
+var cache struct {
+	sync.Mutex
+	m map[string]*compiled
+}
+
+const cacheMax = 256
+
+func compile(values []string) *compiled {
+	key := strings.Join(values, "\x00")
+	cache.Lock()
+	defer cache.Unlock()
+	if c, ok := cache.m[key]; ok {
+		return c
+	}
+	c := &compiled{}
+	for _, v := range values {
+		for _, f := range Forms(v) {
+			switch {
+			case slices.Contains(c.forms, f) || slices.Contains(c.short, f):
+			case len(f) < minLen:
+				c.short = append(c.short, f)
+			default:
+				c.forms = append(c.forms, f)
+				c.first[f[0]] = true
+			}
+		}
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			c.numeric = true
+		}
+	}
+	// Longest first: a padded form before its unpadded prefix.
+	slices.SortStableFunc(c.forms, func(a, b string) int { return len(b) - len(a) })
+	if len(cache.m) >= cacheMax || cache.m == nil {
+		cache.m = map[string]*compiled{}
+	}
+	cache.m[key] = c
+	return c
 }
 
 type key struct{}
@@ -68,24 +116,19 @@ func (s *Set) Add(values ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range values {
-		if v == "" || slices.Contains(s.values, v) {
-			continue
+		if v != "" && !slices.Contains(s.values, v) {
+			s.values = append(s.values, v)
+			s.c = nil
 		}
-		s.values = append(s.values, v)
-		for _, f := range Forms(v) {
-			switch {
-			case slices.Contains(s.forms, f) || slices.Contains(s.short, f):
-			case len(f) < minLen:
-				s.short = append(s.short, f)
-			default:
-				s.forms = append(s.forms, f)
-			}
-		}
-		if _, err := strconv.ParseFloat(v, 64); err == nil {
-			s.numeric = true
-		}
-		s.rep = nil
 	}
+}
+
+// compiled is s's compiled form; s.mu is held.
+func (s *Set) compiled() *compiled {
+	if s.c == nil {
+		s.c = compile(s.values)
+	}
+	return s.c
 }
 
 // Empty reports a Set with nothing to scrub.
@@ -135,20 +178,6 @@ func Forms(v string) []string {
 	return out
 }
 
-func (s *Set) replacer() *strings.Replacer {
-	if s.rep == nil {
-		forms := slices.Clone(s.forms)
-		// Longest first: a padded form before its unpadded prefix.
-		slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
-		pairs := make([]string, 0, 2*len(forms))
-		for _, f := range forms {
-			pairs = append(pairs, f, Mask)
-		}
-		s.rep = strings.NewReplacer(pairs...)
-	}
-	return s.rep
-}
-
 // String is str with every secret form replaced by Mask.
 func (s *Set) String(str string) string {
 	if s == nil || str == "" {
@@ -160,16 +189,43 @@ func (s *Set) String(str string) string {
 }
 
 func (s *Set) string(str string) string {
-	if len(s.values) == 0 {
+	if len(s.values) == 0 || str == "" {
 		return str
 	}
-	if slices.Contains(s.short, str) {
+	c := s.compiled()
+	if slices.Contains(c.short, str) {
 		return Mask
 	}
-	if len(s.forms) == 0 {
+	return c.replace(str)
+}
+
+// replace masks the forms in str, leftmost first and, at one position,
+// longest first. It allocates only when it finds one.
+func (c *compiled) replace(str string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(str); i++ {
+		if !c.first[str[i]] {
+			continue
+		}
+		for _, f := range c.forms {
+			if strings.HasPrefix(str[i:], f) {
+				if b.Len() == 0 {
+					b.Grow(len(str))
+				}
+				b.WriteString(str[last:i])
+				b.WriteString(Mask)
+				i += len(f) - 1
+				last = i + 1
+				break
+			}
+		}
+	}
+	if last == 0 {
 		return str
 	}
-	return s.replacer().Replace(str)
+	b.WriteString(str[last:])
+	return b.String()
 }
 
 // Value scrubs a JSON value: strings, map keys and, when a secret is
@@ -223,17 +279,17 @@ func (s *Set) value(v any) any {
 		}
 		return x
 	case json.Number:
-		if s.numeric && s.string(string(x)) != string(x) {
+		if s.compiled().numeric && s.string(string(x)) != string(x) {
 			return Mask
 		}
 	case float64:
-		if s.numeric {
+		if s.compiled().numeric {
 			if t := strconv.FormatFloat(x, 'f', -1, 64); s.string(t) != t {
 				return Mask
 			}
 		}
 	case int, int64:
-		if s.numeric {
+		if s.compiled().numeric {
 			if t := strconv.FormatInt(toInt64(x), 10); s.string(t) != t {
 				return Mask
 			}
