@@ -298,7 +298,9 @@ func Outcome(req *Request, resp *Response) (*gateway.Outcome, error) {
 
 // Execute makes one attempt of req and never returns a Go error: every
 // failure is a response with status error or denied, the request id,
-// trace and attempt echoed.
+// trace and attempt echoed. A ctx without a deadline gets the endpoint's
+// Timeout (gateway.DefaultTimeout when unset), so a tool that never
+// finishes its reply cannot hold the caller.
 func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 	if _, ok := ctx.Deadline(); !ok {
 		// Called outside the gateway: a tool that never finishes its

@@ -762,7 +762,7 @@ func (h *hostile) noLeak(t *testing.T, out *gateway.Outcome, err error, hidden [
 	for _, s := range h.spans.Ended() {
 		fmt.Fprintf(&sp, "%s %s", s.Name(), s.Status().Description)
 		for _, a := range s.Attributes() {
-			fmt.Fprintf(&sp, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&sp, " %s=%s", a.Key, a.Value.String())
 		}
 		for _, e := range s.Events() {
 			fmt.Fprintf(&sp, " %s %v", e.Name, e.Attributes)
