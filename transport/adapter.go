@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/transport/internal/scrub"
 )
 
 // Transport names.
@@ -68,8 +69,23 @@ type ToolInfo struct {
 // tokens, telemetry and clock.
 type Options struct {
 	// HTTPClient makes tool calls. Default: a client without a timeout of
-	// its own (the gateway's attempt deadline bounds each call).
+	// its own (the gateway's attempt deadline bounds each call). Its
+	// CheckRedirect is replaced by the MaxRedirects rule. When its
+	// Transport is nil, calls use a shared transport whose dialer refuses
+	// link-local and metadata addresses, and loopback and private ones
+	// without the endpoint's AllowPrivate, whatever a host name resolves
+	// to, and which uses no proxy; a host that sets its own Transport (a
+	// proxy, say) owns that check.
 	HTTPClient *http.Client
+	// MaxRedirects is how many redirects one request may follow. Zero,
+	// the default: none, and a 3xx reply is a non-retryable
+	// execution_failed naming the status (never the Location). Otherwise
+	// every hop must stay on the origin (scheme, host and port) of the
+	// request and pass the endpoint rules again; a redirect to another
+	// origin, or beyond MaxRedirects hops, is refused the same way, so
+	// credentials and bodies are never sent to another host. OAuth2 token
+	// requests never follow redirects.
+	MaxRedirects int
 	// Secrets resolves auth secret references on every call.
 	Secrets SecretResolver
 	// Tokens caches OAuth2 tokens. Default: DefaultTokenCache.
@@ -118,6 +134,7 @@ const maxBody = 4 << 20
 type Adapter struct {
 	ep      Endpoint
 	opts    Options
+	client  *http.Client // opts.HTTPClient with the redirect and dial rules
 	tracer  trace.Tracer
 	pending *pending // webhook calls waiting for a result
 }
@@ -137,14 +154,17 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 	if _, err := CheckEndpoint(ep.URL, ep.AllowPrivate); err != nil {
 		return nil, err
 	}
-	if err := ep.Auth.Check(); err != nil {
+	if err := ep.Auth.Check(ep.AllowPrivate); err != nil {
 		return nil, err
 	}
 	if err := ep.Retry.Check(); err != nil {
 		return nil, err
 	}
 	o := opts.WithDefaults()
-	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer(tracerName)}
+	if o.MaxRedirects < 0 {
+		return nil, fmt.Errorf("%w: max_redirects must not be negative", ErrConfig)
+	}
+	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer(tracerName), client: clientFor(o.HTTPClient, o.MaxRedirects, ep.AllowPrivate)}
 	if ep.Transport == TransportWebhook {
 		a.pending = newPending()
 	}
@@ -243,13 +263,15 @@ func (s AuthState) Expired(te *gateway.ToolError, opts *Options) bool {
 // AuthExpired is the retryable auth_expired error for req.
 func AuthExpired(req *Request) *gateway.ToolError { return authExpired(req) }
 
-// AuthHeaders resolves a's secrets (fresh on every call) into the headers
-// of one attempt. For transports in other packages (gRPC sends them as
-// metadata).
-func AuthHeaders(ctx context.Context, a *Auth, opts *Options) (http.Header, AuthState, *gateway.ToolError) {
+// AuthHeaders resolves ep.Auth's secrets (fresh on every call) into the
+// headers of one attempt (an OAuth2 token_url is reached under
+// ep.AllowPrivate). Called with the context RunAttempt gives its
+// function, the values are scrubbed from that attempt's response. For
+// transports in other packages (gRPC sends them as metadata).
+func AuthHeaders(ctx context.Context, ep *Endpoint, opts *Options) (http.Header, AuthState, *gateway.ToolError) {
 	o := opts.WithDefaults()
 	h := http.Header{}
-	st, te := applyAuth(ctx, a, o.Secrets, o.Tokens, h)
+	st, te := applyAuth(ctx, ep.Auth, o.Secrets, o.Tokens, ep.AllowPrivate, h)
 	return h, AuthState{st}, te
 }
 
@@ -276,8 +298,22 @@ func Outcome(req *Request, resp *Response) (*gateway.Outcome, error) {
 
 // Execute makes one attempt of req and never returns a Go error: every
 // failure is a response with status error or denied, the request id,
-// trace and attempt echoed.
+// trace and attempt echoed. A ctx without a deadline gets the endpoint's
+// Timeout (gateway.DefaultTimeout when unset), so a tool that never
+// finishes its reply cannot hold the caller.
 func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
+	if _, ok := ctx.Deadline(); !ok {
+		// Called outside the gateway: a tool that never finishes its
+		// reply (or a webhook that never answers) must not hold the
+		// caller forever.
+		d := a.ep.Timeout
+		if d <= 0 {
+			d = gateway.DefaultTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, a.ep.Transport, a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
@@ -340,7 +376,7 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	if a.ep.Transport != TransportHTTP {
 		hreq.Header.Set(HeaderContractVersion, ContractVersion)
 	}
-	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, hreq.Header)
+	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header)
 	if te != nil {
 		return nil, st, te
 	}
@@ -364,10 +400,16 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	return r, st, te
 }
 
-// do sends hreq and reads the reply; HTTP errors are mapped.
+// do sends hreq and reads the reply, at most 4 MiB. HTTP errors are
+// mapped; a redirect that is not followed or is refused, and an address
+// the dialer refused, are non-retryable errors; an error body loses the
+// secrets the attempt resolved before it is clipped into the message.
 func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string]any) (int, []byte, *gateway.ToolError) {
-	hres, err := a.opts.HTTPClient.Do(hreq)
+	hres, err := a.client.Do(hreq)
 	if err != nil {
+		if te := refusal(err, details); te != nil {
+			return 0, nil, te
+		}
 		return 0, nil, transportError(ctx, err, details)
 	}
 	defer hres.Body.Close()
@@ -378,8 +420,11 @@ func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string
 	if len(rbody) > maxBody {
 		return 0, nil, newError(gateway.CodeExecutionFailed, false, "the tool reply is larger than 4 MiB", details)
 	}
-	if hres.StatusCode >= 400 {
-		return 0, nil, HTTPStatusError(hres.StatusCode, rbody, details)
+	switch {
+	case hres.StatusCode >= 400:
+		return 0, nil, HTTPStatusError(hres.StatusCode, scrubBody(ctx, rbody), details)
+	case hres.StatusCode >= 300:
+		return 0, nil, redirectStatus(hres.StatusCode, details)
 	}
 	return hres.StatusCode, rbody, nil
 }
@@ -392,9 +437,31 @@ func setCallHeaders(h http.Header, req *Request) {
 	if req.IdempotencyKey != "" {
 		h.Set("Idempotency-Key", req.IdempotencyKey)
 	}
-	if req.Trace != nil && req.Trace.TraceID != "" && req.Trace.SpanID != "" {
-		h.Set("Traceparent", "00-"+req.Trace.TraceID+"-"+req.Trace.SpanID+"-01")
+	if tp := Traceparent(req.Trace); tp != "" {
+		h.Set("Traceparent", tp)
 	}
+}
+
+// Traceparent is the W3C traceparent of t ("" unless its trace id is 32
+// and its span id 16 lowercase hex digits, not all zero: a caller's trace
+// never puts other text in a header or metadata).
+func Traceparent(t *Trace) string {
+	if t == nil || !hexID(t.TraceID, 32) || !hexID(t.SpanID, 16) {
+		return ""
+	}
+	return "00-" + t.TraceID + "-" + t.SpanID + "-01"
+}
+
+func hexID(s string, n int) bool {
+	if len(s) != n || strings.Trim(s, "0") == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // httpReply reads an http tool's reply: a contract response (a JSON
@@ -421,22 +488,38 @@ func contractReply(body []byte, details map[string]any) (*Response, *gateway.Too
 }
 
 // instrument runs one attempt with its span and log line: a cancelled
-// context or a request that does not normalise is refused before f runs,
-// and the response is completed (version, request id, trace, attempt,
-// duration).
+// context or a request that does not normalise is refused before f runs;
+// a reply whose request_id is not the call's is refused; every secret
+// value the attempt resolved is scrubbed from the response (output,
+// error, trace) before anything reads it; and the response is completed
+// (version, request id, trace, attempt, duration).
 func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, trace.WithSpanKind(trace.SpanKindClient))
 	defer span.End()
+	var secrets *scrub.Set
+	if auth.profile() != "" {
+		// applyAuth records every value it resolves for this attempt here.
+		ctx, secrets = scrub.With(ctx)
+	}
 	var resp *Response
 	var te *gateway.ToolError
 	if err := ctx.Err(); err != nil {
 		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
 	} else if te = Normalize(req); te == nil {
 		resp, te = f(ctx)
+		if te == nil && resp == nil {
+			te = newError(gateway.CodeExecutionFailed, false, "the tool returned no response", map[string]any{"tool": req.Tool.Name})
+		}
+		if te == nil && resp.RequestID != "" && strings.TrimSpace(resp.RequestID) != req.RequestID {
+			te = wrongRequestID(req)
+		}
 	}
 	if te != nil {
 		resp = ResponseFor(te)
+	}
+	if !secrets.Empty() {
+		scrubResponse(secrets, resp)
 	}
 	resp.Complete(req)
 	dur := now().Sub(start)
@@ -460,11 +543,60 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 		logAttrs = append(logAttrs, slog.String("tool_auth_profile", p), slog.String("tool_auth_secret_ref", auth.SecretRef))
 	}
 	if resp.Error != nil {
-		attrs = append(attrs, attribute.String("tool.code", resp.Error.Code), attribute.String("tool.reason", resp.Error.Reason), attribute.Bool("tool.retryable", resp.Error.Retryable))
-		logAttrs = append(logAttrs, slog.String("tool_code", resp.Error.Code), slog.String("tool_reason", resp.Error.Reason), slog.Bool("retryable", resp.Error.Retryable))
-		span.SetStatus(codes.Error, resp.Error.Code)
+		// The canonical code and reason, never the tool's own text.
+		e := resp.Err()
+		attrs = append(attrs, attribute.String("tool.code", e.Code), attribute.String("tool.reason", e.Reason), attribute.Bool("tool.retryable", e.Retryable))
+		logAttrs = append(logAttrs, slog.String("tool_code", e.Code), slog.String("tool_reason", e.Reason), slog.Bool("retryable", e.Retryable))
+		span.SetStatus(codes.Error, e.Code)
 	}
 	span.SetAttributes(attrs...)
 	log.LogAttrs(ctx, slog.LevelInfo, "tool attempt", logAttrs...)
 	return resp
+}
+
+// wrongRequestID refuses a reply to another call: the contract's
+// response echoes the request's request_id. A reply without one is
+// accepted and given the call's (seed 004 lists request_id among the
+// request's required fields, not the response's, and Orloj's conformance
+// checks the echo only when it is set).
+func wrongRequestID(req *Request) *gateway.ToolError {
+	return newError(gateway.CodeExecutionFailed, false, "invalid contract response: its request_id is not the call's",
+		map[string]any{"tool": req.Tool.Name, "field": "request_id", "request_id": req.RequestID})
+}
+
+// scrubResponse replaces the attempt's secrets everywhere a response can
+// carry text: the output (strings, numbers, map keys), the error's code,
+// reason, message and details, and the trace ids.
+func scrubResponse(s *scrub.Set, r *Response) {
+	r.Output = s.Map(r.Output)
+	if e := r.Error; e != nil {
+		e.Code, e.Reason, e.Message = s.String(e.Code), s.String(e.Reason), s.String(e.Message)
+		e.Details = s.Map(e.Details)
+	}
+	if r.Trace != nil {
+		r.Trace.TraceID, r.Trace.SpanID = s.String(r.Trace.TraceID), s.String(r.Trace.SpanID)
+	}
+}
+
+// scrubBody is an error body without the secrets this attempt resolved,
+// ready to be clipped (a secret cut in half by the clip would no longer
+// match). A JSON body is decoded, scrubbed value by value and re-encoded,
+// so JSON escapes (\u0073k-…) do not hide a secret.
+func scrubBody(ctx context.Context, body []byte) []byte {
+	s := scrub.From(ctx)
+	if s.Empty() {
+		return body
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // a numeric secret keeps every digit
+	if dec.Decode(&v) == nil && !dec.More() {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(s.Value(v)) == nil {
+			return bytes.TrimSpace(b.Bytes())
+		}
+	}
+	return []byte(s.String(string(body)))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/transport/internal/scrub"
 )
 
 // Auth profiles.
@@ -54,8 +56,11 @@ func (a *Auth) profile() string {
 	return p
 }
 
-// Check reports a configuration that cannot work (ErrConfig).
-func (a *Auth) Check() error {
+// Check reports a configuration that cannot work (ErrConfig): an
+// unknown profile, a missing secret_ref, header_name or token_url, a
+// header_name that is not an HTTP header name, or a token_url that
+// CheckTokenURL refuses (allowPrivate is the endpoint's allowance).
+func (a *Auth) Check(allowPrivate bool) error {
 	switch p := a.profile(); p {
 	case "":
 		return nil
@@ -64,9 +69,15 @@ func (a *Auth) Check() error {
 		if strings.TrimSpace(a.HeaderName) == "" {
 			return fmt.Errorf("%w: auth profile api_key_header needs header_name", ErrConfig)
 		}
+		if !validHeaderName(a.HeaderName) {
+			return fmt.Errorf("%w: auth header_name %q is not an HTTP header name", ErrConfig, clip(a.HeaderName))
+		}
 	case ProfileOAuth2ClientCreds:
 		if strings.TrimSpace(a.TokenURL) == "" {
 			return fmt.Errorf("%w: auth profile oauth2_client_credentials needs token_url", ErrConfig)
+		}
+		if err := CheckTokenURL(a.TokenURL, allowPrivate); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("%w: auth profile %q is not bearer, api_key_header, basic or oauth2_client_credentials", ErrConfig, clip(p))
@@ -156,11 +167,14 @@ func (m MapSecrets) Resolve(ctx context.Context, ref SecretRef) (string, error) 
 
 // TokenCache caches OAuth2 client-credentials tokens per token URL and
 // client id until expires_in minus 30 s (an hour when the server gives no
-// expiry). Concurrent misses for one key make one exchange. Safe for
-// concurrent use; share one per process (DefaultTokenCache).
+// expiry). Concurrent misses for one key make one exchange. A token
+// request never follows a redirect. Safe for concurrent use; share one per
+// process (DefaultTokenCache).
 type TokenCache struct {
-	// HTTPClient makes token exchanges. Default: a client with a 10 s
-	// timeout.
+	// HTTPClient makes token exchanges (its CheckRedirect is replaced:
+	// redirects are never followed). Default: a client with a 10 s timeout
+	// whose dialer refuses link-local and metadata addresses (and, for an
+	// endpoint without allow_private, private ones).
 	HTTPClient *http.Client
 	// Now is the clock for expiry. Default: time.Now.
 	Now func() time.Time
@@ -192,8 +206,14 @@ func (c *TokenCache) now() time.Time {
 func tokenKey(tokenURL, clientID string) string { return tokenURL + "\x00" + clientID }
 
 // Token returns a cached token or exchanges the client credentials for a
-// new one. The boolean reports a cache hit.
+// new one. The boolean reports a cache hit. tokenURL is the caller's to
+// check (CheckTokenURL); the exchange does not follow redirects, and the
+// default client refuses link-local and metadata addresses at dial time.
 func (c *TokenCache) Token(ctx context.Context, tokenURL, clientID, clientSecret string, scopes []string) (string, bool, error) {
+	return c.token(ctx, true, tokenURL, clientID, clientSecret, scopes)
+}
+
+func (c *TokenCache) token(ctx context.Context, allowPrivate bool, tokenURL, clientID, clientSecret string, scopes []string) (string, bool, error) {
 	key := tokenKey(tokenURL, clientID)
 	c.mu.Lock()
 	if t, ok := c.tokens[key]; ok && c.now().Before(t.until) {
@@ -206,6 +226,7 @@ func (c *TokenCache) Token(ctx context.Context, tokenURL, clientID, clientSecret
 		if hc == nil {
 			hc = &http.Client{Timeout: 10 * time.Second}
 		}
+		hc = clientFor(hc, 0, allowPrivate)
 		cfg := clientcredentials.Config{ClientID: clientID, ClientSecret: clientSecret, TokenURL: tokenURL, Scopes: scopes}
 		tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 		if err != nil {
@@ -256,7 +277,10 @@ type authState struct {
 }
 
 // applyAuth resolves a's secrets and sets the attempt's headers.
-func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *TokenCache, h http.Header) (authState, *gateway.ToolError) {
+// Every value it resolves is recorded in the attempt's scrub set (ctx), so
+// a tool that echoes it back does not get it into a result, an error, a
+// log line or a span.
+func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *TokenCache, allowPrivate bool, h http.Header) (authState, *gateway.ToolError) {
 	st := authState{profile: a.profile()}
 	if st.profile == "" {
 		return st, nil
@@ -277,7 +301,13 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		if err != nil || strings.TrimSpace(v) == "" {
 			return "", newError(gateway.CodeSecretResolutionFailed, false, "secret "+r.String()+" could not be resolved", map[string]any{"secret_ref": r.String()})
 		}
-		return strings.TrimSpace(v), nil
+		v = strings.TrimSpace(v)
+		scrub.Add(ctx, v)
+		if !validHeaderValue(v) {
+			// A line break in a secret would end the header it goes in.
+			return "", newError(gateway.CodeSecretResolutionFailed, false, "secret "+r.String()+" is not a valid header value", map[string]any{"secret_ref": r.String()})
+		}
+		return v, nil
 	}
 	switch st.profile {
 	case ProfileBearer:
@@ -300,9 +330,12 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		if te != nil {
 			return st, te
 		}
-		if !strings.Contains(v, ":") {
+		user, pass, ok := strings.Cut(v, ":")
+		if !ok {
 			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "a basic auth secret must be user:password", map[string]any{"auth_profile": st.profile, "secret_ref": ref.String()})
 		}
+		_ = user // the user name is not a secret; the password is
+		scrub.Add(ctx, pass)
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(v)))
 	case ProfileOAuth2ClientCreds:
 		if strings.TrimSpace(a.TokenURL) == "" {
@@ -319,12 +352,16 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		if tokens == nil {
 			tokens = DefaultTokenCache
 		}
-		tok, hit, err := tokens.Token(ctx, a.TokenURL, id, secret, labels(a.Scopes))
+		tok, hit, err := tokens.token(ctx, allowPrivate, a.TokenURL, id, secret, labels(a.Scopes))
 		if err != nil {
 			if ctx.Err() != nil {
 				return st, transportError(ctx, ctx.Err(), nil)
 			}
-			return st, newError(gateway.CodeSecretResolutionFailed, true, "the OAuth2 token exchange failed", map[string]any{"token_url": a.TokenURL})
+			return st, tokenError(err, a.TokenURL)
+		}
+		scrub.Add(ctx, tok)
+		if !validHeaderValue(tok) {
+			return st, newError(gateway.CodeSecretResolutionFailed, false, "the OAuth2 access token is not a valid header value", map[string]any{"token_url": tokenURLDetail(a.TokenURL)})
 		}
 		st.tokenURL, st.clientID, st.cached = a.TokenURL, id, hit
 		h.Set("Authorization", "Bearer "+tok)
@@ -332,4 +369,59 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		return st, newError(gateway.CodeRuntimePolicyInvalid, false, "unknown auth profile", map[string]any{"auth_profile": clip(st.profile)})
 	}
 	return st, nil
+}
+
+// tokenError maps a failed token exchange: a redirect (never followed)
+// or a refused address is final; anything else is a retryable
+// secret_resolution_failed. The message never carries the token
+// endpoint's reply.
+func tokenError(err error, tokenURL string) *gateway.ToolError {
+	d := map[string]any{"token_url": tokenURLDetail(tokenURL)}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 300 && re.Response.StatusCode < 400 {
+		d["http_status"] = re.Response.StatusCode
+		return newError(gateway.CodeSecretResolutionFailed, false, fmt.Sprintf("the OAuth2 token endpoint answered HTTP %d (a redirect); token requests never follow redirects", re.Response.StatusCode), d)
+	}
+	if te := refusal(err, d); te != nil {
+		te.Code, te.Reason = gateway.CodeSecretResolutionFailed, gateway.ReasonFor(gateway.CodeSecretResolutionFailed)
+		return te
+	}
+	return newError(gateway.CodeSecretResolutionFailed, true, "the OAuth2 token exchange failed", d)
+}
+
+// tokenURLDetail is the token URL for details: its origin and path,
+// never credentials or a query.
+func tokenURLDetail(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid)"
+	}
+	return clip(safeOrigin(u) + u.EscapedPath())
+}
+
+// validHeaderName reports an RFC 9110 token: what an HTTP header name may
+// be.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// validHeaderValue reports a value without control characters (a line
+// break would end the header).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

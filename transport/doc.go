@@ -15,4 +15,17 @@
 // the wire. The one retry an adapter makes on its own is the OAuth2 one:
 // a 401 with a cached token evicts it and the attempt is made once more
 // with a fresh token (auth_expired when that is not possible).
+//
+// Calls stay where they were sent and give nothing back. Endpoints and
+// OAuth2 token URLs are checked when an adapter is built (CheckEndpoint,
+// CheckTokenURL), and the dialer checks the address a name resolves to on
+// every connection, so cloud metadata and link-local addresses are never
+// reached, and private ones only with AllowPrivate. Redirects are not
+// followed unless Options.MaxRedirects allows them, and then only within
+// the request's origin, each hop checked again; token requests never
+// follow one. A reply whose request_id is not the call's is refused. Every
+// secret value an attempt resolved (API key, bearer token, basic password,
+// OAuth2 client secret and access token) is replaced by [REDACTED], raw or
+// encoded, in the attempt's output, error, log line and span, whatever the
+// tool echoes back.
 package transport

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/contextos/contextos/gateway"
 )
@@ -42,10 +43,7 @@ func HTTPStatusError(status int, body []byte, details map[string]any) *gateway.T
 	for k, v := range details {
 		d[k] = v
 	}
-	snippet := Redact(strings.TrimSpace(string(body)))
-	if len(snippet) > 400 {
-		snippet = snippet[:400]
-	}
+	snippet := clipRunes(Redact(strings.TrimSpace(string(body))), 400)
 	msg := fmt.Sprintf("tool endpoint answered HTTP %d", status)
 	if snippet != "" {
 		msg += ": " + snippet
@@ -59,6 +57,19 @@ func HTTPStatusError(status int, body []byte, details map[string]any) *gateway.T
 		return newError(gateway.CodeExecutionFailed, true, msg, d)
 	}
 	return newError(gateway.CodeExecutionFailed, false, msg, d)
+}
+
+// clipRunes cuts s to at most n bytes without splitting a UTF-8
+// sequence, and replaces invalid UTF-8 (a tool's bytes become text).
+func clipRunes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // transportError maps an error from making a request: the context's

@@ -3,6 +3,8 @@ package transport_test
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/gateway"
@@ -60,6 +62,46 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if r.ToolContractVersion != "v1" || r.RequestID == "" || r.Tool.Name == "" || r.Attempt < 1 {
 			t.Fatalf("not normalised: %+v", r)
+		}
+	})
+}
+
+// FuzzCheckEndpoint: an endpoint or token URL the checks accept has an
+// http(s) scheme, no credentials, and no literal link-local, unspecified
+// or (without allow_private) loopback address; a token URL is https, or
+// http only with allow_private; never a panic.
+func FuzzCheckEndpoint(f *testing.F) {
+	for _, s := range []string{"https://tools.example.com/x", "http://169.254.169.254/", "http://[::ffff:a9fe:a9fe]/", "http://user:pw@h/",
+		"http://localhost./", "gopher://h/", "http://127.0.0.1:8080/", "https://[fe80::1%25eth0]/", "http://0x7f.1/", "//h/p"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, raw string, allowPrivate bool) {
+		u, err := transport.CheckEndpoint(raw, allowPrivate)
+		tokenErr := transport.CheckTokenURL(raw, allowPrivate)
+		for _, e := range []error{err, tokenErr} {
+			if e != nil && !errors.Is(e, transport.ErrConfig) {
+				t.Fatalf("%v is not ErrConfig", e)
+			}
+		}
+		if err != nil {
+			if tokenErr == nil {
+				t.Fatalf("token_url %q accepted, endpoint refused: %v", raw, err)
+			}
+			return
+		}
+		scheme := strings.ToLower(u.Scheme)
+		if scheme != "http" && scheme != "https" || u.User != nil || u.Host == "" {
+			t.Fatalf("accepted %q", raw)
+		}
+		if ip, perr := netip.ParseAddr(u.Hostname()); perr == nil {
+			ip = ip.Unmap()
+			if ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsLoopback() && !allowPrivate {
+				t.Fatalf("accepted %q (%s)", raw, ip)
+			}
+		}
+		if tokenErr == nil && scheme != "https" && !allowPrivate {
+			t.Fatalf("token_url %q accepted over http without allow_private", raw)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -91,8 +92,10 @@ func (a *Adapter) PushHandler() http.Handler {
 
 // waitWebhook waits for an accepted webhook call's result: a pushed
 // response, or a terminal poll of URL/{request_id} (202 and 204 are still
-// pending; a failed poll is retried at the next tick), until the
-// attempt's context ends.
+// pending; a poll that fails to reach the tool is retried at the next
+// tick), until the attempt's context ends. A poll goes through the same
+// client rules as the submit: redirects, refused addresses, the 4 MiB
+// bound, and a reply for another request_id is refused (by instrument).
 func (a *Adapter) waitWebhook(ctx context.Context, req *Request, pushed chan *Response, details map[string]any) (*Response, *gateway.ToolError) {
 	every := a.ep.PollInterval
 	if every <= 0 {
@@ -100,15 +103,13 @@ func (a *Adapter) waitWebhook(ctx context.Context, req *Request, pushed chan *Re
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	pollURL := strings.TrimRight(a.ep.URL, "/") + "/" + req.RequestID
+	// The request id is a path segment, escaped: it cannot climb out of
+	// the endpoint's path.
+	pollURL := strings.TrimRight(a.ep.URL, "/") + "/" + url.PathEscape(req.RequestID)
 	for {
 		select {
 		case <-ctx.Done():
-			d := map[string]any{"request_id": req.RequestID}
-			for k, v := range details {
-				d[k] = v
-			}
-			return nil, transportError(ctx, ctx.Err(), d)
+			return nil, transportError(ctx, ctx.Err(), withDetail(details, "request_id", req.RequestID))
 		case r := <-pushed:
 			return r, nil
 		case <-tick.C:
@@ -119,22 +120,19 @@ func (a *Adapter) waitWebhook(ctx context.Context, req *Request, pushed chan *Re
 			hreq.Header.Set("Accept", "application/json")
 			hreq.Header.Set(HeaderContractVersion, ContractVersion)
 			setCallHeaders(hreq.Header, req)
-			if _, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, hreq.Header); te != nil {
+			if _, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header); te != nil {
 				return nil, te
 			}
-			hres, err := a.opts.HTTPClient.Do(hreq)
-			if err != nil {
-				continue // a failed poll is not the tool's answer
-			}
-			body, err := io.ReadAll(io.LimitReader(hres.Body, maxBody))
-			hres.Body.Close()
+			status, body, te := a.do(ctx, hreq, details)
 			switch {
-			case err != nil:
+			case ctx.Err() != nil:
+				return nil, transportError(ctx, ctx.Err(), withDetail(details, "request_id", req.RequestID))
+			case te != nil && te.Retryable && te.Code == gateway.CodeExecutionFailed && te.Details["http_status"] == nil:
+				continue // the tool was not reached: not its answer
+			case te != nil:
+				return nil, te
+			case status == http.StatusAccepted || status == http.StatusNoContent:
 				continue
-			case hres.StatusCode == http.StatusAccepted || hres.StatusCode == http.StatusNoContent:
-				continue
-			case hres.StatusCode >= 400:
-				return nil, HTTPStatusError(hres.StatusCode, body, details)
 			}
 			return contractReply(body, details)
 		}

@@ -31,6 +31,10 @@ type endpointEntry struct {
 	Jitter         string          `json:"jitter,omitempty"`
 	JitterSeed     uint64          `json:"jitter_seed,omitempty"`
 	PollIntervalMS int64           `json:"poll_interval_ms,omitempty"`
+	// MaxRedirects lets the endpoint follow up to this many redirects,
+	// each within its own origin (transport.Options.MaxRedirects).
+	// Default 0: a redirect is an error.
+	MaxRedirects int `json:"max_redirects,omitempty"`
 	// AllowPrivate defaults to true here: the endpoints file is the
 	// operator's own configuration (staging tools on loopback or a private
 	// network); set it to false to refuse such addresses.
@@ -106,6 +110,8 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 			}
 			used[a.EndpointRef] = true
 			ep := e.endpoint()
+			opts := opts
+			opts.MaxRedirects = e.MaxRedirects
 			var err error
 			for name, info := range ep.Tools {
 				if !slices.Contains(a.Capabilities, name) {

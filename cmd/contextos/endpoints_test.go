@@ -67,12 +67,14 @@ func TestRunWithEndpoints(t *testing.T) {
 	}
 
 	for name, body := range map[string]string{
-		"unknown ref":       `{"internal://nope": {"transport": "external", "url": "http://127.0.0.1:1"}}`,
-		"unknown transport": `{"internal://payments": {"transport": "carrier-pigeon", "url": "http://127.0.0.1:1"}}`,
-		"unknown field":     `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "retries": 3}}`,
-		"private refused":   `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "allow_private": false}}`,
-		"label above mode":  `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"lookup": {"capabilities": ["data.write"]}}}}`,
-		"unknown tool":      `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"delete": {"capabilities": ["data.read"]}}}}`,
+		"unknown ref":        `{"internal://nope": {"transport": "external", "url": "http://127.0.0.1:1"}}`,
+		"unknown transport":  `{"internal://payments": {"transport": "carrier-pigeon", "url": "http://127.0.0.1:1"}}`,
+		"unknown field":      `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "retries": 3}}`,
+		"private refused":    `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "allow_private": false}}`,
+		"negative redirects": `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "max_redirects": -1}}`,
+		"token_url metadata": `{"internal://payments": {"transport": "external", "url": "http://127.0.0.1:1", "auth": {"profile": "oauth2_client_credentials", "secret_ref": "o", "token_url": "http://169.254.169.254/token"}}}`,
+		"label above mode":   `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"lookup": {"capabilities": ["data.write"]}}}}`,
+		"unknown tool":       `{"internal://orders": {"transport": "external", "url": "http://127.0.0.1:1", "tools": {"delete": {"capabilities": ["data.read"]}}}}`,
 	} {
 		os.WriteFile(endpoints, []byte(body), 0o644)
 		if code, _, errs := runCLI(t, "", runArgs("--endpoints", endpoints)...); code != exitInvalid {

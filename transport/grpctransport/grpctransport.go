@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/internal/netguard"
 )
 
 // Service and method of the tool service.
@@ -42,6 +44,10 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 func (jsonCodec) Name() string                       { return CodecName }
 
 func init() { encoding.RegisterCodec(jsonCodec{}) }
+
+// MaxReplyBytes bounds a tool service's reply, as the HTTP transports
+// bound theirs.
+const MaxReplyBytes = 4 << 20
 
 // Options tune an adapter.
 type Options struct {
@@ -79,7 +85,7 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ep.Auth.Check(); err != nil {
+	if err := ep.Auth.Check(ep.AllowPrivate); err != nil {
 		return nil, err
 	}
 	if err := ep.Retry.Check(); err != nil {
@@ -98,8 +104,16 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("%w: grpc:// is plaintext; use grpcs:// or set Plaintext", transport.ErrConfig)
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.CallContentSubtype(CodecName))}, o.DialOptions...)
-	conn, err := grpc.NewClient(u.Host, dial...)
+	// The dialer resolves the name and checks every address on every
+	// (re)connection: link-local and metadata addresses never, private ones
+	// only with AllowPrivate. A host's DialOptions come after, so a host
+	// that sets its own dialer owns that check.
+	guard := netguard.Dial(ep.AllowPrivate)
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithDefaultCallOptions(grpc.CallContentSubtype(CodecName)),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return guard(ctx, "tcp", addr) })}, o.DialOptions...)
+	// passthrough: the name reaches the dialer, which resolves it and
+	// checks every address it resolves to.
+	conn, err := grpc.NewClient("passthrough:///"+u.Host, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", transport.ErrConfig, err)
 	}
@@ -136,7 +150,7 @@ func (a *Adapter) Execute(ctx context.Context, req *transport.Request) *transpor
 
 func (a *Adapter) invoke(ctx context.Context, req *transport.Request) (*transport.Response, transport.AuthState, *gateway.ToolError) {
 	details := map[string]any{"tool": req.Tool.Name, "isolation_mode": transport.TransportGRPC}
-	h, st, te := transport.AuthHeaders(ctx, a.ep.Auth, &a.opts.Options)
+	h, st, te := transport.AuthHeaders(ctx, &a.ep, &a.opts.Options)
 	if te != nil {
 		return nil, st, te
 	}
@@ -144,14 +158,14 @@ func (a *Adapter) invoke(ctx context.Context, req *transport.Request) (*transpor
 	if req.IdempotencyKey != "" {
 		md.Set("idempotency-key", req.IdempotencyKey)
 	}
-	if req.Trace != nil && req.Trace.TraceID != "" && req.Trace.SpanID != "" {
-		md.Set("traceparent", "00-"+req.Trace.TraceID+"-"+req.Trace.SpanID+"-01")
+	if tp := transport.Traceparent(req.Trace); tp != "" {
+		md.Set("traceparent", tp)
 	}
 	for k, vs := range h {
 		md.Set(strings.ToLower(k), vs...)
 	}
 	var resp transport.Response
-	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp)
+	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp, grpc.MaxCallRecvMsgSize(MaxReplyBytes))
 	if err != nil {
 		return nil, st, StatusError(ctx, err, details)
 	}
@@ -174,6 +188,12 @@ func StatusError(ctx context.Context, err error, details map[string]any) *gatewa
 	d := map[string]any{"grpc_code": s.Code().String()}
 	for k, v := range details {
 		d[k] = v
+	}
+	if s.Code() == codes.Unavailable && strings.Contains(s.Message(), netguard.ErrorPrefix) {
+		// gRPC reports a dial its dialer refused as Unavailable, with the
+		// dialer's text: the address rule refused it, and a retry would
+		// too.
+		return gateway.NewToolError(gateway.CodeExecutionFailed, false, "the tool service resolves to an address calls may not reach", d)
 	}
 	msg := "the tool service answered " + s.Code().String()
 	switch s.Code() {

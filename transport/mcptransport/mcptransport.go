@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/internal/scrub"
 )
 
 // Meta keys the adapter sets on every call.
@@ -83,12 +85,20 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 		if _, err := transport.CheckEndpoint(ep.URL, ep.AllowPrivate); err != nil {
 			return nil, err
 		}
-		if err := ep.Auth.Check(); err != nil {
+		if err := ep.Auth.Check(ep.AllowPrivate); err != nil {
 			return nil, err
 		}
-		hc := o.HTTPClient
-		// Auth headers are resolved per request, so rotation applies.
-		hc = &http.Client{Transport: authRoundTripper{next: transportOf(hc), ep: &ep, opts: &o.Options}, Timeout: hc.Timeout}
+		if o.MaxRedirects < 0 {
+			return nil, fmt.Errorf("%w: max_redirects must not be negative", transport.ErrConfig)
+		}
+		u, _ := url.Parse(ep.URL)
+		// The transport's rules: no redirects unless the host allows them,
+		// then only to the endpoint's origin; the checked dialer unless the
+		// host brings its own transport. Auth headers are resolved per
+		// request, so rotation applies, and set only on requests to the
+		// endpoint's origin.
+		hc := transport.HTTPClientFor(&ep, &o.Options)
+		hc.Transport = authRoundTripper{next: hc.Transport, ep: &ep, opts: &o.Options, origin: origin(u)}
 		t = &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:
 		return nil, fmt.Errorf("%w: an mcp endpoint needs a command or a url", transport.ErrConfig)
@@ -109,22 +119,32 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 	return a, nil
 }
 
-func transportOf(c *http.Client) http.RoundTripper {
-	if c.Transport != nil {
-		return c.Transport
+// origin is scheme://host:port, lower-cased.
+func origin(u *url.URL) string {
+	if u == nil {
+		return ""
 	}
-	return http.DefaultTransport
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")) + ":" + port
 }
 
-// authRoundTripper sets the endpoint's auth headers on every request.
+// authRoundTripper sets the endpoint's auth headers on every request to
+// the endpoint's origin, and on no other.
 type authRoundTripper struct {
-	next http.RoundTripper
-	ep   *transport.Endpoint
-	opts *transport.Options
+	next   http.RoundTripper
+	ep     *transport.Endpoint
+	opts   *transport.Options
+	origin string
 }
 
 func (rt authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	h, _, te := transport.AuthHeaders(r.Context(), rt.ep.Auth, rt.opts)
+	if origin(r.URL) != rt.origin {
+		return rt.next.RoundTrip(r)
+	}
+	h, _, te := transport.AuthHeaders(r.Context(), rt.ep, rt.opts)
 	if te != nil {
 		return nil, te
 	}
@@ -186,8 +206,8 @@ func (a *Adapter) callTool(ctx context.Context, name string, req *transport.Requ
 	if req.IdempotencyKey != "" {
 		meta[MetaIdempotencyKey] = req.IdempotencyKey
 	}
-	if req.Trace != nil && req.Trace.TraceID != "" && req.Trace.SpanID != "" {
-		meta[MetaTraceparent] = "00-" + req.Trace.TraceID + "-" + req.Trace.SpanID + "-01"
+	if tp := transport.Traceparent(req.Trace); tp != "" {
+		meta[MetaTraceparent] = tp
 	}
 	res, err := a.session.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: name, Arguments: req.Input})
 	if err != nil {
@@ -201,9 +221,11 @@ func (a *Adapter) callTool(ctx context.Context, name string, req *transport.Requ
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "the MCP call failed", details)
 	}
 	if res.IsError {
-		msg := transport.Redact(text(res))
+		// Scrub the attempt's secrets before the clip, which could cut one
+		// in half.
+		msg := transport.Redact(scrub.From(ctx).String(text(res)))
 		if len(msg) > 400 {
-			msg = msg[:400]
+			msg = strings.ToValidUTF8(msg[:400], "")
 		}
 		if msg == "" {
 			msg = "the MCP tool reported an error"
