@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/jsonv"
 )
 
@@ -193,8 +194,12 @@ func (m *meter) float(f float64) sizeVerdict {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return sizeNotFinite
 	}
+	if !m.limited {
+		return sizeOK
+	}
 	var buf [32]byte
-	return m.add(len(strconv.AppendFloat(buf[:0], f, 'g', -1, 64)))
+	b, _ := canon.AppendFloat(buf[:0], f) // finite: cannot fail
+	return m.add(len(b))
 }
 
 // value charges v (as jsonv.Finite reads it: JSON shapes, Go numbers,
@@ -293,11 +298,17 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 }
 
 func (m *meter) int(i int64) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
 	var buf [24]byte
 	return m.add(len(strconv.AppendInt(buf[:0], i, 10)))
 }
 
 func (m *meter) uint(u uint64) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
 	var buf [24]byte
 	return m.add(len(strconv.AppendUint(buf[:0], u, 10)))
 }

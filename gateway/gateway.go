@@ -893,10 +893,16 @@ type taken struct {
 // an observer) sees the adapter's raw value. An outcome the gateway
 // refuses is not kept: it becomes the refusal's error, and only its cost
 // is charged (not when the outcome is larger than max_payload_bytes: such
-// an outcome is not read further).
+// an outcome is not read further). Results are bounded by the run
+// budget's max_payload_bytes, or runcontext.DefaultMaxPayloadBytes when it
+// sets none.
 func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError) taken {
 	var t taken
 	max := r.rc.RunBudget.MaxPayloadBytes
+	if max <= 0 {
+		// Results are bounded even when the run's budget sets no limit.
+		max = runcontext.DefaultMaxPayloadBytes
+	}
 	switch {
 	case out != nil:
 		refusal, bad := checkOutcome(out, max)
