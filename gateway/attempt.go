@@ -60,12 +60,13 @@ func reportsRedaction(ad Adapter, call *Call) bool {
 	return ok && rr.RedactedAttempt(call)
 }
 
-// redactOutcome returns a redacted copy of out: every member an adapter
-// supplies text in (output values and keys, mutations, artifacts,
+// redactOutcome writes a redacted copy of out to dst: every member an
+// adapter supplies text in (output values and keys, mutations, artifacts,
 // citations, risk tags, signals) goes through the rules. The copy owns its
 // lists; the cost is kept as is.
-func redactOutcome(out *Outcome, rules []Redactor) (*Outcome, bool) {
-	c := Outcome{CostCents: out.CostCents}
+func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
+	c := dst
+	*c = Outcome{CostCents: out.CostCents}
 	v, changed := redactValue(out.Output, rules)
 	c.Output, _ = v.(map[string]any)
 	var ch [5]bool
@@ -81,7 +82,7 @@ func redactOutcome(out *Outcome, rules []Redactor) (*Outcome, bool) {
 			ch[4] = ch[4] || cc
 		}
 	}
-	return &c, changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
+	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
 }
 
 // redactStrings returns a redacted copy of s (nil for an empty s).
@@ -139,7 +140,7 @@ type meter struct {
 	limited bool
 }
 
-func newMeter(max int64) *meter { return &meter{left: max, limited: max > 0} }
+func newMeter(max int64) meter { return meter{left: max, limited: max > 0} }
 
 func (m *meter) add(n int) sizeVerdict {
 	if !m.limited {

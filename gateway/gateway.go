@@ -803,7 +803,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
 		canceled := ctx.Err() != nil
 		cost = addCost(cost, spec.CostCents)
-		t := r.take(ad, call, out, te)
+		t := r.take(ad, call, out, te, &x.outcome)
 		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
 		cost = addCost(cost, t.cost)
 		if r.observe != nil {
@@ -896,7 +896,7 @@ type taken struct {
 // an outcome is not read further). Results are bounded by the run
 // budget's max_payload_bytes, or runcontext.DefaultMaxPayloadBytes when it
 // sets none.
-func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError) taken {
+func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
 	var t taken
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
@@ -914,7 +914,8 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError) taken {
 		if refusal != nil {
 			t.te, t.invalid = refusal, bad
 		} else {
-			t.out, t.redacted = redactOutcome(out, r.redact)
+			// A taken outcome ends the call's attempts: dst holds it.
+			t.out, t.redacted = dst, redactOutcome(dst, out, r.redact)
 		}
 	case te != nil:
 		t.te = boundError(te, max)
@@ -943,10 +944,12 @@ func stopsRetrying(ad Adapter, call *Call) bool {
 func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // executed is what an executed call allocates, in one allocation: the
-// Call its adapter gets, its result and the result's transcript copy, and
-// the result's default citation.
+// Call its adapter gets, the redacted copy of the outcome it took, its
+// result and the result's transcript copy, and the result's default
+// citation.
 type executed struct {
 	call    Call
+	outcome Outcome
 	results [2]ToolResultEnvelope
 	cite    [1]Citation
 }
