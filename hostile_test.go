@@ -6,11 +6,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -324,3 +326,37 @@ func TestHostileRecording(t *testing.T) {
 type claimsRedacted struct{ gateway.Adapter }
 
 func (claimsRedacted) RedactedAttempt(*gateway.Call) bool { return true }
+
+// An attempt that times out (the adapter honours its context) and is
+// retried replays equal: the recorder keeps the gateway's timeout, not the
+// adapter's context error, and the attempt's context running out is not
+// the caller going away (the replay retries as the live run did).
+func TestTimedOutAttemptReplaysEqual(t *testing.T) {
+	lh := newLeakHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+	scriptDefaults(lh.Harness, "")
+	orders := gatewaytest.NewScriptedAdapter()
+	orders.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881"}).Delay(time.Minute).
+		ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
+	lh2 := newLeakHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{
+		Adapters: []gateway.Registration{
+			{AdapterID: "adp_orders", Adapter: orders, Capabilities: map[string]gateway.Capability{"lookup": {Timeout: 20 * time.Millisecond, HonorsContext: true}}},
+			{AdapterID: "adp_policy", Adapter: lh.Adapter("adp_policy"), Capabilities: map[string]gateway.Capability{"eval": {}}},
+			{AdapterID: "adp_payments", Adapter: lh.Adapter("adp_payments"), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+		}}})
+	req, rc := refundRequest(t, 1200, true)
+	res := lh2.Invoke(req, rc)
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if a := res.ToolResults[0].Metadata.Attempts; a != 2 {
+		t.Fatalf("the lookup took %d attempts, want 2 (a timeout, then the answer)", a)
+	}
+	p, err := lh2.Replays.Get(context.Background(), res.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := p.Outcomes[0].Error; e == nil || e.Code != gateway.CodeTimeout || p.Outcomes[0].Canceled {
+		t.Errorf("recorded first attempt %+v, want the gateway's timeout, not canceled", p.Outcomes[0])
+	}
+	if out := replayed(t, lh2, p); out.Status != replay.ReplayEqual {
+		t.Errorf("replay = %+v", out)
+	}
+}
