@@ -134,12 +134,12 @@ func (lh *leakHarness) surfaces(t *testing.T, res *contextos.Result) map[string]
 	for _, sp := range lh.spans.GetSpans() {
 		spans = append(spans, sp.Name)
 		for _, a := range sp.Attributes {
-			spans = append(spans, a.Value.Emit())
+			spans = append(spans, a.Value.String())
 		}
 		for _, e := range sp.Events {
 			spans = append(spans, e.Name)
 			for _, a := range e.Attributes {
-				spans = append(spans, a.Value.Emit())
+				spans = append(spans, a.Value.String())
 			}
 		}
 		spans = append(spans, sp.Status.Description)
