@@ -112,6 +112,8 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 	}
 	if d := replay.CompareTranscripts(p.Transcript, got); d != nil {
 		out.Diffs = append(out.Diffs, *d)
+	} else if d := compareEntryHashes(p.Transcript, got); d != nil {
+		out.Diffs = append(out.Diffs, *d)
 	}
 	for _, u := range playback.Unserved() {
 		out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffToolTranscript, Step: -1, Detail: "call with no recorded outcome (not made): " + u})
@@ -121,6 +123,22 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 		out.Status = replay.ReplayMismatch
 	}
 	return out, nil
+}
+
+// compareEntryHashes reports the first transcript entry whose hash differs
+// where the entries compare equal: a member the comparison does not read
+// (a result's metadata — attempts, cost, redaction_applied, signals —
+// or approval) differs, and the replayed chain would not end at the
+// packet's tool_transcript_chain_hash. A replay reproduces the transcript
+// byte for byte.
+func compareEntryHashes(want, got []gateway.TranscriptEntry) *replay.Diff {
+	for i := range min(len(want), len(got)) {
+		if want[i].EntryHash != got[i].EntryHash {
+			return &replay.Diff{Kind: replay.DiffToolTranscript, Step: i,
+				Detail: fmt.Sprintf("transcript step %d (%s) differs from the packet's in its metadata (entry hash)", i, want[i].Kind)}
+		}
+	}
+	return nil
 }
 
 // compareRecords compares the packet's record with the rebuilt one, without

@@ -244,20 +244,16 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	}
 	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: replay.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
-	regs := make([]gateway.Registration, len(o.Adapters))
-	for i, reg := range o.Adapters {
-		regs[i] = reg
-		if reg.Adapter != nil {
-			regs[i].Adapter = rt.recorder.Wrap(reg.Adapter)
-		}
-	}
 	gopts := o.Gateway
 	gopts.Now = o.Now
 	gopts.TracerProvider = o.TracerProvider
 	if gopts.Logger == nil {
 		gopts.Logger = o.Logger
 	}
-	gw, err := gateway.New(regs, &gopts)
+	// Adapters are registered as given: the recorder observes each run's
+	// attempts through the gateway (gatewayRunOptions), after its
+	// redaction, so packets and checkpoints never hold a raw outcome.
+	gw, err := gateway.New(o.Adapters, &gopts)
 	if err != nil {
 		return nil, err
 	}
@@ -577,7 +573,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	r.prepared, r.cc = prepared, cc
 	span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
 	r.span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
-	if r.gwRun, err = rt.gw.NewRun(prepared, cc, r.req, r.rc, r.meter, gatewayRunOptions(r.clock, chain)); err != nil {
+	if r.gwRun, err = rt.gw.NewRun(prepared, cc, r.req, r.rc, r.meter, gatewayRunOptions(r.clock, chain, rt.recorder)); err != nil {
 		return err
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
@@ -627,8 +623,8 @@ var noopSpan = trace.SpanFromContext(context.Background())
 // maxPrepared bounds the cache of prepared pack sets.
 const maxPrepared = 256
 
-func gatewayRunOptions(c *replay.Clock, chain *gateway.ChainState) *gateway.RunOptions {
-	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain}
+func gatewayRunOptions(c *replay.Clock, chain *gateway.ChainState, rec *replay.Recorder) *gateway.RunOptions {
+	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain, Observe: rec.Observe}
 }
 
 func (r *run) event(e Event) {

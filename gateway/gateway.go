@@ -225,7 +225,8 @@ type Run struct {
 	snapshot      string
 	redact        []Redactor
 	now           func() time.Time
-	usesTool      bool // per-call policy evaluation can differ from the run's
+	observe       func(Attempt) // nil when nothing observes the attempts
+	usesTool      bool          // per-call policy evaluation can differ from the run's
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
 	principals []runcontext.Principal
@@ -258,6 +259,12 @@ type RunOptions struct {
 	// Chain continues a resumed run's transcript chain where its
 	// checkpoint left it. Default: a new chain.
 	Chain *ChainState
+	// Observe, when set, is told every adapter attempt of the run as the
+	// gateway took it: checked, bounded and redacted (see Attempt). The
+	// runtime's replay recorder observes here, above the redaction, so
+	// what it keeps never holds an adapter's raw value. It is called on
+	// the calling goroutine, once per attempt, in order.
+	Observe func(Attempt)
 }
 
 // ChainState is where a run's transcript chain stands.
@@ -285,6 +292,9 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	}
 	if opts != nil && opts.Chain != nil {
 		r.seq, r.prev = opts.Chain.Seq, opts.Chain.Hash
+	}
+	if opts != nil {
+		r.observe = opts.Observe
 	}
 	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
@@ -577,6 +587,11 @@ func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, re
 		switch {
 		case d == nil:
 			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("a %s call needs a user delegation and the run has none", env.ApprovalModeEffective), nil), polID), nil
+		case strings.TrimSpace(d.TokenRef) == "":
+			// Seed 000: every delegated call carries the user's delegation
+			// token reference, which the adapter exchanges for a token.
+			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("a %s call needs the user delegation's token_ref and it is empty", env.ApprovalModeEffective),
+				map[string]any{"field": "user.delegation.token_ref"}), polID), nil
 		case !d.HasScopes(spec.Scopes...):
 			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("the user delegation lacks scopes %v that %s needs", missing(d.Scopes, spec.Scopes), env.CapabilityID), nil), polID), nil
 		}
@@ -780,24 +795,30 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	panicked := false
 	attempts := 0
 	cost := 0.0
-	invalid := false // the adapter's outcome was refused
+	invalid := false  // the adapter's outcome was refused as invalid
+	redacted := false // redaction changed the attempt's outcome or error
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
 		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
+		canceled := ctx.Err() != nil
 		cost = addCost(cost, spec.CostCents)
-		if out != nil {
-			// An outcome is checked at the boundary: what the record cannot
-			// hold (a number that is not finite) or the meter cannot charge
-			// is refused here, not by a failed encoding after the fact.
-			if validCost(out.CostCents) {
-				cost = addCost(cost, out.CostCents)
+		t := r.take(ad, call, out, te, &x.outcome)
+		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
+		cost = addCost(cost, t.cost)
+		if r.observe != nil {
+			a := Attempt{RunID: env.RunID, ToolCallID: env.ToolCallID, CapabilityID: env.CapabilityID, Attempt: attempt,
+				Outcome: out, Error: te, Panicked: panicked, Invalid: t.invalid, Canceled: canceled, Redacted: redacted}
+			switch {
+			case panicked:
+				a.Error = nil
+			case invalid:
+				// What is left of an invalid outcome: its cost, when finite.
+				a.Error, a.Outcome = nil, &Outcome{CostCents: t.cost}
 			}
-			if te = checkOutcome(out); te != nil {
-				out, invalid = nil, true
-			}
+			r.observe(a)
 		}
-		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || ctx.Err() != nil || stopsRetrying(ad, call) {
+		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) {
 			break
 		}
 		var wait time.Duration
@@ -807,7 +828,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			wait = r.g.opts.Jitter(env.ToolCallID, attempt, min(r.g.opts.BaseBackoff<<(attempt-1), r.g.opts.MaxBackoff))
 		}
 		if err := r.g.opts.Sleep(ctx, wait); err != nil {
-			te = NewToolError(CodeCanceled, false, "canceled while waiting to retry", nil)
+			te, invalid, redacted = NewToolError(CodeCanceled, false, "canceled while waiting to retry", nil), false, false
 			break
 		}
 	}
@@ -819,24 +840,20 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	res := startResult(&x.results, env, polID)
 	res.Metadata = meta
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
+	res.Metadata.RedactionApplied = redacted
 	if te != nil {
-		msg, redacted := redactString(te.Message, r.redact)
-		te.Message = msg
 		res.Error, res.Status = te, failureStatus(te.Code)
 		if invalid {
 			res.Status = StatusError
 		}
-		res.Metadata.RedactionApplied = redacted
 		retryable := te.Retryable
 		res.Metadata.ToolStatus, res.Metadata.ToolCode, res.Metadata.ToolReason, res.Metadata.Retryable = string(res.Status), te.Code, te.Reason, &retryable
 	} else {
-		// Redaction copies and normalizes the output in one pass.
-		output, redacted := redactValue(out.Output, r.redact)
-		res.Output, _ = output.(map[string]any)
-		res.Metadata.RedactionApplied = redacted
-		res.Mutations, res.Artifacts = append(res.Mutations, out.Mutations...), append(res.Artifacts, out.Artifacts...)
-		res.Citations, res.RiskTags = append(res.Citations, out.Citations...), append(res.RiskTags, out.RiskTags...)
-		res.Metadata.Signals = slices.Clone(out.Signals)
+		// The outcome is the gateway's redacted copy, which owns its lists.
+		res.Output = out.Output
+		res.Mutations, res.Artifacts = orEmpty(out.Mutations), orEmpty(out.Artifacts)
+		res.Citations, res.RiskTags = orEmpty(out.Citations), orEmpty(out.RiskTags)
+		res.Metadata.Signals = out.Signals
 		res.Status = StatusOK
 		if env.ApprovalModeHighest.IsWrite() {
 			res.Status = StatusCompleted
@@ -862,17 +879,50 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	return res, err
 }
 
-// checkOutcome returns the error of an outcome the gateway refuses: one
-// whose output holds a number that is not finite, or whose cost is not a
-// finite number ≥ 0. The message names the field, never a value.
-func checkOutcome(out *Outcome) *ToolError {
-	switch {
-	case !validCost(out.CostCents):
-		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"})
-	case !jsonv.Finite(out.Output):
-		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"})
+// taken is one attempt as the gateway goes on with it.
+type taken struct {
+	out      *Outcome   // the redacted outcome, or nil
+	te       *ToolError // the attempt's error, redacted and bounded, or nil
+	invalid  []string   // what made the outcome invalid (te refuses it)
+	cost     float64    // the outcome's cost to charge
+	redacted bool       // redaction changed the outcome or the error
+}
+
+// take checks, bounds and redacts one attempt's outcome or error, right
+// after the attempt, so nothing that follows (the result, the transcript,
+// an observer) sees the adapter's raw value. An outcome the gateway
+// refuses is not kept: it becomes the refusal's error, and only its cost
+// is charged (not when the outcome is larger than max_payload_bytes: such
+// an outcome is not read further). Results are bounded by the run
+// budget's max_payload_bytes, or runcontext.DefaultMaxPayloadBytes when it
+// sets none.
+func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
+	var t taken
+	max := r.rc.RunBudget.MaxPayloadBytes
+	if max <= 0 {
+		// Results are bounded even when the run's budget sets no limit.
+		max = runcontext.DefaultMaxPayloadBytes
 	}
-	return nil
+	switch {
+	case out != nil:
+		refusal, bad := checkOutcome(out, max)
+		if refusal == nil || bad != nil {
+			if validCost(out.CostCents) {
+				t.cost = out.CostCents
+			}
+		}
+		if refusal != nil {
+			t.te, t.invalid = refusal, bad
+		} else {
+			// A taken outcome ends the call's attempts: dst holds it.
+			t.out, t.redacted = dst, redactOutcome(dst, out, r.redact)
+		}
+	case te != nil:
+		t.te = boundError(te, max)
+		t.redacted = redactError(t.te, r.redact)
+	}
+	t.redacted = t.redacted || reportsRedaction(ad, call)
+	return t
 }
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
@@ -894,10 +944,12 @@ func stopsRetrying(ad Adapter, call *Call) bool {
 func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // executed is what an executed call allocates, in one allocation: the
-// Call its adapter gets, its result and the result's transcript copy, and
-// the result's default citation.
+// Call its adapter gets, the redacted copy of the outcome it took, its
+// result and the result's transcript copy, and the result's default
+// citation.
 type executed struct {
 	call    Call
+	outcome Outcome
 	results [2]ToolResultEnvelope
 	cite    [1]Citation
 }

@@ -227,9 +227,11 @@ type Resume struct {
 }
 
 // Outcome is one recorded adapter attempt: what the adapter returned for
-// a call (by tool call id and attempt), or that it panicked. At most one of
-// Outcome, Error and Panic is set; none means the adapter returned no
-// outcome and no error.
+// a call (by tool call id and attempt) as the gateway took it — checked,
+// bounded and redacted (see gateway.Attempt) — or that it panicked. At
+// most one of Outcome, Error and Panic is set; none means the adapter
+// returned no outcome and no error (packets recorded before the gateway's
+// own error for it was recorded).
 type Outcome struct {
 	ToolCallID   string             `json:"tool_call_id"`
 	CapabilityID string             `json:"capability_id"`
@@ -249,6 +251,14 @@ type Outcome struct {
 	// attempt returned: the gateway made no further attempt, and neither
 	// does playback (see gateway.RetryStopper).
 	Canceled bool `json:"canceled,omitempty"`
+	// Redacted records that the gateway's redaction changed the attempt's
+	// outcome or error. What is recorded is the redacted attempt (never
+	// the adapter's raw value); playback reports the flag back (see
+	// gateway.RedactionReporter) so the replayed result's
+	// redaction_applied is the recorded one. Packets recorded before it
+	// existed hold the raw outcome and no flag: the replay's gateway
+	// redacts them as the live run's did.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // ErrTamper reports a packet whose pinned inputs do not match their hashes,

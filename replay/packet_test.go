@@ -91,7 +91,7 @@ func fullPacket(t testing.TB) *replay.Packet {
 		Interrupts:    []replay.Interrupt{{Check: 3, Reason: "canceled"}},
 		Outcomes: []replay.Outcome{
 			{ToolCallID: "tool_a", CapabilityID: "adp_orders.lookup", Attempt: 1, Error: gateway.NewToolError(gateway.CodeTimeout, true, "slow", map[string]any{"timeout_ms": 5.0})},
-			{ToolCallID: "tool_a", CapabilityID: "adp_orders.lookup", Attempt: 2, Outcome: &gateway.Outcome{Output: map[string]any{"status": "delivered"}, Mutations: []string{"m1"}, CostCents: 0.5}},
+			{ToolCallID: "tool_a", CapabilityID: "adp_orders.lookup", Attempt: 2, Outcome: &gateway.Outcome{Output: map[string]any{"status": "delivered", "card": gateway.Redacted}, Mutations: []string{"m1"}, CostCents: 0.5}, Redacted: true},
 			{ToolCallID: "tool_b", CapabilityID: "adp_payments.issue_refund", Attempt: 1, Panic: true},
 		},
 		Clock: []time.Time{time.Date(2026, 5, 3, 9, 30, 0, 123456789, time.UTC), time.Date(2026, 5, 3, 15, 0, 1, 5, zone)},

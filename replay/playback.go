@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/jsonv"
 )
 
-// Recorder wraps adapters to record every attempt's outcome per run, and
-// the clock to record its readings, so a run can be pinned in a packet.
-// Safe for concurrent use.
+// Recorder records every adapter attempt of a run as the gateway took it
+// (checked, bounded and redacted: it observes through
+// gateway.RunOptions.Observe, above the gateway's redaction, so what it
+// keeps never holds an adapter's raw value), so a run can be pinned in a
+// packet. The clock's readings are recorded by [Clock]. Safe for
+// concurrent use.
 type Recorder struct {
 	mu       sync.Mutex
 	outcomes map[string][]Outcome
@@ -24,75 +26,26 @@ type Recorder struct {
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder { return &Recorder{outcomes: map[string][]Outcome{}} }
 
-// Wrap returns an adapter that records ad's attempts. An attempt that
-// panics is recorded as a panic outcome (without the panic value) and the
-// panic continues with its original value, so whoever called the adapter
-// (the gateway recovers adapter panics) sees what it would have seen
-// without the recorder.
-func (r *Recorder) Wrap(ad gateway.Adapter) gateway.Adapter {
-	return recorded{ad: ad, call: r.wrapCall(ad)}
-}
-
-// recorded is a wrapped adapter; it keeps the optional interfaces of the
-// adapter it wraps (gateway.RetryStopper).
-type recorded struct {
-	ad   gateway.Adapter
-	call gateway.AdapterFunc
-}
-
-func (w recorded) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-	return w.call(ctx, call)
-}
-
-// StopRetrying implements gateway.RetryStopper for an adapter that does.
-func (w recorded) StopRetrying(call *gateway.Call) bool {
-	rs, ok := w.ad.(gateway.RetryStopper)
-	return ok && rs.StopRetrying(call)
-}
-
-func (r *Recorder) wrapCall(ad gateway.Adapter) gateway.AdapterFunc {
-	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (out *gateway.Outcome, err error) {
-		// Read before the call: the adapter may change what call points to.
-		runID := call.Envelope.RunID
-		o := Outcome{ToolCallID: call.Envelope.ToolCallID, CapabilityID: call.Envelope.CapabilityID, Attempt: call.Attempt}
-		done := false
-		defer func() {
-			if done {
-				return
-			}
-			// Not done: ad.Call panicked (or called runtime.Goexit, which
-			// recover does not stop and leaves nothing to record).
-			v := recover()
-			if v == nil {
-				return
-			}
-			o.Panic = true
-			r.add(runID, o)
-			panic(v)
-		}()
-		out, err = ad.Call(ctx, call)
-		done = true
-		o.Canceled = ctx.Err() != nil
-		if err != nil {
-			te, ok := err.(*gateway.ToolError)
-			if !ok {
-				te = gateway.NewToolError(gateway.CodeExecutionFailed, false, "the adapter failed", nil)
-			}
-			c := *te
-			o.Error = &c
-		} else if out != nil {
-			c := *out
-			if !jsonv.Finite(c.Output) {
-				c.Output, o.Invalid = nil, append(o.Invalid, "output")
-			}
-			if math.IsNaN(c.CostCents) || math.IsInf(c.CostCents, 0) {
-				c.CostCents, o.Invalid = 0, append(o.Invalid, "cost_cents")
-			}
-			o.Outcome = &c
+// Observe records one attempt; pass it as gateway.RunOptions.Observe. A
+// panicked attempt is recorded without its value; an invalid outcome with
+// only its finite cost and what made it invalid.
+func (r *Recorder) Observe(a gateway.Attempt) {
+	o := Outcome{ToolCallID: a.ToolCallID, CapabilityID: a.CapabilityID, Attempt: a.Attempt, Canceled: a.Canceled, Redacted: a.Redacted}
+	switch {
+	case a.Panicked:
+		o.Panic = true
+	case a.Invalid != nil:
+		o.Invalid = slices.Clone(a.Invalid)
+		o.Outcome = &gateway.Outcome{}
+		if a.Outcome != nil {
+			o.Outcome.CostCents = a.Outcome.CostCents
 		}
-		r.add(runID, o)
-		return out, err
-	})
+	case a.Error != nil:
+		o.Error = a.Error
+	case a.Outcome != nil:
+		o.Outcome = a.Outcome
+	}
+	r.add(a.RunID, o)
 }
 
 func (r *Recorder) add(runID string, o Outcome) {
@@ -139,7 +92,11 @@ func NewPlayback(outcomes []Outcome) *Playback {
 	return p
 }
 
-var _ gateway.Adapter = (*Playback)(nil)
+var (
+	_ gateway.Adapter           = (*Playback)(nil)
+	_ gateway.RetryStopper      = (*Playback)(nil)
+	_ gateway.RedactionReporter = (*Playback)(nil)
+)
 
 // Call implements gateway.Adapter.
 func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome, error) {
@@ -160,6 +117,9 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 		c := *o.Error
 		return nil, &c
 	case o.Outcome != nil:
+		// The recorded outcome is the gateway's redacted copy: served as
+		// is, redacting it again changes nothing, and RedactedAttempt
+		// carries the recorded redaction_applied.
 		c := *o.Outcome
 		for _, f := range o.Invalid {
 			switch f {
@@ -181,6 +141,17 @@ func (p *Playback) StopRetrying(call *gateway.Call) bool {
 	defer p.mu.Unlock()
 	o, ok := p.outcomes[fmt.Sprintf("%s#%d", call.Envelope.ToolCallID, call.Attempt)]
 	return ok && o.Canceled
+}
+
+// RedactedAttempt implements gateway.RedactionReporter: the recorded
+// attempt's outcome or error was changed by redaction when recorded (the
+// served one is already redacted), so the replayed result's
+// redaction_applied is the recorded run's.
+func (p *Playback) RedactedAttempt(call *gateway.Call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.outcomes[fmt.Sprintf("%s#%d", call.Envelope.ToolCallID, call.Attempt)]
+	return ok && o.Redacted
 }
 
 // Unserved lists the calls playback had no outcome for.

@@ -1,0 +1,394 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
+)
+
+// Attempt is one adapter attempt as the gateway took it, reported to
+// RunOptions.Observe after the gateway checked and redacted it: what a
+// recorder keeps (a replay packet, a checkpoint) is never the adapter's
+// raw value. At most one of Outcome and Error is set, and neither when the
+// adapter panicked; Invalid names what made an outcome one the gateway
+// refused, and Outcome then holds only its finite cost.
+type Attempt struct {
+	RunID        string
+	ToolCallID   string
+	CapabilityID string
+	// Attempt counts from 1.
+	Attempt int
+	// Outcome is the adapter's outcome, redacted, when the gateway took
+	// it; for an outcome refused as Invalid, only its cost (when finite).
+	Outcome *Outcome
+	// Error is the attempt's failure, redacted: the adapter's (bounded by
+	// max_payload_bytes) or the gateway's (a timeout, an outcome larger
+	// than max_payload_bytes, no outcome).
+	Error *ToolError
+	// Panicked reports an adapter that panicked (its value is not kept).
+	Panicked bool
+	// Invalid names what made the outcome one the gateway refused:
+	// "output" (a number that is not finite, or no JSON form) or
+	// "cost_cents" (a cost that is not a finite number ≥ 0).
+	Invalid []string
+	// Canceled reports that the caller's context was done when the attempt
+	// returned: the gateway made no further attempt.
+	Canceled bool
+	// Redacted reports that redaction changed the outcome or the error (or
+	// that the adapter reported it had: see RedactionReporter).
+	Redacted bool
+}
+
+// RedactionReporter is an optional interface of an Adapter whose outcomes
+// were redacted before it serves them (replay's playback serves recorded,
+// already redacted outcomes): RedactedAttempt reports that redaction
+// changed the attempt's outcome or error when it was recorded, so the
+// result's metadata.redaction_applied is what the recorded run's was. The
+// gateway still redacts what the adapter returns (redaction is
+// idempotent); a report only ever sets the flag.
+type RedactionReporter interface {
+	RedactedAttempt(call *Call) bool
+}
+
+func reportsRedaction(ad Adapter, call *Call) bool {
+	rr, ok := ad.(RedactionReporter)
+	return ok && rr.RedactedAttempt(call)
+}
+
+// redactOutcome writes a redacted copy of out to dst: every member an
+// adapter supplies text in (output values and keys, mutations, artifacts,
+// citations, risk tags, signals) goes through the rules. The copy owns its
+// lists; the cost is kept as is.
+func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
+	c := dst
+	*c = Outcome{CostCents: out.CostCents}
+	v, changed := redactValue(out.Output, rules)
+	c.Output, _ = v.(map[string]any)
+	var ch [5]bool
+	c.Mutations, ch[0] = redactStrings(out.Mutations, rules)
+	c.Artifacts, ch[1] = redactStrings(out.Artifacts, rules)
+	c.RiskTags, ch[2] = redactStrings(out.RiskTags, rules)
+	c.Signals, ch[3] = redactStrings(out.Signals, rules)
+	if len(out.Citations) > 0 {
+		c.Citations = make([]Citation, len(out.Citations))
+		for i, ct := range out.Citations {
+			var cc bool
+			c.Citations[i].EvidenceRef, cc = redactString(ct.EvidenceRef, rules)
+			ch[4] = ch[4] || cc
+		}
+	}
+	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
+}
+
+// redactStrings returns a redacted copy of s (nil for an empty s).
+func redactStrings(s []string, rules []Redactor) ([]string, bool) {
+	if len(s) == 0 {
+		return nil, false
+	}
+	out := make([]string, len(s))
+	changed := false
+	for i, e := range s {
+		var c bool
+		out[i], c = redactString(e, rules)
+		changed = changed || c
+	}
+	return out, changed
+}
+
+// redactError redacts a tool error in place (the gateway's own copy):
+// its code, reason, message and details.
+func redactError(te *ToolError, rules []Redactor) bool {
+	var ch [4]bool
+	te.Code, ch[0] = redactString(te.Code, rules)
+	te.Reason, ch[1] = redactString(te.Reason, rules)
+	te.Message, ch[2] = redactString(te.Message, rules)
+	if len(te.Details) > 0 {
+		v, c := redactValue(te.Details, rules)
+		te.Details, _ = v.(map[string]any)
+		if te.Details == nil {
+			te.Details = map[string]any{}
+		}
+		ch[3] = c
+	}
+	return ch[0] || ch[1] || ch[2] || ch[3]
+}
+
+// maxNesting bounds how deep an adapter's output or error details nest,
+// as the canonical encoder bounds what it reads (an in-process adapter can
+// even return a map that contains itself).
+const maxNesting = 1000
+
+// sizeVerdict is what measuring a value found.
+type sizeVerdict int
+
+const (
+	sizeOK        sizeVerdict = iota
+	sizeTooLarge              // its JSON form is larger than the limit
+	sizeTooDeep               // it nests deeper than maxNesting
+	sizeNotFinite             // it holds a number that is not finite, or has no JSON form
+)
+
+// meter measures the JSON form of adapter-supplied values without
+// encoding them, and stops as soon as they are over its limit.
+type meter struct {
+	left    int64 // bytes left; meaningful only while limited
+	limited bool
+}
+
+func newMeter(max int64) meter { return meter{left: max, limited: max > 0} }
+
+func (m *meter) add(n int) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
+	if m.left -= int64(n); m.left < 0 {
+		return sizeTooLarge
+	}
+	return sizeOK
+}
+
+// str charges a JSON string: its quotes, its bytes and their escapes.
+func (m *meter) str(s string) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
+	n := len(s) + 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				n++
+			case c < 0x20:
+				n += 5
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 2 // written as U+FFFD, three bytes
+		}
+		i += size
+	}
+	return m.add(n)
+}
+
+func (m *meter) strs(s []string) sizeVerdict {
+	for _, e := range s {
+		if v := m.str(e); v != sizeOK {
+			return v
+		}
+		if v := m.add(1); v != sizeOK {
+			return v
+		}
+	}
+	return sizeOK
+}
+
+func (m *meter) float(f float64) sizeVerdict {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return sizeNotFinite
+	}
+	if !m.limited {
+		return sizeOK
+	}
+	var buf [32]byte
+	b, _ := canon.AppendFloat(buf[:0], f) // finite: cannot fail
+	return m.add(len(b))
+}
+
+// value charges v (as jsonv.Finite reads it: JSON shapes, Go numbers,
+// json.Number, and other values through their JSON form).
+func (m *meter) value(v any, depth int) sizeVerdict {
+	if depth > maxNesting {
+		return sizeTooDeep
+	}
+	switch x := v.(type) {
+	case nil:
+		return m.add(4)
+	case bool:
+		return m.add(5)
+	case string:
+		return m.str(x)
+	case float64:
+		return m.float(x)
+	case float32:
+		return m.float(float64(x))
+	case int:
+		return m.int(int64(x))
+	case int64:
+		return m.int(x)
+	case int32:
+		return m.int(int64(x))
+	case uint:
+		return m.uint(uint64(x))
+	case uint64:
+		return m.uint(x)
+	case uint32:
+		return m.uint(uint64(x))
+	case json.Number:
+		if !jsonv.Finite(x) {
+			return sizeNotFinite
+		}
+		return m.add(len(x))
+	case map[string]any:
+		if v := m.add(2); v != sizeOK {
+			return v
+		}
+		for k, e := range x {
+			if v := m.str(k); v != sizeOK {
+				return v
+			}
+			if v := m.add(2); v != sizeOK {
+				return v
+			}
+			if v := m.value(e, depth+1); v != sizeOK {
+				return v
+			}
+		}
+		return sizeOK
+	case []any:
+		if v := m.add(2); v != sizeOK {
+			return v
+		}
+		for _, e := range x {
+			if v := m.value(e, depth+1); v != sizeOK {
+				return v
+			}
+			if v := m.add(1); v != sizeOK {
+				return v
+			}
+		}
+		return sizeOK
+	case []string:
+		if v := m.add(2); v != sizeOK {
+			return v
+		}
+		return m.strs(x)
+	case []float64:
+		for _, e := range x {
+			if v := m.float(e); v != sizeOK {
+				return v
+			}
+		}
+		return m.add(2 + len(x))
+	case map[string]float64:
+		for k, e := range x {
+			if v := m.str(k); v != sizeOK {
+				return v
+			}
+			if v := m.float(e); v != sizeOK {
+				return v
+			}
+		}
+		return m.add(2 + 2*len(x))
+	}
+	// Any other Go value goes through its JSON form (which refuses NaN,
+	// cycles and what cannot be encoded).
+	b, err := json.Marshal(v)
+	if err != nil {
+		return sizeNotFinite
+	}
+	return m.add(len(b))
+}
+
+func (m *meter) int(i int64) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
+	var buf [24]byte
+	return m.add(len(strconv.AppendInt(buf[:0], i, 10)))
+}
+
+func (m *meter) uint(u uint64) sizeVerdict {
+	if !m.limited {
+		return sizeOK
+	}
+	var buf [24]byte
+	return m.add(len(strconv.AppendUint(buf[:0], u, 10)))
+}
+
+// checkOutcome returns the error of an outcome the gateway refuses, and
+// the fields it names when the outcome is invalid (as opposed to too
+// large): one whose cost is not a finite number ≥ 0; whose output holds a
+// number that is not finite or has no JSON form; whose output nests deeper
+// than the gateway reads; or whose members together are larger than
+// max_payload_bytes (max; ≤ 0: unbounded). An outcome is measured, not
+// encoded, and measuring stops at the limit. Messages name the field and
+// the limit, never a value.
+func checkOutcome(out *Outcome, max int64) (*ToolError, []string) {
+	if !validCost(out.CostCents) {
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"}), []string{"cost_cents"}
+	}
+	m := newMeter(max)
+	v := m.value(out.Output, 0)
+	for _, s := range [][]string{out.Mutations, out.Artifacts, out.RiskTags, out.Signals} {
+		if v == sizeOK {
+			v = m.strs(s)
+		}
+	}
+	for i := 0; v == sizeOK && i < len(out.Citations); i++ {
+		v = m.str(out.Citations[i].EvidenceRef)
+	}
+	switch v {
+	case sizeNotFinite:
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"}), []string{"output"}
+	case sizeTooDeep:
+		return NewToolError(CodeExecutionFailed, false, fmt.Sprintf("the adapter returned an outcome whose output nests deeper than %d levels; it was not kept", maxNesting),
+			map[string]any{"field": "output", "max_depth": maxNesting}), nil
+	case sizeTooLarge:
+		return NewToolError(CodeExecutionFailed, false, fmt.Sprintf("the adapter returned an outcome larger than max_payload_bytes (%d); it was not kept", max),
+			map[string]any{"max_payload_bytes": max}), nil
+	}
+	return nil, nil
+}
+
+// boundError returns te when its code, reason, message and details fit
+// max_payload_bytes (max; ≤ 0: unbounded) and its details have a JSON
+// form; otherwise an error in its place that keeps only its code (when it
+// is a Tool Contract code) and whether it is retryable, and names the
+// limit it broke, never a value.
+func boundError(te *ToolError, max int64) *ToolError {
+	m := newMeter(max)
+	v := m.str(te.Code)
+	for _, s := range []string{te.Reason, te.Message} {
+		if v == sizeOK {
+			v = m.str(s)
+		}
+	}
+	if v == sizeOK && te.Details != nil {
+		v = m.value(te.Details, 0)
+	}
+	if v == sizeOK {
+		return te
+	}
+	code := te.Code
+	if ReasonFor(code) == "" {
+		code = CodeExecutionFailed
+	}
+	switch v {
+	case sizeTooLarge:
+		return NewToolError(code, te.Retryable, fmt.Sprintf("the adapter returned an error larger than max_payload_bytes (%d); its message and details were not kept", max),
+			map[string]any{"max_payload_bytes": max})
+	case sizeTooDeep:
+		return NewToolError(code, te.Retryable, fmt.Sprintf("the adapter returned an error whose details nest deeper than %d levels; its message and details were not kept", maxNesting),
+			map[string]any{"field": "details", "max_depth": maxNesting})
+	}
+	return NewToolError(code, te.Retryable, "the adapter returned an error whose details hold a number that is not finite or have no JSON form; its message and details were not kept",
+		map[string]any{"field": "details"})
+}
+
+// orEmpty returns s, or an empty list for nil: results always carry their
+// lists.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

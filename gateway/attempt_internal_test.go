@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/contextos/contextos/internal/canon"
+)
+
+// measured is what the meter charges for v, or -1 when it refuses it.
+func measured(v any) int64 {
+	m := newMeter(math.MaxInt64)
+	if m.value(v, 0) != sizeOK {
+		return -1
+	}
+	return math.MaxInt64 - m.left
+}
+
+// The meter never charges less than the canonical JSON a value is
+// recorded in, and not much more (a separator per member).
+func TestMeterBoundsTheCanonicalSize(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{},
+		map[string]any{"a": "b", "n": 4200.0, "f": 0.1, "big": 1e21, "neg": -1e-7, "t": true, "z": nil},
+		map[string]any{"s": "quote\" back\\ ctl\x01\n tab\t", "u": "héllo ✓", "bad": "\xff\xfe"},
+		map[string]any{"l": []any{1.0, "x", []any{}, map[string]any{"k": []any{nil}}}},
+		map[string]any{"ints": []any{int64(-9223372036854775808), uint64(18446744073709551615)}, "j": json.Number("12.50")},
+		map[string]any{"strs": []string{"a", "b"}, "fs": []float64{1.5, 2}, "m": map[string]float64{"x": 3}},
+	} {
+		b, err := canon.JSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := measured(v)
+		if got < int64(len(b)) || got > 2*int64(len(b))+16 {
+			t.Errorf("%s (%d bytes) measured %d", b, len(b), got)
+		}
+	}
+}
+
+// FuzzMeter: for any JSON document, the meter charges at least its
+// canonical size, and at a limit below that size refuses it as too large.
+func FuzzMeter(f *testing.F) {
+	f.Add(`{"a":"b","n":[1,2.5,1e300,-0],"o":{"k":null,"t":true}}`)
+	f.Add(`{"s":"\u0001\"\\é\ud800"}`)
+	f.Add(`{"deep":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var v map[string]any
+		if json.Unmarshal([]byte(doc), &v) != nil {
+			return
+		}
+		b, err := canon.JSON(v)
+		if err != nil {
+			return
+		}
+		got := measured(v)
+		if got < 0 {
+			// Only nesting beyond maxNesting is refused in a JSON document.
+			if depthOf(v, 0) <= maxNesting {
+				t.Fatalf("%s refused", doc)
+			}
+			return
+		}
+		if got < int64(len(b)) {
+			t.Fatalf("%s: measured %d, canonical %d bytes", b, got, len(b))
+		}
+		if len(b) > 1 {
+			m := newMeter(int64(len(b)) - 1)
+			if v := m.value(v, 0); v != sizeTooLarge {
+				t.Fatalf("%s at a limit of %d bytes: %v, want too large", b, len(b)-1, v)
+			}
+		}
+	})
+}
+
+func depthOf(v any, d int) int {
+	best := d
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			best = max(best, depthOf(e, d+1))
+		}
+	case []any:
+		for _, e := range x {
+			best = max(best, depthOf(e, d+1))
+		}
+	}
+	return best
+}
