@@ -59,7 +59,7 @@ func TestRedactKinds(t *testing.T) {
 		{"x-api-key header", "X-Api-Key: k1234", "X-Api-Key: [REDACTED]", Password},
 		{"url credentials", "postgres://admin:hunter2@db.internal:5432/app", "postgres://[REDACTED]@db.internal:5432/app", URLCredential},
 		{"base64 api key", "blob " + b64("api_key=sk-abcdefghijklmnopqrstuvwxyz"), "blob [REDACTED]", Encoded},
-		{"base64url card", base64.RawURLEncoding.EncodeToString([]byte("card "+visa)), "[REDACTED]", Encoded},
+		{"base64url card", base64.RawURLEncoding.EncodeToString([]byte("card " + visa)), "[REDACTED]", Encoded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, changed := Redact(c.in, All)
