@@ -1,8 +1,10 @@
 package sensitive
 
+import "strings"
+
 // Payment card numbers: 13 to 19 digits (ASCII or fullwidth, U+FF10 to
 // U+FF19) in groups joined by single spaces, dashes or dots, or by
-// nothing, passing the Luhn check, with an issuer prefix of a card scheme
+// nothing (or by look-alikes of those: see sepAt), passing the Luhn check, with an issuer prefix of a card scheme
 // (major industry identifiers 2 to 6). A number glued to letters
 // ("card4111111111111111x") is found too, except inside a long hex token
 // (a hash), a UUID, or the SDK's own "<prefix>_<16 hex>" ids.
@@ -46,14 +48,42 @@ func groupAt(s string, i int) group {
 // nextGroup returns the group after g when one separator joins them.
 func nextGroup(s string, g group) (group, bool) {
 	i := g.end
-	if i+1 >= len(s) || (s[i] != ' ' && s[i] != '-' && s[i] != '.') {
+	w := sepAt(s, i)
+	if w == 0 || i+w >= len(s) {
 		return group{}, false
 	}
-	if _, w := digitAt(s, i+1); w == 0 {
+	if _, dw := digitAt(s, i+w); dw == 0 {
 		return group{}, false
 	}
-	return groupAt(s, i+1), true
+	return groupAt(s, i+w), true
 }
+
+// sepAt returns the byte width of the digit-group separator at s[i], or
+// 0: a space, dash or dot, and the look-alikes that would hide a number
+// from a plainer scanner (no-break and ideographic spaces, zero-width
+// characters, the fullwidth hyphen, dot and space).
+func sepAt(s string, i int) int {
+	if i >= len(s) {
+		return 0
+	}
+	switch s[i] {
+	case ' ', '-', '.':
+		return 1
+	case 0xC2: // U+00A0
+		if strings.HasPrefix(s[i:], "\u00a0") {
+			return 2
+		}
+	case 0xE2, 0xE3, 0xEF:
+		for _, sep := range wideSeparators {
+			if strings.HasPrefix(s[i:], sep) {
+				return len(sep)
+			}
+		}
+	}
+	return 0
+}
+
+var wideSeparators = []string{"\u200b", "\u200c", "\u200d", "\u2060", "\u2011", "\u2013", "\u3000", "\ufeff", "\uff0d", "\uff0e"}
 
 const maxCardDigits, minCardDigits = 19, 13
 

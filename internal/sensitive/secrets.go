@@ -20,7 +20,7 @@ var apiKeys = []struct {
 	{"glpat-", "a GitLab token", regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
 	{"xox", "a Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
 	{"k_", "a Stripe secret key", regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
-	{"sk-", "an API secret key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`)},
+	{"sk-", "an API secret key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{10,}`)},
 	{"npm_", "an npm token", regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
 	{"SG.", "a SendGrid API key", regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)},
 	{"eyJ", "a JSON Web Token", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
@@ -112,7 +112,11 @@ func findCredentials(s string, st *stats, spans []span, first bool) []span {
 			if !credential(scheme, tok) {
 				continue
 			}
-			spans = append(spans, span{j, e, Credential, kindInfo[Credential].what})
+			what := "a bearer token"
+			if scheme == "basic" {
+				what = "a basic credential"
+			}
+			spans = append(spans, span{j, e, Credential, what})
 			if first {
 				return spans
 			}
@@ -238,17 +242,22 @@ func passwordAt(s string, sep int) (span, bool) {
 	}
 	v += len(quote)
 	// An authorization scheme stays.
-	for _, scheme := range [...]string{"bearer ", "basic ", "token ", "digest "} {
-		if indexFold(s[v:min(len(s), v+len(scheme))], scheme, 0) == 0 {
-			v += len(scheme)
-			for v < len(s) && s[v] == ' ' {
-				v++
+	for _, scheme := range [...]string{"bearer", "basic", "token", "digest"} {
+		w := v + len(scheme)
+		if w < len(s) && (s[w] == ' ' || s[w] == '\t') && indexFold(s[v:w], scheme, 0) == 0 {
+			for v = w; v < len(s) && (s[v] == ' ' || s[v] == '\t'); v++ {
 			}
 			break
 		}
 	}
-	if v >= len(s) || isRedactedAt(s, v) || s[v] == '{' || s[v] == '[' {
+	if v >= len(s) || s[v] == '{' || s[v] == '[' && !isRedactedAt(s, v) {
 		return span{}, false
+	}
+	if isRedactedAt(s, v) {
+		// Already redacted, unless text follows the marker in the value.
+		if r := v + len(Redacted); r == len(s) || valueEnds(s, r, quote) {
+			return span{}, false
+		}
 	}
 	e := v
 	if quote != "" {
@@ -266,7 +275,7 @@ func passwordAt(s string, sep int) (span, bool) {
 			e = e + 1 + q
 		}
 	} else {
-		for e < len(s) && strings.IndexByte(" \t\r\n\"'&,;})<>\\", s[e]) < 0 {
+		for e < len(s) && !valueEnds(s, e, "") {
 			e++
 		}
 	}
@@ -274,6 +283,15 @@ func passwordAt(s string, sep int) (span, bool) {
 		return span{}, false
 	}
 	return span{v, e, Password, kindInfo[Password].what}, true
+}
+
+// valueEnds reports whether a value quoted with quote ("" when
+// unquoted) ends at s[i].
+func valueEnds(s string, i int, quote string) bool {
+	if quote != "" {
+		return strings.HasPrefix(s[i:], quote)
+	}
+	return strings.IndexByte(" \t\r\n\"'&,;})<>\\", s[i]) >= 0
 }
 
 // IsSecretKey reports whether a member or parameter named key holds a
