@@ -36,9 +36,13 @@ func TestHostilePackValidation(t *testing.T) {
 		{"registered host rule accepted", func(p *pack.Pack) {
 			p.PolicyLayer.Guardrails.RedactionRules = []string{"pan", "hostile_test_employee_id"}
 		}, "", "", ""},
-		{"iban with spaces", func(p *pack.Pack) { p.BusinessContext.NonNegotiables = append(p.BusinessContext.NonNegotiables, "pay DE89 3704 0044 0532 0130 00") },
+		{"iban with spaces", func(p *pack.Pack) {
+			p.BusinessContext.NonNegotiables = append(p.BusinessContext.NonNegotiables, "pay DE89 3704 0044 0532 0130 00")
+		},
 			pack.CodePII, "business_context.non_negotiables[2]", "DE89 3704"},
-		{"fullwidth card", func(p *pack.Pack) { p.PackMeta.Description = "test card ４１１１１１１１１１１１１１１１" },
+		{"fullwidth card", func(p *pack.Pack) {
+			p.PackMeta.Description = "test card ４１１１１１１１１１１１１１１１"
+		},
 			pack.CodePII, "pack_meta.description", "４１１１"},
 		{"dotted card", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"example": "4111.1111.1111.1111"} },
 			pack.CodePII, "pack_meta.metadata.example", "4111.1111"},
