@@ -200,7 +200,6 @@ func TestNoRawAdapterValueReachesAnySurface(t *testing.T) {
 
 // Secrets as map keys and as JSON numbers, once redaction covers them.
 func TestNoRawAdapterKeyOrNumberReachesAnySurface(t *testing.T) {
-	t.Skip("needs i14-redact: redactValue redacting map keys and numbers") // needs i14-redact
 	lh := newLeakHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
 	scriptDefaults(lh.Harness, "adp_orders")
 	lh.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200,

@@ -42,7 +42,8 @@ type Options struct {
 	// Adapters are the tool adapters the gateway may call.
 	Adapters []gateway.Registration
 	// Gateway tunes the gateway (idempotency store, approval log, transcript
-	// sink, redactors). Its clock is the runtime's.
+	// sink, redactors). Its clock is the runtime's. The names of its
+	// Redactors become known to pack validation (pack.RegisterRedactionRules).
 	Gateway gateway.Options
 	// Critic, when set, runs after the built-in critic and can only make a
 	// verdict stricter.
@@ -244,6 +245,10 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	}
 	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: replay.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	// Packs may name the host's redaction rules: pack validation learns them.
+	if err := pack.RegisterRedactionRules(slices.Sorted(maps.Keys(o.Gateway.Redactors))...); err != nil {
+		return nil, fmt.Errorf("%w: Gateway.Redactors: %w", ErrConfig, err)
+	}
 	gopts := o.Gateway
 	gopts.Now = o.Now
 	gopts.TracerProvider = o.TracerProvider

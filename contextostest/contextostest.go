@@ -10,6 +10,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -164,6 +165,12 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 		adapters: map[string]*gatewaytest.ScriptedAdapter{}, t: t}
 	ro := o.Runtime
 	script := len(ro.Adapters) == 0
+	// The packs may name the host's redaction rules: validation (when they
+	// are signed and stored) must know them first.
+	if err := pack.RegisterRedactionRules(slices.Sorted(maps.Keys(ro.Gateway.Redactors))...); err != nil {
+		t.Fatalf("contextostest: redactors: %v", err)
+		return nil
+	}
 	for _, doc := range packs {
 		p, err := pack.Decode(doc)
 		if err != nil {

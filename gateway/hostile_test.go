@@ -89,9 +89,7 @@ func TestHostileAdapterResults(t *testing.T) {
 	cyclic := map[string]any{"a": 1.0}
 	cyclic["self"] = cyclic
 	tests := []struct {
-		name string
-		// needs marks cases the redaction rules of i14-redact make pass.
-		needs   string
+		name    string
 		out     func() *gateway.Outcome
 		err     func() error
 		max     int64 // max_payload_bytes; 0 leaves the fixture's (none: the default bound)
@@ -107,13 +105,13 @@ func TestHostileAdapterResults(t *testing.T) {
 		{name: "email in a nested output list", out: func() *gateway.Outcome {
 			return &gateway.Outcome{Output: map[string]any{"contacts": []any{map[string]any{"to": hostileEmail}}}}
 		}, status: gateway.StatusOK, redacted: true},
-		{name: "card number as an output map key", needs: "i14-redact", out: func() *gateway.Outcome {
+		{name: "card number as an output map key", out: func() *gateway.Outcome {
 			return &gateway.Outcome{Output: map[string]any{hostileCard: "visa"}}
 		}, status: gateway.StatusOK, redacted: true},
-		{name: "email as a nested output map key", needs: "i14-redact", out: func() *gateway.Outcome {
+		{name: "email as a nested output map key", out: func() *gateway.Outcome {
 			return &gateway.Outcome{Output: map[string]any{"by_contact": map[string]any{hostileEmail: 1}}}
 		}, status: gateway.StatusOK, redacted: true},
-		{name: "card number as a JSON number", needs: "i14-redact", out: func() *gateway.Outcome {
+		{name: "card number as a JSON number", out: func() *gateway.Outcome {
 			return &gateway.Outcome{Output: map[string]any{"pan": 4111111111111111.0}}
 		}, status: gateway.StatusOK, redacted: true},
 		{name: "card number in mutations", out: func() *gateway.Outcome {
@@ -140,7 +138,7 @@ func TestHostileAdapterResults(t *testing.T) {
 		{name: "card number in error details", err: func() error {
 			return gateway.NewToolError(gateway.CodeExecutionFailed, false, "declined", map[string]any{"body": map[string]any{"card": hostileCard}})
 		}, status: gateway.StatusFailed, code: gateway.CodeExecutionFailed, redacted: true},
-		{name: "card number as an error details key", needs: "i14-redact", err: func() error {
+		{name: "card number as an error details key", err: func() error {
 			return gateway.NewToolError(gateway.CodeExecutionFailed, false, "declined", map[string]any{hostileCard: "declined"})
 		}, status: gateway.StatusFailed, code: gateway.CodeExecutionFailed, redacted: true},
 		{name: "card number in an error code", err: func() error {
@@ -183,9 +181,6 @@ func TestHostileAdapterResults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.needs != "" {
-				t.Skip("needs i14-redact: redactValue redacting map keys and numbers") // needs i14-redact
-			}
 			f := newFixture(t, withEmailRedaction, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 				rc.RunBudget.MaxPayloadBytes = tc.max
 			})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,5 +126,46 @@ func TestSpanContextReachesAdapter(t *testing.T) {
 				t.Errorf("adapter saw span %s; spans %+v, want one child of %s", seen.SpanID(), spans, parent.SpanID())
 			}
 		})
+	}
+}
+
+// The built-in rules are exactly the catalogue's named rules.
+func TestBuiltinRedactorNames(t *testing.T) {
+	var names []string
+	for name := range gateway.BuiltinRedactors() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if want := []string{"credit_card", "email", "iban", "pan", "phone", "secret", "ssn"}; !slices.Equal(names, want) {
+		t.Errorf("BuiltinRedactors() = %v, want %v", names, want)
+	}
+}
+
+// A host rule made from an expression redacts a run's results when the
+// pack names it.
+func TestHostRegexpRule(t *testing.T) {
+	emp, err := gateway.RegexpRedactor(`\bEMP-\d{6}\b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	cc := *f.cc
+	cc.RuntimeControls.RedactionRulesActive = []string{"employee_id"}
+	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+		return &gateway.Outcome{Output: map[string]any{"owner": "EMP-123456", "EMP-654321": "x"}}, nil
+	}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema}}}}, &gateway.Options{Redactors: map[string]gateway.Redactor{"employee_id": emp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run.Call(ctx, lookupCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res.Output); string(b) != `{"[REDACTED]":"x","owner":"[REDACTED]"}` || !res.Metadata.RedactionApplied {
+		t.Errorf("output = %s", b)
 	}
 }

@@ -26,7 +26,7 @@ func TestDiffClasses(t *testing.T) {
 			p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[1].If = rawJSON(`{"and":[{"==":[{"var":"user.role"},"support_agent"]},{">":[{"var":"request.context.refund_amount"},2000]}]}`)
 		}, pack.ClassMinor, true},
 		{"additional redaction", "1.1.0", func(p *pack.Pack) {
-			p.PolicyLayer.Guardrails.RedactionRules = append(p.PolicyLayer.Guardrails.RedactionRules, "aadhaar")
+			p.PolicyLayer.Guardrails.RedactionRules = append(p.PolicyLayer.Guardrails.RedactionRules, "iban")
 		}, pack.ClassMinor, true},
 		{"new evaluator target", "1.1.0", func(p *pack.Pack) {
 			p.EvaluationLayer.ReleaseGates = append(p.EvaluationLayer.ReleaseGates, pack.ReleaseGate{Metric: "economics_cents_per_decision", MaxDelta: 0.25})
@@ -36,7 +36,7 @@ func TestDiffClasses(t *testing.T) {
 			p.ToolingLayer.Permissions = append(p.ToolingLayer.Permissions, pack.Permission{PermissionID: "p_crm_profile", AdapterID: "adp_crm", Capability: "profile", Allow: true})
 		}, pack.ClassMinor, true},
 		{"minor change with patch bump", "1.0.1", func(p *pack.Pack) {
-			p.PolicyLayer.Guardrails.RedactionRules = append(p.PolicyLayer.Guardrails.RedactionRules, "aadhaar")
+			p.PolicyLayer.Guardrails.RedactionRules = append(p.PolicyLayer.Guardrails.RedactionRules, "iban")
 		}, pack.ClassMinor, false},
 		{"new write capability", "2.0.0", func(p *pack.Pack) {
 			p.ToolingLayer.AdapterRegistry[2].Capabilities = append(p.ToolingLayer.AdapterRegistry[2].Capabilities, "void_refund")

@@ -15,7 +15,10 @@
 //
 // Validate runs the gates schema, referential, policy, risk, tenancy,
 // security and evaluation (seed 003, "Validation gates") and reports every
-// problem with its gate, a stable code, the JSON path and a message.
+// problem with its gate, a stable code, the JSON path and a message. A
+// redaction rule that is neither built in (credit_card, pan, iban, email,
+// phone, ssn, secret) nor registered by the host (RegisterRedactionRules)
+// is refused there (CodeUnknownRedactionRule), not when a run starts.
 //
 // # Signed pack files
 //

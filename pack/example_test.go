@@ -90,7 +90,7 @@ func ExampleDiff() {
 	old, _ := pack.Decode(data)
 	next, _ := pack.Decode(data)
 	next.PackMeta.PackVersion = "1.0.1"
-	next.PolicyLayer.Guardrails.RedactionRules = append(next.PolicyLayer.Guardrails.RedactionRules, "aadhaar")
+	next.PolicyLayer.Guardrails.RedactionRules = append(next.PolicyLayer.Guardrails.RedactionRules, "iban")
 	d := pack.Diff(old, next)
 	fmt.Println(d.Class, d.VersionOK)
 	fmt.Println(d.Version)
@@ -100,7 +100,7 @@ func ExampleDiff() {
 	// Output:
 	// minor false
 	// a minor change needs at least a MINOR bump: 1.0.0 → at least 1.1.0
-	// minor policy_layer.guardrails.redaction_rules added aadhaar
+	// minor policy_layer.guardrails.redaction_rules added iban
 }
 
 // Overlays constrain a base pack per environment and never expand it.

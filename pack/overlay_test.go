@@ -17,7 +17,7 @@ func TestApplyOverlayAllowed(t *testing.T) {
 	o := baseOverlay()
 	o.EndpointRefs = map[string]string{"adp_orders": "internal://orders-prod"}
 	o.AdapterApprovalModes = map[string]pack.ApprovalMode{"adp_orders": runcontext.LocalWrite}
-	o.Guardrails = pack.Guardrails{MustEscalate: []string{"chargeback_open"}, RedactionRules: []string{"aadhaar", "pan"}}
+	o.Guardrails = pack.Guardrails{MustEscalate: []string{"chargeback_open"}, RedactionRules: []string{"iban", "pan"}}
 	o.EnvironmentDefaults = &pack.EnvironmentDefaults{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata"}
 	o.EvalTargets = []pack.EvalTarget{{Intent: "support.refund", Policy: ptr(1.0), LatencyP99MS: ptr(2500.0)}}
 	o.PolicyBundles = []pack.PolicyBundle{{BundleID: "POLICY_REGION_IN", Priority: 5, PolicyDSL: pack.PolicyDSL{Language: "jsonlogic", Rules: []pack.Rule{{

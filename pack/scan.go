@@ -3,10 +3,11 @@ package pack
 import (
 	"encoding/json"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // Finding is a secret or raw PII found in a document. What describes the
@@ -17,72 +18,17 @@ type Finding struct {
 	What string
 }
 
-type detector struct {
-	code, what string
-	// pre is a cheap necessary condition; the regexp runs only when it holds.
-	pre   func(s string, st stats) bool
-	re    *regexp.Regexp
-	check func(match string) bool
-}
-
-// stats are counted once per string for the prefilters.
-type stats struct{ digits, upper int }
-
-func has(sub string) func(string, stats) bool {
-	return func(s string, _ stats) bool { return strings.Contains(s, sub) }
-}
-
-func digits(n int) func(string, stats) bool {
-	return func(_ string, st stats) bool { return st.digits >= n }
-}
-
-var detectors = []detector{
-	{CodeSecret, "a private key", has("PRIVATE KEY"), regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`), nil},
-	{CodeSecret, "a bearer token", func(s string, _ stats) bool { return strings.Contains(strings.ToLower(s), "bearer") }, regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}`), nil},
-	{CodeSecret, "an AWS access key id", func(s string, st stats) bool {
-		return st.upper >= 4 && (strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA"))
-	}, regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`), nil},
-	{CodeSecret, "a Google API key", has("AIza"), regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`), nil},
-	{CodeSecret, "a GitHub token", has("gh"), regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`), nil},
-	{CodeSecret, "a Slack token", has("xox"), regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`), nil},
-	{CodeSecret, "a Stripe secret key", has("k_"), regexp.MustCompile(`\b[rs]k_(live|test)_[A-Za-z0-9]{16,}\b`), nil},
-	{CodeSecret, "an API secret key", has("sk-"), regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}\b`), nil},
-	{CodeSecret, "a JSON Web Token", has("eyJ"), regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`), nil},
-	{CodeSecret, "a password in a URL", func(s string, _ stats) bool { return strings.Contains(s, "://") && strings.Contains(s, "@") }, regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`), nil},
-	{CodePII, "an email address", has("@"), regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b`), nil},
-	{CodePII, "a payment card number", digits(13), regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), luhn},
-	{CodePII, "a US social security number", digits(9), regexp.MustCompile(`\b\d{3}-\d{2}-\d{4}\b`), nil},
-	{CodePII, "an Indian PAN", func(_ string, st stats) bool { return st.upper >= 6 && st.digits >= 4 }, regexp.MustCompile(`\b[A-Z]{5}[0-9]{4}[A-Z]\b`), nil},
-	{CodePII, "an Aadhaar number", digits(12), regexp.MustCompile(`\b\d{4} \d{4} \d{4}\b`), nil},
-	{CodePII, "a phone number", func(s string, st stats) bool { return st.digits >= 8 && strings.Contains(s, "+") }, regexp.MustCompile(`\+\d{1,3}[ -]?\d{3,4}[ -]?\d{3,4}[ -]?\d{2,4}\b`), nil},
-}
-
-func countStats(s string) stats {
-	var st stats
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			st.digits++
-		case c >= 'A' && c <= 'Z':
-			st.upper++
-		}
-	}
-	return st
-}
-
-// secretKeys are member names whose non-empty string value is a secret,
-// whatever it looks like.
-var secretKeys = map[string]bool{
-	"password": true, "passwd": true, "secret": true, "client_secret": true, "api_key": true, "apikey": true,
-	"access_token": true, "refresh_token": true, "token": true, "private_key": true, "secret_key": true, "bearer": true,
-}
-
 // ScanSecrets walks a value (a decoded JSON document of maps, slices and
 // strings, or a Go value such as *Pack, whose members are named by their
-// json tags) and reports every string that looks like a secret or raw PII,
-// and every secret-named member with a string value, with its JSON path.
-// Embedded raw JSON (expressions) is scanned too. Findings are sorted by
-// path.
+// json tags) and reports, with its JSON path, every string that holds a
+// secret or raw PII of the catalogue (internal/sensitive: card numbers
+// however written, IBANs, emails, phone numbers, SSNs, PANs, API keys,
+// credentials, private keys, key=value secrets, base64-wrapped secrets),
+// every number that is a card number, every map key that is itself
+// sensitive (its path shows Redacted in its place), and every
+// secret-named member (db_password, api_key, access_token, ...) with a
+// string value. Embedded raw JSON (expressions) is scanned too. Findings
+// are sorted by path.
 func ScanSecrets(v any) []Finding {
 	var out []Finding
 	scanValue(reflect.ValueOf(v), "", "", &out)
@@ -103,6 +49,14 @@ func scanValue(v reflect.Value, path, key string, out *[]Finding) {
 		}
 	case reflect.String:
 		scanString(v.String(), path, key, out)
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); f >= 1e12 && f < 1e19 && f == float64(int64(f)) {
+			scanNumber(strconv.FormatInt(int64(f), 10), path, out)
+		}
+	case reflect.Int, reflect.Int64:
+		scanNumber(strconv.FormatInt(v.Int(), 10), path, out)
+	case reflect.Uint, reflect.Uint64:
+		scanNumber(strconv.FormatUint(v.Uint(), 10), path, out)
 	case reflect.Slice, reflect.Array:
 		if v.Type() == rawMessageType {
 			var doc any
@@ -124,7 +78,13 @@ func scanValue(v reflect.Value, path, key string, out *[]Finding) {
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key().String()
-			scanValue(iter.Value(), joinPath(path, k), k, out)
+			p := joinPath(path, k)
+			if f, ok := sensitive.Detect(k, sensitive.All); ok {
+				// The key itself is sensitive: its path must not show it.
+				p = joinPath(path, sensitive.Redacted)
+				*out = append(*out, finding(p, f, "a member name"))
+			}
+			scanValue(iter.Value(), p, k, out)
 		}
 	case reflect.Struct:
 		t := v.Type()
@@ -156,42 +116,31 @@ func scanString(x, path, key string, out *[]Finding) {
 	if x == "" {
 		return
 	}
-	if secretKeys[strings.ToLower(key)] {
+	if sensitive.IsSecretKey(key) {
 		*out = append(*out, Finding{Path: path, Code: CodeSecret, What: "member " + key + " holds a secret value; use a secret reference"})
 		return
 	}
-	st := countStats(x)
-	for _, d := range detectors {
-		if !d.pre(x, st) {
-			continue
-		}
-		for _, m := range d.re.FindAllString(x, 4) {
-			if d.check == nil || d.check(m) {
-				*out = append(*out, Finding{Path: path, Code: d.code, What: "contains " + d.what + "; packs must not carry secrets or raw PII"})
-				return
-			}
-		}
+	if f, ok := sensitive.Detect(x, sensitive.All); ok {
+		*out = append(*out, finding(path, f, ""))
 	}
 }
 
-// luhn reports whether the digits of s pass the Luhn check.
-func luhn(s string) bool {
-	sum, n, double := 0, 0, false
-	for i := len(s) - 1; i >= 0; i-- {
-		c := s[i]
-		if c < '0' || c > '9' {
-			continue
-		}
-		d := int(c - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		n++
-		double = !double
+// scanNumber reports a number (its decimal digits) that is a card number.
+func scanNumber(digits, path string, out *[]Finding) {
+	if sensitive.IsCardNumber(digits) {
+		*out = append(*out, Finding{Path: path, Code: CodePII, What: "contains a payment card number; packs must not carry secrets or raw PII"})
 	}
-	return n >= 13 && sum%10 == 0
+}
+
+// finding describes a catalogue finding; it never holds the value.
+func finding(path string, f sensitive.Finding, where string) Finding {
+	code := CodePII
+	if f.Kind.Secret() {
+		code = CodeSecret
+	}
+	what := "contains " + f.What
+	if where != "" {
+		what = where + " " + what
+	}
+	return Finding{Path: path, Code: code, What: what + "; packs must not carry secrets or raw PII"}
 }

@@ -79,6 +79,7 @@ func Validate(p *Pack) error {
 	v := newValidator(p)
 	v.schema()
 	v.referential()
+	v.redactionRules() // pack/redaction.go
 	v.policy()
 	v.risk()
 	v.tenancy()

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // Sentinel errors.
@@ -86,22 +86,14 @@ func transportError(ctx context.Context, err error, details map[string]any) *gat
 	return newError(gateway.CodeExecutionFailed, true, "the tool endpoint could not be reached", details)
 }
 
-var redactions = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	{regexp.MustCompile(`(?i)(authorization|x-api-key|api_key|apikey|client_secret|access_token|secret|password|token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"'&,;]+`), "${1}${2}[REDACTED]"},
-	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}`), "${1} [REDACTED]"},
-	{regexp.MustCompile(`sk-[A-Za-z0-9_\-]{6,}`), "[REDACTED]"},
-}
-
-// Redact replaces credential-looking values in s (bearer and basic
-// credentials, API keys, secret=, password=, token= values, sk- keys)
-// with [REDACTED]. Tool replies pass through it before they reach an
-// error message.
+// Redact replaces the secrets and personal data in s with [REDACTED]:
+// everything in the catalogue of sensitive data (internal/sensitive) —
+// bearer and basic credentials, API keys and tokens, private keys,
+// secret=, password=, token= values (also in JSON), credentials in URLs,
+// base64-wrapped secrets, card numbers however written, IBANs, email
+// addresses, phone numbers, SSNs and PANs. Tool replies pass through it
+// before they reach an error message. It is deterministic and idempotent.
 func Redact(s string) string {
-	for _, r := range redactions {
-		s = r.re.ReplaceAllString(s, r.repl)
-	}
-	return s
+	out, _ := sensitive.Redact(s, sensitive.All)
+	return out
 }

@@ -24,8 +24,10 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	rcPath := fs.String("run-context", "", "RunContext `FILE`")
 	evPath := fs.String("evidence", "", "evidence `FILE`: a JSON array of items")
 	memPath := fs.String("memory", "", "memory `FILE`: a JSON array of items")
+	var redactors redactorsFlag
+	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…]\n\nPrints the CompiledContext as JSON. Invalid input exits 1 with a message naming the field or rule.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]\n\nPrints the CompiledContext as JSON. Invalid input exits 1 with a message naming the field or rule.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -38,6 +40,9 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	invalid := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "contextos compile: "+format+"\n", a...)
 		return exitInvalid
+	}
+	if err := redactors.load(stdin); err != nil {
+		return invalid("%v", err)
 	}
 	var keys *runcontext.StaticKeys
 	if len(pubs) > 0 {

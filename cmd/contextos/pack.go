@@ -37,8 +37,10 @@ type fileProblem struct {
 func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pack validate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the problems as a JSON array")
+	var redactors redactorsFlag
+	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack validate [--json] FILE...\n\nExit 0: every pack is valid; 1: one 'gate: path: message' line per problem\n(prefixed with the file name when several files are given).")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack validate [--json] [--redactors FILE] FILE...\n\nExit 0: every pack is valid; 1: one 'gate: path: message' line per problem\n(prefixed with the file name when several files are given).")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -47,6 +49,10 @@ func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "contextos pack validate: at least one FILE is required")
 		return exitUsage
+	}
+	if err := redactors.load(stdin); err != nil {
+		fmt.Fprintln(stderr, "contextos pack validate:", err)
+		return exitInvalid
 	}
 	all := []fileProblem{}
 	for _, name := range fs.Args() {
@@ -170,8 +176,10 @@ func readKey(path string) (kid string, pub ed25519.PublicKey, priv ed25519.Priva
 func cmdPackSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pack sign", flag.ContinueOnError)
 	keyPath := fs.String("key", "", "private key `FILE` written by keygen")
+	var redactors redactorsFlag
+	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack sign --key KEYFILE PACK\n\nPrints the signed pack file on stdout. Only a pack that passes every gate is signed.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack sign --key KEYFILE [--redactors FILE] PACK\n\nPrints the signed pack file on stdout. Only a pack that passes every gate is signed.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -180,6 +188,10 @@ func cmdPackSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *keyPath == "" || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "contextos pack sign: --key KEYFILE and one PACK are required")
 		return exitUsage
+	}
+	if err := redactors.load(stdin); err != nil {
+		fmt.Fprintln(stderr, "contextos pack sign:", err)
+		return exitInvalid
 	}
 	kid, _, priv, err := readKey(*keyPath)
 	if err == nil && priv == nil {
@@ -217,8 +229,10 @@ func cmdPackVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("pack verify", flag.ContinueOnError)
 	var pubs multiFlag
 	fs.Var(&pubs, "pub", "trusted public key `FILE` (repeatable)")
+	var redactors redactorsFlag
+	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack verify --pub PUBFILE [--pub PUBFILE…] SIGNED\n\nExit 0 and 'verified REF CONTENT_HASH KID' when the signature, content and gates hold;\nexit 1 with the reason otherwise.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack verify --pub PUBFILE [--pub PUBFILE…] [--redactors FILE] SIGNED\n\nExit 0 and 'verified REF CONTENT_HASH KID' when the signature, content and gates hold;\nexit 1 with the reason otherwise.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -227,6 +241,10 @@ func cmdPackVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if len(pubs) == 0 || fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "contextos pack verify: --pub PUBFILE and one SIGNED file are required")
 		return exitUsage
+	}
+	if err := redactors.load(stdin); err != nil {
+		fmt.Fprintln(stderr, "contextos pack verify:", err)
+		return exitInvalid
 	}
 	keys, err := readKeys(pubs)
 	if err != nil {
@@ -255,8 +273,10 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func cmdPackDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pack diff", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	var redactors redactorsFlag
+	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack diff [--json] OLD NEW\n\nPrints the version class (patch, minor, major, reject) and its reasons.\nExit 1 for a reject or a version bump too small for the class.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack diff [--json] [--redactors FILE] OLD NEW\n\nPrints the version class (patch, minor, major, reject) and its reasons.\nExit 1 for a reject or a version bump too small for the class.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -265,6 +285,10 @@ func cmdPackDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		fmt.Fprintln(stderr, "contextos pack diff: OLD and NEW are required")
 		return exitUsage
+	}
+	if err := redactors.load(stdin); err != nil {
+		fmt.Fprintln(stderr, "contextos pack diff:", err)
+		return exitInvalid
 	}
 	var packs [2]*pack.Pack
 	for i, name := range fs.Args() {

@@ -121,7 +121,9 @@ func TestPackDiff(t *testing.T) {
 		g := m["policy_layer"].(map[string]any)["guardrails"].(map[string]any)
 		g["redaction_rules"] = append(g["redaction_rules"].([]any), "aadhaar")
 	}))
-	code, out, _ := runCLI(t, "", "pack", "diff", old, minor)
+	// aadhaar is not a built-in rule: the host supplies it.
+	redactors := writeFile(t, dir, "redactors.json", []byte(`{"aadhaar": "\\b[2-9]\\d{3} \\d{4} \\d{4}\\b"}`))
+	code, out, _ := runCLI(t, "", "pack", "diff", "--redactors", redactors, old, minor)
 	if code != exitOK || !strings.HasPrefix(out, "class: minor\nversion: ok (1.0.0 → 1.1.0)\nminor: policy_layer.guardrails.redaction_rules: added aadhaar\n") {
 		t.Errorf("minor: %d\n%s", code, out)
 	}
@@ -134,7 +136,7 @@ func TestPackDiff(t *testing.T) {
 	if code != exitInvalid || !strings.Contains(out, "class: major") || !strings.Contains(out, "needs a MAJOR bump") {
 		t.Errorf("insufficient bump: %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(t, "", "pack", "diff", "--json", old, minor)
+	code, out, _ = runCLI(t, "", "pack", "diff", "--json", "--redactors", redactors, old, minor)
 	var res map[string]any
 	if json.Unmarshal([]byte(out), &res) != nil || res["class"] != "minor" || code != exitOK {
 		t.Errorf("--json: %d %s", code, out)

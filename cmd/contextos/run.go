@@ -30,12 +30,14 @@ import (
 type packSet struct {
 	packs, pubs   multiFlag
 	allowUnsigned bool
+	redactors     redactorsFlag // redactors.go
 }
 
 func (s *packSet) register(fs *flag.FlagSet) {
 	fs.Var(&s.packs, "pack", "pack `FILE`, plain or signed (repeatable)")
 	fs.Var(&s.pubs, "pub", "trusted public key `FILE`; signed packs must verify with one (repeatable)")
 	fs.BoolVar(&s.allowUnsigned, "allow-unsigned", false, "accept plain (unsigned) packs, signed here with a throwaway key")
+	s.redactors.register(fs)
 }
 
 // registry loads the packs: signed files verified against --pub, plain
@@ -43,6 +45,9 @@ func (s *packSet) register(fs *flag.FlagSet) {
 func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRegistry, *runcontext.StaticKeys, []*pack.Pack, error) {
 	if len(s.packs) == 0 {
 		return nil, nil, nil, errors.New("at least one --pack is required")
+	}
+	if err := s.redactors.load(stdin); err != nil {
+		return nil, nil, nil, err
 	}
 	if len(s.pubs) == 0 && !s.allowUnsigned {
 		return nil, nil, nil, errors.New("give --pub PUBFILE to verify signed packs, or --allow-unsigned")
@@ -208,7 +213,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	endpointsPath := fs.String("endpoints", "", "endpoints `FILE`: endpoint_ref → {transport, url|command, auth, timeout_ms, max_attempts, backoff_ms, jitter}; those adapters are called for real")
 	secretsPath := fs.String("secrets", "", "secrets `FILE`: secret name → value (or {key: value}) for the endpoints' auth")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -304,6 +309,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(exitUsage, "--secrets needs --endpoints")
 	}
 	opts := &contextos.Options{Adapters: registrationsWith(packs, tools.adapter, live), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
+	opts.Gateway.Redactors = ps.redactors.rules
 	ev, mem, code, ok := readEvidenceMemory("run", *evPath, *memPath, stdin, stderr)
 	if !ok {
 		return code
@@ -395,7 +401,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ontologies multiFlag
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--redactors FILE] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -435,7 +441,8 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			ontologies = append(ontologies, o.Namespace+"@"+o.Version)
 		}
 	}
-	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies})
+	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies,
+		Gateway: gateway.Options{Redactors: ps.redactors.rules}})
 	if err != nil {
 		fmt.Fprintln(stderr, "contextos replay:", err)
 		return exitUsage

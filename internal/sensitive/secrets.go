@@ -1,0 +1,386 @@
+package sensitive
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// apiKeys are the vendor key formats; lit is a literal every match
+// contains (the prefilter).
+var apiKeys = []struct {
+	lit, what string
+	re        *regexp.Regexp
+}{
+	{"AKIA", "an AWS access key id", regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)},
+	{"ASIA", "an AWS access key id", regexp.MustCompile(`\bASIA[0-9A-Z]{16}\b`)},
+	{"AIza", "a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{"gh", "a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
+	{"github_pat_", "a GitHub token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,}`)},
+	{"glpat-", "a GitLab token", regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+	{"xox", "a Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+	{"k_", "a Stripe secret key", regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	{"sk-", "an API secret key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{10,}`)},
+	{"npm_", "an npm token", regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
+	{"SG.", "a SendGrid API key", regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)},
+	{"eyJ", "a JSON Web Token", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+}
+
+func findAPIKeys(s string, st *stats, spans []span, first bool) []span {
+	if st.letters < 4 || len(s) < 16 {
+		return spans
+	}
+	for _, k := range apiKeys {
+		if !strings.Contains(s, k.lit) {
+			continue
+		}
+		n := len(spans)
+		spans = appendMatches(s, k.re, spans, APIKey, k.what, first)
+		if first && len(spans) > n {
+			return spans
+		}
+	}
+	return spans
+}
+
+// Private keys: a PEM (or PGP) block whose header names a PRIVATE KEY,
+// redacted whole, to its END line or, when that is missing, to the end of
+// the string.
+func findPrivateKeys(s string, st *stats, spans []span, first bool) []span {
+	if st.upper < 10 || !strings.Contains(s, "PRIVATE KEY") {
+		return spans
+	}
+	for from := 0; ; {
+		k := strings.Index(s[from:], "-----BEGIN ")
+		if k < 0 {
+			return spans
+		}
+		start := from + k
+		h := strings.Index(s[start+11:], "-----")
+		if h < 0 {
+			return spans
+		}
+		header := s[start+11 : start+11+h]
+		from = start + 11 + h + 5
+		if !strings.Contains(header, "PRIVATE KEY") {
+			continue
+		}
+		end := len(s)
+		if e := strings.Index(s[from:], "-----END "); e >= 0 {
+			if c := strings.Index(s[from+e+9:], "-----"); c >= 0 {
+				end = from + e + 9 + c + 5
+			}
+		}
+		spans = append(spans, span{start, end, PrivateKey, kindInfo[PrivateKey].what})
+		if first || end == len(s) {
+			return spans
+		}
+		from = end
+	}
+}
+
+// Bearer and basic credentials: "Bearer <token>" (a token of 8 or more
+// characters with a digit, or of 20 or more) and "Basic <base64 of
+// user:password>". The scheme stays; the credential goes.
+func findCredentials(s string, st *stats, spans []span, first bool) []span {
+	if st.letters < 5 {
+		return spans
+	}
+	for _, scheme := range [2]string{"bearer", "basic"} {
+		for from := 0; ; {
+			i := indexFold(s, scheme, from)
+			if i < 0 {
+				break
+			}
+			from = i + len(scheme)
+			if i > 0 && isLetter(s[i-1]) {
+				continue
+			}
+			j := from
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			if j == from {
+				continue
+			}
+			e := j
+			for e < len(s) && isTokenChar(s[e]) {
+				e++
+			}
+			tok := s[j:e]
+			from = max(from, e)
+			if !credential(scheme, tok) {
+				continue
+			}
+			what := "a bearer token"
+			if scheme == "basic" {
+				what = "a basic credential"
+			}
+			spans = append(spans, span{j, e, Credential, what})
+			if first {
+				return spans
+			}
+			from = e
+		}
+	}
+	return spans
+}
+
+func isTokenChar(c byte) bool {
+	return isAlnum(c) || strings.IndexByte("._~+/=-", c) >= 0
+}
+
+func credential(scheme, tok string) bool {
+	if len(tok) < 8 {
+		return false
+	}
+	if scheme == "basic" {
+		var buf [96]byte
+		text, ok := decodeBase64(tok, buf[:0])
+		return ok && bytes.IndexByte(text, ':') > 0
+	}
+	if len(tok) >= 20 {
+		return true
+	}
+	for i := 0; i < len(tok); i++ {
+		if isDigit(tok[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// Credentials in URLs: "scheme://user:password@host"; the user info goes.
+func findURLCredentials(s string, st *stats, spans []span, first bool) []span {
+	if !st.at || !st.colon {
+		return spans
+	}
+	for from := 0; ; {
+		k := strings.Index(s[from:], "://")
+		if k < 0 {
+			return spans
+		}
+		i := from + k + 3
+		from = i
+		if k == 0 || !isLetter(s[i-4]) {
+			continue
+		}
+		j, colon := i, false
+		for j < len(s) && strings.IndexByte("/ \t\r\n@?#\"'<>", s[j]) < 0 {
+			colon = colon || s[j] == ':'
+			j++
+		}
+		if j >= len(s) || s[j] != '@' || !colon || j == i {
+			continue
+		}
+		spans = append(spans, span{i, j, URLCredential, kindInfo[URLCredential].what})
+		if first {
+			return spans
+		}
+		from = j
+	}
+}
+
+// Passwords in text: the value of a secret-named key (IsSecretKey) in
+// key=value or key: value form, the key optionally quoted (JSON, also
+// escaped inside a string), the value quoted or up to the next delimiter.
+// An authorization scheme ("Bearer ...") before the value stays.
+func findPasswords(s string, st *stats, spans []span, first bool) []span {
+	if !st.eq && !st.colon {
+		return spans
+	}
+	for from := 0; ; {
+		k := strings.IndexAny(s[from:], "=:")
+		if k < 0 {
+			return spans
+		}
+		sep := from + k
+		from = sep + 1
+		if sp, ok := passwordAt(s, sep); ok {
+			spans = append(spans, sp)
+			if first {
+				return spans
+			}
+			from = max(from, sp.end)
+		}
+	}
+}
+
+func passwordAt(s string, sep int) (span, bool) {
+	// The key, before the separator.
+	j := sep
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+		if j > 0 && s[j-1] == '\\' {
+			j--
+		}
+	}
+	l := j
+	for l > 0 && (isWord(s[l-1]) || s[l-1] == '-' || s[l-1] == '.') && j-l < 128 {
+		l--
+	}
+	if l == j || !IsSecretKey(s[l:j]) {
+		return span{}, false
+	}
+	// The value, after it.
+	v := sep + 1
+	if v < len(s) && (s[v] == '=' || s[v] == '>' || s[sep] == ':' && s[v] == '/') {
+		return span{}, false // "==", "=>", "://"
+	}
+	for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
+		v++
+	}
+	var quote string
+	switch {
+	case v+1 < len(s) && s[v] == '\\' && (s[v+1] == '"' || s[v+1] == '\''):
+		quote = s[v : v+2]
+	case v < len(s) && (s[v] == '"' || s[v] == '\''):
+		quote = s[v : v+1]
+	}
+	v += len(quote)
+	// An authorization scheme stays.
+	for _, scheme := range [...]string{"bearer", "basic", "token", "digest"} {
+		w := v + len(scheme)
+		if w < len(s) && (s[w] == ' ' || s[w] == '\t') && indexFold(s[v:w], scheme, 0) == 0 {
+			for v = w; v < len(s) && (s[v] == ' ' || s[v] == '\t'); v++ {
+			}
+			break
+		}
+	}
+	if v >= len(s) || s[v] == '{' || s[v] == '[' && !isRedactedAt(s, v) {
+		return span{}, false
+	}
+	if isRedactedAt(s, v) {
+		// Already redacted, unless text follows the marker in the value.
+		if r := v + len(Redacted); r == len(s) || valueEnds(s, r, quote) {
+			return span{}, false
+		}
+	}
+	e := v
+	if quote != "" {
+		if q := strings.Index(s[v:], quote); q >= 0 {
+			e = v + q
+		} else {
+			e = len(s)
+		}
+		for e > v && s[e-1] == '\\' && len(quote) == 1 { // an escaped quote ends nothing
+			q := strings.Index(s[e+1:], quote)
+			if q < 0 {
+				e = len(s)
+				break
+			}
+			e = e + 1 + q
+		}
+	} else {
+		for e < len(s) && !valueEnds(s, e, "") {
+			e++
+		}
+	}
+	if e == v {
+		return span{}, false
+	}
+	return span{v, e, Password, kindInfo[Password].what}, true
+}
+
+// valueEnds reports whether a value quoted with quote ("" when
+// unquoted) ends at s[i].
+func valueEnds(s string, i int, quote string) bool {
+	if quote != "" {
+		return strings.HasPrefix(s[i:], quote)
+	}
+	return strings.IndexByte(" \t\r\n\"'&,;})<>\\", s[i]) >= 0
+}
+
+// IsSecretKey reports whether a member or parameter named key holds a
+// secret: a name with a word password, passwd, passphrase, pwd, secret,
+// token (also glued: accessToken, authtoken), credential(s),
+// authorization, cookie or bearer, or the words api key, private key,
+// access key or secret key (api_key, apiKey, x-api-key). Names of things
+// about a secret rather than the secret — ending in ref, id, url, type,
+// name, count, expiry, path, ... (token_ref, secret_ref, token_url,
+// max_tokens) — are not.
+func IsSecretKey(key string) bool {
+	if len(key) < 3 || len(key) > 128 {
+		return false
+	}
+	var words [24]string
+	n := splitWords(key, words[:])
+	if n == 0 {
+		return false
+	}
+	for _, x := range notSecretLast {
+		if strings.EqualFold(words[n-1], x) {
+			return false
+		}
+	}
+	for i := 0; i < n; i++ {
+		w := words[i]
+		if containsFold(w, "password") || containsFold(w, "passwd") || containsFold(w, "passphrase") ||
+			containsFold(w, "secret") && !containsFold(w, "secretar") {
+			return true
+		}
+		for _, x := range secretWords {
+			if strings.EqualFold(w, x) {
+				return true
+			}
+		}
+		if len(w) > 5 && hasSuffixFold(w, "token") || hasSuffixFold(w, "apikey") || hasSuffixFold(w, "privatekey") || hasSuffixFold(w, "accesskey") {
+			return true
+		}
+		if i+1 < n && strings.EqualFold(words[i+1], "key") {
+			for _, x := range keyQualifiers {
+				if strings.EqualFold(w, x) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var (
+	secretWords    = []string{"pwd", "token", "credential", "credentials", "authorization", "cookie", "bearer"}
+	keyQualifiers  = []string{"api", "private", "access", "secret", "signing", "encryption", "master"}
+	notSecretLast  = []string{"ref", "refs", "reference", "id", "ids", "url", "uri", "endpoint", "type", "kind", "name", "names", "count", "length", "len", "expiry", "expires", "expiration", "at", "ttl", "hint", "path", "file", "env", "var", "header", "scheme", "policy", "required", "present", "set", "valid", "provided"}
+	wordSeparators = "_-. /:"
+)
+
+// splitWords splits key into words at separators and camelCase
+// boundaries ("xAPIKey" → x, API, Key) and returns how many it wrote.
+func splitWords(key string, words []string) int {
+	n, start := 0, -1
+	emit := func(end int) {
+		if start >= 0 && end > start && n < len(words) {
+			words[n] = key[start:end]
+			n++
+		}
+		start = -1
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !isAlnum(c) || strings.IndexByte(wordSeparators, c) >= 0 {
+			emit(i)
+			continue
+		}
+		if start >= 0 && isUpper(c) {
+			p := key[i-1]
+			if isLower(p) || isDigit(p) || isUpper(p) && i+1 < len(key) && isLower(key[i+1]) {
+				emit(i)
+			}
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	emit(len(key))
+	return n
+}
+
+func containsFold(s, sub string) bool { return indexFold(s, sub, 0) >= 0 }
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
+}

@@ -1,0 +1,113 @@
+package pack_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/contextos/contextos/pack"
+)
+
+// Hostile packs: a redaction rule nobody knows is refused at validation
+// with the rule and its path, and secrets and raw PII written every way
+// are found by the scanner (gate security), which never echoes them.
+func TestHostilePackValidation(t *testing.T) {
+	const card = "4111111111111111"
+	if err := pack.RegisterRedactionRules("hostile_test_employee_id"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(p *pack.Pack)
+		code   string // the problem wanted, at path; "" for a pack that validates
+		path   string
+		leak   string // must not appear in the error
+	}{
+		{"unknown rule iban2 refused", func(p *pack.Pack) {
+			p.PolicyLayer.Guardrails.RedactionRules = append(p.PolicyLayer.Guardrails.RedactionRules, "iban2")
+		}, pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[2]", ""},
+		{"rule named in the wrong case refused", func(p *pack.Pack) { p.PolicyLayer.Guardrails.RedactionRules = []string{"IBAN"} },
+			pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[0]", ""},
+		{"every built-in rule accepted", func(p *pack.Pack) {
+			p.PolicyLayer.Guardrails.RedactionRules = []string{"credit_card", "pan", "iban", "email", "phone", "ssn", "secret"}
+		}, "", "", ""},
+		{"registered host rule accepted", func(p *pack.Pack) {
+			p.PolicyLayer.Guardrails.RedactionRules = []string{"pan", "hostile_test_employee_id"}
+		}, "", "", ""},
+		{"iban with spaces", func(p *pack.Pack) {
+			p.BusinessContext.NonNegotiables = append(p.BusinessContext.NonNegotiables, "pay DE89 3704 0044 0532 0130 00")
+		},
+			pack.CodePII, "business_context.non_negotiables[2]", "DE89 3704"},
+		{"fullwidth card", func(p *pack.Pack) {
+			p.PackMeta.Description = "test card ４１１１１１１１１１１１１１１１"
+		},
+			pack.CodePII, "pack_meta.description", "４１１１"},
+		{"dotted card", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"example": "4111.1111.1111.1111"} },
+			pack.CodePII, "pack_meta.metadata.example", "4111.1111"},
+		{"card as JSON number", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"example": 4111111111111111.0} },
+			pack.CodePII, "pack_meta.metadata.example", card},
+		{"card as a member name", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{card: "test"} },
+			pack.CodePII, "pack_meta.metadata.[REDACTED]", card},
+		{"base64 of an API key", func(p *pack.Pack) {
+			p.PackMeta.Metadata = map[string]any{"blob": base64.StdEncoding.EncodeToString([]byte("AKIAIOSFODNN7EXAMPLE"))}
+		}, pack.CodeSecret, "pack_meta.metadata.blob", "QUtJQUlPU0ZPRE5ON0VYQU1QTEU="},
+		{"member named db_password", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"db_password": "hunter2"} },
+			pack.CodeSecret, "pack_meta.metadata.db_password", "hunter2"},
+		{"password=hunter2 in text", func(p *pack.Pack) { p.PackMeta.Description = "connect with user=bob password=hunter2" },
+			pack.CodeSecret, "pack_meta.description", "hunter2"},
+		{"credentials in a URL", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"dsn": "postgres://admin:hunter2@db/app"} },
+			pack.CodeSecret, "pack_meta.metadata.dsn", "hunter2"},
+		{"invalid-checksum iban left alone", func(p *pack.Pack) { p.PackMeta.Description = "reference DE89 3704 0044 0532 0130 01" }, "", "", ""},
+		{"secret and token references left alone", func(p *pack.Pack) {
+			p.PackMeta.Metadata = map[string]any{"secret_ref": "vault://payments/key", "token_ref": "secret://orders", "max_tokens": "512"}
+		}, "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := mutated(t, c.mutate)
+			err := pack.Validate(p)
+			if c.code == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			var ve *pack.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, pack.ErrInvalid) || !ve.Has(c.code, c.path) {
+				t.Fatalf("Validate = %v, want a %s problem at %s", err, c.code, c.path)
+			}
+			if c.leak != "" && strings.Contains(err.Error(), c.leak) {
+				t.Errorf("the error echoes %q: %v", c.leak, err)
+			}
+		})
+	}
+}
+
+// An overlay naming an unknown rule is refused; the whole document path
+// through DecodeAndValidate refuses it too, naming the rule.
+func TestHostileRedactionRuleDocuments(t *testing.T) {
+	o := baseOverlay()
+	o.Guardrails = pack.Guardrails{RedactionRules: []string{"iban2"}}
+	if _, _, err := pack.ApplyOverlay(canonical(t), o); !errors.Is(err, pack.ErrOverlay) || !strings.Contains(err.Error(), `"iban2"`) {
+		t.Errorf("ApplyOverlay with rule iban2 = %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(readFile(t, "ctxpack.support-1.0.0.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	g := doc["policy_layer"].(map[string]any)["guardrails"].(map[string]any)
+	g["redaction_rules"] = []any{"pan", "aadhaar"}
+	data, _ := json.Marshal(doc)
+	_, err := pack.DecodeAndValidate(data)
+	var ve *pack.ValidationError
+	if !errors.As(err, &ve) || !ve.Has(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[1]") || !strings.Contains(err.Error(), `"aadhaar"`) {
+		t.Errorf("DecodeAndValidate = %v", err)
+	}
+	if err := pack.RegisterRedactionRules("has space"); !errors.Is(err, pack.ErrRedactionRuleName) {
+		t.Errorf(`RegisterRedactionRules("has space") = %v`, err)
+	}
+	if err := pack.RegisterRedactionRules(""); !errors.Is(err, pack.ErrRedactionRuleName) {
+		t.Errorf(`RegisterRedactionRules("") = %v`, err)
+	}
+}
