@@ -3,8 +3,13 @@ package contextos_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +22,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/transport"
 )
 
 // What leaky adapters return in the leak tests: a Luhn-valid card number
@@ -40,8 +46,15 @@ type leakHarness struct {
 
 func newLeakHarness(t *testing.T, planner contextos.Planner, opts *contextostest.Options) *leakHarness {
 	t.Helper()
+	return newLeakHarnessRules(t, planner, opts, "email")
+}
+
+// newLeakHarnessRules is newLeakHarness with the pack's redaction rules
+// extended by rules.
+func newLeakHarnessRules(t *testing.T, planner contextos.Planner, opts *contextostest.Options, rules ...string) *leakHarness {
+	t.Helper()
 	doc := readTestdata(t, "ctxpack.support-1.0.0.json")
-	edited := bytes.Replace(doc, []byte(`"redaction_rules": ["pan", "credit_card"]`), []byte(`"redaction_rules": ["pan", "credit_card", "email"]`), 1)
+	edited := bytes.Replace(doc, []byte(`"redaction_rules": ["pan", "credit_card"]`), []byte(`"redaction_rules": ["pan", "credit_card", "`+strings.Join(rules, `", "`)+`"]`), 1)
 	if bytes.Equal(doc, edited) {
 		t.Fatal("the support pack's redaction rules moved: edit newLeakHarness")
 	}
@@ -211,5 +224,77 @@ func TestNoRawAdapterKeyOrNumberReachesAnySurface(t *testing.T) {
 	p, _ := lh.Replays.Get(context.Background(), res.ReplayPacketID)
 	if out, err := lh.Runtime.Replay(context.Background(), p); err != nil || out.Status != replay.ReplayEqual {
 		t.Fatalf("replay = %+v, %v", out, err)
+	}
+}
+
+// A tool reached over the http transport echoes the API key the transport
+// resolved for it — in a 500 body, then in its answer's values, keys and
+// an encoded form — alongside an IBAN: no surface holds the key (in any
+// form the transport knows) or the IBAN, and the packet replays equal.
+func TestSecretEchoingToolLeaksNothing(t *testing.T) {
+	const apiKey = "q7Zx9PlmR2vK8wY3nB5c" // no pattern knows it: only the transport can
+	const iban = "GB82 WEST 1234 5698 7654 32"
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		key := r.Header.Get("X-Api-Key")
+		if calls == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, `{"error": "bad key %s for %s"}`, key, leakEmail)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200,
+			"debug": "called with " + key, key: "as a key", "b64": base64.StdEncoding.EncodeToString([]byte(key)),
+			"refund_to": iban, "url": "https://tools.example/cb?key=" + url.QueryEscape(key)})
+	}))
+	defer srv.Close()
+	ad, err := transport.NewAdapter(transport.Endpoint{Transport: transport.TransportHTTP, URL: srv.URL, AllowPrivate: true,
+		Auth: &transport.Auth{Profile: transport.ProfileAPIKeyHeader, HeaderName: "X-Api-Key", SecretRef: "orders_key"}},
+		&transport.Options{Secrets: transport.MapSecrets{"orders_key": apiKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := ad.Capability()
+	lookup.MaxAttempts, lookup.Backoff = 2, func(string, int) time.Duration { return 0 }
+	// The lookup goes over the wire; the other tools answer in process.
+	lh := newLeakHarnessRules(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{
+		Runtime: contextos.Options{Adapters: []gateway.Registration{
+			{AdapterID: "adp_orders", Adapter: ad, Capabilities: map[string]gateway.Capability{"lookup": lookup}},
+			{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				return &gateway.Outcome{Output: map[string]any{"eligible": true}}, nil
+			}), Capabilities: map[string]gateway.Capability{"eval": {}}},
+			{AdapterID: "adp_payments", Adapter: gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				return &gateway.Outcome{Output: map[string]any{"transaction_id": "txn_q9", "to": iban}, Mutations: []string{"refund:txn_q9"}}, nil
+			}), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+		}},
+	}, "email", "iban")
+	req, rc := refundRequest(t, 1200, true)
+	res, err := lh.Runtime.Invoke(context.Background(), req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if calls != 2 {
+		t.Fatalf("the tool was called %d times, want 2 (a 500, then an answer)", calls)
+	}
+	forms := []string{apiKey, base64.StdEncoding.EncodeToString([]byte(apiKey)), url.QueryEscape(apiKey), iban, "GB82WEST12345698765432", leakEmail}
+	surfaces := lh.surfaces(t, res)
+	for name, v := range surfaces {
+		b, _ := json.Marshal(v)
+		if s, ok := v.(string); ok {
+			b = []byte(s)
+		}
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("%s holds %q", name, f)
+			}
+		}
+	}
+	p, err := lh.Replays.Get(context.Background(), res.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := lh.Runtime.Replay(context.Background(), p); err != nil || out.Status != replay.ReplayEqual {
+		t.Fatalf("replay = %+v, %v; want replay_equal", out, err)
 	}
 }
