@@ -27,6 +27,8 @@ func TestHostileFiles(t *testing.T) {
 	}
 	plan, tools, req, rc, pk := td("plan.refund-4200.json"), td("tools.refund.json"), td("invoke.support-refund.json"), td("run-context.support.json"), td("ctxpack.support-1.0.0.json")
 	deepRule := strings.Repeat(`{"!":`, 70) + "true" + strings.Repeat("}", 70)
+	ones := "[" + strings.Repeat("1,", 2999) + "1]"
+	hidden := `{"if":[true,true,{"map":[` + ones + `,{"map":[` + ones + `,{"map":[` + ones + `,1]}]}]}]}`
 	explode := `{"reduce":[[` + strings.Repeat("1,", 63) + `1],{"cat":[{"var":"accumulator"},{"var":"accumulator"}]},"ab"]}`
 
 	cases := []struct {
@@ -51,7 +53,8 @@ func TestHostileFiles(t *testing.T) {
 		{"pack validate: a duplicated pack id", "pack", "", edit(pk, `"pack_id": "ctxpack.support",`, `"pack_id": "ctxpack.support", "pack_id": "ctxpack.evil",`), []string{"pack_meta.pack_id", "more than once"}},
 		{"pack validate: a duplicated operator in a rule", "pack", "", edit(pk, `"if": { "==": [{ "var": "request.context.identity_verified" }, true] },`, `"if": { "==": [{ "var": "request.context.identity_verified" }, true], "==": [1, 1] },`), []string{"rules[0].if.==", "more than once"}},
 		{"pack validate: a rule nested too deeply", "pack", "", edit(pk, `"if": { "==": [{ "var": "request.context.identity_verified" }, true] },`, `"if": `+deepRule+`,`), []string{"rules[0].if", "nested too deeply"}},
-		{"pack validate: a rule that explodes", "pack", "", edit(pk, `"if": { "==": [{ "var": "request.context.identity_verified" }, true] },`, `"if": `+explode+`,`), []string{"rules[0].if", "more than"}},
+		{"pack validate: a rule that explodes", "pack", "", edit(pk, `"if": { "==": [{ "var": "request.context.identity_verified" }, true] },`, `"if": `+explode+`,`), []string{"rules[0].if", "exceeds its budget"}},
+		{"pack validate: a costly constant in a branch never taken", "pack", "", edit(pk, `"if": { "==": [{ "var": "request.context.identity_verified" }, true] },`, `"if": `+hidden+`,`), []string{"rules[0].if", "exceeds its budget"}},
 		{"compile: request with a duplicated refund amount", "compile", "--request", edit(req, `"refund_amount": 4200,`, `"refund_amount": 10, "refund_amount": 4200,`), []string{"input.context.refund_amount", "more than once"}},
 		{"compile: evidence with a duplicated trust level", "compile", "--evidence", `[{"evidence_id":"e1","trust":"low","trust":"high"}]`, []string{"[0].trust", "more than once"}},
 		{"replay: packet with a duplicated member", "replay", "", `{"packet_id":"p","packet_id":"q"}`, []string{"packet_id", "more than once"}},

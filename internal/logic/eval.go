@@ -82,7 +82,7 @@ func (e *BudgetError) Error() string {
 	case LimitNodes:
 		msg = fmt.Sprintf("expression too large (more than %d values)", e.Max)
 	case LimitBytes:
-		msg = fmt.Sprintf("evaluation would build more than %d bytes", e.Max)
+		msg = fmt.Sprintf("evaluation exceeds its budget of %d bytes built", e.Max)
 	default:
 		msg = fmt.Sprintf("evaluation exceeds its budget of %d operations", e.Max)
 	}
@@ -183,8 +183,12 @@ func (p *Program) Expr() any { return p.expr }
 // departures: substr counts Unicode code points, not UTF-16 units, and a
 // var path does not read a string's characters or an array's length.
 func (p *Program) Eval(data any, lim Limits) (out any, err error) {
+	return p.eval(data, lim, false)
+}
+
+func (p *Program) eval(data any, lim Limits, eager bool) (out any, err error) {
 	lim = lim.withDefaults()
-	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes}
+	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes, eager: eager}
 	defer func() {
 		if r := recover(); r != nil {
 			if be, ok := r.(*BudgetError); ok {
@@ -200,8 +204,9 @@ func (p *Program) Eval(data any, lim Limits) (out any, err error) {
 // Compile checks raw as [Check] does and compiles it for evaluation. An
 // expression that reads nothing of the data document (a Constant one, or
 // one whose vars only read the elements of literal arrays) is evaluated
-// once here, with the default limits: if it is over budget it is refused,
-// and Info.Truthy holds its truthiness.
+// once here, with the default limits and every branch of if, and and or
+// charged: if it is over budget it is refused, and Info.Truthy holds its
+// truthiness.
 func Compile(raw json.RawMessage) (*Program, error) {
 	v, err := decode(raw)
 	if err != nil {
@@ -217,7 +222,9 @@ func Compile(raw json.RawMessage) (*Program, error) {
 		// Nothing of the data document is read (vars in loop bodies read
 		// the elements of literal arrays): the value is the same on every
 		// evaluation, and one over budget now is over budget always.
-		out, err := p.Eval(nil, Limits{})
+		// Every branch is charged, so an evaluator without short-circuits
+		// (pack validation's, for one) cannot be made to spin either.
+		out, err := p.eval(nil, Limits{}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -229,6 +236,10 @@ func Compile(raw json.RawMessage) (*Program, error) {
 type evaluator struct {
 	ops, maxOps     int
 	bytes, maxBytes int
+	// eager evaluates every argument of if, and and or (charging the
+	// budget for branches a lazy evaluation skips), as an evaluator
+	// without short-circuits would.
+	eager bool
 }
 
 func (e *evaluator) step(n *node, cost int) {
@@ -284,6 +295,9 @@ func (e *evaluator) eval(n *node, data any) any {
 		}
 		return miss
 	case opIf:
+		if e.eager {
+			return pickIf(e.evalAll(n.args, data))
+		}
 		i := 0
 		for ; i < len(n.args)-1; i += 2 {
 			if Truthy(e.eval(n.args[i], data)) {
@@ -295,6 +309,15 @@ func (e *evaluator) eval(n *node, data any) any {
 		}
 		return nil
 	case opAnd, opOr:
+		if e.eager {
+			vals := e.evalAll(n.args, data)
+			for _, v := range vals {
+				if Truthy(v) != (n.op == opAnd) {
+					return v
+				}
+			}
+			return vals[len(vals)-1]
+		}
 		var cur any
 		for _, a := range n.args {
 			cur = e.eval(a, data)
@@ -453,6 +476,29 @@ func (e *evaluator) eval(n *node, data any) any {
 		return e.substr(n, data)
 	}
 	panic(fmt.Sprintf("logic: opcode %d", n.op))
+}
+
+// evalAll evaluates every node once, in order.
+func (e *evaluator) evalAll(args []*node, data any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = e.eval(a, data)
+	}
+	return out
+}
+
+// pickIf is if's choice among evaluated arguments.
+func pickIf(vals []any) any {
+	i := 0
+	for ; i < len(vals)-1; i += 2 {
+		if Truthy(vals[i]) {
+			return vals[i+1]
+		}
+	}
+	if i == len(vals)-1 {
+		return vals[i]
+	}
+	return nil
 }
 
 func (e *evaluator) missing(n *node, paths []*node, data any) []any {

@@ -55,6 +55,8 @@ func TestHostileExpressions(t *testing.T) {
 		{"missing of 20,000 paths", `{"missing":` + repeatJSON(20_000, `"a"`) + `}`, nil, Limits{}, refusedBudget},
 		{"constant reduce explosion", `{"reduce":[` + repeatJSON(64, "1") + `,{"cat":[{"var":"accumulator"},{"var":"accumulator"}]},"ab"]}`, nil, Limits{}, refusedBudget},
 		{"constant nested map", `{"map":[` + repeatJSON(3000, "1") + `,{"map":[` + repeatJSON(3000, "1") + `,1]}]}`, nil, Limits{}, refusedBudget},
+		{"costly constant in a branch never taken", `{"if":[true,1,{"map":[` + repeatJSON(3000, "1") + `,{"map":[` + repeatJSON(3000, "1") + `,1]}]}]}`, nil, Limits{}, refusedBudget},
+		{"costly constant after a false and", `{"and":[false,{"map":[` + repeatJSON(3000, "1") + `,{"map":[` + repeatJSON(3000, "1") + `,1]}]}]}`, nil, Limits{}, refusedBudget},
 		{"duplicate operator in an object", `{"==":[1,1],"==":[1,2]}`, nil, Limits{}, refused},
 		{"duplicate operator spelled with an escape", `{"and":[{"\u0076ar":"a","var":"b"}]}`, nil, Limits{}, refused},
 		{"invalid UTF-8 in a literal", "{\"==\":[\"a\xffb\",\"a\"]}", nil, Limits{}, refused},
