@@ -32,3 +32,18 @@ func BenchmarkDecodeInvoke(b *testing.B) {
 
 // BenchmarkDecodePack decodes a context pack.
 func BenchmarkDecodePack(b *testing.B) { benchDecode[pack.Pack](b, "ctxpack.support-1.0.0.json") }
+
+// BenchmarkCheckStrict is the strict scan alone over the invoke envelope.
+func BenchmarkCheckStrict(b *testing.B) {
+	data, err := os.ReadFile("testdata/invoke.support-refund.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if probs := wire.CheckStrict(data); len(probs) > 0 {
+			b.Fatal(probs)
+		}
+	}
+}

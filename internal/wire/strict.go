@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -87,26 +88,42 @@ func CheckStrict(data []byte) []Problem {
 // scan is CheckStrict; syntax reports whether scanning stopped at
 // malformed JSON (Decode then lets encoding/json describe it).
 func scan(data []byte) (probs []Problem, syntax bool) {
-	s := scanner{data: data}
+	s := scanners.Get().(*scanner)
+	*s = scanner{data: data, stack: s.stack[:0], keys: s.keys[:0]}
 	s.run()
-	return s.probs, s.syntax
+	probs, syntax = s.probs, s.syntax
+	if cap(s.stack) <= 64 && cap(s.keys) <= 1024 {
+		// Keep the buffers, not references into data.
+		clear(s.stack[:cap(s.stack)])
+		clear(s.keys[:cap(s.keys)])
+		*s = scanner{stack: s.stack[:0], keys: s.keys[:0]}
+		scanners.Put(s)
+	}
+	return probs, syntax
 }
 
+// scanners keeps scanners' buffers between scans (the scan is on the
+// invoke path).
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
 type frame struct {
-	obj   bool
-	index int      // array: index of the current element
-	key   []byte   // object: the current member name (unescaped)
-	keys  [][]byte // object: the member names seen, while few
-	set   map[string]struct{}
+	obj      bool
+	index    int                 // array: index of the current element
+	key      []byte              // object: the current member name (unescaped)
+	keyStart int                 // object: where its member names start in scanner.keys
+	set      map[string]struct{} // object: its member names, once it is wide
 }
 
 // wideObject is the member count beyond which names go into a set.
 const wideObject = 16
 
 type scanner struct {
-	data   []byte
-	pos    int
-	stack  []frame
+	data  []byte
+	pos   int
+	stack []frame
+	// keys holds the member names of the open objects, innermost last: a
+	// nested object closes before its parent reads its next name.
+	keys   [][]byte
 	probs  []Problem
 	syntax bool
 	stop   bool
@@ -291,18 +308,14 @@ func (s *scanner) push(obj bool) bool {
 		s.stop = true
 		return false
 	}
-	if len(s.stack) < cap(s.stack) {
-		s.stack = s.stack[:len(s.stack)+1]
-		f := &s.stack[len(s.stack)-1]
-		keys := f.keys[:0]
-		*f = frame{obj: obj, keys: keys}
-		return true
-	}
-	s.stack = append(s.stack, frame{obj: obj})
+	s.stack = append(s.stack, frame{obj: obj, keyStart: len(s.keys)})
 	return true
 }
 
-func (s *scanner) pop() { s.stack = s.stack[:len(s.stack)-1] }
+func (s *scanner) pop() {
+	s.keys = s.keys[:s.stack[len(s.stack)-1].keyStart]
+	s.stack = s.stack[:len(s.stack)-1]
+}
 
 // member reads a member name and its colon; the value follows.
 func (s *scanner) member() bool {
@@ -349,20 +362,22 @@ func (s *scanner) seen(f *frame, key []byte) bool {
 		f.set[string(key)] = struct{}{}
 		return false
 	}
-	for _, k := range f.keys {
+	keys := s.keys[f.keyStart:]
+	for _, k := range keys {
 		if bytes.Equal(k, key) {
 			return true
 		}
 	}
-	if len(f.keys) < wideObject {
-		f.keys = append(f.keys, key)
+	if len(keys) < wideObject {
+		s.keys = append(s.keys, key)
 		return false
 	}
 	f.set = make(map[string]struct{}, 2*wideObject)
-	for _, k := range f.keys {
+	for _, k := range keys {
 		f.set[string(k)] = struct{}{}
 	}
 	f.set[string(key)] = struct{}{}
+	s.keys = s.keys[:f.keyStart]
 	return false
 }
 
