@@ -74,6 +74,8 @@ func TestHostileDocuments(t *testing.T) {
 	decodeRunContext := func(b []byte) error { _, err := runcontext.DecodeRunContext(b); return err }
 	decodePack := func(b []byte) error { _, err := pack.Decode(b); return err }
 	decodeCall := func(b []byte) error { _, err := gateway.DecodeCallEnvelope(b); return err }
+	decodeResult := func(b []byte) error { _, err := gateway.DecodeResultEnvelope(b); return err }
+	decodeOverlay := func(b []byte) error { _, err := pack.DecodeOverlay(b); return err }
 	decodeUser := func(b []byte) error { var u runcontext.UserClaims; return json.Unmarshal(b, &u) }
 	decodeMap := func(b []byte) error {
 		var m map[string]any
@@ -106,6 +108,8 @@ func TestHostileDocuments(t *testing.T) {
 		{"duplicated claim through an open type", []byte(`{"user_id":"u","tier":"basic","tier":"gold"}`), decodeUser, "tier", "more than once"},
 		{"duplicated allow in a pack permission", inject(t, pk, `"pack_id"`, `"pack_id": "x", "pack_id"`), decodePack, "pack_meta.pack_id", "more than once"},
 		{"duplicated amount in a tool call envelope", inject(t, callEnvelope, `"amount_inr":4200`, `"amount_inr":1,"amount_inr":4200`), decodeCall, "args.amount_inr", "more than once"},
+		{"duplicated status in a tool result envelope", []byte(`{"envelope_version":"contextos.tool_result.v1","status":"error","status":"ok"}`), decodeResult, "status", "more than once"},
+		{"duplicated approval mode in an overlay", []byte(`{"overlay_id":"ov","base":"ctxpack.support@1.0.0","environment":"prod","adapter_approval_modes":{"adp_payments":"destructive","adp_payments":"read_only"}}`), decodeOverlay, "adapter_approval_modes.adp_payments", "more than once"},
 		{"invalid UTF-8 in a value", []byte(`{"note":"` + secret + "\xff" + `"}`), nil, "note", "not valid UTF-8"},
 		{"invalid UTF-8 in a member name", []byte(`{"ok":{"k` + "\xfe" + `":1}}`), nil, "ok", "member name is not valid UTF-8"},
 		{"lone continuation byte", []byte("[\"a\x80b\"]"), nil, "[0]", "not valid UTF-8"},
