@@ -578,17 +578,14 @@ func (e *evaluator) substr(n *node, data any) any {
 	e.step(n, strCost(len(s)))
 	start := toInteger(e.number(n, e.eval(n.args[1], data)))
 	size := float64(utf8.RuneCountInString(s))
-	var end any
-	if len(n.args) == 3 {
-		end = e.eval(n.args[2], data)
+	if len(n.args) < 3 {
+		return jsSubstr(s, size, start, 0, false)
 	}
-	if end != nil && e.compare(n, end, 0.0) == cmpLess {
-		tmp := jsSubstr(s, size, start, math.NaN(), false)
+	end := e.eval(n.args[2], data)
+	if e.compare(n, end, 0.0) == cmpLess {
+		tmp := jsSubstr(s, size, start, 0, false)
 		tsize := float64(utf8.RuneCountInString(tmp))
 		return jsSubstr(tmp, tsize, 0, tsize+e.number(n, end), true)
-	}
-	if end == nil {
-		return jsSubstr(s, size, start, 0, false)
 	}
 	return jsSubstr(s, size, start, e.number(n, end), true)
 }

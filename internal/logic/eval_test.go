@@ -115,6 +115,8 @@ func TestEvalSemantics(t *testing.T) {
 		{`{"substr":["héllo",1,2]}`, ``, `"él"`},
 		{`{"substr":["abc",10]}`, ``, `""`},
 		{`{"substr":[null,0,2]}`, ``, `"nu"`},
+		{`{"substr":["abc",1,null]}`, ``, `""`},
+		{`{"substr":["abc",1,"-1"]}`, ``, `"b"`},
 		// data
 		{`{"var":"a.b"}`, `{"a":{"b":"c"}}`, `"c"`},
 		{`{"var":"a.q"}`, `{"a":{"b":"c"}}`, `null`},
