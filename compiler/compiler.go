@@ -45,6 +45,10 @@ type Options struct {
 	// KnowledgeSnapshot is the knowledge-graph snapshot the run is pinned
 	// to; "kg:" evidence from another snapshot is stale and omitted.
 	KnowledgeSnapshot string
+	// Policy bounds each JsonLogic evaluation of the prepared policy (at
+	// stage 5 and at the gateway's per-call evaluations). Zero: the
+	// defaults of policy.Options.
+	Policy policy.Options
 }
 
 // Prepared is a set of packs merged, overlaid and checked once (stages 1,
@@ -142,7 +146,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	if !slices.Contains(o.Ontologies, pr.ontology) {
 		return nil, fail(4, ErrOntology, nil, "pack needs ontology %s; host declares %v", pr.ontology, o.Ontologies)
 	}
-	if pr.engine, err = policy.Prepare(merged); err != nil {
+	if pr.engine, err = policy.PrepareWith(merged, &o.Policy); err != nil {
 		return nil, fail(5, ErrPolicy, err, "prepare policy")
 	}
 	pr.pack = merged

@@ -14,6 +14,18 @@
 // everything, must_escalate beats allow, and deny beats allow.
 //
 // Evaluation fails closed: a variable a rule needs that the document lacks,
-// a type error in a comparison or arithmetic, or an evaluation failure is an
-// *EvalError naming the bundle and rule (errors.Is(err, ErrEvaluation)).
+// a type error in a comparison or arithmetic (a non-number, or a host's NaN
+// or infinity), or an evaluation failure is an *EvalError naming the bundle
+// and rule (errors.Is(err, ErrEvaluation)); the evaluation then has no
+// result, so nothing is allowed.
+//
+// Expressions have JsonLogic's semantics (NaN, 0, "", null and [] are
+// falsy) and a budget. Statically, an expression nests at most 64
+// operators and holds at most 10,000 values, or Prepare refuses it (a
+// *PrepareError); the same limits make pack validation refuse it. While it
+// runs, one evaluation takes at most Options.MaxOperations steps (default
+// 100,000; a loop over an array costs a step per element, a string a step
+// per KiB) and builds at most Options.MaxBytes (default 4 MiB), or it stops
+// with an *EvalError of KindBudget naming the rule or gate and the
+// operator. Both match ErrBudget.
 package policy

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
-
-	"github.com/diegoholiveira/jsonlogic/v3"
+	"strings"
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/logic"
@@ -23,7 +23,26 @@ var (
 	// ErrEvaluation reports an evaluation that failed closed; the error is
 	// an *EvalError naming the bundle and rule or gate.
 	ErrEvaluation = errors.New("policy: evaluation failed")
+	// ErrBudget reports an expression over its budget: a *PrepareError
+	// (too deep or too large; see Options) or an *EvalError of
+	// KindBudget (too much work for one evaluation). Both also match
+	// ErrPrepare or ErrEvaluation.
+	ErrBudget = errors.New("policy: expression over budget")
 )
+
+// Options configures PrepareWith. The zero value (and nil) uses the
+// defaults. The static limits, which packs are validated against, are
+// fixed: an expression nests at most 64 operators and holds at most
+// 10,000 values.
+type Options struct {
+	// MaxOperations bounds the work of one expression's evaluation: one
+	// step per operator applied and per array element visited, one per
+	// KiB of string read or built. Default 100,000.
+	MaxOperations int
+	// MaxBytes bounds what one evaluation builds (strings, and 16 bytes
+	// per array element). Default 4 MiB.
+	MaxBytes int
+}
 
 // PrepareError names the expression that could not be prepared.
 type PrepareError struct {
@@ -35,8 +54,11 @@ func (e *PrepareError) Error() string {
 	return "policy: cannot prepare " + where(e.BundleID, e.RuleID, e.GateID) + ": " + e.Err.Error()
 }
 
-// Is matches ErrPrepare.
-func (e *PrepareError) Is(target error) bool { return target == ErrPrepare }
+// Is matches ErrPrepare, and ErrBudget for an expression over its
+// static budget.
+func (e *PrepareError) Is(target error) bool {
+	return target == ErrPrepare || target == ErrBudget && errors.Is(e.Err, logic.ErrBudget)
+}
 
 // Unwrap returns the cause.
 func (e *PrepareError) Unwrap() error { return e.Err }
@@ -46,14 +68,20 @@ const (
 	KindMissingVariable = "missing_variable"
 	KindTypeError       = "type_error"
 	KindEvaluation      = "evaluation"
+	// KindBudget: the evaluation took more operations or built more
+	// bytes than Options allow. The rule has no outcome.
+	KindBudget = "budget_exceeded"
 )
 
 // EvalError is an evaluation that failed closed.
 type EvalError struct {
 	BundleID, RuleID, GateID string
-	Kind                     string // KindMissingVariable, KindTypeError, KindEvaluation
-	Path                     string // the variable at fault, when there is one
-	Msg                      string
+	Kind                     string // KindMissingVariable, KindTypeError, KindEvaluation, KindBudget
+	// Path is the variable at fault, when there is one; for KindBudget,
+	// the operator in the expression where the budget ran out
+	// ("and[1].map").
+	Path string
+	Msg  string
 }
 
 func (e *EvalError) Error() string {
@@ -67,8 +95,10 @@ func (e *EvalError) Error() string {
 	return msg
 }
 
-// Is matches ErrEvaluation.
-func (e *EvalError) Is(target error) bool { return target == ErrEvaluation }
+// Is matches ErrEvaluation, and ErrBudget for KindBudget.
+func (e *EvalError) Is(target error) bool {
+	return target == ErrEvaluation || target == ErrBudget && e.Kind == KindBudget
+}
 
 func where(bundle, rule, gate string) string {
 	if gate != "" {
@@ -186,6 +216,7 @@ type Input struct {
 // Engine is a prepared policy layer. It is immutable and safe for
 // concurrent use.
 type Engine struct {
+	limits   logic.Limits
 	rules    []prepared
 	bundles  []string // bundle ids in evaluation order
 	gates    []preparedGate
@@ -196,7 +227,7 @@ type Engine struct {
 type prepared struct {
 	bundleID string
 	rule     pack.Rule
-	expr     any
+	prog     *logic.Program
 	info     logic.Info
 	applies  []applies
 	checks   []typeCheck
@@ -209,16 +240,24 @@ type applies struct {
 
 type preparedGate struct {
 	gate  pack.ApprovalGate
-	expr  any
+	prog  *logic.Program
 	info  logic.Info
 	check []typeCheck
 }
 
 // Prepare parses and checks every expression of p's policy layer and
 // orders bundles by priority (lower numbers first; ties keep declaration
-// order). It does not run the pack's other validation gates.
-func Prepare(p *pack.Pack) (*Engine, error) {
+// order). It does not run the pack's other validation gates. An
+// expression over its static budget is a *PrepareError matching
+// ErrBudget. Prepare uses the default Options.
+func Prepare(p *pack.Pack) (*Engine, error) { return PrepareWith(p, nil) }
+
+// PrepareWith is Prepare with options (nil for the defaults).
+func PrepareWith(p *pack.Pack, opts *Options) (*Engine, error) {
 	e := &Engine{refuse: set(p.PolicyLayer.Guardrails.MustRefuse), escalate: set(p.PolicyLayer.Guardrails.MustEscalate)}
+	if opts != nil {
+		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
+	}
 	order := make([]int, len(p.PolicyLayer.PolicyBundles))
 	for i := range order {
 		order[i] = i
@@ -233,11 +272,11 @@ func Prepare(p *pack.Pack) (*Engine, error) {
 		}
 		e.bundles = append(e.bundles, b.BundleID)
 		for _, r := range b.PolicyDSL.Rules {
-			expr, info, err := parse(r.If)
+			prog, expr, err := parse(r.If)
 			if err != nil {
 				return nil, &PrepareError{BundleID: b.BundleID, RuleID: r.RuleID, Err: err}
 			}
-			pr := prepared{bundleID: b.BundleID, rule: r, expr: expr, info: info, checks: typeChecks(expr)}
+			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
 			for _, k := range sortedKeys(r.AppliesTo) {
 				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
 			}
@@ -245,25 +284,23 @@ func Prepare(p *pack.Pack) (*Engine, error) {
 		}
 	}
 	for _, g := range p.PolicyLayer.ApprovalGates {
-		expr, info, err := parse(g.When)
+		prog, expr, err := parse(g.When)
 		if err != nil {
 			return nil, &PrepareError{GateID: g.GateID, Err: err}
 		}
-		e.gates = append(e.gates, preparedGate{gate: g, expr: expr, info: info, check: typeChecks(expr)})
+		e.gates = append(e.gates, preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)})
 	}
 	return e, nil
 }
 
-func parse(raw json.RawMessage) (any, logic.Info, error) {
-	info, err := logic.Check(raw)
+// parse compiles raw; the decoded expression feeds the operand type
+// checks.
+func parse(raw json.RawMessage) (*logic.Program, any, error) {
+	prog, err := logic.Compile(raw)
 	if err != nil {
-		return nil, info, err
+		return nil, nil, err
 	}
-	var expr any
-	if err := json.Unmarshal(raw, &expr); err != nil {
-		return nil, info, err
-	}
-	return expr, info, nil
+	return prog, prog.Expr(), nil
 }
 
 func appliesValues(v any) []any {
@@ -299,7 +336,7 @@ func (e *Engine) Evaluate(in Input) (*Result, error) {
 		if !pr.matches(in.Data) {
 			continue
 		}
-		d, err := pr.evaluate(in)
+		d, err := pr.evaluate(e, in)
 		if err != nil {
 			return nil, err
 		}
@@ -319,11 +356,11 @@ func (e *Engine) Evaluate(in Input) (*Result, error) {
 	}
 	for _, g := range e.gates {
 		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds}
-		out, err := run(g.expr, g.info, g.check, in.Data, "", "", g.gate.GateID)
+		out, err := e.run(g.prog, g.info, g.check, in.Data, "", "", g.gate.GateID)
 		if err != nil {
 			return nil, err
 		}
-		if pack.Truthy(out) {
+		if logic.Truthy(out) {
 			st.Active = true
 			st.ActivatedBy = append(st.ActivatedBy, "when")
 		}
@@ -385,9 +422,9 @@ func equalJSON(a, b any) bool {
 	return false
 }
 
-func (pr *prepared) evaluate(in Input) (Decision, error) {
+func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 	r := pr.rule
-	out, err := run(pr.expr, pr.info, pr.checks, in.Data, pr.bundleID, r.RuleID, "")
+	out, err := e.run(pr.prog, pr.info, pr.checks, in.Data, pr.bundleID, r.RuleID, "")
 	if err != nil {
 		return Decision{}, err
 	}
@@ -409,7 +446,7 @@ func (pr *prepared) evaluate(in Input) (Decision, error) {
 	}
 	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
 	eff, branch := r.Else, "else"
-	if pack.Truthy(out) {
+	if logic.Truthy(out) {
 		eff, branch = r.Then, "then"
 	}
 	if eff == nil {
@@ -425,8 +462,9 @@ func (pr *prepared) evaluate(in Input) (Decision, error) {
 	return d, nil
 }
 
-// run checks the required variables and operand types, then evaluates.
-func run(expr any, info logic.Info, checks []typeCheck, d Document, bundle, rule, gate string) (out any, err error) {
+// run checks the required variables and operand types, then evaluates
+// within the engine's budget.
+func (e *Engine) run(prog *logic.Program, info logic.Info, checks []typeCheck, d Document, bundle, rule, gate string) (out any, err error) {
 	for _, p := range info.Required {
 		if v, ok := d.Lookup(p); !ok || v == nil {
 			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
@@ -437,20 +475,19 @@ func run(expr any, info logic.Info, checks []typeCheck, d Document, bundle, rule
 			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: fmt.Sprint(r)}
-		}
-	}()
-	//lint:ignore SA1019 ApplyInterface evaluates Go values in place; Apply and ApplyRaw would re-encode the data document as JSON for every rule (v3.5.1 is pinned in go.mod).
-	out, err = jsonlogic.ApplyInterface(expr, map[string]any(d))
-	if err != nil {
+	out, err = prog.Eval(map[string]any(d), e.limits)
+	var be *logic.BudgetError
+	switch {
+	case errors.As(err, &be):
+		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
+	case err != nil:
 		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
 	}
 	return out, nil
 }
 
-// typeCheck requires a var operand of a numeric operator to be a number.
+// typeCheck requires a var operand of a numeric operator to be a finite
+// number.
 type typeCheck struct {
 	op, path string
 }
@@ -520,8 +557,14 @@ func (c typeCheck) check(d Document) string {
 	if !ok {
 		return ""
 	}
-	if _, num := v.(float64); !num {
+	f, num := v.(float64)
+	if !num {
 		return fmt.Sprintf("operator %q needs a number, got %s", c.op, kind(v))
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		// JSON has neither; a host's NaN would make every comparison
+		// false and so switch a gate off.
+		return fmt.Sprintf("operator %q needs a finite number, got %v", c.op, f)
 	}
 	return ""
 }

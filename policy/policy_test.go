@@ -294,3 +294,35 @@ func TestDocument(t *testing.T) {
 		t.Error("WithTool modified the original document")
 	}
 }
+
+// TestOptionsBudget: the evaluation budget is the host's to set.
+func TestOptionsBudget(t *testing.T) {
+	p, req, rc := load(t)
+	for ri := range p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules {
+		r := &p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[ri]
+		if r.RuleID == "R_HIGH_VALUE_REQUIRES_APPROVAL" {
+			r.If = []byte(`{"some":[{"var":"request.context.items"},{"<":[{"var":""},0]}]}`)
+		}
+	}
+	items := make([]any, 50_000)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	req.Input.Context["items"] = items
+	in := policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)}
+	e, err := policy.Prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *policy.EvalError
+	if _, err := e.Evaluate(in); !errors.As(err, &ee) || ee.Kind != policy.KindBudget || ee.RuleID != "R_HIGH_VALUE_REQUIRES_APPROVAL" || !errors.Is(err, policy.ErrBudget) {
+		t.Fatalf("default budget: %v", err)
+	}
+	e, err = policy.PrepareWith(p, &policy.Options{MaxOperations: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Evaluate(in); err != nil || res.Decisions[1].Outcome != policy.NotApplicable {
+		t.Fatalf("raised budget: %+v, %v", res, err)
+	}
+}

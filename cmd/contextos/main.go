@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/schemas"
 )
@@ -234,6 +235,11 @@ func validate(kind string, data []byte) ([]string, error) {
 		if _, ok := byPath[path]; !ok {
 			byPath[path] = msg
 		}
+	}
+	// Duplicate members and invalid UTF-8 first: the schema would see only
+	// the last duplicate, and its message would hide the cause.
+	for _, p := range wire.CheckStrict(data) {
+		add(p.Path, p.Message)
 	}
 	var doc any
 	_ = json.Unmarshal(data, &doc) // only used to render pointers; nil is fine

@@ -423,6 +423,10 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var p replay.Packet
+	if err := wire.Strict(data); err != nil { // duplicate members, invalid UTF-8
+		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
+		return exitInvalid
+	}
 	if err := json.Unmarshal(data, &p); err != nil {
 		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
 		return exitInvalid

@@ -1,9 +1,15 @@
-// Package logic owns the structure of the JsonLogic expressions packs
-// carry: which operators ContextOS supports, how an expression is checked
-// before it is ever evaluated, which data-document paths it reads, and
-// whether it is a constant. Evaluation itself is done by
-// github.com/diegoholiveira/jsonlogic/v3 (package policy); this package
-// makes sure nothing reaches it that would be silently misread.
+// Package logic owns the JsonLogic expressions packs carry: which
+// operators ContextOS supports, how an expression is checked before it is
+// ever evaluated, which data-document paths it reads, whether it is a
+// constant, and its evaluation ([Program.Eval]) within a budget.
+//
+// The budget: an expression nests at most MaxDepth operators and holds at
+// most MaxNodes values (checked statically, so an over-budget pack is
+// refused at validation); an evaluation takes at most Limits.MaxOps steps
+// and builds at most Limits.MaxBytes (checked as it runs, so a loop over a
+// huge array or a string that doubles in a reduce stops with a
+// *BudgetError, and the caller fails closed). Evaluation never recurses
+// deeper than the expression, so hostile data cannot exhaust the stack.
 package logic
 
 import (
@@ -14,6 +20,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/contextos/contextos/internal/wire"
 )
 
 // arity bounds an operator's argument count; max < 0 means unbounded.
@@ -81,32 +89,88 @@ type Info struct {
 	Required []string
 	// Constant reports an expression that reads no data at all.
 	Constant bool
+	// Truthy is, for a Constant expression (or any whose Vars is empty),
+	// the truthiness of its value.
+	Truthy bool
 }
 
-// maxDepth bounds nesting.
-const maxDepth = 64
-
 // Check parses raw as one JsonLogic expression and checks its structure:
-// every object is exactly one supported operator with an argument count it
-// accepts, var paths are strings or integers. A missing expression (empty
-// raw or null) is an error.
+// it must pass wire.CheckStrict (no duplicate member, valid UTF-8), every
+// object is exactly one supported operator with an argument count it
+// accepts, var paths are strings or integers, and the expression is
+// within MaxDepth and MaxNodes (a *BudgetError otherwise). A constant
+// expression is evaluated (see Compile). A missing expression (empty raw
+// or null) is an error.
 func Check(raw json.RawMessage) (Info, error) {
+	p, err := Compile(raw)
+	if err != nil {
+		return Info{}, err
+	}
+	return p.info, nil
+}
+
+// decode parses raw strictly, refusing over-deep documents before they
+// are decoded.
+func decode(raw json.RawMessage) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return Info{}, &Error{Msg: "expression is missing"}
+		return nil, &Error{Msg: "expression is missing"}
+	}
+	// An operator takes at most two JSON levels ({"op":[…]}), so deeper
+	// JSON is deeper than MaxDepth operators.
+	if jsonDepth(raw) > 2*MaxDepth+2 {
+		return nil, &BudgetError{Limit: LimitDepth, Max: MaxDepth}
+	}
+	if probs := wire.CheckStrict(raw); len(probs) > 0 {
+		return nil, &Error{Path: probs[0].Path, Msg: probs[0].Message}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return Info{}, &Error{Msg: "not JSON"}
+		return nil, &Error{Msg: "not JSON"}
 	}
 	if v == nil {
-		return Info{}, &Error{Msg: "expression is null"}
+		return nil, &Error{Msg: "expression is null"}
 	}
-	c := checker{vars: map[string]bool{}, required: map[string]bool{}}
-	if err := c.walk(v, "", 0, true); err != nil {
-		return Info{}, err
+	return v, nil
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in raw, with
+// no recursion.
+func jsonDepth(raw []byte) int {
+	d, deepest := 0, 0
+	in, esc := false, false
+	for _, c := range raw {
+		switch {
+		case esc:
+			esc = false
+		case in:
+			switch c {
+			case '\\':
+				esc = true
+			case '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == '{' || c == '[':
+			if d++; d > deepest {
+				deepest = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
 	}
+	return deepest
+}
+
+type checker struct {
+	vars, required map[string]bool
+	readsData      bool
+	nodes          int
+}
+
+func (c *checker) info() Info {
 	info := Info{Constant: !c.readsData}
 	for p := range c.vars {
 		info.Vars = append(info.Vars, p)
@@ -116,26 +180,39 @@ func Check(raw json.RawMessage) (Info, error) {
 	}
 	sort.Strings(info.Vars)
 	sort.Strings(info.Required)
-	return info, nil
+	return info
 }
 
-type checker struct {
-	vars, required map[string]bool
-	readsData      bool
-}
-
-func (c *checker) walk(v any, path string, depth int, top bool) error {
-	if depth > maxDepth {
-		return &Error{Path: path, Msg: "expression nested too deeply"}
+// compile checks v and compiles it; top is false inside the body of a
+// scoped operator (whose vars read the element, not the data document).
+func (c *checker) compile(v any, path string, depth int, top bool) (*node, error) {
+	if depth > MaxDepth {
+		return nil, &BudgetError{Path: path, Limit: LimitDepth, Max: MaxDepth}
+	}
+	if c.nodes++; c.nodes > MaxNodes {
+		return nil, &BudgetError{Path: path, Limit: LimitNodes, Max: MaxNodes}
 	}
 	switch x := v.(type) {
 	case []any:
+		n := &node{op: opArr, where: path, args: make([]*node, len(x))}
+		lit := make([]any, len(x))
+		constant := true
 		for i, e := range x {
-			if err := c.walk(e, path+"["+strconv.Itoa(i)+"]", depth+1, top); err != nil {
-				return err
+			a, err := c.compile(e, path+"["+strconv.Itoa(i)+"]", depth+1, top)
+			if err != nil {
+				return nil, err
+			}
+			n.args[i] = a
+			if a.op == opLit {
+				lit[i] = a.val
+			} else {
+				constant = false
 			}
 		}
-		return nil
+		if constant {
+			return &node{op: opLit, val: lit, where: path}, nil
+		}
+		return n, nil
 	case map[string]any:
 		if len(x) != 1 {
 			keys := make([]string, 0, len(x))
@@ -143,13 +220,19 @@ func (c *checker) walk(v any, path string, depth int, top bool) error {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			return &Error{Path: path, Msg: fmt.Sprintf("an operation must have exactly one operator, found %d (%s)", len(x), strings.Join(keys, ", "))}
+			return nil, &Error{Path: path, Msg: fmt.Sprintf("an operation must have exactly one operator, found %d (%s)", len(x), strings.Join(keys, ", "))}
 		}
 		for op, arg := range x {
 			return c.op(op, arg, join(path, op), depth, top)
 		}
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, &Error{Path: path, Msg: "number out of range"}
+		}
+		return &node{op: opLit, val: f, where: path}, nil
 	}
-	return nil // scalar
+	return &node{op: opLit, val: v, where: path}, nil // string, bool
 }
 
 func join(path, op string) string {
@@ -159,31 +242,34 @@ func join(path, op string) string {
 	return path + "." + op
 }
 
-func (c *checker) op(op string, arg any, path string, depth int, top bool) error {
+func (c *checker) op(op string, arg any, path string, depth int, top bool) (*node, error) {
 	ar, ok := operators[op]
 	if !ok {
-		return &Error{Path: path, Msg: fmt.Sprintf("unsupported operator %q", op)}
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("unsupported operator %q", op)}
 	}
 	args, isList := arg.([]any)
 	if !isList {
 		args = []any{arg} // JsonLogic's unary sugar: {"var":"x"} == {"var":["x"]}
 	}
 	if len(args) < ar.min || ar.max >= 0 && len(args) > ar.max {
-		return &Error{Path: path, Msg: fmt.Sprintf("operator %q takes %s, got %d", op, arityText(ar), len(args))}
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("operator %q takes %s, got %d", op, arityText(ar), len(args))}
 	}
+	n := &node{op: opcodes[op], where: path}
 	switch op {
 	case "var":
 		c.readsData = true
+		n.op = opVar
 		if len(args) == 0 {
 			if top {
 				c.vars[""] = true
 			}
-			return nil
+			return n, nil
 		}
 		p, err := varPath(args[0], path)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		n.val, n.segs = pathValue(args[0]), segments(p)
 		if top {
 			c.vars[p] = true
 			if len(args) == 1 && p != "" {
@@ -191,37 +277,75 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) error
 			}
 		}
 		if len(args) == 2 {
-			return c.walk(args[1], path+"[1]", depth+1, top)
+			d, err := c.compile(args[1], path+"[1]", depth+1, top)
+			if err != nil {
+				return nil, err
+			}
+			n.args = []*node{d}
 		}
-		return nil
+		return n, nil
 	case "missing", "missing_some":
 		c.readsData = true
 		list := args
 		if op == "missing_some" {
 			l, ok := args[1].([]any)
 			if !ok {
-				return &Error{Path: path, Msg: "missing_some takes [count, [paths]]"}
+				return nil, &Error{Path: path, Msg: "missing_some takes [count, [paths]]"}
 			}
 			list = l
+			need, err := c.compile(args[0], path+"[0]", depth+1, top)
+			if err != nil {
+				return nil, err
+			}
+			n.args = []*node{need}
 		}
 		for i, a := range list {
 			p, err := varPath(a, path+"["+strconv.Itoa(i)+"]")
 			if err != nil {
-				return err
+				return nil, err
 			}
+			if c.nodes++; c.nodes > MaxNodes {
+				return nil, &BudgetError{Path: path, Limit: LimitNodes, Max: MaxNodes}
+			}
+			n.paths = append(n.paths, &node{op: opVar, val: pathValue(a), segs: segments(p)})
 			if top {
 				c.vars[p] = true
 			}
 		}
-		return nil
+		return n, nil
 	}
+	n.args = make([]*node, len(args))
 	for i, a := range args {
 		inner := top && !(scoped[op] && i > 0)
-		if err := c.walk(a, path+"["+strconv.Itoa(i)+"]", depth+1, inner); err != nil {
-			return err
+		// reduce's initial value reads the data, like its list.
+		if op == "reduce" && i == 2 {
+			inner = top
 		}
+		an, err := c.compile(a, path+"["+strconv.Itoa(i)+"]", depth+1, inner)
+		if err != nil {
+			return nil, err
+		}
+		n.args[i] = an
 	}
-	return nil
+	return n, nil
+}
+
+// pathValue is a var path as JsonLogic reports it (missing returns the
+// paths as written: a string, or a number).
+func pathValue(v any) any {
+	if n, ok := v.(json.Number); ok {
+		f, _ := strconv.ParseFloat(string(n), 64)
+		return f
+	}
+	return v
+}
+
+// segments splits a var path; nil is the whole data.
+func segments(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, ".")
 }
 
 func varPath(v any, path string) (string, error) {

@@ -78,7 +78,8 @@ func repeat(s string, n int) []byte {
 	return b
 }
 
-// Every supported operator is implemented by the evaluation library.
+// Every supported operator is evaluated (by Program.Eval, and by the
+// library pack validation still uses).
 func TestSupportedOperatorsEvaluate(t *testing.T) {
 	samples := map[string]string{
 		"var": `{"var":"a"}`, "missing": `{"missing":["zz"]}`, "missing_some": `{"missing_some":[1,["a","zz"]]}`,
@@ -102,6 +103,10 @@ func TestSupportedOperatorsEvaluate(t *testing.T) {
 		if _, err := Check(json.RawMessage(expr)); err != nil {
 			t.Errorf("Check(%s) = %v", expr, err)
 		}
+		if _, err := mustCompile(t, expr).Eval(map[string]any{"a": 1.0}, Limits{}); err != nil {
+			t.Errorf("cannot evaluate %q: %v", op, err)
+		}
+		// pack validation still evaluates constant conditions with the library.
 		if _, err := jsonlogic.ApplyRaw(json.RawMessage(expr), json.RawMessage(`{"a":1}`)); err != nil {
 			t.Errorf("library cannot evaluate %q: %v", op, err)
 		}

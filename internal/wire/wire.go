@@ -1,6 +1,7 @@
 // Package wire owns strict decoding of the project's JSON documents:
 // case-sensitive field names, unknown fields refused on closed types,
-// additive fields preserved on open ones, and every problem reported with
+// additive fields preserved on open ones, duplicate member names and
+// invalid UTF-8 refused ([CheckStrict]), and every problem reported with
 // its JSON path.
 //
 // encoding/json matches object keys to struct fields case-insensitively and
@@ -40,7 +41,10 @@ type Problem struct {
 }
 
 // Decode strictly decodes data into v (a non-nil pointer) and returns every
-// problem found; no problems means v holds the document.
+// problem found; no problems means v holds the document. A document that
+// fails [CheckStrict] (a duplicate member, invalid UTF-8, nesting deeper
+// than [MaxDepth]) is not decoded at all: its problems are returned with
+// filled false.
 //
 // Values with a problem of their own (a wrong JSON type, an enum value the
 // type's UnmarshalText refuses) are reported and left out, and the rest of
@@ -53,6 +57,12 @@ func Decode(data []byte, v any) (probs []Problem, filled bool) {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return []Problem{{Message: "decode target must be a non-nil pointer"}}, false
 	}
+	// Duplicate members, invalid UTF-8 and deep nesting first: encoding/json
+	// would silently keep the last duplicate and turn bad bytes into U+FFFD.
+	strict, syntax := scan(data)
+	if len(strict) > 0 && !syntax {
+		return strict, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var doc any
@@ -61,6 +71,9 @@ func Decode(data []byte, v any) (probs []Problem, filled bool) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return []Problem{{Message: "invalid JSON: trailing data after the document"}}, false
+	}
+	if syntax { // the scan refused what encoding/json read: refuse
+		return strict, false
 	}
 	c := checker{}
 	doc = c.check(doc, rv.Type().Elem(), "")
@@ -394,7 +407,12 @@ func MarshalOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
 
 // UnmarshalOpen unmarshals data into known (a pointer to an alias type
 // without methods) and returns the members that are not its fields, or nil.
+//
+// data must pass [CheckStrict]; otherwise the error is a *StrictError.
 func UnmarshalOpen(data []byte, known any) (map[string]json.RawMessage, error) {
+	if err := Strict(data); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(data, known); err != nil {
 		return nil, err
 	}
