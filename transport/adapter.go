@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/transport/internal/scrub"
 )
 
@@ -472,8 +474,13 @@ func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
 		return r, nil
 	}
 	var obj map[string]any
-	if decodeObject(body, &obj) == nil {
+	if err := decodeObject(body, &obj); err == nil {
 		return &Response{Status: StatusOK, Output: obj}, nil
+	} else if errors.Is(err, wire.ErrStrict) {
+		// A JSON object with a duplicated member or invalid UTF-8 is
+		// refused, not passed on as text: which of two values a tool meant
+		// cannot be known.
+		return nil, newError(gateway.CodeExecutionFailed, false, "invalid tool reply: "+strictProblem(err), map[string]any{"field": "(reply)"})
 	}
 	return &Response{Status: StatusOK, Output: map[string]any{"result": strings.TrimSpace(string(body))}}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/contextos/contextos/internal/wire"
 )
 
 // rawInput is the http transport's body: input_raw when set, else the
@@ -20,6 +22,9 @@ func decodeObject(b []byte, v *map[string]any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("not a JSON object")
+	}
+	if err := wire.Strict(b); err != nil {
+		return err
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(v); err != nil {

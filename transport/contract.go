@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/wire"
 )
 
 // ContractVersion is the Tool Contract version this package speaks.
@@ -195,6 +196,9 @@ func labels(in []string) []string {
 // DecodeRequest decodes and normalises a request from a tool caller. It
 // accepts seed 004's any-JSON input and Orloj's flat string map alike.
 func DecodeRequest(data []byte) (*Request, *gateway.ToolError) {
+	if err := wire.Strict(data); err != nil {
+		return nil, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+strictProblem(err), map[string]any{"field": "(request)"})
+	}
 	var r Request
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+jsonProblem(err), map[string]any{"field": "(request)"})
@@ -214,6 +218,9 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", ErrContract)
 	}
+	if err := wire.Strict(data); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrContract, strictProblem(err))
+	}
 	var r Response
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
@@ -230,6 +237,16 @@ func DecodeResponse(data []byte) (*Response, error) {
 		return nil, fmt.Errorf("%w: unsupported tool_contract_version %q", ErrContract, clip(r.ToolContractVersion))
 	}
 	return &r, nil
+}
+
+// strictProblem says what the strict scan refused (a duplicate member,
+// invalid UTF-8, ...) with its path, never a value.
+func strictProblem(err error) string {
+	var se *wire.StrictError
+	if errors.As(err, &se) {
+		return strings.TrimPrefix(se.Error(), "JSON document refused: ")
+	}
+	return "the JSON document is refused"
 }
 
 // jsonProblem says what is wrong with a JSON document without echoing it.

@@ -419,6 +419,24 @@ func TestHostileTransport(t *testing.T) {
 				return out, err
 			}},
 
+		// A reply that says two things at once is refused (encoding/json
+		// would keep the last value).
+		{name: "contract reply with a duplicated status", code: gateway.CodeExecutionFailed, retryable: true, says: "duplicate",
+			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
+				ts := serve(t, reply(200, `{"status":"error","status":"ok","output":{"refund":"issued"}}`))
+				return h.call(t, transport.Endpoint{Transport: "external", URL: ts.URL})
+			}},
+		{name: "http tool reply with a duplicated output member", code: gateway.CodeExecutionFailed, says: "duplicate",
+			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
+				ts := serve(t, reply(200, `{"approved":false,"approved":true}`))
+				return h.call(t, transport.Endpoint{Transport: "http", URL: ts.URL})
+			}},
+		{name: "contract reply with invalid UTF-8", code: gateway.CodeExecutionFailed, retryable: true, says: "UTF-8",
+			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
+				ts := serve(t, reply(200, "{\"status\":\"ok\",\"output\":{\"note\":\"\xff\xfe\"}}"))
+				return h.call(t, transport.Endpoint{Transport: "external", URL: ts.URL})
+			}},
+
 		// A reply to another call is refused.
 		{name: "wrong request_id in an external reply", code: gateway.CodeExecutionFailed, says: "request_id is not the call's",
 			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/transport"
 	"github.com/contextos/contextos/transport/internal/netguard"
 )
@@ -40,7 +41,14 @@ const (
 type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
-func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+func (jsonCodec) Unmarshal(data []byte, v any) error {
+	// A duplicated member or invalid UTF-8 is refused: encoding/json would
+	// keep the last value.
+	if err := wire.Strict(data); err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
 func (jsonCodec) Name() string                       { return CodecName }
 
 func init() { encoding.RegisterCodec(jsonCodec{}) }
