@@ -9,10 +9,22 @@ import (
 	"strconv"
 )
 
+// MaxDepth bounds the nesting Normalize and Finite follow. A container
+// nested deeper (a cyclic map or slice a Go caller built, say) has no JSON
+// form: Normalize makes it nil and Finite reports false, instead of
+// recursing until the stack overflows.
+const MaxDepth = 1000
+
 // Normalize returns v as a JSON-shaped value: nil, bool, string, float64,
 // map[string]any and []any, copying containers. Other values go through
-// their JSON form; a value with no JSON form becomes nil.
-func Normalize(v any) any {
+// their JSON form; a value with no JSON form (a cycle, nesting beyond
+// MaxDepth) becomes nil.
+func Normalize(v any) any { return normalize(v, 0) }
+
+func normalize(v any, depth int) any {
+	if depth > MaxDepth {
+		return nil
+	}
 	switch x := v.(type) {
 	case nil, bool, string, float64:
 		return x
@@ -37,13 +49,13 @@ func Normalize(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = Normalize(e)
+			out[k] = normalize(e, depth+1)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = Normalize(e)
+			out[i] = normalize(e, depth+1)
 		}
 		return out
 	case []string:
@@ -70,7 +82,12 @@ func Normalize(v any) any {
 // neither hashed nor recorded.
 // It reads JSON-shaped values, Go numbers and json.Number (which must be a
 // number literal) directly; any other value must encode as JSON.
-func Finite(v any) bool {
+func Finite(v any) bool { return finite(v, 0) }
+
+func finite(v any, depth int) bool {
+	if depth > MaxDepth {
+		return false
+	}
 	switch x := v.(type) {
 	case float64:
 		return !math.IsNaN(x) && !math.IsInf(x, 0)
@@ -86,25 +103,25 @@ func Finite(v any) bool {
 		return !math.IsNaN(f) && !math.IsInf(f, 0)
 	case map[string]any:
 		for _, e := range x {
-			if !Finite(e) {
+			if !finite(e, depth+1) {
 				return false
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if !Finite(e) {
+			if !finite(e, depth+1) {
 				return false
 			}
 		}
 	case []float64:
 		for _, e := range x {
-			if !Finite(e) {
+			if !finite(e, depth+1) {
 				return false
 			}
 		}
 	case map[string]float64:
 		for _, e := range x {
-			if !Finite(e) {
+			if !finite(e, depth+1) {
 				return false
 			}
 		}

@@ -24,3 +24,30 @@ func TestNormalize(t *testing.T) {
 		t.Error("Normalize does not copy containers")
 	}
 }
+
+// A cyclic value a Go caller built has no JSON form: Normalize makes the
+// cycle nil and Finite reports false, where both recursed until the stack
+// overflowed (a fatal error no recover stops).
+func TestCyclicValuesEndInsteadOfOverflowing(t *testing.T) {
+	m := map[string]any{"a": 1}
+	m["self"] = m
+	s := []any{1}
+	s[0] = s
+	deep := any("leaf")
+	for range MaxDepth + 5 {
+		deep = []any{deep}
+	}
+	for name, v := range map[string]any{"cyclic map": m, "cyclic slice": s, "nested beyond MaxDepth": deep} {
+		if Finite(v) {
+			t.Errorf("%s: Finite = true", name)
+		}
+		n := Normalize(v)
+		if _, err := json.Marshal(n); err != nil {
+			t.Errorf("%s: Normalize gave a value with no JSON form: %v", name, err)
+		}
+	}
+	shallow := map[string]any{"a": []any{map[string]any{"b": 2.0}}}
+	if !Finite(shallow) || !reflect.DeepEqual(Normalize(shallow), shallow) {
+		t.Error("a shallow value changed")
+	}
+}
