@@ -24,6 +24,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -83,6 +84,11 @@ type Options struct {
 	Ontologies []string
 	// KnowledgeSnapshot pins the knowledge-graph snapshot of evidence.
 	KnowledgeSnapshot string
+	// Policy bounds each JsonLogic evaluation of a pack's policy rules and
+	// gate conditions (operations and bytes built); a rule over the budget
+	// fails closed with policy.ErrBudget naming it. Zero: the defaults of
+	// policy.Options.
+	Policy policy.Options
 	// MaxTurns bounds planner turns per run (a loop guard). Default: 16.
 	MaxTurns int
 }
@@ -551,7 +557,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		key += res.Ref.String() + "=" + res.ContentHash + ";"
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
-	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot}
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy}
 	rt.mu.Lock()
 	prepared := rt.prepared[key]
 	rt.mu.Unlock()
