@@ -74,11 +74,11 @@ func (g *guard) spend() bool {
 	return g.steps >= 0
 }
 
-// foldGuard folds a raw expression. An expression that does not parse or
-// check folds to unknown.
-func foldGuard(raw json.RawMessage) truth {
-	expr, ok := parseGuard(raw)
-	if !ok {
+// fold folds an expression that passed logic.Check: its truthiness
+// whatever the data, if that can be shown.
+func fold(raw json.RawMessage) truth {
+	var expr any
+	if err := json.Unmarshal(raw, &expr); err != nil {
 		return truthUnknown
 	}
 	return newGuard().fold(expr).topTruth()

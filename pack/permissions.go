@@ -61,6 +61,9 @@ func (v *validator) sharedEndpoints() {
 // endpoint compare equal: scheme and host case, percent-encoding, dot
 // segments and trailing slashes do not matter.
 func endpointKey(ref string) string {
+	if plainEndpoint(ref) {
+		return ref
+	}
 	u, err := url.Parse(strings.TrimSpace(ref))
 	if err != nil {
 		return strings.ToLower(ref)
@@ -73,4 +76,21 @@ func endpointKey(ref string) string {
 		p = path.Clean("/" + p)
 	}
 	return strings.ToLower(u.Scheme + "://" + host + strings.TrimRight(p, "/"))
+}
+
+// plainEndpoint reports a reference already in the form endpointKey
+// returns: scheme://host[/path], lower case, no escapes, no dot segments,
+// no trailing slash.
+func plainEndpoint(ref string) bool {
+	scheme, rest, ok := strings.Cut(ref, "://")
+	if !ok || scheme == "" || rest == "" || strings.HasSuffix(rest, "/") || strings.Contains(rest, "/.") || strings.Contains(rest, "//") {
+		return false
+	}
+	for i := 0; i < len(ref); i++ {
+		c := ref[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '/' || c == ':') {
+			return false
+		}
+	}
+	return !strings.ContainsAny(scheme, "/.")
 }

@@ -104,10 +104,12 @@ type validator struct {
 	specs    map[string]*DecisionSpec
 	labels   map[string]bool
 	denies   map[string]int // "adapter.capability" or "adapter.*" → index of the first permission denying it
+	// whenChecked[i] reports that approval gate i's when passed logic.Check.
+	whenChecked []bool
 }
 
 func newValidator(p *Pack) *validator {
-	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, gateAt: map[string]int{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}, denies: map[string]int{}}
+	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, gateAt: map[string]int{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}, denies: map[string]int{}, whenChecked: make([]bool, len(p.PolicyLayer.ApprovalGates))}
 	for i := range p.ToolingLayer.AdapterRegistry {
 		a := &p.ToolingLayer.AdapterRegistry[i]
 		if _, dup := v.adapters[a.AdapterID]; !dup {
@@ -501,7 +503,9 @@ func (v *validator) policy() {
 	}
 	for gi, g := range p.PolicyLayer.ApprovalGates {
 		path := idx("policy_layer.approval_gates", gi)
-		v.expression(path+".when", g.When)
+		if _, ok := v.expression(path+".when", g.When); ok {
+			v.whenChecked[gi] = true
+		}
 		if strings.TrimSpace(g.RequiredApproverRole) == "" {
 			v.add(GatePolicy, CodeUnsatisfiableGate, path+".required_approver_role", "gate %s names no approver role, so no approval can satisfy it", g.GateID)
 		}
@@ -555,16 +559,6 @@ func scalarOrList(x any) bool {
 		return len(t) > 0
 	}
 	return false
-}
-
-// fold folds an expression that passed logic.Check: its truthiness
-// whatever the data, if that can be shown.
-func fold(raw json.RawMessage) truth {
-	var expr any
-	if err := json.Unmarshal(raw, &expr); err != nil {
-		return truthUnknown
-	}
-	return newGuard().fold(expr).topTruth()
 }
 
 // Truthy is JsonLogic truthiness: false, null, 0, NaN, "" and [] are
@@ -677,7 +671,7 @@ func (v *validator) risk() {
 		}
 		if gi, ok := v.gateAt[q.RequiresApprovalGate]; ok && a.ApprovalMode.IsWrite() {
 			g := p.PolicyLayer.ApprovalGates[gi]
-			if foldGuard(g.When) == truthFalse {
+			if v.whenChecked[gi] && fold(g.When) == truthFalse {
 				v.add(GateRisk, CodeGateNeverActivates, idx("policy_layer.approval_gates", gi)+".when", "gate %s guards write-class capability %s (%s) but its when is always false, so it never activates by itself", g.GateID, q.CapabilityID(), a.ApprovalMode)
 			}
 		}
