@@ -81,14 +81,15 @@ func denyRule(id, intent string) pack.Rule {
 // *OverlayError with rule at path).
 func TestHostilePacks(t *testing.T) {
 	tests := []struct {
-		name    string
-		base    func(p *pack.Pack)    // the base (old) pack, for diff and overlay cases; canonical when nil
-		pack    func(p *pack.Pack)    // Validate: the pack; Diff: the new version (applied after base)
-		overlay func(o *pack.Overlay) // an overlay on the base
-		code    string                // Validate: the problem's code (path in path)
-		class   pack.Class            // Diff: the class
-		rule    string                // ApplyOverlay: the rule (path in path)
-		path    string
+		name      string
+		base      func(p *pack.Pack)    // the base (old) pack, for diff and overlay cases; canonical when nil
+		pack      func(p *pack.Pack)    // Validate: the pack; Diff: the new version (applied after base)
+		overlay   func(o *pack.Overlay) // an overlay on the base
+		noOverlay bool                  // ApplyOverlay with a nil overlay
+		code      string                // Validate: the problem's code (path in path)
+		class     pack.Class            // Diff: the class
+		rule      string                // ApplyOverlay: the rule (path in path)
+		path      string
 	}{
 		// Validation: an approval gate that can never activate on a write capability.
 		{name: "gate when is false", pack: setWhen(`false`), code: pack.CodeGateNeverActivates, path: gateWhen},
@@ -255,7 +256,7 @@ func TestHostilePacks(t *testing.T) {
 		{name: "overlay grants a new permission", overlay: func(o *pack.Overlay) {
 			o.Permissions = []pack.Permission{{PermissionID: "p_refund_ro", AdapterID: "adp_payments", Capability: "issue_refund", Allow: true}}
 		}, rule: pack.OverlayGrant, path: "permissions[0]"},
-		{name: "no overlay at all", overlay: func(*pack.Overlay) {}, rule: pack.OverlayBase},
+		{name: "no overlay at all", noOverlay: true, rule: pack.OverlayBase},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,11 +268,11 @@ func TestHostilePacks(t *testing.T) {
 				}
 			}
 			switch {
-			case tc.overlay != nil:
-				o := baseOverlay()
-				tc.overlay(o)
-				if tc.name == "no overlay at all" {
-					o = nil
+			case tc.overlay != nil || tc.noOverlay:
+				var o *pack.Overlay
+				if tc.overlay != nil {
+					o = baseOverlay()
+					tc.overlay(o)
 				}
 				_, _, err := pack.ApplyOverlay(base, o)
 				var oe *pack.OverlayError
