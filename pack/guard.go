@@ -187,44 +187,68 @@ func (g *guard) foldOp(n opn) folded {
 		if readsData(as) {
 			return folded{}
 		}
+	}
+	fs := make([]folded, len(as))
+	known := true
+	for i, a := range as {
+		fs[i] = g.fold(a)
+		known = known && fs[i].known && !isObject(fs[i].val)
+	}
+	if known {
+		return evalKnown(n, fs)
+	}
+	switch n.op {
 	case "and", "or", "!", "!!", "if", "?:":
-		if f, ok := g.foldAll(n); ok {
-			return f
-		}
 		if !n.list && !g.boolTyped(as[0]) {
 			return folded{} // {"and": x} of an array is "and" of its members, and so on
 		}
 		switch n.op {
 		case "and":
-			return g.foldAnd(as)
+			return g.foldAnd(as, fs)
 		case "or":
-			return g.foldOr(as)
+			return foldOr(as, fs)
 		case "if", "?:":
-			return g.foldIf(as)
+			return foldIf(fs)
 		}
-		f := g.fold(as[0])
-		if f.truth == truthUnknown {
+		if fs[0].truth == truthUnknown {
 			return folded{}
 		}
-		return knownValue((f.truth == truthTrue) == (n.op == "!!"))
+		return knownValue((fs[0].truth == truthTrue) == (n.op == "!!"))
 	case "<", ">":
 		if len(as) == 2 && reflect.DeepEqual(as[0], as[1]) && isPlainVar(as[0]) {
 			return knownValue(false) // x < x and x > x never hold (var operands of < and > must be numbers)
 		}
 	}
-	f, _ := g.foldAll(n)
-	return f
+	return folded{}
+}
+
+// evalKnown evaluates an operation whose arguments are all known values,
+// in the form it was written, with the engine; an engine failure folds
+// to unknown.
+func evalKnown(n opn, fs []folded) folded {
+	vals := make([]any, len(fs))
+	for i, f := range fs {
+		vals[i] = f.val
+	}
+	arg := any(vals)
+	if !n.list {
+		arg = vals[0]
+	}
+	out, ok := evalConstant(n.op, arg)
+	if !ok {
+		return folded{}
+	}
+	return knownValue(out)
 }
 
 // foldAnd follows the engine's "and": it returns the first array, false
 // or "" among its evaluated arguments; otherwise the largest of 0 and its
 // numbers if it has numbers, else true. (That is not JsonLogic's "first
 // falsy or last" for numbers and null; for booleans the two agree.)
-func (g *guard) foldAnd(as []any) folded {
+func (g *guard) foldAnd(as []any, fs []folded) folded {
 	var mayFalse, mayTrue bool
 	sawNumber, largest := false, 0.0
-	for _, a := range as {
-		f := g.fold(a)
+	for i, f := range fs {
 		switch {
 		case f.known:
 			switch x := f.val.(type) {
@@ -245,7 +269,7 @@ func (g *guard) foldAnd(as []any) folded {
 					largest = x
 				}
 			}
-		case g.boolTyped(a):
+		case g.boolTyped(as[i]):
 			if f.truth != truthTrue {
 				mayFalse = true // it may be false, and the result with it
 			}
@@ -273,43 +297,20 @@ func either(mayFalse, mayTrue bool) folded {
 // foldOr follows the engine's "or": the first truthy argument, else false.
 // An argument before the truthy one that may be NaN (truthy to the
 // engine, falsy to Truthy) may be the value instead.
-func (g *guard) foldOr(as []any) folded {
+func foldOr(as []any, fs []folded) folded {
 	all, nan := truthFalse, false
-	for _, a := range as {
-		switch g.fold(a).truth {
+	for i, f := range fs {
+		switch f.truth {
 		case truthTrue:
 			if nan {
 				return folded{}
 			}
 			return folded{truth: truthTrue}
 		case truthUnknown:
-			all, nan = truthUnknown, nan || !nanFree(a)
+			all, nan = truthUnknown, nan || !nanFree(as[i])
 		}
 	}
 	return folded{truth: all}
-}
-
-// foldAll evaluates an operation whose arguments are all known values,
-// in the form it was written. ok reports that they were; then an engine
-// failure folds to unknown.
-func (g *guard) foldAll(n opn) (folded, bool) {
-	vals := make([]any, len(n.args))
-	for i, a := range n.args {
-		f := g.fold(a)
-		if !f.known || isObject(f.val) {
-			return folded{}, false
-		}
-		vals[i] = f.val
-	}
-	arg := any(vals)
-	if !n.list {
-		arg = vals[0]
-	}
-	out, ok := evalConstant(n.op, arg)
-	if !ok {
-		return folded{}, true
-	}
-	return knownValue(out), true
 }
 
 // boolTyped reports an expression whose value is always a boolean (when
@@ -385,21 +386,22 @@ func nanFree(x any) bool {
 	return true
 }
 
-func (g *guard) foldIf(as []any) folded {
-	switch len(as) {
+// foldIf follows "if": the value after the first truthy condition, else
+// the last argument when their number is odd, else null.
+func foldIf(fs []folded) folded {
+	switch len(fs) {
 	case 0:
 		return knownValue(nil)
 	case 1:
-		return g.fold(as[0])
+		return fs[0]
 	}
-	c := g.fold(as[0])
-	switch c.truth {
+	switch fs[0].truth {
 	case truthTrue:
-		return g.fold(as[1])
+		return fs[1]
 	case truthFalse:
-		return g.foldIf(as[2:])
+		return foldIf(fs[2:])
 	}
-	a, b := g.fold(as[1]), g.foldIf(as[2:])
+	a, b := fs[1], foldIf(fs[2:])
 	if a.truth == b.truth && a.truth != truthUnknown {
 		return folded{truth: a.truth}
 	}
