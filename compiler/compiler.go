@@ -65,7 +65,7 @@ type Prepared struct {
 	business string
 	gates    map[string]pack.ApprovalGate
 	ruleMeta map[string]ruleMeta
-	perms    map[string]pack.Permission // "adapter_id.capability" → first allowed permission
+	perms    map[string]pack.Permission // "adapter_id.capability" → its governing permission (pack.EffectivePermissions)
 }
 
 type tenant struct {
@@ -102,7 +102,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	if len(packs) == 0 {
 		return nil, fail(1, ErrInput, nil, "no packs")
 	}
-	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}, perms: map[string]pack.Permission{}}
+	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}}
 	views := make([]*pack.Pack, len(packs))
 	for i, in := range packs {
 		if in.Pack == nil {
@@ -160,11 +160,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority}
 		}
 	}
-	for _, q := range merged.ToolingLayer.Permissions {
-		if _, seen := pr.perms[q.CapabilityID()]; q.Allow && !seen {
-			pr.perms[q.CapabilityID()] = q
-		}
-	}
+	pr.perms = pack.EffectivePermissions(merged) // an explicit deny wins over any allow
 	return pr, nil
 }
 

@@ -323,12 +323,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
 		adapterModes[a.AdapterID] = a.ApprovalMode
 	}
-	perms := map[string]pack.Permission{}
-	for _, q := range r.pack.ToolingLayer.Permissions {
-		if _, seen := perms[q.CapabilityID()]; q.Allow && !seen {
-			perms[q.CapabilityID()] = q
-		}
-	}
+	perms := pack.EffectivePermissions(r.pack) // an explicit deny wins over any allow
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/contextos/contextos/internal/logic"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // Class is a version class (seed 003, "Versioning").
@@ -68,6 +68,14 @@ func Diff(old, new *Pack) DiffResult {
 	d.evaluation(old, new)
 	d.text("business_context", old.BusinessContext, new.BusinessContext, ClassMinor, "business context changed (it shapes the prompt)")
 	d.text("tone_and_comms", old.ToneAndComms, new.ToneAndComms, ClassMinor, "communication constraints changed")
+	for _, f := range []struct {
+		path string
+		a, b []string
+	}{{"business_context.non_negotiables", old.BusinessContext.NonNegotiables, new.BusinessContext.NonNegotiables}, {"tone_and_comms.dont", old.ToneAndComms.Dont, new.ToneAndComms.Dont}} {
+		if removed := minus(f.a, f.b); len(removed) > 0 {
+			d.add(ClassMajor, f.path, "removed %d constraint(s) the prompt carried", len(removed))
+		}
+	}
 	res := DiffResult{Class: ClassPatch, Changes: d.changes}
 	for _, c := range d.changes {
 		if c.Class.rank() > res.Class.rank() {
@@ -150,9 +158,14 @@ func (d *differ) meta(old, new *Pack) {
 		a, b any
 	}{{"contract_meta.description", om.Description, nm.Description}, {"contract_meta.created_at", om.CreatedAt, nm.CreatedAt},
 		{"contract_meta.issuer", om.Issuer, nm.Issuer}, {"pack_meta.description", old.PackMeta.Description, new.PackMeta.Description},
-		{"pack_meta.metadata", old.PackMeta.Metadata, new.PackMeta.Metadata}, {"pack_meta.tenant.name", old.PackMeta.Tenant.Name, new.PackMeta.Tenant.Name},
-		{"pack_meta.ttl_seconds", old.PackMeta.TTLSeconds, new.PackMeta.TTLSeconds}} {
+		{"pack_meta.metadata", old.PackMeta.Metadata, new.PackMeta.Metadata}, {"pack_meta.tenant.name", old.PackMeta.Tenant.Name, new.PackMeta.Tenant.Name}} {
 		d.text(f.path, f.a, f.b, ClassPatch, "metadata changed")
+	}
+	switch ot, nt := old.PackMeta.TTLSeconds, new.PackMeta.TTLSeconds; {
+	case nt > ot:
+		d.add(ClassMajor, "pack_meta.ttl_seconds", "resolved packs are cached longer (a revocation takes longer to apply)")
+	case nt < ot:
+		d.add(ClassMinor, "pack_meta.ttl_seconds", "resolved packs are cached for less time")
 	}
 	op, np := old.PackMeta, new.PackMeta
 	if op.Tenant.TenantID != np.Tenant.TenantID || op.Tenant.Shared != np.Tenant.Shared {
@@ -204,6 +217,7 @@ func minus(a, b []string) []string {
 
 func (d *differ) policy(old, new *Pack) {
 	oldRules, newRules := rulesByID(old), rulesByID(new)
+	oldPrio, newPrio := rulePriorities(old), rulePriorities(new)
 	for _, id := range sortedKeys(oldRules) {
 		o := oldRules[id]
 		n, ok := newRules[id]
@@ -215,24 +229,32 @@ func (d *differ) policy(old, new *Pack) {
 		if !same(o.AppliesTo, n.AppliesTo) || o.DecisionBinding != n.DecisionBinding || !same(o.Then, n.Then) || !same(o.Else, n.Else) {
 			d.add(ClassMajor, path, "rule %s's scope or outcome changed", id)
 		} else if !sameJSON(o.If, n.If) {
-			if stricterThreshold(o.If, n.If, restrictive(n.Then)) {
-				d.add(ClassMinor, path+".if", "rule %s's threshold is stricter", id)
-			} else {
-				d.add(ClassMajor, path+".if", "rule %s's condition changed", id)
-			}
+			d.ruleCondition(path+".if", id, o.If, n.If, n.Then, n.Else, new)
+		}
+		if oldPrio[id] != newPrio[id] {
+			d.add(ClassMajor, path, "rule %s moved to a bundle of another priority (evaluation order)", id)
 		}
 		if o.Rationale != n.Rationale {
 			d.add(ClassPatch, path+".rationale", "rule %s's rationale changed", id)
 		}
+	}
+	boundDecisions := map[string]bool{}
+	for _, r := range oldRules {
+		boundDecisions[r.DecisionBinding] = true
 	}
 	for _, id := range sortedKeys(newRules) {
 		if _, ok := oldRules[id]; ok {
 			continue
 		}
 		n := newRules[id]
-		if restrictive(n.Then) && (n.Else == nil || restrictive(n.Else)) {
+		switch {
+		case lowersMode(new, n.Then) || lowersMode(new, n.Else):
+			d.add(ClassMajor, "policy_layer.rules."+id, "rule %s added and can lower a gated capability's approval mode", id)
+		case n.DecisionBinding != "" && !boundDecisions[n.DecisionBinding]:
+			d.add(ClassMajor, "policy_layer.rules."+id, "rule %s added and binds runs to decision %s, which no existing rule did", id, n.DecisionBinding)
+		case restrictive(n.Then) && (n.Else == nil || restrictive(n.Else)):
 			d.add(ClassMinor, "policy_layer.rules."+id, "rule %s added (it only constrains)", id)
-		} else {
+		default:
 			d.add(ClassMajor, "policy_layer.rules."+id, "rule %s added and can allow", id)
 		}
 	}
@@ -277,10 +299,15 @@ func (d *differ) policy(old, new *Pack) {
 			}
 		}
 		if ok && !sameJSON(o.When, n.When) {
-			if stricterThreshold(o.When, n.When, true) {
-				d.add(ClassMinor, path+".when", "approval gate %s activates more often", id)
-			} else {
-				d.add(ClassMajor, path+".when", "approval gate %s's activation changed", id)
+			switch compareGuards(o.When, n.When) {
+			case guardEquivalent:
+				d.add(ClassMinor, path+".when", "approval gate %s's condition rewritten (provably equivalent)", id)
+			case guardWider:
+				d.add(ClassMinor, path+".when", "approval gate %s activates in every case it did, and more", id)
+			case guardNarrower:
+				d.add(ClassMajor, path+".when", "approval gate %s activates in fewer cases (loosens approval)", id)
+			default:
+				d.add(ClassMajor, path+".when", "approval gate %s's condition changed and cannot be shown to activate in every case it did", id)
 			}
 		}
 	}
@@ -289,6 +316,82 @@ func (d *differ) policy(old, new *Pack) {
 			d.add(ClassMinor, "policy_layer.approval_gates."+id, "approval gate %s added", id)
 		}
 	}
+	if added := minus(ServedIntents(new), ServedIntents(old)); len(added) > 0 {
+		d.add(ClassMajor, "policy_layer", "new served intent %s (expanded behaviour)", strings.Join(added, ", "))
+	}
+}
+
+// ruleCondition classifies a change of a rule's condition when its
+// branches did not change: the change only constrains when the stricter
+// branch applies in every case it did (a wider condition for a stricter
+// then, a narrower one for a stricter else), or the branches are equally
+// strict.
+func (d *differ) ruleCondition(path, id string, old, new json.RawMessage, then, els *Effect, p *Pack) {
+	thenStricter, elseStricter := covers(p, then, els), covers(p, els, then)
+	change := compareGuards(old, new)
+	switch {
+	case change == guardEquivalent:
+		d.add(ClassMinor, path, "rule %s's condition rewritten (provably equivalent)", id)
+	case thenStricter && elseStricter:
+		d.add(ClassMinor, path, "rule %s's condition changed; both branches constrain alike", id)
+	case thenStricter && change == guardWider:
+		d.add(ClassMinor, path, "rule %s's stricter branch (then) applies in every case it did, and more", id)
+	case elseStricter && change == guardNarrower:
+		d.add(ClassMinor, path, "rule %s's stricter branch (else) applies in every case it did, and more", id)
+	case change == guardUnknown:
+		d.add(ClassMajor, path, "rule %s's condition changed and cannot be shown to keep its stricter branch in every case", id)
+	default:
+		d.add(ClassMajor, path, "rule %s's condition changed so its stricter branch applies in fewer cases (loosens controls)", id)
+	}
+}
+
+// covers reports that effect a constrains at least as much as b: it denies
+// when b does, keeps b's gate, evidence and guardrails, and lowers no
+// gated capability's approval mode below what b does. nil constrains
+// nothing.
+func covers(p *Pack, a, b *Effect) bool {
+	if a == nil {
+		return b == nil
+	}
+	if lowersMode(p, a) && (b == nil || !b.ApprovalMode.Valid() || a.ApprovalMode.Compare(b.ApprovalMode) < 0) {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	denies := func(e *Effect) bool { return e.Allow != nil && !*e.Allow }
+	return (!denies(b) || denies(a)) &&
+		(b.RequiresApprovalGate == "" || a.RequiresApprovalGate == b.RequiresApprovalGate) &&
+		len(minus(b.Requires, a.Requires)) == 0 && len(minus(b.Raise, a.Raise)) == 0
+}
+
+// lowersMode reports an effect whose approval mode would lower the
+// surfaced mode of a capability its gate governs (the compiler surfaces a
+// gated capability at the lowest mode a taken branch asks for).
+func lowersMode(p *Pack, e *Effect) bool {
+	if e == nil || e.ApprovalMode == "" || e.RequiresApprovalGate == "" {
+		return false
+	}
+	modes := map[string]ApprovalMode{}
+	for _, a := range p.ToolingLayer.AdapterRegistry {
+		modes[a.AdapterID] = a.ApprovalMode
+	}
+	for _, q := range p.ToolingLayer.Permissions {
+		if q.RequiresApprovalGate == e.RequiresApprovalGate && (!e.ApprovalMode.Valid() || e.ApprovalMode.Compare(modes[q.AdapterID]) < 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func rulePriorities(p *Pack) map[string]int {
+	out := map[string]int{}
+	for _, b := range p.PolicyLayer.PolicyBundles {
+		for _, r := range b.PolicyDSL.Rules {
+			out[r.RuleID] = b.Priority
+		}
+	}
+	return out
 }
 
 func rulesByID(p *Pack) map[string]Rule {
@@ -334,82 +437,6 @@ func sameJSON(a, b json.RawMessage) bool {
 		return bytes.Equal(a, b)
 	}
 	return reflect.DeepEqual(x, y)
-}
-
-// stricterThreshold reports whether new differs from old only in the
-// numeric constants of comparisons against a var, each moved so that a
-// restrictive outcome fires at least as often (a lower bound for > and
-// >=, a higher one for < and <=). When the outcome is not restrictive, no
-// change counts as stricter.
-func stricterThreshold(old, new json.RawMessage, restrictiveOutcome bool) bool {
-	if !restrictiveOutcome {
-		return false
-	}
-	if _, err := logic.Check(new); err != nil {
-		return false
-	}
-	var o, n any
-	if json.Unmarshal(old, &o) != nil || json.Unmarshal(new, &n) != nil {
-		return false
-	}
-	changed := false
-	ok := walkStricter(o, n, &changed)
-	return ok && changed
-}
-
-func walkStricter(o, n any, changed *bool) bool {
-	switch x := o.(type) {
-	case map[string]any:
-		y, ok := n.(map[string]any)
-		if !ok || len(x) != 1 || len(y) != 1 {
-			return false
-		}
-		for op, oa := range x {
-			na, ok := y[op]
-			if !ok {
-				return false
-			}
-			if cmp := op == ">" || op == ">=" || op == "<" || op == "<="; cmp {
-				ol, ok1 := oa.([]any)
-				nl, ok2 := na.([]any)
-				if ok1 && ok2 && len(ol) == 2 && len(nl) == 2 && reflect.DeepEqual(ol[0], nl[0]) && isVar(ol[0]) {
-					of, ok1 := ol[1].(float64)
-					nf, ok2 := nl[1].(float64)
-					if ok1 && ok2 {
-						if of != nf {
-							*changed = true
-						}
-						if op == ">" || op == ">=" {
-							return nf <= of
-						}
-						return nf >= of
-					}
-				}
-			}
-			return walkStricter(oa, na, changed)
-		}
-	case []any:
-		y, ok := n.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !walkStricter(x[i], y[i], changed) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(o, n)
-}
-
-func isVar(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	_, ok = m["var"]
-	return ok && len(m) == 1
 }
 
 func (d *differ) tooling(old, new *Pack) {
@@ -483,11 +510,15 @@ func (d *differ) tooling(old, new *Pack) {
 		}
 	}
 	for _, id := range sortedKeys(np) {
-		if _, ok := op[id]; ok || !np[id].Allow {
+		if _, ok := op[id]; ok {
 			continue
 		}
 		n := np[id]
-		if a := na[n.AdapterID]; a.AdapterID != "" && a.ApprovalMode.IsWrite() {
+		if !n.Allow {
+			d.add(ClassMinor, "tooling_layer.permissions."+id, "new deny of %s", n.CapabilityID())
+			continue
+		}
+		if a := na[n.AdapterID]; a.AdapterID == "" || a.ApprovalMode != runcontext.ReadOnly {
 			d.add(ClassMajor, "tooling_layer.permissions."+id, "new write capability %s (%s)", n.CapabilityID(), a.ApprovalMode)
 		} else {
 			d.add(ClassMinor, "tooling_layer.permissions."+id, "new read-only capability %s (evidence source)", n.CapabilityID())

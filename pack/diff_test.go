@@ -87,3 +87,51 @@ func TestDiffClasses(t *testing.T) {
 		t.Errorf("different pack id: %s", d.Class)
 	}
 }
+
+// Guard changes that provably only constrain stay minor: the monotonicity
+// check does not class every change as major.
+func TestDiffGuardTightening(t *testing.T) {
+	const amt = `{"var":"request.context.refund_amount"}`
+	const role = `{"==":[{"var":"user.role"},"support_agent"]}`
+	tests := []struct {
+		name       string
+		base, next func(p *pack.Pack)
+	}{
+		{"gate threshold lowered", nil, setWhen(`{">":[` + amt + `,1000]}`)},
+		{"gate > becomes >=", nil, setWhen(`{">=":[` + amt + `,3000]}`)},
+		{"gate operands swapped", nil, setWhen(`{"<":[3000,` + amt + `]}`)},
+		{"gate disjunct added", nil, setWhen(`{"or":[{">":[` + amt + `,3000]},` + role + `]}`)},
+		{"gate conjunct removed", setWhen(`{"and":[` + role + `,{">":[` + amt + `,3000]}]}`), setWhen(`{">":[` + amt + `,3000]}`)},
+		{"gated rule's conjunct removed", nil, func(p *pack.Pack) {
+			p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[1].If = rawJSON(`{">":[` + amt + `,3000]}`)
+		}},
+		{"allowing branch narrowed where else denies", func(p *pack.Pack) {
+			r := &p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[0]
+			r.If, r.Then = rawJSON(`{"<":[`+amt+`,10000]}`), &pack.Effect{Allow: ptr(true)}
+		}, func(p *pack.Pack) {
+			p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[0].If = rawJSON(`{"<":[` + amt + `,5000]}`)
+		}},
+		{"deny permission added", func(p *pack.Pack) {
+			p.ToolingLayer.AdapterRegistry[2].Capabilities = append(p.ToolingLayer.AdapterRegistry[2].Capabilities, "void_refund")
+		}, deny("p_no_void", "void_refund")},
+		{"pack cache ttl lowered", nil, func(p *pack.Pack) { p.PackMeta.TTLSeconds = 3600 }},
+		{"enum narrowed", constrain("currency", map[string]any{"enum": []any{"INR", "USD"}}), constrain("currency", map[string]any{"enum": []any{"INR"}})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := canonical(t)
+			if tc.base != nil {
+				tc.base(old)
+			}
+			next := mutated(t, both(func(p *pack.Pack) {
+				if tc.base != nil {
+					tc.base(p)
+				}
+			}, tc.next))
+			next.PackMeta.PackVersion = "1.1.0"
+			if got := pack.Diff(old, next); got.Class != pack.ClassMinor || !got.VersionOK {
+				t.Errorf("Diff = %s (version ok %v), want minor\n%+v", got.Class, got.VersionOK, got.Changes)
+			}
+		})
+	}
+}

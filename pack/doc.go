@@ -20,6 +20,25 @@
 // phone, ssn, secret) nor registered by the host (RegisterRedactionRules)
 // is refused there (CodeUnknownRedactionRule), not when a run starts.
 //
+// A pack cannot be made to grant more than it says: among other things the
+// gates refuse a write capability whose approval gate can never activate
+// (its condition folds to a falsy constant), one endpoint reached through
+// adapters of different approval modes, an allow next to an explicit deny
+// of the same capability (a deny always wins; see EffectivePermissions),
+// arg_constraints the gateway does not enforce, and a pack without a
+// decision spec.
+//
+// # Versions and overlays
+//
+// Diff classes a change patch, minor, major or reject. A change to a gate
+// or rule condition is minor only when it provably constrains: the new gate
+// condition holds in every case the old one did, or the rule's stricter
+// branch still applies in every case. Anything else that can widen power
+// (a raised threshold, a widened enum, a changed pattern, a new served
+// intent, a removed deny or guardrail, a higher budget) is major. An
+// Overlay may only constrain the base pack; ApplyOverlay refuses the rest
+// with an *OverlayError naming the rule and path.
+//
 // # Signed pack files
 //
 // A signed pack file is one JSON object, written in RFC 8785 canonical form

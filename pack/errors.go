@@ -120,12 +120,16 @@ func (e *StateError) Error() string {
 // Is matches ErrNotUsable.
 func (e *StateError) Is(target error) bool { return target == ErrNotUsable }
 
-// OverlayError names the overlay rule an overlay breaks.
+// OverlayError names the overlay rule an overlay breaks and the path (in
+// the overlay, or for OverlayInvalidAfter in the resolved view) at fault.
 type OverlayError struct {
 	OverlayID string
 	Rule      string // e.g. OverlayGrant, OverlayLowerMode
 	Path      string
 	Message   string
+	// Err is the *ValidationError of the resolved view, for
+	// OverlayInvalidAfter.
+	Err error
 }
 
 func (e *OverlayError) Error() string {
@@ -134,6 +138,9 @@ func (e *OverlayError) Error() string {
 
 // Is matches ErrOverlay.
 func (e *OverlayError) Is(target error) bool { return target == ErrOverlay }
+
+// Unwrap returns the resolved view's validation error, if any.
+func (e *OverlayError) Unwrap() error { return e.Err }
 
 func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
 	for _, a := range allowed {

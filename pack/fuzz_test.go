@@ -2,10 +2,12 @@ package pack_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/pack/packtest"
+	"github.com/contextos/contextos/policy"
 )
 
 // FuzzDecode: any input decodes or fails with a *ValidationError, never a
@@ -85,6 +87,60 @@ func FuzzParseRef(f *testing.F) {
 		}
 		if r.String() != s {
 			t.Fatalf("ParseRef(%q).String() = %q", s, r.String())
+		}
+	})
+}
+
+// FuzzGuardChange: any pair of gate conditions validates and diffs
+// without a panic, and whenever Diff classes the change of the gate's
+// condition as minor (it activates in every case it did), the policy
+// engine agrees on sample data: where the old condition activates the
+// gate, the new one does too.
+func FuzzGuardChange(f *testing.F) {
+	const amt = `{"var":"request.context.refund_amount"}`
+	old := `{">":[` + amt + `,3000]}`
+	for _, n := range []string{old, `{">":[` + amt + `,1000]}`, `{">=":[` + amt + `,3000]}`, `{"or":[` + old + `,{"==":[{"var":"user.role"},"x"]}]}`,
+		`{"!":{"<=":[` + amt + `,3000]}}`, `{"!!":[` + old + `]}`, `{"and":[` + old + `,true]}`, `true`, `{"in":[{"var":"user.role"},["a","b"]]}`} {
+		f.Add(old, n)
+	}
+	f.Add(`{"in":[{"var":"user.role"},["a"]]}`, `{"in":[{"var":"user.role"},["a","b"]]}`)
+	f.Add(`{"and":[{"var":"request.context.n"},false]}`, `false`)
+	f.Fuzz(func(t *testing.T, oldWhen, newWhen string) {
+		base := canonical(t)
+		base.PolicyLayer.ApprovalGates[0].When = rawJSON(oldWhen)
+		next := canonical(t)
+		next.PolicyLayer.ApprovalGates[0].When = rawJSON(newWhen)
+		next.PackMeta.PackVersion = "1.1.0"
+		res := pack.Diff(base, next)
+		minor := false
+		for _, c := range res.Changes {
+			if c.Path == "policy_layer.approval_gates.GATE_FINANCE_APPROVAL.when" {
+				minor = c.Class == pack.ClassMinor
+			}
+		}
+		if !minor {
+			return
+		}
+		eo, err1 := policy.Prepare(base)
+		en, err2 := policy.Prepare(next)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		for _, amount := range []float64{-1, 0, 1, 999, 1000, 2999, 3000, 3000.5, 3001, 1e9} {
+			for _, role := range []any{"support_agent", "x", "a", "b", ""} {
+				for _, n := range []any{0.0, 1.0, []any{}, []any{1.0}, "s", true, false} {
+					doc := policy.Document{"intent": "support.refund", "user": map[string]any{"role": role},
+						"request": map[string]any{"context": map[string]any{"refund_amount": amount, "identity_verified": true, "n": n}}}
+					ro, err1 := eo.Evaluate(policy.Input{RunID: "run_fuzz", Data: doc})
+					rn, err2 := en.Evaluate(policy.Input{RunID: "run_fuzz", Data: doc})
+					if err1 != nil || err2 != nil {
+						continue // the engine fails closed
+					}
+					if slices.Contains(ro.Gates[0].ActivatedBy, "when") && !slices.Contains(rn.Gates[0].ActivatedBy, "when") {
+						t.Fatalf("Diff classes %s → %s as minor, but at amount %v role %v n %v only the old one activates", oldWhen, newWhen, amount, role, n)
+					}
+				}
+			}
 		}
 	})
 }

@@ -53,6 +53,16 @@ const (
 	OverlaySecret       = "insert_secret"
 	OverlayLoosen       = "loosen_constraint"
 	OverlayInvalidAfter = "invalid_result"
+	// OverlayNewIntent: an added rule or eval target serves an intent the
+	// base pack does not.
+	OverlayNewIntent = "new_intent"
+	// OverlayRedefineGate: an added approval gate reuses a gate id.
+	OverlayRedefineGate = "redefine_approval_gate"
+	// OverlayContract: a restated decision spec changes its contract
+	// (version, decision right, schema refs, owner).
+	OverlayContract = "change_decision_contract"
+	// OverlayExpand: an added rule that does not only constrain.
+	OverlayExpand = "expand_power"
 )
 
 // AppliedOverlay records which overlay a resolved view applied.
@@ -80,6 +90,9 @@ func DecodeOverlay(data []byte) (*Overlay, error) {
 // record of what was applied. base is not modified. The view must pass
 // every validation gate.
 func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
+	if base == nil || o == nil {
+		return nil, AppliedOverlay{}, &OverlayError{Rule: OverlayBase, Message: "base pack and overlay are required"}
+	}
 	fail := func(rule, path, format string, args ...any) (*Pack, AppliedOverlay, error) {
 		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)}
 	}
@@ -148,8 +161,18 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 		}
 		view.ToolingLayer.Permissions[j] = q
 	}
+	served := ServedIntents(view)
 	for i, b := range o.PolicyBundles {
 		for ri, r := range b.PolicyDSL.Rules {
+			rp := idx(idx("policy_bundles", i)+".policy_dsl.rules", ri)
+			for _, in := range appliesValues(r.AppliesTo["intent"]) {
+				if !slices.Contains(served, in) {
+					return fail(OverlayNewIntent, rp+".applies_to.intent", "intent %s is not served by the base pack; an overlay cannot add intents", clip(in))
+				}
+			}
+			if !restrictive(r.Then) || r.Else != nil && !restrictive(r.Else) {
+				return fail(OverlayExpand, rp, "an added rule must only constrain: each branch denies, requires a gate or evidence, or raises a guardrail")
+			}
 			for _, e := range []*Effect{r.Then, r.Else} {
 				if e != nil && e.ApprovalMode != "" {
 					if s := specOf(view, r.DecisionBinding); s == nil || e.ApprovalMode.Compare(s.ApprovalMode) < 0 {
@@ -164,7 +187,12 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 	g.MustRefuse = union(g.MustRefuse, o.Guardrails.MustRefuse)
 	g.MustEscalate = union(g.MustEscalate, o.Guardrails.MustEscalate)
 	g.RedactionRules = union(g.RedactionRules, o.Guardrails.RedactionRules)
-	view.PolicyLayer.ApprovalGates = append(view.PolicyLayer.ApprovalGates, o.ApprovalGates...)
+	for i, g := range o.ApprovalGates {
+		if slices.ContainsFunc(view.PolicyLayer.ApprovalGates, func(b ApprovalGate) bool { return b.GateID == g.GateID }) {
+			return fail(OverlayRedefineGate, idx("approval_gates", i)+".gate_id", "approval gate %s is already defined; an overlay cannot redefine a gate", clip(g.GateID))
+		}
+		view.PolicyLayer.ApprovalGates = append(view.PolicyLayer.ApprovalGates, g)
+	}
 	if d := o.EnvironmentDefaults; d != nil {
 		ed := &view.PackMeta.EnvironmentDefaults
 		for _, f := range []struct {
@@ -179,8 +207,7 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 	for i, t := range o.EvalTargets {
 		j := slices.IndexFunc(view.EvaluationLayer.EvalTargets, func(b EvalTarget) bool { return b.Intent == t.Intent })
 		if j < 0 {
-			view.EvaluationLayer.EvalTargets = append(view.EvaluationLayer.EvalTargets, t)
-			continue
+			return fail(OverlayNewIntent, idx("eval_targets", i)+".intent", "intent %s has no eval target in the base pack; an overlay cannot add intents", clip(t.Intent))
 		}
 		merged, msg := tighten(view.EvaluationLayer.EvalTargets[j], t)
 		if msg != "" {
@@ -206,6 +233,9 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 				return fail(OverlayLoosen, path+".required_evidence", "decision %s cannot drop required evidence %s", s.DecisionKey, e)
 			}
 		}
+		if s.Version != b.Version || s.DecisionRight != b.DecisionRight || s.InputsSchemaRef != b.InputsSchemaRef || s.OutputsSchemaRef != b.OutputsSchemaRef || s.OwnerRole != b.OwnerRole {
+			return fail(OverlayContract, path, "decision %s's contract (version, decision right, schema refs, owner) cannot change in an overlay", s.DecisionKey)
+		}
 		view.DecisionLayer.DecisionSpecs[j] = s
 	}
 	if on := o.Ontology; on != nil {
@@ -220,7 +250,11 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 		view.IntelligenceRefs.Ontology = *on
 	}
 	if err := Validate(view); err != nil {
-		return fail(OverlayInvalidAfter, "", "the resolved view fails validation: %v", err)
+		path := ""
+		if ve, ok := err.(*ValidationError); ok && len(ve.Problems) > 0 {
+			path = ve.Problems[0].Path
+		}
+		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: OverlayInvalidAfter, Path: path, Message: "the resolved view fails validation: " + err.Error(), Err: err}
 	}
 	return view, AppliedOverlay{OverlayID: o.OverlayID, Environment: o.Environment, Hash: hash}, nil
 }
@@ -232,41 +266,6 @@ func specOf(p *Pack, key string) *DecisionSpec {
 		}
 	}
 	return nil
-}
-
-// loosened reports how next loosens base's argument constraints, or "".
-// Every base constraint must remain; min may only rise, max only fall,
-// required may not be dropped.
-func loosened(base, next map[string]map[string]any) string {
-	for _, arg := range sortedKeys(base) {
-		b, n := base[arg], next[arg]
-		if n == nil {
-			return fmt.Sprintf("drops the constraint on %s", arg)
-		}
-		if req, _ := b["required"].(bool); req {
-			if r, _ := n["required"].(bool); !r {
-				return fmt.Sprintf("drops required on %s", arg)
-			}
-		}
-		if bm, ok := num(b["min"]); ok {
-			if nm, ok := num(n["min"]); !ok || nm < bm {
-				return fmt.Sprintf("lowers the minimum of %s", arg)
-			}
-		}
-		if bm, ok := num(b["max"]); ok {
-			if nm, ok := num(n["max"]); !ok || nm > bm {
-				return fmt.Sprintf("raises the maximum of %s", arg)
-			}
-		}
-		for _, k := range sortedKeys(b) {
-			if k != "required" && k != "min" && k != "max" {
-				if _, ok := n[k]; !ok {
-					return fmt.Sprintf("drops %s on %s", k, arg)
-				}
-			}
-		}
-	}
-	return ""
 }
 
 func num(v any) (float64, bool) {

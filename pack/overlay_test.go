@@ -2,6 +2,7 @@ package pack_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,5 +137,19 @@ func TestDecodeOverlay(t *testing.T) {
 	}
 	if _, err := pack.DecodeOverlay([]byte(`{"overlay_id":"ov1","base":"x","environment":"e","grant":{"adp":"all"}}`)); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("unknown overlay field: %v", err)
+	}
+}
+
+// An overlay has no way to remove a guardrail or a redaction rule: listing
+// fewer adds nothing and removes nothing.
+func TestOverlayCannotRemoveGuardrails(t *testing.T) {
+	o := baseOverlay()
+	o.Guardrails = pack.Guardrails{RedactionRules: []string{"pan"}}
+	view, _, err := pack.ApplyOverlay(canonical(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := view.PolicyLayer.Guardrails; !slices.Equal(g.RedactionRules, []string{"pan", "credit_card"}) || !slices.Equal(g.MustRefuse, []string{"refund_without_identity"}) {
+		t.Errorf("guardrails after the overlay: %+v", g)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/diegoholiveira/jsonlogic/v3"
 
 	"github.com/contextos/contextos/internal/logic"
 	"github.com/contextos/contextos/runcontext"
@@ -47,6 +46,11 @@ const (
 	CodeDestructiveWithoutGate     = "destructive_without_gate"
 	CodeMissingIdempotency         = "missing_idempotency"
 	CodeDecisionModeTooLow         = "decision_mode_too_low"
+	CodeGateNeverActivates         = "gate_never_activates"
+	CodeSharedEndpoint             = "shared_endpoint_mode"
+	CodeDenyOverridden             = "deny_overridden"
+
+	CodeUnknownArgConstraint = "unknown_arg_constraint"
 
 	CodeTenantMismatch  = "tenant_mismatch"
 	CodeRawEndpoint     = "raw_endpoint"
@@ -96,20 +100,32 @@ type validator struct {
 	probs    []Problem
 	adapters map[string]*Adapter
 	gates    map[string]bool
+	gateAt   map[string]int // gate id → index of its first declaration
 	specs    map[string]*DecisionSpec
 	labels   map[string]bool
+	denies   map[string]int // "adapter.capability" or "adapter.*" → index of the first permission denying it
+	// whenChecked[i] reports that approval gate i's when passed logic.Check.
+	whenChecked []bool
 }
 
 func newValidator(p *Pack) *validator {
-	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}}
+	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, gateAt: map[string]int{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}, denies: map[string]int{}, whenChecked: make([]bool, len(p.PolicyLayer.ApprovalGates))}
 	for i := range p.ToolingLayer.AdapterRegistry {
 		a := &p.ToolingLayer.AdapterRegistry[i]
 		if _, dup := v.adapters[a.AdapterID]; !dup {
 			v.adapters[a.AdapterID] = a
 		}
 	}
-	for _, g := range p.PolicyLayer.ApprovalGates {
+	for i, g := range p.PolicyLayer.ApprovalGates {
 		v.gates[g.GateID] = true
+		if _, dup := v.gateAt[g.GateID]; !dup {
+			v.gateAt[g.GateID] = i
+		}
+	}
+	for i, q := range p.ToolingLayer.Permissions {
+		if _, dup := v.denies[q.CapabilityID()]; !q.Allow && !dup {
+			v.denies[q.CapabilityID()] = i
+		}
 	}
 	for i := range p.DecisionLayer.DecisionSpecs {
 		s := &p.DecisionLayer.DecisionSpecs[i]
@@ -208,6 +224,12 @@ func (v *validator) schema() {
 			v.add(GateSchema, CodeFormat, idx("tooling_layer.adapter_registry", i)+".approval_mode", "must be one of read_only, local_write, network, delegated, destructive")
 		}
 	}
+	for i, q := range p.ToolingLayer.Permissions {
+		v.argConstraints(idx("tooling_layer.permissions", i)+".arg_constraints", q.ArgConstraints)
+	}
+	if len(p.DecisionLayer.DecisionSpecs) == 0 {
+		v.add(GateSchema, CodeRequired, "decision_layer.decision_specs", "a pack declares at least one decision spec: every run binds its outcome to one")
+	}
 	for i, s := range p.DecisionLayer.DecisionSpecs {
 		if !s.ApprovalMode.Valid() {
 			v.add(GateSchema, CodeFormat, idx("decision_layer.decision_specs", i)+".approval_mode", "must be one of read_only, local_write, network, delegated, destructive")
@@ -303,6 +325,17 @@ func (v *validator) referential() {
 	}
 	perms := p.ToolingLayer.Permissions
 	unique("permission_id", "tooling_layer.permissions", mapSlice(perms, func(q Permission) string { return q.PermissionID }))
+	exposedBy := map[string]int{}
+	for i, q := range perms {
+		if !q.Allow {
+			continue
+		}
+		if j, dup := exposedBy[q.CapabilityID()]; dup {
+			v.add(GateReferential, CodeDuplicateID, idx("tooling_layer.permissions", i)+".capability", "capability %s is already allowed by permission %s (index %d); one permission governs a capability", q.CapabilityID(), perms[j].PermissionID, j)
+			continue
+		}
+		exposedBy[q.CapabilityID()] = i
+	}
 	for i, q := range perms {
 		path := idx("tooling_layer.permissions", i)
 		a := v.adapters[q.AdapterID]
@@ -394,13 +427,34 @@ func AdapterNoun(adapterID string) string {
 	return n
 }
 
+// allowed reports whether a permission allows adapterID.capability and no
+// permission denies it (deny wins).
 func (v *validator) allowed(adapterID, capability string) bool {
+	if v.deny(adapterID, capability) >= 0 {
+		return false
+	}
 	for _, q := range v.p.ToolingLayer.Permissions {
 		if q.Allow && q.AdapterID == adapterID && (q.Capability == capability || q.Capability == "*") {
 			return true
 		}
 	}
 	return false
+}
+
+// deny returns the index of the first permission that explicitly denies
+// adapterID.capability (by name, or "*" on the adapter), or -1.
+func (v *validator) deny(adapterID, capability string) int {
+	i, byName := v.denies[adapterID+"."+capability]
+	j, byStar := v.denies[adapterID+".*"]
+	switch {
+	case byName && byStar:
+		return min(i, j)
+	case byName:
+		return i
+	case byStar:
+		return j
+	}
+	return -1
 }
 
 // ---- policy ----
@@ -417,7 +471,7 @@ func (v *validator) policy() {
 		}
 		for ri, r := range b.PolicyDSL.Rules {
 			path := rulePath(bi, ri)
-			info, ok := v.expression(path+".if", r.If)
+			_, ok := v.expression(path+".if", r.If)
 			v.appliesTo(path+".applies_to", r.AppliesTo)
 			if r.Then == nil && r.Else == nil {
 				v.add(GatePolicy, CodeRuleWithoutEffect, path, "rule %s has neither then nor else", r.RuleID)
@@ -433,9 +487,9 @@ func (v *validator) policy() {
 					v.add(GatePolicy, CodeFormat, path+"."+br.name+".approval_mode", "must be one of read_only, local_write, network, delegated, destructive")
 				}
 			}
-			if ok && info.Constant {
-				truthy, err := constantTruth(r.If)
-				if err == nil {
+			if ok {
+				if f := fold(r.If); f != truthUnknown {
+					truthy := f == truthTrue
 					dead, branch := r.Then, "then"
 					if truthy {
 						dead, branch = r.Else, "else"
@@ -449,7 +503,9 @@ func (v *validator) policy() {
 	}
 	for gi, g := range p.PolicyLayer.ApprovalGates {
 		path := idx("policy_layer.approval_gates", gi)
-		v.expression(path+".when", g.When)
+		if _, ok := v.expression(path+".when", g.When); ok {
+			v.whenChecked[gi] = true
+		}
 		if strings.TrimSpace(g.RequiredApproverRole) == "" {
 			v.add(GatePolicy, CodeUnsatisfiableGate, path+".required_approver_role", "gate %s names no approver role, so no approval can satisfy it", g.GateID)
 		}
@@ -505,34 +561,9 @@ func scalarOrList(x any) bool {
 	return false
 }
 
-func constantTruth(raw json.RawMessage) (bool, error) {
-	out, err := jsonlogic.ApplyRaw(raw, json.RawMessage(`{}`))
-	if err != nil {
-		return false, err
-	}
-	var v any
-	if err := json.Unmarshal(out, &v); err != nil {
-		return false, err
-	}
-	return Truthy(v), nil
-}
-
-// Truthy is JsonLogic truthiness: false, null, 0, "" and [] are false.
-func Truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case float64:
-		return x != 0
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	}
-	return true
-}
+// Truthy is JsonLogic truthiness: false, null, 0, NaN, "" and [] are
+// false.
+func Truthy(v any) bool { return logic.Truthy(v) }
 
 // critical reports an effect that refuses, gates, raises a guardrail or
 // asks for delegated or destructive approval.
@@ -621,7 +652,17 @@ func (v *validator) risk() {
 		if a.ApprovalMode.IsWrite() && !requiresIdempotency(q) {
 			v.add(GateRisk, CodeMissingIdempotency, path+".arg_constraints.idempotency_key", "permission %s exposes write-class capability %s (%s) without arg_constraints.idempotency_key.required", q.PermissionID, q.CapabilityID(), a.ApprovalMode)
 		}
+		if j := v.deny(q.AdapterID, q.Capability); j >= 0 {
+			v.add(GateRisk, CodeDenyOverridden, path+".allow", "permission %s allows %s, which permission %s denies; a deny always wins, so remove the allow or the deny", q.PermissionID, q.CapabilityID(), p.ToolingLayer.Permissions[j].PermissionID)
+		}
+		if gi, ok := v.gateAt[q.RequiresApprovalGate]; ok && a.ApprovalMode.IsWrite() {
+			g := p.PolicyLayer.ApprovalGates[gi]
+			if v.whenChecked[gi] && fold(g.When) == truthFalse {
+				v.add(GateRisk, CodeGateNeverActivates, idx("policy_layer.approval_gates", gi)+".when", "gate %s guards write-class capability %s (%s) but its when is always false, so it never activates by itself", g.GateID, q.CapabilityID(), a.ApprovalMode)
+			}
+		}
 	}
+	v.sharedEndpoints()
 	for i, s := range p.DecisionLayer.DecisionSpecs {
 		if !s.ApprovalMode.Valid() {
 			continue
