@@ -88,11 +88,35 @@ type Actor struct {
 }
 
 // AgentIdentity is the deciding agent's identity: its subject, the hash of
-// its identity claim (never the claim's secrets) and its principal chain.
+// its identity claim (never the claim's secrets), its principal chain, and
+// how the runtime treated the claim.
 type AgentIdentity struct {
 	Subject        string                 `json:"subject" jsonschema:"required"`
 	ClaimHash      string                 `json:"claim_hash,omitempty"`
 	PrincipalChain []runcontext.Principal `json:"principal_chain" jsonschema:"required"`
+	// ClaimVerification states what the runtime did with the identity
+	// claim: verified (a claim was present and verified at the run's start
+	// and at every resume), or waived (the run's packs allow delegated or
+	// destructive work, it carried no claim, and the host opted out of
+	// requiring one). Absent when the run carried no claim and needed none.
+	ClaimVerification ClaimVerification `json:"claim_verification,omitempty"`
+}
+
+// ClaimVerification is what a runtime did with a run's identity claim.
+type ClaimVerification string
+
+// Claim verification states (agent_identity.claim_verification).
+const (
+	// ClaimVerified: the claim was present and verified.
+	ClaimVerified ClaimVerification = "verified"
+	// ClaimWaived: a claim was required, none was present, and the host
+	// opted out of requiring it.
+	ClaimWaived ClaimVerification = "waived"
+)
+
+// ClaimVerifications returns the claim verification states.
+func ClaimVerifications() []ClaimVerification {
+	return []ClaimVerification{ClaimVerified, ClaimWaived}
 }
 
 // InputsRefs name the request and session.
