@@ -204,6 +204,10 @@ func openLocked(path string, lk *fileLock, logger *slog.Logger) (*FileStore, err
 	for i, line := range lines {
 		var r Record
 		json.Unmarshal(line, &r) // verified by verifyLog
+		if j, dup := s.index[r.RecordID]; dup {
+			f.Close()
+			return nil, &ChainError{Index: i, RecordID: r.RecordID, Reason: fmt.Sprintf("the record id is already stored at record %d (the store never appends one twice)", j)}
+		}
 		s.index[r.RecordID] = i
 		s.head.LastRecordHash = r.RecordHash
 	}
@@ -479,6 +483,12 @@ func readHead(path string) (*Head, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decision: read record log head: %w", err)
 	}
+	return parseHead(path, b)
+}
+
+// parseHead decodes a head file's bytes: a *LogError (ErrHead) when they
+// are not a sealed head.
+func parseHead(path string, b []byte) (*Head, error) {
 	bad := func(why string) error {
 		return &LogError{Path: path, Kind: ErrHead, Reason: "the head file " + why}
 	}
