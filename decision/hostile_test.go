@@ -14,6 +14,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/decision/decisiontest"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/pack"
 )
 
 // sealedLog writes a closed store of three records and returns its path
@@ -92,7 +93,30 @@ func rechain(t *testing.T, log []byte, edit func(i int, r *decision.Record)) []b
 	return out.Bytes()
 }
 
-func TestHostileDecisionStore(t *testing.T) {
+// recordWithIdentity validates a sample record whose agent identity is
+// set by mutate.
+func recordWithIdentity(t *testing.T, mutate func(a *decision.AgentIdentity)) error {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pack.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decisiontest.Sample("dr_1", "run_1", decision.Escalated)
+	r.DecisionVersion = "1.0.0"
+	r.AgentIdentity = decision.AgentIdentity{Subject: "agent:contextos/support-refund@1.2.0"}
+	mutate(&r.AgentIdentity)
+	return decision.Validate(r, &decision.Facts{Pack: p})
+}
+
+// Hostile durable audit: a record log cut short, deleted, edited or
+// written by a second writer is refused with a typed error, never read as
+// if whole; a record that misstates how its identity claim was treated
+// does not validate.
+func TestHostileDecision(t *testing.T) {
 	type outcome struct {
 		is   error  // the sentinel the error matches
 		as   string // "log", "lock", "chain" or "" for the typed error
@@ -286,6 +310,17 @@ func TestHostileDecisionStore(t *testing.T) {
 			_, err := decision.RepairFileStore(path, nil)
 			return err
 		}, outcome{decision.ErrHead, "log", "SealUnsealed"}},
+		{"claim_verification outside its enum", func(t *testing.T) error {
+			return recordWithIdentity(t, func(a *decision.AgentIdentity) { a.ClaimVerification = "trusted_by_caller" })
+		}, outcome{decision.ErrInvalid, "validation", "agent_identity.claim_verification"}},
+		{"verified claim without its claim_hash", func(t *testing.T) error {
+			return recordWithIdentity(t, func(a *decision.AgentIdentity) { a.ClaimVerification = decision.ClaimVerified })
+		}, outcome{decision.ErrInvalid, "validation", "claim_hash"}},
+		{"waived claim that carries a claim_hash", func(t *testing.T) error {
+			return recordWithIdentity(t, func(a *decision.AgentIdentity) {
+				a.ClaimVerification, a.ClaimHash = decision.ClaimWaived, "sha256:"+strings.Repeat("a", 64)
+			})
+		}, outcome{decision.ErrInvalid, "validation", "waived"}},
 		{"append to a closed store", func(t *testing.T) error {
 			path, _ := sealedLog(t)
 			s, _ := decision.OpenFileStore(path, nil)
@@ -313,6 +348,11 @@ func TestHostileDecisionStore(t *testing.T) {
 				var le *decision.LockError
 				if !errors.As(err, &le) {
 					t.Errorf("error %T %v is not a *LockError", err, err)
+				}
+			case "validation":
+				var ve *decision.ValidationError
+				if !errors.As(err, &ve) || !ve.Has(decision.CodeField) {
+					t.Errorf("error %T %v is not a *ValidationError with a field problem", err, err)
 				}
 			case "chain":
 				var ce *decision.ChainError
@@ -439,5 +479,21 @@ func TestLockReleased(t *testing.T) {
 	s = openStore(t, path)
 	if err := s.Verify(context.Background()); err != nil {
 		t.Error(err)
+	}
+}
+
+// The identity fixture of the hostile record cases validates as it is, so
+// each case fails for the reason it names.
+func TestRecordIdentityFixtureValidates(t *testing.T) {
+	if err := recordWithIdentity(t, func(*decision.AgentIdentity) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordWithIdentity(t, func(a *decision.AgentIdentity) {
+		a.ClaimVerification, a.ClaimHash = decision.ClaimVerified, "sha256:"+strings.Repeat("a", 64)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordWithIdentity(t, func(a *decision.AgentIdentity) { a.ClaimVerification = decision.ClaimWaived }); err != nil {
+		t.Fatal(err)
 	}
 }

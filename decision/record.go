@@ -9,6 +9,15 @@
 // record_hash. A Store sets prev_record_hash to the previous record's
 // record_hash (the first record's is GenesisHash) when it appends, so any
 // changed byte in any stored record breaks Verify at that record.
+//
+// # The file store
+//
+// FileStore keeps the chain in a JSON Lines file with a sealed head beside
+// it ("<log>.head": record count, size and last record_hash), so a log cut
+// short or deleted is refused (ErrTruncated) as an edited one is
+// (ErrChain); it admits one writer at a time ("<log>.lock", ErrLocked),
+// verifies the log on every read, and leaves the one repair a crash can
+// need — an incomplete last line — to an explicit, logged RepairFileStore.
 package decision
 
 import (
