@@ -41,6 +41,14 @@
 // cancelled, a plug-in panics or a store fails afterwards. Invoking a run
 // id again returns the stored result (ErrRunInProgress while it runs).
 //
+// Who acts is verified, not assumed: an agent's identity claim (ctxid/1),
+// when a run carries one, is verified on every Invoke and Resume against
+// Options.Identity.Keys and the run (agent, run, tenant, session, user,
+// validity window on the runtime's clock), and a run whose packs allow
+// delegated or destructive work must carry one unless the host waives it,
+// which the run's records then state (IdentityOptions). A refused claim
+// ends the call with a *runcontext.ClaimError before any tool call.
+//
 // Tools in other processes are reached through the Tool Contract v1
 // transports of package transport (http, external, webhook-callback) and
 // its grpctransport and mcptransport subpackages; hosts may also implement

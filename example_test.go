@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
@@ -30,6 +31,11 @@ func Example() {
 	entry, _ := registry.Put(ctx, signed)
 	registry.SetState(ctx, entry.Ref, pack.StatePublished, "release")
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
+	// The identity service's key, a trust root of its own.
+	idSeed := make([]byte, ed25519.SeedSize)
+	idSeed[0] = 1
+	idKey := ed25519.NewKeyFromSeed(idSeed)
+	idKeys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{"kid_identity_1": idKey.Public().(ed25519.PublicKey)})
 
 	// The planner: look the order up, then decide. A model goes here.
 	planner := contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
@@ -64,6 +70,8 @@ func Example() {
 		},
 		Evidence:   evidence,
 		Ontologies: []string{"ont.support@1.0.0"},
+		// The keys of the identity service that signs agents' claims.
+		Identity: contextos.IdentityOptions{Keys: idKeys},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -75,6 +83,14 @@ func Example() {
 	req.Input.Context["refund_amount"] = 1200
 	b, _ = os.ReadFile("testdata/run-context.support.json")
 	rc, _ := runcontext.DecodeRunContext(b)
+	// The pack allows destructive work (the refund), so the run carries a
+	// signed, short-lived identity claim for this run (an identity service
+	// issues it; it is signed here for the example).
+	claim := &runcontext.IdentityClaim{Iss: "https://id.example", Sub: rc.Agent.AgentURN, RunID: rc.RunID, TenantID: rc.TenantID,
+		PrincipalChain: rc.PrincipalChain(), Scopes: []string{"tools:read", "tools:write"},
+		Nbf: time.Now().Add(-time.Minute).Unix(), Exp: time.Now().Add(5 * time.Minute).Unix()}
+	runcontext.SignClaim(claim, "kid_identity_1", idKey)
+	rc.Agent.IdentityClaim = claim
 
 	res, err := rt.Invoke(ctx, req, rc)
 	if err != nil {
@@ -83,7 +99,9 @@ func Example() {
 	}
 	fmt.Println(res.Status, res.Record.Outcome, len(res.ToolResults), "tool calls")
 	fmt.Println("trace:", res.Record.TraceID)
+	fmt.Println("identity claim:", res.Record.AgentIdentity.ClaimVerification)
 	// Output:
 	// DECIDED approved 3 tool calls
 	// trace: 4bf92f3577b34da6a3ce929d0e0e4736
+	// identity claim: verified
 }

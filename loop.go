@@ -673,7 +673,7 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 			prop = nil
 		}
 	}
-	in := decision.BuildInput{Run: r.rc, RequestID: r.req.RequestID, Seq: r.cp.Seq, Time: t, Status: status, Facts: facts}
+	in := decision.BuildInput{Run: r.rc, RequestID: r.req.RequestID, Seq: r.cp.Seq, Time: t, Status: status, Facts: facts, ClaimVerification: r.identity}
 	if prop != nil {
 		key = prop.DecisionKey
 		in.Outcome, in.Outputs, in.Confidence = prop.Outcome, prop.Outputs, prop.Confidence

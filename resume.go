@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -62,12 +61,19 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		cp.Run = next
 	}
 	clock := rt.clockFor(runID)
+	now := clock.Now()
+	// The identity claim is verified again, on the resume's clock: a claim
+	// that expired while the run was paused does not carry it on.
+	identity, err := rt.verifyIdentity(ctx, cp.Run, now)
+	if err != nil {
+		return nil, err
+	}
 	// wall_clock_ms counts the run's active time: the meter goes on from
 	// the time the run had used when it paused, not from its start, so
 	// the hours an approval takes are not charged.
 	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, clock.Now().Add(-active), cp.MeterUsage)}
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), cp.MeterUsage), identity: identity}
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
 	chain := cp.Chain
@@ -81,7 +87,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 			}
 		}
 	}
-	if err := r.setup(ctx, pack.UseExecute, &chain); err != nil {
+	if err := r.setupRun(ctx, &chain); err != nil {
 		return nil, err
 	}
 	if cp.Pending != nil {

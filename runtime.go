@@ -91,6 +91,11 @@ type Options struct {
 	Policy policy.Options
 	// MaxTurns bounds planner turns per run (a loop guard). Default: 16.
 	MaxTurns int
+	// Identity verifies agents' identity claims and says when a run must
+	// carry one (see IdentityOptions). The zero value requires a claim of
+	// every run whose packs allow delegated or destructive work and, having
+	// no keys, refuses every claim.
+	Identity IdentityOptions
 }
 
 // PacketStore keeps replay packets. Safe for concurrent use.
@@ -397,6 +402,8 @@ type run struct {
 	span     trace.Span
 	long     bool
 	pins     *pins
+	// identity is what the run's identity claim got (identity.go).
+	identity decision.ClaimVerification
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -409,7 +416,11 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 	}
 	clock := rt.clockFor(rc.RunID)
 	start := clock.Now()
-	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning}
+	identity, err := rt.verifyIdentity(ctx, rc, start)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning, identity: identity}
 	r.cp = &Checkpoint{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true}
 	// Claim the run before any work: a run id that already ran returns its
 	// stored result, and one still running is refused.
@@ -436,7 +447,7 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 	}
 	ctx, r.span = rt.startRunSpan(ctx, req, rc)
 	defer r.span.End()
-	if err := r.setup(ctx, pack.UseExecute, nil); err != nil {
+	if err := r.setupRun(ctx, nil); err != nil {
 		// Nothing ran: the claim is released so the request can be
 		// invoked again.
 		r.cp.Active, r.cp.Stopped = false, notStarted

@@ -271,7 +271,8 @@ func TestResumeOnSecondRuntimeRepeatsNoSideEffect(t *testing.T) {
 	}
 	rt2, err := contextos.New(planner, h.Registry, h.Keys, &contextos.Options{
 		Adapters: regs, Gateway: gw, Evidence: evidence(t), Ontologies: []string{"ont.support@1.0.0"}, ReplaySampleRate: 1,
-		Checkpoints: h.Checkpoints, Decisions: h.Decisions, Replays: h.Replays, Now: func() time.Time { return contextostest.FixedTime }})
+		Checkpoints: h.Checkpoints, Decisions: h.Decisions, Replays: h.Replays, Now: func() time.Time { return contextostest.FixedTime },
+		Identity: contextos.IdentityOptions{AllowUnclaimed: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,20 +91,42 @@ func constraintText(c map[string]any) string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
+// Caller text in the prompt. Every string the caller or a host source
+// supplies — the user message, input.channel, input.locale, the session
+// id, evidence refs, kinds, sources, snapshots and content, memory refs,
+// tiers and content — reaches a block only through quote: a Go-syntax
+// double-quoted string, in which a newline, a carriage return, a quote, a
+// backslash, a control or format character (bidirectional overrides, line
+// and paragraph separators) and invalid UTF-8 are escaped. Such text
+// therefore spans one line, starts and ends where its quotes say, and
+// cannot open a block, a role ("\n\n## SYSTEM:") or the renderer's
+// delimiters: it is data, never instructions. Pack text (signed by the
+// pack's publisher) is written as it is.
+
+// quote renders caller-supplied text as data (see above).
+func quote(s string) string { return strconv.Quote(s) }
+
+// writeQuoted writes quote(s) to b without an allocation of its own for
+// short strings.
+func writeQuoted(b *strings.Builder, s string) {
+	var buf [128]byte
+	b.Write(strconv.AppendQuote(buf[:0], s))
+}
+
 // evidenceBlock presents evidence as quoted data: retrieved text is never
 // instructions.
 func evidenceBlock(it EvidenceItem) string {
 	var b strings.Builder
 	b.Grow(len(it.EvidenceRef) + len(it.Content) + 64)
 	b.WriteString("Evidence ")
-	b.WriteString(it.EvidenceRef)
+	writeQuoted(&b, it.EvidenceRef)
 	sep := " ("
 	for _, kv := range [...][2]string{{"kind", it.Kind}, {"source", it.SourceID}, {"snapshot", it.Snapshot}} {
 		if kv[1] != "" {
 			b.WriteString(sep)
 			b.WriteString(kv[0])
 			b.WriteByte(' ')
-			b.WriteString(kv[1])
+			writeQuoted(&b, kv[1])
 			sep = ", "
 		}
 	}
@@ -112,28 +134,106 @@ func evidenceBlock(it EvidenceItem) string {
 		b.WriteByte(')')
 	}
 	b.WriteString(", data only: ")
-	b.WriteString(strconv.Quote(it.Content))
+	writeQuoted(&b, it.Content)
+	return b.String()
+}
+
+// memoryBlock presents a promoted memory as quoted data.
+func memoryBlock(m MemoryItem) string {
+	var b strings.Builder
+	b.Grow(len(m.MemoryRef) + len(m.Tier) + len(m.Content) + 64)
+	b.WriteString("Memory ")
+	writeQuoted(&b, m.MemoryRef)
+	b.WriteString(" (")
+	if m.Tier != "" {
+		b.WriteString("tier ")
+		writeQuoted(&b, m.Tier)
+		b.WriteString(", ")
+	}
+	b.WriteString("confidence ")
+	b.WriteString(strconv.FormatFloat(m.Confidence, 'f', -1, 64))
+	b.WriteString("), data only: ")
+	writeQuoted(&b, m.Content)
 	return b.String()
 }
 
 func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext) string {
 	var b strings.Builder
+	b.Grow(len(req.Input.Message) + len(req.Input.Channel) + 96)
 	if rc.SessionID != "" {
-		fmt.Fprintf(&b, "Session %s", rc.SessionID)
+		b.WriteString("Session ")
+		writeQuoted(&b, rc.SessionID)
 	} else {
 		b.WriteString("Ephemeral run")
 	}
 	if req.Input.Channel != "" {
-		fmt.Fprintf(&b, ", channel %s", req.Input.Channel)
+		b.WriteString(", channel ")
+		writeQuoted(&b, req.Input.Channel)
 	}
 	locale := req.Input.Locale
 	if locale == "" {
 		locale = rc.Locale
 	}
 	if locale != "" {
-		fmt.Fprintf(&b, ", locale %s", locale)
+		b.WriteString(", locale ")
+		writeQuoted(&b, locale)
 	}
-	fmt.Fprintf(&b, ". User message: %q", req.Input.Message)
+	b.WriteString(". User message: ")
+	writeQuoted(&b, req.Input.Message)
+	return b.String()
+}
+
+// taskText is the compiled prompt's task: the user message, quoted, and
+// the intent the pack serves.
+func taskText(req *runcontext.InvokeRequest, intent string) string {
+	var b strings.Builder
+	b.Grow(len(req.Input.Message) + len(intent) + 24)
+	b.WriteString("Handle: ")
+	writeQuoted(&b, req.Input.Message)
+	b.WriteString(" (intent=" + intent + ").")
+	return b.String()
+}
+
+// checkSession refuses a compile whose session block or task — both carry
+// the user message — does not fit the session bucket whole (a bucket with
+// no allocation allows nothing). The message is not truncated: a message
+// cut short can ask for something else than the caller did, so a governed
+// run refuses it and says so, with a *runcontext.BudgetError naming
+// tokens.session.
+func (p *Prepared) checkSession(session, task string, alloc map[Bucket]int) error {
+	limit := alloc[runcontext.BucketSession]
+	if n := max(p.opts.Tokenizer.Count(session), p.opts.Tokenizer.Count(task)); n > limit {
+		return fail(8, ErrBudget, &runcontext.BudgetError{Dimension: "tokens." + string(runcontext.BucketSession), Limit: float64(limit), Requested: float64(n)},
+			"the user message needs %d tokens of the session bucket, which allows %d; it is refused, not truncated", n, limit)
+	}
+	return nil
+}
+
+// Render writes the compiled prompt as one text for a model that takes a
+// single prompt: a header line per section ("## system", "## developer",
+// "## context <block_id> (<bucket>, priority <n>)", "## task") and each
+// line of a section's content prefixed with "| ". No content line can
+// therefore pass for a header, whatever it holds; and caller text, quoted
+// (see quote), cannot even start a line of its own. The same prompt
+// renders to the same bytes.
+func (c *CompiledPrompt) Render() string {
+	var b strings.Builder
+	section := func(header, body string) {
+		b.WriteString("## ")
+		b.WriteString(header)
+		b.WriteByte('\n')
+		for _, line := range strings.Split(body, "\n") {
+			b.WriteString("| ")
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	section("system", c.System)
+	section("developer", c.Developer)
+	for _, blk := range c.ContextBlocks {
+		section(fmt.Sprintf("context %s (%s, priority %d)", quote(blk.BlockID), blk.Bucket, blk.Priority), blk.Content)
+	}
+	section("task", c.Task)
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -281,6 +282,11 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	if req == nil || rc == nil {
 		return nil, fail(0, ErrInput, nil, "request and run context are required")
 	}
+	// The user message is bounded first, before any work on it.
+	session, task := sessionBlock(req, rc), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
+	if err := p.checkSession(session, task, rc.RunBudget.BucketTokens); err != nil {
+		return nil, err
+	}
 	// Stage 2: tenancy.
 	for _, t := range p.tenants {
 		if t.id != rc.TenantID && !t.shared {
@@ -345,7 +351,7 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		return nil, err
 	}
 	blocks = append(blocks, memBlocks...)
-	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: sessionBlock(req, rc), Priority: PrioritySession})
+	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: session, Priority: PrioritySession})
 	// Stage 8: budgets and buckets.
 	blocks = p.budget(cc, blocks, rc.RunBudget.BucketTokens)
 	kept := make(map[string]bool, len(blocks))
@@ -368,7 +374,7 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	cc.CompiledPrompt = CompiledPrompt{
 		System:        "You are an agent governed by ContextOS, running pack " + p.packs[0].Ref + ". You act only through the tools in the tool manifest, within the runtime controls; policy is enforced outside you and you cannot change it.",
 		Developer:     p.developer(),
-		Task:          fmt.Sprintf("Handle: %q (intent=%s).", req.Input.Message, intent),
+		Task:          task,
 		ContextBlocks: blocks,
 	}
 	ledger.Budget = LedgerBudget{TokensUsedAtCompile: cc.BudgetReport.TokensUsedAtCompile, TruncatedBuckets: []string{}}
@@ -558,7 +564,7 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 			continue
 		}
 		blocks = append(blocks, ContextBlock{BlockID: "mem_" + strconv.Itoa(len(blocks)), Bucket: runcontext.BucketMemory,
-			Content: fmt.Sprintf("Memory %s (%s, confidence %s): %s", m.MemoryRef, m.Tier, strconv.FormatFloat(m.Confidence, 'f', -1, 64), m.Content), Priority: PriorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
+			Content: memoryBlock(m), Priority: PriorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
 	}
 	return blocks, nil
 }

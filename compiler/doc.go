@@ -17,6 +17,22 @@
 // overlays, validation, ontology check, policy preparation); the returned
 // Prepared compiles many requests, concurrently.
 //
+// # Caller text
+//
+// Text the caller or a host source supplies — the user message, the
+// channel, the locale, the session id, evidence and memory refs, kinds,
+// sources, snapshots, tiers and content — enters the prompt only as a
+// Go-syntax quoted string: one line, its quotes escaped, control and
+// format characters escaped. It cannot open a block, forge a role marker
+// or a header of CompiledPrompt.Render; it is data, never instructions.
+// Pack text, signed by the pack's publisher, is written as it is.
+//
+// The user message is bounded by the session bucket like any block: when
+// the session block or the task (both carry it) needs more tokens than the
+// session bucket allows, the compile is refused with ErrBudget, wrapping a
+// *runcontext.BudgetError for tokens.session. It is refused rather than
+// truncated, because a message cut short can ask for something else.
+//
 // # Hashing
 //
 // compiled_context_hash is "sha256:" over the RFC 8785 canonical JSON of the

@@ -14,6 +14,10 @@ var (
 	ErrIntent   = errors.New("compiler: intent not served by the pack")
 	ErrPolicy   = errors.New("compiler: policy evaluation failed")
 	ErrEvidence = errors.New("compiler: evidence or memory source failed")
+	// ErrBudget reports a compile refused because caller text does not fit
+	// its bucket (the user message and the session bucket); the error
+	// wraps a *runcontext.BudgetError naming the bucket.
+	ErrBudget = errors.New("compiler: over a token budget")
 )
 
 // Error is a refused compile: the stage (1–9, seed 003's resolution

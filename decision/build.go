@@ -37,6 +37,9 @@ type BuildInput struct {
 	Awaiting *Awaiting
 	Closes   string
 	Facts    *Facts
+	// ClaimVerification is what the runtime did with the run's identity
+	// claim (agent_identity.claim_verification); "" when it needed none.
+	ClaimVerification ClaimVerification
 }
 
 // Build assembles a record and settles its status against the facts: a
@@ -63,7 +66,7 @@ func Build(in BuildInput) (*Record, error) {
 			refs = append(refs, t.Ref())
 		}
 	}
-	agent := AgentIdentity{Subject: rc.Agent.AgentURN, PrincipalChain: rc.PrincipalChain()}
+	agent := AgentIdentity{Subject: rc.Agent.AgentURN, PrincipalChain: rc.PrincipalChain(), ClaimVerification: in.ClaimVerification}
 	if c := rc.Agent.IdentityClaim; c != nil {
 		agent.ClaimHash = c.ClaimHash
 	}

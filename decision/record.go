@@ -9,6 +9,15 @@
 // record_hash. A Store sets prev_record_hash to the previous record's
 // record_hash (the first record's is GenesisHash) when it appends, so any
 // changed byte in any stored record breaks Verify at that record.
+//
+// # The file store
+//
+// FileStore keeps the chain in a JSON Lines file with a sealed head beside
+// it ("<log>.head": record count, size and last record_hash), so a log cut
+// short or deleted is refused (ErrTruncated) as an edited one is
+// (ErrChain); it admits one writer at a time ("<log>.lock", ErrLocked),
+// verifies the log on every read, and leaves the one repair a crash can
+// need — an incomplete last line — to an explicit, logged RepairFileStore.
 package decision
 
 import (
@@ -88,11 +97,35 @@ type Actor struct {
 }
 
 // AgentIdentity is the deciding agent's identity: its subject, the hash of
-// its identity claim (never the claim's secrets) and its principal chain.
+// its identity claim (never the claim's secrets), its principal chain, and
+// how the runtime treated the claim.
 type AgentIdentity struct {
 	Subject        string                 `json:"subject" jsonschema:"required"`
 	ClaimHash      string                 `json:"claim_hash,omitempty"`
 	PrincipalChain []runcontext.Principal `json:"principal_chain" jsonschema:"required"`
+	// ClaimVerification states what the runtime did with the identity
+	// claim: verified (a claim was present and verified at the run's start
+	// and at every resume), or waived (the run's packs allow delegated or
+	// destructive work, it carried no claim, and the host opted out of
+	// requiring one). Absent when the run carried no claim and needed none.
+	ClaimVerification ClaimVerification `json:"claim_verification,omitempty"`
+}
+
+// ClaimVerification is what a runtime did with a run's identity claim.
+type ClaimVerification string
+
+// Claim verification states (agent_identity.claim_verification).
+const (
+	// ClaimVerified: the claim was present and verified.
+	ClaimVerified ClaimVerification = "verified"
+	// ClaimWaived: a claim was required, none was present, and the host
+	// opted out of requiring it.
+	ClaimWaived ClaimVerification = "waived"
+)
+
+// ClaimVerifications returns the claim verification states.
+func ClaimVerifications() []ClaimVerification {
+	return []ClaimVerification{ClaimVerified, ClaimWaived}
 }
 
 // InputsRefs name the request and session.

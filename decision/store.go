@@ -1,13 +1,11 @@
 package decision
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
@@ -82,9 +80,13 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 }
 
 // verifyChain checks stored canonical records in order.
-func verifyChain(lines [][]byte) error {
-	prev := GenesisHash
-	for i, line := range lines {
+func verifyChain(lines [][]byte) error { return verifyChainFrom(lines, GenesisHash, 0) }
+
+// verifyChainFrom checks canonical records that follow a record whose
+// hash is prev; offset is the index of the first (for errors).
+func verifyChainFrom(lines [][]byte, prev string, offset int) error {
+	for j, line := range lines {
+		i := offset + j
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
 			return &ChainError{Index: i, Reason: "record is not JSON"}
@@ -229,143 +231,5 @@ func (m *MemoryStore) Verify(ctx context.Context) error {
 	m.mu.Lock()
 	lines := slices.Clone(m.lines)
 	m.mu.Unlock()
-	return verifyChain(lines)
-}
-
-// FileStore is a Store in an append-only JSON Lines file: one canonical
-// record per line, each appended with a single write and synced before
-// Append returns. One process should write a file at a time.
-type FileStore struct {
-	mu    sync.Mutex
-	path  string
-	f     *os.File
-	index map[string]int
-	last  string
-	n     int
-}
-
-var _ Store = (*FileStore)(nil)
-
-// OpenFileStore opens (creating it if needed) a record file and verifies
-// its chain; a broken chain is an error (*ChainError).
-func OpenFileStore(path string) (*FileStore, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("decision: open store: %w", err)
-	}
-	s := &FileStore{path: path, f: f, index: map[string]int{}, last: GenesisHash}
-	lines, err := s.readLines()
-	if err == nil {
-		err = verifyChain(lines)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	for i, line := range lines {
-		var r Record
-		json.Unmarshal(line, &r)
-		s.index[r.RecordID] = i
-		s.last = r.RecordHash
-	}
-	s.n = len(lines)
-	return s, nil
-}
-
-// Close closes the file.
-func (s *FileStore) Close() error { return s.f.Close() }
-
-func (s *FileStore) readLines() ([][]byte, error) {
-	data, err := os.ReadFile(s.path)
-	if err != nil {
-		return nil, fmt.Errorf("decision: read store: %w", err)
-	}
-	var lines [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		lines = append(lines, slices.Clone(sc.Bytes()))
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		return nil, &ChainError{Index: len(lines) - 1, Reason: "the last record is incomplete (no trailing newline)"}
-	}
-	return lines, sc.Err()
-}
-
-// Append implements Store.
-func (s *FileStore) Append(ctx context.Context, r *Record) (*Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.index[r.RecordID]; dup || r.RecordID == "" {
-		return nil, fmt.Errorf("%w: %q", ErrDuplicate, r.RecordID)
-	}
-	c, b, err := seal(r, s.last)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.f.Write(append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("decision: append record %s: %w", c.RecordID, err)
-	}
-	if err := s.f.Sync(); err != nil {
-		return nil, fmt.Errorf("decision: sync record %s: %w", c.RecordID, err)
-	}
-	s.index[c.RecordID] = s.n
-	s.n++
-	s.last = c.RecordHash
-	return c, nil
-}
-
-// Get implements Store.
-func (s *FileStore) Get(ctx context.Context, id string) (*Record, error) {
-	rs, err := s.List(ctx, Filter{})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rs {
-		if r.RecordID == id {
-			return r, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
-}
-
-// List implements Store.
-func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	lines, err := s.readLines()
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	var out []*Record
-	for _, line := range lines {
-		var r Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, err
-		}
-		if f.match(&r) {
-			out = append(out, &r)
-		}
-	}
-	return out, nil
-}
-
-// Verify implements Store: it re-reads the file and checks every link.
-func (s *FileStore) Verify(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	lines, err := s.readLines()
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	return verifyChain(lines)
 }

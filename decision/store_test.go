@@ -20,7 +20,7 @@ func TestMemoryStoreConformance(t *testing.T) {
 
 func TestFileStoreConformance(t *testing.T) {
 	decisiontest.RunStoreTests(t, func(t *testing.T) decision.Store {
-		s, err := decision.OpenFileStore(filepath.Join(t.TempDir(), "records.jsonl"))
+		s, err := decision.OpenFileStore(filepath.Join(t.TempDir(), "records.jsonl"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestFileStoreConformance(t *testing.T) {
 // verification, which names the first broken record.
 func TestFileStoreTamperDetected(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "records.jsonl")
-	s, err := decision.OpenFileStore(path)
+	s, err := decision.OpenFileStore(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestFileStoreTamperDetected(t *testing.T) {
 		if err := os.WriteFile(path, tampered, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := decision.OpenFileStore(path)
+		_, err := decision.OpenFileStore(path, nil)
 		var ce *decision.ChainError
 		if !errors.As(err, &ce) || !errors.Is(err, decision.ErrChain) {
 			t.Errorf("%s: OpenFileStore = %v, want a *ChainError", tc.name, err)
@@ -68,17 +68,16 @@ func TestFileStoreTamperDetected(t *testing.T) {
 		tampered := bytes.Clone(clean)
 		tampered[i] ^= 0x20
 		os.WriteFile(path, tampered, 0o644)
-		if _, err := decision.OpenFileStore(path); err == nil {
+		if _, err := decision.OpenFileStore(path, nil); err == nil {
 			t.Fatalf("change at byte %d (%q→%q) not caught", i, clean[i], tampered[i])
 		}
 	}
 	// A record appended after reopening chains onto the stored ones.
 	os.WriteFile(path, clean, 0o644)
-	s, err = decision.OpenFileStore(path)
+	s, err = decision.OpenFileStore(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	r, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed))
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +86,10 @@ func TestFileStoreTamperDetected(t *testing.T) {
 	if r.PrevRecordHash != prev.RecordHash || s.Verify(ctx) != nil {
 		t.Error("append after reopen does not chain")
 	}
+	s.Close()
 	// A torn last line (no newline) is refused.
 	os.WriteFile(path, clean[:len(clean)-1], 0o644)
-	if _, err := decision.OpenFileStore(path); !errors.Is(err, decision.ErrChain) {
+	if _, err := decision.OpenFileStore(path, nil); !errors.Is(err, decision.ErrChain) {
 		t.Errorf("torn record: %v", err)
 	}
 }

@@ -180,6 +180,14 @@ func Validate(r *Record, f *Facts) error {
 	if _, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
 		add(CodeField, "timestamp", "must be an RFC 3339 time")
 	}
+	switch cv := r.AgentIdentity.ClaimVerification; {
+	case cv != "" && !slices.Contains(ClaimVerifications(), cv):
+		add(CodeField, "agent_identity.claim_verification", "must be verified or waived")
+	case cv == ClaimVerified && r.AgentIdentity.ClaimHash == "":
+		add(CodeField, "agent_identity.claim_verification", "a verified claim needs its claim_hash")
+	case cv == ClaimWaived && r.AgentIdentity.ClaimHash != "":
+		add(CodeField, "agent_identity.claim_verification", "a waived claim has no claim_hash")
+	}
 	var spec pack.DecisionSpec
 	var ok bool
 	if f.Pack != nil {

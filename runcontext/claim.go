@@ -123,8 +123,14 @@ type ClaimExpectations struct {
 	RunID    string
 	TenantID string
 	AgentURN string
-	// SessionID, when both it and the claim's are set, must match.
+	// SessionID is the run's session ("" for an ephemeral run). A claim
+	// bound to a session (its session_id set) must name this one; a claim
+	// without session_id is a run claim and fits any session.
 	SessionID string
+	// UserID, when set, is the user the run acts for: a user principal in
+	// the claim's principal_chain must be that user (a claim minted for one
+	// user's run does not authorize another user's).
+	UserID string
 	// Audience, when set, must equal the claim's aud.
 	Audience string
 	// Leeway tolerates clock skew on nbf and exp. Default: none.
@@ -133,9 +139,15 @@ type ClaimExpectations struct {
 
 // VerifyClaim checks c: version ctxid/1; claim_hash recomputed; an Ed25519
 // signature by the key that resolver returns for c.Kid; nbf ≤ now < exp;
-// sub equal to the agent URN; run_id, tenant_id (and session and audience
-// when expected) equal to the run's. The first failure is returned as a
-// *ClaimError; no token or key material is ever put in it.
+// sub equal to the agent URN; run_id and tenant_id equal to the run's; a
+// session-bound claim's session_id equal to the run's session; aud equal
+// to the expected audience when one is expected; every principal of the
+// claim's chain in the run's tenant, and its user principals the run's
+// user when one is expected. The first failure is returned as a
+// *ClaimError; no token or key material is ever put in it. A resolver
+// failure other than an unknown kid (a cancelled context, an unreachable
+// key service) is returned wrapped, not as a *ClaimError: it says nothing
+// about the claim, and the caller fails closed on it all the same.
 func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, want ClaimExpectations) error {
 	if c == nil {
 		return &ClaimError{Field: "identity_claim", Reason: ClaimReasonMissing}
@@ -181,7 +193,7 @@ func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, wa
 			return &ClaimError{Field: m.field, Reason: ClaimReasonMismatch}
 		}
 	}
-	if want.SessionID != "" && c.SessionID != "" && c.SessionID != want.SessionID {
+	if c.SessionID != "" && c.SessionID != want.SessionID {
 		return &ClaimError{Field: "session_id", Reason: ClaimReasonMismatch}
 	}
 	if want.Audience != "" && c.Aud != want.Audience {
@@ -191,14 +203,22 @@ func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, wa
 		if p.TenantID != "" && p.TenantID != want.TenantID {
 			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].tenant_id", i), Reason: ClaimReasonMismatch}
 		}
+		if want.UserID != "" && p.Kind == PrincipalUser && p.ID != want.UserID {
+			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].id", i), Reason: ClaimReasonMismatch}
+		}
 	}
 	return nil
 }
 
-// VerifyRunClaim verifies the identity claim of rc against rc itself.
+// VerifyRunClaim verifies the identity claim of rc against rc itself: its
+// run, tenant, agent URN, session and user, at now. A nil rc or a run
+// without a claim is a *ClaimError (identity_claim missing).
 func VerifyRunClaim(ctx context.Context, rc *RunContext, resolver KeyResolver, now time.Time, leeway time.Duration) error {
+	if rc == nil {
+		return &ClaimError{Field: "identity_claim", Reason: ClaimReasonMissing}
+	}
 	return VerifyClaim(ctx, rc.Agent.IdentityClaim, resolver, ClaimExpectations{
 		Now: now, RunID: rc.RunID, TenantID: rc.TenantID, AgentURN: rc.Agent.AgentURN,
-		SessionID: rc.SessionID, Leeway: leeway,
+		SessionID: rc.SessionID, UserID: rc.User.UserID, Leeway: leeway,
 	})
 }

@@ -107,7 +107,7 @@ func TestClaimVerifyFailures(t *testing.T) {
 	// Leeway tolerates skew.
 	rc := fixtureRunContext(t)
 	c := validClaim(rc)
-	if err := VerifyClaim(context.Background(), c, testKeys(), ClaimExpectations{Now: testNow.Add(5*time.Minute + 10*time.Second), RunID: rc.RunID, TenantID: rc.TenantID, AgentURN: rc.Agent.AgentURN, Leeway: 30 * time.Second}); err != nil {
+	if err := VerifyClaim(context.Background(), c, testKeys(), ClaimExpectations{Now: testNow.Add(5*time.Minute + 10*time.Second), RunID: rc.RunID, TenantID: rc.TenantID, AgentURN: rc.Agent.AgentURN, SessionID: rc.SessionID, Leeway: 30 * time.Second}); err != nil {
 		t.Errorf("leeway not applied: %v", err)
 	}
 	if err := VerifyClaim(context.Background(), nil, testKeys(), ClaimExpectations{}); !errors.Is(err, ErrClaim) {

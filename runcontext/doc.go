@@ -25,8 +25,15 @@
 //
 // [SignClaim] and [VerifyClaim] sign and check ctxid/1 claims with Ed25519,
 // resolving keys by kid through a [KeyResolver]; the time comes from the
-// caller's clock. Audit output carries the claim_hash ([RunContext.AuthRef],
-// [RunContext.ForAudit]), never a token or key.
+// caller's clock. [VerifyRunClaim] checks a run's claim against the run
+// itself: agent URN, run, tenant, session (a session-bound claim fits only
+// its session) and user. A claim refused by verification is a
+// *[ClaimError]; one refused by validation (it names another run, tenant
+// or agent) is a *[ValidationError] from which errors.As also gives the
+// *ClaimError, so callers handle every refused claim alike. [Materialize]
+// never drops the request's claim: a host agent without one takes it, and
+// two different claims conflict. Audit output carries the claim_hash
+// ([RunContext.AuthRef], [RunContext.ForAudit]), never a token or key.
 //
 // # Budgets
 //

@@ -79,11 +79,15 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Is matches ErrInvalid, and ErrConflict when a problem is a conflict.
+// Is matches ErrInvalid, ErrConflict when a problem is a conflict, and
+// ErrClaim when a problem is in an identity claim.
 func (e *ValidationError) Is(target error) bool {
 	switch target {
 	case ErrInvalid:
 		return true
+	case ErrClaim:
+		_, ok := e.claimProblem()
+		return ok
 	case ErrConflict:
 		for _, p := range e.Problems {
 			if p.Rule == RuleConflict {
@@ -92,6 +96,44 @@ func (e *ValidationError) Is(target error) bool {
 		}
 	}
 	return false
+}
+
+// As lets errors.As find a *ClaimError in a validation error with a
+// problem in an identity claim (agent.identity_claim…): a claim that does
+// not fit its run is refused as a *ClaimError whether validation or
+// verification catches it. The first such problem gives the field.
+func (e *ValidationError) As(target any) bool {
+	ce, ok := target.(**ClaimError)
+	if !ok {
+		return false
+	}
+	if p, ok := e.claimProblem(); ok {
+		field, _ := strings.CutPrefix(strings.TrimPrefix(p.Path, claimPath), ".")
+		if field == "" {
+			field = "identity_claim"
+		}
+		reason := p.Message
+		switch p.Rule {
+		case RuleConsistent, RuleConflict:
+			reason = ClaimReasonMismatch
+		case RuleRequired:
+			reason = ClaimReasonMissing
+		}
+		*ce = &ClaimError{Field: field, Reason: reason}
+		return true
+	}
+	return false
+}
+
+const claimPath = "agent.identity_claim"
+
+func (e *ValidationError) claimProblem() (Problem, bool) {
+	for _, p := range e.Problems {
+		if rest, found := strings.CutPrefix(p.Path, claimPath); found && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return p, true
+		}
+	}
+	return Problem{}, false
 }
 
 type problems struct {

@@ -113,6 +113,15 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 		merge("agent.agent_urn", &rc.Agent.AgentURN, req.Agent.AgentURN)
 		merge("agent.agent_id", &rc.Agent.AgentID, req.Agent.AgentID)
 		merge("agent.workload_identity", &rc.Agent.WorkloadIdentity, req.Agent.WorkloadIdentity)
+		// The request's identity claim is never dropped: the host's agent
+		// takes it when it has none, and two different claims conflict.
+		switch hc, rq := rc.Agent.IdentityClaim, req.Agent.IdentityClaim; {
+		case rq == nil:
+		case hc == nil:
+			rc.Agent.IdentityClaim = req.Agent.Clone().IdentityClaim
+		case hc.ClaimHash != rq.ClaimHash:
+			ps.add("agent.identity_claim", RuleConflict, "host run context and request carry different identity claims")
+		}
 	}
 	if err := ps.err(KindRunContext); err != nil {
 		return nil, err

@@ -199,6 +199,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ps packSet
 	ps.register(fs)
 	var ontologies, approves multiFlag
+	var claims claimFlags
+	claims.register(fs)
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Var(&approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
 	reqPath := fs.String("request", "", "invokeAgent request `FILE`")
@@ -310,6 +312,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts := &contextos.Options{Adapters: registrationsWith(packs, tools.adapter, live), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
 	opts.Gateway.Redactors = ps.redactors.rules
+	if opts.Identity, err = claims.options(); err != nil {
+		return fail(exitUsage, "--claim-pub: %v", err)
+	}
 	ev, mem, code, ok := readEvidenceMemory("run", *evPath, *memPath, stdin, stderr)
 	if !ok {
 		return code
@@ -399,6 +404,8 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ps packSet
 	ps.register(fs)
 	var ontologies multiFlag
+	var claims claimFlags
+	claims.register(fs)
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--redactors FILE] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
@@ -445,7 +452,12 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			ontologies = append(ontologies, o.Namespace+"@"+o.Version)
 		}
 	}
-	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies,
+	identity, err := claims.options()
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos replay: --claim-pub:", err)
+		return exitUsage
+	}
+	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies, Identity: identity,
 		Gateway: gateway.Options{Redactors: ps.redactors.rules}})
 	if err != nil {
 		fmt.Fprintln(stderr, "contextos replay:", err)

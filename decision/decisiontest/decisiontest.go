@@ -31,7 +31,9 @@ func Sample(id, run string, status decision.Status) *decision.Record {
 // RunStoreTests checks the Store contract: appended records come back
 // equal with hashes set, chained in order; ids are unique; List filters;
 // Verify passes on an untouched store; concurrent appends keep every
-// record and a valid chain; a cancelled context is honoured.
+// record and a valid chain; a cancelled context is honoured by every
+// method; a refused append leaves no trace in the chain; records handed in
+// and out are copies.
 func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -111,10 +113,56 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	})
 	t.Run("CancelledContext", func(t *testing.T) {
 		s := newStore(t)
+		s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := s.Append(cctx, Sample("dr_x", "run_x", decision.Decided)); !errors.Is(err, context.Canceled) {
 			t.Errorf("Append(cancelled) = %v", err)
+		}
+		if _, err := s.Get(cctx, "dr_1"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Get(cancelled) = %v", err)
+		}
+		if _, err := s.List(cctx, decision.Filter{}); !errors.Is(err, context.Canceled) {
+			t.Errorf("List(cancelled) = %v", err)
+		}
+		if err := s.Verify(cctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Verify(cancelled) = %v", err)
+		}
+	})
+	t.Run("RefusedAppendLeavesNoTrace", func(t *testing.T) {
+		s := newStore(t)
+		a, _ := s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
+		s.Append(ctx, Sample("dr_1", "run_1", decision.Escalated))
+		s.Append(ctx, Sample("", "run_1", decision.Escalated))
+		b, err := s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
+		if err != nil || b.PrevRecordHash != a.RecordHash {
+			t.Fatalf("the append after refused ones does not chain onto the last stored record: %+v, %v", b, err)
+		}
+		all, _ := s.List(ctx, decision.Filter{})
+		if len(all) != 2 || all[0].Status != decision.Decided {
+			t.Errorf("refused appends left %d records, first %s", len(all), all[0].Status)
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify = %v", err)
+		}
+	})
+	t.Run("StoredRecordsAreCopies", func(t *testing.T) {
+		s := newStore(t)
+		in := Sample("dr_1", "run_1", decision.Decided)
+		out, err := s.Append(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Outputs["refund_amount_inr"] = 1.0
+		out.Outputs["refund_amount_inr"] = 2.0
+		got, _ := s.Get(ctx, "dr_1")
+		got.Outputs["refund_amount_inr"] = 3.0
+		again, err := s.Get(ctx, "dr_1")
+		if err != nil || again.Outputs["refund_amount_inr"] != 4200.0 {
+			t.Errorf("a caller's change reached the stored record: %v, %v", again.Outputs, err)
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify = %v", err)
 		}
 	})
 }

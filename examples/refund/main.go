@@ -238,6 +238,7 @@ func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *c
 		Ontologies:       []string{"ont.support@1.0.0"},
 		ReplaySampleRate: 1,
 		Now:              func() time.Time { return now },
+		Identity:         contextos.IdentityOptions{Keys: identityKeys},
 	})
 	return rt, payments, err
 }
@@ -253,7 +254,18 @@ func (c *counting) Call(ctx context.Context, call *gateway.Call) (*gateway.Outco
 	return c.next.Call(ctx, call)
 }
 
-// request is the canonical invocation with its own request and run id.
+// identityKey is the example identity service's key: it signs each run's
+// identity claim (ctxid/1). It is not the pack-signing key: who may act is
+// a trust root of its own.
+var (
+	identitySeed = sha256.Sum256([]byte("contextos example identity key"))
+	identityKey  = ed25519.NewKeyFromSeed(identitySeed[:])
+	identityKeys = runcontext.NewStaticKeys(map[string]ed25519.PublicKey{"kid_example_identity": identityKey.Public().(ed25519.PublicKey)})
+)
+
+// request is the canonical invocation with its own request and run id, and
+// the short-lived identity claim an identity service issues for the run
+// (the refund is destructive work: the runtime requires one).
 func request(id string, amount int, verified bool) (*runcontext.InvokeRequest, *runcontext.RunContext, error) {
 	req, err := runcontext.DecodeInvokeRequest(invokeJSON)
 	if err != nil {
@@ -268,6 +280,13 @@ func request(id string, amount int, verified bool) (*runcontext.InvokeRequest, *
 	req.Input.Context["refund_amount"] = amount
 	req.Input.Context["identity_verified"] = verified
 	rc.RunID = "run_" + strings.TrimPrefix(id, "req_")
+	claim := &runcontext.IdentityClaim{Iss: "https://id.example", Sub: rc.Agent.AgentURN, RunID: rc.RunID, SessionID: rc.SessionID,
+		TenantID: rc.TenantID, PrincipalChain: rc.PrincipalChain(), Scopes: []string{"tools:read", "tools:write"},
+		Nbf: now.Add(-time.Minute).Unix(), Exp: now.Add(10 * time.Minute).Unix()}
+	if err := runcontext.SignClaim(claim, "kid_example_identity", identityKey); err != nil {
+		return nil, nil, err
+	}
+	rc.Agent.IdentityClaim = claim
 	return req, rc, nil
 }
 

@@ -80,12 +80,13 @@ var enumDefs = map[reflect.Type]struct {
 
 // inlineEnums are string enums written in place.
 var inlineEnums = map[reflect.Type][]string{
-	reflect.TypeFor[runcontext.PrincipalKind](): strs(runcontext.PrincipalKinds()),
-	reflect.TypeFor[runcontext.AuthType]():      strs(runcontext.AuthTypes()),
-	reflect.TypeFor[runcontext.Lifecycle]():     strs(runcontext.Lifecycles()),
-	reflect.TypeFor[replay.SourceKind]():        strs(replay.SourceKinds()),
-	reflect.TypeFor[replay.SideEffectPolicy]():  strs(replay.SideEffectPolicies()),
-	reflect.TypeFor[replay.ResultStatus]():      strs(replay.ResultStatuses()),
+	reflect.TypeFor[runcontext.PrincipalKind]():   strs(runcontext.PrincipalKinds()),
+	reflect.TypeFor[runcontext.AuthType]():        strs(runcontext.AuthTypes()),
+	reflect.TypeFor[runcontext.Lifecycle]():       strs(runcontext.Lifecycles()),
+	reflect.TypeFor[replay.SourceKind]():          strs(replay.SourceKinds()),
+	reflect.TypeFor[replay.SideEffectPolicy]():    strs(replay.SideEffectPolicies()),
+	reflect.TypeFor[replay.ResultStatus]():        strs(replay.ResultStatuses()),
+	reflect.TypeFor[decision.ClaimVerification](): strs(decision.ClaimVerifications()),
 }
 
 func strs[T ~string](v []T) []string {
