@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -502,5 +503,23 @@ func TestRecordIdentityFixtureValidates(t *testing.T) {
 	}
 	if err := recordWithIdentity(t, func(a *decision.AgentIdentity) { a.ClaimVerification = decision.ClaimWaived }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A required evidence item named after a request context member is
+// satisfied only by a value JsonLogic calls truthy: "identity_verified": 0
+// (or "", [], null) does not verify anyone.
+func TestFalsyContextValueSatisfiesNoRequirement(t *testing.T) {
+	for _, v := range []any{0, 0.0, "", []any{}, nil, false, math.NaN()} {
+		f := &decision.Facts{RequestContext: map[string]any{"identity_verified": v}}
+		if decision.Satisfied("identity_verified", f) {
+			t.Errorf("identity_verified = %#v satisfies the requirement", v)
+		}
+	}
+	for _, v := range []any{true, 1, "yes", []any{1.0}} {
+		f := &decision.Facts{RequestContext: map[string]any{"identity_verified": v}}
+		if !decision.Satisfied("identity_verified", f) {
+			t.Errorf("identity_verified = %#v does not satisfy the requirement", v)
+		}
 	}
 }

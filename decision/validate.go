@@ -3,6 +3,8 @@ package decision
 import (
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/logic"
 	"slices"
 	"strings"
 	"time"
@@ -139,20 +141,11 @@ func Satisfied(name string, f *Facts) bool {
 	if name == "policy_eval" && f.PolicyEvaluated {
 		return true
 	}
-	if v, ok := f.RequestContext[name]; ok {
-		switch x := v.(type) {
-		case bool:
-			if x {
-				return true
-			}
-		case string:
-			if x != "" {
-				return true
-			}
-		case nil:
-		default:
-			return true
-		}
+	// A request context value satisfies a requirement when it is truthy
+	// as JsonLogic judges it (the policy rules read it so): 0, NaN, "",
+	// [] and null do not.
+	if v, ok := f.RequestContext[name]; ok && logic.Truthy(jsonv.Normalize(v)) {
+		return true
 	}
 	for _, kind := range f.Admitted {
 		if kind == name {
