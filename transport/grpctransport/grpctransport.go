@@ -40,7 +40,7 @@ const (
 
 type jsonCodec struct{}
 
-func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
+func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error {
 	// A duplicated member or invalid UTF-8 is refused: encoding/json would
 	// keep the last value.
@@ -49,7 +49,7 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 	}
 	return json.Unmarshal(data, v)
 }
-func (jsonCodec) Name() string                       { return CodecName }
+func (jsonCodec) Name() string { return CodecName }
 
 func init() { encoding.RegisterCodec(jsonCodec{}) }
 
