@@ -251,16 +251,6 @@ func (g *guard) foldAnd(_ []any, fs []folded) folded {
 	return folded{truth: all}
 }
 
-func either(mayFalse, mayTrue bool) folded {
-	switch {
-	case mayFalse && !mayTrue:
-		return folded{truth: truthFalse}
-	case mayTrue && !mayFalse:
-		return folded{truth: truthTrue}
-	}
-	return folded{}
-}
-
 // foldOr follows JsonLogic's "or": the first truthy argument, else the
 // last. Its truthiness is the disjunction of its arguments' truthiness.
 func foldOr(_ []any, fs []folded) folded {
