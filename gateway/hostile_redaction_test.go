@@ -27,6 +27,10 @@ func TestHostileRedaction(t *testing.T) {
 	}{
 		{name: "card as JSON number", rules: []string{"credit_card"}, out: map[string]any{"pan_number": 4111111111111111.0}, leaks: []string{card, "4.111111111111111e+15"}},
 		{name: "card as json.Number", rules: []string{"credit_card"}, out: map[string]any{"n": json.Number("5555555555554444")}, leaks: []string{"5555555555554444"}},
+		{name: "card as a number with a fraction", rules: []string{"credit_card"}, out: map[string]any{"n": 41111111111.11111}, leaks: []string{"41111111111.11111", "4.111111111111111e+10"}},
+		{name: "card as a huge number", rules: []string{"credit_card"}, out: map[string]any{"n": 4111111111111111e5}, leaks: []string{"4111111111111111", "4.111111111111111e+20"}},
+		{name: "amounts with float noise left alone", rules: []string{"credit_card", "pan"}, out: map[string]any{"a": 3.3000000000000003, "b": 0.30000000000000004, "c": 123456.78901234},
+			keep: []string{"3.3000000000000003", "0.30000000000000004", "123456.78901234"}},
 		{name: "card as a map key", rules: []string{"credit_card"}, out: map[string]any{card: map[string]any{"status": "ok"}}, leaks: []string{card}, keep: []string{`"status":"ok"`}},
 		{name: "colliding card keys", rules: []string{"credit_card"}, out: map[string]any{card: 1, "5555555555554444": 2}, leaks: []string{card, "5555555555554444"}, keep: []string{`"[REDACTED#2]"`}},
 		{name: "fullwidth card", rules: []string{"credit_card"}, out: map[string]any{"note": "card ４１１１１１１１１１１１１１１１"}, leaks: []string{"４１１１１１１１１１１１１１１１"}},

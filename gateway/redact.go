@@ -209,15 +209,28 @@ func redactAny(v any, rules []Redactor, secretKeys, underSecret bool) (any, bool
 	return redactAny(jsonv.Normalize(v), rules, secretKeys, underSecret)
 }
 
-// redactNumber redacts an integer of 13 or more digits that a rule would
-// redact as text (a card number written as a JSON number): it becomes the
-// string Redacted.
+// redactNumber returns Redacted for a number whose digits hold what a rule
+// redacts (a card number written as a JSON number), else f. It reads the
+// number as JSON writes it: an integer, or one with a fraction
+// ("41111111111.11111", which a reader sees as a dotted card), when its
+// integer part has at least ten digits (smaller ones cannot hold a card
+// beside the float noise of amounts); and, at 1e19 and beyond, where the
+// JSON form ends in zeros the value does not hold, its significant digits
+// ("4.111111111111111e+20" holds 4111111111111111).
 func redactNumber(f float64, rules []Redactor) (any, bool) {
-	if len(rules) == 0 || math.Abs(f) < 1e12 || math.Abs(f) >= 1e20 || f != math.Trunc(f) {
+	a := math.Abs(f)
+	if len(rules) == 0 || a < 1e9 || math.IsInf(f, 0) || math.IsNaN(f) {
 		return f, false
 	}
 	if _, c := redactString(strconv.FormatFloat(f, 'f', -1, 64), rules); c {
 		return Redacted, true
+	}
+	if a >= 1e19 {
+		e := strconv.FormatFloat(a, 'e', -1, 64)
+		mant, _, _ := strings.Cut(e, "e")
+		if _, c := redactString(strings.Replace(mant, ".", "", 1), rules); c {
+			return Redacted, true
+		}
 	}
 	return f, false
 }

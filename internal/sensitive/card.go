@@ -59,15 +59,31 @@ func nextGroup(s string, g group) (group, bool) {
 }
 
 // sepAt returns the byte width of the digit-group separator at s[i], or
-// 0: a space, dash or dot, and the look-alikes that would hide a number
-// from a plainer scanner (no-break and ideographic spaces, zero-width
-// characters, the fullwidth hyphen, dot and space).
+// 0: a run of up to three separator characters (so "4111 - 1111",
+// "4111  1111" and "4111+1111" are one number, as a reader sees them).
 func sepAt(s string, i int) int {
+	w := 0
+	for range 3 {
+		n := sepOne(s, i+w)
+		if n == 0 {
+			break
+		}
+		w += n
+	}
+	return w
+}
+
+// sepOne returns the byte width of one separator character at s[i], or 0:
+// a space, tab or line break, dash, dot, underscore, slash or plus (a
+// form-encoded space), and the look-alikes that
+// would hide a number from a plainer scanner (no-break and ideographic
+// spaces, zero-width characters, the fullwidth hyphen, dot and space).
+func sepOne(s string, i int) int {
 	if i >= len(s) {
 		return 0
 	}
 	switch s[i] {
-	case ' ', '-', '.':
+	case ' ', '-', '.', '\t', '\n', '\r', '_', '/', '+':
 		return 1
 	case 0xC2: // U+00A0
 		if strings.HasPrefix(s[i:], "\u00a0") {
