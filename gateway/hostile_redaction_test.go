@@ -31,6 +31,8 @@ func TestHostileRedaction(t *testing.T) {
 		{name: "card as a huge number", rules: []string{"credit_card"}, out: map[string]any{"n": 4111111111111111e5}, leaks: []string{"4111111111111111", "4.111111111111111e+20"}},
 		{name: "amounts with float noise left alone", rules: []string{"credit_card", "pan"}, out: map[string]any{"a": 3.3000000000000003, "b": 0.30000000000000004, "c": 123456.78901234},
 			keep: []string{"3.3000000000000003", "0.30000000000000004", "123456.78901234"}},
+		{name: "card wrapped in base64 under the card rule", rules: []string{"credit_card"}, out: map[string]any{"blob": "NDExMTExMTExMTExMTExMQ=="}, leaks: []string{"NDExMTExMTExMTExMTExMQ=="}},
+		{name: "email wrapped in base64 under the email rule", rules: []string{"email"}, out: map[string]any{"blob": "amFuZS5kb2VAZXhhbXBsZS5jb20="}, leaks: []string{"amFuZS5kb2VAZXhhbXBsZS5jb20="}},
 		{name: "card as a map key", rules: []string{"credit_card"}, out: map[string]any{card: map[string]any{"status": "ok"}}, leaks: []string{card}, keep: []string{`"status":"ok"`}},
 		{name: "colliding card keys", rules: []string{"credit_card"}, out: map[string]any{card: 1, "5555555555554444": 2}, leaks: []string{card, "5555555555554444"}, keep: []string{`"[REDACTED#2]"`}},
 		{name: "fullwidth card", rules: []string{"credit_card"}, out: map[string]any{"note": "card ４１１１１１１１１１１１１１１１"}, leaks: []string{"４１１１１１１１１１１１１１１１"}},

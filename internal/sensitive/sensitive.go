@@ -101,13 +101,16 @@ var (
 )
 
 // rules are the built-in redaction rules by name.
+//
+// Every rule also redacts base64 runs that decode to sensitive data
+// (Encoded): a card number wrapped in base64 is still a card number.
 var rules = map[string]Set{
-	"credit_card": Of(Card),
-	"pan":         Of(Card, PAN),
-	"iban":        Of(IBAN),
-	"email":       Of(Email),
-	"phone":       Of(Phone),
-	"ssn":         Of(SSN),
+	"credit_card": Of(Card, Encoded),
+	"pan":         Of(Card, PAN, Encoded),
+	"iban":        Of(IBAN, Encoded),
+	"email":       Of(Email, Encoded),
+	"phone":       Of(Phone, Encoded),
+	"ssn":         Of(SSN, Encoded),
 	"secret":      Secrets,
 }
 
