@@ -1,6 +1,7 @@
 package contextos_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -311,6 +312,10 @@ func scriptStatus(s *gatewaytest.Script, capability, status string) {
 	case "adp_payments.issue_refund":
 		out = map[string]any{"transaction_id": "txn_q9"}
 	}
+	// Every answer and failure carries the card on file, as a value, a key
+	// and a number: the pack's card rules must keep it off every surface
+	// (checkRunInvariants).
+	out["card_on_file"], out[leakCard], out["pan"] = "visa "+leakCard, "on file", 4111111111111111.0
 	kind, code, _ := strings.Cut(status, ":")
 	switch kind {
 	case "ok":
@@ -322,12 +327,12 @@ func scriptStatus(s *gatewaytest.Script, capability, status string) {
 	case "no_mutations":
 		s.ReturnOutput(out)
 	case "fail":
-		s.Fail("service unavailable")
+		s.Fail("service unavailable for card " + leakCard)
 	case "fail_retryable":
-		s.FailRetryable("service busy")
+		s.FailRetryable("service busy charging " + leakCard)
 	case "fail_with":
 		c, retry, _ := strings.Cut(code, ":")
-		s.FailWith(gateway.NewToolError(c, retry == "retryable", "scripted "+c, nil))
+		s.FailWith(gateway.NewToolError(c, retry == "retryable", "scripted "+c, map[string]any{"card": leakCard}))
 	case "fail_plain":
 		s.FailWith(errors.New("connection reset by peer"))
 	case "panic":
@@ -599,6 +604,18 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 	}
 	if err := h.Decisions.Verify(ctx); err != nil {
 		fail("%s: decision chain: %v", what, err)
+	}
+	// Nothing leaks: the card every adapter returns reaches no surface.
+	surfaces := map[string]any{"result": res, "records": recs, "checkpoint": cp, "transcript": h.Transcript.Entries()}
+	if res.ReplayPacketID != "" {
+		if p, err := h.Replays.Get(ctx, res.ReplayPacketID); err == nil {
+			surfaces["packet"] = p
+		}
+	}
+	for name, v := range surfaces {
+		if b, err := json.Marshal(v); err != nil || bytes.Contains(b, []byte(leakCard)) {
+			fail("%s: the %s holds the card number (or has no JSON form: %v)", what, name, err)
+		}
 	}
 }
 
