@@ -21,7 +21,7 @@ func TestPolicyBudgetReachesTheRun(t *testing.T) {
 	if !errors.Is(err, policy.ErrBudget) {
 		t.Fatalf("Invoke = %v, want policy.ErrBudget", err)
 	}
-	var ee *policy.EvalError
+	var ee *policy.Error
 	if !errors.As(err, &ee) || ee.RuleID == "" {
 		t.Errorf("the error names no rule: %v", err)
 	}

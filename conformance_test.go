@@ -1,6 +1,7 @@
 package contextos_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/contextos/contextos"
@@ -11,7 +12,8 @@ import (
 func TestInMemoryStoresConform(t *testing.T) {
 	contextostest.RunCheckpointStoreTests(t, func(*testing.T) contextos.CheckpointStore { return contextos.NewInMemoryCheckpoints() })
 	contextostest.RunPacketStoreTests(t, func(*testing.T) contextos.PacketStore { return contextos.NewInMemoryPackets() })
-	contextostest.RunMemoryStoreTests(t, func(_ *testing.T, items []compiler.MemoryItem) contextos.MemoryStore {
-		return contextos.NewInMemoryMemory(items...)
+	contextostest.RunMemoryStoreTests(t, func(_ *testing.T, items []compiler.MemoryItem) (contextos.MemoryStore, func(context.Context) ([]contextos.MemoryProposal, error)) {
+		m := contextos.NewInMemoryMemory(items...)
+		return m, func(context.Context) ([]contextos.MemoryProposal, error) { return m.Proposals(), nil }
 	})
 }

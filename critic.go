@@ -9,17 +9,18 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
-// builtinCritic enforces the pack (DESIGN.md "Planner, critic, memory"):
+// builtinCritic enforces the pack:
 // surfaced tools only, approval modes within the safety mode, closed
 // outcome sets, required evidence before commit, budgets and a loop guard.
 type builtinCritic struct{}
 
 // verify judges a plan before it runs.
-func (builtinCritic) verify(in *CriticInput, cp *Checkpoint) Judgement {
+func (builtinCritic) verify(in *CriticInput, cp *checkpointState) Judgement {
 	surfaced := in.Compiled.ContextLedger.Tools
 	for i, s := range in.Plan.Steps {
 		if !slices.Contains(surfaced, s.CapabilityID) {
@@ -30,7 +31,7 @@ func (builtinCritic) verify(in *CriticInput, cp *Checkpoint) Judgement {
 		}
 	}
 	if d := in.Plan.Decision; d != nil {
-		spec, ok := decision.SpecFor(in.Pack, d.DecisionKey)
+		spec, ok := decisionspec.For(in.Pack, d.DecisionKey)
 		switch {
 		case !ok:
 			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: no decision %q in the pack", d.DecisionKey)}
@@ -53,8 +54,34 @@ func (builtinCritic) verify(in *CriticInput, cp *Checkpoint) Judgement {
 	return Judgement{Verdict: VerdictOK}
 }
 
-// score judges a plan's results.
-func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
+// score judges a plan's results against the run's policy result and the
+// facts the run established (runFacts). cont reports a plan that ran its
+// steps and proposed no decision yet (the judgement is a replan with
+// reason reasonContinue): the planner is asked again, which does not
+// count as a replan.
+func (c builtinCritic) score(in *CriticInput, pol *policy.Evaluation, facts *decision.Facts) (j Judgement, cont bool) {
+	if in.Plan.Decision == nil && !c.failed(in) {
+		return Judgement{Verdict: VerdictReplan, Reason: reasonContinue}, true
+	}
+	return c.scoreResults(in, pol, facts), false
+}
+
+// failed reports whether a step of the plan's turn did not succeed.
+func (builtinCritic) failed(in *CriticInput) bool {
+	for _, r := range in.Results {
+		if r.Turn != in.Turn {
+			continue
+		}
+		switch r.Result.Status {
+		case gateway.StatusBlocked, gateway.StatusRejected, gateway.StatusFailed, gateway.StatusError:
+			return true
+		}
+	}
+	return false
+}
+
+// scoreResults is score of a plan with a failed step or a decision.
+func (builtinCritic) scoreResults(in *CriticInput, pol *policy.Evaluation, facts *decision.Facts) Judgement {
 	for _, r := range in.Results {
 		if r.Turn != in.Turn {
 			continue
@@ -72,14 +99,11 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 		}
 	}
 	d := in.Plan.Decision
-	if d == nil {
-		return Judgement{Verdict: VerdictReplan, Reason: reasonContinue}
-	}
-	spec, _ := decision.SpecFor(in.Pack, d.DecisionKey)
-	if decision.IsEscalation(spec, d.Outcome) {
+	spec, _ := decisionspec.For(in.Pack, d.DecisionKey)
+	if decisionspec.IsEscalation(spec, d.Outcome) {
 		return Judgement{Verdict: VerdictEscalate, Reason: "the planner escalated: " + d.Rationale}
 	}
-	if decision.IsRefusal(spec, d.Outcome) {
+	if decisionspec.IsRefusal(spec, d.Outcome) {
 		return Judgement{Verdict: VerdictAccept}
 	}
 	// A write that did not complete (failed, refused, never executed) and
@@ -96,11 +120,15 @@ func (builtinCritic) score(in *CriticInput, pol *policy.Result) Judgement {
 			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("violates_decision_spec: policy rule %s denied %s (%s); only a refusal or escalation outcome is allowed", pd.RuleID, d.DecisionKey, pd.Reason)}
 		}
 	}
-	facts := runFacts(in.Pack, in.Compiled, in.Request, in.Results)
-	for _, name := range spec.RequiredEvidence {
-		if !decision.Satisfied(name, facts) {
-			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("missing_evidence: %s is required before %s can be decided", name, d.DecisionKey)}
+	// Required evidence: the spec's required_evidence and the requires
+	// entries of every policy rule that applied in the run and is bound to
+	// this decision or to none (decision.Unsatisfied).
+	if missing := decision.Unsatisfied(spec, facts); len(missing) > 0 {
+		q := missing[0]
+		if q.RuleID == "" {
+			return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("missing_evidence: %s is required before %s can be decided", q.Name, d.DecisionKey)}
 		}
+		return Judgement{Verdict: VerdictReplan, Reason: fmt.Sprintf("missing_evidence: %s is required by policy rule %s#%s before %s can be decided", q.Name, q.BundleID, q.RuleID, d.DecisionKey)}
 	}
 	return Judgement{Verdict: VerdictAccept}
 }
@@ -160,6 +188,6 @@ func errCode(r *gateway.ToolResultEnvelope) string {
 }
 
 // reasonContinue is the score reason for a plan that ran its steps and
-// proposed no decision yet: the planner is asked again, which does not
-// count as a replan.
+// proposed no decision yet (builtinCritic.score's cont): the words the
+// event and the next plan request carry; the loop decides on cont.
 const reasonContinue = "continue: no decision proposed yet"

@@ -49,6 +49,39 @@
 // which the run's records then state (IdentityOptions). A refused claim
 // ends the call with a *runcontext.ClaimError before any tool call.
 //
+// # Nouns
+//
+// The root's nouns, and the same words elsewhere in the module:
+//
+//   - Result is what Invoke and Resume return: the run's status, its
+//     latest decision record, its tool results and what a pause awaits.
+//     replay.Report is the report of one replay (replay_equal or the
+//     differences).
+//   - Status, in a Result, is the decision record's status
+//     (decision.Status: DECIDED, DEFERRED, REJECTED, ESCALATED,
+//     IN_FLIGHT, CLOSED); a tool result's status is gateway's.
+//   - CriticVerdict (with Judgement, a verdict and its reason) is what a
+//     critic decides about a plan: ok, replan, reject or escalate at
+//     verify; accept, retry, replan or escalate at score.
+//     policy.Verdict is the outcome of a pack's policy rules.
+//   - PlanUsage is one planner turn's model usage (tokens, cost), charged
+//     to the run budget; runcontext.Usage is the budget meter's reading
+//     for the whole run.
+//   - Outcome, in a DecisionProposal, is the decision's outcome from the
+//     decision spec's allowed outcomes ("approved"); gateway.Outcome is an
+//     adapter's answer to one call.
+//
+// # Checkpoints
+//
+// A paused or long-running run is kept in a CheckpointStore as a
+// Checkpoint: the run id, a revision for optimistic concurrency, and Data
+// in an encoding the runtime owns and names with Version. Stores never
+// interpret Data. A runtime reads every version it lists as supported
+// (version 1, the encoding before checkpoints were versioned, and version
+// 2) and refuses another with a *CheckpointVersionError
+// (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
+// compiled under: a resume under others is refused with ErrLedgerMismatch.
+//
 // Tools in other processes are reached through the Tool Contract v1
 // transports of package transport (http, external, webhook-callback) and
 // its grpctransport and mcptransport subpackages; hosts may also implement

@@ -18,10 +18,14 @@ const (
 	EventToolResult EventKind = "tool_result"
 	EventPause      EventKind = "pause"
 	EventDecision   EventKind = "decision"
-	EventProgress   EventKind = "progress"
-	EventHeartbeat  EventKind = "heartbeat"
-	EventError      EventKind = "error"
-	EventResult     EventKind = "result"
+	// EventProgress reports a long_running run's step done (Message).
+	EventProgress EventKind = "progress"
+	// EventHeartbeat reports a long_running run's checkpoint, before each
+	// planner turn and after each step: Record is its IN_FLIGHT record and
+	// Message says until when the run's lease now runs.
+	EventHeartbeat EventKind = "heartbeat"
+	EventError     EventKind = "error"
+	EventResult    EventKind = "result"
 )
 
 // Event is one typed stream event; the field matching Kind is set.
@@ -37,7 +41,10 @@ type Event struct {
 	Pause    *gateway.ApprovalRequest    `json:"pause,omitempty"`
 	Record   *decision.Record            `json:"record,omitempty"`
 	Message  string                      `json:"message,omitempty"`
-	Final    *Result                     `json:"final,omitempty"`
+	// Progress is a tool's progress report, on a progress event of a call
+	// in flight (the other progress events report finished steps).
+	Progress *gateway.Progress `json:"progress,omitempty"`
+	Final    *Result           `json:"final,omitempty"`
 }
 
 // CompiledSummary is what the compiled event reports.

@@ -5,12 +5,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"os"
+	"log"
 	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -24,12 +25,23 @@ func Example() {
 	seed := make([]byte, ed25519.SeedSize)
 	key := ed25519.NewKeyFromSeed(seed)
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
-	doc, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
-	p, _ := pack.DecodeAndValidate(doc)
-	signed, _ := pack.Sign(p, kid, key)
-	registry := pack.NewMemoryRegistry()
-	entry, _ := registry.Put(ctx, signed)
-	registry.SetState(ctx, entry.Ref, pack.StatePublished, "release")
+	doc := fixture.SupportPack()
+	p, err := pack.DecodeAndValidate(doc, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	signed, err := pack.Sign(p, kid, key, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	registry := pack.NewMemoryRegistry(nil)
+	entry, err := registry.Put(ctx, signed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := registry.SetState(ctx, entry.Ref, pack.StatePublished, "release"); err != nil {
+		log.Fatal(err)
+	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
 	// The identity service's key, a trust root of its own.
 	idSeed := make([]byte, ed25519.SeedSize)
@@ -59,7 +71,7 @@ func Example() {
 		})
 	}
 	var evidence compiler.StaticEvidence
-	b, _ := os.ReadFile("testdata/evidence.support.json")
+	b := fixture.Evidence()
 	json.Unmarshal(b, &evidence)
 
 	rt, err := contextos.New(planner, registry, keys, &contextos.Options{
@@ -78,11 +90,17 @@ func Example() {
 		return
 	}
 
-	b, _ = os.ReadFile("testdata/invoke.support-refund.json")
-	req, _ := runcontext.DecodeInvokeRequest(b)
+	b = fixture.Invoke()
+	req, err := runcontext.DecodeInvokeRequest(b)
+	if err != nil {
+		log.Fatal(err)
+	}
 	req.Input.Context["refund_amount"] = 1200
-	b, _ = os.ReadFile("testdata/run-context.support.json")
-	rc, _ := runcontext.DecodeRunContext(b)
+	b = fixture.RunContext()
+	rc, err := runcontext.DecodeRunContext(b)
+	if err != nil {
+		log.Fatal(err)
+	}
 	// The pack allows destructive work (the refund), so the run carries a
 	// signed, short-lived identity claim for this run (an identity service
 	// issues it; it is signed here for the example).

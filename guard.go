@@ -132,3 +132,15 @@ func (p *pins) pinned() ([]compiler.EvidenceItem, []compiler.MemoryItem) {
 	defer p.mu.Unlock()
 	return slices.Clone(p.evidence), slices.Clone(p.memory)
 }
+
+// recordedMemory stands in for a run's memory store in a replay: it
+// recalls the items the run's recall returned, as pinned (any that is not
+// promoted included: the compiler omits it again, as it did), and
+// discards proposals.
+type recordedMemory []compiler.MemoryItem
+
+func (m recordedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) ([]compiler.MemoryItem, error) {
+	return compiler.StaticMemory(m).Recall(ctx, q)
+}
+
+func (recordedMemory) Propose(ctx context.Context, _ []MemoryProposal) error { return ctx.Err() }

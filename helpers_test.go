@@ -1,24 +1,20 @@
 package contextos_test
 
 import (
+	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/runcontext"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixture.Read(t, name)
 }
 
 // refundRequest is the canonical invocation with the amount and identity
@@ -52,7 +48,7 @@ func lookupPlan() *contextos.Plan {
 	return &contextos.Plan{Steps: []contextos.Step{
 		{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}},
 		{CapabilityID: "adp_policy.eval", Args: map[string]any{"order_id": "ord_881"}},
-	}, Usage: contextos.Usage{Tokens: 900, CostCents: 0.4}}
+	}, Usage: contextos.PlanUsage{Tokens: 900, CostCents: 0.4}}
 }
 
 // refundPlan issues the refund and proposes the approved decision.
@@ -64,7 +60,7 @@ func refundPlan(amount int) *contextos.Plan {
 			Rationale:  "Order delivered, within the refund window, identity verified.",
 			Confidence: 0.95, SubjectIDs: []string{"customer:cus_77", "order:ord_881"},
 			EvidenceRefs: []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930"}},
-		Usage: contextos.Usage{Tokens: 700, CostCents: 0.3},
+		Usage: contextos.PlanUsage{Tokens: 700, CostCents: 0.3},
 	}
 }
 
@@ -115,4 +111,38 @@ func bareHarness(t testing.TB, planner contextos.Planner, opts *contextostest.Op
 		o.Scopes = map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}
 	}
 	return contextostest.New(t, planner, [][]byte{readTestdata(t, "ctxpack.support-1.0.0.json")}, &o)
+}
+
+// loadState loads and decodes a run's checkpoint from s.
+func loadState(ctx context.Context, s contextos.CheckpointStore, runID string) (*contextos.CheckpointState, error) {
+	c, err := s.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return contextos.DecodeCheckpoint(c)
+}
+
+// saveState encodes st and saves it over the revision it was loaded at.
+func saveState(ctx context.Context, s contextos.CheckpointStore, st *contextos.CheckpointState) error {
+	c, err := contextos.EncodeCheckpoint(st)
+	if err != nil {
+		return err
+	}
+	return s.Save(ctx, c)
+}
+
+// rawMemory is a memory store that recalls every item it was seeded with,
+// promoted or not, as a store may: the compiler omits what is not
+// promoted (a ledger omission), which the tests and the replay corpus pin.
+type rawMemory struct {
+	*contextos.InMemoryMemory
+	items compiler.StaticMemory
+}
+
+func newRawMemory(items ...compiler.MemoryItem) rawMemory {
+	return rawMemory{InMemoryMemory: contextos.NewInMemoryMemory(), items: items}
+}
+
+func (m rawMemory) Recall(ctx context.Context, q compiler.MemoryQuery) ([]compiler.MemoryItem, error) {
+	return m.items.Recall(ctx, q)
 }

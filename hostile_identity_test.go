@@ -25,13 +25,13 @@ var (
 	idKeys = runcontext.NewStaticKeys(map[string]ed25519.PublicKey{idKid: idKey.Public().(ed25519.PublicKey)})
 )
 
-// signedClaim is a valid claim for rc at contextostest.FixedTime, after
+// signedClaim is a valid claim for rc at contextostest.FixedTime(), after
 // mutate (applied before signing).
 func signedClaim(t testing.TB, rc *runcontext.RunContext, mutate func(c *runcontext.IdentityClaim)) *runcontext.IdentityClaim {
 	t.Helper()
 	c := &runcontext.IdentityClaim{Iss: "https://id.example", Sub: rc.Agent.AgentURN, RunID: rc.RunID, SessionID: rc.SessionID,
 		TenantID: rc.TenantID, PrincipalChain: rc.PrincipalChain(), Scopes: []string{"tools:read", "tools:write"},
-		Nbf: contextostest.FixedTime.Add(-time.Minute).Unix(), Exp: contextostest.FixedTime.Add(5 * time.Minute).Unix()}
+		Nbf: contextostest.FixedTime().Add(-time.Minute).Unix(), Exp: contextostest.FixedTime().Add(5 * time.Minute).Unix()}
 	if mutate != nil {
 		mutate(c)
 	}
@@ -66,7 +66,7 @@ func assertNothingRan(t *testing.T, h *contextostest.Harness, runID string) {
 	if recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: runID}); len(recs) != 0 {
 		t.Errorf("a refused run stored %d records", len(recs))
 	}
-	if cp, err := h.Checkpoints.Load(context.Background(), runID); err == nil && (cp.Active || cp.Terminal || cp.Pending != nil || len(cp.Results) > 0) {
+	if cp, err := loadState(context.Background(), h.Checkpoints, runID); err == nil && (cp.Active || cp.Terminal || cp.Pending != nil || len(cp.Results) > 0) {
 		t.Errorf("a refused run left a live checkpoint: %+v", cp)
 	}
 }
@@ -84,10 +84,10 @@ func TestHostileIdentity(t *testing.T) {
 		field  string
 	}{
 		{"expired claim", func(t *testing.T, rc *runcontext.RunContext) *runcontext.IdentityClaim {
-			return signedClaim(t, rc, func(c *runcontext.IdentityClaim) { c.Exp = contextostest.FixedTime.Unix() })
+			return signedClaim(t, rc, func(c *runcontext.IdentityClaim) { c.Exp = contextostest.FixedTime().Unix() })
 		}, false, nil, "exp"},
 		{"claim not valid before a future nbf", func(t *testing.T, rc *runcontext.RunContext) *runcontext.IdentityClaim {
-			return signedClaim(t, rc, func(c *runcontext.IdentityClaim) { c.Nbf = contextostest.FixedTime.Add(time.Minute).Unix() })
+			return signedClaim(t, rc, func(c *runcontext.IdentityClaim) { c.Nbf = contextostest.FixedTime().Add(time.Minute).Unix() })
 		}, false, nil, "nbf"},
 		{"claim for another agent", func(t *testing.T, rc *runcontext.RunContext) *runcontext.IdentityClaim {
 			return signedClaim(t, rc, func(c *runcontext.IdentityClaim) { c.Sub = "agent:contextos/payments-admin@1.0.0" })
@@ -200,7 +200,7 @@ func TestIdentityOptOutIsRecorded(t *testing.T) {
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
 	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
-	done := h.Approve(paused, "user_finance_lead_77", "finance_lead")
+	done := h.Approve(paused, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 	contextostest.AssertStatus(t, done, decision.Decided)
 	recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: done.RunID})
 	for _, r := range recs {
@@ -225,7 +225,7 @@ func TestIdentityOptOutIsRecorded(t *testing.T) {
 // that expired while the run waited for its approval does not carry the
 // run on, and the paused refund stays unissued and resumable.
 func TestHostileResumeWithExpiredClaim(t *testing.T) {
-	now := contextostest.FixedTime
+	now := contextostest.FixedTime()
 	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{
 		Runtime: contextos.Options{Identity: contextos.IdentityOptions{Keys: idKeys}}, Now: func() time.Time { return now }})
 	scriptDefaults(h, "")
@@ -237,14 +237,14 @@ func TestHostileResumeWithExpiredClaim(t *testing.T) {
 		t.Errorf("deferred record identity = %+v", paused.Record.AgentIdentity)
 	}
 	now = now.Add(10 * time.Minute) // past exp
-	approval := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", now)
+	approval := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, now)
 	_, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
 	var ce *runcontext.ClaimError
 	if !errors.As(err, &ce) || ce.Field != "exp" {
 		t.Fatalf("Resume = %v; want an expired-claim error", err)
 	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
-	cp, err := h.Checkpoints.Load(context.Background(), paused.RunID)
+	cp, err := loadState(context.Background(), h.Checkpoints, paused.RunID)
 	if err != nil || cp.Pending == nil || cp.Active {
 		t.Errorf("the paused run is no longer paused: %+v, %v", cp, err)
 	}

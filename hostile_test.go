@@ -41,7 +41,7 @@ func leakyRun(t *testing.T) (*leakHarness, *contextos.Result, *replay.Packet) {
 }
 
 // lookupOutcome is the packet's recorded order lookup outcome.
-func lookupOutcome(t *testing.T, p *replay.Packet) *replay.Outcome {
+func lookupOutcome(t *testing.T, p *replay.Packet) *replay.AdapterOutcome {
 	t.Helper()
 	for i := range p.Outcomes {
 		if p.Outcomes[i].CapabilityID == "adp_orders.lookup" && p.Outcomes[i].Outcome != nil {
@@ -54,7 +54,7 @@ func lookupOutcome(t *testing.T, p *replay.Packet) *replay.Outcome {
 
 // replayed replays p and fails the test on an error, or when the result
 // or the logs (at debug) hold a leak or more than limit bytes.
-func replayed(t *testing.T, lh *leakHarness, p *replay.Packet) *replay.Result {
+func replayed(t *testing.T, lh *leakHarness, p *replay.Packet) *replay.Report {
 	t.Helper()
 	out, err := lh.Runtime.Replay(context.Background(), p)
 	if err != nil {
@@ -222,7 +222,7 @@ func TestHostileRecording(t *testing.T) {
 			if err != nil || res.Status != decision.Escalated {
 				t.Fatalf("Invoke = %+v, %v; want ESCALATED", res, err)
 			}
-			cp, err := lh.Checkpoints.Load(ctx, res.RunID)
+			cp, err := loadState(ctx, lh.Checkpoints, res.RunID)
 			if err != nil || cp.Stopped == "" {
 				t.Fatalf("checkpoint = %+v, %v; want a stopped one", cp, err)
 			}

@@ -85,7 +85,7 @@ func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) error {
 	if !r.rt.opts.Identity.AllowUnclaimed && !r.rt.isReplay {
 		r.rt.opts.Logger.Warn("identity claim required", "run_id", r.rc.RunID, "tenant_id", r.rc.TenantID, "approval_mode", string(mode))
 		return fmt.Errorf("contextos: run %s may do %s work and carries no identity claim (Options.Identity.AllowUnclaimed waives it): %w",
-			r.rc.RunID, mode, &runcontext.ClaimError{Field: "identity_claim", Reason: runcontext.ClaimReasonMissing})
+			r.rc.RunID, mode, &runcontext.ClaimError{Field: "identity_claim", Reason: "missing"})
 	}
 	r.identity = decision.ClaimWaived
 	return nil

@@ -140,7 +140,7 @@ func (lh *leakHarness) surfaces(t *testing.T, res *contextos.Result) map[string]
 		}
 		s["packet"] = p
 	}
-	if cp, err := lh.Checkpoints.Load(ctx, res.RunID); err == nil {
+	if cp, err := loadState(ctx, lh.Checkpoints, res.RunID); err == nil {
 		s["checkpoint"] = cp
 	}
 	var spans []string
@@ -176,7 +176,7 @@ func TestNoRawAdapterValueReachesAnySurface(t *testing.T) {
 			res := lh.Invoke(req, rc)
 			if amount > 3000 {
 				contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
-				cp, err := lh.Checkpoints.Load(context.Background(), res.RunID)
+				cp, err := loadState(context.Background(), lh.Checkpoints, res.RunID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -184,7 +184,7 @@ func TestNoRawAdapterValueReachesAnySurface(t *testing.T) {
 					t.Fatal("the paused run's checkpoint holds no adapter outcomes")
 				}
 				assertNoLeak(t, map[string]any{"paused checkpoint": cp, "paused result": res})
-				res = lh.Approve(res, "user_finance_lead_77", "finance_lead")
+				res = lh.Approve(res, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 			}
 			contextostest.AssertStatus(t, res, decision.Decided)
 			assertNoLeak(t, lh.surfaces(t, res))

@@ -19,7 +19,9 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
@@ -60,8 +62,20 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		if why := r.interrupted(ctx); why != "" {
 			return r.hardStop(ctx, why)
 		}
-		if err := r.meter.CheckWallClock(r.clock.Now()); err != nil {
+		now := r.clock.Now()
+		if err := r.meter.CheckWallClock(now); err != nil {
 			return r.hardStop(ctx, err.Error())
+		}
+		if r.long {
+			// A long_running run past its session stops before it plans
+			// or calls anything more; otherwise it checkpoints (and
+			// heartbeats) before each planner turn.
+			if why := r.sessionOver(now); why != "" {
+				return r.hardStop(ctx, why)
+			}
+			if err := r.checkpoint(ctx, now, ""); err != nil {
+				return nil, err
+			}
 		}
 		plan := cp.Plan
 		if plan == nil || cp.StepIndex == 0 && resume == nil {
@@ -78,7 +92,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			if why := r.charge(plan.Usage); why != "" {
 				return r.hardStop(ctx, why)
 			}
-			j, err := r.judge(ctx, true, plan)
+			j, _, err := r.judge(ctx, true, plan)
 			if err != nil {
 				// The plan was not verified: a resume plans again.
 				return r.hardStop(ctx, err.Error())
@@ -107,7 +121,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			i := cp.StepIndex
 			step := plan.Steps[i]
 			call := gateway.CallRequest{CapabilityID: step.CapabilityID, Args: step.Args, EvidenceRefs: step.EvidenceRefs, IdempotencyKey: step.IdempotencyKey,
-				Step: cp.planTurn()*1000 + i, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
+				Step: gateway.StepID{Turn: cp.planTurn(), Index: i}, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
 			r.event(Event{Kind: EventToolCall, Step: &step})
 			if len(approvals) > 0 {
 				call.Approval = &approvals[0]
@@ -117,12 +131,18 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			if why := r.interrupted(ctx); why != "" {
 				return r.hardStop(ctx, why)
 			}
-			res, err := r.gwRun.Call(ctx, call)
+			// No tool call starts once a long_running session is over.
+			if r.long {
+				if why := r.sessionOver(r.clock.Now()); why != "" {
+					return r.hardStop(ctx, why)
+				}
+			}
+			res, err := r.gwRun.Call(r.withProgress(ctx), call)
 			if err != nil {
 				// The call may have run: its result joins the run's, and
 				// the run stops with a record and a resumable checkpoint.
 				if res != nil && res.Status != gateway.StatusPaused {
-					cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res})
+					cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res, PolicyDecisions: r.gwRun.CallDecisions(res.ToolCallID)})
 					cp.StepIndex++
 				}
 				return r.hardStop(ctx, r.gatewayFailure(step.CapabilityID, err))
@@ -137,36 +157,27 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return r.hardStop(ctx, fmt.Sprintf("budget_exceeded: %s (%s)", dim, res.Error.Message))
 			}
 			approvals = nil
-			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res})
+			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res, PolicyDecisions: r.gwRun.CallDecisions(res.ToolCallID)})
 			cp.StepIndex++
 			if err := r.meter.Exceeded(); err != nil {
 				// The call ran and cost more than was left.
 				return r.hardStop(ctx, "budget_exceeded: "+err.Error())
 			}
 			if r.long {
-				sctx, cancel := detached(ctx)
-				err := r.rt.opts.Checkpoints.Save(sctx, cp)
-				cancel()
-				if err != nil {
-					return nil, fmt.Errorf("contextos: checkpoint: %w", err)
+				if err := r.checkpoint(ctx, r.clock.Now(), fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))); err != nil {
+					return nil, err
 				}
-				r.event(Event{Kind: EventProgress, Message: fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))})
-				r.event(Event{Kind: EventHeartbeat})
 			}
 			// A caller that went away stops the run after the step that
 			// ran (resumable), not after the rest of the plan.
 			if why := r.interrupted(ctx); why != "" {
 				return r.hardStop(ctx, why)
 			}
-			if fired := r.guardrailFired(res); fired != "" {
-				status := decision.Escalated
-				if strings.HasPrefix(fired, "must_refuse") {
-					status = decision.Rejected
-				}
+			if fired, status := r.guardrailFired(res); fired != "" {
 				return r.finish(ctx, status, nil, fired)
 			}
 		}
-		j, err := r.judge(ctx, false, plan)
+		j, cont, err := r.judge(ctx, false, plan)
 		if err != nil {
 			return r.hardStop(ctx, err.Error())
 		}
@@ -194,7 +205,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		case VerdictReject:
 			return r.finish(ctx, decision.Rejected, plan.Decision, j.Reason)
 		case VerdictRetry, VerdictReplan:
-			if j.Reason == reasonContinue {
+			if cont {
 				reason = j.Reason
 			} else if !replan(j.Reason) {
 				return r.finish(ctx, decision.Escalated, nil, fmt.Sprintf("replans exhausted (%d): %s", maxReplans, j.Reason))
@@ -236,7 +247,7 @@ func finitePlan(p *Plan) bool {
 
 // charge charges a planner turn's (valid) usage to the run budget: it was
 // spent, so all of it is charged, and the run stops when it is over.
-func (r *run) charge(u Usage) string {
+func (r *run) charge(u PlanUsage) string {
 	errT, errC := r.meter.ChargeIncurredTokens(u.Tokens), r.meter.ChargeIncurredCost(u.CostCents)
 	for _, err := range []error{errT, errC} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
@@ -267,7 +278,7 @@ func (r *run) gatewayFailure(capability string, err error) string {
 func problemList(probs []decision.Problem) string {
 	parts := make([]string, len(probs))
 	for i, p := range probs {
-		parts[i] = p.Code + " at " + p.Path + ": " + p.Message
+		parts[i] = string(p.Code) + " at " + p.Path + ": " + p.Message
 	}
 	return strings.Join(parts, "; ")
 }
@@ -279,7 +290,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer span.End()
 	timeout := time.Duration(r.rc.RunBudget.PlanTimeoutMS) * time.Millisecond
 	if timeout <= 0 {
-		timeout = time.Duration(runcontext.DefaultPlanTimeoutMS) * time.Millisecond
+		timeout = time.Duration(runcontext.DefaultRunBudget().PlanTimeoutMS) * time.Millisecond
 	}
 	if left := r.meter.Remaining(r.clock.Now()); left < timeout {
 		timeout = left
@@ -365,7 +376,11 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 
 // judge runs the built-in critic, then the host critic, which can only make
 // the verdict stricter.
-func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, error) {
+//
+// cont reports the built-in critic's judgement that the plan ran its
+// steps and proposed no decision yet, kept (no stricter host verdict):
+// the planner is asked again without counting a replan.
+func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, cont bool, err error) {
 	name := "score"
 	if verify {
 		name = "verify"
@@ -373,11 +388,10 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
 	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
-	var j Judgement
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
-		j = r.rt.builtin.score(in, r.gwRun.Policy())
+		j, cont = r.rt.builtin.score(in, r.gwRun.Policy(), r.facts())
 	}
 	if c := r.rt.opts.Critic; c != nil {
 		hj, err := r.hostCritic(ctx, c, verify, in)
@@ -385,17 +399,17 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (Judgement, er
 			// The critic's own words go to the log, not the record.
 			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())
 			if errors.Is(err, ErrPanic) {
-				return Judgement{}, errors.New("critic_failed: the host critic panicked")
+				return Judgement{}, false, errors.New("critic_failed: the host critic panicked")
 			}
-			return Judgement{}, errors.New("critic_failed: the host critic returned an error")
+			return Judgement{}, false, errors.New("critic_failed: the host critic returned an error")
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
-			j = hj
+			j, cont = hj, false
 		}
 	}
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
 	r.event(Event{Kind: EventVerdict, Verdict: &j})
-	return j, nil
+	return j, cont, nil
 }
 
 // hostCritic asks the host critic, turning a panic into a *PanicError.
@@ -442,20 +456,22 @@ func (r *run) interrupted(ctx context.Context) string {
 	return ""
 }
 
-// guardrailFired reports a tool result that raises a guardrail label.
-func (r *run) guardrailFired(res *gateway.ToolResultEnvelope) string {
+// guardrailFired reports a tool result that raises a guardrail label: why
+// (the record's reason) and the status it ends the run with, REJECTED for
+// a must_refuse label and ESCALATED for a must_escalate one; "" if none.
+func (r *run) guardrailFired(res *gateway.ToolResultEnvelope) (why string, status decision.Status) {
 	g := r.prepared.Pack().PolicyLayer.Guardrails
 	for _, l := range slices.Concat(res.RiskTags, res.Metadata.Signals) {
 		if slices.Contains(g.MustRefuse, l) {
-			return "must_refuse guardrail " + l + " raised by " + res.CapabilityID
+			return "must_refuse guardrail " + l + " raised by " + res.CapabilityID, decision.Rejected
 		}
 	}
 	for _, l := range slices.Concat(res.RiskTags, res.Metadata.Signals) {
 		if slices.Contains(g.MustEscalate, l) {
-			return "must_escalate guardrail " + l + " raised by " + res.CapabilityID
+			return "must_escalate guardrail " + l + " raised by " + res.CapabilityID, decision.Escalated
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // consolidate filters the plan's memory proposals by the pack's write
@@ -505,13 +521,16 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		return r.hardStop(ctx, "paused on "+res.CapabilityID+" without an approval request; external-dependency pauses are not supported")
 	}
 	cp.Pending, cp.Active = res.Approval, false
-	r.snapshotInto(cp)
+	// The record reads the clock before the snapshot, so the packet keeps
+	// that reading (a replay serves it to the same record).
 	rec, err := r.record(ctx, decision.Deferred, nil, "awaiting approval on "+res.Approval.GateID)
 	if err != nil {
 		return nil, err
 	}
+	r.snapshotInto(cp)
 	cp.Deferred = rec.RecordID
-	if err := r.rt.opts.Checkpoints.Save(ctx, cp); err != nil {
+	cp.Open = append(cp.Open, rec.RecordID)
+	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint before pause: %w", err)
 	}
 	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
@@ -519,7 +538,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	cp.Seq++
-	if err := r.rt.opts.Checkpoints.Save(ctx, cp); err != nil {
+	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	r.event(Event{Kind: EventPause, Pause: res.Approval})
@@ -529,15 +548,15 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 
 // snapshotInto saves what a resume on another runtime needs: usage, the
 // transcript chain, and the replay inputs recorded so far.
-func (r *run) snapshotInto(cp *Checkpoint) {
+func (r *run) snapshotInto(cp *checkpointState) {
 	u := r.meter.Usage()
-	cp.Usage = Usage{Tokens: u.Tokens, CostCents: u.CostCents}
+	cp.Usage = PlanUsage{Tokens: u.Tokens, CostCents: u.CostCents}
 	cp.MeterUsage = u
 	cp.Chain = r.gwRun.ChainState()
 	cp.Outcomes = append(cp.Outcomes, r.rt.recorder.Outcomes(r.rc.RunID)...)
 	r.rt.recorder.Forget(r.rc.RunID)
 	cp.Clock = append(cp.Clock, r.clock.Readings()...)
-	r.clock = replay.RecordingClockFrom(r.clock)
+	r.clock = playback.RecordingClockFrom(r.clock)
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint.
@@ -546,7 +565,7 @@ func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
 	r.snapshotInto(r.cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	if err := r.rt.opts.Checkpoints.Save(sctx, r.cp); err != nil {
+	if err := r.rt.saveCheckpoint(sctx, r.cp); err != nil {
 		// The record is still written: what ran is never left without one.
 		r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "error", err.Error())
 	}
@@ -576,36 +595,43 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
+	if err := r.nameReplayPacket(rec); err != nil {
+		return nil, err
+	}
 	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
 	if err != nil {
 		// No record: the run stays resumable (a resume plans again and
 		// ends with its record), never claimed forever.
 		r.cp.Stopped, r.cp.Active = "record_not_stored: the decision store failed", false
 		r.snapshotInto(r.cp)
-		if serr := r.rt.opts.Checkpoints.Save(ctx, r.cp); serr != nil {
+		if serr := r.rt.saveCheckpoint(ctx, r.cp); serr != nil {
 			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "error", serr.Error())
 		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	r.cp.Seq++
-	if r.cp.Deferred != "" {
+	// Every IN_FLIGHT, DEFERRED (and earlier hard stop's ESCALATED) record
+	// of the run is closed, in order, by a CLOSED record naming it.
+	for _, open := range r.cp.openRecords() {
 		closed := *rec
-		closed.Status, closed.Closes = decision.Closed, r.cp.Deferred
-		closed.RecordID, _ = decision.NewRecordID(r.rc.RunID, rec.DecisionKey, decision.Closed, r.cp.Seq)
+		closed.Status, closed.Closes = decision.Closed, open
+		closed.SetReplayPacketID("") // the run's packet pins rec, not this copy
+		closed.RecordID, _ = decisionspec.RecordID(r.rc.RunID, rec.DecisionKey, string(decision.Closed), r.cp.Seq)
 		if _, err := r.rt.opts.Decisions.Append(ctx, &closed); err != nil {
 			return nil, fmt.Errorf("contextos: store closing record: %w", err)
 		}
 		r.cp.Seq++
 	}
+	r.cp.Open, r.cp.Deferred = nil, ""
 	// A hard-stopped run stays resumable; its ESCALATED record is closed
 	// by the record its resume ends with.
 	r.snapshotInto(r.cp)
 	r.cp.Terminal, r.cp.Active = r.cp.Stopped == "", false
 	if !r.cp.Terminal {
-		r.cp.Deferred = stored.RecordID
+		r.cp.Deferred, r.cp.Open = stored.RecordID, []string{stored.RecordID}
 	}
 	defer r.rt.recorder.Forget(r.rc.RunID)
-	if err := r.rt.opts.Checkpoints.Save(ctx, r.cp); err != nil {
+	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
@@ -666,7 +692,7 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 	facts := r.facts()
 	key := ""
 	if prop != nil {
-		if _, ok := decision.SpecFor(facts.Pack, prop.DecisionKey); !ok {
+		if _, ok := decisionspec.For(facts.Pack, prop.DecisionKey); !ok {
 			// A proposal for a decision the pack does not have (a host
 			// critic may end the run on one) is named, not recorded.
 			why = strings.TrimSpace(fmt.Sprintf("%s (the plan proposed decision %.80q, which is not in the pack)", why, prop.DecisionKey))
@@ -712,13 +738,17 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 	u := r.meter.Usage()
 	in.Budget = decision.BudgetUsage{Tokens: u.Tokens, ToolCalls: u.ToolCalls, CostUSDCents: u.CostCents, WallClockMS: u.WallClockMS}
 	in.Lineage = decision.Lineage{PackVersion: r.inputs[0].Ref.String(), PackContentHash: r.inputs[0].ContentHash,
-		SnapshotVersion: r.rt.opts.KnowledgeSnapshot, CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainHash()}
+		SnapshotVersion: r.rt.opts.KnowledgeSnapshot, CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainState().Hash,
+		DataClassification: string(r.cc.ContextLedger.DataClassification)}
+	in.LedgerHash = r.cc.ContextLedger.LedgerHash
 	return decision.Build(in)
 }
 
 // policyDecisions are the record's policy decisions: the run's rule
-// decisions, then every other decision a tool call was bound to (the run's
-// evaluation, or a call's own), which covers the same rules.
+// decisions, then every other decision a tool call was bound to. A call
+// bound to the run's evaluation lists the run's rules; a call with its own
+// evaluation (the policy reads tool data) lists the rules that applied to
+// that call, or the one rule whose decision it is bound to.
 func (r *run) policyDecisions() []decision.PolicyDecisionRef {
 	ledger := r.cc.ContextLedger.PolicyResults
 	out := make([]decision.PolicyDecisionRef, 0, len(ledger))
@@ -734,7 +764,29 @@ func (r *run) policyDecisions() []decision.PolicyDecisionRef {
 		if id == nil || slices.ContainsFunc(out, func(p decision.PolicyDecisionRef) bool { return p.PolicyDecisionID == *id }) {
 			continue
 		}
-		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: *id, RuleIDs: slices.Clone(rules)})
+		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: *id, RuleIDs: callRules(s, *id, rules)})
+	}
+	return out
+}
+
+// callRules are the rule ids of the decision a call's result is bound to
+// (id): the one rule when id is a decision of the call's own evaluation,
+// else every rule of that evaluation, or the run's rules when the call has
+// no evaluation of its own.
+func callRules(s StepResult, id string, runRules []string) []string {
+	if len(s.PolicyDecisions) == 0 {
+		return slices.Clone(runRules)
+	}
+	for _, d := range s.PolicyDecisions {
+		if d.PolicyDecisionID == id {
+			return []string{d.RuleID}
+		}
+	}
+	out := make([]string, 0, len(s.PolicyDecisions))
+	for _, d := range s.PolicyDecisions {
+		if !slices.Contains(out, d.RuleID) {
+			out = append(out, d.RuleID)
+		}
 	}
 	return out
 }
@@ -749,19 +801,56 @@ func (r *run) primaryDecision() string {
 	return r.prepared.Pack().DecisionLayer.DecisionSpecs[0].DecisionKey
 }
 
-// facts are what the run established, for the decision record.
+// facts are what the run established, for the decision record and the
+// built-in critic.
 func (r *run) facts() *decision.Facts {
-	return runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results)
+	var fetched []compiler.EvidenceItem
+	if r.pins != nil {
+		fetched, _ = r.pins.pinned()
+	}
+	return runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
 }
 
-// runFacts are what a run established: the admitted evidence, the
-// succeeded tool results, the policy outcomes and attachments, the active
-// gates and controls. The record is validated against them, and the
-// critic checks required evidence with them.
-func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult) *decision.Facts {
+// runFacts are what a run established: the admitted evidence with its
+// kind, the succeeded tool results, the policy outcomes (with the rules
+// that applied and what they require) and attachments, the active gates
+// and controls. The record is validated against them, and the critic
+// checks required evidence with them.
+//
+// The compiled evidence manifest carries each admitted item's ref, not its
+// kind (the manifest is hashed into compiled_context_hash, so its shape
+// stays), so the kind is taken from the items the run's evidence source
+// returned to the compile (fetched, what a replay packet pins): the
+// compiler admits only the first item of a ref, so that item is the
+// admitted one when its source and hash agree with the manifest entry.
+// An entry no fetched item agrees with keeps the kind "", which satisfies
+// no name (fail closed).
+func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem) *decision.Facts {
 	f := &decision.Facts{Pack: p, Admitted: map[string]string{}, RequestContext: req.Input.Context, ActiveGates: map[string]string{}, PolicyEvaluated: true}
 	for _, e := range cc.Manifests.EvidenceManifest {
-		f.Admitted[e.EvidenceRef] = ""
+		f.Admitted[e.EvidenceRef] = admittedKind(e, fetched)
+	}
+	// The rules that applied: the run's evaluation's, then each call's
+	// own (a rule that reads tool data applies per call, whatever the
+	// call's status; the same rule taking the same branch counts once).
+	addRule := func(d policy.Decision) {
+		if len(d.Requires) == 0 {
+			return
+		}
+		a := decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: slices.Clone(d.Requires)}
+		if !slices.ContainsFunc(f.AppliedRules, func(b decision.AppliedRule) bool {
+			return b.BundleID == a.BundleID && b.RuleID == a.RuleID && b.DecisionBinding == a.DecisionBinding && slices.Equal(b.Requires, a.Requires)
+		}) {
+			f.AppliedRules = append(f.AppliedRules, a)
+		}
+	}
+	for _, d := range cc.ContextLedger.PolicyResults {
+		addRule(d)
+	}
+	for _, s := range results {
+		for _, d := range s.PolicyDecisions {
+			addRule(d)
+		}
 	}
 	for _, s := range results {
 		if s.Result.Status.Succeeded() {
@@ -773,6 +862,13 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	}
 	for _, d := range cc.ContextLedger.PolicyResults {
 		f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
+	}
+	for _, s := range results {
+		for _, d := range s.PolicyDecisions {
+			if ref := "policy:" + d.BundleID + "#" + d.RuleID; !slices.Contains(f.PolicyRefs, ref) {
+				f.PolicyRefs = append(f.PolicyRefs, ref)
+			}
+		}
 	}
 	for _, a := range req.Attachments {
 		f.Artifacts = append(f.Artifacts, "artifact:"+a.ArtifactID+"#"+strings.TrimPrefix(a.SHA256, "sha256:"))
@@ -787,9 +883,21 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	return f
 }
 
+// admittedKind is the kind of the fetched item the compiler admitted as
+// manifest entry e: the first fetched item with e's ref (the compiler
+// drops later ones as duplicates), when its source and hash are e's; else
+// "".
+func admittedKind(e compiler.EvidenceManifestEntry, fetched []compiler.EvidenceItem) string {
+	i := slices.IndexFunc(fetched, func(it compiler.EvidenceItem) bool { return it.EvidenceRef == e.EvidenceRef })
+	if i < 0 || fetched[i].SourceID != e.SourceID || fetched[i].Hash != e.Hash {
+		return ""
+	}
+	return fetched[i].Kind
+}
+
 // packet captures the run for replay.
 func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Packet, error) {
-	id, err := canon.ID(canon.PrefixReplay, r.rc.RunID, rec.RecordID, string(kind))
+	id, err := playback.PacketID(r.rc.RunID, rec.RecordID, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -806,17 +914,14 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		return nil, err
 	}
 	ih := canon.DigestBytes(invoke)
-	content := *rec
-	content.PrevRecordHash, content.RecordHash = "", ""
-	rh, err := decision.Hash(&content)
+	rh, recJSON, err := pinnedRecord(rec)
 	if err != nil {
 		return nil, err
 	}
-	recJSON, _ := json.Marshal(&content)
 	p := &replay.Packet{
 		ReplayPacketID: id, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID, SourceKind: kind, SourceRef: rec.RecordID,
 		ContextPackRef: r.inputs[0].Ref.String(), RunContextRef: r.rc.RunID, KnowledgeSnapshotRef: r.rt.opts.KnowledgeSnapshot,
-		CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainHash(), SideEffectPolicy: replay.TranscriptOnly,
+		CompiledContextHash: r.cc.Hash(), ToolTranscriptChainHash: r.gwRun.ChainState().Hash, SideEffectPolicy: replay.TranscriptOnly,
 		Expected:     replay.Expected{Status: string(rec.Status), DecisionRecordHash: rh},
 		LatestResult: &replay.LatestResult{Status: replay.NotRun},
 		PackHashes:   map[string]string{}, Invoke: invoke, InvokeHash: ih, RunContext: rcJSON,
@@ -832,13 +937,12 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		p.PlannerOutput = append(p.PlannerOutput, b)
 	}
 	p.Evidence, p.Memory = r.pins.pinned()
+	if p.Ledger, err = pinLedger(r.cc); err != nil {
+		return nil, err
+	}
 	ctx, cancel := detached(context.Background())
 	defer cancel()
-	tr, ok := r.rt.gw.Transcript().(gateway.TranscriptReader)
-	if !ok {
-		return nil, fmt.Errorf("%w: the transcript sink cannot be read back (gateway.TranscriptReader), so the run cannot be captured for replay", ErrConfig)
-	}
-	entries, err := tr.RunEntries(ctx, r.rc.RunID)
+	entries, err := r.rt.transcripts.RunEntries(ctx, r.rc.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("contextos: read transcript: %w", err)
 	}
@@ -847,4 +951,17 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		return nil, err
 	}
 	return p, nil
+}
+
+// withProgress makes the progress reports of a call's adapter (an MCP
+// server's progress notifications) progress events of a Stream. The
+// gateway relays them on the goroutine of the adapter's Call, while the
+// loop waits for the call, so they are emitted in order with the rest.
+func (r *run) withProgress(ctx context.Context) context.Context {
+	if r.emit == nil {
+		return ctx
+	}
+	return gateway.WithProgress(ctx, func(p gateway.Progress) {
+		r.event(Event{Kind: EventProgress, Progress: &p, Message: p.Message})
+	})
 }

@@ -147,13 +147,15 @@ func TestLongRunningCheckpointsEveryStep(t *testing.T) {
 		}
 		counts[e.Kind]++
 		if e.Kind == contextos.EventProgress {
-			cp, err := h.Checkpoints.Load(context.Background(), rc.RunID)
+			cp, err := loadState(context.Background(), h.Checkpoints, rc.RunID)
 			if err != nil || len(cp.Results) == 0 {
 				t.Errorf("no checkpoint after a step: %v", err)
 			}
 		}
 	}
-	if counts[contextos.EventProgress] != 3 || counts[contextos.EventHeartbeat] != 3 {
+	// A heartbeat (an IN_FLIGHT checkpoint) before each of the two planner
+	// turns and after each of the three steps; progress after each step.
+	if counts[contextos.EventProgress] != 3 || counts[contextos.EventHeartbeat] != 5 {
 		t.Errorf("events = %v", counts)
 	}
 }

@@ -141,7 +141,7 @@ func TestPluginPanicsEndTheRunWithARecord(t *testing.T) {
 				if bytes.Contains(b, []byte(panicSecret)) || bytes.Contains(b, []byte("goroutine ")) {
 					t.Error("the record carries the panic value or a stack")
 				}
-				for _, id := range h.Replays.IDs() {
+				for _, id := range h.PacketIDs() {
 					p, _ := h.Replays.Get(context.Background(), id)
 					pb, _ := json.Marshal(p)
 					if bytes.Contains(pb, []byte(panicSecret)) {
@@ -175,7 +175,7 @@ func TestReplayEqualWithAnyEvidenceAndMemory(t *testing.T) {
 		{"no evidence source", func(o *contextos.Options) { o.Evidence = noEvidence{} }},
 		{"empty evidence", func(o *contextos.Options) { o.Evidence = compiler.StaticEvidence{} }},
 		{"nil evidence", func(o *contextos.Options) { o.Evidence = compiler.StaticEvidence(nil) }},
-		{"recalled memory", func(o *contextos.Options) { o.Memory = contextos.NewInMemoryMemory(mem...) }},
+		{"recalled memory", func(o *contextos.Options) { o.Memory = newRawMemory(mem...) }},
 		{"empty memory", func(o *contextos.Options) { o.Memory = contextos.NewInMemoryMemory() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

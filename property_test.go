@@ -36,7 +36,13 @@ import (
 //   - a DEFERRED result has Pending and its record says what it awaits;
 //   - Invoke and Resume neither panic nor return an error;
 //   - every captured packet replays replay_equal, also after a JSON round
-//     trip;
+//     trip, and pins its record as stored: expected.decision_record_hash
+//     is the stored record_hash, and the record names the packet
+//     (replay.replay_packet_id == lineage.replay_packet_id == its id;
+//     checkPacketHandle);
+//   - a stored record that names a packet names one the store has,
+//     captured with it (checkRecordHandles), and validates against
+//     decision-record.v1;
 //   - the decision store's chain verifies.
 //
 // Each case is generated from a PCG source seeded with (propertySeed, case
@@ -363,7 +369,7 @@ func propertyMemory(t testing.TB) []compiler.MemoryItem {
 }
 
 func approvalFor(kind string, p *gateway.ApprovalRequest) gateway.Approval {
-	a := contextostest.Approval(p, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	a := contextostest.Approval(p, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 	switch kind {
 	case "wrong_role":
 		a.ApproverRole = "support_agent"
@@ -376,7 +382,7 @@ func approvalFor(kind string, p *gateway.ApprovalRequest) gateway.Approval {
 	case "empty_id":
 		a.ApprovalID = ""
 	case "expired":
-		a.DecidedAt = contextostest.FixedTime.Add(-3 * time.Hour)
+		a.DecidedAt = contextostest.FixedTime().Add(-3 * time.Hour)
 	}
 	return a
 }
@@ -423,7 +429,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 		o.Runtime.Evidence = compiler.StaticEvidence{}
 	}
 	if sc.Memory {
-		o.Runtime.Memory = contextos.NewInMemoryMemory(mem...)
+		o.Runtime.Memory = newRawMemory(mem...)
 	}
 	h := contextostest.New(t, pl, [][]byte{pk}, &o)
 	for c, statuses := range sc.Scripts {
@@ -478,7 +484,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 			})
 			continue
 		}
-		cp, err := h.Checkpoints.Load(ctx, res.RunID)
+		cp, err := loadState(ctx, h.Checkpoints, res.RunID)
 		if err != nil {
 			fail("checkpoint of %s: %v", res.RunID, err)
 		}
@@ -497,7 +503,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	}
 	if res.Status == decision.Escalated {
 		why := "not_a_hard_stop"
-		if cp, err := h.Checkpoints.Load(ctx, res.RunID); err == nil && cp.Stopped != "" {
+		if cp, err := loadState(ctx, h.Checkpoints, res.RunID); err == nil && cp.Stopped != "" {
 			why, _, _ = strings.Cut(cp.Stopped, ":")
 		}
 		stats["escalated_"+why]++
@@ -509,7 +515,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 
 	// Every captured packet replays equal, as stored and after a JSON
 	// round trip (as one read from a file is).
-	ids := h.Replays.IDs()
+	ids := h.PacketIDs()
 	if len(ids) == 0 {
 		fail("run %s ended %s and captured no packet", res.RunID, res.Status)
 	}
@@ -518,6 +524,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 		if err != nil {
 			fail("packet %s: %v", id, err)
 		}
+		checkPacketHandle(ctx, h.Decisions, p, fail)
 		for _, via := range []string{"stored", "json"} {
 			if via == "json" {
 				b, err := json.Marshal(p)
@@ -542,7 +549,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	}
 }
 
-func statusOf(r *replay.Result) replay.ResultStatus {
+func statusOf(r *replay.Report) replay.Status {
 	if r == nil {
 		return ""
 	}
@@ -588,7 +595,7 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 			fail("%s: stored record %s is DECIDED approved and cites no refund: %v", what, rec.RecordID, rec.EvidenceRefs)
 		}
 	}
-	cp, err := h.Checkpoints.Load(ctx, res.RunID)
+	cp, err := loadState(ctx, h.Checkpoints, res.RunID)
 	if err != nil {
 		fail("%s: checkpoint: %v", what, err)
 	}
@@ -605,6 +612,7 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 	if err := h.Decisions.Verify(ctx); err != nil {
 		fail("%s: decision chain: %v", what, err)
 	}
+	checkRecordHandles(ctx, h.Decisions, h.Replays, res.RunID, fail)
 	// Nothing leaks: the card every adapter returns reaches no surface.
 	surfaces := map[string]any{"result": res, "records": recs, "checkpoint": cp, "transcript": h.Transcript.Entries()}
 	if res.ReplayPacketID != "" {
@@ -616,6 +624,11 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 		if b, err := json.Marshal(v); err != nil || bytes.Contains(b, []byte(leakCard)) {
 			fail("%s: the %s holds the card number (or has no JSON form: %v)", what, name, err)
 		}
+	}
+	// What a durable store persists is the checkpoint's opaque data, not
+	// the decoded state: the card must not be in those bytes either.
+	if raw, err := h.Checkpoints.Load(ctx, res.RunID); err != nil || bytes.Contains(raw.Data, []byte(leakCard)) {
+		fail("%s: the stored checkpoint data holds the card number (or cannot be loaded: %v)", what, err)
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 )
 
 // A pack may name a redaction rule the host supplies through
-// Options.Gateway.Redactors: validation learns the name from the runtime,
-// and the run redacts with the rule. A rule nobody supplies is refused
-// when the pack is validated.
+// Options.Gateway.Redactors: the runtime's pack validation knows the
+// name, and the run redacts with the rule. A rule nobody supplies is
+// refused when the pack is validated, and the runtime's names do not leak
+// into validation elsewhere in the process.
 func TestHostRedactorKnownToValidation(t *testing.T) {
 	const rule, employee = "root_test_employee_id", "EMP-123456"
 	var doc map[string]any
@@ -28,7 +29,7 @@ func TestHostRedactorKnownToValidation(t *testing.T) {
 	g["redaction_rules"] = append(g["redaction_rules"].([]any), rule)
 	data, _ := json.Marshal(doc)
 	var ve *pack.ValidationError
-	if _, err := pack.DecodeAndValidate(data); !errors.As(err, &ve) || !ve.Has(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[2]") {
+	if _, err := pack.DecodeAndValidate(data, nil); !errors.As(err, &ve) || !ve.HasAt(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[2]") {
 		t.Fatalf("before any runtime supplies %s: DecodeAndValidate = %v, want %s", rule, err, pack.CodeUnknownRedactionRule)
 	}
 	emp, err := gateway.RegexpRedactor(`\bEMP-\d{6}\b`)
@@ -53,7 +54,10 @@ func TestHostRedactorKnownToValidation(t *testing.T) {
 	if strings.Contains(string(transcript), employee) || strings.Contains(string(record), employee) || !strings.Contains(string(transcript), gateway.Redacted) {
 		t.Errorf("the host rule did not redact the employee id:\n%s", transcript)
 	}
-	if _, err := pack.DecodeAndValidate(data); err != nil {
-		t.Errorf("after the runtime supplied %s: %v", rule, err)
+	if _, err := pack.DecodeAndValidate(data, nil); !errors.As(err, &ve) || !ve.HasAt(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[2]") {
+		t.Errorf("after a runtime supplied %s, validation without it = %v, want %s", rule, err, pack.CodeUnknownRedactionRule)
+	}
+	if _, err := pack.DecodeAndValidate(data, &pack.ValidateOptions{RedactionRules: []string{rule}}); err != nil {
+		t.Errorf("validation with %s: %v", rule, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/schemas"
 )
@@ -250,13 +251,13 @@ func corpusRuns() []corpusRun {
 			scriptDefaults(h, "")
 			res := invoke(t, h, "paused-4200-approved", 4200, true, nil)
 			contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
-			return h, h.Approve(res, "user_finance_lead_77", "finance_lead")
+			return h, h.Approve(res, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 		}},
 		{name: "paused-4200-approval-denied", want: "DECIDED denied", run: func(t *testing.T) (*contextostest.Harness, *contextos.Result) {
 			h := corpusHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200), deniedPlan()), nil)
 			scriptDefaults(h, "")
 			res := invoke(t, h, "paused-4200-approval-denied", 4200, true, nil)
-			a := contextostest.Approval(res.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+			a := contextostest.Approval(res.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 			a.Denied = true
 			out, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 			if err != nil {
@@ -322,7 +323,7 @@ func corpusRuns() []corpusRun {
 			plan := refundPlan(1200)
 			plan.Memory = []contextos.MemoryProposal{{WriteClass: "preference", Content: "prefers app", Confidence: 0.9}}
 			h := corpusHarness(t, contextostest.NewPlanner(lookupPlan(), plan),
-				&contextostest.Options{Runtime: contextos.Options{Memory: contextos.NewInMemoryMemory(propertyMemory(t)...)}})
+				&contextostest.Options{Runtime: contextos.Options{Memory: newRawMemory(propertyMemory(t)...)}})
 			scriptDefaults(h, "")
 			return h, invoke(t, h, "decided-with-memory", 1200, true, nil)
 		}},
@@ -332,7 +333,37 @@ func corpusRuns() []corpusRun {
 			scriptDefaults(h, "")
 			return h, invoke(t, h, "denied-empty-evidence", 1200, false, nil)
 		}},
+		// long_running (issue 15): IN_FLIGHT checkpoints, a pause two hours
+		// long on the injected clock, and the CLOSED records.
+		{name: "long-running-paused-4200-approved", want: "DECIDED approved", run: func(t *testing.T) (*contextostest.Harness, *contextos.Result) {
+			return corpusLongRun(t, "long-running-paused-4200-approved", 2*time.Hour)
+		}},
+		// A long_running session whose approval comes after
+		// max_session_duration_ms: ESCALATED, the refund never made.
+		{name: "long-running-session-expired", want: "ESCALATED", run: func(t *testing.T) (*contextostest.Harness, *contextos.Result) {
+			return corpusLongRun(t, "long-running-session-expired", 5*time.Hour)
+		}},
 	}
+}
+
+// corpusLongRun is a long_running 4200 refund whose approval comes after
+// wait, in a session of four hours.
+func corpusLongRun(t *testing.T, name string, wait time.Duration) (*contextostest.Harness, *contextos.Result) {
+	t.Helper()
+	clock := newFakeClock()
+	h := corpusHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Now: clock.Now})
+	scriptDefaults(h, "")
+	req, rc := longRequest(t, 4200, 4*time.Hour)
+	rc.RunID = "run_corpus_" + strings.ReplaceAll(name, "-", "_")
+	res := h.Invoke(req, rc)
+	contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
+	clock.Advance(wait)
+	a := contextostest.Approval(res.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock.Now())
+	done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, done
 }
 
 // corpusCanceled runs a 1200 refund whose caller goes away while the
@@ -382,7 +413,13 @@ func corpusTampers() map[string]packetEdit {
 		}},
 		"resume-approver": {paused: true, edit: func(t *testing.T, p *replay.Packet) { p.Resumes[0].Approvals[0].Approver = "user_other" }},
 		"packet-hash":     {edit: func(t *testing.T, p *replay.Packet) { p.PacketHash = "sha256:" + strings.Repeat("0", 64) }},
+		"context-ledger":  {edit: func(t *testing.T, p *replay.Packet) { p.Ledger.Packs[0].Overlay = corpusOverlay() }},
 	}
+}
+
+// corpusOverlay is an environment overlay the corpus's runs did not have.
+func corpusOverlay() *pack.AppliedOverlay {
+	return &pack.AppliedOverlay{OverlayID: "ov_prod", Environment: "prod", Hash: "sha256:" + strings.Repeat("0", 64)}
 }
 
 // corpusMismatches edit a packet and seal it again, as if it had been
@@ -402,6 +439,19 @@ func corpusMismatches() map[string]packetEdit {
 			}
 		}},
 		"resume-approver": {paused: true, edit: func(t *testing.T, p *replay.Packet) { p.Resumes[0].Approvals[0].Approver = "usr_771" }},
+		// The run recorded as if under a prod overlay the replaying
+		// runtime does not have: compiled_context_hash is the same, the
+		// context ledger is not.
+		"context-ledger-overlay": {edit: func(t *testing.T, p *replay.Packet) {
+			p.Ledger.Packs[0].Overlay = corpusOverlay()
+			h, err := compiler.LedgerHash(p.Ledger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Ledger.LedgerHash = h
+			// ... and its record names that ledger, as it would have.
+			editRecord(t, p, func(rec *decision.Record) { rec.Replay.LedgerHash = h })
+		}},
 	}
 }
 
@@ -414,17 +464,31 @@ func replaceOnce(t *testing.T, b json.RawMessage, old, new string) json.RawMessa
 }
 
 // recordOutcome changes the packet's record's outcome and its hash in
-// expected, as a tamperer who knows the record hash would.
+// expected (and the record's own copies of it), as a tamperer who knows the
+// record hash would.
 func recordOutcome(t *testing.T, p *replay.Packet, outcome string) {
+	t.Helper()
+	editRecord(t, p, func(rec *decision.Record) { rec.Outcome = outcome })
+}
+
+// editRecord changes the packet's record with edit and rehashes it in
+// expected (and the record's own copies of the hash).
+func editRecord(t *testing.T, p *replay.Packet, edit func(*decision.Record)) {
 	t.Helper()
 	var rec decision.Record
 	if err := json.Unmarshal(p.Record, &rec); err != nil {
 		t.Fatal(err)
 	}
-	rec.Outcome = outcome
+	edit(&rec)
 	h, err := decision.Hash(&rec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rec.RecordHash != "" {
+		rec.RecordHash = h
+	}
+	if rec.Replay != nil && rec.Replay.RecordHash != "" {
+		rec.Replay.RecordHash = h
 	}
 	b, err := json.Marshal(&rec)
 	if err != nil {

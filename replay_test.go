@@ -21,7 +21,7 @@ func approvedRun(t testing.TB, opts *contextostest.Options) (*contextostest.Harn
 	t.Helper()
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), opts)
 	req, rc := refundRequest(t, 4200, true)
-	done := h.Approve(h.Invoke(req, rc), "user_finance_lead_77", "finance_lead")
+	done := h.Approve(h.Invoke(req, rc), contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 	p, err := h.Replays.Get(context.Background(), done.ReplayPacketID)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestReplayNeverCallsLiveAdapters(t *testing.T) {
 			{AdapterID: "adp_payments", Adapter: guard(h.Adapter("adp_payments")), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
 		}}})
 	req, rc := refundRequest(t, 4200, true)
-	done := h2.Approve(h2.Invoke(req, rc), "user_finance_lead_77", "finance_lead")
+	done := h2.Approve(h2.Invoke(req, rc), contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 	live.Store(false)
 	contextostest.AssertReplayEqual(t, h2.Replay(done))
 	// A packet whose planner asks for a call that was never recorded:

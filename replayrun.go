@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
+	"sort"
+	"strings"
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -26,7 +28,9 @@ import (
 // (deprecated and archived versions allowed) and must have the pinned
 // content hashes.
 //
-// The result is replay_equal when the compiled context hash, the tool
+// The result is replay_equal when the compiled context hash, the context
+// ledger (when the packet pins one: its ledger_hash, which covers the
+// environment overlay applied to each pack and the environment), the tool
 // transcript and the rebuilt DecisionRecord (its content, byte for byte)
 // match the packet; otherwise replay_mismatch with typed differences naming
 // the first step that diverged. A packet whose invoke envelope does not
@@ -34,22 +38,22 @@ import (
 // result is invalid with a tamper difference and the error wraps
 // replay.ErrTamper. An error without a result means the packet could not
 // be replayed at all.
-func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result, error) {
+func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Report, error) {
 	if err := p.CheckIntegrity(); err != nil {
 		if errors.Is(err, replay.ErrTamper) {
-			return &replay.Result{Status: replay.Invalid, Diffs: []replay.Diff{{Kind: replay.DiffTamper, Step: -1, Detail: err.Error()}}}, err
+			return &replay.Report{Status: replay.Invalid, Diffs: []replay.Diff{{Kind: replay.DiffTamper, Step: -1, Detail: err.Error()}}}, err
 		}
 		return nil, err
 	}
 	req, err := runcontext.DecodeInvokeRequest(p.Invoke)
 	if err != nil {
-		return nil, fmt.Errorf("%w: invoke envelope: %v", replay.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: invoke envelope: %w", replay.ErrInvalid, err)
 	}
 	var rc runcontext.RunContext
 	if err := json.Unmarshal(p.RunContext, &rc); err != nil {
-		return nil, fmt.Errorf("%w: run context: %v", replay.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: run context: %w", replay.ErrInvalid, err)
 	}
-	out := &replay.Result{Status: replay.ReplayEqual, Diffs: []replay.Diff{}}
+	out := &replay.Report{Status: replay.ReplayEqual, Diffs: []replay.Diff{}}
 	for _, ref := range p.PackRefs {
 		res, err := rt.packs.ResolveString(ctx, ref, pack.UseReplay)
 		if err != nil {
@@ -64,30 +68,11 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 	for _, e := range p.PlannerErrors {
 		planner.errs[e.Call] = e.Reason
 	}
-	playback := replay.NewPlayback(p.Outcomes)
-	o := rt.opts
-	o.Adapters = make([]gateway.Registration, len(rt.opts.Adapters))
-	for i, reg := range rt.opts.Adapters {
-		o.Adapters[i] = reg
-		o.Adapters[i].Adapter = playback
-	}
-	o.Gateway = gateway.Options{Redactors: rt.opts.Gateway.Redactors, Jitter: rt.opts.Gateway.Jitter,
-		BaseBackoff: rt.opts.Gateway.BaseBackoff, MaxBackoff: rt.opts.Gateway.MaxBackoff, AttachmentScope: rt.opts.Gateway.AttachmentScope,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
-	// The pinned items stand in for the sources, whatever the replaying
-	// runtime has (a live run without a source pinned none).
-	o.Evidence = compiler.StaticEvidence(p.Evidence)
-	o.Memory = NewInMemoryMemory(p.Memory...)
-	o.Checkpoints, o.Decisions, o.Replays = nil, nil, nil
-	o.Logger = rt.opts.Logger
-	o.TracerProvider = rt.opts.TracerProvider
-	rp, err := newRuntime(planner, rt.packs, o)
+	pb := playback.NewPlayback(p.Outcomes)
+	rp, err := rt.replayRuntime(p, planner, pb)
 	if err != nil {
 		return nil, err
 	}
-	rp.isReplay = true
-	rp.replayClock = replay.PlaybackClock(p.Clock)
-	rp.replayInterrupts = p.Interrupts
 
 	res, err := rp.Invoke(ctx, req, &rc)
 	for i := 0; err == nil && i < len(p.Resumes); i++ {
@@ -106,16 +91,19 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 		out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffCompiledContext, Step: -1,
 			Detail: fmt.Sprintf("compiled context hash %s, the packet pins %s", res.Compiled.Hash(), p.CompiledContextHash)})
 	}
+	if p.Ledger != nil {
+		out.Diffs = append(out.Diffs, compareLedgers(p.Ledger, res.Compiled)...)
+	}
 	got, err := rp.gw.Transcript().(gateway.TranscriptReader).RunEntries(ctx, res.RunID)
 	if err != nil {
 		return nil, err
 	}
-	if d := replay.CompareTranscripts(p.Transcript, got); d != nil {
+	if d := playback.CompareTranscripts(p.Transcript, got); d != nil {
 		out.Diffs = append(out.Diffs, *d)
 	} else if d := compareEntryHashes(p.Transcript, got); d != nil {
 		out.Diffs = append(out.Diffs, *d)
 	}
-	for _, u := range playback.Unserved() {
+	for _, u := range pb.Unserved() {
 		out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffToolTranscript, Step: -1, Detail: "call with no recorded outcome (not made): " + u})
 	}
 	out.Diffs = append(out.Diffs, compareRecords(p.Record, res.Record)...)
@@ -123,6 +111,35 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Result
 		out.Status = replay.ReplayMismatch
 	}
 	return out, nil
+}
+
+// replayRuntime is the runtime a replay of p runs on: rt's options, with
+// the recorded planner, the playback adapter in place of every registered
+// adapter, the gateway options of a live run with the replay's overrides
+// (replayGatewayOptions), the pinned evidence and memory in place of the
+// sources, fresh in-memory stores, and the packet's clock, compiled
+// context hash and interruptions.
+func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback.Playback) (*Runtime, error) {
+	o := rt.opts
+	o.Adapters = make([]gateway.Registration, len(rt.opts.Adapters))
+	for i, reg := range rt.opts.Adapters {
+		o.Adapters[i] = replayRegistration(p, reg, pb)
+	}
+	o.Gateway = replayGatewayOptions(gatewayOptions(&rt.opts), p)
+	// The pinned items stand in for the sources, whatever the replaying
+	// runtime has (a live run without a source pinned none).
+	o.Evidence = compiler.StaticEvidence(p.Evidence)
+	o.Memory = recordedMemory(p.Memory)
+	o.Checkpoints, o.Decisions, o.Replays, o.Transcripts = nil, nil, nil, nil
+	rp, err := newRuntime(planner, rt.packs, o)
+	if err != nil {
+		return nil, err
+	}
+	rp.isReplay = true
+	rp.replayHash = p.CompiledContextHash
+	rp.replayClock = playback.PlaybackClock(p.Clock)
+	rp.replayInterrupts = p.Interrupts
+	return rp, nil
 }
 
 // compareEntryHashes reports the first transcript entry whose hash differs
@@ -141,15 +158,36 @@ func compareEntryHashes(want, got []gateway.TranscriptEntry) *replay.Diff {
 	return nil
 }
 
-// compareRecords compares the packet's record with the rebuilt one, without
-// the store's chain fields, and types the first difference.
+// compareRecords compares the packet's record with the rebuilt one and
+// types the first difference. It leaves out what a replay cannot
+// reproduce and the live run did not decide: the store's chain fields
+// (prev_record_hash, record_hash, replay.record_hash: a replay stores into
+// a fresh store) and the packet handle (replay.replay_packet_id,
+// lineage.replay_packet_id: a replay captures no packet). A packet recorded
+// before records carried a replay member is compared without the rebuilt
+// one's.
 func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 	var w decision.Record
 	if err := json.Unmarshal(want, &w); err != nil {
 		return []replay.Diff{{Kind: replay.DiffDecision, Step: -1, Detail: "the packet's decision record does not decode: " + err.Error()}}
 	}
 	g := *got
-	g.PrevRecordHash, g.RecordHash = "", ""
+	if w.Replay == nil {
+		g.Replay = nil
+	} else if w.Replay.LedgerHash == "" && g.Replay != nil {
+		// Recorded before records named their ledger.
+		rp := *g.Replay
+		rp.LedgerHash = ""
+		g.Replay = &rp
+	}
+	for _, r := range []*decision.Record{&w, &g} {
+		r.PrevRecordHash, r.RecordHash, r.Lineage.ReplayPacketID = "", "", ""
+		if r.Replay != nil {
+			rp := *r.Replay
+			rp.RecordHash, rp.ReplayPacketID = "", ""
+			r.Replay = &rp
+		}
+	}
 	wb, _ := json.Marshal(&w)
 	gb, _ := json.Marshal(&g)
 	if string(wb) == string(gb) {
@@ -165,8 +203,30 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 		out = append(out, replay.Diff{Kind: replay.DiffPolicy, Step: -1, Detail: "the policy decisions differ"})
 	}
 	out = append(out, replay.Diff{Kind: replay.DiffDecision, Step: -1,
-		Detail: fmt.Sprintf("the rebuilt decision record (%s %s) differs from the packet's (%s %s)", g.Status, g.Outcome, w.Status, w.Outcome)})
+		Detail: fmt.Sprintf("the rebuilt decision record (%s %s) differs from the packet's (%s %s) in %s", g.Status, g.Outcome, w.Status, w.Outcome,
+			strings.Join(membersDiffering(wb, gb), ", "))})
 	return out
+}
+
+// membersDiffering names, in order, the top-level members whose JSON
+// differs between the objects a and b.
+func membersDiffering(a, b []byte) []string {
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return []string{"its JSON form"}
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range []map[string]json.RawMessage{ma, mb} {
+		for k := range m {
+			if !seen[k] && string(ma[k]) != string(mb[k]) {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // recordedPlanner serves a packet's planner outcomes in call order: the
@@ -195,8 +255,92 @@ func (p *recordedPlanner) Plan(ctx context.Context, req *PlanRequest) (*Plan, er
 	}
 	var plan Plan
 	if err := json.Unmarshal(p.outputs[p.next], &plan); err != nil {
-		return nil, fmt.Errorf("%w: planner output %d: %v", replay.ErrInvalid, p.next, err)
+		return nil, fmt.Errorf("%w: planner output %d: %w", replay.ErrInvalid, p.next, err)
 	}
 	p.next++
 	return &plan, nil
+}
+
+// pinLedger is the context ledger a packet pins of cc: a copy made by a
+// JSON round trip (what a stored packet decodes to), checked against its
+// ledger_hash. A context compiled in Form1 has no ledger_hash, and is not
+// pinned.
+func pinLedger(cc *compiler.CompiledContext) (*compiler.ContextLedger, error) {
+	if cc == nil || cc.ContextLedger.LedgerHash == "" {
+		return nil, nil
+	}
+	if err := cc.Verify(); err != nil {
+		return nil, fmt.Errorf("contextos: pin the context ledger: %w", err)
+	}
+	b, err := json.Marshal(&cc.ContextLedger)
+	if err != nil {
+		return nil, err
+	}
+	var l compiler.ContextLedger
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, err
+	}
+	if h, err := compiler.LedgerHash(&l); err != nil || h != l.LedgerHash {
+		return nil, fmt.Errorf("contextos: pin the context ledger: %w: it does not survive a JSON round trip", compiler.ErrHash)
+	}
+	return &l, nil
+}
+
+// compareLedgers compares the packet's context ledger with the rebuilt
+// compiled context's, which must verify. The replay reproduces the run's
+// ids (the packet pins its request and run context), so the ledgers must
+// be equal, ledger_hash for ledger_hash; a difference is a
+// compiled_context diff naming the overlays, environment or members that
+// differ.
+func compareLedgers(want *compiler.ContextLedger, cc *compiler.CompiledContext) []replay.Diff {
+	if err := cc.Verify(); err != nil {
+		return []replay.Diff{{Kind: replay.DiffCompiledContext, Step: -1, Detail: "the rebuilt compiled context does not verify: " + err.Error()}}
+	}
+	got := &cc.ContextLedger
+	if got.LedgerHash == want.LedgerHash {
+		return nil
+	}
+	var out []replay.Diff
+	diff := func(format string, args ...any) {
+		out = append(out, replay.Diff{Kind: replay.DiffCompiledContext, Step: -1, Detail: fmt.Sprintf(format, args...)})
+	}
+	overlays := func(l *compiler.ContextLedger) map[string]string {
+		m := map[string]string{}
+		for _, p := range l.Packs {
+			m[p.Ref] = "no overlay"
+			if o := p.Overlay; o != nil {
+				m[p.Ref] = fmt.Sprintf("overlay %s (environment %s, %s)", o.OverlayID, o.Environment, o.Hash)
+			}
+		}
+		return m
+	}
+	wo, gotOv := overlays(want), overlays(got)
+	for _, p := range want.Packs {
+		if g, ok := gotOv[p.Ref]; ok && g != wo[p.Ref] {
+			diff("pack %s: the replay applied %s, the packet's run applied %s", p.Ref, g, wo[p.Ref])
+		}
+	}
+	if we, ge := ledgerJSON(want.Environment), ledgerJSON(got.Environment); we != ge {
+		diff("the replay's compile used environment %s, the packet's run used %s", ge, we)
+	}
+	if want.DataClassification != got.DataClassification {
+		diff("the replay's data classification is %q, the packet's run had %q", got.DataClassification, want.DataClassification)
+	}
+	diff("the rebuilt context ledger differs from the packet's in %s (ledger_hash %s, the packet pins %s)",
+		strings.Join(ledgerMembersDiffering(want, got), ", "), got.LedgerHash, want.LedgerHash)
+	return out
+}
+
+// ledgerMembersDiffering names, in order, the ledger members (other than
+// ledger_hash) whose JSON differs between a and b.
+func ledgerMembersDiffering(a, b *compiler.ContextLedger) []string {
+	return slices.DeleteFunc(membersDiffering([]byte(ledgerJSON(a)), []byte(ledgerJSON(b))), func(k string) bool { return k == "ledger_hash" })
+}
+
+func ledgerJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "unencodable"
+	}
+	return string(b)
 }

@@ -2,12 +2,16 @@ package contextos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -32,7 +36,7 @@ func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInpu
 }
 
 func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emit func(Event)) (*Result, error) {
-	cp, err := rt.opts.Checkpoints.Load(ctx, runID)
+	cp, err := rt.loadCheckpoint(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +55,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	}
 	if in.Budget != nil {
 		next := cp.Run.Clone()
-		next.RunBudget = *in.Budget
+		next.RunBudget = resumeBudget(cp.Run.RunBudget, *in.Budget)
 		if err := next.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrResumeInput, err)
 		}
@@ -62,6 +66,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	}
 	clock := rt.clockFor(runID)
 	now := clock.Now()
+	if err := rt.takeLease(cp, in.Takeover, now); err != nil {
+		return nil, err
+	}
 	// The identity claim is verified again, on the resume's clock: a claim
 	// that expired while the run was paused does not carry it on.
 	identity, err := rt.verifyIdentity(ctx, cp.Run, now)
@@ -80,11 +87,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if cp.Active && in.Takeover {
 		// The runtime that died saved no chain: it goes on from the last
 		// entry the transcript holds for the run.
-		if tr, ok := rt.gw.Transcript().(gateway.TranscriptReader); ok {
-			if entries, err := tr.RunEntries(ctx, runID); err == nil && len(entries) > 0 {
-				last := entries[len(entries)-1]
-				chain = gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}
-			}
+		if entries, err := rt.transcripts.RunEntries(ctx, runID); err == nil && len(entries) > 0 {
+			last := entries[len(entries)-1]
+			chain = gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}
 		}
 	}
 	if err := r.setupRun(ctx, &chain); err != nil {
@@ -108,25 +113,50 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	cp.Stopped, cp.Active = "", true
 	// Claim the run: a concurrent resume elsewhere fails here with
 	// ErrCheckpointConflict instead of continuing the run a second time.
-	if err := rt.opts.Checkpoints.Save(ctx, cp); err != nil {
+	if err := rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: resume %s: %w", runID, err)
 	}
 	cp.Pending = nil
 	return r.run(ctx, &in)
 }
 
+// resumeBudget is the budget a resume with budget in gives a run whose
+// budget was prev: in, except that each optional limit in leaves unset (0:
+// max_session_duration_ms, plan_timeout_ms, max_payload_bytes, whose 0
+// otherwise means the default) keeps prev's value. A resume that raises
+// max_tool_calls, say, must not thereby lift a 1 h session to the 4 h
+// default or loosen a tight payload bound; changing one is explicit. The
+// same holds for bucket_tokens as a whole.
+func resumeBudget(prev, in runcontext.RunBudget) runcontext.RunBudget {
+	keep := func(dst *int64, was int64) {
+		if *dst == 0 {
+			*dst = was
+		}
+	}
+	keep(&in.MaxSessionDurationMS, prev.MaxSessionDurationMS)
+	keep(&in.PlanTimeoutMS, prev.PlanTimeoutMS)
+	keep(&in.MaxPayloadBytes, prev.MaxPayloadBytes)
+	// No bucket_tokens means no per-bucket cap at all: left out, the
+	// run's caps stay (each is changed by naming it, maps.Clone so the
+	// checkpoint's run context is not shared).
+	if in.BucketTokens == nil {
+		in.BucketTokens = maps.Clone(prev.BucketTokens)
+	}
+	return in
+}
+
 // clockFor is the per-run clock: recording for live runs, the packet's
 // readings for a replay.
-func (rt *Runtime) clockFor(string) *replay.Clock {
+func (rt *Runtime) clockFor(string) *playback.Clock {
 	if rt.replayClock != nil {
 		return rt.replayClock
 	}
-	return replay.RecordingClock(rt.opts.Now)
+	return playback.RecordingClock(rt.opts.Now)
 }
 
 // checkCheckpoint refuses a checkpoint that cannot be continued: one from
 // a store that lost or corrupted its request or run context.
-func checkCheckpoint(cp *Checkpoint) error {
+func checkCheckpoint(cp *checkpointState) error {
 	if cp.Request == nil || cp.Run == nil {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it lacks its request or run context", cp.RunID)
 	}
@@ -151,12 +181,23 @@ func checkCheckpoint(cp *Checkpoint) error {
 // packet. It works for any run whose checkpoint, records and transcript
 // are still in the stores, sampled or not, and for a paused run (its
 // packet replays to the same pause). The packet pins the run's last record
-// that is not CLOSED.
+// that is not CLOSED, as the decision store holds it: the packet's
+// expected.decision_record_hash is that record's record_hash.
+//
+// Capture never changes the stored record: records are append-only and
+// hash-chained. The record names only the packet captured with it when it
+// was stored (its replay.replay_packet_id and lineage.replay_packet_id,
+// inside its record_hash); a packet captured later names the record
+// (source_ref, expected.decision_record_hash) instead. Packet ids are
+// derived from the run, the record and the kind, so
+// capturing a record with replay.SourceDecisionRecord gives the packet the
+// record names — the way to restore one whose capture failed at the end of
+// the run.
 func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.SourceKind) (*replay.Packet, error) {
 	if !slices.Contains(replay.SourceKinds(), kind) {
 		return nil, fmt.Errorf("%w: source kind %q", ErrConfig, kind)
 	}
-	cp, err := rt.opts.Checkpoints.Load(ctx, runID)
+	cp, err := rt.loadCheckpoint(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -178,4 +219,43 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 		return nil, fmt.Errorf("contextos: store replay packet: %w", err)
 	}
 	return p, nil
+}
+
+// nameReplayPacket writes into rec, before it is appended, the id of the
+// packet the run will capture with it, if it will: whether it does is
+// decided from the record's status and the run id (run.capture), and the
+// id is derived from the run and the record (playback.PacketID), so the
+// handle is inside record_hash and the stored record never changes after.
+// A capture that then fails leaves the record naming a packet the store
+// lacks; it is logged, the result has no ReplayPacketID, and Capture with
+// replay.SourceDecisionRecord makes that very packet.
+func (r *run) nameReplayPacket(rec *decision.Record) error {
+	if !r.capture(rec) {
+		return nil
+	}
+	id, err := playback.PacketID(r.rc.RunID, rec.RecordID, replay.SourceDecisionRecord)
+	if err != nil {
+		return err
+	}
+	rec.SetReplayPacketID(id)
+	return nil
+}
+
+// pinnedRecord is what a packet pins of a stored record: its
+// record_hash (the packet's expected.decision_record_hash) and the record
+// as the store holds it, chain fields included, so that CheckIntegrity can
+// recompute the hash.
+func pinnedRecord(rec *decision.Record) (string, json.RawMessage, error) {
+	h, err := decision.Hash(rec)
+	if err != nil {
+		return "", nil, err
+	}
+	if rec.RecordHash == "" || h != rec.RecordHash {
+		return "", nil, fmt.Errorf("contextos: record %s does not match its record_hash: the decision store did not return it as stored", rec.RecordID)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return "", nil, err
+	}
+	return h, b, nil
 }

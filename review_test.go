@@ -20,7 +20,7 @@ import (
 // failed before its fix.
 
 type verdictCritic struct {
-	verify, score contextos.Verdict
+	verify, score contextos.CriticVerdict
 	verifyErr     func(in *contextos.CriticInput) error
 }
 
@@ -39,7 +39,7 @@ func (c verdictCritic) Score(context.Context, *contextos.CriticInput) (contextos
 
 // A host critic's escalate or retry at verify is obeyed, never ignored.
 func TestHostCriticVerifyVerdictsAreObeyed(t *testing.T) {
-	for _, v := range []contextos.Verdict{contextos.VerdictEscalate, contextos.VerdictRetry} {
+	for _, v := range []contextos.CriticVerdict{contextos.VerdictEscalate, contextos.VerdictRetry} {
 		h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).RepeatLast(),
 			&contextostest.Options{Runtime: contextos.Options{Critic: verdictCritic{verify: v, score: contextos.VerdictAccept}}})
 		req, rc := refundRequest(t, 1200, true)
@@ -177,7 +177,7 @@ func TestStreamConsumerPanicEndsTheRunWithARecord(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records %v (%v)", recs, err)
 	}
-	cp, err := h.Checkpoints.Load(context.Background(), recs[0].RunID)
+	cp, err := loadState(context.Background(), h.Checkpoints, recs[0].RunID)
 	if err != nil || cp.Active {
 		t.Errorf("the run is still claimed: %+v (%v)", cp, err)
 	}
@@ -265,7 +265,7 @@ func TestApproverNamesAreNormalized(t *testing.T) {
 		h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200), approvedAgain()).RepeatLast(), nil)
 		req, rc := refundRequest(t, 4200, true)
 		res := h.Invoke(req, rc)
-		a := contextostest.Approval(res.Pending, approver, "finance_lead", contextostest.FixedTime)
+		a := contextostest.Approval(res.Pending, contextostest.Approver{UserID: approver, Role: "finance_lead"}, contextostest.FixedTime())
 		done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func TestApproverNamesAreNormalized(t *testing.T) {
 // A planner turn's usage is charged whole, even the part over the budget.
 func TestPlannerOverspendIsCharged(t *testing.T) {
 	p := lookupPlan()
-	p.Usage = contextos.Usage{Tokens: 50000, CostCents: 40}
+	p.Usage = contextos.PlanUsage{Tokens: 50000, CostCents: 40}
 	h := harness(t, contextos.PlannerFunc(func(context.Context, *contextos.PlanRequest) (*contextos.Plan, error) { return p, nil }), nil)
 	req, rc := refundRequest(t, 1200, true)
 	res := h.Invoke(req, rc)
@@ -309,7 +309,7 @@ func (s *failingSink) Append(ctx context.Context, e gateway.TranscriptEntry) err
 func TestTranscriptFailureAfterAWriteIsRecorded(t *testing.T) {
 	sink := &failingSink{Recorder: &gatewaytest.Recorder{}}
 	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), approvedAgain()),
-		&contextostest.Options{Runtime: contextos.Options{Gateway: gateway.Options{Transcript: sink}}})
+		&contextostest.Options{Runtime: contextos.Options{Transcripts: sink}})
 	scriptDefaults(h, "")
 	req, rc := refundRequest(t, 1200, true)
 	res, err := h.Runtime.Invoke(context.Background(), req, rc)

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"io"
 	"iter"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,9 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/ontology"
+	"github.com/contextos/contextos/internal/playback"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
@@ -37,15 +39,25 @@ const RuntimeContractVersion = "1.0.0"
 // stores, a no-op tracer, a discarding logger, the wall clock. The
 // in-memory checkpoint, decision and packet stores keep everything for the
 // life of the process (the default transcript keeps the last
-// gateway.DefaultMemoryTranscriptRuns runs): they suit tests and
+// 10,000 runs): they suit tests and
 // development; a production host plugs in durable stores.
 type Options struct {
 	// Adapters are the tool adapters the gateway may call.
 	Adapters []gateway.Registration
-	// Gateway tunes the gateway (idempotency store, approval log, transcript
-	// sink, redactors). Its clock is the runtime's. The names of its
-	// Redactors become known to pack validation (pack.RegisterRedactionRules).
+	// Gateway tunes the gateway (idempotency store, approval log,
+	// redactors, logger). Its clock, tracer provider and transcript are
+	// the runtime's: set Now, TracerProvider and Transcripts here; New
+	// refuses Gateway.Now, Gateway.TracerProvider and Gateway.Transcript
+	// with ErrConfig rather than overwrite them. The names of its
+	// Redactors become known to pack validation
+	// (pack.ValidateOptions).
 	Gateway gateway.Options
+	// Transcripts receives every run's tool-call transcript and reads it
+	// back (a failed run is always captured for replay from it, and a
+	// takeover continues its chain). Default: the gateway's in-memory
+	// transcript, which keeps the last gateway.DefaultMemoryTranscriptRuns
+	// runs.
+	Transcripts TranscriptStore
 	// Critic, when set, runs after the built-in critic and can only make a
 	// verdict stricter.
 	Critic Critic
@@ -55,7 +67,13 @@ type Options struct {
 	Evidence compiler.EvidenceSource
 	// Checkpoints persists paused and long-running runs. Default: in memory.
 	Checkpoints CheckpointStore
-	// Decisions stores the records. Default: in memory.
+	// HeartbeatTTL is how long a long_running run's claim lasts after its
+	// last heartbeat (each checkpoint renews it); a takeover before then is
+	// refused (ErrLeaseHeld). Keep it above the longest planner call or
+	// tool call. Default: 10 minutes.
+	HeartbeatTTL time.Duration
+	// Decisions stores the records. Default: in memory (a host that reads
+	// records back beyond each Result's passes its store here).
 	Decisions decision.Store
 	// Replays stores captured replay packets. Default: in memory.
 	Replays PacketStore
@@ -80,8 +98,17 @@ type Options struct {
 	// RuntimeContractVersion.
 	RuntimeVersion string
 	// Ontologies are the ontology versions the host declares,
-	// "namespace@version".
+	// "namespace@version" with a semantic version (1.10.0 is later than
+	// 1.9.0). A pack's ontology must be declared here; the highest version
+	// is the host's "ontology" for packs' compatibility.requires.
 	Ontologies []string
+	// Overlays are the declared environment overlays of this runtime's
+	// environment (pack.DecodeOverlay): each applies to the pack its base
+	// names, whenever a run uses that pack, and the run's ledger records
+	// it (packs[].overlay: id, environment, digest). Overlays only
+	// constrain (pack.ApplyOverlay refuses one that expands power); two
+	// for the same pack are refused.
+	Overlays []*pack.Overlay
 	// KnowledgeSnapshot pins the knowledge-graph snapshot of evidence.
 	KnowledgeSnapshot string
 	// Policy bounds each JsonLogic evaluation of a pack's policy rules and
@@ -96,6 +123,14 @@ type Options struct {
 	// every run whose packs allow delegated or destructive work and, having
 	// no keys, refuses every claim.
 	Identity IdentityOptions
+}
+
+// TranscriptStore is where the gateway appends each run's transcript and
+// where the runtime reads it back: a transcript sink that is also a
+// reader.
+type TranscriptStore interface {
+	gateway.TranscriptSink
+	gateway.TranscriptReader
 }
 
 // PacketStore keeps replay packets. Safe for concurrent use.
@@ -146,16 +181,9 @@ func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, e
 	return &p, nil
 }
 
-// IDs lists the ids of the stored packets, sorted.
-func (s *InMemoryPackets) IDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.m))
-}
-
 // Sentinel errors.
 var (
-	// ErrNotFound reports an unknown run or packet.
+	// ErrNotFound reports an unknown run, checkpoint or packet.
 	ErrNotFound = errors.New("contextos: not found")
 	// ErrNotResumable reports a Resume of a run that is not paused.
 	ErrNotResumable = errors.New("contextos: run is not paused")
@@ -175,20 +203,27 @@ var (
 // Runtime runs governed agent work. Build one with New; it is safe for
 // concurrent use by many runs.
 type Runtime struct {
-	planner  Planner
-	packs    *pack.Resolver
-	opts     Options
-	gw       *gateway.Gateway
-	recorder *replay.Recorder
-	tracer   trace.Tracer
-	builtin  builtinCritic
+	planner Planner
+	packs   *pack.Resolver
+	opts    Options
+	gw      *gateway.Gateway
+	// transcripts is the gateway's transcript, read back for replay
+	// capture and takeovers.
+	transcripts TranscriptStore
+	recorder    *playback.Recorder
+	tracer      trace.Tracer
+	builtin     builtinCritic
 
 	mu       sync.Mutex
 	prepared map[string]*compiler.Prepared
 
 	// Set on the runtimes Replay builds.
-	isReplay         bool
-	replayClock      *replay.Clock
+	isReplay bool
+	// replayHash is the compiled_context_hash the replayed packet pins: a
+	// packet recorded in an earlier compiled form (compiler.Form1) is
+	// compiled in that form, so its hash and records are reproduced.
+	replayHash       string
+	replayClock      *playback.Clock
 	replayInterrupts []replay.Interrupt
 }
 
@@ -202,6 +237,17 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 	if opts != nil {
 		o = *opts
 	}
+	// The gateway's clock, tracer provider and transcript are the
+	// runtime's: a value set on the gateway's options would be
+	// overwritten, so it is refused.
+	switch {
+	case o.Gateway.Now != nil:
+		return nil, fmt.Errorf("%w: Gateway.Now is set: the gateway's clock is Options.Now", ErrConfig)
+	case o.Gateway.TracerProvider != nil:
+		return nil, fmt.Errorf("%w: Gateway.TracerProvider is set: the gateway's tracer provider is Options.TracerProvider", ErrConfig)
+	case o.Gateway.Transcript != nil:
+		return nil, fmt.Errorf("%w: Gateway.Transcript is set: the runtime's transcript is Options.Transcripts (a sink it can read back)", ErrConfig)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -209,18 +255,33 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 		o.RuntimeVersion = RuntimeContractVersion
 	}
 	host := pack.Host{"runtime": o.RuntimeVersion}
-	for _, ont := range o.Ontologies {
-		if _, v, ok := strings.Cut(ont, "@"); ok {
-			if cur, have := host["ontology"]; !have || cur < v {
-				host["ontology"] = v
-			}
+	for i, ont := range o.Ontologies {
+		if _, _, err := ontology.Parse(ont); err != nil {
+			return nil, fmt.Errorf("%w: Ontologies[%d]: %w", ErrConfig, i, err)
 		}
 	}
-	return newRuntime(planner, pack.NewResolver(registry, keys, &pack.ResolverOptions{Host: host, Now: o.Now}), o)
+	if v := ontology.Highest(o.Ontologies); v != "" {
+		host["ontology"] = v // compared as semantic versions
+	}
+	for i, ov := range o.Overlays {
+		if ov == nil {
+			return nil, fmt.Errorf("%w: Overlays[%d] is nil", ErrConfig, i)
+		}
+		if b, err := pack.ParseRef(ov.Base); err != nil || b.String() != ov.Base {
+			return nil, fmt.Errorf("%w: Overlays[%d].base is not a pinned pack ref (id@major.minor.patch)", ErrConfig, i)
+		}
+	}
+	return newRuntime(planner, pack.NewResolver(registry, keys, &pack.ResolverOptions{Host: host, Now: o.Now, Validation: hostValidation(o)}), o)
 }
 
 // newRuntime fills the defaults of o and builds the runtime around a pack
 // resolver (shared by a runtime and the runtimes its replays build).
+// hostValidation is the pack validation the host's options call for: the
+// names of its gateway's redaction rules are known.
+func hostValidation(o Options) pack.ValidateOptions {
+	return pack.ValidateOptions{RedactionRules: sortedkeys.Of(o.Gateway.Redactors)}
+}
+
 func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -249,23 +310,14 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	if o.ReplaySampleRate < 0 || o.ReplaySampleRate > 1 {
 		return nil, fmt.Errorf("%w: ReplaySampleRate must be in [0, 1]", ErrConfig)
 	}
-	if o.Gateway.Transcript != nil {
-		if _, ok := o.Gateway.Transcript.(gateway.TranscriptReader); !ok {
-			return nil, fmt.Errorf("%w: Gateway.Transcript must also implement gateway.TranscriptReader: failed runs are always captured for replay, which reads the run's transcript back", ErrConfig)
-		}
-	}
-	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: replay.NewRecorder(), prepared: map[string]*compiler.Prepared{},
+	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
-	// Packs may name the host's redaction rules: pack validation learns them.
-	if err := pack.RegisterRedactionRules(slices.Sorted(maps.Keys(o.Gateway.Redactors))...); err != nil {
+	// Packs may name the host's redaction rules: the names must be valid.
+	hv := hostValidation(o)
+	if err := hv.Check(); err != nil {
 		return nil, fmt.Errorf("%w: Gateway.Redactors: %w", ErrConfig, err)
 	}
-	gopts := o.Gateway
-	gopts.Now = o.Now
-	gopts.TracerProvider = o.TracerProvider
-	if gopts.Logger == nil {
-		gopts.Logger = o.Logger
-	}
+	gopts := gatewayOptions(&o)
 	// Adapters are registered as given: the recorder observes each run's
 	// attempts through the gateway (gatewayRunOptions), after its
 	// redaction, so packets and checkpoints never hold a raw outcome.
@@ -274,14 +326,18 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 		return nil, err
 	}
 	rt.gw = gw
+	// The transcript the runtime reads back: Options.Transcripts, or the
+	// gateway's default in-memory transcript, which is a reader too.
+	tr, ok := gw.Transcript().(TranscriptStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: the gateway's transcript cannot be read back", ErrConfig)
+	}
+	rt.transcripts = tr
 	return rt, nil
 }
 
 // Packets returns the store of captured replay packets.
 func (rt *Runtime) Packets() PacketStore { return rt.opts.Replays }
-
-// Decisions returns the decision record store.
-func (rt *Runtime) Decisions() decision.Store { return rt.opts.Decisions }
 
 // Result is the outcome of Invoke or Resume.
 type Result struct {
@@ -307,7 +363,11 @@ type ResumeInput struct {
 	Approvals []gateway.Approval
 	// Budget, when set, replaces the run budget (limits count the run's
 	// usage so far; wall_clock_ms counts active time, not time paused), as
-	// an operator does to let a run stopped by a budget limit finish.
+	// an operator does to let a run stopped by a budget limit finish. An
+	// optional limit it leaves unset (0) — max_session_duration_ms,
+	// plan_timeout_ms, max_payload_bytes — keeps the run's value rather
+	// than falling back to the default: raising one is explicit. The
+	// checkpoint's run context holds the budget in force.
 	Budget *runcontext.RunBudget
 	// Takeover continues a run another runtime was continuing when it
 	// stopped without pausing or ending (it crashed, say). Only set it when
@@ -391,13 +451,13 @@ type run struct {
 	rt       *Runtime
 	req      *runcontext.InvokeRequest
 	rc       *runcontext.RunContext
-	clock    *replay.Clock
+	clock    *playback.Clock
 	meter    *runcontext.Meter
 	inputs   []compiler.Input
 	prepared *compiler.Prepared
 	cc       *compiler.CompiledContext
 	gwRun    *gateway.Run
-	cp       *Checkpoint
+	cp       *checkpointState
 	emit     func(Event)
 	span     trace.Span
 	long     bool
@@ -421,24 +481,25 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 		return nil, err
 	}
 	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning, identity: identity}
-	r.cp = &Checkpoint{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true}
+	r.cp = &checkpointState{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true}
+	r.renewLease(start)
 	// Claim the run before any work: a run id that already ran returns its
 	// stored result, and one still running is refused.
-	if err := rt.opts.Checkpoints.Save(ctx, r.cp); err != nil {
+	if err := rt.saveCheckpoint(ctx, r.cp); err != nil {
 		if !errors.Is(err, ErrCheckpointConflict) {
 			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
 		}
-		prev, err := rt.opts.Checkpoints.Load(ctx, rc.RunID)
+		prev, err := rt.loadCheckpoint(ctx, rc.RunID)
 		if err != nil {
 			return nil, fmt.Errorf("contextos: load run %s: %w", rc.RunID, err)
 		}
-		if !strings.HasPrefix(prev.Stopped, notStarted) || prev.Active {
+		if prev.Stopped != notStarted || prev.Active {
 			return rt.stored(ctx, req, prev, emit)
 		}
 		// The run's earlier Invoke failed before it started: this one
 		// starts it, over the earlier claim's revision.
-		r.cp.Rev = prev.Rev
-		if err := rt.opts.Checkpoints.Save(ctx, r.cp); err != nil {
+		r.cp.rev = prev.rev
+		if err := rt.saveCheckpoint(ctx, r.cp); err != nil {
 			if errors.Is(err, ErrCheckpointConflict) {
 				return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, rc.RunID)
 			}
@@ -453,7 +514,7 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 		r.cp.Active, r.cp.Stopped = false, notStarted
 		sctx, cancel := detached(ctx)
 		defer cancel()
-		if serr := rt.opts.Checkpoints.Save(sctx, r.cp); serr != nil {
+		if serr := rt.saveCheckpoint(sctx, r.cp); serr != nil {
 			rt.opts.Logger.Error("run claim not released", "run_id", rc.RunID, "error", serr.Error())
 		}
 		return nil, err
@@ -468,7 +529,7 @@ const notStarted = "not_started"
 // stored answers an Invoke of a run id that is already claimed: the stored
 // result of a run that ended or paused, ErrRunInProgress for a run still
 // going, and ErrRequestConflict for another request under the same id.
-func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp *Checkpoint, emit func(Event)) (*Result, error) {
+func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp *checkpointState, emit func(Event)) (*Result, error) {
 	runID := cp.RunID
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err
@@ -499,7 +560,7 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 // reopen rebuilds a stopped, paused or ended run from its checkpoint (its
 // packs resolved for replay, its context compiled again) with its last
 // record that is not CLOSED.
-func (rt *Runtime) reopen(ctx context.Context, cp *Checkpoint, emit func(Event)) (*run, *decision.Record, error) {
+func (rt *Runtime) reopen(ctx context.Context, cp *checkpointState, emit func(Event)) (*run, *decision.Record, error) {
 	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: cp.RunID})
 	if err != nil {
 		return nil, nil, fmt.Errorf("contextos: load records of %s: %w", cp.RunID, err)
@@ -514,7 +575,7 @@ func (rt *Runtime) reopen(ctx context.Context, cp *Checkpoint, emit func(Event))
 		return nil, nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, cp.RunID)
 	}
 	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
-	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: replay.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
 	chain := cp.Chain
 	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
@@ -540,7 +601,7 @@ func sameRequest(a, b *runcontext.InvokeRequest) (bool, error) {
 // trace context, so the run's trace id is the request's.
 func (rt *Runtime) startRunSpan(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (context.Context, trace.Span) {
 	carrier := propagation.MapCarrier{}
-	req.Trace.Inject(func(k, v string) { carrier[k] = v })
+	w3ctrace.Inject(req.Trace, func(k, v string) { carrier[k] = v })
 	ctx = propagation.TraceContext{}.Extract(ctx, carrier)
 	return rt.tracer.Start(ctx, "invoke_agent", trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
@@ -568,7 +629,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		key += res.Ref.String() + "=" + res.ContentHash + ";"
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
-	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy}
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, Now: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
 	rt.mu.Lock()
 	prepared := rt.prepared[key]
 	rt.mu.Unlock()
@@ -592,10 +653,24 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if err != nil {
 		return err
 	}
+	if rt.replayHash != "" && cc.Hash() != rt.replayHash {
+		// A packet recorded in the earlier form replays in it.
+		old := prepared.WithForm(compiler.Form1)
+		if occ, err := r.compile(ctx, old); err == nil && occ.Hash() == rt.replayHash {
+			prepared, cc = old, occ
+		}
+	}
+	if err := r.pinLedgerPacks(cc); err != nil {
+		return err
+	}
 	r.prepared, r.cc = prepared, cc
-	span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
-	r.span.SetAttributes(attribute.String("contextos.compiled_context_hash", cc.Hash()))
-	if r.gwRun, err = rt.gw.NewRun(prepared, cc, r.req, r.rc, r.meter, gatewayRunOptions(r.clock, chain, rt.recorder)); err != nil {
+	attrs := []attribute.KeyValue{attribute.String("contextos.compiled_context_hash", cc.Hash())}
+	if c := cc.ContextLedger.DataClassification; c != "" {
+		attrs = append(attrs, attribute.String("contextos.data_classification", string(c)))
+	}
+	span.SetAttributes(attrs...)
+	r.span.SetAttributes(attrs...)
+	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gatewayRunOptions(r.clock, chain, rt.recorder)); err != nil {
 		return err
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
@@ -645,7 +720,7 @@ var noopSpan = trace.SpanFromContext(context.Background())
 // maxPrepared bounds the cache of prepared pack sets.
 const maxPrepared = 256
 
-func gatewayRunOptions(c *replay.Clock, chain *gateway.ChainState, rec *replay.Recorder) *gateway.RunOptions {
+func gatewayRunOptions(c *playback.Clock, chain *gateway.ChainState, rec *playback.Recorder) *gateway.RunOptions {
 	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain, Observe: rec.Observe}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/goleak"
 
 	"github.com/contextos/contextos"
@@ -30,7 +31,7 @@ func TestHighValueRefundPausesThenDecides(t *testing.T) {
 		t.Fatalf("deferred record awaits %+v", res.Record.Awaiting)
 	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
-	done := h.Approve(res, "user_finance_lead_77", "finance_lead")
+	done := h.Approve(res, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 	contextostest.AssertStatus(t, done, decision.Decided)
 	contextostest.AssertOutcome(t, done, "approved")
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
@@ -128,7 +129,7 @@ func TestUnsurfacedToolEscalatesAfterMaxReplans(t *testing.T) {
 
 func TestWallClockHardStopEscalatesWithResumableCheckpoint(t *testing.T) {
 	var ticks atomic.Int64
-	now := func() time.Time { return contextostest.FixedTime.Add(time.Duration(ticks.Add(1)) * 4 * time.Second) }
+	now := func() time.Time { return contextostest.FixedTime().Add(time.Duration(ticks.Add(1)) * 4 * time.Second) }
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Now: now})
 	req, rc := refundRequest(t, 1200, true)
 	rc.RunBudget.WallClockMS = 10_000
@@ -137,7 +138,7 @@ func TestWallClockHardStopEscalatesWithResumableCheckpoint(t *testing.T) {
 	if !strings.Contains(res.Record.Rationale.Summary, "wall_clock") {
 		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
 	}
-	cp, err := h.Checkpoints.Load(context.Background(), res.RunID)
+	cp, err := loadState(context.Background(), h.Checkpoints, res.RunID)
 	if err != nil || cp.Terminal || cp.Stopped == "" {
 		t.Fatalf("checkpoint = %+v, %v", cp, err)
 	}
@@ -224,7 +225,7 @@ func TestHostCriticCanOnlyTighten(t *testing.T) {
 	}
 }
 
-type critic struct{ verify, score contextos.Verdict }
+type critic struct{ verify, score contextos.CriticVerdict }
 
 func (c *critic) Verify(context.Context, *contextos.CriticInput) (contextos.Judgement, error) {
 	return contextos.Judgement{Verdict: cmp.Or(c.verify, contextos.VerdictOK), Reason: "host verify"}, nil
@@ -255,9 +256,10 @@ func TestConsolidationFiltersMemoryProposals(t *testing.T) {
 }
 
 func TestResumeOnSecondRuntimeRepeatsNoSideEffect(t *testing.T) {
-	gw := gateway.Options{Idempotency: gateway.NewMemoryIdempotency(), Approvals: gateway.NewMemoryApprovalLog(), Transcript: &gatewaytest.Recorder{}}
+	gw := gateway.Options{Idempotency: gateway.NewMemoryIdempotency(), Approvals: gateway.NewMemoryApprovalLog()}
+	tr := &gatewaytest.Recorder{}
 	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(4200))
-	h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Gateway: gw}})
+	h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Gateway: gw, Transcripts: tr}})
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
 	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
@@ -270,13 +272,13 @@ func TestResumeOnSecondRuntimeRepeatsNoSideEffect(t *testing.T) {
 		{AdapterID: "adp_payments", Adapter: h.Adapter("adp_payments"), Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
 	}
 	rt2, err := contextos.New(planner, h.Registry, h.Keys, &contextos.Options{
-		Adapters: regs, Gateway: gw, Evidence: evidence(t), Ontologies: []string{"ont.support@1.0.0"}, ReplaySampleRate: 1,
-		Checkpoints: h.Checkpoints, Decisions: h.Decisions, Replays: h.Replays, Now: func() time.Time { return contextostest.FixedTime },
+		Adapters: regs, Gateway: gw, Transcripts: tr, Evidence: evidence(t), Ontologies: []string{"ont.support@1.0.0"}, ReplaySampleRate: 1,
+		Checkpoints: h.Checkpoints, Decisions: h.Decisions, Replays: h.Replays, Now: func() time.Time { return contextostest.FixedTime() },
 		Identity: contextos.IdentityOptions{AllowUnclaimed: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	approval := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	approval := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 	done, err := rt2.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +305,7 @@ func TestResumeRefusesBadInput(t *testing.T) {
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
 	ctx := context.Background()
-	if _, err := h.Runtime.Resume(ctx, "run_unknown", contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNoCheckpoint) {
+	if _, err := h.Runtime.Resume(ctx, "run_unknown", contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
 	}
 	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrResumeInput) {
@@ -311,7 +313,7 @@ func TestResumeRefusesBadInput(t *testing.T) {
 	}
 	// A wrong role is checked by the gateway: the run pauses again.
 	again, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{
-		contextostest.Approval(paused.Pending, "usr_771", "support_agent", contextostest.FixedTime)}})
+		contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "usr_771", Role: "support_agent"}, contextostest.FixedTime())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,13 +345,25 @@ func TestPauseIsNotReportedWithoutItsCheckpoint(t *testing.T) {
 
 func TestNewRefusesBadOptions(t *testing.T) {
 	h := harness(t, contextostest.NewPlanner(), nil)
-	for name, o := range map[string]*contextos.Options{
-		"sample rate":           {ReplaySampleRate: 2},
-		"unreadable transcript": {Gateway: gateway.Options{Transcript: writeOnly{}}},
+	for name, tc := range map[string]struct {
+		opts  *contextos.Options
+		field string // the field the error names
+	}{
+		"sample rate": {&contextos.Options{ReplaySampleRate: 2}, "ReplaySampleRate"},
+		// The runtime gives the gateway its clock, tracer provider and
+		// transcript: set on the gateway's options they are refused,
+		// not silently overwritten.
+		"gateway transcript": {&contextos.Options{Gateway: gateway.Options{Transcript: writeOnly{}}}, "Gateway.Transcript"},
+		"gateway clock":      {&contextos.Options{Gateway: gateway.Options{Now: time.Now}}, "Gateway.Now"},
+		"gateway tracer":     {&contextos.Options{Gateway: gateway.Options{TracerProvider: noop.NewTracerProvider()}}, "Gateway.TracerProvider"},
 	} {
-		if _, err := contextos.New(contextostest.NewPlanner(), h.Registry, h.Keys, o); !errors.Is(err, contextos.ErrConfig) {
-			t.Errorf("%s: %v", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := contextos.New(contextostest.NewPlanner(), h.Registry, h.Keys, tc.opts)
+			if !errors.Is(err, contextos.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("New = %v, want ErrConfig naming %s", err, tc.field)
+			}
+		})
 	}
 	if _, err := contextos.New(nil, h.Registry, h.Keys, nil); !errors.Is(err, contextos.ErrConfig) {
 		t.Errorf("nil planner: %v", err)
@@ -397,14 +411,14 @@ func TestToolCallBudgetIsAHardStopAndResumable(t *testing.T) {
 
 func TestTimeSpentPausedIsNotChargedToTheWallClock(t *testing.T) {
 	var now atomic.Int64
-	now.Store(contextostest.FixedTime.UnixNano())
+	now.Store(contextostest.FixedTime().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Now: clock})
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
 	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
 	now.Add(int64(2 * time.Hour)) // the finance lead answers two hours later
-	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", clock())
+	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock())
 	done, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +433,7 @@ func TestConcurrentResumesContinueTheRunOnce(t *testing.T) {
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
-	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 	var wg sync.WaitGroup
 	results := make([]error, 8)
 	for i := range results {
@@ -454,15 +468,15 @@ func TestTakeoverContinuesARunWhoseRuntimeDied(t *testing.T) {
 	paused := h.Invoke(req, rc)
 	ctx := context.Background()
 	// Another runtime claimed the run and died before pausing or ending.
-	cp, err := h.Checkpoints.Load(ctx, paused.RunID)
+	cp, err := loadState(ctx, h.Checkpoints, paused.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp.Active = true
-	if err := h.Checkpoints.Save(ctx, cp); err != nil {
+	if err := saveState(ctx, h.Checkpoints, cp); err != nil {
 		t.Fatal(err)
 	}
-	a := contextostest.Approval(paused.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}}); !errors.Is(err, contextos.ErrNotResumable) {
 		t.Fatalf("resume of an active run = %v, want ErrNotResumable", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/contextos/contextos"
@@ -85,7 +86,7 @@ func TestFailedWriteIsNeverDecided(t *testing.T) {
 			res := h.Invoke(req, rc)
 			if tc.deny {
 				contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
-				a := contextostest.Approval(res.Pending, "user_finance_lead_77", "finance_lead", contextostest.FixedTime)
+				a := contextostest.Approval(res.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
 				a.Denied = true
 				var err error
 				if res, err = h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}}); err != nil {
@@ -247,7 +248,7 @@ func TestDeferredAlwaysSaysWhatItAwaits(t *testing.T) {
 		if res.Record.Awaiting == nil || res.Record.Awaiting.GateID != res.Pending.GateID {
 			t.Fatalf("awaiting %+v", res.Record.Awaiting)
 		}
-		contextostest.AssertStatus(t, h.Approve(res, "user_finance_lead_77", "finance_lead"), decision.Decided)
+		contextostest.AssertStatus(t, h.Approve(res, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}), decision.Decided)
 	})
 }
 
@@ -255,7 +256,7 @@ func TestRecordThatFailsItsSpecIsNeverDecided(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		mutate  func(d *contextos.DecisionProposal)
-		problem string
+		problem decision.Code
 	}{
 		{"unresolvable evidence ref", func(d *contextos.DecisionProposal) {
 			d.EvidenceRefs = append(d.EvidenceRefs, "kg:order:ord_999#made_up")
@@ -276,7 +277,7 @@ func TestRecordThatFailsItsSpecIsNeverDecided(t *testing.T) {
 				t.Errorf("problems %+v do not name %s", res.Record.Problems, tc.problem)
 			}
 			reqs := planner.Requests()
-			if len(reqs) != 2+rc.RunBudget.MaxReplanAttempts || !strings.Contains(reqs[2].ReplanReason, tc.problem) {
+			if len(reqs) != 2+rc.RunBudget.MaxReplanAttempts || !strings.Contains(reqs[2].ReplanReason, string(tc.problem)) {
 				t.Errorf("the planner was not asked to fix the record: %d turns", len(reqs))
 			}
 		})
@@ -315,6 +316,11 @@ func TestToolCallsPolicyDecisionsAreRecorded(t *testing.T) {
 // The refund runs, and then the caller's context is cancelled or its
 // deadline passes: the run still ends with a stored record and a resumable
 // checkpoint.
+//
+// Each case runs in a synctest bubble: the 50 ms deadline is virtual time,
+// which passes only once the run is blocked in the refund waiting for it,
+// so the refund always runs before the deadline, however loaded the
+// machine.
 func TestSideEffectThenCancellationIsRecorded(t *testing.T) {
 	for _, deadline := range []bool{false, true} {
 		name := "canceled"
@@ -322,40 +328,42 @@ func TestSideEffectThenCancellationIsRecorded(t *testing.T) {
 			name = "deadline"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			after := func() { cancel() }
-			if deadline {
-				var dcancel context.CancelFunc
-				ctx, dcancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
-				defer dcancel()
-				after = func() { <-ctx.Done() }
-			}
-			h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), approvedAgain()), nil)
-			scriptDefaults(h, "adp_payments")
-			h.Adapter("adp_payments").On("issue_refund").When(func(map[string]any) bool { after(); return true }).
-				ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
-			req, rc := refundRequest(t, 1200, true)
-			res, err := h.Runtime.Invoke(ctx, req, rc)
-			if err != nil {
-				t.Fatalf("Invoke after the refund ran: %v (the refund is left without a record)", err)
-			}
-			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
-			if res.Status != decision.Escalated {
-				t.Errorf("status %s, want ESCALATED", res.Status)
-			}
-			recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: res.RunID})
-			if len(recs) == 0 || !slices.ContainsFunc(recs[len(recs)-1].EvidenceRefs, func(ref string) bool { return strings.HasPrefix(ref, "tool:adp_payments.issue_refund:") }) {
-				t.Errorf("the stored record does not carry the refund: %+v", recs)
-			}
-			assertResumesWithoutRefundingAgain(t, h, res.RunID)
-			h.ReplayAll()
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				after := func() { cancel() }
+				if deadline {
+					var dcancel context.CancelFunc
+					ctx, dcancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+					defer dcancel()
+					after = func() { <-ctx.Done() }
+				}
+				h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), approvedAgain()), nil)
+				scriptDefaults(h, "adp_payments")
+				h.Adapter("adp_payments").On("issue_refund").When(func(map[string]any) bool { after(); return true }).
+					ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
+				req, rc := refundRequest(t, 1200, true)
+				res, err := h.Runtime.Invoke(ctx, req, rc)
+				if err != nil {
+					t.Fatalf("Invoke after the refund ran: %v (the refund is left without a record)", err)
+				}
+				contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+				if res.Status != decision.Escalated {
+					t.Errorf("status %s, want ESCALATED", res.Status)
+				}
+				recs, _ := h.Decisions.List(context.Background(), decision.Filter{RunID: res.RunID})
+				if len(recs) == 0 || !slices.ContainsFunc(recs[len(recs)-1].EvidenceRefs, func(ref string) bool { return strings.HasPrefix(ref, "tool:adp_payments.issue_refund:") }) {
+					t.Errorf("the stored record does not carry the refund: %+v", recs)
+				}
+				assertResumesWithoutRefundingAgain(t, h, res.RunID)
+				h.ReplayAll()
+			})
 		})
 	}
 }
 
 func TestInvalidPlannerUsageStopsTheRun(t *testing.T) {
-	for _, u := range []contextos.Usage{{Tokens: -5}, {CostCents: -1}, {CostCents: nan()}, {CostCents: inf()}, {CostCents: 1e300}, {Tokens: 1 << 40}} {
+	for _, u := range []contextos.PlanUsage{{Tokens: -5}, {CostCents: -1}, {CostCents: nan()}, {CostCents: inf()}, {CostCents: 1e300}, {Tokens: 1 << 40}} {
 		p := lookupPlan()
 		p.Usage = u
 		// A PlannerFunc: NaN has no JSON form for the scripted planner.
@@ -374,25 +382,30 @@ func TestInvalidPlannerUsageStopsTheRun(t *testing.T) {
 	}
 }
 
+// The planner runs in a synctest bubble: time is virtual, so the cut-off
+// is exact and holds on a loaded machine.
 func TestPlannerIgnoringItsContextIsCutOff(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	slow := contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
-		<-release // ignores ctx
-		return refundPlan(1200), nil
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		slow := contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+			<-release // ignores ctx
+			return refundPlan(1200), nil
+		})
+		h := harness(t, slow, nil)
+		req, rc := refundRequest(t, 1200, true)
+		const planTimeout = 20 * time.Millisecond
+		rc.RunBudget.PlanTimeoutMS = planTimeout.Milliseconds()
+		start := time.Now()
+		res := h.Invoke(req, rc)
+		if elapsed := time.Since(start); elapsed != planTimeout {
+			t.Errorf("the run waited %v for a planner that ignores its context, want plan_timeout_ms (%v)", elapsed, planTimeout)
+		}
+		contextostest.AssertStatus(t, res, decision.Escalated)
+		if !strings.Contains(res.Record.Rationale.Summary, "plan_timeout") {
+			t.Errorf("rationale %q", res.Record.Rationale.Summary)
+		}
 	})
-	h := harness(t, slow, nil)
-	req, rc := refundRequest(t, 1200, true)
-	rc.RunBudget.PlanTimeoutMS = 20
-	start := time.Now()
-	res := h.Invoke(req, rc)
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("the run waited for a planner past its plan_timeout_ms")
-	}
-	contextostest.AssertStatus(t, res, decision.Escalated)
-	if !strings.Contains(res.Record.Rationale.Summary, "plan_timeout") {
-		t.Errorf("rationale %q", res.Record.Rationale.Summary)
-	}
 }
 
 func TestInvokingARunAgain(t *testing.T) {
@@ -416,7 +429,7 @@ func TestInvokingARunAgain(t *testing.T) {
 		if again.Pending.ActionDigest != first.Pending.ActionDigest {
 			t.Error("the stored pause differs")
 		}
-		contextostest.AssertStatus(t, h.Approve(again, "user_finance_lead_77", "finance_lead"), decision.Decided)
+		contextostest.AssertStatus(t, h.Approve(again, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}), decision.Decided)
 	})
 	t.Run("in flight", func(t *testing.T) {
 		entered, release := make(chan struct{}), make(chan struct{})
@@ -467,7 +480,7 @@ func TestInvokingARunAgain(t *testing.T) {
 // resume ends it DECIDED with the one refund it already made.
 func assertResumesWithoutRefundingAgain(t *testing.T, h *contextostest.Harness, runID string) {
 	t.Helper()
-	cp, err := h.Checkpoints.Load(context.Background(), runID)
+	cp, err := loadState(context.Background(), h.Checkpoints, runID)
 	if err != nil || cp.Stopped == "" || cp.Active {
 		t.Fatalf("checkpoint %+v (%v) is not resumable", cp, err)
 	}

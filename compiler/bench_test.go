@@ -67,7 +67,7 @@ func scaledPack(b *testing.B, n int) *pack.Pack {
 		p.ToolingLayer.AdapterRegistry = append(p.ToolingLayer.AdapterRegistry, pack.Adapter{AdapterID: id, Type: "INTERNAL", EndpointRef: "internal://" + id, Capabilities: []string{"read"}, ApprovalMode: runcontext.ReadOnly})
 		p.ToolingLayer.Permissions = append(p.ToolingLayer.Permissions, pack.Permission{PermissionID: "p_" + id, AdapterID: id, Capability: "read", Allow: true})
 	}
-	if err := pack.Validate(p); err != nil {
+	if err := pack.Validate(p, nil); err != nil {
 		b.Fatal(err)
 	}
 	return p

@@ -1,8 +1,9 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"strconv"
 	"strings"
 
@@ -75,7 +76,7 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 			}
 			fmt.Fprintf(&b, ", approval gate %s (%s)", m.ApprovalGate, state)
 		}
-		for _, arg := range sortedKeys(m.Constraints) {
+		for _, arg := range sortedkeys.Of(m.Constraints) {
 			fmt.Fprintf(&b, ", %s %s", arg, constraintText(m.Constraints[arg]))
 		}
 		b.WriteString(".")
@@ -85,7 +86,7 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 
 func constraintText(c map[string]any) string {
 	parts := make([]string, 0, len(c))
-	for _, k := range sortedKeys(c) {
+	for _, k := range sortedkeys.Of(c) {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, c[k]))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
@@ -157,9 +158,9 @@ func memoryBlock(m MemoryItem) string {
 	return b.String()
 }
 
-func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext) string {
+func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext, env *LedgerEnvironment) string {
 	var b strings.Builder
-	b.Grow(len(req.Input.Message) + len(req.Input.Channel) + 96)
+	b.Grow(len(req.Input.Message) + len(req.Input.Channel) + 128)
 	if rc.SessionID != "" {
 		b.WriteString("Session ")
 		writeQuoted(&b, rc.SessionID)
@@ -170,17 +171,41 @@ func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext) stri
 		b.WriteString(", channel ")
 		writeQuoted(&b, req.Input.Channel)
 	}
-	locale := req.Input.Locale
-	if locale == "" {
-		locale = rc.Locale
-	}
-	if locale != "" {
-		b.WriteString(", locale ")
-		writeQuoted(&b, locale)
+	for _, kv := range [...][2]string{{"locale", env.Locale}, {"currency", env.Currency}, {"timezone", env.Timezone}} {
+		if kv[1] != "" {
+			b.WriteString(", " + kv[0] + " ")
+			writeQuoted(&b, kv[1])
+		}
 	}
 	b.WriteString(". User message: ")
 	writeQuoted(&b, req.Input.Message)
 	return b.String()
+}
+
+// environment resolves the run's locale, currency and timezone: the
+// request's (input.locale or the run context's locale; the strings
+// input.context.currency and input.context.timezone), else the pack's
+// environment_defaults (Form1 has no defaults).
+func (p *Prepared) environment(req *runcontext.InvokeRequest, rc *runcontext.RunContext, form Form) *LedgerEnvironment {
+	env := &LedgerEnvironment{Locale: cmp.Or(req.Input.Locale, rc.Locale)}
+	env.Currency, _ = req.Input.Context["currency"].(string)
+	env.Timezone, _ = req.Input.Context["timezone"].(string)
+	if form == Form1 {
+		env.Currency, env.Timezone = "", ""
+		return env
+	}
+	d := p.pack.PackMeta.EnvironmentDefaults
+	for _, f := range [...]struct {
+		name string
+		dst  *string
+		def  string
+	}{{"locale", &env.Locale, d.Locale}, {"currency", &env.Currency, d.Currency}, {"timezone", &env.Timezone, d.Timezone}} {
+		if strings.TrimSpace(*f.dst) == "" && f.def != "" {
+			*f.dst = f.def
+			env.Defaulted = append(env.Defaulted, f.name)
+		}
+	}
+	return env
 }
 
 // taskText is the compiled prompt's task: the user message, quoted, and
@@ -200,7 +225,7 @@ func taskText(req *runcontext.InvokeRequest, intent string) string {
 // cut short can ask for something else than the caller did, so a governed
 // run refuses it and says so, with a *runcontext.BudgetError naming
 // tokens.session.
-func (p *Prepared) checkSession(session, task string, alloc map[Bucket]int) error {
+func (p *Prepared) checkSession(session, task string, alloc map[runcontext.Bucket]int) error {
 	limit := alloc[runcontext.BucketSession]
 	if n := max(p.opts.Tokenizer.Count(session), p.opts.Tokenizer.Count(task)); n > limit {
 		return fail(8, ErrBudget, &runcontext.BudgetError{Dimension: "tokens." + string(runcontext.BucketSession), Limit: float64(limit), Requested: float64(n)},
@@ -251,13 +276,4 @@ func (p *Prepared) developer() string {
 		fmt.Fprintf(&b, " Don't: %s.", strings.Join(tc.Dont, "; "))
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -31,7 +32,11 @@ type Options struct {
 	// Ontologies are the ontology versions the host declares,
 	// "namespace@version" (e.g. "ont.support@1.0.0").
 	Ontologies []string
-	// Overlays are applied to the pack whose ref they name (stage 3).
+	// Overlays are the declared environment overlays; each applies to the
+	// input pack its base names (stage 3) and is recorded in the ledger
+	// (packs[].overlay: id, environment, digest). An overlay naming no
+	// input pack is not applied; two naming the same pack are refused (a
+	// run is in one environment).
 	Overlays []*pack.Overlay
 	// Evidence retrieves evidence (stage 7). Default: none.
 	Evidence EvidenceSource
@@ -50,6 +55,13 @@ type Options struct {
 	// stage 5 and at the gateway's per-call evaluations). Zero: the
 	// defaults of policy.Options.
 	Policy policy.Options
+	// Form is the compiled form. Zero: the current form; a replay of a
+	// packet recorded in an earlier form sets that form.
+	Form Form
+	// Validation tunes the validation of the overlaid and merged pack view
+	// (the host's redaction rule names). Zero: the defaults of
+	// pack.ValidateOptions.
+	Validation pack.ValidateOptions
 }
 
 // Prepared is a set of packs merged, overlaid and checked once (stages 1,
@@ -66,7 +78,8 @@ type Prepared struct {
 	business string
 	gates    map[string]pack.ApprovalGate
 	ruleMeta map[string]ruleMeta
-	perms    map[string]pack.Permission // "adapter_id.capability" → its governing permission (pack.EffectivePermissions)
+	perms    map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
+	class    pack.DataClassification    // the highest of the input packs'
 }
 
 type tenant struct {
@@ -119,18 +132,27 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 				return nil, fail(1, ErrInput, err, "hash %s", in.Ref)
 			}
 		}
+		if err := checkOverlayVersion(in.Ref, o.Overlays); err != nil {
+			return nil, err
+		}
 		view := in.Pack
 		for _, ov := range o.Overlays {
 			if ov == nil || ov.Base != in.Ref.String() {
 				continue
 			}
-			v, applied, err := pack.ApplyOverlay(view, ov)
+			if lp.Overlay != nil {
+				return nil, fail(3, ErrInput, nil, "overlays %q and %q both apply to %s: a run is in one environment", lp.Overlay.OverlayID, ov.OverlayID, in.Ref)
+			}
+			v, applied, err := pack.ApplyOverlay(view, ov, &o.Validation)
 			if err != nil {
 				return nil, fail(3, ErrInput, err, "overlay %s", ov.OverlayID)
 			}
 			view, lp.Overlay = v, &applied
 		}
 		views[i] = view
+		if c := view.PackMeta.DataClassification; slices.Index(pack.DataClassifications(), c) > slices.Index(pack.DataClassifications(), pr.class) {
+			pr.class = c
+		}
 		pr.packs = append(pr.packs, lp)
 		t := view.PackMeta.Tenant
 		pr.tenants = append(pr.tenants, tenant{ref: lp.Ref, id: t.TenantID, shared: t.Shared})
@@ -139,15 +161,15 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := pack.Validate(merged); err != nil {
+	if err := pack.Validate(merged, &o.Validation); err != nil {
 		return nil, fail(1, ErrMerge, err, "the merged pack view is invalid")
 	}
 	ont := merged.IntelligenceRefs.Ontology
 	pr.ontology = ont.Namespace + "@" + ont.Version
-	if !slices.Contains(o.Ontologies, pr.ontology) {
-		return nil, fail(4, ErrOntology, nil, "pack needs ontology %s; host declares %v", pr.ontology, o.Ontologies)
+	if err := checkOntology(ont, o.Ontologies); err != nil {
+		return nil, err
 	}
-	if pr.engine, err = policy.PrepareWith(merged, &o.Policy); err != nil {
+	if pr.engine, err = policy.Prepare(merged, &o.Policy); err != nil {
 		return nil, fail(5, ErrPolicy, err, "prepare policy")
 	}
 	pr.pack = merged
@@ -161,7 +183,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority}
 		}
 	}
-	pr.perms = pack.EffectivePermissions(merged) // an explicit deny wins over any allow
+	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	return pr, nil
 }
 
@@ -179,6 +201,14 @@ func (p *Prepared) At(now time.Time) *Prepared {
 func (p *Prepared) WithSources(ev EvidenceSource, mem MemoryRecall) *Prepared {
 	c := *p
 	c.opts.Evidence, c.opts.Memory = ev, mem
+	return &c
+}
+
+// WithForm returns a copy of p that compiles in form f (see Form); the
+// prepared packs and policy are shared.
+func (p *Prepared) WithForm(f Form) *Prepared {
+	c := *p
+	c.opts.Form = f
 	return &c
 }
 
@@ -265,25 +295,40 @@ func unionStrings(a, b []string) []string {
 
 // Block priorities per bucket (seed 003's published output).
 const (
-	PriorityBusiness = 90
-	PriorityPolicy   = 80
-	PriorityTool     = 70
-	PriorityEvidence = 60
-	PriorityMemory   = 50
-	PrioritySession  = 40
+	priorityBusiness = 90
+	priorityPolicy   = 80
+	priorityTool     = 70
+	priorityEvidence = 60
+	priorityMemory   = 50
+	prioritySession  = 40
 )
 
 // Compile runs the per-request stages: 2, tenancy; 4, the intent must be
 // served; 5, guardrails and policy; 6, the tool surface; 7, evidence and
 // memory admission; 8, token budgets and buckets; 9, controls, prompt,
-// budget report, ledger and hash. It is deterministic: the same inputs
-// give the same bytes and compiled_context_hash.
+// budget report, ledger and hashes. It is deterministic: the same inputs
+// give the same bytes, compiled_context_hash and ledger_hash; inputs that
+// differ only in run-specific members (run, request and trace ids, the
+// identity claim) give the same compiled_context_hash.
+//
+// A request and run context that disagree (runcontext.CheckAgreement) are
+// refused with ErrConflict. The pack's environment_defaults fill the
+// locale (input.locale, else the run context's locale), the currency
+// (input.context.currency) and the timezone (input.context.timezone) the
+// request leaves empty; the session block shows them and the ledger's
+// environment records them.
 func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*CompiledContext, error) {
 	if req == nil || rc == nil {
 		return nil, fail(0, ErrInput, nil, "request and run context are required")
 	}
+	// The run context must be the request's: the check Materialize makes.
+	if err := runcontext.CheckAgreement(req, rc); err != nil {
+		return nil, fail(0, ErrConflict, err, "the run context is not the request's")
+	}
+	form := p.opts.Form.resolve()
+	env := p.environment(req, rc, form)
 	// The user message is bounded first, before any work on it.
-	session, task := sessionBlock(req, rc), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
+	session, task := sessionBlock(req, rc, env), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
 	if err := p.checkSession(session, task, rc.RunBudget.BucketTokens); err != nil {
 		return nil, err
 	}
@@ -314,6 +359,9 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		PolicyResults: res.Decisions, PolicyVerdict: res.Verdict, GuardrailsRaised: res.Raised, ApprovalGates: res.Gates,
 		PolicyBundles: []string{}, Tools: []string{}, EvidenceRefs: []string{}, MemoryRefs: []string{},
 	}
+	if form != Form1 {
+		ledger.Environment, ledger.DataClassification = env, p.class
+	}
 	if ledger.Inputs.RequestHash, err = canon.Digest(req); err != nil {
 		return nil, fail(0, ErrInput, err, "request has no canonical form")
 	}
@@ -332,10 +380,17 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		ApprovalGatesActive: nonNil(activeGates), RedactionRulesActive: nonNil(g.RedactionRules),
 	}
 	var blocks []ContextBlock
-	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: PriorityBusiness})
+	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: priorityBusiness})
 	for i, d := range res.Decisions {
-		blocks = append(blocks, ContextBlock{BlockID: "pol_" + strconv.Itoa(i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: PriorityPolicy,
-			ProvenanceRefs: []string{"policy:" + d.BundleID + "#" + d.RuleID, d.PolicyDecisionID}})
+		// The block cites its rule; its policy decision id (derived from
+		// the run id) is in the ledger's policy_results[i], so the prompt
+		// and compiled_context_hash stay free of run-specific ids.
+		prov := []string{"policy:" + d.BundleID + "#" + d.RuleID}
+		if form == Form1 {
+			prov = append(prov, d.PolicyDecisionID)
+		}
+		blocks = append(blocks, ContextBlock{BlockID: "pol_" + strconv.Itoa(i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: priorityPolicy,
+			ProvenanceRefs: prov})
 	}
 	// Stage 6: tool surface.
 	toolBlocks := p.surface(cc, res, rc.SafetyMode, activeGates)
@@ -351,7 +406,7 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		return nil, err
 	}
 	blocks = append(blocks, memBlocks...)
-	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: session, Priority: PrioritySession})
+	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: session, Priority: prioritySession})
 	// Stage 8: budgets and buckets.
 	blocks = p.budget(cc, blocks, rc.RunBudget.BucketTokens)
 	kept := make(map[string]bool, len(blocks))
@@ -383,11 +438,9 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 			ledger.Budget.TruncatedBuckets = append(ledger.Budget.TruncatedBuckets, string(b))
 		}
 	}
-	h, err := canon.Digest(cc) // the hash field is empty and omitted
-	if err != nil {
+	if err := seal(cc, form); err != nil {
 		return nil, fail(9, ErrInput, err, "the compiled context has no canonical form")
 	}
-	ledger.CompiledContextHash = h
 	return cc, nil
 }
 
@@ -398,8 +451,8 @@ func nonNil(s []string) []string {
 	return slices.Clone(s)
 }
 
-// RiskLevel names the risk of an approval mode in capability metadata.
-func RiskLevel(m runcontext.ApprovalMode) string {
+// riskLevel names the risk of an approval mode in capability metadata.
+func riskLevel(m runcontext.ApprovalMode) string {
 	switch m {
 	case runcontext.ReadOnly:
 		return "read_only"
@@ -418,7 +471,7 @@ func RiskLevel(m runcontext.ApprovalMode) string {
 // surface computes stage 6: adapter registry ∩ allowed permissions ∩
 // approval mode ≤ safety mode, minus what policy blocks (a refusal blocks
 // everything; a deny or escalation blocks write-class capabilities).
-func (p *Prepared) surface(cc *CompiledContext, res *policy.Result, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
+func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
 	ledger := &cc.ContextLedger
 	cc.Manifests.ToolManifest = []ToolManifestEntry{}
 	var blocks []ContextBlock
@@ -462,7 +515,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Result, safety runco
 			}
 			entry.Capabilities = append(entry.Capabilities, c)
 			entry.CapabilityMetadata[c] = CapabilityMetadata{
-				Kind: kind, RiskLevel: RiskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
+				Kind: kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
 				Constraints: perm.ArgConstraints, ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
 			}
 			ledger.Tools = append(ledger.Tools, id)
@@ -471,7 +524,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Result, safety runco
 			continue
 		}
 		blocks = append(blocks, ContextBlock{BlockID: "tool_" + strconv.Itoa(len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
-			Content: toolBlock(a, entry), Priority: PriorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
+			Content: toolBlock(a, entry), Priority: priorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
 	return blocks
@@ -522,10 +575,10 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 			reason = "stale: snapshot " + it.Snapshot + " is not the pinned " + p.opts.KnowledgeSnapshot
 		}
 		if reason != "" {
-			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: PriorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "ev_" + strconv.Itoa(len(admitted)), Bucket: runcontext.BucketEvidence, Content: evidenceBlock(it), Priority: PriorityEvidence, ProvenanceRefs: []string{it.EvidenceRef}})
+		blocks = append(blocks, ContextBlock{BlockID: "ev_" + strconv.Itoa(len(admitted)), Bucket: runcontext.BucketEvidence, Content: evidenceBlock(it), Priority: priorityEvidence, ProvenanceRefs: []string{it.EvidenceRef}})
 		admitted = append(admitted, it)
 	}
 	return blocks, admitted, nil
@@ -560,11 +613,11 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 			if m.State == MemoryPromoted {
 				reason = "malformed: memory_ref and content are required"
 			}
-			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "memory", Ref: m.MemoryRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(m.Content), Priority: PriorityMemory})
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "memory", Ref: m.MemoryRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(m.Content), Priority: priorityMemory})
 			continue
 		}
 		blocks = append(blocks, ContextBlock{BlockID: "mem_" + strconv.Itoa(len(blocks)), Bucket: runcontext.BucketMemory,
-			Content: memoryBlock(m), Priority: PriorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
+			Content: memoryBlock(m), Priority: priorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
 	}
 	return blocks, nil
 }
@@ -572,13 +625,13 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 // budget computes stage 8: one allocation per bucket; a bucket over its
 // allocation drops whole blocks, last first, and says so in the budget
 // report, the warnings and the ledger's omissions.
-func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[Bucket]int) []ContextBlock {
+func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[runcontext.Bucket]int) []ContextBlock {
 	br := &cc.BudgetReport
-	br.TokensAllocated = map[Bucket]int{}
-	br.TokensUsedByBucket = map[Bucket]int{}
-	br.BucketTruncations = map[Bucket]bool{}
+	br.TokensAllocated = map[runcontext.Bucket]int{}
+	br.TokensUsedByBucket = map[runcontext.Bucket]int{}
+	br.BucketTruncations = map[runcontext.Bucket]bool{}
 	tokens := make([]int, len(blocks))
-	used := map[Bucket]int{}
+	used := map[runcontext.Bucket]int{}
 	for i, b := range blocks {
 		tokens[i] = p.opts.Tokenizer.Count(b.Content)
 		used[b.Bucket] += tokens[i]
@@ -605,7 +658,7 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 			slices.Reverse(dropped)
 			br.BucketTruncations[bucket] = true
 			if br.DroppedBlockIDs == nil {
-				br.DroppedBlockIDs = map[Bucket][]string{}
+				br.DroppedBlockIDs = map[runcontext.Bucket][]string{}
 			}
 			br.DroppedBlockIDs[bucket] = dropped
 			br.Warnings = append(br.Warnings, fmt.Sprintf("%s bucket exceeded budget; dropped %d block(s): %s", bucket, len(dropped), strings.Join(dropped, ", ")))
@@ -622,4 +675,58 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 	// Ordered by priority, highest first, then by index (stable).
 	slices.SortStableFunc(out, func(a, b ContextBlock) int { return b.Priority - a.Priority })
 	return out
+}
+
+// checkOverlayVersion fails closed when overlays hold an environment
+// overlay for ref's pack id but none for ref's version: a caller naming
+// another published version of the pack must not run outside the
+// environment's rules. An overlay whose base does not parse names no
+// version; ApplyOverlay refuses it where it would apply.
+func checkOverlayVersion(ref pack.Ref, overlays []*pack.Overlay) error {
+	var others []string
+	for _, ov := range overlays {
+		if ov == nil {
+			continue
+		}
+		// A base that is not exactly a pinned ref (white space, a range,
+		// build metadata, leading zeros) would match no pack and silently
+		// not apply: it is refused.
+		if b, err := pack.ParseRef(ov.Base); err != nil || b.String() != ov.Base {
+			return &Error{Stage: 3, Kind: ErrInput, Message: fmt.Sprintf("environment overlay %s: base is not a pinned pack ref (id@major.minor.patch)", clipID(ov.OverlayID))}
+		}
+	}
+	for _, ov := range overlays {
+		if ov == nil {
+			continue
+		}
+		if ov.Base == ref.String() {
+			return nil
+		}
+		// Pack ids differing only in case name the same pack to a reader:
+		// an overlay for one is not silently skipped for the other.
+		if b, err := pack.ParseRef(ov.Base); err == nil && strings.EqualFold(b.ID, ref.ID) {
+			others = append(others, strings.TrimPrefix(b.String(), b.ID+"@"))
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	others = slices.Compact(others)
+	v := strings.TrimPrefix(ref.String(), ref.ID+"@")
+	return &Error{Stage: 3, Kind: ErrInput, Message: "environment overlay", Err: &OverlayVersionError{PackID: ref.ID, Version: v, OverlayVersions: others}}
+}
+
+// clipID is an overlay id fit for an error message: at most 64 bytes, with
+// anything but printable ASCII replaced.
+func clipID(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, s)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -33,11 +34,7 @@ type scenario struct {
 
 func read(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixture.Read(t, name)
 }
 
 // canonicalScenario is seed 003's: support_agent, refund_amount 4200,
@@ -233,7 +230,7 @@ func TestStarvedEvidenceBudgetTruncatesVisibly(t *testing.T) {
 	for _, o := range cc.ContextLedger.Omissions {
 		if o.Kind == "block" {
 			omitted = append(omitted, o.Ref)
-			if o.EstimatedTokens == 0 || o.Priority != compiler.PriorityEvidence || len(o.SourceRefs) == 0 {
+			if o.EstimatedTokens == 0 || o.Priority != 60 /* evidence blocks' priority */ || len(o.SourceRefs) == 0 {
 				t.Errorf("omission lacks detail: %+v", o)
 			}
 		}
@@ -309,10 +306,16 @@ func TestRefusals(t *testing.T) {
 		err   error
 		stage int
 	}{
-		{"other tenant", func(s *scenario) { s.rc.TenantID = "tenant_globex"; s.rc.Agent.PrincipalChain = nil }, compiler.ErrTenant, 2},
+		{"other tenant", func(s *scenario) {
+			s.req.TenantID, s.rc.TenantID = "tenant_globex", "tenant_globex"
+			s.rc.Agent.PrincipalChain = nil
+		}, compiler.ErrTenant, 2},
 		{"undeclared ontology", func(s *scenario) { s.opts.Ontologies = []string{"ont.support@2.0.0"} }, compiler.ErrOntology, 4},
 		{"no ontologies", func(s *scenario) { s.opts.Ontologies = nil }, compiler.ErrOntology, 4},
-		{"intent not served", func(s *scenario) { s.rc.Intent = "support.cancel" }, compiler.ErrIntent, 4},
+		{"intent not served", func(s *scenario) { s.req.Input.Intent, s.rc.Intent = "support.cancel", "support.cancel" }, compiler.ErrIntent, 4},
+		{"malformed declared ontology", func(s *scenario) { s.opts.Ontologies = []string{"ont.support@1.0.0", "ont.support"} }, compiler.ErrOntology, 4},
+		{"declared ontology not semver", func(s *scenario) { s.opts.Ontologies = []string{"ont.support@1.0"} }, compiler.ErrOntology, 4},
+		{"conflicting tenant", func(s *scenario) { s.rc.TenantID = "tenant_globex" }, runcontext.ErrConflict, 0},
 		{"policy fails closed", func(s *scenario) { delete(s.req.Input.Context, "identity_verified") }, compiler.ErrPolicy, 5},
 		{"evidence source fails", func(s *scenario) { s.opts.Evidence = failingSource{} }, compiler.ErrEvidence, 7},
 		{"overlay refused", func(s *scenario) {
@@ -333,7 +336,7 @@ func TestRefusals(t *testing.T) {
 	// A shared pack compiles for another tenant.
 	s := canonicalScenario(t)
 	s.pack.PackMeta.Tenant.Shared = true
-	s.rc.TenantID = "tenant_globex"
+	s.req.TenantID, s.rc.TenantID = "tenant_globex", "tenant_globex"
 	s.rc.Agent.PrincipalChain = nil
 	if _, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts); err != nil {
 		t.Errorf("shared pack: %v", err)
@@ -362,8 +365,15 @@ func TestOverlayRecorded(t *testing.T) {
 	if ov == nil || ov.OverlayID != "ov_staging" || !strings.HasPrefix(ov.Hash, "sha256:") {
 		t.Errorf("ledger overlay = %+v", ov)
 	}
-	if cc.Hash() == canonicalScenario(t).compile(t).Hash() {
-		t.Error("an overlay does not move the hash")
+	// The endpoint swap is not compiled content: the ledger records it.
+	base := canonicalScenario(t).compile(t)
+	if cc.ContextLedger.LedgerHash == base.ContextLedger.LedgerHash {
+		t.Error("an overlay does not move the ledger_hash")
+	}
+	// Two overlays of one pack are refused: a run is in one environment.
+	s.opts.Overlays = append(s.opts.Overlays, &pack.Overlay{OverlayID: "ov_prod", Base: "ctxpack.support@1.0.0", Environment: "prod"})
+	if _, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts); !errors.Is(err, compiler.ErrInput) || !strings.Contains(err.Error(), "ov_prod") {
+		t.Errorf("two overlays of one pack: %v", err)
 	}
 }
 

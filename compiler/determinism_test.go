@@ -140,19 +140,17 @@ func TestKeyOrderDoesNotMatter(t *testing.T) {
 	}
 }
 
-// Any change of input moves the hash.
-func TestAnyChangeMovesHash(t *testing.T) {
-	base := canonicalScenario(t).compile(t).Hash()
-	changes := map[string]func(s *scenario){
-		"pack description": func(s *scenario) { s.pack.PackMeta.Description = "x" },
-		"pack rule text":   func(s *scenario) { s.pack.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[0].Rationale += "." },
-		"request message":  func(s *scenario) { s.req.Input.Message += "!" },
-		"request id":       func(s *scenario) { s.req.RequestID = "req_other" },
-		"refund amount":    func(s *scenario) { s.req.Input.Context["refund_amount"] = 4201 },
-		"unread context":   func(s *scenario) { s.req.Input.Context["note"] = "x" },
-		"run id":           func(s *scenario) { s.rc.RunID = "run_other" },
-		"safety mode":      func(s *scenario) { s.rc.SafetyMode = runcontext.Delegated },
-		"bucket budget":    func(s *scenario) { s.rc.RunBudget.BucketTokens[runcontext.BucketMemory] = 1499 },
+// Every input change moves the ledger_hash; only those that change what
+// is compiled (prompt, manifests, controls, budget report) move the
+// compiled_context_hash. Run-specific members (run, request and trace ids)
+// and input the compiled content does not show move the ledger alone.
+func TestWhichChangesMoveWhichHash(t *testing.T) {
+	base := canonicalScenario(t).compile(t)
+	content := map[string]func(s *scenario){
+		"pack rule text":  func(s *scenario) { s.pack.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[0].Rationale += "." },
+		"request message": func(s *scenario) { s.req.Input.Message += "!" },
+		"safety mode":     func(s *scenario) { s.rc.SafetyMode = runcontext.Delegated },
+		"bucket budget":   func(s *scenario) { s.rc.RunBudget.BucketTokens[runcontext.BucketMemory] = 1499 },
 		"evidence content": func(s *scenario) {
 			ev := s.opts.Evidence.(compiler.StaticEvidence)
 			ev[1].Content += "."
@@ -164,17 +162,46 @@ func TestAnyChangeMovesHash(t *testing.T) {
 			m[0].Confidence = 0.96
 			s.opts.Memory = m
 		},
-		"user role": func(s *scenario) { s.rc.User.Role = "supervisor" },
-		"trace id":  func(s *scenario) { s.rc.TraceID = "5bf92f3577b34da6a3ce929d0e0e4736" },
+		"currency":         func(s *scenario) { s.req.Input.Context["currency"] = "USD" },
+		"pack timezone":    func(s *scenario) { s.pack.PackMeta.EnvironmentDefaults.Timezone = "Europe/Paris" },
+		"identity refused": func(s *scenario) { s.req.Input.Context["identity_verified"] = false },
 	}
-	seen := map[string]string{base: "base"}
-	for name, edit := range changes {
-		s := canonicalScenario(t)
-		edit(s)
-		h := s.compile(t).Hash()
-		if prev, dup := seen[h]; dup {
-			t.Errorf("%s gives the same hash as %s", name, prev)
+	ledgerOnly := map[string]func(s *scenario){
+		"pack description": func(s *scenario) { s.pack.PackMeta.Description = "x" },
+		"request id":       func(s *scenario) { s.req.RequestID = "123e4567-e89b-12d3-a456-426614174000" },
+		"refund amount":    func(s *scenario) { s.req.Input.Context["refund_amount"] = 4201 },
+		"unread context":   func(s *scenario) { s.req.Input.Context["note"] = "x" },
+		"run id":           func(s *scenario) { s.rc.RunID = "run_other" },
+		"trace id": func(s *scenario) {
+			s.req.Trace.TraceID, s.rc.TraceID, s.rc.TraceContext = "5bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4736", nil
+		},
+	}
+	seenC, seenL := map[string]string{base.Hash(): "base"}, map[string]string{base.ContextLedger.LedgerHash: "base"}
+	for _, set := range []struct {
+		changes map[string]func(s *scenario)
+		content bool
+	}{{content, true}, {ledgerOnly, false}} {
+		for name, edit := range set.changes {
+			s := canonicalScenario(t)
+			edit(s)
+			cc := s.compile(t)
+			if err := cc.Verify(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			if prev, dup := seenL[cc.ContextLedger.LedgerHash]; dup {
+				t.Errorf("%s gives the same ledger_hash as %s", name, prev)
+			}
+			seenL[cc.ContextLedger.LedgerHash] = name
+			if !set.content {
+				if cc.Hash() != base.Hash() {
+					t.Errorf("%s moves compiled_context_hash; it is not compiled content", name)
+				}
+				continue
+			}
+			if prev, dup := seenC[cc.Hash()]; dup {
+				t.Errorf("%s gives the same compiled_context_hash as %s", name, prev)
+			}
+			seenC[cc.Hash()] = name
 		}
-		seen[h] = name
 	}
 }

@@ -17,6 +17,14 @@
 // overlays, validation, ontology check, policy preparation); the returned
 // Prepared compiles many requests, concurrently.
 //
+// The nouns of this package: Input is one resolved pack given to the
+// compiler; CompiledContext is the result (the CompiledPrompt the planner
+// sees, the Manifests of policy, tools and evidence, the RuntimeControls
+// the runtime enforces, the BudgetReport and the ContextLedger, the
+// run-specific lineage); a ContextBlock is one block of the prompt, in
+// one bucket; an Omission is something left out and why. An *Error is a
+// refused compile, naming the stage that refused it.
+//
 // # Caller text
 //
 // Text the caller or a host source supplies — the user message, the
@@ -35,8 +43,19 @@
 //
 // # Hashing
 //
-// compiled_context_hash is "sha256:" over the RFC 8785 canonical JSON of the
-// whole CompiledContext with the hash field itself left out: the prompt,
-// manifests, runtime controls and budget report, and the ledger's lineage
-// (pack content hashes, request and run ids, policy results, omissions).
+// compiled_context_hash is "sha256:" over the RFC 8785 canonical JSON of
+// the compiled prompt, manifests, runtime controls and budget report (seed
+// 001): what the compile produced. Nothing run-specific is in it — the
+// prompt cites policy rules ("policy:<bundle>#<rule>"), not the policy
+// decision ids, which are derived from the run id — so two runs of the
+// same packs, request input and run-context settings that differ in run,
+// request or trace ids share it. The run-specific lineage (pack content
+// hashes and overlays, request, run and trace ids, input digests, policy
+// results with their decision ids, omissions) is in the context ledger,
+// which has its own ledger_hash: "sha256:" over the ledger without
+// ledger_hash, compiled_context_hash included. CompiledContext.Verify
+// recomputes both.
+//
+// Packets recorded before this form (Form1: one hash over the whole
+// context, ledger included) replay in that form: see Form.
 package compiler

@@ -3,6 +3,9 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/contextos/contextos/internal/ontology"
 )
 
 // Sentinel errors, one per way a compile is refused.
@@ -10,7 +13,12 @@ var (
 	ErrInput    = errors.New("compiler: invalid input")
 	ErrMerge    = errors.New("compiler: packs do not merge")
 	ErrTenant   = errors.New("compiler: pack belongs to another tenant")
-	ErrOntology = errors.New("compiler: ontology version not declared by the host")
+	ErrOntology = ontology.ErrOntology
+	// ErrConflict reports a request and run context that disagree on
+	// tenant, session, trace, intent, locale, user or agent; the error
+	// wraps the *runcontext.ValidationError naming each member (and
+	// matches runcontext.ErrConflict).
+	ErrConflict = errors.New("compiler: request and run context disagree")
 	ErrIntent   = errors.New("compiler: intent not served by the pack")
 	ErrPolicy   = errors.New("compiler: policy evaluation failed")
 	ErrEvidence = errors.New("compiler: evidence or memory source failed")
@@ -18,7 +26,29 @@ var (
 	// its bucket (the user message and the session bucket); the error
 	// wraps a *runcontext.BudgetError naming the bucket.
 	ErrBudget = errors.New("compiler: over a token budget")
+	// ErrOverlayVersion reports a run of a pack version that has no
+	// environment overlay while Options.Overlays holds one for another
+	// version of the same pack: the environment's rules would silently
+	// not apply. The error is an *OverlayVersionError (and an *Error of
+	// stage 3 matching ErrInput).
+	ErrOverlayVersion = errors.New("compiler: no environment overlay for this pack version")
 )
+
+// OverlayVersionError is ErrOverlayVersion's detail: the pack id, the
+// version the run asked for, and the versions the overlays are for.
+type OverlayVersionError struct {
+	PackID          string
+	Version         string
+	OverlayVersions []string
+}
+
+func (e *OverlayVersionError) Error() string {
+	return fmt.Sprintf("%v: the run uses %s@%s, the environment overlays are for version(s) %s of %s (declare an overlay for %s@%s)",
+		ErrOverlayVersion, e.PackID, e.Version, strings.Join(e.OverlayVersions, ", "), e.PackID, e.PackID, e.Version)
+}
+
+// Is matches ErrOverlayVersion.
+func (e *OverlayVersionError) Is(target error) bool { return target == ErrOverlayVersion }
 
 // Error is a refused compile: the stage (1–9, seed 003's resolution
 // order) that refused it and why. It matches its sentinel and wraps its

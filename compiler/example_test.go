@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -15,16 +15,12 @@ import (
 // Compile the canonical support scenario: the pack, the request, the run
 // context, and the host's evidence and memory.
 func ExampleCompile() {
-	readJSON := func(name string, v any) {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			log.Fatal(err)
-		}
+	readJSON := func(b []byte, v any) {
 		if err := json.Unmarshal(b, v); err != nil {
 			log.Fatal(err)
 		}
 	}
-	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	data := fixture.SupportPack()
 	p, err := pack.Decode(data)
 	if err != nil {
 		log.Fatal(err)
@@ -33,10 +29,10 @@ func ExampleCompile() {
 	var rc runcontext.RunContext
 	var evidence compiler.StaticEvidence
 	var memory compiler.StaticMemory
-	readJSON("invoke.support-refund.json", &req)
-	readJSON("run-context.support.json", &rc)
-	readJSON("evidence.support.json", &evidence)
-	readJSON("memory.support.json", &memory)
+	readJSON(fixture.Invoke(), &req)
+	readJSON(fixture.RunContext(), &rc)
+	readJSON(fixture.Evidence(), &evidence)
+	readJSON(fixture.Memory(), &memory)
 
 	cc, err := compiler.Compile(context.Background(),
 		[]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &req, &rc,

@@ -19,7 +19,7 @@ func TestPrepareRefusesAllowOverDenyAcrossPacks(t *testing.T) {
 	inputs := append(s.inputs(), compiler.Input{Ref: pack.MustParseRef("ctxpack.guard@1.0.0"), Pack: guard})
 	p, err := compiler.Prepare(inputs, &s.opts)
 	var ve *pack.ValidationError
-	if !errors.Is(err, compiler.ErrMerge) || !errors.As(err, &ve) || !ve.Has(pack.CodeDenyOverridden, "tooling_layer.permissions[2].allow") {
+	if !errors.Is(err, compiler.ErrMerge) || !errors.As(err, &ve) || !ve.HasAt(pack.CodeDenyOverridden, "tooling_layer.permissions[2].allow") {
 		if err == nil {
 			cc, _ := p.Compile(ctx, s.req, s.rc)
 			t.Fatalf("Prepare accepted an allow over a deny; tool manifest %+v", cc.Manifests.ToolManifest)
@@ -38,7 +38,7 @@ func TestPrepareRefusesPackWithoutDecisionSpec(t *testing.T) {
 	}
 	_, err := compiler.Prepare(s.inputs(), &s.opts)
 	var ve *pack.ValidationError
-	if !errors.As(err, &ve) || !ve.Has(pack.CodeRequired, "decision_layer.decision_specs") {
+	if !errors.As(err, &ve) || !ve.HasAt(pack.CodeRequired, "decision_layer.decision_specs") {
 		t.Fatalf("Prepare = %v, want a required decision_layer.decision_specs problem", err)
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-// Bucket is a context bucket.
-type Bucket = runcontext.Bucket
-
 // CompiledContext is the compiler's output (compiled-context.v1).
 type CompiledContext struct {
 	CompiledPrompt  CompiledPrompt  `json:"compiled_prompt" jsonschema:"required"`
@@ -34,12 +31,12 @@ type CompiledPrompt struct {
 
 // ContextBlock is one block of context, in one bucket.
 type ContextBlock struct {
-	BlockID        string   `json:"block_id" jsonschema:"required"`
-	Bucket         Bucket   `json:"bucket" jsonschema:"required"`
-	Content        string   `json:"content" jsonschema:"required"`
-	Priority       int      `json:"priority" jsonschema:"required"`
-	ProvenanceRefs []string `json:"provenance_refs,omitempty"`
-	Truncated      bool     `json:"truncated,omitempty"`
+	BlockID        string            `json:"block_id" jsonschema:"required"`
+	Bucket         runcontext.Bucket `json:"bucket" jsonschema:"required"`
+	Content        string            `json:"content" jsonschema:"required"`
+	Priority       int               `json:"priority" jsonschema:"required"`
+	ProvenanceRefs []string          `json:"provenance_refs,omitempty"`
+	Truncated      bool              `json:"truncated,omitempty"`
 }
 
 // Manifests bound what the planner and executor may use.
@@ -116,12 +113,12 @@ type RuntimeControls struct {
 
 // BudgetReport exposes allocation, use and truncation per bucket.
 type BudgetReport struct {
-	TokensAllocated     map[Bucket]int      `json:"tokens_allocated" jsonschema:"required"`
-	TokensUsedAtCompile int                 `json:"tokens_used_at_compile" jsonschema:"required"`
-	TokensUsedByBucket  map[Bucket]int      `json:"tokens_used_by_bucket" jsonschema:"required"`
-	BucketTruncations   map[Bucket]bool     `json:"bucket_truncations" jsonschema:"required"`
-	DroppedBlockIDs     map[Bucket][]string `json:"dropped_block_ids,omitempty"`
-	Warnings            []string            `json:"warnings,omitempty"`
+	TokensAllocated     map[runcontext.Bucket]int      `json:"tokens_allocated" jsonschema:"required"`
+	TokensUsedAtCompile int                            `json:"tokens_used_at_compile" jsonschema:"required"`
+	TokensUsedByBucket  map[runcontext.Bucket]int      `json:"tokens_used_by_bucket" jsonschema:"required"`
+	BucketTruncations   map[runcontext.Bucket]bool     `json:"bucket_truncations" jsonschema:"required"`
+	DroppedBlockIDs     map[runcontext.Bucket][]string `json:"dropped_block_ids,omitempty"`
+	Warnings            []string                       `json:"warnings,omitempty"`
 }
 
 // ContextLedger is the compile's audit record: lineage of every input and
@@ -148,9 +145,34 @@ type ContextLedger struct {
 	Omissions        []Omission        `json:"omissions,omitempty"`
 	Budget           LedgerBudget      `json:"budget" jsonschema:"required"`
 	Inputs           LedgerInputs      `json:"inputs" jsonschema:"required"`
-	// CompiledContextHash is sha256 over the RFC 8785 form of the whole
-	// CompiledContext with this field left out.
+	// Environment is the locale, currency and timezone the compile used,
+	// and which of them came from the pack's environment_defaults.
+	Environment *LedgerEnvironment `json:"environment,omitempty"`
+	// DataClassification is the highest data_classification of the input
+	// packs (PUBLIC < INTERNAL < CONFIDENTIAL < RESTRICTED): it constrains
+	// export, trace and tool behaviour, and the runtime stamps it on the
+	// run's span and records.
+	DataClassification pack.DataClassification `json:"data_classification,omitempty"`
+	// CompiledContextHash is sha256 over the RFC 8785 form of the compiled
+	// prompt, manifests, runtime controls and budget report (seed 001):
+	// what the compile produced, free of run-specific members, so two runs
+	// of the same packs, request input and run-context settings share it.
 	CompiledContextHash string `json:"compiled_context_hash,omitempty" jsonschema:"required"`
+	// LedgerHash is sha256 over the RFC 8785 form of this ledger with this
+	// field left out: the run-specific lineage (request, run and trace
+	// ids, input digests, policy decision ids) and compiled_context_hash.
+	LedgerHash string `json:"ledger_hash,omitempty"`
+}
+
+// LedgerEnvironment is the environment a compile used (see Compile).
+type LedgerEnvironment struct {
+	Locale   string `json:"locale,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	// Defaulted names the settings ("locale", "currency", "timezone")
+	// taken from the pack's environment_defaults because the request left
+	// them empty.
+	Defaulted []string `json:"defaulted,omitempty"`
 }
 
 // LedgerPack is one input pack: its ref, content hash and the overlay

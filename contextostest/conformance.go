@@ -2,75 +2,109 @@ package contextostest
 
 import (
 	"context"
+	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/replay"
-	"github.com/contextos/contextos/runcontext"
 )
 
 // RunCheckpointStoreTests is the conformance suite for CheckpointStore
-// implementations: an unknown run is ErrNoCheckpoint; Save replaces the
-// run's checkpoint, advancing its revision, and Load returns an
-// independent copy of the last one; a save over a stale revision is
-// ErrCheckpointConflict;
-// concurrent saves of different runs keep each; a cancelled context is
-// refused.
+// implementations. It checks that an unknown run is ErrNotFound; that
+// Save stores a checkpoint opaquely (Load gives back RunID, Version and
+// Data byte for byte, in a copy the caller may change) and advances its
+// revision; that a save over a stale revision is ErrCheckpointConflict
+// and stores nothing; that concurrent saves of different runs keep each;
+// that a cancelled context is refused with an error wrapping
+// context.Canceled; and, through a Runtime using the store, that a
+// version-1 checkpoint (the encoding before checkpoints were versioned,
+// from a fixture) still resumes and that a checkpoint of a version the
+// runtime does not know is refused with a *contextos.CheckpointVersionError.
 func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos.CheckpointStore) {
 	ctx := context.Background()
-	cp := func(run string, turn int) *contextos.Checkpoint {
-		return &contextos.Checkpoint{RunID: run, Turn: turn, Request: &runcontext.InvokeRequest{RequestID: "req_1", Mode: runcontext.ModeBatch}, Run: &runcontext.RunContext{RunID: run, SafetyMode: runcontext.ReadOnly},
-			StartedAt: "2026-05-04T09:31:00Z", Plans: []*contextos.Plan{{Steps: []contextos.Step{{CapabilityID: "a.b", Args: map[string]any{"k": "v"}}}}}}
+	cp := func(run string, data string) *contextos.Checkpoint {
+		return &contextos.Checkpoint{RunID: run, Version: 1, Data: []byte(data)}
 	}
 	t.Run("unknown run", func(t *testing.T) {
-		if _, err := newStore(t).Load(ctx, "run_x"); !errors.Is(err, contextos.ErrNoCheckpoint) {
-			t.Errorf("Load = %v, want ErrNoCheckpoint", err)
+		if _, err := newStore(t).Load(ctx, "run_x"); !errors.Is(err, contextos.ErrNotFound) {
+			t.Errorf("Load = %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("save replaces, load copies", func(t *testing.T) {
 		s := newStore(t)
-		c := cp("run_1", 0)
-		for turn := range 3 {
-			c.Turn = turn
+		c := cp("run_1", "")
+		for i := range 3 {
+			// Data is opaque: not JSON, and not valid UTF-8.
+			c.Version, c.Data = i+1, []byte(fmt.Sprintf("state %d \xff\x00", i))
 			if err := s.Save(ctx, c); err != nil {
 				t.Fatal(err)
 			}
-			if c.Rev != turn+1 {
-				t.Fatalf("after save %d, Rev = %d", turn+1, c.Rev)
+			if c.Revision != i+1 {
+				t.Fatalf("after save %d, Revision = %d", i+1, c.Revision)
 			}
 		}
+		c.Data[0] = 'X' // the store kept its own copy
 		got, err := s.Load(ctx, "run_1")
-		if err != nil || got.Turn != 2 || got.Rev != 3 || got.Plans[0].Steps[0].Args["k"] != "v" || got.Run.RunID != "run_1" {
-			t.Fatalf("Load = %+v, %v", got, err)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got.Plans[0].Steps[0].Args["k"] = "changed"
-		again, _ := s.Load(ctx, "run_1")
-		if again.Plans[0].Steps[0].Args["k"] != "v" {
-			t.Error("a loaded checkpoint shares state with the store")
+		want := &contextos.Checkpoint{RunID: "run_1", Revision: 3, Version: 3, Data: []byte("state 2 \xff\x00")}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Load (-want +got):\n%s", diff)
+		}
+		got.Data[0] = 'X'
+		again, err := s.Load(ctx, "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, again); diff != "" {
+			t.Errorf("a loaded checkpoint shares memory with the store (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("stale revision conflicts", func(t *testing.T) {
 		s := newStore(t)
-		if err := s.Save(ctx, cp("run_1", 0)); err != nil {
+		if err := s.Save(ctx, cp("run_1", "first")); err != nil {
 			t.Fatal(err)
 		}
-		a, _ := s.Load(ctx, "run_1")
-		b, _ := s.Load(ctx, "run_1")
+		a, err := s.Load(ctx, "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Load(ctx, "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Data = []byte("second")
 		if err := s.Save(ctx, a); err != nil {
 			t.Fatalf("first save over the loaded revision: %v", err)
 		}
+		b.Data = []byte("lost")
 		if err := s.Save(ctx, b); !errors.Is(err, contextos.ErrCheckpointConflict) {
 			t.Errorf("second save over the same revision = %v, want ErrCheckpointConflict", err)
 		}
-		if err := s.Save(ctx, cp("run_1", 9)); !errors.Is(err, contextos.ErrCheckpointConflict) {
+		if b.Revision != 1 {
+			t.Errorf("a refused save moved the caller's Revision to %d", b.Revision)
+		}
+		if err := s.Save(ctx, cp("run_1", "new")); !errors.Is(err, contextos.ErrCheckpointConflict) {
 			t.Errorf("a new checkpoint over an existing run = %v, want ErrCheckpointConflict", err)
 		}
-		if got, _ := s.Load(ctx, "run_1"); got.Rev != 2 {
-			t.Errorf("Rev = %d after a refused save, want 2", got.Rev)
+		got, err := s.Load(ctx, "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&contextos.Checkpoint{RunID: "run_1", Revision: 2, Version: 1, Data: []byte("second")}, got); diff != "" {
+			t.Errorf("after refused saves (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("concurrent runs", func(t *testing.T) {
@@ -78,34 +112,122 @@ func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				if err := s.Save(ctx, cp(fmt.Sprintf("run_%d", i), i)); err != nil {
+				if err := s.Save(ctx, cp(fmt.Sprintf("run_%d", i), fmt.Sprint(i))); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
 		for i := range 20 {
-			if got, err := s.Load(ctx, fmt.Sprintf("run_%d", i)); err != nil || got.Turn != i {
-				t.Errorf("run_%d: %+v, %v", i, got, err)
+			got, err := s.Load(ctx, fmt.Sprintf("run_%d", i))
+			if err != nil {
+				t.Errorf("run_%d: %v", i, err)
+				continue
+			}
+			if diff := cmp.Diff(&contextos.Checkpoint{RunID: fmt.Sprintf("run_%d", i), Revision: 1, Version: 1, Data: []byte(fmt.Sprint(i))}, got); diff != "" {
+				t.Errorf("run_%d (-want +got):\n%s", i, diff)
 			}
 		}
 	})
 	t.Run("cancelled context", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := newStore(t).Save(cctx, cp("run_1", 0)); err == nil {
-			t.Error("Save with a cancelled context succeeded")
+		s := newStore(t)
+		if err := s.Save(cctx, cp("run_1", "x")); !errors.Is(err, context.Canceled) {
+			t.Errorf("Save with a cancelled context = %v, want context.Canceled", err)
+		}
+		if _, err := s.Load(cctx, "run_1"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Load with a cancelled context = %v, want context.Canceled", err)
 		}
 	})
+	t.Run("version 1 resumes", func(t *testing.T) {
+		s := newStore(t)
+		data := fixture(t, "checkpoint.json")
+		const runID = "run_a1b2c3d4e5f60718"
+		if err := s.Save(ctx, &contextos.Checkpoint{RunID: runID, Version: 1, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		h := checkpointHarness(t, s)
+		// The run's runtime died after claiming it: a takeover continues
+		// it from its first turn.
+		res, err := h.Runtime.Resume(ctx, runID, contextos.ResumeInput{Takeover: true})
+		if err != nil {
+			t.Fatalf("Resume of a version-1 checkpoint: %v", err)
+		}
+		if res.RunID != runID || res.Status != decision.Decided || res.Record.Outcome != "denied" {
+			t.Errorf("Resume = run %s %s %q, want run %s DECIDED \"denied\"", res.RunID, res.Status, res.Record.Outcome, runID)
+		}
+		AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+		got, err := s.Load(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version == 1 || got.Revision < 2 {
+			t.Errorf("after the resume the store holds version %d at revision %d, want the runtime's current version over revision 1", got.Version, got.Revision)
+		}
+	})
+	t.Run("unknown version refused", func(t *testing.T) {
+		s := newStore(t)
+		const runID, future = "run_a1b2c3d4e5f60718", 1 << 20
+		if err := s.Save(ctx, &contextos.Checkpoint{RunID: runID, Version: future, Data: fixture(t, "checkpoint.json")}); err != nil {
+			t.Fatal(err)
+		}
+		h := checkpointHarness(t, s)
+		_, err := h.Runtime.Resume(ctx, runID, contextos.ResumeInput{Takeover: true})
+		var ve *contextos.CheckpointVersionError
+		if !errors.Is(err, contextos.ErrCheckpointVersion) || !errors.As(err, &ve) {
+			t.Fatalf("Resume of a version-%d checkpoint = %v, want a *CheckpointVersionError", future, err)
+		}
+		if ve.Version != future || !slices.Contains(ve.Supported, 1) {
+			t.Errorf("CheckpointVersionError = %+v, want version %d and version 1 supported", ve, future)
+		}
+		AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
+	})
+}
+
+// checkpointFixture holds a version-1 checkpoint and the pack its run ran
+// under (testdata/checkpoint-v1/README.md).
+//
+//go:embed testdata/checkpoint-v1/checkpoint.json testdata/checkpoint-v1/pack.json
+var checkpointFixture embed.FS
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := checkpointFixture.ReadFile("testdata/checkpoint-v1/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkpointHarness is a runtime over store, with the fixture's pack and a
+// planner that looks the order up and then denies the refund.
+func checkpointHarness(t *testing.T, store contextos.CheckpointStore) *Harness {
+	t.Helper()
+	planner := NewPlanner(
+		&contextos.Plan{Steps: []contextos.Step{{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}}}},
+		&contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "denied", Confidence: 0.9,
+			SubjectIDs: []string{"order:ord_881"}, Rationale: "the order is not eligible"}})
+	h := New(t, planner, [][]byte{fixture(t, "pack.json")}, &Options{Runtime: contextos.Options{Checkpoints: store}})
+	h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"status": "delivered"})
+	return h
 }
 
 // RunPacketStoreTests is the conformance suite for PacketStore
 // implementations: an unknown id wraps ErrNotFound; Get returns what Save
-// stored, as an independent copy; a cancelled context is refused.
+// stored, equal member for member, as an independent copy; saving a
+// packet id again replaces the packet; a cancelled context is refused
+// with an error wrapping context.Canceled.
 func RunPacketStoreTests(t *testing.T, newStore func(t *testing.T) contextos.PacketStore) {
 	ctx := context.Background()
-	p := &replay.Packet{ReplayPacketID: "rp_1", TraceID: "t", SourceKind: replay.SourceDecisionRecord, SourceRef: "dr_1", ContextPackRef: "a@1.0.0",
-		CompiledContextHash: "sha256:x", SideEffectPolicy: replay.TranscriptOnly, Expected: replay.Expected{Status: "DECIDED"}, PackRefs: []string{"a@1.0.0"}}
+	packet := func() *replay.Packet {
+		return &replay.Packet{ReplayPacketID: "rp_1", TraceID: "t", SourceKind: replay.SourceDecisionRecord, SourceRef: "dr_1", ContextPackRef: "a@1.0.0",
+			CompiledContextHash: "sha256:x", SideEffectPolicy: replay.TranscriptOnly, Expected: replay.Expected{Status: "DECIDED"}, PackRefs: []string{"a@1.0.0"},
+			PackHashes: map[string]string{"a@1.0.0": "sha256:a"}, Invoke: json.RawMessage(`{"request_id":"req_1"}`), RunContext: json.RawMessage(`{"run_id":"run_1"}`),
+			PlannerOutput: []json.RawMessage{json.RawMessage(`{"steps":[]}`)}, Clock: []time.Time{FixedTime()}, Record: json.RawMessage(`{"record_id":"dr_1"}`)}
+	}
+	// A store may give an empty list back as nil or as empty.
+	equal := cmpopts.EquateEmpty()
 	t.Run("unknown id", func(t *testing.T) {
 		if _, err := newStore(t).Get(ctx, "rp_x"); !errors.Is(err, contextos.ErrNotFound) {
 			t.Errorf("Get = %v, want ErrNotFound", err)
@@ -113,61 +235,146 @@ func RunPacketStoreTests(t *testing.T, newStore func(t *testing.T) contextos.Pac
 	})
 	t.Run("round trip", func(t *testing.T) {
 		s := newStore(t)
+		p := packet()
 		if err := s.Save(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+		p.PackRefs[0] = "changed after save"
 		got, err := s.Get(ctx, "rp_1")
-		if err != nil || got.SourceRef != "dr_1" || got.Expected.Status != "DECIDED" || len(got.PackRefs) != 1 {
-			t.Fatalf("Get = %+v, %v", got, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(packet(), got, equal); diff != "" {
+			t.Fatalf("Get (-saved +got):\n%s", diff)
 		}
 		got.PackRefs[0] = "changed"
-		again, _ := s.Get(ctx, "rp_1")
-		if again.PackRefs[0] != "a@1.0.0" {
-			t.Error("a packet read back shares state with the store")
+		got.PackHashes["a@1.0.0"] = "changed"
+		again, err := s.Get(ctx, "rp_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(packet(), again, equal); diff != "" {
+			t.Errorf("a packet read back shares state with the store (-saved +got):\n%s", diff)
+		}
+	})
+	t.Run("save replaces", func(t *testing.T) {
+		s := newStore(t)
+		if err := s.Save(ctx, packet()); err != nil {
+			t.Fatal(err)
+		}
+		next := packet()
+		next.SourceRef = "dr_2"
+		if err := s.Save(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, "rp_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(next, got, equal); diff != "" {
+			t.Errorf("Get after a second save (-saved +got):\n%s", diff)
 		}
 	})
 	t.Run("cancelled context", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := newStore(t).Save(cctx, p); err == nil {
-			t.Error("Save with a cancelled context succeeded")
+		s := newStore(t)
+		if err := s.Save(cctx, packet()); !errors.Is(err, context.Canceled) {
+			t.Errorf("Save with a cancelled context = %v, want context.Canceled", err)
+		}
+		if _, err := s.Get(cctx, "rp_1"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Get with a cancelled context = %v, want context.Canceled", err)
 		}
 	})
 }
 
 // RunMemoryStoreTests is the conformance suite for MemoryStore
-// implementations seeded with items: Recall returns them; Propose accepts
-// proposals concurrently; a cancelled context is refused by both.
-func RunMemoryStoreTests(t *testing.T, newStore func(t *testing.T, items []compiler.MemoryItem) contextos.MemoryStore) {
+// implementations. newStore returns a store seeded with items and a
+// function that reads back, through the store's own storage, every
+// proposal it has kept. The suite checks that Recall returns the promoted
+// items and only those (never a candidate or a captured item, nor a
+// proposal); that every proposal Propose accepts is kept, concurrent
+// ones included, member for member; and that a cancelled context is
+// refused by both with an error wrapping context.Canceled.
+func RunMemoryStoreTests(t *testing.T, newStore func(t *testing.T, items []compiler.MemoryItem) (store contextos.MemoryStore, proposals func(ctx context.Context) ([]contextos.MemoryProposal, error))) {
 	ctx := context.Background()
-	items := []compiler.MemoryItem{{MemoryRef: "mem_1", Content: "prefers email", State: compiler.MemoryPromoted, Confidence: 0.97}}
-	t.Run("recall", func(t *testing.T) {
-		got, err := newStore(t, items).Recall(ctx, compiler.MemoryQuery{TenantID: "tenant_1"})
-		if err != nil || len(got) != 1 || got[0].MemoryRef != "mem_1" {
-			t.Errorf("Recall = %+v, %v", got, err)
+	items := []compiler.MemoryItem{
+		{MemoryRef: "mem_1", Content: "prefers email", State: compiler.MemoryPromoted, Confidence: 0.97},
+		{MemoryRef: "mem_2", Content: "asked about refunds", State: compiler.MemoryCandidate, Confidence: 0.6},
+		{MemoryRef: "mem_3", Content: "said hello", State: compiler.MemoryCapture, Confidence: 0.5},
+		{MemoryRef: "mem_4", Content: "speaks Hindi", Tier: "profile", State: compiler.MemoryPromoted, Confidence: 0.9},
+	}
+	promoted := []compiler.MemoryItem{items[0], items[3]}
+	byRef := cmpopts.SortSlices(func(a, b compiler.MemoryItem) bool { return a.MemoryRef < b.MemoryRef })
+	t.Run("recall returns the promoted items", func(t *testing.T) {
+		s, _ := newStore(t, items)
+		got, err := s.Recall(ctx, compiler.MemoryQuery{TenantID: "tenant_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(promoted, got, byRef); diff != "" {
+			t.Errorf("Recall (-promoted +got):\n%s", diff)
+		}
+	})
+	t.Run("proposals are kept, not recalled", func(t *testing.T) {
+		s, kept := newStore(t, items)
+		ps := []contextos.MemoryProposal{
+			{WriteClass: "preference", Content: "prefers SMS", Confidence: 0.9, SubjectIDs: []string{"customer:cus_77"}, EvidenceRefs: []string{"kg:c#1"}, RunID: "run_1"},
+			{WriteClass: "decision_outcome", Content: "refund approved", Confidence: 0.8, PII: true, RunID: "run_1"},
+		}
+		if err := s.Propose(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		got, err := kept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ps, got); diff != "" {
+			t.Errorf("kept proposals (-proposed +kept):\n%s", diff)
+		}
+		recalled, err := s.Recall(ctx, compiler.MemoryQuery{TenantID: "tenant_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(promoted, recalled, byRef); diff != "" {
+			t.Errorf("Recall after proposals (-promoted +got): a proposal is not a promoted memory:\n%s", diff)
 		}
 	})
 	t.Run("concurrent proposals", func(t *testing.T) {
-		s := newStore(t, nil)
+		s, kept := newStore(t, nil)
 		var wg sync.WaitGroup
-		for range 10 {
+		for i := range 10 {
 			wg.Go(func() {
-				if err := s.Propose(ctx, []contextos.MemoryProposal{{WriteClass: "preference", Content: "x", Confidence: 0.9}}); err != nil {
+				if err := s.Propose(ctx, []contextos.MemoryProposal{{WriteClass: "preference", Content: fmt.Sprint("x", i), Confidence: 0.9}}); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
+		got, err := kept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []contextos.MemoryProposal
+		for i := range 10 {
+			want = append(want, contextos.MemoryProposal{WriteClass: "preference", Content: fmt.Sprint("x", i), Confidence: 0.9})
+		}
+		if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b contextos.MemoryProposal) bool { return a.Content < b.Content })); diff != "" {
+			t.Errorf("kept proposals (-proposed +kept):\n%s", diff)
+		}
 	})
 	t.Run("cancelled context", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		s := newStore(t, items)
-		if _, err := s.Recall(cctx, compiler.MemoryQuery{}); err == nil {
-			t.Error("Recall with a cancelled context succeeded")
+		s, kept := newStore(t, items)
+		if _, err := s.Recall(cctx, compiler.MemoryQuery{}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Recall with a cancelled context = %v, want context.Canceled", err)
 		}
-		if err := s.Propose(cctx, nil); err == nil {
-			t.Error("Propose with a cancelled context succeeded")
+		if err := s.Propose(cctx, []contextos.MemoryProposal{{WriteClass: "preference", Content: "x"}}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Propose with a cancelled context = %v, want context.Canceled", err)
+		}
+		if got, err := kept(ctx); err != nil || len(got) != 0 {
+			t.Errorf("after a refused Propose the store keeps %+v (%v), want nothing", got, err)
 		}
 	})
 }

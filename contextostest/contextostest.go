@@ -10,7 +10,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"slices"
 	"sync"
 	"time"
@@ -121,13 +121,14 @@ func clonePlan(p *contextos.Plan) (*contextos.Plan, error) {
 
 // Options tunes a Harness.
 type Options struct {
-	// Runtime are further runtime options. Adapters, Gateway.Transcript and
+	// Runtime are further runtime options. Adapters, Transcripts and
 	// the stores the harness exposes are filled in when unset.
 	Runtime contextos.Options
 	// Scopes are the delegation scopes each capability requires, by
 	// capability id ("adp_payments.issue_refund").
 	Scopes map[string][]string
-	// Now is the clock. Default: a fixed time, so runs are reproducible.
+	// Now is the clock (setting Runtime.Now as well is refused). Default:
+	// FixedTime, so runs are reproducible.
 	Now func() time.Time
 }
 
@@ -139,13 +140,14 @@ type Harness struct {
 	Decisions   *decision.MemoryStore
 	Checkpoints *contextos.InMemoryCheckpoints
 	Replays     *contextos.InMemoryPackets
+	packets     *packetLog
 	Transcript  *gatewaytest.Recorder
 	adapters    map[string]*gatewaytest.ScriptedAdapter
 	t           T
 }
 
-// FixedTime is the default harness clock.
-var FixedTime = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
+// FixedTime is the default harness clock: 2026-05-04T09:31:00Z.
+func FixedTime() time.Time { return time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC) }
 
 // New builds a harness around the pack documents (JSON, unsigned): each is
 // signed with a throwaway key and published in an in-memory registry, and each
@@ -161,23 +163,20 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 	seed[0] = 7
 	key := ed25519.NewKeyFromSeed(seed)
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
-	h := &Harness{Registry: pack.NewMemoryRegistry(), Keys: runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)}),
+	// The packs may name the host's redaction rules: validation (when they
+	// are signed and stored) must know them.
+	vopts := &pack.ValidateOptions{RedactionRules: sortedkeys.Of(o.Runtime.Gateway.Redactors)}
+	h := &Harness{Registry: pack.NewMemoryRegistry(vopts), Keys: runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)}),
 		adapters: map[string]*gatewaytest.ScriptedAdapter{}, t: t}
 	ro := o.Runtime
 	script := len(ro.Adapters) == 0
-	// The packs may name the host's redaction rules: validation (when they
-	// are signed and stored) must know them first.
-	if err := pack.RegisterRedactionRules(slices.Sorted(maps.Keys(ro.Gateway.Redactors))...); err != nil {
-		t.Fatalf("contextostest: redactors: %v", err)
-		return nil
-	}
 	for _, doc := range packs {
 		p, err := pack.Decode(doc)
 		if err != nil {
 			t.Fatalf("contextostest: pack: %v", err)
 			return nil
 		}
-		signed, err := pack.Sign(p, kid, key)
+		signed, err := pack.Sign(p, kid, key, vopts)
 		if err != nil {
 			t.Fatalf("contextostest: sign: %v", err)
 			return nil
@@ -210,9 +209,9 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 			}
 		}
 	}
-	if ro.Gateway.Transcript == nil {
+	if ro.Transcripts == nil {
 		h.Transcript = &gatewaytest.Recorder{}
-		ro.Gateway.Transcript = h.Transcript
+		ro.Transcripts = h.Transcript
 	}
 	if ro.Decisions == nil {
 		h.Decisions = decision.NewMemoryStore()
@@ -226,11 +225,16 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 		h.Replays = contextos.NewInMemoryPackets()
 		ro.Replays = h.Replays
 	}
-	if ro.Now == nil {
+	h.packets = &packetLog{PacketStore: ro.Replays}
+	ro.Replays = h.packets
+	switch {
+	case ro.Now != nil && o.Now != nil:
+		t.Fatalf("contextostest: both Options.Now and Options.Runtime.Now are set; set one")
+		return nil
+	case ro.Now == nil && o.Now != nil:
 		ro.Now = o.Now
-		if ro.Now == nil {
-			ro.Now = func() time.Time { return FixedTime }
-		}
+	case ro.Now == nil:
+		ro.Now = FixedTime
 	}
 	if ro.Identity.Keys == nil {
 		// Without claim keys the harness cannot verify identity claims, so
@@ -269,15 +273,23 @@ func (h *Harness) Invoke(req *runcontext.InvokeRequest, rc *runcontext.RunContex
 	return res
 }
 
+// Approver is who approves a pending request in Approve and Approval.
+type Approver struct {
+	// UserID is the approver's user id.
+	UserID string
+	// Role is the role the approver holds ("finance_lead").
+	Role string
+}
+
 // Approve resumes a paused run with an approval of what it awaits, by
-// approver holding role, and fails the test on an error.
-func (h *Harness) Approve(res *contextos.Result, approver, role string) *contextos.Result {
+// the approver, and fails the test on an error.
+func (h *Harness) Approve(res *contextos.Result, by Approver) *contextos.Result {
 	h.t.Helper()
 	if res.Pending == nil {
 		h.t.Fatalf("Approve: run %s is %s, not awaiting an approval", res.RunID, res.Status)
 		return nil
 	}
-	a := Approval(res.Pending, approver, role, FixedTime)
+	a := Approval(res.Pending, by, FixedTime())
 	out, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	if err != nil {
 		h.t.Fatalf("Resume: %v", err)
@@ -286,21 +298,22 @@ func (h *Harness) Approve(res *contextos.Result, approver, role string) *context
 	return out
 }
 
-// Approval is an approval of a pending request by approver holding role.
-func Approval(p *gateway.ApprovalRequest, approver, role string, at time.Time) gateway.Approval {
+// Approval is an approval of a pending request by the approver, decided
+// at at.
+func Approval(p *gateway.ApprovalRequest, by Approver, at time.Time) gateway.Approval {
 	return gateway.Approval{ApprovalID: "apr_" + p.ToolCallID, GateID: p.GateID, ActionDigest: p.ActionDigest,
-		Approver: approver, ApproverRole: role, DecidedAt: at}
+		Approver: by.UserID, ApproverRole: by.Role, DecidedAt: at}
 }
 
 // Replay replays the run's captured packet and fails the test when there
 // is none or it cannot be replayed.
-func (h *Harness) Replay(res *contextos.Result) *replay.Result {
+func (h *Harness) Replay(res *contextos.Result) *replay.Report {
 	h.t.Helper()
 	if res.ReplayPacketID == "" {
 		h.t.Fatalf("Replay: run %s captured no replay packet (set Options.Runtime.ReplaySampleRate to 1)", res.RunID)
 		return nil
 	}
-	p, err := h.Replays.Get(context.Background(), res.ReplayPacketID)
+	p, err := h.packets.Get(context.Background(), res.ReplayPacketID)
 	if err != nil {
 		h.t.Fatalf("Replay: %v", err)
 		return nil
@@ -317,9 +330,9 @@ func (h *Harness) Replay(res *contextos.Result) *replay.Result {
 // one that is not replay_equal; it returns how many it replayed.
 func (h *Harness) ReplayAll() int {
 	h.t.Helper()
-	ids := h.Replays.IDs()
+	ids := h.PacketIDs()
 	for _, id := range ids {
-		p, err := h.Replays.Get(context.Background(), id)
+		p, err := h.packets.Get(context.Background(), id)
 		if err != nil {
 			h.t.Errorf("ReplayAll: %v", err)
 			continue
@@ -334,6 +347,35 @@ func (h *Harness) ReplayAll() int {
 		}
 	}
 	return len(ids)
+}
+
+// PacketIDs returns the ids of the replay packets the runtime saved,
+// sorted, each once.
+func (h *Harness) PacketIDs() []string {
+	h.packets.mu.Lock()
+	defer h.packets.mu.Unlock()
+	return sortedkeys.Of(h.packets.ids)
+}
+
+// packetLog is the runtime's packet store as the harness gives it: it
+// notes the id of every packet saved.
+type packetLog struct {
+	contextos.PacketStore
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (l *packetLog) Save(ctx context.Context, p *replay.Packet) error {
+	if err := l.PacketStore.Save(ctx, p); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ids == nil {
+		l.ids = map[string]bool{}
+	}
+	l.ids[p.ReplayPacketID] = true
+	return nil
 }
 
 // AssertStatus fails the test unless the run ended with status.
@@ -373,7 +415,7 @@ func AssertPending(t T, res *contextos.Result, gateID string) {
 }
 
 // AssertReplayEqual fails the test unless the replay equals its packet.
-func AssertReplayEqual(t T, r *replay.Result) {
+func AssertReplayEqual(t T, r *replay.Report) {
 	t.Helper()
 	if r.Status != replay.ReplayEqual {
 		t.Errorf("replay = %s: %+v", r.Status, r.Diffs)

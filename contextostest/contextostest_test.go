@@ -9,6 +9,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -48,19 +49,19 @@ func TestPlannerTurns(t *testing.T) {
 }
 
 func TestAssertionsFail(t *testing.T) {
-	h := contextostest.New(t, contextostest.NewPlanner(), [][]byte{read("ctxpack.support-1.0.0.json")}, &contextostest.Options{
+	h := contextostest.New(t, contextostest.NewPlanner(), [][]byte{fixture.SupportPack()}, &contextostest.Options{
 		Runtime: contextos.Options{Evidence: evidence()}})
-	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
-	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))
+	req, _ := runcontext.DecodeInvokeRequest(fixture.Invoke())
+	rc, _ := runcontext.DecodeRunContext(fixture.RunContext())
 	res := h.Invoke(req, rc) // the planner has no turn: a hard stop
 	var r recT
 	contextostest.AssertStatus(&r, res, decision.Decided)
 	contextostest.AssertOutcome(&r, res, "approved")
 	contextostest.AssertPending(&r, res, "GATE_FINANCE_APPROVAL")
 	contextostest.AssertCalls(&r, h.Adapter("adp_orders"), "lookup", 1)
-	h2 := contextostest.New(&r, contextostest.NewPlanner(), [][]byte{read("ctxpack.support-1.0.0.json")}, nil)
+	h2 := contextostest.New(&r, contextostest.NewPlanner(), [][]byte{fixture.SupportPack()}, nil)
 	h2.Adapter("adp_nope")
-	h2.Approve(res, "x", "y")
+	h2.Approve(res, contextostest.Approver{UserID: "x", Role: "y"})
 	if len(r.errs) != 6 {
 		t.Errorf("assertions reported %d failures, want 6: %q", len(r.errs), r.errs)
 	}

@@ -3,12 +3,14 @@ package contextostest_test
 import (
 	"encoding/json"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -26,7 +28,7 @@ func Example() {
 			Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "approved", Confidence: 0.9,
 				SubjectIDs: []string{"order:ord_881"}, EvidenceRefs: []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930"}},
 		})
-	h := contextostest.New(t, planner, [][]byte{read("ctxpack.support-1.0.0.json")}, &contextostest.Options{
+	h := contextostest.New(t, planner, [][]byte{fixture.SupportPack()}, &contextostest.Options{
 		Runtime: contextos.Options{Evidence: evidence(), ReplaySampleRate: 1},
 		Scopes:  map[string][]string{"adp_payments.issue_refund": {"payments.refund"}},
 	})
@@ -35,13 +37,19 @@ func Example() {
 	// A completed write names its side effects (mutations).
 	h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_1"}, "refund:txn_1")
 
-	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
-	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))
+	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(fixture.RunContext())
+	if err != nil {
+		log.Fatal(err)
+	}
 	res := h.Invoke(req, rc)
 	contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
 
-	done := h.Approve(res, "user_finance_lead_77", "finance_lead")
+	done := h.Approve(res, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
 	contextostest.AssertStatus(t, done, decision.Decided)
 	contextostest.AssertOutcome(t, done, "approved")
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
@@ -57,17 +65,9 @@ func (printT) Helper()                        {}
 func (printT) Errorf(format string, a ...any) { fmt.Printf("FAIL: "+format+"\n", a...) }
 func (printT) Fatalf(format string, a ...any) { fmt.Printf("FATAL: "+format+"\n", a...); os.Exit(1) }
 
-func read(name string) []byte {
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 func evidence() compiler.StaticEvidence {
 	var ev compiler.StaticEvidence
-	if err := json.Unmarshal(read("evidence.support.json"), &ev); err != nil {
+	if err := json.Unmarshal(fixture.Evidence(), &ev); err != nil {
 		panic(err)
 	}
 	return ev

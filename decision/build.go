@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -30,6 +31,8 @@ type BuildInput struct {
 	Approvals       []Approval
 	Budget          BudgetUsage
 	Lineage         Lineage
+	// LedgerHash is the run's context ledger_hash (replay.ledger_hash).
+	LedgerHash string
 	// Status is the status the run asks for: DECIDED for a decision, or
 	// REJECTED, ESCALATED, DEFERRED, IN_FLIGHT. Build lowers a DECIDED
 	// that the facts do not support.
@@ -56,14 +59,14 @@ func Build(in BuildInput) (*Record, error) {
 	if rc == nil || in.Facts == nil || in.Facts.Pack == nil {
 		return nil, fmt.Errorf("%w: Build needs the run context and the facts with the pack", ErrInvalid)
 	}
-	spec, ok := SpecFor(in.Facts.Pack, in.DecisionKey)
+	spec, ok := decisionspec.For(in.Facts.Pack, in.DecisionKey)
 	if !ok {
 		return nil, fmt.Errorf("%w: no decision spec %q", ErrInvalid, in.DecisionKey)
 	}
 	refs := slices.Clone(in.EvidenceRefs)
 	for _, t := range in.Facts.ToolResults {
-		if !slices.Contains(refs, t.Ref()) {
-			refs = append(refs, t.Ref())
+		if !slices.Contains(refs, t.ref()) {
+			refs = append(refs, t.ref())
 		}
 	}
 	agent := AgentIdentity{Subject: rc.Agent.AgentURN, PrincipalChain: rc.PrincipalChain(), ClaimVerification: in.ClaimVerification}
@@ -82,6 +85,8 @@ func Build(in BuildInput) (*Record, error) {
 		PolicyDecisions: in.PolicyDecisions, Approvals: in.Approvals, ControlsActive: in.Facts.Controls,
 		Confidence: in.Confidence, Rationale: in.Rationale, BudgetUsage: in.Budget, Lineage: in.Lineage,
 		TraceID: rc.TraceID, RunID: rc.RunID, TenantID: rc.TenantID, Awaiting: in.Awaiting, Closes: in.Closes,
+		Replay: &Replay{ReplayPacketID: in.Lineage.ReplayPacketID, CompiledContextHash: in.Lineage.CompiledContextHash,
+			ToolTranscriptChainHash: in.Lineage.ToolTranscriptChainHash, LedgerHash: in.LedgerHash},
 	}
 	if r.PolicyDecisions == nil {
 		r.PolicyDecisions = []PolicyDecisionRef{}
@@ -113,7 +118,7 @@ func Build(in BuildInput) (*Record, error) {
 }
 
 func withID(r *Record, in BuildInput) *Record {
-	id, err := NewRecordID(in.Run.RunID, in.DecisionKey, r.Status, in.Seq)
+	id, err := decisionspec.RecordID(in.Run.RunID, in.DecisionKey, string(r.Status), in.Seq)
 	if err == nil {
 		r.RecordID = id
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/contextos/contextos/internal/canon"
 )
 
-// Errors of a FileStore's files. ErrTruncated, ErrTornTail and ErrHead come
-// in a *LogError, which also matches ErrChain (the log cannot be trusted as
-// it is); ErrLocked comes in a *LockError.
+// Errors of a FileStore's files, each in a *LogError whose Kind it is.
+// ErrTruncated, ErrTornTail and ErrHead are integrity failures: their
+// *LogError also matches ErrChain (the log cannot be trusted as it is).
 var (
 	// ErrTruncated reports a record log shorter than its sealed head: its
 	// tail was cut off, or the log file was deleted.
@@ -36,41 +36,41 @@ var (
 	ErrClosed = errors.New("decision: file store is closed")
 )
 
-// LogError is an integrity failure of a FileStore's log or head file.
-// Kind is ErrTruncated, ErrTornTail or ErrHead; the error matches Kind
-// and ErrChain. Reason never quotes the log's content.
+// LogError is a failure of a FileStore's files. Kind is ErrTruncated,
+// ErrTornTail or ErrHead (an integrity failure of the log or head file at
+// Path: the error matches Kind and ErrChain), or ErrLocked (another writer
+// holds the lock file at Path; Reason names the holder, such as "held by
+// pid 4711 on host-a", when it could be read). Reason never quotes the
+// log's content.
 type LogError struct {
 	Path   string
 	Kind   error
 	Reason string
 }
 
-func (e *LogError) Error() string { return fmt.Sprintf("%v: %s: %s", e.Kind, e.Path, e.Reason) }
-
-// Is matches Kind and ErrChain.
-func (e *LogError) Is(target error) bool { return target == e.Kind || target == ErrChain }
-
-// LockError reports a record log that another writer holds: Path is the
-// lock file, Holder what the holder wrote in it ("pid 4711 on host-a"),
-// when it could be read. It matches ErrLocked.
-type LockError struct {
-	Path   string
-	Holder string
-}
-
-func (e *LockError) Error() string {
-	msg := "decision: record log is locked by another writer: " + e.Path
-	if e.Holder != "" {
-		msg += " (held by " + e.Holder + ")"
+func (e *LogError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("%v: %s", e.Kind, e.Path)
 	}
-	return msg
+	return fmt.Sprintf("%v: %s: %s", e.Kind, e.Path, e.Reason)
 }
 
-// Is matches ErrLocked.
-func (e *LockError) Is(target error) bool { return target == ErrLocked }
+// Is matches Kind, and ErrChain for an integrity failure.
+func (e *LogError) Is(target error) bool {
+	return target == e.Kind || target == ErrChain && e.Kind != ErrLocked
+}
 
-// HeadVersion is the version of a FileStore's head file.
-const HeadVersion = "contextos.decision_head.v1"
+// lockError is the *LogError of a lock file another writer holds.
+func lockError(path, holder string) *LogError {
+	e := &LogError{Path: path, Kind: ErrLocked}
+	if holder != "" {
+		e.Reason = "held by " + holder
+	}
+	return e
+}
+
+// headVersion is the version of a FileStore's head file.
+const headVersion = "contextos.decision_head.v1"
 
 // Head is a FileStore's sealed head, kept in "<log>.head" beside the log:
 // how many records and bytes the log holds and the record_hash of its last
@@ -110,7 +110,7 @@ type FileStoreOptions struct {
 // size and the last record; Verify checks the head file too.
 //
 // One writer at a time: opening takes "<log>.lock" and refuses a log
-// another FileStore holds (*LockError), in this process or another; Close
+// another FileStore holds (a *LogError of kind ErrLocked), in this process or another; Close
 // releases it. On Linux, macOS and the BSDs the lock is an flock(2) lock
 // on that file, which the system releases when the holder exits, however
 // it exits: a lock file left behind is not a lock, so there is no stale
@@ -180,7 +180,7 @@ func openLocked(path string, lk *fileLock, logger *slog.Logger) (*FileStore, err
 	}
 	fresh := h == nil
 	if fresh {
-		h = &Head{Version: HeadVersion, LastRecordHash: GenesisHash}
+		h = &Head{Version: headVersion, LastRecordHash: GenesisHash}
 	}
 	lines, extra, torn, err := verifyLog(path, data, *h)
 	if err != nil {
@@ -200,7 +200,7 @@ func openLocked(path string, lk *fileLock, logger *slog.Logger) (*FileStore, err
 		syncDir(path)
 	}
 	s := &FileStore{path: path, f: f, lock: lk, log: logger, index: make(map[string]int, len(lines)), sealed: !fresh && extra == 0,
-		head: Head{Version: HeadVersion, Records: len(lines), Bytes: int64(len(data)), LastRecordHash: GenesisHash}}
+		head: Head{Version: headVersion, Records: len(lines), Bytes: int64(len(data)), LastRecordHash: GenesisHash}}
 	for i, line := range lines {
 		var r Record
 		json.Unmarshal(line, &r) // verified by verifyLog
@@ -287,7 +287,7 @@ func (s *FileStore) Append(ctx context.Context, r *Record) (*Record, error) {
 		return nil, fmt.Errorf("decision: append record %s: %w", c.RecordID, err)
 	}
 	s.index[c.RecordID] = s.head.Records
-	s.head = Head{Version: HeadVersion, Records: s.head.Records + 1, Bytes: s.head.Bytes + int64(len(line)), LastRecordHash: c.RecordHash}
+	s.head = Head{Version: headVersion, Records: s.head.Records + 1, Bytes: s.head.Bytes + int64(len(line)), LastRecordHash: c.RecordHash}
 	s.sealed = false
 	if err := s.seal(); err != nil {
 		s.log.Error("decision: record appended, its head not sealed yet (the next append or Close seals it)", "path", s.path, "record_id", c.RecordID, "error", err.Error())
@@ -328,17 +328,7 @@ func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*Record
-	for _, line := range lines {
-		var r Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, err
-		}
-		if f.match(&r) {
-			out = append(out, &r)
-		}
-	}
-	return out, nil
+	return f.filter(lines)
 }
 
 // Verify implements Store: it reads the log again and checks every link,
@@ -468,7 +458,7 @@ func lastHash(lines [][]byte) string {
 }
 
 func sealedHead(h Head) Head {
-	h.Version, h.Seal = HeadVersion, ""
+	h.Version, h.Seal = headVersion, ""
 	h.Seal, _ = canon.Digest(h) // a Head always has a canonical form
 	return h
 }
@@ -499,7 +489,7 @@ func parseHead(path string, b []byte) (*Head, error) {
 		return nil, bad("is not a head")
 	}
 	switch {
-	case h.Version != HeadVersion:
+	case h.Version != headVersion:
 		return nil, bad("has an unknown version")
 	case h.Records < 0 || h.Bytes < 0 || (h.Records == 0) != (h.Bytes == 0):
 		return nil, bad("has impossible counts")
@@ -581,7 +571,7 @@ type Repair struct {
 // and its seal, and, with SealUnsealed, seals a log that has no head. A
 // log that is shorter than its head, edited, or has a broken chain is not
 // repaired: the error is returned as OpenFileStore would. It takes the
-// log's lock, so it refuses to run beside a writer (*LockError).
+// log's lock, so it refuses to run beside a writer (ErrLocked).
 func RepairFileStore(path string, opts *RepairOptions) (*Repair, error) {
 	var o RepairOptions
 	if opts != nil {
@@ -611,7 +601,7 @@ func RepairFileStore(path string, opts *RepairOptions) (*Repair, error) {
 		if len(data) > 0 && !o.SealUnsealed {
 			return nil, &LogError{Path: path, Kind: ErrHead, Reason: "the log has no head file; set SealUnsealed to seal it once it has been reviewed"}
 		}
-		h = &Head{Version: HeadVersion, LastRecordHash: GenesisHash}
+		h = &Head{Version: headVersion, LastRecordHash: GenesisHash}
 	}
 	lines, extra, torn, err := verifyLog(path, data, *h)
 	if err != nil {
@@ -646,7 +636,7 @@ func RepairFileStore(path string, opts *RepairOptions) (*Repair, error) {
 			"removed_bytes", torn, "removed_digest", rep.RemovedDigest, "kept_in", rep.TornPath, "records", len(lines))
 	}
 	if headless || extra > 0 || torn > 0 {
-		nh := Head{Version: HeadVersion, Records: len(lines), Bytes: int64(len(data) - torn), LastRecordHash: lastHash(lines)}
+		nh := Head{Version: headVersion, Records: len(lines), Bytes: int64(len(data) - torn), LastRecordHash: lastHash(lines)}
 		if err := writeHead(path, nh); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/decision/decisiontest"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 )
 
@@ -29,7 +30,7 @@ func sealedLog(t *testing.T) (string, []byte) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"dr_1", "dr_2", "dr_3"} {
-		if _, err := s.Append(ctx, decisiontest.Sample(id, "run_1", decision.Decided)); err != nil {
+		if _, err := s.Append(ctx, decisiontest.Sample(id, decision.Decided)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,15 +100,12 @@ func rechain(t *testing.T, log []byte, edit func(i int, r *decision.Record)) []b
 // set by mutate.
 func recordWithIdentity(t *testing.T, mutate func(a *decision.AgentIdentity)) error {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := fixture.SupportPack()
 	p, err := pack.Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := decisiontest.Sample("dr_1", "run_1", decision.Escalated)
+	r := decisiontest.Sample("dr_1", decision.Escalated)
 	r.DecisionVersion = "1.0.0"
 	r.AgentIdentity = decision.AgentIdentity{Subject: "agent:contextos/support-refund@1.2.0"}
 	mutate(&r.AgentIdentity)
@@ -284,7 +282,7 @@ func TestHostileDecision(t *testing.T) {
 			path, _ := sealedLog(t)
 			other, _ := sealedLog(t)
 			s := openStore(t, path)
-			if _, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed)); err != nil {
+			if _, err := s.Append(ctx, decisiontest.Sample("dr_4", decision.Closed)); err != nil {
 				t.Fatal(err)
 			}
 			h, _ := os.ReadFile(other + ".head")
@@ -330,7 +328,7 @@ func TestHostileDecision(t *testing.T) {
 			path, _ := sealedLog(t)
 			s, _ := decision.OpenFileStore(path, nil)
 			s.Close()
-			_, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed))
+			_, err := s.Append(ctx, decisiontest.Sample("dr_4", decision.Closed))
 			return err
 		}, outcome{decision.ErrClosed, "", ""}},
 	}
@@ -350,9 +348,9 @@ func TestHostileDecision(t *testing.T) {
 					t.Errorf("error %T %v is not a *LogError matching ErrChain", err, err)
 				}
 			case "lock":
-				var le *decision.LockError
-				if !errors.As(err, &le) {
-					t.Errorf("error %T %v is not a *LockError", err, err)
+				var le *decision.LogError
+				if !errors.As(err, &le) || le.Kind != decision.ErrLocked || errors.Is(err, decision.ErrChain) {
+					t.Errorf("error %T %v is not a *LogError of kind ErrLocked (and not ErrChain)", err, err)
 				}
 			case "validation":
 				var ve *decision.ValidationError
@@ -416,7 +414,7 @@ func TestRepairTornLastLine(t *testing.T) {
 		t.Errorf("repair not logged: %s", logs.String())
 	}
 	s := openStore(t, path)
-	r, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed))
+	r, err := s.Append(ctx, decisiontest.Sample("dr_4", decision.Closed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +436,7 @@ func TestOpenSealsTheRecordACrashLeftUnsealed(t *testing.T) {
 	path, b := sealedLog(t)
 	head, _ := os.ReadFile(path + ".head")
 	s := openStore(t, path)
-	if _, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed)); err != nil {
+	if _, err := s.Append(ctx, decisiontest.Sample("dr_4", decision.Closed)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -510,15 +508,16 @@ func TestRecordIdentityFixtureValidates(t *testing.T) {
 // satisfied only by a value JsonLogic calls truthy: "identity_verified": 0
 // (or "", [], null) does not verify anyone.
 func TestFalsyContextValueSatisfiesNoRequirement(t *testing.T) {
+	identityVerified := pack.DecisionSpec{DecisionKey: "k", RequiredEvidence: []string{"identity_verified"}}
 	for _, v := range []any{0, 0.0, "", []any{}, nil, false, math.NaN()} {
 		f := &decision.Facts{RequestContext: map[string]any{"identity_verified": v}}
-		if decision.Satisfied("identity_verified", f) {
+		if len(decision.Unsatisfied(identityVerified, f)) == 0 {
 			t.Errorf("identity_verified = %#v satisfies the requirement", v)
 		}
 	}
 	for _, v := range []any{true, 1, "yes", []any{1.0}} {
 		f := &decision.Facts{RequestContext: map[string]any{"identity_verified": v}}
-		if !decision.Satisfied("identity_verified", f) {
+		if len(decision.Unsatisfied(identityVerified, f)) != 0 {
 			t.Errorf("identity_verified = %#v does not satisfy the requirement", v)
 		}
 	}

@@ -2,9 +2,8 @@ package decision_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -30,13 +30,7 @@ type refundRun struct {
 
 func runRefund(t *testing.T, approve bool) *refundRun {
 	t.Helper()
-	read := func(n string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(n string) []byte { return fixture.Read(t, n) }
 	p, _ := pack.Decode(read("ctxpack.support-1.0.0.json"))
 	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
 	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))
@@ -63,14 +57,14 @@ func runRefund(t *testing.T, approve bool) *refundRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now), nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: req, RunContext: rc, Meter: runcontext.NewMeter(rc.RunBudget, now)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr := &refundRun{pack: p, rc: rc, req: req, cc: cc, now: now}
 	for i, c := range []gateway.CallRequest{
-		{CapabilityID: "adp_orders.lookup", Step: 0, Args: map[string]any{"order_id": "ord_881"}},
-		{CapabilityID: "adp_policy.eval", Step: 1, Args: map[string]any{"order_id": "ord_881"}},
+		{CapabilityID: "adp_orders.lookup", Step: gateway.StepID{Index: 0}, Args: map[string]any{"order_id": "ord_881"}},
+		{CapabilityID: "adp_policy.eval", Step: gateway.StepID{Index: 1}, Args: map[string]any{"order_id": "ord_881"}},
 	} {
 		res, err := run.Call(ctx, c)
 		if err != nil || res.Status != gateway.StatusOK {
@@ -78,7 +72,7 @@ func runRefund(t *testing.T, approve bool) *refundRun {
 		}
 		rr.results = append(rr.results, res)
 	}
-	refund := gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: 2, Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200, "currency": "INR"}}
+	refund := gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: gateway.StepID{Index: 2}, Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200, "currency": "INR"}}
 	res, _ := run.Call(ctx, refund)
 	rr.paused = res
 	if approve {
@@ -185,7 +179,7 @@ func TestValidateRules(t *testing.T) {
 	tests := []struct {
 		name string
 		edit func(in *decision.BuildInput)
-		code string
+		code decision.Code
 	}{
 		{"outcome outside the closed set", func(in *decision.BuildInput) { in.Outcome = "partially_approved" }, decision.CodeOutcome},
 		{"unknown evidence ref", func(in *decision.BuildInput) { in.EvidenceRefs = append(in.EvidenceRefs, "kg:order:ord_999#x") }, decision.CodeEvidenceUnknown},
@@ -237,5 +231,37 @@ func TestValidateRules(t *testing.T) {
 	rec, err = decision.Build(in)
 	if err != nil || rec.Status != decision.Decided {
 		t.Errorf("denied: %s %v", rec.Status, err)
+	}
+}
+
+// Build writes the replay handle (seed 001) from the lineage; Validate
+// refuses a handle that disagrees with it.
+func TestBuildWritesReplayHandle(t *testing.T) {
+	rr := runRefund(t, false)
+	in := rr.input(rr.facts(), nil)
+	in.Outcome = "denied"
+	in.Lineage.ToolTranscriptChainHash = "sha256:" + strings.Repeat("a", 64)
+	in.Lineage.ReplayPacketID = "rp_1"
+	rec, err := decision.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decision.Replay{ReplayPacketID: "rp_1", CompiledContextHash: rr.cc.Hash(), ToolTranscriptChainHash: in.Lineage.ToolTranscriptChainHash}
+	if rec.Replay == nil || *rec.Replay != want {
+		t.Fatalf("replay = %+v, want %+v", rec.Replay, want)
+	}
+	for path, edit := range map[string]func(r *decision.Replay){
+		"replay.replay_packet_id":           func(r *decision.Replay) { r.ReplayPacketID = "rp_2" },
+		"replay.compiled_context_hash":      func(r *decision.Replay) { r.CompiledContextHash = "sha256:00" },
+		"replay.tool_transcript_chain_hash": func(r *decision.Replay) { r.ToolTranscriptChainHash = "" },
+	} {
+		c := *rec
+		rp := *rec.Replay
+		edit(&rp)
+		c.Replay = &rp
+		ve, ok := decision.Validate(&c, rr.facts()).(*decision.ValidationError)
+		if !ok || len(ve.Problems) != 1 || ve.Problems[0].Path != path || ve.Problems[0].Code != decision.CodeField {
+			t.Errorf("%s changed: Validate = %v", path, ve)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func acquireLock(path string) (*fileLock, error) {
 			holder = readHolder(g)
 			g.Close()
 		}
-		return nil, &LockError{Path: path, Holder: holder}
+		return nil, lockError(path, holder)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decision: create lock file: %w", err)

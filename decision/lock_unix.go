@@ -23,7 +23,7 @@ func acquireLock(path string) (*fileLock, error) {
 		holder := readHolder(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &LockError{Path: path, Holder: holder}
+			return nil, lockError(path, holder)
 		}
 		return nil, fmt.Errorf("decision: lock %s: %w", path, err)
 	}

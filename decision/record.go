@@ -3,12 +3,48 @@
 // facts, validation against the pack's DecisionSpec, record_hash, and the
 // append-only, hash-chained Store with in-memory and file implementations.
 //
+// A record's Status is where the decision stands (DECIDED, DEFERRED,
+// REJECTED, ESCALATED, IN_FLIGHT, CLOSED); its Outcome is what was decided,
+// one of the decision spec's allowed_outcomes.
+//
+// # Validation
+//
+// [Validate] checks a record against its decision spec and the run's
+// [Facts] in stages (the record's fields, the spec's version and outcome,
+// the evidence and approvals a DECIDED outcome needs, what the record
+// cites, the runtime controls, status consistency) and returns a
+// *[ValidationError] listing every [Problem] (code, path, message). It is
+// the same type runcontext, pack and schemas return: errors.As with any of
+// them finds it, errors.Is(err, [ErrInvalid]) holds, and Has(code) looks a
+// problem up by one of the Code constants.
+//
 // # Hashing and chaining
 //
 // record_hash is "sha256:" over the RFC 8785 form of the record without
-// record_hash. A Store sets prev_record_hash to the previous record's
-// record_hash (the first record's is GenesisHash) when it appends, so any
-// changed byte in any stored record breaks Verify at that record.
+// record_hash and without replay.record_hash (its copy: see below). A Store
+// sets prev_record_hash to the previous record's record_hash (the first
+// record's is GenesisHash) when it appends, so any changed byte in any
+// stored record breaks Verify at that record.
+//
+// # The replay handle
+//
+// A record's replay member (seed 001, DecisionRecord.replay) carries the
+// handle and hashes a replay starts from: the compiled context hash and
+// the tool transcript chain hash the run ended with, the id of the replay
+// packet captured with the record (also lineage.replay_packet_id), and
+// record_hash. Everything in it is fixed before the record is appended, and
+// so inside record_hash, except replay.record_hash, which the store sets
+// to the record_hash it computes (the one member that cannot hash itself).
+//
+// The packet id is in the hash because it is known before the record is
+// stored: a packet's id is derived from the run id, the record id and the
+// packet's source kind, and whether a run is captured
+// is decided from the record's status and the run id before the record is
+// appended. A packet captured after the record is stored (an operator
+// correction, a promotion to a golden case) never changes the stored
+// record — records are append-only and hash-chained — so the record names
+// only the packet captured with it; the later packet names the record
+// (source_ref, expected.decision_record_hash = record_hash).
 //
 // # The file store
 //
@@ -38,12 +74,12 @@ const (
 	Closed    Status = "CLOSED"
 )
 
-// Statuses returns the six statuses.
-func Statuses() []Status { return []Status{Decided, Deferred, Rejected, Escalated, InFlight, Closed} }
+// statuses returns the six statuses.
+func statuses() []Status { return []Status{Decided, Deferred, Rejected, Escalated, InFlight, Closed} }
 
 // UnmarshalText accepts exactly the six statuses.
 func (s *Status) UnmarshalText(b []byte) error {
-	for _, x := range Statuses() {
+	for _, x := range statuses() {
 		if string(x) == string(b) {
 			*s = x
 			return nil
@@ -74,9 +110,14 @@ type Record struct {
 	Rationale       Rationale           `json:"rationale"`
 	BudgetUsage     BudgetUsage         `json:"budget_usage" jsonschema:"required"`
 	Lineage         Lineage             `json:"lineage" jsonschema:"required"`
-	TraceID         string              `json:"trace_id" jsonschema:"required"`
-	RunID           string              `json:"run_id" jsonschema:"required"`
-	TenantID        string              `json:"tenant_id" jsonschema:"required"`
+	// Replay is the record's replay handle and hashes (seed 001). Records
+	// stored before it existed have none.
+	Replay  *Replay `json:"replay,omitempty"`
+	TraceID string  `json:"trace_id" jsonschema:"required"`
+	// RunID and TenantID are always written by the runtime; the published
+	// schema does not require them, as seed 000's record has neither.
+	RunID    string `json:"run_id"`
+	TenantID string `json:"tenant_id"`
 	// Awaiting says what a DEFERRED record waits for.
 	Awaiting *Awaiting `json:"awaiting,omitempty"`
 	// Closes names the DEFERRED or IN_FLIGHT record a CLOSED record closes.
@@ -123,8 +164,8 @@ const (
 	ClaimWaived ClaimVerification = "waived"
 )
 
-// ClaimVerifications returns the claim verification states.
-func ClaimVerifications() []ClaimVerification {
+// claimVerifications returns the claim verification states.
+func claimVerifications() []ClaimVerification {
 	return []ClaimVerification{ClaimVerified, ClaimWaived}
 }
 
@@ -176,14 +217,61 @@ type BudgetUsage struct {
 	WallClockMS  int64   `json:"wall_clock_ms"`
 }
 
-// Lineage pins what the decision was made from.
+// Lineage pins what the decision was made from. The runtime always writes
+// compiled_context_hash; the published schema does not require it, as
+// seed 000's record has none.
 type Lineage struct {
 	PackVersion             string `json:"pack_version" jsonschema:"required"`
 	PackContentHash         string `json:"pack_content_hash,omitempty"`
 	SnapshotVersion         string `json:"snapshot_version,omitempty"`
-	CompiledContextHash     string `json:"compiled_context_hash" jsonschema:"required"`
+	CompiledContextHash     string `json:"compiled_context_hash,omitempty"`
 	ToolTranscriptChainHash string `json:"tool_transcript_chain_hash,omitempty"`
-	ReplayPacketID          string `json:"replay_packet_id,omitempty"`
+	// ReplayPacketID names the replay packet captured with the record
+	// (as replay.replay_packet_id does); empty when none was.
+	ReplayPacketID string `json:"replay_packet_id,omitempty"`
+	// DataClassification is the highest data_classification of the run's
+	// packs (its compiled context's ledger), which constrains export,
+	// trace and tool behaviour.
+	DataClassification string `json:"data_classification,omitempty"`
+}
+
+// Replay is a record's replay handle and hashes (seed 001,
+// DecisionRecord.replay): what a replay of the decision starts from and
+// must end at. It is not a substitute for the trace or the tool transcript.
+// See the package doc for which members record_hash covers.
+type Replay struct {
+	// ReplayPacketID is the id of the replay packet captured with the
+	// record (rp_…), when one was; lineage.replay_packet_id is the same.
+	ReplayPacketID string `json:"replay_packet_id,omitempty"`
+	// CompiledContextHash is the run's compiled_context_hash.
+	CompiledContextHash string `json:"compiled_context_hash" jsonschema:"required"`
+	// ToolTranscriptChainHash is the hash the run's tool transcript chain
+	// ended at when the record was built.
+	ToolTranscriptChainHash string `json:"tool_transcript_chain_hash,omitempty"`
+	// RecordHash is the record's record_hash, set by the store that
+	// appends it; record_hash does not cover it.
+	RecordHash string `json:"record_hash,omitempty"`
+	// LedgerHash is the ledger_hash of the run's compiled context ledger
+	// (overlays, environment, classification, withheld tools), inside
+	// record_hash: a packet captured with the record must carry the ledger
+	// it names, so the environment a decision was made in cannot be
+	// dropped from its replay.
+	LedgerHash string `json:"ledger_hash,omitempty"`
+}
+
+// SetReplayPacketID names the replay packet captured with r, in
+// replay.replay_packet_id and lineage.replay_packet_id. Call it before r is
+// appended: the id is inside record_hash. An empty id names none. The
+// record's replay member is replaced, not changed in place, so a shallow
+// copy of r keeps its own.
+func (r *Record) SetReplayPacketID(id string) {
+	r.Lineage.ReplayPacketID = id
+	rp := Replay{CompiledContextHash: r.Lineage.CompiledContextHash, ToolTranscriptChainHash: r.Lineage.ToolTranscriptChainHash}
+	if r.Replay != nil {
+		rp = *r.Replay
+	}
+	rp.ReplayPacketID = id
+	r.Replay = &rp
 }
 
 // Awaiting is what a DEFERRED record waits for.
@@ -202,15 +290,14 @@ type Awaiting struct {
 const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
 // Hash returns the record's hash: the digest of the record without
-// record_hash.
+// record_hash and replay.record_hash.
 func Hash(r *Record) (string, error) {
 	c := *r
 	c.RecordHash = ""
+	if c.Replay != nil {
+		rp := *c.Replay
+		rp.RecordHash = ""
+		c.Replay = &rp
+	}
 	return canon.Digest(&c)
-}
-
-// NewRecordID derives a record id from the run, decision and status, so a
-// replay of the same run produces the same id.
-func NewRecordID(runID, decisionKey string, status Status, seq int) (string, error) {
-	return canon.ID(canon.PrefixDecision, runID, decisionKey, string(status), seq)
 }

@@ -36,6 +36,22 @@ func (f Filter) match(r *Record) bool {
 	return (f.RunID == "" || r.RunID == f.RunID) && (f.TenantID == "" || r.TenantID == f.TenantID) && (f.Status == "" || r.Status == f.Status)
 }
 
+// filter decodes the stored lines, in order, and keeps the records f
+// matches: the List of every Store here.
+func (f Filter) filter(lines [][]byte) ([]*Record, error) {
+	var out []*Record
+	for _, line := range lines {
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, err
+		}
+		if f.match(&r) {
+			out = append(out, &r)
+		}
+	}
+	return out, nil
+}
+
 // Sentinel errors.
 var (
 	ErrNotFound  = errors.New("decision: record not found")
@@ -72,6 +88,9 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 		return nil, nil, fmt.Errorf("decision: record has no canonical form: %w", err)
 	}
 	c.RecordHash = h
+	if c.Replay != nil {
+		c.Replay.RecordHash = h
+	}
 	b, err := canon.JSON(c)
 	if err != nil {
 		return nil, nil, err
@@ -98,6 +117,9 @@ func verifyChainFrom(lines [][]byte, prev string, offset int) error {
 		h, err := Hash(&r)
 		if err != nil || h != r.RecordHash {
 			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "record_hash does not match the record"}
+		}
+		if r.Replay != nil && r.Replay.RecordHash != r.RecordHash {
+			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "replay.record_hash is not the record's record_hash"}
 		}
 		if r.PrevRecordHash != prev {
 			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "prev_record_hash does not match the previous record"}
@@ -210,17 +232,7 @@ func (m *MemoryStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*Record
-	for _, line := range m.lines {
-		var r Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, err
-		}
-		if f.match(&r) {
-			out = append(out, &r)
-		}
-	}
-	return out, nil
+	return f.filter(m.lines)
 }
 
 // Verify implements Store.

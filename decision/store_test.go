@@ -3,13 +3,17 @@ package decision_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/decision/decisiontest"
+	"github.com/contextos/contextos/internal/canon"
 )
 
 var ctx = context.Background()
@@ -38,7 +42,7 @@ func TestFileStoreTamperDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"dr_1", "dr_2", "dr_3"} {
-		if _, err := s.Append(ctx, decisiontest.Sample(id, "run_1", decision.Decided)); err != nil {
+		if _, err := s.Append(ctx, decisiontest.Sample(id, decision.Decided)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +82,7 @@ func TestFileStoreTamperDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Append(ctx, decisiontest.Sample("dr_4", "run_1", decision.Closed))
+	r, err := s.Append(ctx, decisiontest.Sample("dr_4", decision.Closed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +95,61 @@ func TestFileStoreTamperDetected(t *testing.T) {
 	os.WriteFile(path, clean[:len(clean)-1], 0o644)
 	if _, err := decision.OpenFileStore(path, nil); !errors.Is(err, decision.ErrChain) {
 		t.Errorf("torn record: %v", err)
+	}
+}
+
+// replay.record_hash is the one member record_hash does not cover (it
+// copies it): a stored copy that differs from record_hash is caught by
+// chain verification all the same, as is an edited packet id, which
+// record_hash covers. Each edit leaves the line in canonical form.
+func TestFileStoreReplayHandleTamperDetected(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	s, err := decision.OpenFileStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"dr_1", "dr_2"} {
+		r := decisiontest.Sample(id, decision.Decided)
+		r.SetReplayPacketID("rp_" + id)
+		stored, err := s.Append(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Replay.RecordHash != stored.RecordHash {
+			t.Fatalf("replay.record_hash %q, record_hash %q", stored.Replay.RecordHash, stored.RecordHash)
+		}
+	}
+	s.Close()
+	clean, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(clean, []byte("\n"))
+	for _, tc := range []struct {
+		name   string
+		edit   func(r *decision.Record)
+		reason string
+	}{
+		{"replay.record_hash", func(r *decision.Record) { r.Replay.RecordHash = "sha256:" + strings.Repeat("0", 64) }, "replay.record_hash is not the record's record_hash"},
+		{"replay.replay_packet_id", func(r *decision.Record) { r.Replay.ReplayPacketID = "rp_dr_9" }, "record_hash does not match the record"},
+		{"lineage.replay_packet_id", func(r *decision.Record) { r.Lineage.ReplayPacketID = "rp_dr_9" }, "record_hash does not match the record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r decision.Record
+			if err := json.Unmarshal(lines[0], &r); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(&r)
+			line, err := canon.JSON(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tampered := slices.Concat(line, []byte("\n"), lines[1])
+			if err := os.WriteFile(path, tampered, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = decision.OpenFileStore(path, nil)
+			var ce *decision.ChainError
+			if !errors.As(err, &ce) || ce.Index != 0 || ce.Reason != tc.reason {
+				t.Errorf("OpenFileStore = %v, want a *ChainError at record 0: %s", err, tc.reason)
+			}
+		})
 	}
 }

@@ -3,12 +3,16 @@ package decision
 import (
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/logic"
+	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/contextos/contextos/internal/packrules"
 	"github.com/contextos/contextos/pack"
 )
 
@@ -22,42 +26,35 @@ func errStatus(s string) error {
 
 // Problem codes.
 const (
-	CodeOutcome            = "outcome_not_allowed"
-	CodeEvidenceMissing    = "required_evidence_missing"
-	CodeEvidenceUnknown    = "evidence_ref_unresolved"
-	CodeSubjectNamespace   = "subject_outside_namespaces"
-	CodeApprovalMissing    = "approval_missing"
-	CodeApprovalIncomplete = "approval_incomplete"
-	CodeControls           = "controls_mismatch"
-	CodeStatus             = "status_inconsistent"
-	CodeField              = "field"
-	CodePolicyUnbound      = "policy_decision_unrecorded"
+	CodeOutcome            Code = "outcome_not_allowed"
+	CodeEvidenceMissing    Code = "required_evidence_missing"
+	CodeEvidenceUnknown    Code = "evidence_ref_unresolved"
+	CodeSubjectNamespace   Code = "subject_outside_namespaces"
+	CodeApprovalMissing    Code = "approval_missing"
+	CodeApprovalIncomplete Code = "approval_incomplete"
+	CodeControls           Code = "controls_mismatch"
+	CodeStatus             Code = "status_inconsistent"
+	CodeField              Code = "field"
+	CodePolicyUnbound      Code = "policy_decision_unrecorded"
 )
 
-// Problem is one validation problem.
-type Problem struct {
-	Code    string `json:"code"`
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// Problem is one validation problem of a record (code, path, message). It
+// is the Problem of every validating package (runcontext, pack, schemas).
+type Problem = problem.Problem
 
-// ValidationError lists every problem of a record. It matches ErrInvalid.
-type ValidationError struct{ Problems []Problem }
+// Code names a validation failure mode (the Code* constants).
+type Code = problem.Code
 
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.Path + ": " + p.Message
-	}
-	return "decision: invalid record: " + strings.Join(parts, "; ")
-}
+// ValidationError lists every problem of a record. It matches ErrInvalid;
+// Has(code) and HasAt(code, path) look a problem up.
+// It is one type shared by runcontext, pack, decision and schemas, so
+// errors.As finds it whichever package refused; errors.Is(err, ErrInvalid)
+// tells this package's refusals from the others'.
+type ValidationError = problem.ValidationError
 
-// Is matches ErrInvalid.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-// Has reports whether a problem with the code exists.
-func (e *ValidationError) Has(code string) bool {
-	return slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Code == code })
+// invalid returns the *ValidationError of probs, matching ErrInvalid.
+func invalid(probs []Problem) *ValidationError {
+	return problem.New(ErrInvalid, "decision: invalid record", probs)
 }
 
 // Facts are what the run established, against which a record is checked.
@@ -85,54 +82,91 @@ type Facts struct {
 	// bound to (every call, whatever its status): each must be in the
 	// record's policy_decisions.
 	BoundPolicyIDs []string
+	// AppliedRules are the policy rules that applied in the run: their
+	// applies_to matched and the branch their condition chose (then when
+	// it held, else otherwise) is what they decided. The requires entries
+	// of that branch must be satisfied before a decision the rule is
+	// bound to, or any decision when it is bound to none, is DECIDED with
+	// an outcome other than a refusal or an escalation.
+	AppliedRules []AppliedRule
 }
 
-// ToolFact is one successful tool result.
+// AppliedRule is one policy rule that applied in a run, with the evidence
+// names its chosen branch requires.
+type AppliedRule struct {
+	BundleID string
+	RuleID   string
+	// DecisionBinding is the rule's decision_binding; "" binds it to every
+	// decision of the run.
+	DecisionBinding string
+	// Requires are the requires entries of the branch the rule took.
+	Requires []string
+}
+
+// Requirement is one evidence name a decision needs, and where it comes
+// from: the decision spec's required_evidence (RuleID "") or a policy
+// rule that applied in the run.
+type Requirement struct {
+	Name string
+	// Path locates the name: "required_evidence[i]", or
+	// "policy_rules[<bundle>#<rule>].requires[i]".
+	Path     string
+	BundleID string
+	RuleID   string
+}
+
+// requirements returns every evidence name a decision of spec needs in a
+// run with facts f, in order: the spec's required_evidence, then the
+// requires entries of each applied rule bound to spec's decision or to
+// none. Refusal and escalation outcomes need none of them.
+func requirements(spec pack.DecisionSpec, f *Facts) []Requirement {
+	out := make([]Requirement, 0, len(spec.RequiredEvidence))
+	for i, name := range spec.RequiredEvidence {
+		out = append(out, Requirement{Name: name, Path: fmt.Sprintf("required_evidence[%d]", i)})
+	}
+	for _, r := range f.AppliedRules {
+		if r.DecisionBinding != "" && r.DecisionBinding != spec.DecisionKey {
+			continue
+		}
+		for i, name := range r.Requires {
+			out = append(out, Requirement{Name: name, Path: fmt.Sprintf("policy_rules[%s#%s].requires[%d]", r.BundleID, r.RuleID, i), BundleID: r.BundleID, RuleID: r.RuleID})
+		}
+	}
+	return out
+}
+
+// Unsatisfied returns the requirements of a decision of spec (see
+// requirements) that f does not satisfy. Refusal and escalation outcomes
+// need none of them.
+func Unsatisfied(spec pack.DecisionSpec, f *Facts) []Requirement {
+	var out []Requirement
+	for _, q := range requirements(spec, f) {
+		if !satisfied(q.Name, f) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// ToolFact is one successful tool result; a record cites it as the
+// evidence ref "tool:<capability_id>:<tool_call_id>".
 type ToolFact struct {
 	CapabilityID string
 	ToolCallID   string
 }
 
-// Ref is the evidence ref a tool result is cited by.
-func (t ToolFact) Ref() string { return "tool:" + t.CapabilityID + ":" + t.ToolCallID }
+// ref is the evidence ref a tool result is cited by.
+func (t ToolFact) ref() string { return "tool:" + t.CapabilityID + ":" + t.ToolCallID }
 
-// SpecFor returns the decision spec of key in p.
-func SpecFor(p *pack.Pack, key string) (pack.DecisionSpec, bool) {
-	for _, s := range p.DecisionLayer.DecisionSpecs {
-		if s.DecisionKey == key {
-			return s, true
-		}
-	}
-	return pack.DecisionSpec{}, false
-}
-
-// IsRefusal reports whether outcome is one of spec's refusal outcomes
-// (default: denied, rejected, refused).
-func IsRefusal(spec pack.DecisionSpec, outcome string) bool {
-	if len(spec.RefusalOutcomes) > 0 {
-		return slices.Contains(spec.RefusalOutcomes, outcome)
-	}
-	return outcome == "denied" || outcome == "rejected" || outcome == "refused"
-}
-
-// IsEscalation reports whether outcome is one of spec's escalation
-// outcomes (default: escalated).
-func IsEscalation(spec pack.DecisionSpec, outcome string) bool {
-	if len(spec.EscalationOutcomes) > 0 {
-		return slices.Contains(spec.EscalationOutcomes, outcome)
-	}
-	return outcome == "escalated"
-}
-
-// Satisfied reports whether a required evidence name is satisfied
-// (DESIGN.md "Evidence names"): by a successful tool result of the
+// satisfied reports whether a required evidence name is satisfied
+// (docs/evidence.md): by a successful tool result of the
 // capability it designates, by the run's policy evaluation (policy_eval),
 // by request context, or by admitted evidence of that kind.
-func Satisfied(name string, f *Facts) bool {
+func satisfied(name string, f *Facts) bool {
 	if f.Pack != nil {
 		for _, a := range f.Pack.ToolingLayer.AdapterRegistry {
 			for _, c := range a.Capabilities {
-				if name == pack.AdapterNoun(a.AdapterID)+"_"+c || name == a.AdapterID+"."+c {
+				if name == packrules.AdapterNoun(a.AdapterID)+"_"+c || name == a.AdapterID+"."+c {
 					return slices.ContainsFunc(f.ToolResults, func(t ToolFact) bool { return t.CapabilityID == a.AdapterID+"."+c })
 				}
 			}
@@ -156,112 +190,208 @@ func Satisfied(name string, f *Facts) bool {
 }
 
 // Validate checks r against its decision spec and the run's facts, and
-// returns a *ValidationError with every problem, or nil.
+// returns a *ValidationError with every problem, or nil. The checks run in
+// stages, in this order: the record's own fields, the decision spec it
+// names (version and outcome), the evidence and approvals a DECIDED
+// outcome needs, the evidence refs, subjects and policy decisions it
+// cites, the runtime controls, and status consistency. Without a decision
+// spec only the first stage runs.
 func Validate(r *Record, f *Facts) error {
-	var probs []Problem
-	add := func(code, path, format string, a ...any) {
-		probs = append(probs, Problem{Code: code, Path: path, Message: fmt.Sprintf(format, a...)})
+	c := &checker{r: r, f: f}
+	c.fields()
+	spec, ok := c.spec()
+	if ok {
+		c.outcome(spec)
+		c.evidence(spec)
+		c.approvals(spec)
+		c.refusalGrounds(spec)
+		c.citations()
+		c.controls()
+		c.statusConsistency()
 	}
-	if !slices.Contains(Statuses(), r.Status) {
-		add(CodeField, "status", "%v", errStatus(string(r.Status)))
+	if len(c.probs) == 0 {
+		return nil
+	}
+	return invalid(c.probs)
+}
+
+// checker collects the problems of one record against one run's facts.
+type checker struct {
+	r     *Record
+	f     *Facts
+	probs []Problem
+}
+
+func (c *checker) add(code Code, path, format string, a ...any) {
+	c.probs = append(c.probs, Problem{Code: code, Path: path, Message: fmt.Sprintf(format, a...)})
+}
+
+// fields checks the record's own members: status, the required ids, the
+// replay block against the lineage, the timestamp and the claim
+// verification.
+func (c *checker) fields() {
+	r := c.r
+	if !slices.Contains(statuses(), r.Status) {
+		c.add(CodeField, "status", "%v", errStatus(string(r.Status)))
 	}
 	for _, fld := range []struct{ path, v string }{{"record_id", r.RecordID}, {"decision_key", r.DecisionKey}, {"run_id", r.RunID}, {"trace_id", r.TraceID}, {"tenant_id", r.TenantID}, {"lineage.compiled_context_hash", r.Lineage.CompiledContextHash}} {
 		if fld.v == "" {
-			add(CodeField, fld.path, "is required")
+			c.add(CodeField, fld.path, "is required")
+		}
+	}
+	if rp := r.Replay; rp != nil {
+		if rp.ReplayPacketID != r.Lineage.ReplayPacketID {
+			c.add(CodeField, "replay.replay_packet_id", "must equal lineage.replay_packet_id")
+		}
+		if rp.CompiledContextHash != r.Lineage.CompiledContextHash {
+			c.add(CodeField, "replay.compiled_context_hash", "must equal lineage.compiled_context_hash")
+		}
+		if rp.ToolTranscriptChainHash != r.Lineage.ToolTranscriptChainHash {
+			c.add(CodeField, "replay.tool_transcript_chain_hash", "must equal lineage.tool_transcript_chain_hash")
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
-		add(CodeField, "timestamp", "must be an RFC 3339 time")
+		c.add(CodeField, "timestamp", "must be an RFC 3339 time")
 	}
 	switch cv := r.AgentIdentity.ClaimVerification; {
-	case cv != "" && !slices.Contains(ClaimVerifications(), cv):
-		add(CodeField, "agent_identity.claim_verification", "must be verified or waived")
+	case cv != "" && !slices.Contains(claimVerifications(), cv):
+		c.add(CodeField, "agent_identity.claim_verification", "must be verified or waived")
 	case cv == ClaimVerified && r.AgentIdentity.ClaimHash == "":
-		add(CodeField, "agent_identity.claim_verification", "a verified claim needs its claim_hash")
+		c.add(CodeField, "agent_identity.claim_verification", "a verified claim needs its claim_hash")
 	case cv == ClaimWaived && r.AgentIdentity.ClaimHash != "":
-		add(CodeField, "agent_identity.claim_verification", "a waived claim has no claim_hash")
+		c.add(CodeField, "agent_identity.claim_verification", "a waived claim has no claim_hash")
 	}
-	var spec pack.DecisionSpec
-	var ok bool
-	if f.Pack != nil {
-		spec, ok = SpecFor(f.Pack, r.DecisionKey)
+}
+
+// spec finds the record's decision spec in the pack.
+func (c *checker) spec() (pack.DecisionSpec, bool) {
+	if c.f.Pack != nil {
+		if spec, ok := decisionspec.For(c.f.Pack, c.r.DecisionKey); ok {
+			return spec, true
+		}
 	}
-	if !ok {
-		add(CodeField, "decision_key", "no decision spec %q in the pack", r.DecisionKey)
-		return &ValidationError{Problems: probs}
-	}
+	c.add(CodeField, "decision_key", "no decision spec %q in the pack", c.r.DecisionKey)
+	return pack.DecisionSpec{}, false
+}
+
+// outcome checks the decision version and the outcome against the spec.
+func (c *checker) outcome(spec pack.DecisionSpec) {
+	r := c.r
 	if r.DecisionVersion != spec.Version {
-		add(CodeField, "decision_version", "is %q; the spec is version %s", r.DecisionVersion, spec.Version)
+		c.add(CodeField, "decision_version", "is %q; the spec is version %s", r.DecisionVersion, spec.Version)
 	}
 	if r.Outcome != "" && !slices.Contains(spec.AllowedOutcomes, r.Outcome) {
-		add(CodeOutcome, "outcome", "%q is not one of %v", r.Outcome, spec.AllowedOutcomes)
+		c.add(CodeOutcome, "outcome", "%q is not one of %v", r.Outcome, spec.AllowedOutcomes)
 	}
-	decided := r.Status == Decided
-	if decided && r.Outcome == "" {
-		add(CodeStatus, "outcome", "a DECIDED record needs an outcome")
+	if r.Status == Decided && r.Outcome == "" {
+		c.add(CodeStatus, "outcome", "a DECIDED record needs an outcome")
 	}
-	refusal := IsRefusal(spec, r.Outcome) || IsEscalation(spec, r.Outcome)
-	if decided && !refusal {
-		for i, name := range spec.RequiredEvidence {
-			if !Satisfied(name, f) {
-				add(CodeEvidenceMissing, fmt.Sprintf("required_evidence[%d]", i), "%q is not satisfied by a tool result, the policy evaluation, request context or admitted evidence", name)
-			}
+}
+
+// needsGrounds reports whether the record is DECIDED with an outcome
+// that is neither a refusal nor an escalation: such a record needs its
+// evidence and approvals.
+func (c *checker) needsGrounds(spec pack.DecisionSpec) bool {
+	return c.r.Status == Decided && !refusesOrEscalates(spec, c.r.Outcome)
+}
+
+func refusesOrEscalates(spec pack.DecisionSpec, outcome string) bool {
+	return decisionspec.IsRefusal(spec, outcome) || decisionspec.IsEscalation(spec, outcome)
+}
+
+// evidence checks that every requirement of a DECIDED outcome is
+// satisfied.
+func (c *checker) evidence(spec pack.DecisionSpec) {
+	if !c.needsGrounds(spec) {
+		return
+	}
+	for _, q := range Unsatisfied(spec, c.f) {
+		if q.RuleID == "" {
+			c.add(CodeEvidenceMissing, q.Path, "%q is not satisfied by a tool result, the policy evaluation, request context or admitted evidence", q.Name)
+			continue
 		}
-		for gate, role := range f.ActiveGates {
-			i := slices.IndexFunc(r.Approvals, func(a Approval) bool { return a.GateID == gate })
-			if i < 0 {
-				add(CodeApprovalMissing, "approvals", "gate %s is active and has no approval", gate)
-				continue
-			}
-			a := r.Approvals[i]
-			if a.Approver == "" || !a.ApprovalModeEffective.Valid() || a.EvidenceSnapshotHash == "" || (a.ApproverRole != "" && a.ApproverRole != role) {
-				add(CodeApprovalIncomplete, fmt.Sprintf("approvals[%d]", i), "approval on %s needs an approver holding %s, the effective mode and the evidence snapshot hash", gate, role)
-			}
+		c.add(CodeEvidenceMissing, q.Path, "%q, which policy rule %s#%s requires, is not satisfied by a tool result, the policy evaluation, request context or admitted evidence", q.Name, q.BundleID, q.RuleID)
+	}
+}
+
+// approvals checks that every active gate has a complete approval on a
+// DECIDED outcome. Gates are checked in id order.
+func (c *checker) approvals(spec pack.DecisionSpec) {
+	if !c.needsGrounds(spec) {
+		return
+	}
+	for _, gate := range sortedkeys.Of(c.f.ActiveGates) {
+		role := c.f.ActiveGates[gate]
+		i := slices.IndexFunc(c.r.Approvals, func(a Approval) bool { return a.GateID == gate })
+		if i < 0 {
+			c.add(CodeApprovalMissing, "approvals", "gate %s is active and has no approval", gate)
+			continue
+		}
+		a := c.r.Approvals[i]
+		if a.Approver == "" || !a.ApprovalModeEffective.Valid() || a.EvidenceSnapshotHash == "" || (a.ApproverRole != "" && a.ApproverRole != role) {
+			c.add(CodeApprovalIncomplete, fmt.Sprintf("approvals[%d]", i), "approval on %s needs an approver holding %s, the effective mode and the evidence snapshot hash", gate, role)
 		}
 	}
-	if decided && refusal && len(r.PolicyDecisions) == 0 && len(r.EvidenceRefs) == 0 {
-		add(CodeEvidenceMissing, "policy_decisions", "a %s outcome needs the policy decision or evidence that forced it", r.Outcome)
+}
+
+// refusalGrounds checks that a DECIDED refusal or escalation cites the
+// policy decision or evidence that forced it.
+func (c *checker) refusalGrounds(spec pack.DecisionSpec) {
+	r := c.r
+	if r.Status == Decided && refusesOrEscalates(spec, r.Outcome) && len(r.PolicyDecisions) == 0 && len(r.EvidenceRefs) == 0 {
+		c.add(CodeEvidenceMissing, "policy_decisions", "a %s outcome needs the policy decision or evidence that forced it", r.Outcome)
 	}
+}
+
+// citations checks what the record cites: its evidence refs resolve in
+// the run, its subjects are in a CEID namespace of the pack, and every
+// policy decision a tool call was bound to is recorded.
+func (c *checker) citations() {
+	r, f := c.r, c.f
 	known := map[string]bool{}
 	for ref := range f.Admitted {
 		known[ref] = true
 	}
 	for _, t := range f.ToolResults {
-		known[t.Ref()] = true
+		known[t.ref()] = true
 	}
 	for _, ref := range slices.Concat(f.PolicyRefs, f.Artifacts) {
 		known[ref] = true
 	}
 	for i, ref := range r.EvidenceRefs {
 		if !known[ref] {
-			add(CodeEvidenceUnknown, fmt.Sprintf("evidence_refs[%d]", i), "%q does not resolve to admitted evidence, a tool result, a policy or an artifact of the run", ref)
+			c.add(CodeEvidenceUnknown, fmt.Sprintf("evidence_refs[%d]", i), "%q does not resolve to admitted evidence, a tool result, a policy or an artifact of the run", ref)
 		}
 	}
 	namespaces := f.Pack.IntelligenceRefs.IdentityLayer.CEIDNamespaces
 	for i, s := range r.SubjectIDs {
 		ns, _, found := strings.Cut(s, ":")
 		if !found || !slices.Contains(namespaces, ns) {
-			add(CodeSubjectNamespace, fmt.Sprintf("subject_ids[%d]", i), "%q is not in a CEID namespace of the pack (%v)", s, namespaces)
+			c.add(CodeSubjectNamespace, fmt.Sprintf("subject_ids[%d]", i), "%q is not in a CEID namespace of the pack (%v)", s, namespaces)
 		}
 	}
 	for _, id := range f.BoundPolicyIDs {
 		if !slices.ContainsFunc(r.PolicyDecisions, func(p PolicyDecisionRef) bool { return p.PolicyDecisionID == id }) {
-			add(CodePolicyUnbound, "policy_decisions", "%s, which a tool call of the run is bound to, is not recorded", id)
+			c.add(CodePolicyUnbound, "policy_decisions", "%s, which a tool call of the run is bound to, is not recorded", id)
 		}
 	}
-	if !equalControls(r.ControlsActive, f.Controls) {
-		add(CodeControls, "controls_active", "must equal the compiled runtime controls")
+}
+
+// controls checks the record's controls against the compiled ones.
+func (c *checker) controls() {
+	if !equalControls(c.r.ControlsActive, c.f.Controls) {
+		c.add(CodeControls, "controls_active", "must equal the compiled runtime controls")
 	}
-	if r.Status == Deferred && r.Awaiting == nil {
-		add(CodeStatus, "awaiting", "a DEFERRED record says what it awaits")
+}
+
+// statusConsistency checks what a DEFERRED or CLOSED record must say.
+func (c *checker) statusConsistency() {
+	if c.r.Status == Deferred && c.r.Awaiting == nil {
+		c.add(CodeStatus, "awaiting", "a DEFERRED record says what it awaits")
 	}
-	if r.Status == Closed && r.Closes == "" {
-		add(CodeStatus, "closes", "a CLOSED record names the record it closes")
+	if c.r.Status == Closed && c.r.Closes == "" {
+		c.add(CodeStatus, "closes", "a CLOSED record names the record it closes")
 	}
-	if len(probs) == 0 {
-		return nil
-	}
-	return &ValidationError{Problems: probs}
 }
 
 func equalControls(a, b Controls) bool {

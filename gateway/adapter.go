@@ -27,8 +27,10 @@ func (f AdapterFunc) Call(ctx context.Context, call *Call) (*Outcome, error) { r
 
 // Call is one attempt of a governed call, as the adapter sees it.
 type Call struct {
-	// Envelope is the governed call envelope, the very one the transcript
-	// recorded: read only (a change would break the transcript's chain).
+	// Envelope is a deep copy of the governed call envelope the
+	// transcript recorded: the adapter may read it and even change it
+	// (args, lists, pointers, metadata) without changing the transcript,
+	// its chain or the result.
 	Envelope *ToolCallEnvelope
 	// Capability is the capability name without the adapter id.
 	Capability string
@@ -39,9 +41,9 @@ type Call struct {
 	IdempotencyKey string
 	// Trace carries the W3C trace context to propagate.
 	Trace runcontext.Trace
-	// Delegation is the user's delegation for delegated and destructive
-	// calls: its token_ref is a reference the adapter exchanges through its
-	// own credential store.
+	// Delegation is a copy of the user's delegation for delegated and
+	// destructive calls: its token_ref is a reference the adapter
+	// exchanges through its own credential store.
 	Delegation *runcontext.Delegation
 }
 
@@ -66,6 +68,13 @@ type Capability struct {
 	// ArgsSchema is the JSON Schema (draft 2020-12) of the arguments; empty
 	// means any object.
 	ArgsSchema json.RawMessage
+	// ArgSchemaRef names the argument schema on every call envelope
+	// (metadata.arg_schema_ref), such as "schema://adp_payments.issue_refund.v3".
+	// It is at most 256 bytes of URI characters, with no user
+	// info, query or sensitive data (else New refuses it, ErrConfig).
+	// Default: the schema's "$id" when it is such a ref, else its digest
+	// ("sha256:" over its canonical JSON; an empty schema is {"type":"object"}).
+	ArgSchemaRef string
 	// Scopes are the delegation scopes a delegated or destructive call needs.
 	Scopes []string
 	// Timeout bounds one attempt. Default: DefaultTimeout.
@@ -97,4 +106,46 @@ type Registration struct {
 	AdapterID    string
 	Adapter      Adapter
 	Capabilities map[string]Capability
+	// Protocol and Version name the protocol the adapter speaks and its
+	// contract version, recorded on every call envelope
+	// (metadata.protocol, metadata.version). When Protocol is empty they
+	// come from the adapter (ProtocolReporter), or are "in-process"
+	// and CallEnvelopeVersion. Either is 1 to 64 bytes of
+	// letters, digits and ". _ + -" (a version may be empty); New refuses
+	// others (ErrConfig), the adapter's included.
+	Protocol, Version string
+}
+
+// WithAdapter returns the registration with adapter in place of its own
+// (a stand-in, such as a replay's playback adapter), keeping the protocol
+// and version the original adapter reports, so its envelopes are the
+// original's.
+func (r Registration) WithAdapter(adapter Adapter) Registration {
+	r.Protocol, r.Version = r.protocol()
+	r.Adapter = adapter
+	return r
+}
+
+// ProtocolReporter is implemented by adapters that say which protocol
+// they speak (http, external, grpc, webhook-callback, mcp, …) and its
+// contract version. The gateway asks once, when it is built.
+type ProtocolReporter interface {
+	Protocol() (protocol, version string)
+}
+
+// protocolInProcess is the protocol of an adapter called in process (one
+// that reports none); its contract version is CallEnvelopeVersion.
+const protocolInProcess = "in-process"
+
+// protocol is the registration's protocol and version.
+func (r Registration) protocol() (string, string) {
+	if r.Protocol != "" {
+		return r.Protocol, r.Version
+	}
+	if p, ok := r.Adapter.(ProtocolReporter); ok {
+		if proto, version := p.Protocol(); proto != "" {
+			return proto, version
+		}
+	}
+	return protocolInProcess, CallEnvelopeVersion
 }

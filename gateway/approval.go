@@ -37,9 +37,19 @@ type Approval struct {
 	Denied bool `json:"denied,omitempty"`
 }
 
-// ActionDigest returns the digest an approval binds to.
-func ActionDigest(capabilityID string, args map[string]any, compiledContextHash, gateID string) (string, error) {
-	return canon.Digest(map[string]any{"capability_id": capabilityID, "args": args, "compiled_context_hash": compiledContextHash, "gate_id": gateID})
+// action is what an approval binds to: a capability with its arguments,
+// under one compiled context, behind one gate.
+type action struct {
+	capabilityID        string
+	args                map[string]any
+	compiledContextHash string
+	gateID              string
+}
+
+// actionDigest returns the digest an approval binds to
+// (ApprovalRequest.ActionDigest, Approval.ActionDigest).
+func actionDigest(a action) (string, error) {
+	return canon.Digest(map[string]any{"capability_id": a.capabilityID, "args": a.args, "compiled_context_hash": a.compiledContextHash, "gate_id": a.gateID})
 }
 
 // ApprovalLog records which approvals were used, so each is used once.

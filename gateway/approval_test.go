@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -129,7 +130,7 @@ func TestApprovalIDOnResult(t *testing.T) {
 	if rec := results[len(results)-1]; rec.ToolCallID != done.ToolCallID || rec.Metadata.ApprovalID != "apr_77" {
 		t.Errorf("recorded metadata = %+v, want approval_id apr_77", rec.Metadata)
 	}
-	b, err := done.Metadata.AppendCanonical(nil)
+	b, err := canon.JSON(done.Metadata)
 	if err != nil || !strings.Contains(string(b), `"approval_id":"apr_77"`) {
 		t.Errorf("canonical metadata = %s, %v", b, err)
 	}

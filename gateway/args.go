@@ -17,11 +17,68 @@ import (
 // and a message phrased so a model can correct its call.
 type ArgProblem = schemaerr.Problem
 
+// keyArg is the argument a write's derived idempotency key is injected as
+// (see injectsKey).
+const keyArg = "idempotency_key"
+
+// injectsKey reports whether a write's derived idempotency key is set in
+// args.idempotency_key, as well as on the envelope: when the capability's
+// argument schema declares that argument, or when the permission's
+// arg_constraints name it and the schema admits arguments it does not
+// declare. A strict schema that does not declare it (additionalProperties
+// or unevaluatedProperties false, the default of MCP go-sdk servers)
+// would refuse the gateway's own argument, so the key then travels on the
+// envelope (and in the adapter's Call) only, and the constraints on
+// idempotency_key are checked against it there (see validateArgs).
+func injectsKey(schema *jsonschema.Schema, constraints []argConstraint) bool {
+	if schema == nil {
+		return slices.ContainsFunc(constraints, func(c argConstraint) bool { return c.name == keyArg })
+	}
+	declared, closed := schemaMember(schema, keyArg, 0)
+	if declared {
+		return true
+	}
+	return !closed && slices.ContainsFunc(constraints, func(c argConstraint) bool { return c.name == keyArg })
+}
+
+// schemaMember reports whether the top-level object of schema declares the
+// member name (in properties, through $ref or allOf), and whether it is
+// closed to members it does not declare: additionalProperties other than
+// true, unevaluatedProperties or propertyNames set. A closed answer is the
+// cautious one (the key is then not injected, never refused).
+func schemaMember(s *jsonschema.Schema, name string, depth int) (declared, closed bool) {
+	if s == nil || depth > 8 {
+		return false, depth > 8
+	}
+	if _, ok := s.Properties[name]; ok {
+		declared = true
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties != true {
+		closed = true
+	}
+	if s.UnevaluatedProperties != nil || s.PropertyNames != nil {
+		closed = true
+	}
+	subs := append([]*jsonschema.Schema{s.Ref}, s.AllOf...)
+	for _, sub := range subs {
+		if sub == nil {
+			continue
+		}
+		d, c := schemaMember(sub, name, depth+1)
+		declared, closed = declared || d, closed || c
+	}
+	return declared, closed
+}
+
 // validateArgs checks args against the capability's JSON Schema, then the
 // permission's compiled arg_constraints. Supported constraints: required,
 // min, max, enum, pattern, min_length, max_length; an unknown or malformed
-// constraint fails closed (every call is refused, naming it).
-func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints []argConstraint) []ArgProblem {
+// constraint fails closed (every call is refused, naming it). key is the
+// write's derived idempotency key ("" for reads): when args do not carry
+// idempotency_key (the key was not injected, see injectsKey), the
+// constraints on idempotency_key are checked against key, which the call
+// carries on its envelope.
+func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints []argConstraint, key string) []ArgProblem {
 	var probs []ArgProblem
 	if schema != nil {
 		if err := schema.Validate(args); err != nil {
@@ -37,7 +94,7 @@ func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints []
 		if slices.ContainsFunc(probs, func(q ArgProblem) bool { return q.Pointer == c.ptr }) {
 			continue // one problem per argument: the schema's, else the first constraint's
 		}
-		if p, bad := c.check(args); bad {
+		if p, bad := c.check(args, key); bad {
 			probs = append(probs, p)
 		}
 	}
@@ -102,10 +159,14 @@ func compileConstraints(cs map[string]map[string]any) []argConstraint {
 	return out
 }
 
-// check returns the argument's first problem, if it has one.
-func (c *argConstraint) check(args map[string]any) (ArgProblem, bool) {
+// check returns the argument's first problem, if it has one. key stands
+// for an idempotency_key argument that args do not carry.
+func (c *argConstraint) check(args map[string]any, key string) (ArgProblem, bool) {
 	name := c.name
 	v, present := args[name]
+	if !present && name == keyArg && key != "" {
+		v, present = key, true
+	}
 	bad := func(format string, a ...any) (ArgProblem, bool) {
 		return ArgProblem{Pointer: c.ptr, Message: fmt.Sprintf(format, a...)}, true
 	}

@@ -40,23 +40,23 @@ type Attempt struct {
 	// returned: the gateway made no further attempt.
 	Canceled bool
 	// Redacted reports that redaction changed the outcome or the error (or
-	// that the adapter reported it had: see RedactionReporter).
+	// that the adapter reported it had: see redactionReporter).
 	Redacted bool
 }
 
-// RedactionReporter is an optional interface of an Adapter whose outcomes
+// redactionReporter is an optional, module-internal interface of an Adapter whose outcomes
 // were redacted before it serves them (replay's playback serves recorded,
 // already redacted outcomes): RedactedAttempt reports that redaction
 // changed the attempt's outcome or error when it was recorded, so the
 // result's metadata.redaction_applied is what the recorded run's was. The
 // gateway still redacts what the adapter returns (redaction is
 // idempotent); a report only ever sets the flag.
-type RedactionReporter interface {
+type redactionReporter interface {
 	RedactedAttempt(call *Call) bool
 }
 
 func reportsRedaction(ad Adapter, call *Call) bool {
-	rr, ok := ad.(RedactionReporter)
+	rr, ok := ad.(redactionReporter)
 	return ok && rr.RedactedAttempt(call)
 }
 

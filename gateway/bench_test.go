@@ -98,7 +98,7 @@ func BenchmarkGatewayCallWrite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := refundCall(1200)
-		req.Step = i
+		req.Step = gateway.StepID{Turn: i / 1000, Index: i % 1000}
 		req.IdempotencyKey = "ik_bench_" + strconv.Itoa(i)
 		i++
 		res, err := run.Call(ctx, req)

@@ -8,11 +8,11 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-// The envelopes write their own canonical JSON: every call hashes two of
-// them into the transcript chain, and the reflective encoder was a third
-// of a call's cost. Keys are written in RFC 8785 order (all ASCII, so
-// byte order); TestEnvelopesAppendCanonical and FuzzEnvelopeCanonical hold
-// these writers to the general path byte for byte.
+// The gateway writes the envelopes' canonical JSON itself: every call
+// hashes two of them into the transcript chain, and the reflective encoder
+// was a third of a call's cost. Keys are written in RFC 8785 order (all
+// ASCII, so byte order); the tests and fuzz targets of this file hold
+// these writers to the general encoder (internal/canon) byte for byte.
 
 // object writes one JSON object's members in the order given.
 type object struct {
@@ -131,15 +131,19 @@ func appendStrings(dst []byte, v []string) []byte {
 	return append(dst, ']')
 }
 
-// AppendCanonical implements canon.Appender.
-func (e *ToolCallEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
-	return e.appendCanonical(dst, nil, nil)
+// callEncoding writes a call envelope's canonical JSON (canon.Appender):
+// with args and meta, when set, as the canonical forms of its Args and
+// Metadata already encoded, and, when m is the run's and matches the
+// envelope, the run's constant members as m encoded them. The zero
+// caches encode everything afresh.
+type callEncoding struct {
+	e          *ToolCallEnvelope
+	args, meta []byte
+	m          *runMembers
 }
 
-// appendCanonical writes the envelope with args already encoded (nil:
-// encode them) and, when m is the run's and matches the envelope, the
-// run's constant members as m encoded them.
-func (e *ToolCallEnvelope) appendCanonical(dst, args []byte, m *runMembers) ([]byte, error) {
+func (c callEncoding) AppendCanonical(dst []byte) ([]byte, error) {
+	e, args, meta, m := c.e, c.args, c.meta, c.m
 	if m != nil && (!m.matches(e.RunID, e.SessionID, e.TraceID) || !m.sharesPrincipals(e.PrincipalChain)) {
 		m = nil
 	}
@@ -162,7 +166,7 @@ func (e *ToolCallEnvelope) appendCanonical(dst, args []byte, m *runMembers) ([]b
 	o.strs(`"evidence_refs":`, e.EvidenceRefs)
 	o.strPtr(`"idempotency_key":`, e.IdempotencyKey)
 	if len(e.Metadata) > 0 {
-		o.value(`"metadata":`, e.Metadata, nil)
+		o.value(`"metadata":`, e.Metadata, meta)
 	}
 	o.strPtr(`"policy_decision_id":`, e.PolicyDecisionID)
 	if m != nil {
@@ -222,25 +226,6 @@ func (m *runMembers) sharesPrincipals(ps []runcontext.Principal) bool {
 	return len(ps) == len(m.principals) && (len(ps) == 0 || &ps[0] == &m.principals[0])
 }
 
-// callWithArgs writes a call envelope with its cached canonical args and
-// run members: the gateway records an envelope it has just built, so the
-// caches are its content. (The general AppendCanonical, which
-// VerifyTranscript uses, encodes everything afresh.)
-type callWithArgs struct{ e *ToolCallEnvelope }
-
-func (c callWithArgs) AppendCanonical(dst []byte) ([]byte, error) {
-	return c.e.appendCanonical(dst, c.e.argsJSON, c.e.members)
-}
-
-// argsSize is the size of the canonical arguments.
-func (e *ToolCallEnvelope) argsSize() (int64, error) {
-	if e.argsJSON != nil {
-		return int64(len(e.argsJSON)), nil
-	}
-	b, err := canon.JSON(e.Args)
-	return int64(len(b)), err
-}
-
 func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
 	if ps == nil {
 		return append(dst, "null"...)
@@ -261,21 +246,16 @@ func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
 	return append(dst, ']')
 }
 
-// AppendCanonical implements canon.Appender.
-func (r *ToolResultEnvelope) AppendCanonical(dst []byte) ([]byte, error) {
-	return r.appendCanonical(dst, nil)
+// resultEncoding writes a result envelope's canonical JSON
+// (canon.Appender), with the run's constant members as m encoded them
+// when m matches the result (nil: encode them).
+type resultEncoding struct {
+	r *ToolResultEnvelope
+	m *runMembers
 }
 
-// resultOfRun writes a result the gateway built with its run's members.
-type resultOfRun struct{ r *ToolResultEnvelope }
-
-func (x resultOfRun) AppendCanonical(dst []byte) ([]byte, error) {
-	return x.r.appendCanonical(dst, x.r.members)
-}
-
-// appendCanonical writes the result, with the run's constant members as m
-// encoded them when m matches the result (nil: encode them).
-func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte, error) {
+func (x resultEncoding) AppendCanonical(dst []byte) ([]byte, error) {
+	r, m := x.r, x.m
 	if m != nil && !m.matches(r.RunID, r.SessionID, r.TraceID) {
 		m = nil
 	}
@@ -284,7 +264,7 @@ func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte,
 	if r.Approval != nil {
 		o.key(`"approval_request":`)
 		if o.err == nil {
-			o.dst, o.err = r.Approval.AppendCanonical(o.dst)
+			o.dst, o.err = appendApprovalRequest(o.dst, r.Approval)
 		}
 	}
 	o.strs(`"artifacts":`, r.Artifacts)
@@ -312,12 +292,12 @@ func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte,
 	if r.Error == nil {
 		o.dst = append(o.dst, "null"...)
 	} else if o.err == nil {
-		o.dst, o.err = r.Error.AppendCanonical(o.dst)
+		o.dst, o.err = appendToolError(o.dst, r.Error)
 	}
 	o.int(`"latency_ms":`, r.LatencyMS)
 	o.key(`"metadata":`)
 	if o.err == nil {
-		o.dst, o.err = r.Metadata.AppendCanonical(o.dst)
+		o.dst, o.err = appendResultMetadata(o.dst, &r.Metadata)
 	}
 	o.strs(`"mutations":`, r.Mutations)
 	o.value(`"output":`, r.Output, nil)
@@ -338,8 +318,7 @@ func (r *ToolResultEnvelope) appendCanonical(dst []byte, m *runMembers) ([]byte,
 	return o.close()
 }
 
-// AppendCanonical implements canon.Appender.
-func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
+func appendResultMetadata(dst []byte, m *ResultMetadata) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	o.strOmit(`"approval_evidence_snapshot_hash":`, m.ApprovalEvidenceSnapshotHash)
@@ -367,8 +346,7 @@ func (m ResultMetadata) AppendCanonical(dst []byte) ([]byte, error) {
 	return o.close()
 }
 
-// AppendCanonical implements canon.Appender.
-func (e *ToolError) AppendCanonical(dst []byte) ([]byte, error) {
+func appendToolError(dst []byte, e *ToolError) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	o.str(`"code":`, e.Code)
@@ -379,8 +357,7 @@ func (e *ToolError) AppendCanonical(dst []byte) ([]byte, error) {
 	return o.close()
 }
 
-// AppendCanonical implements canon.Appender.
-func (a *ApprovalRequest) AppendCanonical(dst []byte) ([]byte, error) {
+func appendApprovalRequest(dst []byte, a *ApprovalRequest) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	o.str(`"action_digest":`, a.ActionDigest)
@@ -394,10 +371,26 @@ func (a *ApprovalRequest) AppendCanonical(dst []byte) ([]byte, error) {
 	return o.close()
 }
 
+// recordedCall and recordedResult are how the gateway records what it has
+// just built: with the call's cached encodings and the run's members.
+// They are one pointer each, so making them a canon.Appender allocates
+// nothing.
+type (
+	recordedCall   callRecord
+	recordedResult result
+)
+
+func (c *recordedCall) AppendCanonical(dst []byte) ([]byte, error) {
+	return callEncoding{e: &c.env, args: c.argsJSON, meta: c.metaJSON, m: c.m}.AppendCanonical(dst)
+}
+
+func (r *recordedResult) AppendCanonical(dst []byte) ([]byte, error) {
+	return resultEncoding{r: &r.env, m: r.m}.AppendCanonical(dst)
+}
+
 var (
-	_ canon.Appender = (*ToolCallEnvelope)(nil)
-	_ canon.Appender = (*ToolResultEnvelope)(nil)
-	_ canon.Appender = ResultMetadata{}
-	_ canon.Appender = (*ToolError)(nil)
-	_ canon.Appender = (*ApprovalRequest)(nil)
+	_ canon.Appender = callEncoding{}
+	_ canon.Appender = resultEncoding{}
+	_ canon.Appender = (*recordedCall)(nil)
+	_ canon.Appender = (*recordedResult)(nil)
 )

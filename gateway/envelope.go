@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
@@ -14,9 +15,12 @@ const (
 )
 
 // ToolCallEnvelope is one governed capability invocation (tool-envelope.v1).
-// An envelope the gateway built is the one its transcript recorded, and it
-// shares the run's principal chain and auth ref with the run's other
-// envelopes: treat it as read only.
+// It holds its wire members only: what the gateway keeps about a call
+// besides (its cached encodings, the call's policy decisions) lives in the
+// gateway. An envelope in a transcript entry is the one the gateway
+// recorded, and it shares the run's principal chain and auth ref with the
+// run's other recorded envelopes: treat it as read only. An adapter gets
+// its own deep copy (Call.Envelope).
 type ToolCallEnvelope struct {
 	EnvelopeVersion       string                  `json:"envelope_version" jsonschema:"required"`
 	ToolCallID            string                  `json:"tool_call_id" jsonschema:"required"`
@@ -33,18 +37,14 @@ type ToolCallEnvelope struct {
 	EvidenceRefs          []string                `json:"evidence_refs" jsonschema:"required"`
 	IdempotencyKey        *string                 `json:"idempotency_key"`
 	AuthRef               *string                 `json:"auth_ref"`
-	Metadata              map[string]any          `json:"metadata,omitempty"`
-
-	// argsJSON is the canonical form of Args as the gateway built the
-	// envelope (nil when not known); only the gateway's own recording
-	// uses it, and it is cleared when the gateway changes Args.
-	argsJSON []byte
-	// members holds the run's constant members encoded once per run (see
-	// runMembers); like argsJSON, only the recording uses it.
-	members *runMembers
-	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
-	// result cites when the adapter cites nothing (ToolCallID is its tail).
-	citeRef string
+	// Metadata is an open object. On the envelopes the gateway builds it
+	// holds arg_schema_ref (Capability.ArgSchemaRef, the schema's $id when
+	// it is a short URI with nothing sensitive in it, else its digest; at
+	// most 256 bytes), protocol and version (Registration,
+	// ProtocolReporter; at most 64 bytes each) for a
+	// registered adapter, and requires_approval_gate when the permission
+	// names a gate (see the Meta… constants).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Status is a tool result status.
@@ -74,7 +74,7 @@ func (s *Status) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("status %q is not one of ok, completed, paused, blocked, rejected, failed, error", clip(string(b)))
+	return fmt.Errorf("status %q is not one of ok, completed, paused, blocked, rejected, failed, error", clip(string(b), maxQuoted))
 }
 
 // Succeeded reports ok or completed.
@@ -105,10 +105,6 @@ type ToolResultEnvelope struct {
 	Metadata         ResultMetadata `json:"metadata"`
 	// Approval is set on a paused result: what the pause awaits.
 	Approval *ApprovalRequest `json:"approval_request,omitempty"`
-
-	recorded bool                // already appended to the transcript
-	members  *runMembers         // the run's, when the gateway built the result
-	entry    *ToolResultEnvelope // room for the transcript's copy, allocated with the result
 }
 
 // ResultMetadata is the result envelope's metadata.
@@ -155,7 +151,7 @@ func DecodeResultEnvelope(data []byte) (*ToolResultEnvelope, error) {
 		return nil, invalidEnvelope(probs[0].Path, probs[0].Message)
 	}
 	if r.EnvelopeVersion != ResultEnvelopeVersion {
-		return nil, invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q", clip(r.EnvelopeVersion)))
+		return nil, invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q", clip(r.EnvelopeVersion, maxQuoted)))
 	}
 	if r.Status == "" {
 		return nil, invalidEnvelope("status", "is required")
@@ -167,14 +163,14 @@ func invalidEnvelope(path, msg string) error {
 	if path == "" {
 		path = "(envelope)"
 	}
-	return &ToolError{Code: CodeInvalidInput, Reason: ReasonInvalidInput, Message: path + ": " + msg, Details: map[string]any{"path": path}}
+	return &ToolError{Code: CodeInvalidInput, Reason: ReasonFor(CodeInvalidInput), Message: path + ": " + msg, Details: map[string]any{"path": path}}
 }
 
 // check reports the first structural problem of a call envelope.
 func (e *ToolCallEnvelope) check() error {
 	switch {
 	case e.EnvelopeVersion != CallEnvelopeVersion:
-		return invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q (want %s)", clip(e.EnvelopeVersion), CallEnvelopeVersion))
+		return invalidEnvelope("envelope_version", fmt.Sprintf("unsupported envelope version %q (want %s)", clip(e.EnvelopeVersion, maxQuoted), CallEnvelopeVersion))
 	case e.ToolCallID == "":
 		return invalidEnvelope("tool_call_id", "is required")
 	case e.RunID == "":
@@ -207,12 +203,17 @@ func splitCapability(id string) (adapter, capability string, ok bool) {
 	return "", "", false
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+// clip bounds s, for a message: a longer s is cut to n bytes on a rune
+// boundary and marked with "…" (so the result is at most n+3 bytes).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
+
+// maxQuoted bounds what a message quotes of a caller's value, in bytes.
+const maxQuoted = 64
 
 func strPtr(s string) *string {
 	if s == "" {

@@ -24,35 +24,44 @@ const (
 	CodeApprovalTimeout        = "approval_timeout"
 )
 
-// Tool Contract v1 reasons.
-const (
-	ReasonInvalidInput           = "tool_invalid_input"
-	ReasonUnsupported            = "tool_unsupported"
-	ReasonRuntimePolicyInvalid   = "tool_runtime_policy_invalid"
-	ReasonIsolationUnavailable   = "tool_isolation_unavailable"
-	ReasonPermissionDenied       = "tool_permission_denied"
-	ReasonSecretResolutionFailed = "tool_secret_resolution_failed"
-	ReasonTimeout                = "tool_execution_timeout"
-	ReasonCanceled               = "tool_execution_canceled"
-	ReasonBackendFailure         = "tool_backend_failure"
-	ReasonAuthInvalid            = "tool_auth_invalid"
-	ReasonAuthForbidden          = "tool_auth_forbidden"
-	ReasonAuthExpired            = "tool_auth_expired"
-	ReasonApprovalPending        = "tool_approval_pending"
-	ReasonApprovalDenied         = "tool_approval_denied"
-	ReasonApprovalTimeout        = "tool_approval_timeout"
-)
-
-// ReasonFor returns the canonical reason of a code ("" for unknown codes).
+// ReasonFor returns the Tool Contract v1 reason of a code ("" for unknown
+// codes): "tool_" and the code, except tool_unsupported (unsupported_tool),
+// tool_execution_timeout (timeout), tool_execution_canceled (canceled) and
+// tool_backend_failure (execution_failed).
 func ReasonFor(code string) string {
-	return map[string]string{
-		CodeInvalidInput: ReasonInvalidInput, CodeUnsupportedTool: ReasonUnsupported, CodeRuntimePolicyInvalid: ReasonRuntimePolicyInvalid,
-		CodeIsolationUnavailable: ReasonIsolationUnavailable, CodePermissionDenied: ReasonPermissionDenied,
-		CodeSecretResolutionFailed: ReasonSecretResolutionFailed, CodeTimeout: ReasonTimeout, CodeCanceled: ReasonCanceled,
-		CodeExecutionFailed: ReasonBackendFailure, CodeAuthInvalid: ReasonAuthInvalid, CodeAuthForbidden: ReasonAuthForbidden,
-		CodeAuthExpired: ReasonAuthExpired, CodeApprovalPending: ReasonApprovalPending, CodeApprovalDenied: ReasonApprovalDenied,
-		CodeApprovalTimeout: ReasonApprovalTimeout,
-	}[code]
+	switch code {
+	case CodeInvalidInput:
+		return "tool_invalid_input"
+	case CodeUnsupportedTool:
+		return "tool_unsupported"
+	case CodeRuntimePolicyInvalid:
+		return "tool_runtime_policy_invalid"
+	case CodeIsolationUnavailable:
+		return "tool_isolation_unavailable"
+	case CodePermissionDenied:
+		return "tool_permission_denied"
+	case CodeSecretResolutionFailed:
+		return "tool_secret_resolution_failed"
+	case CodeTimeout:
+		return "tool_execution_timeout"
+	case CodeCanceled:
+		return "tool_execution_canceled"
+	case CodeExecutionFailed:
+		return "tool_backend_failure"
+	case CodeAuthInvalid:
+		return "tool_auth_invalid"
+	case CodeAuthForbidden:
+		return "tool_auth_forbidden"
+	case CodeAuthExpired:
+		return "tool_auth_expired"
+	case CodeApprovalPending:
+		return "tool_approval_pending"
+	case CodeApprovalDenied:
+		return "tool_approval_denied"
+	case CodeApprovalTimeout:
+		return "tool_approval_timeout"
+	}
+	return ""
 }
 
 // Sentinel errors.

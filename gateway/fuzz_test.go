@@ -43,7 +43,7 @@ func FuzzCallArguments(f *testing.F) {
 			return
 		}
 		before := fx.payments.CallCount("issue_refund")
-		res, err := fx.run.Call(ctx, gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Args: args, Step: 9})
+		res, err := fx.run.Call(ctx, gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Args: args, Step: gateway.StepID{Index: 9}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -17,14 +18,15 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/backoff"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/packview"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -37,7 +39,7 @@ type Options struct {
 	// Approvals records used approvals. Default: in memory.
 	Approvals ApprovalLog
 	// Transcript receives every call and result. Default: in memory,
-	// keeping the last DefaultMemoryTranscriptRuns runs (Gateway.Transcript
+	// keeping the last 10,000 runs (Gateway.Transcript
 	// returns it).
 	Transcript TranscriptSink
 	// Redactors add to (or replace, by name) BuiltinRedactors.
@@ -63,6 +65,11 @@ type Options struct {
 	// tenant's calls (beyond being declared in the request). Default: any
 	// declared attachment.
 	AttachmentScope func(tenantID string, a runcontext.Attachment) bool
+	// OmitContractMetadata leaves arg_schema_ref, protocol and version out
+	// of call envelope metadata, as runtimes did before they were recorded.
+	// Only a replay of a packet recorded then sets it, so its envelopes are
+	// the recorded ones.
+	OmitContractMetadata bool
 }
 
 // Gateway brokers every capability call: it holds the registered adapters
@@ -79,11 +86,14 @@ type registered struct {
 	id      string
 	adapter Adapter
 	caps    map[string]*capSpec
+	// protocol and version are what call envelopes record (metadata).
+	protocol, version string
 }
 
 type capSpec struct {
 	Capability
 	schema *jsonschema.Schema
+	argRef string // metadata.arg_schema_ref
 }
 
 // New returns a gateway for the registered adapters. A registration
@@ -101,7 +111,7 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 		o.Approvals = NewMemoryApprovalLog()
 	}
 	if o.Transcript == nil {
-		o.Transcript = NewMemoryTranscriptLimit(DefaultMemoryTranscriptRuns)
+		o.Transcript = NewMemoryTranscriptLimit(defaultMemoryTranscriptRuns)
 	}
 	if o.TracerProvider == nil {
 		o.TracerProvider = noop.NewTracerProvider()
@@ -142,12 +152,24 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%w: adapter %s registered twice", ErrConfig, reg.AdapterID)
 		}
 		r := &registered{id: reg.AdapterID, adapter: reg.Adapter, caps: map[string]*capSpec{}}
+		r.protocol, r.version = reg.protocol()
+		if err := checkProtocolName("protocol", r.protocol, false); err != nil {
+			return nil, fmt.Errorf("%w: adapter %s: %w", ErrConfig, reg.AdapterID, err)
+		}
+		if err := checkProtocolName("version", r.version, true); err != nil {
+			return nil, fmt.Errorf("%w: adapter %s: %w", ErrConfig, reg.AdapterID, err)
+		}
 		for name, c := range reg.Capabilities {
 			cs := &capSpec{Capability: c}
+			ref, err := argSchemaRef(&c)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s.%s %w", ErrConfig, reg.AdapterID, name, err)
+			}
+			cs.argRef = ref
 			if len(c.ArgsSchema) > 0 {
 				s, err := compileSchema(reg.AdapterID+"."+name, c.ArgsSchema)
 				if err != nil {
-					return nil, fmt.Errorf("%w: %s.%s args schema: %v", ErrConfig, reg.AdapterID, name, err)
+					return nil, fmt.Errorf("%w: %s.%s args schema: %s", ErrConfig, reg.AdapterID, name, schemaProblem(err))
 				}
 				cs.schema = s
 			}
@@ -169,6 +191,17 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 
 // Transcript returns the transcript sink.
 func (g *Gateway) Transcript() TranscriptSink { return g.opts.Transcript }
+
+// schemaProblem is what an error compiling an argument schema says,
+// redacted by every built-in rule and clipped: a schema can come from
+// outside (an MCP server's tool list), and the compiler quotes it.
+func schemaProblem(err error) string {
+	msg, _ := sensitive.Redact(strings.ToValidUTF8(err.Error(), "?"), sensitive.All)
+	return clip(msg, maxSchemaProblem)
+}
+
+// maxSchemaProblem bounds what a schema compile error says, in bytes.
+const maxSchemaProblem = 400
 
 func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
@@ -195,13 +228,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// deterministicJitter is the module's one backoff policy's equal jitter
+// (internal/backoff): half the delay plus a fraction of the other half
+// keyed by the call and the attempt, never a clock or a random source.
 func deterministicJitter(id string, attempt int, d time.Duration) time.Duration {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h = (h ^ uint64(id[i])) * 1099511628211
-	}
-	h = (h ^ uint64(attempt)) * 1099511628211
-	return d/2 + time.Duration(h%uint64(d/2+1))
+	return backoff.Spread(backoff.Equal, d, backoff.Fraction(0, id, attempt))
 }
 
 // Run binds the gateway to one run: its compiled context, run context,
@@ -213,7 +244,7 @@ type Run struct {
 	req     *runcontext.InvokeRequest
 	pack    *pack.Pack
 	engine  *policy.Engine
-	base    *policy.Result
+	base    *policy.Evaluation
 	baseIDs string // digest of the run-level decision ids
 	// runDecisionID names the run's policy evaluation: the decision a call
 	// is bound to when the run's evaluation is the call's and no rule
@@ -237,17 +268,24 @@ type Run struct {
 	mu   sync.Mutex
 	seq  int
 	prev string
+	// decisions are the calls' own policy decisions, by tool call id (see
+	// CallDecisions).
+	decisions map[string][]policy.Decision
 }
 
 type surfaced struct {
-	spanName    string
-	capName     string      // the capability's name within its adapter
-	reg         *registered // nil when no adapter is registered under its id
-	spec        *capSpec    // nil when the adapter does not register it
-	meta        compiler.CapabilityMetadata
-	perm        pack.Permission
-	mode        runcontext.ApprovalMode // the adapter's declared (highest) mode
-	constraints []argConstraint         // perm.ArgConstraints, compiled
+	spanName string
+	capName  string      // the capability's name within its adapter
+	reg      *registered // nil when no adapter is registered under its id
+	spec     *capSpec    // nil when the adapter does not register it
+	meta     compiler.CapabilityMetadata
+	perm     pack.Permission
+	// callMeta is the metadata of its call envelopes, callMetaJSON its
+	// canonical JSON (see callMetadata).
+	callMeta     map[string]any
+	callMetaJSON []byte
+	mode         runcontext.ApprovalMode // the adapter's declared (highest) mode
+	constraints  []argConstraint         // perm.ArgConstraints, compiled
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -273,19 +311,51 @@ type ChainState struct {
 	Hash string `json:"hash"`
 }
 
-// ChainState returns where the run's transcript chain stands.
+// ChainState returns where the run's transcript chain stands: how many
+// entries it has and its chain hash (tool_transcript_chain_hash), which a
+// checkpoint keeps so a resumed run continues it (RunOptions.Chain).
 func (r *Run) ChainState() ChainState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return ChainState{Seq: r.seq, Hash: r.prev}
 }
 
-// NewRun binds a run. prepared and cc are the compile of req and rc; meter
-// charges the run's budget; opts may be nil.
-func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, rc *runcontext.RunContext, meter *runcontext.Meter, opts *RunOptions) (*Run, error) {
-	if prepared == nil || cc == nil || req == nil || rc == nil || meter == nil {
-		return nil, fmt.Errorf("%w: NewRun needs the prepared packs, compiled context, request, run context and meter", ErrConfig)
+// RunConfig is what a Run is bound to: one run's compile and its budget
+// meter. Every field is required.
+type RunConfig struct {
+	// Prepared is the prepared packs the run's context was compiled from.
+	Prepared *compiler.Prepared
+	// Compiled is Prepared's compile of Request and RunContext.
+	Compiled *compiler.CompiledContext
+	// Request is the run's invoke request (its input is policy data; its
+	// attachments are what calls may use).
+	Request *runcontext.InvokeRequest
+	// RunContext is the run's materialized run context.
+	RunContext *runcontext.RunContext
+	// Meter charges the run's budget.
+	Meter *runcontext.Meter
+}
+
+// check reports the first missing field (ErrConfig, naming it).
+func (c *RunConfig) check() error {
+	for _, f := range [...]struct {
+		name    string
+		missing bool
+	}{{"Prepared", c.Prepared == nil}, {"Compiled", c.Compiled == nil}, {"Request", c.Request == nil}, {"RunContext", c.RunContext == nil}, {"Meter", c.Meter == nil}} {
+		if f.missing {
+			return fmt.Errorf("%w: RunConfig.%s is required", ErrConfig, f.name)
+		}
 	}
+	return nil
+}
+
+// NewRun binds a run to cfg; opts may be nil. A RunConfig field left nil
+// is an error (ErrConfig, naming the field).
+func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request, cfg.RunContext, cfg.Meter
 	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now
@@ -323,7 +393,7 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
 		adapterModes[a.AdapterID] = a.ApprovalMode
 	}
-	perms := pack.EffectivePermissions(r.pack) // an explicit deny wins over any allow
+	perms := packview.EffectivePermissions(r.pack) // an explicit deny wins over any allow
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c
@@ -331,6 +401,9 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 				constraints: compileConstraints(perms[id].ArgConstraints)}
 			if s.reg != nil {
 				s.spec = s.reg.caps[c]
+			}
+			if s.callMeta, s.callMetaJSON, err = g.callMetadata(s); err != nil {
+				return nil, err
 			}
 			r.surfaced[id] = s
 		}
@@ -348,442 +421,33 @@ func (g *Gateway) NewRun(prepared *compiler.Prepared, cc *compiler.CompiledConte
 	return r, nil
 }
 
-// CallRequest is one plan step's tool call.
-type CallRequest struct {
-	CapabilityID string
-	Args         map[string]any
-	EvidenceRefs []string
-	// IdempotencyKey is the plan's key for a write. The gateway never uses
-	// it verbatim: the key it executes the write once under (and sets on
-	// the envelope, in args.idempotency_key when the permission names it,
-	// and in Call.IdempotencyKey) is derived from the run's tenant id, the
-	// run id and this key, so runs and tenants that pick the same key do
-	// not share a result, while a retry within the run does. When empty
-	// the gateway derives one from the tenant id, the run id, the step,
-	// the capability and the canonical arguments. Either way the same
-	// inputs give the same key (resumes and replays reuse it).
-	IdempotencyKey string
-	// Step is the plan step's index in the run; it keys derived ids.
-	Step int
-	// ApprovalMode is the mode the planner requests ("" for the
-	// capability's effective mode).
-	ApprovalMode runcontext.ApprovalMode
-	// Attachments names request attachments (artifact ids) the call uses.
-	Attachments []string
-	// Approval answers a paused call's approval request.
-	Approval *Approval
-}
-
-// Call checks, executes and records one call. Refusals, pauses and
-// failures are results, never adapter invocations. The error is non-nil
-// when the result could not be recorded (ErrTranscript), a store failed,
-// or the adapter panicked (ErrAdapterPanic); the result is still returned
-// when there is one, and recorded when it could be (a panicked call's
-// result is, as any failure's).
-func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
-	start := r.now()
-	env, s, res := r.envelope(req)
-	// With the no-op provider there is no span to start: a no-op child
-	// would only carry the parent's span context, which ctx carries.
-	var span trace.Span
-	recording := false
-	if r.g.tracer != nil {
-		name := "execute_tool " + req.CapabilityID
-		if s != nil {
-			name = s.spanName
-		}
-		ctx, span = r.g.tracer.Start(ctx, name, spanKindInternal)
-		defer span.End()
-		// Attributes are built only for a span that records.
-		recording = span.IsRecording()
-	}
-	if recording {
-		span.SetAttributes(
-			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", req.CapabilityID),
-			attribute.String("gen_ai.tool.call.id", env.ToolCallID),
-			attribute.String("contextos.run_id", r.rc.RunID),
-			attribute.String("contextos.tenant_id", r.rc.TenantID),
-			attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
-		)
-	}
-	var err error
-	if res == nil {
-		res, err = r.govern(ctx, env, s, req)
-	}
-	res.LatencyMS = r.now().Sub(start).Milliseconds()
-	if !res.recorded && !res.Metadata.Duplicate {
-		// Refusals are results too: every call's outcome is in the transcript.
-		if rerr := r.record(ctx, "result", env, res); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
-	if recording {
-		span.SetAttributes(attribute.String("contextos.tool.status", string(res.Status)), attribute.Int("contextos.tool.attempts", res.Metadata.Attempts))
-		if res.PolicyDecisionID != nil {
-			span.SetAttributes(attribute.String("contextos.policy_decision_id", *res.PolicyDecisionID))
-		}
-		if res.Error != nil {
-			span.SetAttributes(attribute.String("contextos.tool.code", res.Error.Code))
-			if !res.Status.Succeeded() && res.Status != StatusPaused {
-				span.SetStatus(codes.Error, res.Error.Code)
-			}
-		}
-	}
-	if r.g.opts.Logger.Enabled(ctx, slog.LevelDebug) {
-		r.g.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("run_id", r.rc.RunID), slog.String("tool_call_id", env.ToolCallID),
-			slog.String("capability", req.CapabilityID), slog.String("status", string(res.Status)), slog.Int("attempts", res.Metadata.Attempts))
-	}
-	return res, err
-}
-
-// spanKindInternal is built once: an option made per call is an allocation.
-var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
-
-// envelope builds the call envelope and finds the capability in the run's
-// tool manifest (nil when it is not surfaced); a malformed request yields
-// a rejected result at once.
-func (r *Run) envelope(req CallRequest) (*ToolCallEnvelope, *surfaced, *ToolResultEnvelope) {
-	args, _ := jsonv.Normalize(req.Args).(map[string]any)
-	// The arguments are encoded once: the tool-call id, the idempotency key,
-	// the payload size and the transcript digest all use these bytes.
-	argsJSON, err := canon.JSON(args)
-	// The id is written after "tool:<capability>:", the evidence ref a
-	// result cites by default: one string holds both.
-	var buf [128]byte
-	cite := append(append(append(buf[:0], "tool:"...), req.CapabilityID...), ':')
-	b := cite
-	if err == nil {
-		b, err = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID), canon.RawPart(argsJSON))
-	}
-	if err != nil {
-		argsJSON = nil
-		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), canon.IntPart(req.Step), canon.StringPart(req.CapabilityID))
-	}
-	citeRef := string(b)
-	id := citeRef[len(cite):]
-	env := &ToolCallEnvelope{
-		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: id, RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
-		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
-		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef, argsJSON: argsJSON, members: r.members, citeRef: citeRef,
-	}
-	if env.EvidenceRefs == nil {
-		env.EvidenceRefs = []string{}
-	}
-	s := r.surfaced[req.CapabilityID]
-	if s != nil {
-		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode
-		if env.ApprovalModeRequested == "" {
-			env.ApprovalModeRequested = s.meta.ApprovalMode
-		}
-		if s.perm.RequiresApprovalGate != "" {
-			env.Metadata = map[string]any{"requires_approval_gate": s.perm.RequiresApprovalGate}
-		}
-	}
-	if err != nil {
-		return env, s, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil)
-	}
-	if _, _, ok := splitCapability(req.CapabilityID); !ok || req.Args == nil {
-		return env, s, r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "a call names adapter_id.capability and carries an args object", nil), nil)
-	}
-	return env, s, nil
-}
-
-// refuse builds a result for a call that never reached the adapter.
-func (r *Run) refuse(env *ToolCallEnvelope, status Status, te *ToolError, polID *string) *ToolResultEnvelope {
-	retryable := te.Retryable
-	res := newResult(env, polID)
-	res.Status, res.Error = status, te
-	res.Metadata = ResultMetadata{ToolStatus: string(status), ToolCode: te.Code, ToolReason: te.Reason, Retryable: &retryable}
-	return res
-}
-
-func (r *Run) govern(ctx context.Context, env *ToolCallEnvelope, s *surfaced, req CallRequest) (*ToolResultEnvelope, error) {
-	// Surfaced in the compiled tool manifest, and registered.
-	if s == nil {
-		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false,
-			fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", env.CapabilityID, strings.Join(sortStrings(keys(r.surfaced)), ", ")), nil), nil), nil
-	}
-	reg, spec, capName := s.reg, s.spec, s.capName
-	if spec == nil {
-		return r.refuse(env, StatusRejected, NewToolError(CodeUnsupportedTool, false, fmt.Sprintf("no adapter is registered for %s", env.CapabilityID), nil), nil), nil
-	}
-	write := s.mode.IsWrite()
-	// Idempotency key before any argument check.
-	key := ""
-	if write {
-		k, err := r.idempotencyKey(env, req)
-		if err != nil {
-			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
-		}
-		key = k
-		env.IdempotencyKey = strPtr(key)
-		if _, named := s.perm.ArgConstraints["idempotency_key"]; named {
-			if _, has := env.Args["idempotency_key"]; !has {
-				env.Args["idempotency_key"] = key
-				env.argsJSON = nil
-			}
-		}
-	}
-	// Tenant and attachments.
-	var attHashes []string
-	for _, id := range req.Attachments {
-		i := slices.IndexFunc(r.req.Attachments, func(a runcontext.Attachment) bool { return a.ArtifactID == id })
-		if i < 0 || r.g.opts.AttachmentScope != nil && !r.g.opts.AttachmentScope(r.rc.TenantID, r.req.Attachments[i]) {
-			return r.refuse(env, StatusRejected, NewToolError(CodePermissionDenied, false, fmt.Sprintf("attachment %q is not one of this tenant's request attachments", clip(id)), nil), nil), nil
-		}
-		a := r.req.Attachments[i]
-		ref := "artifact:" + a.ArtifactID + "#" + strings.TrimPrefix(a.SHA256, "sha256:")
-		env.EvidenceRefs = append(env.EvidenceRefs, ref)
-		attHashes = append(attHashes, "sha256:"+strings.TrimPrefix(a.SHA256, "sha256:"))
-	}
-	for _, p := range env.PrincipalChain {
-		if p.TenantID != "" && p.TenantID != r.rc.TenantID {
-			return r.refuse(env, StatusRejected, NewToolError(CodePermissionDenied, false, "principal chain crosses tenants", nil), nil), nil
-		}
-	}
-	// Arguments: JSON Schema, then the permission's constraints.
-	if probs := validateArgs(spec.schema, env.Args, s.constraints); len(probs) > 0 {
-		return r.refuse(env, StatusRejected, argsError(env.CapabilityID, probs), nil), nil
-	}
-	// Payload size.
-	if max := r.rc.RunBudget.MaxPayloadBytes; max > 0 {
-		if size, err := env.argsSize(); err != nil || size > max {
-			return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, fmt.Sprintf("args are larger than max_payload_bytes (%d); pass large payloads as attachments", max), map[string]any{"max_payload_bytes": max}), nil), nil
-		}
-	}
-	// Per-call policy, bound into the envelope.
-	res := r.base
-	if r.usesTool {
-		var err error
-		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
-		if err != nil {
-			return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
-		}
-	}
-	polID, blockedBy := r.bindPolicy(env, res, s, write)
-	env.PolicyDecisionID = polID
-	if blockedBy != "" {
-		return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
-	}
-	// Approval modes against the run's safety mode.
-	for _, m := range []struct {
-		name string
-		mode runcontext.ApprovalMode
-	}{{"requested", env.ApprovalModeRequested}, {"effective", env.ApprovalModeEffective}, {"highest", env.ApprovalModeHighest}} {
-		if !m.mode.AtMost(r.rc.SafetyMode) {
-			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("%s approval mode %s is above the run's safety mode %s", m.name, m.mode, r.rc.SafetyMode), nil), polID), nil
-		}
-	}
-	// Delegated identity.
-	var delegation *runcontext.Delegation
-	if env.ApprovalModeEffective.Compare(runcontext.Delegated) >= 0 {
-		d := r.rc.User.Delegation
-		switch {
-		case d == nil:
-			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("a %s call needs a user delegation and the run has none", env.ApprovalModeEffective), nil), polID), nil
-		case strings.TrimSpace(d.TokenRef) == "":
-			// Seed 000: every delegated call carries the user's delegation
-			// token reference, which the adapter exchanges for a token.
-			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("a %s call needs the user delegation's token_ref and it is empty", env.ApprovalModeEffective),
-				map[string]any{"field": "user.delegation.token_ref"}), polID), nil
-		case !d.HasScopes(spec.Scopes...):
-			return r.refuse(env, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("the user delegation lacks scopes %v that %s needs", missing(d.Scopes, spec.Scopes), env.CapabilityID), nil), polID), nil
-		}
-		delegation = d
-	}
-	// Budget left.
-	callsLeft, costLeft := r.meter.Left()
-	if callsLeft <= 0 {
-		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (max_tool_calls %d)", r.rc.RunBudget.MaxToolCalls), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
-	}
-	if spec.CostCents > costLeft {
-		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g cents left, the call costs %.4g)", costLeft, spec.CostCents), map[string]any{"dimension": runcontext.DimCost}), polID), nil
-	}
-	// Approval gate. What the approval and the attachments add to the
-	// result's metadata is set before the result is recorded, so the
-	// transcript carries it.
-	meta := ResultMetadata{EvidenceHashes: attHashes}
-	if gate := s.perm.RequiresApprovalGate; gate != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
-		out, who, err := r.checkApproval(ctx, env, req.Approval, gate, key)
-		if err != nil {
-			return out, err
-		}
-		if out != nil {
-			return out, r.record(ctx, "result", env, out)
-		}
-		meta.Approver, meta.ApprovalID, meta.ApprovalGateID, meta.ApprovedAt = who, req.Approval.ApprovalID, gate, req.Approval.DecidedAt.UTC().Format(time.RFC3339)
-		meta.ApprovalEvidenceSnapshotHash = r.snapshot
-	}
-	// Execute once per idempotency key.
-	if write {
-		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, key)
-		if err != nil {
-			return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), polID), fmt.Errorf("gateway: idempotency claim: %w", err)
-		}
-		if !claimed {
-			dup := *prior
-			dup.Metadata.Duplicate = true
-			return &dup, nil
-		}
-	}
-	out, err := r.execute(ctx, env, reg.adapter, spec, capName, key, delegation, polID, meta)
-	if write {
-		// Writes keep their result whatever it is (a panicked adapter's
-		// too): a retry with the same key never runs the effect twice. The
-		// store gets its own copy: this call goes on to set its latency
-		// while duplicates read theirs.
-		kept := *out
-		cctx := ctx
-		if ctx.Err() != nil {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
-			defer cancel()
-		}
-		if cerr := r.g.opts.Idempotency.Complete(cctx, key, &kept); cerr != nil {
-			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
-			if err == nil {
-				err = cerr
-			} else {
-				err = errors.Join(err, cerr)
-			}
-		}
-	}
-	return out, err
-}
-
-// idempotencyKey returns the key a write is executed once under, scoped to
-// the run's tenant and run: from the caller's key when it gives one, else
-// from the step, the capability and the canonical arguments. Two tenants
-// (run ids can be host-chosen) or two runs that pick the same caller key
-// never share a result; the same inputs always give the same key, so a
-// retry, a resume and a replay use it again.
-func (r *Run) idempotencyKey(env *ToolCallEnvelope, req CallRequest) (string, error) {
-	// The arguments are part of every key: a caller key reused with other
-	// arguments names another action (it never answers with the first
-	// action's result), and the same write proposed again in a later turn
-	// of the run is the same action (it never runs twice).
-	if req.IdempotencyKey != "" {
-		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(req.IdempotencyKey), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
-	}
-	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(env.CapabilityID), canon.RawPart(env.argsJSON))
-}
-
-// bindPolicy picks the policy decision the call is bound to and says why
-// policy blocks it, if it does: a refusal blocks every call; a deny or an
-// escalation blocks write-class calls.
-func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Result, s *surfaced, write bool) (*string, string) {
-	switch {
-	case res.Verdict == policy.VerdictRefuse:
-		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
-	case write && res.Verdict == policy.VerdictEscalate:
-		return r.callDecisionID(env, res), fmt.Sprintf("must_escalate guardrail %v fired; write-class calls are blocked", res.Raised.MustEscalate)
-	}
-	if write {
-		for _, d := range res.Decisions {
-			if d.Outcome == policy.Deny {
-				id := d.PolicyDecisionID
-				return &id, fmt.Sprintf("policy rule %s denied: %s", d.RuleID, d.Reason)
-			}
-		}
-	}
-	for _, d := range res.Decisions {
-		if d.RequiresApprovalGate != "" && d.RequiresApprovalGate == s.perm.RequiresApprovalGate {
-			id := d.PolicyDecisionID
-			return &id, ""
-		}
-	}
-	return r.callDecisionID(env, res), ""
-}
-
-// callDecisionID names the evaluation a call is bound to when no rule
-// decision of its own applies: the run's (one id per run, from the run and
-// its decision ids) when the policy does not read the tool, else the
-// call's own (from the run, the call and the decisions that applied).
-func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Result) *string {
-	if res == r.base {
-		id := r.runDecisionID // each envelope its own copy
-		return &id
-	}
-	digest, err := decisionIDsDigest(res)
-	if err != nil {
-		return nil
-	}
-	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(r.rc.RunID), canon.StringPart(env.ToolCallID), canon.StringPart(digest))
-	if err != nil {
-		return nil
-	}
-	return &id
-}
-
-func decisionIDsDigest(res *policy.Result) (string, error) {
-	ids := make([]string, len(res.Decisions))
-	for i, d := range res.Decisions {
-		ids[i] = d.PolicyDecisionID
-	}
-	return canon.Digest(ids)
-}
-
-func (r *Run) checkApproval(ctx context.Context, env *ToolCallEnvelope, a *Approval, gateID, key string) (*ToolResultEnvelope, string, error) {
-	var gate pack.ApprovalGate
-	for _, g := range r.pack.PolicyLayer.ApprovalGates {
-		if g.GateID == gateID {
-			gate = g
-		}
-	}
-	digest, err := ActionDigest(env.CapabilityID, env.Args, r.cc.Hash(), gateID)
-	if err != nil {
-		return r.refuse(env, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), env.PolicyDecisionID), "", nil
-	}
-	now := r.now()
-	if a == nil {
-		res := r.refuse(env, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
-		res.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,
-			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: key, RequestedAt: now.UTC()}
-		return res, "", nil
-	}
-	deny := func(code, msg string) (*ToolResultEnvelope, string, error) {
-		return r.refuse(env, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
-	}
-	switch {
-	case strings.TrimSpace(a.ApprovalID) == "":
-		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
-	case strings.TrimSpace(a.Approver) == "":
-		return deny(CodeApprovalDenied, "the approval names no approver")
-	case a.GateID != gateID:
-		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID), gateID))
-	case a.ActionDigest != digest:
-		return deny(CodeApprovalDenied, "the approval names another action (capability, arguments, compiled context or gate differ)")
-	case a.Denied:
-		return deny(CodeApprovalDenied, "the approver denied the action")
-	case a.ApproverRole != gate.RequiredApproverRole:
-		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole), gate.RequiredApproverRole))
-	case strings.EqualFold(strings.TrimSpace(a.Approver), strings.TrimSpace(r.rc.User.UserID)) && !gate.AllowSelfApproval:
-		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
-	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
-		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
-	}
-	// Approval ids are used once per tenant: another tenant's id never
-	// spends this one.
-	if err := r.g.opts.Approvals.Consume(ctx, r.rc.TenantID+"/"+a.ApprovalID); err != nil {
-		if errors.Is(err, ErrApprovalUsed) {
-			return deny(CodeApprovalDenied, "the approval was already used")
-		}
-		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "approval log unavailable", nil), env.PolicyDecisionID), "", fmt.Errorf("gateway: approval log: %w", err)
-	}
-	return nil, a.Approver, nil
-}
-
 // execute records the call, runs the attempts and records the result,
-// whose metadata starts from meta.
-func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, spec *capSpec, capName, key string, delegation *runcontext.Delegation, polID *string, meta ResultMetadata) (*ToolResultEnvelope, error) {
+// whose metadata starts from what the checks settled.
+func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
+	env, polID := &c.env, c.env.PolicyDecisionID
+	ad, spec, key := c.s.reg.adapter, c.s.spec, c.key
 	if err := r.meter.ChargeToolCall(); err != nil {
-		return r.refuse(env, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
+		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
-	if err := r.record(ctx, "call", env, nil); err != nil {
-		return r.refuse(env, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
+	if err := r.record(ctx, c, nil); err != nil {
+		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
-	x := &executed{call: Call{Envelope: env, Capability: capName, IdempotencyKey: key, Trace: r.trace, Delegation: delegation}}
+	// The adapter sees a deep copy of the recorded envelope and of the
+	// user's delegation: what it writes into args, lists, pointers or
+	// metadata changes neither the record, its hash, the run nor the
+	// result.
+	x := &executed{env: *env}
+	x.env.Metadata = maps.Clone(env.Metadata)
+	x.env.Args, _ = jsonv.Normalize(env.Args).(map[string]any) // args are JSON-shaped: a deep copy
+	x.env.PrincipalChain = slices.Clone(env.PrincipalChain)
+	x.env.EvidenceRefs = slices.Clone(env.EvidenceRefs)
+	x.env.PolicyDecisionID, x.env.IdempotencyKey, x.env.AuthRef = clonePtr(env.PolicyDecisionID), clonePtr(env.IdempotencyKey), clonePtr(env.AuthRef)
+	x.call = Call{Envelope: &x.env, Capability: c.s.capName, IdempotencyKey: key, Trace: r.trace}
+	if d := c.delegation; d != nil {
+		x.delegation = *d
+		x.delegation.Scopes = slices.Clone(d.Scopes)
+		x.call.Delegation = &x.delegation
+	}
 	call := &x.call
 	var out *Outcome
 	var te *ToolError
@@ -820,7 +484,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 		if spec.Backoff != nil {
 			wait = spec.Backoff(env.ToolCallID, attempt)
 		} else {
-			wait = r.g.opts.Jitter(env.ToolCallID, attempt, min(r.g.opts.BaseBackoff<<(attempt-1), r.g.opts.MaxBackoff))
+			wait = r.g.opts.Jitter(env.ToolCallID, attempt, backoff.Exponential(r.g.opts.BaseBackoff, r.g.opts.MaxBackoff, attempt))
 		}
 		if err := r.g.opts.Sleep(ctx, wait); err != nil {
 			te, invalid, redacted = NewToolError(CodeCanceled, false, "canceled while waiting to retry", nil), false, false
@@ -832,8 +496,12 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 	// Exceeded, which the runtime checks after every call; the call's
 	// result stands (its side effect happened).
 	_ = r.meter.ChargeIncurredCost(cost)
-	res := startResult(&x.results, env, polID)
-	res.Metadata = meta
+	startResult(&x.res, c, polID)
+	res := &x.res.env
+	if c.approved != nil {
+		res.Metadata = *c.approved
+	}
+	res.Metadata.EvidenceHashes = c.attHashes
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
 	res.Metadata.RedactionApplied = redacted
 	if te != nil {
@@ -858,11 +526,11 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			}
 		}
 		if len(res.Citations) == 0 {
-			x.cite[0] = Citation{EvidenceRef: env.citeRef}
+			x.cite[0] = Citation{EvidenceRef: c.citeRef}
 			res.Citations = x.cite[:]
 		}
 	}
-	err := r.record(ctx, "result", env, res)
+	err := r.record(ctx, c, &x.res)
 	if panicked {
 		perr := fmt.Errorf("%w: %s (tool call %s, attempt %d)", ErrAdapterPanic, env.CapabilityID, env.ToolCallID, attempts)
 		if err == nil {
@@ -871,7 +539,7 @@ func (r *Run) execute(ctx context.Context, env *ToolCallEnvelope, ad Adapter, sp
 			err = errors.Join(perr, err)
 		}
 	}
-	return res, err
+	return &x.res, err
 }
 
 // taken is one attempt as the gateway goes on with it.
@@ -889,14 +557,14 @@ type taken struct {
 // refuses is not kept: it becomes the refusal's error, and only its cost
 // is charged (not when the outcome is larger than max_payload_bytes: such
 // an outcome is not read further). Results are bounded by the run
-// budget's max_payload_bytes, or runcontext.DefaultMaxPayloadBytes when it
+// budget's max_payload_bytes, or runcontext.DefaultRunBudget().MaxPayloadBytes when it
 // sets none.
 func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
 	var t taken
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
 		// Results are bounded even when the run's budget sets no limit.
-		max = runcontext.DefaultMaxPayloadBytes
+		max = runcontext.DefaultRunBudget().MaxPayloadBytes
 	}
 	switch {
 	case out != nil:
@@ -922,15 +590,15 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
 
-// RetryStopper is an optional interface of an Adapter that knows, after an
+// retryStopper is an optional, module-internal interface of an Adapter that knows, after an
 // attempt, that no further attempt may be made: replay's playback stops
 // where the recorded run stopped retrying (its caller had gone).
-type RetryStopper interface {
+type retryStopper interface {
 	StopRetrying(call *Call) bool
 }
 
 func stopsRetrying(ad Adapter, call *Call) bool {
-	rs, ok := ad.(RetryStopper)
+	rs, ok := ad.(retryStopper)
 	return ok && rs.StopRetrying(call)
 }
 
@@ -939,30 +607,43 @@ func stopsRetrying(ad Adapter, call *Call) bool {
 func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // executed is what an executed call allocates, in one allocation: the
-// Call its adapter gets, the redacted copy of the outcome it took, its
-// result and the result's transcript copy, and the result's default
+// Call its adapter gets (with its copies of the envelope and the
+// delegation), the redacted copy of the outcome it took, its
+// result (with the result's transcript copy), and the result's default
 // citation.
 type executed struct {
-	call    Call
-	outcome Outcome
-	results [2]ToolResultEnvelope
-	cite    [1]Citation
+	env        ToolCallEnvelope      // the adapter's copy of the call envelope
+	delegation runcontext.Delegation // the adapter's copy of the user's delegation
+	call       Call
+	outcome    Outcome
+	res        result
+	cite       [1]Citation
 }
 
-// newResult starts a result for env with every list present (empty, never
-// null), so results always have the same shape. The result and the copy
-// its transcript entry will hold are one allocation.
-func newResult(env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
-	return startResult(new([2]ToolResultEnvelope), env, polID)
+// result is a result the gateway built, with room for the copy its
+// transcript entry holds (one allocation for both). The envelope holds
+// only wire members; what the gateway knows about it besides lives here.
+type result struct {
+	env      ToolResultEnvelope
+	entry    ToolResultEnvelope // the transcript's copy, written by record
+	recorded bool               // appended to the transcript already
+	m        *runMembers        // the run's, when record encodes the result
 }
 
-// startResult starts a result in pair[0], pair[1] left for its transcript
-// copy.
-func startResult(pair *[2]ToolResultEnvelope, env *ToolCallEnvelope, polID *string) *ToolResultEnvelope {
-	pair[0] = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
-		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID, members: env.members,
-		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}, entry: &pair[1]}
-	return &pair[0]
+// newResult starts a result for c with every list present (empty, never
+// null), so results always have the same shape.
+func newResult(c *callRecord, polID *string) *result {
+	res := new(result)
+	startResult(res, c, polID)
+	return res
+}
+
+// startResult starts res for c.
+func startResult(res *result, c *callRecord, polID *string) {
+	env := &c.env
+	res.env = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
+		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID,
+		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
 }
 
 func failureStatus(code string) Status {
@@ -979,7 +660,7 @@ func failureStatus(code string) Status {
 // (its error is then "the adapter panicked"); a panic after an abandoned
 // attempt timed out is only logged.
 func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (_ *Outcome, _ *ToolError, panicked bool) {
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, cancel := context.WithTimeout(withProgressRules(ctx, r.redact), timeout)
 	defer cancel()
 	var res adapterResult
 	if honorsContext {
@@ -1061,44 +742,48 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 	return NewToolError(CodeTimeout, true, fmt.Sprintf("execution exceeded timeout_ms (%d)", timeout.Milliseconds()), map[string]any{"timeout_ms": timeout.Milliseconds()})
 }
 
-// record appends a transcript entry and advances the run's chain.
-func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, res *ToolResultEnvelope) error {
+// record appends a transcript entry for c (res nil) or for its result
+// res, and advances the run's chain. The gateway records envelopes it has
+// just built, so it encodes them with the call's cached encodings and the
+// run's constant members; VerifyTranscript encodes everything afresh.
+func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
+	kind := "call"
+	if res != nil {
+		kind = "result"
+	}
 	// The entry hash and the chain hash are written side by side and made
 	// one string: one allocation for both.
 	var hashes [2*canon.DigestLen + 48]byte // and room for a result's transcript id
 	var b []byte
 	var err error
-	if kind == "call" {
-		b, err = canon.AppendDigestOf(hashes[:0], callWithArgs{env})
+	if res == nil {
+		b, err = canon.AppendDigestOf(hashes[:0], (*recordedCall)(c))
 	} else {
-		b, err = canon.AppendDigestOf(hashes[:0], resultOfRun{res})
+		res.m = c.m
+		b, err = canon.AppendDigestOf(hashes[:0], (*recordedResult)(res))
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrTranscript, err)
+		return fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b = appendChain(b, r.prev, b)
-	if kind != "call" {
+	if res != nil {
 		// The result's transcript id (run#seq) joins the hashes' string.
 		b = strconv.AppendInt(append(append(b, r.rc.RunID...), '#'), int64(r.seq), 10)
 	}
 	all := string(b)
 	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: all[:canon.DigestLen], PrevHash: r.prev, ChainHash: all[canon.DigestLen : 2*canon.DigestLen]}
-	if kind == "call" {
+	if res == nil {
 		// The call entry is the envelope itself: nothing changes it once it
-		// is recorded (adapters get it read-only; see Call.Envelope).
-		e.Call = env
+		// is recorded (adapters get a deep copy; see Call.Envelope).
+		e.Call = &c.env
 	} else {
-		// Every result is started by newResult or startResult, which
-		// allocate its transcript copy with it.
-		c := res.entry
-		*c = *res
-		c.entry, res.entry = nil, nil // used once: a later copy of res must not write into it
-		e.Result = c
+		res.entry = res.env
+		e.Result = &res.entry
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.
-		res.Metadata.ToolTranscriptID = all[2*canon.DigestLen:]
+		res.env.Metadata.ToolTranscriptID = all[2*canon.DigestLen:]
 		res.recorded = true
 	}
 	if ctx.Err() != nil {
@@ -1108,7 +793,7 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 		defer cancel()
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
-		return fmt.Errorf("%w: %v", ErrTranscript, err)
+		return fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	r.seq++
 	r.prev = e.ChainHash
@@ -1119,19 +804,8 @@ func (r *Run) record(ctx context.Context, kind string, env *ToolCallEnvelope, re
 // made after the caller's context is done: a call that ran is recorded.
 const detachedTimeout = 30 * time.Second
 
-// ChainHash returns the run's transcript chain hash so far
-// (tool_transcript_chain_hash).
-func (r *Run) ChainHash() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.prev
-}
-
 // Policy returns the run-level policy result the gateway enforces.
-func (r *Run) Policy() *policy.Result { return r.base }
-
-// Surfaced reports whether a capability is in the run's tool manifest.
-func (r *Run) Surfaced(capabilityID string) bool { _, ok := r.surfaced[capabilityID]; return ok }
+func (r *Run) Policy() *policy.Evaluation { return r.base }
 
 func missing(have, want []string) []string {
 	var out []string
@@ -1152,3 +826,11 @@ func keys[V any](m map[string]V) []string {
 }
 
 func sortStrings(s []string) []string { sort.Strings(s); return s }
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

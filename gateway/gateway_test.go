@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/contextos/contextos/gateway"
@@ -44,7 +45,7 @@ func TestReadOnlyLookupRuns(t *testing.T) {
 	if _, err := gateway.VerifyTranscript(f.recorder.Entries()); err != nil {
 		t.Errorf("transcript chain: %v", err)
 	}
-	if f.run.ChainHash() == gateway.GenesisHash {
+	if f.run.ChainState().Hash == gateway.GenesisHash {
 		t.Error("chain hash did not advance")
 	}
 }
@@ -274,62 +275,77 @@ func TestRetriesAndTimeouts(t *testing.T) {
 			t.Errorf("retrying a failed write re-executed it")
 		}
 	})
+	// The timeouts below run in a synctest bubble: time is virtual and
+	// moves only when every goroutine of the test is blocked, so the
+	// bounds are exact and hold on a loaded machine under -race.
 	t.Run("adapter ignoring its context times out", func(t *testing.T) {
-		release := make(chan struct{})
-		defer close(release)
-		f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
-			fx.orders = gatewaytest.NewScriptedAdapter()
-			fx.orders.On("lookup").ReturnOutput(nil).IgnoreContext(release)
-			c := caps["adp_orders.lookup"]
-			c.Timeout, c.MaxAttempts = 50*time.Millisecond, 1
-			caps["adp_orders.lookup"] = c
-			fx.opts.Now = time.Now
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			const timeout, grace = 50 * time.Millisecond, 50 * time.Millisecond // grace: the gateway's default
+			f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+				fx.orders = gatewaytest.NewScriptedAdapter()
+				fx.orders.On("lookup").ReturnOutput(nil).IgnoreContext(release)
+				c := caps["adp_orders.lookup"]
+				c.Timeout, c.MaxAttempts = timeout, 1
+				caps["adp_orders.lookup"] = c
+				fx.opts.Now = time.Now
+			})
+			start := time.Now()
+			res, _ := f.run.Call(ctx, lookupCall())
+			elapsed := time.Since(start)
+			if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || !res.Error.Retryable {
+				t.Errorf("res = %+v", res)
+			}
+			if elapsed != timeout+grace {
+				t.Errorf("returned after %v, want the timeout %v plus the grace %v", elapsed, timeout, grace)
+			}
 		})
-		start := time.Now()
-		res, _ := f.run.Call(ctx, lookupCall())
-		elapsed := time.Since(start)
-		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || !res.Error.Retryable {
-			t.Errorf("res = %+v", res)
-		}
-		if elapsed > 50*time.Millisecond+50*time.Millisecond+200*time.Millisecond {
-			t.Errorf("returned after %v, want within timeout 50ms + grace 50ms + a small bound", elapsed)
-		}
 	})
 	t.Run("an abandoned attempt keeps its own call", func(t *testing.T) {
 		// An adapter that ignores its context is still running when the
 		// next attempt starts: what it reads of its call must not change
 		// under it.
-		f := newFixture(t)
-		release, seen := make(chan struct{}), make(chan int, 2)
-		run := ordersRun(t, f, gateway.AdapterFunc(func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
-			<-release
-			seen <- c.Attempt
-			return &gateway.Outcome{Output: map[string]any{}}, nil
-		}), gateway.Capability{ArgsSchema: lookupSchema, Timeout: 20 * time.Millisecond, MaxAttempts: 2},
-			&gateway.Options{Grace: 10 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }})
-		res, _ := run.Call(ctx, lookupCall())
-		close(release)
-		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || res.Metadata.Attempts != 2 {
-			t.Fatalf("res = %s %+v %+v", res.Status, res.Error, res.Metadata)
-		}
-		got := []int{<-seen, <-seen}
-		slices.Sort(got)
-		if got[0] != 1 || got[1] != 2 {
-			t.Errorf("the abandoned attempts saw attempts %v, want 1 and 2", got)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := newFixture(t)
+			release, seen := make(chan struct{}), make(chan int, 2)
+			run := ordersRun(t, f, gateway.AdapterFunc(func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+				<-release
+				seen <- c.Attempt
+				return &gateway.Outcome{Output: map[string]any{}}, nil
+			}), gateway.Capability{ArgsSchema: lookupSchema, Timeout: 20 * time.Millisecond, MaxAttempts: 2},
+				&gateway.Options{Grace: 10 * time.Millisecond, Sleep: func(context.Context, time.Duration) error { return nil }})
+			res, _ := run.Call(ctx, lookupCall())
+			close(release)
+			if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout || res.Metadata.Attempts != 2 {
+				t.Fatalf("res = %s %+v %+v", res.Status, res.Error, res.Metadata)
+			}
+			got := []int{<-seen, <-seen}
+			slices.Sort(got)
+			if got[0] != 1 || got[1] != 2 {
+				t.Errorf("the abandoned attempts saw attempts %v, want 1 and 2", got)
+			}
+		})
 	})
 	t.Run("context-honouring adapter times out on the caller's goroutine", func(t *testing.T) {
-		f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
-			fx.orders = gatewaytest.NewScriptedAdapter()
-			fx.orders.On("lookup").ReturnOutput(nil).Delay(5 * time.Second)
-			c := caps["adp_orders.lookup"]
-			c.Timeout, c.MaxAttempts, c.HonorsContext = 30*time.Millisecond, 1, true
-			caps["adp_orders.lookup"] = c
+		synctest.Test(t, func(t *testing.T) {
+			const timeout = 30 * time.Millisecond
+			f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+				fx.orders = gatewaytest.NewScriptedAdapter()
+				fx.orders.On("lookup").ReturnOutput(nil).Delay(5 * time.Second)
+				c := caps["adp_orders.lookup"]
+				c.Timeout, c.MaxAttempts, c.HonorsContext = timeout, 1, true
+				caps["adp_orders.lookup"] = c
+			})
+			start := time.Now()
+			res, _ := f.run.Call(ctx, lookupCall())
+			if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout {
+				t.Errorf("res = %+v", res)
+			}
+			if elapsed := time.Since(start); elapsed != timeout {
+				t.Errorf("returned after %v, want the timeout %v (no grace: the adapter honours its context)", elapsed, timeout)
+			}
 		})
-		res, _ := f.run.Call(ctx, lookupCall())
-		if res.Status != gateway.StatusFailed || res.Error.Code != gateway.CodeTimeout {
-			t.Errorf("res = %+v", res)
-		}
 	})
 	t.Run("adapter panic", func(t *testing.T) {
 		f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
@@ -386,7 +402,7 @@ func TestPerCallPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := lookupCall()
-		second.Step = 2
+		second.Step = gateway.StepID{Index: 2}
 		b, err := f.run.Call(ctx, second)
 		if err != nil {
 			t.Fatal(err)
@@ -412,7 +428,7 @@ func TestPerCallPolicy(t *testing.T) {
 			t.Fatal(lookup, err)
 		}
 		small := refundCall(800)
-		small.Step = 4
+		small.Step = gateway.StepID{Index: 4}
 		ok, err := f.run.Call(ctx, small)
 		if err != nil || ok.Status != gateway.StatusCompleted {
 			t.Fatal(ok, err)

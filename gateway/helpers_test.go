@@ -3,17 +3,17 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gowebpki/jcs"
 	"go.uber.org/goleak"
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/canon"
+	fixtures "github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -55,13 +55,7 @@ type fixtureOption func(f *fixture, rc *runcontext.RunContext, req *runcontext.I
 
 func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	t.Helper()
-	read := func(n string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(n string) []byte { return fixtures.Read(t, n) }
 	p, err := pack.Decode(read("ctxpack.support-1.0.0.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,10 +79,12 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	f.orders.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
 	f.policyAd.On("eval").ReturnOutput(map[string]any{"eligible": true})
 	f.payments.On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9", "refund_amount_inr": 4200}, "refund:txn_q9")
+	// Generous timeouts: a loaded machine under -race must not turn an
+	// instant scripted call into a timeout. Tests of timeouts set their own.
 	caps := map[string]gateway.Capability{
-		"adp_orders.lookup":         {ArgsSchema: lookupSchema, Scopes: []string{"orders.read"}, Timeout: time.Second},
-		"adp_policy.eval":           {Timeout: time.Second},
-		"adp_payments.issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Second, CostCents: 0.31},
+		"adp_orders.lookup":         {ArgsSchema: lookupSchema, Scopes: []string{"orders.read"}, Timeout: time.Minute},
+		"adp_policy.eval":           {Timeout: time.Minute},
+		"adp_payments.issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Minute, CostCents: 0.31},
 	}
 	f.opts = gateway.Options{Transcript: canonChecked{t, f.recorder}, Now: func() time.Time { return f.now }, Sleep: func(context.Context, time.Duration) error { return nil }}
 	for _, o := range options {
@@ -113,7 +109,7 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.run, err = f.gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, f.now), nil); err != nil {
+	if f.run, err = f.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: req, RunContext: rc, Meter: runcontext.NewMeter(rc.RunBudget, f.now)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.rc, f.req, f.prepared, f.cc = rc, req, prepared, cc
@@ -121,27 +117,41 @@ func newFixture(t testing.TB, options ...fixtureOption) *fixture {
 }
 
 // canonChecked holds every envelope the gateway records to the general
-// canonical encoder: each test that makes calls also checks the
-// envelopes' hand-written canonical writers.
+// canonical encoder and to github.com/gowebpki/jcs: each test that makes
+// calls also checks the gateway's own canonical writers, which hash with
+// the call's cached encodings (args, metadata, the run's members).
 type canonChecked struct {
 	t    testing.TB
 	sink gateway.TranscriptSink
 }
 
 func (c canonChecked) Append(ctx context.Context, e gateway.TranscriptEntry) error {
-	var body canon.Appender = e.Result
+	var body any = e.Result
 	if e.Call != nil {
 		body = e.Call
 	}
-	if err := canon.CheckAppender(body); err != nil {
-		c.t.Errorf("transcript entry %d (%s): %v", e.Seq, e.Kind, err)
-	}
-	// The gateway hashes with its cached encodings (args, principal
-	// chain); the general path must give the same entry hash.
 	if h, err := canon.Digest(body); err != nil || h != e.EntryHash {
 		c.t.Errorf("transcript entry %d (%s): entry hash %s, the general digest %s (%v)", e.Seq, e.Kind, e.EntryHash, h, err)
 	}
+	if h, err := jcsDigest(body); err != nil || h != e.EntryHash {
+		c.t.Errorf("transcript entry %d (%s): entry hash %s, jcs's digest %s (%v)", e.Seq, e.Kind, e.EntryHash, h, err)
+	}
 	return c.sink.Append(ctx, e)
+}
+
+// jcsDigest is the digest of v's RFC 8785 form as github.com/gowebpki/jcs
+// writes it from encoding/json's output: the reference the module's own
+// encoders are held to.
+func jcsDigest(v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	b, err := jcs.Transform(raw)
+	if err != nil {
+		return "", err
+	}
+	return canon.DigestBytes(b), nil
 }
 
 // rebind binds the fixture's compiled run to another gateway.
@@ -158,7 +168,7 @@ func ordersRun(t testing.TB, f *fixture, ad gateway.Adapter, lookup gateway.Capa
 
 func rebind(t testing.TB, f *fixture, gw *gateway.Gateway) *gateway.Run {
 	t.Helper()
-	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +182,12 @@ func lowValue(_ *fixture, _ *runcontext.RunContext, req *runcontext.InvokeReques
 }
 
 func refundCall(amount float64) gateway.CallRequest {
-	return gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: 3,
+	return gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: gateway.StepID{Index: 3},
 		Args: map[string]any{"order_id": "ord_881", "amount_inr": amount, "currency": "INR"}}
 }
 
 func lookupCall() gateway.CallRequest {
-	return gateway.CallRequest{CapabilityID: "adp_orders.lookup", Step: 1, Args: map[string]any{"order_id": "ord_881"}}
+	return gateway.CallRequest{CapabilityID: "adp_orders.lookup", Step: gateway.StepID{Index: 1}, Args: map[string]any{"order_id": "ord_881"}}
 }
 
 func approvalFor(res *gateway.ToolResultEnvelope, role string, at time.Time, id string) *gateway.Approval {
@@ -193,7 +203,7 @@ func meteredRun(t testing.TB, f *fixture, ad gateway.Adapter, lookup gateway.Cap
 		t.Fatal(err)
 	}
 	meter := runcontext.NewMeter(f.rc.RunBudget, f.now)
-	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, meter, nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: meter}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func observedRun(t testing.TB, f *fixture, ad gateway.Adapter, lookup gateway.Ca
 		t.Fatal(err)
 	}
 	seen := &[]gateway.Attempt{}
-	run, err := gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), &gateway.RunOptions{
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, &gateway.RunOptions{
 		Observe: func(a gateway.Attempt) { *seen = append(*seen, a) }})
 	if err != nil {
 		t.Fatal(err)

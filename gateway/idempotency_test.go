@@ -97,7 +97,7 @@ func TestIdempotencyRetryWithinRun(t *testing.T) {
 	if err != nil || !again.Metadata.Duplicate || again.Metadata.IdempotencyKey != first.Metadata.IdempotencyKey {
 		t.Errorf("retry = duplicate %v key %s, %v; want the first result (key %s)", again.Metadata.Duplicate, again.Metadata.IdempotencyKey, err, first.Metadata.IdempotencyKey)
 	}
-	req.Step++
+	req.Step.Index++
 	later, err := f.run.Call(ctx, req)
 	if err != nil || !later.Metadata.Duplicate {
 		t.Errorf("the caller's key at another step = duplicate %v, %v", later.Metadata.Duplicate, err)

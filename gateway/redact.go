@@ -84,7 +84,7 @@ var markerRE = regexp.MustCompile(`\[REDACTED(?:#[0-9]+)?\]`)
 func RegexpRedactor(expr string) (Redactor, error) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: redaction expression: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: redaction expression: %w", ErrConfig, err)
 	}
 	once := func(s string) (string, bool) {
 		ms := re.FindAllStringIndex(s, -1)

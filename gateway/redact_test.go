@@ -74,7 +74,7 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 	f := newFixture(t)
 	cc := *f.cc
 	cc.RuntimeControls.RedactionRulesActive = append(cc.RuntimeControls.RedactionRulesActive, "aadhaar")
-	if _, err := f.gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil); !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), `"aadhaar"`) {
+	if _, err := f.gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: &cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, nil); !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), `"aadhaar"`) {
 		t.Errorf("NewRun with an unknown active redaction rule = %v, want ErrConfig", err)
 	}
 	// A host-supplied rule makes it known.
@@ -82,7 +82,7 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil); err != nil {
+	if _, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: &cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, nil); err != nil {
 		t.Errorf("with the rule supplied: %v", err)
 	}
 }
@@ -157,7 +157,7 @@ func TestHostRegexpRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := gw.NewRun(f.prepared, &cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: &cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

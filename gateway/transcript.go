@@ -63,9 +63,9 @@ func NewMemoryTranscriptLimit(maxRuns int) *MemoryTranscript {
 	return &MemoryTranscript{runs: map[string][]TranscriptEntry{}, maxRuns: max(maxRuns, 0)}
 }
 
-// DefaultMemoryTranscriptRuns is how many runs the gateway's default
+// defaultMemoryTranscriptRuns is how many runs the gateway's default
 // in-memory transcript keeps.
-const DefaultMemoryTranscriptRuns = 10_000
+const defaultMemoryTranscriptRuns = 10_000
 
 // Append implements TranscriptSink.
 func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error {
@@ -128,13 +128,9 @@ var ErrChain = errors.New("gateway: transcript chain broken")
 func VerifyTranscript(entries []TranscriptEntry) (string, error) {
 	prev := GenesisHash
 	for i, e := range entries {
-		var body any = e.Call
-		if e.Kind == "result" {
-			body = e.Result
-		}
-		h, err := canon.Digest(body)
+		h, err := entryDigest(e)
 		if err != nil {
-			return "", fmt.Errorf("%w: entry %d: %v", ErrChain, i, err)
+			return "", fmt.Errorf("%w: entry %d: %w", ErrChain, i, err)
 		}
 		if e.Seq != i || h != e.EntryHash || e.PrevHash != prev || e.ChainHash != chain(prev, h) {
 			return "", fmt.Errorf("%w at entry %d (seq %d)", ErrChain, i, e.Seq)
@@ -153,4 +149,16 @@ func chain(prev, entry string) string {
 func appendChain[E string | []byte](dst []byte, prev string, entry E) []byte {
 	var buf [2 * canon.DigestLen]byte
 	return canon.AppendDigestBytes(dst, append(append(buf[:0], prev...), entry...))
+}
+
+// entryDigest is the digest of an entry's envelope, encoded afresh (a
+// missing envelope is null).
+func entryDigest(e TranscriptEntry) (string, error) {
+	switch {
+	case e.Kind == "result" && e.Result != nil:
+		return canon.DigestOf(resultEncoding{r: e.Result})
+	case e.Kind != "result" && e.Call != nil:
+		return canon.DigestOf(callEncoding{e: e.Call})
+	}
+	return canon.Digest(nil)
 }

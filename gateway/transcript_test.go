@@ -38,7 +38,7 @@ func TestMemoryTranscriptKeepsRunsApartAndBounded(t *testing.T) {
 func TestRecordedResultLeavesOutRecordingFields(t *testing.T) {
 	f := newFixture(t)
 	tick := f.now
-	run, err := f.gw.NewRun(f.prepared, f.cc, f.req, f.rc, runcontext.NewMeter(f.rc.RunBudget, f.now), &gateway.RunOptions{
+	run, err := f.gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, &gateway.RunOptions{
 		Now: func() time.Time { tick = tick.Add(7 * time.Millisecond); return tick }})
 	if err != nil {
 		t.Fatal(err)

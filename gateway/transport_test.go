@@ -34,7 +34,7 @@ func TestTransportRetriesThroughTheGateway(t *testing.T) {
 	}))
 	defer srv.Close()
 	retry := transport.Retry{MaxAttempts: 3, Backoff: 20 * time.Millisecond, MaxBackoff: time.Second, Jitter: transport.JitterFull, Seed: 42}
-	ad, err := transport.NewAdapter(transport.Endpoint{Transport: "external", URL: srv.URL, AllowPrivate: true, Timeout: time.Second, Retry: retry}, nil)
+	ad, err := transport.NewAdapter(transport.Endpoint{Transport: "external", URL: srv.URL, AllowPrivate: true, Timeout: time.Minute, Retry: retry}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestTransportRetriesThroughTheGateway(t *testing.T) {
 			t.Fatalf("attempt %d headers %v", i+1, h)
 		}
 	}
-	want := []time.Duration{retry.Delay(res.ToolCallID, 1), retry.Delay(res.ToolCallID, 2)}
+	want := []time.Duration{refund.Backoff(res.ToolCallID, 1), refund.Backoff(res.ToolCallID, 2)}
 	if len(waits) != 2 || waits[0] != want[0] || waits[1] != want[1] || waits[0] > 20*time.Millisecond || waits[1] > 40*time.Millisecond {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}

@@ -11,7 +11,7 @@ func BenchmarkValidateCanonicalPack(b *testing.B) {
 	p := canonical(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := pack.Validate(p); err != nil {
+		if err := pack.Validate(p, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -24,7 +24,7 @@ func BenchmarkVerifySignedPack(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(signed)))
 	for b.Loop() {
-		if _, err := pack.Verify(ctx, signed, keys); err != nil {
+		if _, err := pack.Verify(ctx, signed, keys, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

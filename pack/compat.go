@@ -2,6 +2,7 @@ package pack
 
 import (
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -22,7 +23,7 @@ func CheckCompatibility(p *Pack, host Host) error {
 	if len(reqs) == 0 {
 		return fmt.Errorf("%w: pack declares no compatibility.requires", ErrIncompatible)
 	}
-	for _, k := range sortedKeys(reqs) {
+	for _, k := range sortedkeys.Of(reqs) {
 		c, err := semver.NewConstraint(reqs[k])
 		if err != nil {
 			return fmt.Errorf("%w: requires.%s %q is not a version constraint", ErrIncompatible, k, clip(reqs[k]))

@@ -2,6 +2,7 @@ package pack
 
 import (
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"math"
 	"reflect"
 	"regexp"
@@ -9,21 +10,21 @@ import (
 	"strings"
 )
 
-// ArgConstraintKeys returns the arg_constraints keys the Tool Gateway
+// argConstraintKeys returns the arg_constraints keys the Tool Gateway
 // enforces, sorted. Validate refuses any other key: the gateway would
 // refuse every call naming it, so a pack carrying one is a mistake caught
 // before publication, not a run failure.
-func ArgConstraintKeys() []string {
+func argConstraintKeys() []string {
 	return []string{"enum", "max", "max_length", "min", "min_length", "pattern", "required"}
 }
 
 // argConstraints checks one permission's arg_constraints: known keys,
 // well-formed values, bounds that some value can meet.
 func (v *validator) argConstraints(path string, cs map[string]map[string]any) {
-	for _, arg := range sortedKeys(cs) {
+	for _, arg := range sortedkeys.Of(cs) {
 		c := cs[arg]
 		ap := path + "." + arg
-		for _, k := range sortedKeys(c) {
+		for _, k := range sortedkeys.Of(c) {
 			val, kp := c[k], ap+"."+k
 			switch k {
 			case "required":
@@ -49,7 +50,7 @@ func (v *validator) argConstraints(path string, cs map[string]map[string]any) {
 					v.add(GateSchema, CodeFormat, kp, "does not compile as a regular expression")
 				}
 			default:
-				v.add(GateSchema, CodeUnknownArgConstraint, kp, "constraint %q on argument %s is not one the gateway enforces (%s)", clip(k), clip(arg), strings.Join(ArgConstraintKeys(), ", "))
+				v.add(GateSchema, CodeUnknownArgConstraint, kp, "constraint %q on argument %s is not one the gateway enforces (%s)", clip(k), clip(arg), strings.Join(argConstraintKeys(), ", "))
 			}
 		}
 		for _, b := range [][2]string{{"min", "max"}, {"min_length", "max_length"}} {
@@ -86,12 +87,12 @@ func scalars(l []any) bool {
 // less than another is not decided here), required may not be dropped,
 // and any other key must stay as it is.
 func loosened(base, next map[string]map[string]any) string {
-	for _, arg := range sortedKeys(base) {
+	for _, arg := range sortedkeys.Of(base) {
 		b, n := base[arg], next[arg]
 		if n == nil && len(b) > 0 {
 			return fmt.Sprintf("drops the constraint on %s", arg)
 		}
-		for _, k := range sortedKeys(b) {
+		for _, k := range sortedkeys.Of(b) {
 			bv, nv := b[k], n[k]
 			switch k {
 			case "required":

@@ -17,7 +17,7 @@ const MaxDocumentBytes = 4 << 20
 // other validation gates; see Validate.
 func Decode(data []byte) (*Pack, error) {
 	if len(data) > MaxDocumentBytes {
-		return nil, &ValidationError{Problems: []Problem{{Gate: GateSchema, Code: CodeDecode, Message: "document is larger than the 4 MiB limit"}}}
+		return nil, invalid([]Problem{{Gate: GateSchema, Code: CodeDecode, Message: "document is larger than the 4 MiB limit"}})
 	}
 	var p Pack
 	probs, _ := wire.Decode(data, &p)
@@ -28,9 +28,9 @@ func Decode(data []byte) (*Pack, error) {
 			if q.Message == "is required" {
 				code = CodeRequired
 			}
-			out[i] = Problem{Gate: GateSchema, Code: code, Path: q.Path, Message: q.Message}
+			out[i] = Problem{Gate: GateSchema, Code: Code(code), Path: q.Path, Message: q.Message}
 		}
-		return nil, &ValidationError{Problems: out}
+		return nil, invalid(out)
 	}
 	return &p, nil
 }
@@ -39,13 +39,14 @@ func Decode(data []byte) (*Pack, error) {
 // canonical JSON of the pack document.
 func ContentHash(p *Pack) (string, error) { return canon.Digest(p) }
 
-// DecodeAndValidate decodes data and runs every gate on the result.
-func DecodeAndValidate(data []byte) (*Pack, error) {
+// DecodeAndValidate decodes data and runs every gate on the result, with
+// opts (nil: the defaults of ValidateOptions).
+func DecodeAndValidate(data []byte, opts *ValidateOptions) (*Pack, error) {
 	p, err := Decode(data)
 	if err != nil {
 		return nil, err
 	}
-	if err := Validate(p); err != nil {
+	if err := Validate(p, opts); err != nil {
 		return nil, err
 	}
 	return p, nil

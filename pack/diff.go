@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,17 +47,19 @@ type DiffResult struct {
 
 // Diff classifies the change from old to new: the class is the highest of
 // its changes. A new version that fails validation, or that changes the
-// pack id, is a reject.
-func Diff(old, new *Pack) DiffResult {
+// pack id, is a reject. new is validated with opts, which may be nil.
+func Diff(old, new *Pack, opts *ValidateOptions) DiffResult {
 	d := differ{}
 	if old.PackMeta.PackID != new.PackMeta.PackID {
 		d.add(ClassReject, "pack_meta.pack_id", "pack id changed from %s to %s; a new pack is not a new version", old.PackMeta.PackID, new.PackMeta.PackID)
 	}
-	if err := Validate(new); err != nil {
+	if err := Validate(new, opts); err != nil {
 		if ve, ok := err.(*ValidationError); ok {
 			for _, p := range ve.Problems {
 				d.add(ClassReject, p.Path, "%s: %s", p.Code, p.Message)
 			}
+		} else {
+			d.add(ClassReject, "", "%v", err) // invalid options: nothing was validated
 		}
 	}
 	d.meta(old, new)
@@ -218,7 +221,7 @@ func minus(a, b []string) []string {
 func (d *differ) policy(old, new *Pack) {
 	oldRules, newRules := rulesByID(old), rulesByID(new)
 	oldPrio, newPrio := rulePriorities(old), rulePriorities(new)
-	for _, id := range sortedKeys(oldRules) {
+	for _, id := range sortedkeys.Of(oldRules) {
 		o := oldRules[id]
 		n, ok := newRules[id]
 		path := "policy_layer.rules." + id
@@ -242,7 +245,7 @@ func (d *differ) policy(old, new *Pack) {
 	for _, r := range oldRules {
 		boundDecisions[r.DecisionBinding] = true
 	}
-	for _, id := range sortedKeys(newRules) {
+	for _, id := range sortedkeys.Of(newRules) {
 		if _, ok := oldRules[id]; ok {
 			continue
 		}
@@ -259,7 +262,7 @@ func (d *differ) policy(old, new *Pack) {
 		}
 	}
 	ob, nb := bundlePriorities(old), bundlePriorities(new)
-	for _, id := range sortedKeys(ob) {
+	for _, id := range sortedkeys.Of(ob) {
 		if p, ok := nb[id]; ok && p != ob[id] {
 			d.add(ClassMajor, "policy_layer.policy_bundles."+id+".priority", "bundle %s's priority changed (evaluation order)", id)
 		}
@@ -277,7 +280,7 @@ func (d *differ) policy(old, new *Pack) {
 		}
 	}
 	oldGates, newGates := gatesByID(old), gatesByID(new)
-	for _, id := range sortedKeys(oldGates) {
+	for _, id := range sortedkeys.Of(oldGates) {
 		o := oldGates[id]
 		n, ok := newGates[id]
 		path := "policy_layer.approval_gates." + id
@@ -311,7 +314,7 @@ func (d *differ) policy(old, new *Pack) {
 			}
 		}
 	}
-	for _, id := range sortedKeys(newGates) {
+	for _, id := range sortedkeys.Of(newGates) {
 		if _, ok := oldGates[id]; !ok {
 			d.add(ClassMinor, "policy_layer.approval_gates."+id, "approval gate %s added", id)
 		}
@@ -441,7 +444,7 @@ func sameJSON(a, b json.RawMessage) bool {
 
 func (d *differ) tooling(old, new *Pack) {
 	oa, na := adaptersByID(old), adaptersByID(new)
-	for _, id := range sortedKeys(oa) {
+	for _, id := range sortedkeys.Of(oa) {
 		o := oa[id]
 		n, ok := na[id]
 		path := "tooling_layer.adapter_registry." + id
@@ -468,13 +471,13 @@ func (d *differ) tooling(old, new *Pack) {
 			d.add(ClassPatch, path+".description", "description changed")
 		}
 	}
-	for _, id := range sortedKeys(na) {
+	for _, id := range sortedkeys.Of(na) {
 		if _, ok := oa[id]; !ok {
 			d.add(ClassMinor, "tooling_layer.adapter_registry."+id, "adapter %s declared (exposed only through permissions)", id)
 		}
 	}
 	op, np := permsByID(old), permsByID(new)
-	for _, id := range sortedKeys(op) {
+	for _, id := range sortedkeys.Of(op) {
 		o := op[id]
 		n, ok := np[id]
 		path := "tooling_layer.permissions." + id
@@ -509,7 +512,7 @@ func (d *differ) tooling(old, new *Pack) {
 			d.add(ClassMajor, path+".approval_mode", "permission %s's approval mode changed", id)
 		}
 	}
-	for _, id := range sortedKeys(np) {
+	for _, id := range sortedkeys.Of(np) {
 		if _, ok := op[id]; ok {
 			continue
 		}
@@ -550,7 +553,7 @@ func (d *differ) decisions(old, new *Pack) {
 	for _, s := range new.DecisionLayer.DecisionSpecs {
 		ns[s.DecisionKey] = s
 	}
-	for _, k := range sortedKeys(os) {
+	for _, k := range sortedkeys.Of(os) {
 		o := os[k]
 		n, ok := ns[k]
 		path := "decision_layer.decision_specs." + k
@@ -578,7 +581,7 @@ func (d *differ) decisions(old, new *Pack) {
 			d.add(ClassPatch, path+".owner_role", "owner changed")
 		}
 	}
-	for _, k := range sortedKeys(ns) {
+	for _, k := range sortedkeys.Of(ns) {
 		if _, ok := os[k]; !ok {
 			d.add(ClassMajor, "decision_layer.decision_specs."+k, "decision %s added (expanded behaviour)", k)
 		}
@@ -624,7 +627,7 @@ func (d *differ) evaluation(old, new *Pack) {
 	for _, t := range new.EvaluationLayer.EvalTargets {
 		nt[t.Intent] = t
 	}
-	for _, in := range sortedKeys(ot) {
+	for _, in := range sortedkeys.Of(ot) {
 		n, ok := nt[in]
 		path := "evaluation_layer.eval_targets." + in
 		if !ok {
@@ -640,7 +643,7 @@ func (d *differ) evaluation(old, new *Pack) {
 			d.add(ClassMajor, path, "eval target for %s loosened or dropped a metric", in)
 		}
 	}
-	for _, in := range sortedKeys(nt) {
+	for _, in := range sortedkeys.Of(nt) {
 		if _, ok := ot[in]; !ok {
 			d.add(ClassMinor, "evaluation_layer.eval_targets."+in, "eval target for %s added", in)
 		}
@@ -652,7 +655,7 @@ func (d *differ) evaluation(old, new *Pack) {
 	for _, g := range new.EvaluationLayer.ReleaseGates {
 		ng[g.Metric] = g.MaxDelta
 	}
-	for _, m := range sortedKeys(og) {
+	for _, m := range sortedkeys.Of(og) {
 		n, ok := ng[m]
 		switch {
 		case !ok:
@@ -663,7 +666,7 @@ func (d *differ) evaluation(old, new *Pack) {
 			d.add(ClassMinor, "evaluation_layer.release_gates."+m, "release gate on %s tightened", m)
 		}
 	}
-	for _, m := range sortedKeys(ng) {
+	for _, m := range sortedkeys.Of(ng) {
 		if _, ok := og[m]; !ok {
 			d.add(ClassMinor, "evaluation_layer.release_gates."+m, "release gate on %s added", m)
 		}

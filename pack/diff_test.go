@@ -69,7 +69,7 @@ func TestDiffClasses(t *testing.T) {
 			old := canonical(t)
 			next := mutated(t, tc.mutate)
 			next.PackMeta.PackVersion = tc.version
-			got := pack.Diff(old, next)
+			got := pack.Diff(old, next, nil)
 			if got.Class != tc.class || got.VersionOK != tc.ok {
 				t.Errorf("Diff = %s (version ok %v: %s), want %s (ok %v)\n%+v", got.Class, got.VersionOK, got.Version, tc.class, tc.ok, got.Changes)
 			}
@@ -78,12 +78,12 @@ func TestDiffClasses(t *testing.T) {
 			}
 		})
 	}
-	same := pack.Diff(canonical(t), canonical(t))
+	same := pack.Diff(canonical(t), canonical(t), nil)
 	if same.Class != pack.ClassPatch || len(same.Changes) != 0 || same.VersionOK {
 		t.Errorf("identical packs: %+v", same)
 	}
 	other := mutated(t, func(p *pack.Pack) { p.PackMeta.PackID = "ctxpack.billing"; p.PackMeta.PackVersion = "2.0.0" })
-	if d := pack.Diff(canonical(t), other); d.Class != pack.ClassReject {
+	if d := pack.Diff(canonical(t), other, nil); d.Class != pack.ClassReject {
 		t.Errorf("different pack id: %s", d.Class)
 	}
 }
@@ -129,7 +129,7 @@ func TestDiffGuardTightening(t *testing.T) {
 				}
 			}, tc.next))
 			next.PackMeta.PackVersion = "1.1.0"
-			if got := pack.Diff(old, next); got.Class != pack.ClassMinor || !got.VersionOK {
+			if got := pack.Diff(old, next, nil); got.Class != pack.ClassMinor || !got.VersionOK {
 				t.Errorf("Diff = %s (version ok %v), want minor\n%+v", got.Class, got.VersionOK, got.Changes)
 			}
 		})

@@ -24,14 +24,17 @@ import (
 // directory. One process should write a directory at a time; reads are
 // safe from any number.
 type DirRegistry struct {
+	opts *ValidateOptions
 	root *os.Root
 	mu   sync.Mutex
 }
 
 var _ Registry = (*DirRegistry)(nil)
 
-// OpenDirRegistry opens (creating it if needed) a directory registry.
-func OpenDirRegistry(dir string) (*DirRegistry, error) {
+// OpenDirRegistry opens (creating it if needed) a directory registry that
+// validates the packs it stores with opts (nil: the defaults of
+// ValidateOptions).
+func OpenDirRegistry(dir string, opts *ValidateOptions) (*DirRegistry, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pack: open registry: %w", err)
 	}
@@ -39,7 +42,7 @@ func OpenDirRegistry(dir string) (*DirRegistry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack: open registry: %w", err)
 	}
-	return &DirRegistry{root: r}, nil
+	return &DirRegistry{opts: opts.clone(), root: r}, nil
 }
 
 // Close releases the directory.
@@ -73,7 +76,7 @@ func (d *DirRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	next, err := inspect(doc)
+	next, err := inspect(doc, d.opts)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -148,7 +151,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	}
 	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Document: doc}
 	// The stored document must still be what the state file describes.
-	check, err := inspect(doc)
+	check, err := inspect(doc, d.opts)
 	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
 		return Entry{}, fmt.Errorf("%w: %s on disk does not match its recorded content hash", ErrImmutable, ref)
 	}
@@ -166,7 +169,7 @@ func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason st
 	if err != nil {
 		return Entry{}, err
 	}
-	if e, err = transition(e, to, reason); err != nil {
+	if e, err = transition(e, to, reason, d.opts); err != nil {
 		return Entry{}, err
 	}
 	_, statePath, _ := files(ref)

@@ -6,6 +6,15 @@
 // states, a caching Resolver, environment overlays, and the version-class
 // Diff.
 //
+// The nouns of this package: a Pack is the document; a Ref names one
+// version of it; an Entry is a version stored in a Registry, with its
+// State in the publishing lifecycle; a Resolved pack is one the Resolver
+// fetched, verified, validated and checked for a Use (execute or replay);
+// a Problem is one validation failure, and a ValidationError lists them;
+// an Overlay constrains a pack for one environment, and AppliedOverlay
+// records which one a view applied; a Class is the version class Diff
+// assigns to a change.
+//
 // A runtime never executes governed work on a pack that is unpinned,
 // unsigned, tampered, revoked, incompatible or structurally unsafe: each of
 // those is refused with a sentinel error (ErrUnpinnedRef, ErrSignature,
@@ -17,14 +26,14 @@
 // security and evaluation (seed 003, "Validation gates") and reports every
 // problem with its gate, a stable code, the JSON path and a message. A
 // redaction rule that is neither built in (credit_card, pan, iban, email,
-// phone, ssn, secret) nor registered by the host (RegisterRedactionRules)
+// phone, ssn, secret) nor named by the host (ValidateOptions.RedactionRules)
 // is refused there (CodeUnknownRedactionRule), not when a run starts.
 //
 // A pack cannot be made to grant more than it says: among other things the
 // gates refuse a write capability whose approval gate can never activate
 // (its condition folds to a falsy constant), one endpoint reached through
 // adapters of different approval modes, an allow next to an explicit deny
-// of the same capability (a deny always wins; see EffectivePermissions),
+// of the same capability (a deny always wins),
 // arg_constraints the gateway does not enforce, and a pack without a
 // decision spec.
 //

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/contextos/contextos/internal/problem"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is.
@@ -53,52 +55,23 @@ func Gates() []string {
 
 // Problem is one validation failure: the gate that found it, a stable
 // code for the failure mode, the JSON path of the member at fault and a
-// message that never echoes secrets.
-type Problem struct {
-	Gate    string `json:"gate"`
-	Code    string `json:"code"`
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// message that never echoes secrets. It is the Problem of every validating
+// package (runcontext, decision, schemas).
+type Problem = problem.Problem
 
-func (p Problem) String() string {
-	path := p.Path
-	if path == "" {
-		path = "(document)"
-	}
-	return p.Gate + ": " + path + ": " + p.Message
-}
+// Code names a validation failure mode (the Code* constants).
+type Code = problem.Code
 
-// ValidationError lists every problem of a pack. It matches ErrInvalid.
-type ValidationError struct {
-	Problems []Problem
-}
+// ValidationError lists every problem of a pack. It matches ErrInvalid;
+// Has(code) and HasAt(code, path) look a problem up.
+// It is one type shared by runcontext, pack, decision and schemas, so
+// errors.As finds it whichever package refused; errors.Is(err, ErrInvalid)
+// tells this package's refusals from the others'.
+type ValidationError = problem.ValidationError
 
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	b.WriteString("pack: invalid:")
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteString(";")
-		}
-		b.WriteString(" ")
-		b.WriteString(p.String())
-	}
-	return b.String()
-}
-
-// Is matches ErrInvalid.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-// Has reports whether a problem with the code exists (at path, when path
-// is not empty).
-func (e *ValidationError) Has(code, path string) bool {
-	for _, p := range e.Problems {
-		if p.Code == code && (path == "" || p.Path == path) {
-			return true
-		}
-	}
-	return false
+// invalid returns the *ValidationError of probs, matching ErrInvalid.
+func invalid(probs []Problem) *ValidationError {
+	return problem.New(ErrInvalid, "pack: invalid", probs)
 }
 
 // StateError reports a pack refused because of its lifecycle state.
@@ -156,9 +129,5 @@ func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
 	return fmt.Errorf("%s %q is not one of %s", what, clip(string(b)), strings.Join(names, ", "))
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+// clip bounds a value quoted in a problem message (problem.Clip).
+func clip(s string) string { return problem.Clip(s) }

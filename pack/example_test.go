@@ -6,27 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
 // Validation runs every gate and names the gate, path and failure.
 func ExampleValidate() {
-	data, err := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
-	if err != nil {
-		log.Fatal(err)
-	}
+	data := fixture.SupportPack()
 	p, err := pack.Decode(data)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(pack.Validate(p))
+	fmt.Println(pack.Validate(p, nil))
 
 	p.ToolingLayer.Permissions[2].RequiresApprovalGate = "" // the refund tool loses its gate
 	var ve *pack.ValidationError
-	if errors.As(pack.Validate(p), &ve) {
+	if errors.As(pack.Validate(p, nil), &ve) {
 		for _, problem := range ve.Problems {
 			fmt.Println(problem)
 		}
@@ -40,19 +37,19 @@ func ExampleValidate() {
 // resolve with the issuer's key and the host's versions.
 func ExampleResolver() {
 	ctx := context.Background()
-	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	data := fixture.SupportPack()
 	p, err := pack.Decode(data)
 	if err != nil {
 		log.Fatal(err)
 	}
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // use a real key
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
-	signed, err := pack.Sign(p, kid, key)
+	signed, err := pack.Sign(p, kid, key, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	reg := pack.NewMemoryRegistry()
+	reg := pack.NewMemoryRegistry(nil)
 	entry, err := reg.Put(ctx, signed)
 	if err != nil {
 		log.Fatal(err)
@@ -86,12 +83,18 @@ func ExampleResolver() {
 
 // Diff classifies a change and checks the version bump.
 func ExampleDiff() {
-	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
-	old, _ := pack.Decode(data)
-	next, _ := pack.Decode(data)
+	data := fixture.SupportPack()
+	old, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	next, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
 	next.PackMeta.PackVersion = "1.0.1"
 	next.PolicyLayer.Guardrails.RedactionRules = append(next.PolicyLayer.Guardrails.RedactionRules, "iban")
-	d := pack.Diff(old, next)
+	d := pack.Diff(old, next, nil)
 	fmt.Println(d.Class, d.VersionOK)
 	fmt.Println(d.Version)
 	for _, c := range d.Changes {
@@ -105,12 +108,15 @@ func ExampleDiff() {
 
 // Overlays constrain a base pack per environment and never expand it.
 func ExampleApplyOverlay() {
-	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
-	base, _ := pack.Decode(data)
+	data := fixture.SupportPack()
+	base, err := pack.Decode(data)
+	if err != nil {
+		log.Fatal(err)
+	}
 	view, applied, err := pack.ApplyOverlay(base, &pack.Overlay{
 		OverlayID: "ov_staging", Base: "ctxpack.support@1.0.0", Environment: "staging",
 		EndpointRefs: map[string]string{"adp_orders": "internal://orders-staging"},
-	})
+	}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -119,7 +125,7 @@ func ExampleApplyOverlay() {
 	_, _, err = pack.ApplyOverlay(base, &pack.Overlay{
 		OverlayID: "ov_bad", Base: "ctxpack.support@1.0.0", Environment: "prod",
 		AdapterApprovalModes: map[string]pack.ApprovalMode{"adp_payments": runcontext.ReadOnly},
-	})
+	}, nil)
 	fmt.Println(err)
 	// Output:
 	// internal://orders-staging ov_staging

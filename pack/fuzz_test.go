@@ -46,7 +46,7 @@ func FuzzValidate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		err = pack.Validate(p)
+		err = pack.Validate(p, nil)
 		if err == nil {
 			return
 		}
@@ -54,8 +54,9 @@ func FuzzValidate(f *testing.F) {
 		if !ok || len(ve.Problems) == 0 {
 			t.Fatalf("Validate error is not a non-empty *ValidationError: %v", err)
 		}
+		gates := []string{pack.GateSchema, pack.GateReferential, pack.GatePolicy, pack.GateRisk, pack.GateTenancy, pack.GateSecurity, pack.GateEvaluation}
 		for _, q := range ve.Problems {
-			if !contains(pack.Gates(), q.Gate) || q.Code == "" {
+			if !contains(gates, q.Gate) || q.Code == "" {
 				t.Fatalf("problem without a known gate or code: %+v", q)
 			}
 		}
@@ -111,7 +112,7 @@ func FuzzGuardChange(f *testing.F) {
 		next := canonical(t)
 		next.PolicyLayer.ApprovalGates[0].When = rawJSON(newWhen)
 		next.PackMeta.PackVersion = "1.1.0"
-		res := pack.Diff(base, next)
+		res := pack.Diff(base, next, nil)
 		minor := false
 		for _, c := range res.Changes {
 			if c.Path == "policy_layer.approval_gates.GATE_FINANCE_APPROVAL.when" {
@@ -121,8 +122,8 @@ func FuzzGuardChange(f *testing.F) {
 		if !minor {
 			return
 		}
-		eo, err1 := policy.Prepare(base)
-		en, err2 := policy.Prepare(next)
+		eo, err1 := policy.Prepare(base, nil)
+		en, err2 := policy.Prepare(next, nil)
 		if err1 != nil || err2 != nil {
 			return
 		}

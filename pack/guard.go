@@ -39,16 +39,16 @@ type folded struct {
 }
 
 // knownValue is a known value, with its JsonLogic truthiness (the
-// evaluator's, Truthy: NaN, null, 0, "" and [] are falsy).
+// evaluator's, logic.Truthy: NaN, null, 0, "" and [] are falsy).
 func knownValue(v any) folded {
-	return folded{val: v, known: true, truth: truthOf(Truthy(v))}
+	return folded{val: v, known: true, truth: truthOf(logic.Truthy(v))}
 }
 
 // topTruth is the truthiness of a folded guard as the policy engine
-// judges a result (Truthy).
+// judges a result (logic.Truthy).
 func (f folded) topTruth() truth {
 	if f.known {
-		return truthOf(Truthy(f.val))
+		return truthOf(logic.Truthy(f.val))
 	}
 	return f.truth
 }
@@ -443,7 +443,7 @@ func compareGuards(old, new json.RawMessage) guardChange {
 
 // implies reports that whenever a is truthy, b is truthy, for every data
 // document the runtime evaluates: truthiness is the policy engine's
-// (Truthy of the engine's result), and var operands of comparisons are
+// (logic.Truthy of the engine's result), and var operands of comparisons are
 // numbers (the engine refuses anything else). false means "not shown".
 //
 // The engine's "and" is not JsonLogic's for numbers and null, and inside

@@ -154,18 +154,18 @@ func TestCompareGuardsBudget(t *testing.T) {
 }
 
 func TestTruthyNaN(t *testing.T) {
-	if Truthy(math.NaN()) {
+	if logic.Truthy(math.NaN()) {
 		t.Error("NaN is truthy; JsonLogic treats it as falsy")
 	}
-	if !Truthy(math.Inf(1)) || Truthy(0.0) || !Truthy(-1.0) {
-		t.Error("Truthy of numbers wrong")
+	if !logic.Truthy(math.Inf(1)) || logic.Truthy(0.0) || !logic.Truthy(-1.0) {
+		t.Error("logic.Truthy of numbers wrong")
 	}
 }
 
 // Soundness: on random expressions over two numeric variables and one of
 // any JSON type, whatever fold or implies claims holds when the
 // expressions are evaluated by the JsonLogic engine the policy engine uses
-// (Truthy of its result), on sample data. An evaluation error is the
+// (logic.Truthy of its result), on sample data. An evaluation error is the
 // engine failing closed, so it proves nothing either way.
 func TestGuardSoundness(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 3))
@@ -257,7 +257,7 @@ func TestGuardSoundness(t *testing.T) {
 		if err != nil {
 			return false, false
 		}
-		return Truthy(out), true
+		return logic.Truthy(out), true
 	}
 	each := func(f func(x, y float64, zv any)) {
 		for _, x := range points {

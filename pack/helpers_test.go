@@ -2,20 +2,15 @@ package pack_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 )
 
 func readFile(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixture.Read(t, name)
 }
 
 // canonical returns a fresh copy of the seed's full example pack.

@@ -9,7 +9,7 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-// Paths and expressions of the canonical support pack (testdata).
+// Paths and expressions of the canonical support pack (internal/fixture).
 const (
 	amount      = `{"var":"request.context.refund_amount"}`
 	gateWhen    = "policy_layer.approval_gates[0].when"
@@ -86,7 +86,7 @@ func TestHostilePacks(t *testing.T) {
 		pack      func(p *pack.Pack)    // Validate: the pack; Diff: the new version (applied after base)
 		overlay   func(o *pack.Overlay) // an overlay on the base
 		noOverlay bool                  // ApplyOverlay with a nil overlay
-		code      string                // Validate: the problem's code (path in path)
+		code      pack.Code             // Validate: the problem's code (path in path)
 		class     pack.Class            // Diff: the class
 		rule      string                // ApplyOverlay: the rule (path in path)
 		path      string
@@ -263,7 +263,7 @@ func TestHostilePacks(t *testing.T) {
 			base := canonical(t)
 			if tc.base != nil {
 				tc.base(base)
-				if err := pack.Validate(base); err != nil {
+				if err := pack.Validate(base, nil); err != nil {
 					t.Fatalf("the base of the case is invalid: %v", err)
 				}
 			}
@@ -274,7 +274,7 @@ func TestHostilePacks(t *testing.T) {
 					o = baseOverlay()
 					tc.overlay(o)
 				}
-				_, _, err := pack.ApplyOverlay(base, o)
+				_, _, err := pack.ApplyOverlay(base, o, nil)
 				var oe *pack.OverlayError
 				if !errors.As(err, &oe) || !errors.Is(err, pack.ErrOverlay) {
 					t.Fatalf("ApplyOverlay = %v, want an *OverlayError", err)
@@ -289,17 +289,17 @@ func TestHostilePacks(t *testing.T) {
 					}
 				}, tc.pack))
 				next.PackMeta.PackVersion = "1.1.0"
-				got := pack.Diff(base, next)
+				got := pack.Diff(base, next, nil)
 				if got.Class != tc.class || got.VersionOK {
 					t.Errorf("Diff = %s (version ok %v), want %s and a minor bump refused\n%+v", got.Class, got.VersionOK, tc.class, got.Changes)
 				}
 			default:
-				err := pack.Validate(mutated(t, tc.pack))
+				err := pack.Validate(mutated(t, tc.pack), nil)
 				var ve *pack.ValidationError
 				if !errors.As(err, &ve) || !errors.Is(err, pack.ErrInvalid) {
 					t.Fatalf("Validate = %v, want a *ValidationError", err)
 				}
-				if !ve.Has(tc.code, tc.path) {
+				if !ve.HasAt(tc.code, tc.path) {
 					t.Errorf("no %s problem at %s in\n%s", tc.code, tc.path, strings.ReplaceAll(err.Error(), "; ", "\n"))
 				}
 			}

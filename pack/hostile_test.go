@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"context"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/pack/packtest"
 )
 
 // Hostile packs: a redaction rule nobody knows is refused at validation
@@ -15,13 +17,11 @@ import (
 // are found by the scanner (gate security), which never echoes them.
 func TestHostilePackValidation(t *testing.T) {
 	const card = "4111111111111111"
-	if err := pack.RegisterRedactionRules("hostile_test_employee_id"); err != nil {
-		t.Fatal(err)
-	}
+	host := &pack.ValidateOptions{RedactionRules: []string{"hostile_test_employee_id"}}
 	for _, c := range []struct {
 		name   string
 		mutate func(p *pack.Pack)
-		code   string // the problem wanted, at path; "" for a pack that validates
+		code   pack.Code // the problem wanted, at path; "" for a pack that validates
 		path   string
 		leak   string // must not appear in the error
 	}{
@@ -66,7 +66,7 @@ func TestHostilePackValidation(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := mutated(t, c.mutate)
-			err := pack.Validate(p)
+			err := pack.Validate(p, host)
 			if c.code == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)
@@ -74,7 +74,7 @@ func TestHostilePackValidation(t *testing.T) {
 				return
 			}
 			var ve *pack.ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, pack.ErrInvalid) || !ve.Has(c.code, c.path) {
+			if !errors.As(err, &ve) || !errors.Is(err, pack.ErrInvalid) || !ve.HasAt(c.code, c.path) {
 				t.Fatalf("Validate = %v, want a %s problem at %s", err, c.code, c.path)
 			}
 			if c.leak != "" && strings.Contains(err.Error(), c.leak) {
@@ -89,7 +89,7 @@ func TestHostilePackValidation(t *testing.T) {
 func TestHostileRedactionRuleDocuments(t *testing.T) {
 	o := baseOverlay()
 	o.Guardrails = pack.Guardrails{RedactionRules: []string{"iban2"}}
-	if _, _, err := pack.ApplyOverlay(canonical(t), o); !errors.Is(err, pack.ErrOverlay) || !strings.Contains(err.Error(), `"iban2"`) {
+	if _, _, err := pack.ApplyOverlay(canonical(t), o, nil); !errors.Is(err, pack.ErrOverlay) || !strings.Contains(err.Error(), `"iban2"`) {
 		t.Errorf("ApplyOverlay with rule iban2 = %v", err)
 	}
 	var doc map[string]any
@@ -99,15 +99,91 @@ func TestHostileRedactionRuleDocuments(t *testing.T) {
 	g := doc["policy_layer"].(map[string]any)["guardrails"].(map[string]any)
 	g["redaction_rules"] = []any{"pan", "aadhaar"}
 	data, _ := json.Marshal(doc)
-	_, err := pack.DecodeAndValidate(data)
+	_, err := pack.DecodeAndValidate(data, nil)
 	var ve *pack.ValidationError
-	if !errors.As(err, &ve) || !ve.Has(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[1]") || !strings.Contains(err.Error(), `"aadhaar"`) {
+	if !errors.As(err, &ve) || !ve.HasAt(pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[1]") || !strings.Contains(err.Error(), `"aadhaar"`) {
 		t.Errorf("DecodeAndValidate = %v", err)
 	}
-	if err := pack.RegisterRedactionRules("has space"); !errors.Is(err, pack.ErrRedactionRuleName) {
-		t.Errorf(`RegisterRedactionRules("has space") = %v`, err)
+}
+
+// The host's redaction rule names are known only where they are passed:
+// validation with them accepts a pack naming one, validation without them
+// (or with other names) refuses it, and an invalid name is refused with
+// ErrRedactionRuleName before anything is validated.
+func TestValidateOptionsRedactionRules(t *testing.T) {
+	t.Parallel()
+	const rule = "employee_id"
+	p := mutated(t, func(p *pack.Pack) {
+		p.PolicyLayer.Guardrails.RedactionRules = []string{"pan", rule}
+	})
+	const at = "policy_layer.guardrails.redaction_rules[1]"
+	for _, c := range []struct {
+		name string
+		opts *pack.ValidateOptions
+		code string // the problem wanted at path; "" for none
+		bad  bool   // ErrRedactionRuleName wanted
+	}{
+		{"nil options: built-ins only", nil, pack.CodeUnknownRedactionRule, false},
+		{"zero options: built-ins only", &pack.ValidateOptions{}, pack.CodeUnknownRedactionRule, false},
+		{"other host names", &pack.ValidateOptions{RedactionRules: []string{"employee_no"}}, pack.CodeUnknownRedactionRule, false},
+		{"the host name", &pack.ValidateOptions{RedactionRules: []string{"employee_no", rule}}, "", false},
+		{"name with a space", &pack.ValidateOptions{RedactionRules: []string{rule, "has space"}}, "", true},
+		{"empty name", &pack.ValidateOptions{RedactionRules: []string{""}}, "", true},
+		{"name too long", &pack.ValidateOptions{RedactionRules: []string{strings.Repeat("x", 65)}}, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := pack.Validate(p, c.opts)
+			switch {
+			case c.bad:
+				if !errors.Is(err, pack.ErrRedactionRuleName) || errors.Is(err, pack.ErrInvalid) {
+					t.Errorf("Validate = %v, want ErrRedactionRuleName", err)
+				}
+			case c.code == "":
+				if err != nil {
+					t.Errorf("Validate = %v, want nil", err)
+				}
+			default:
+				var ve *pack.ValidationError
+				if !errors.As(err, &ve) || !ve.HasAt(pack.Code(c.code), at) {
+					t.Errorf("Validate = %v, want a %s problem at %s", err, c.code, at)
+				}
+			}
+		})
 	}
-	if err := pack.RegisterRedactionRules(""); !errors.Is(err, pack.ErrRedactionRuleName) {
-		t.Errorf(`RegisterRedactionRules("") = %v`, err)
+	// Per instance: a registry given the name stores the signed pack, one
+	// without it refuses it, whatever was given to the other.
+	host := &pack.ValidateOptions{RedactionRules: []string{rule}}
+	s := packtest.NewSigner(9)
+	signed, err := pack.Sign(p, s.Kid, s.Key, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := pack.NewMemoryRegistry(host).Put(ctx, signed); err != nil {
+		t.Errorf("Put with the host's names = %v", err)
+	}
+	if _, err := pack.NewMemoryRegistry(nil).Put(ctx, signed); !errors.Is(err, pack.ErrInvalid) {
+		t.Errorf("Put without the host's names = %v, want ErrInvalid", err)
+	}
+	if _, err := pack.Verify(ctx, signed, keysFor(s), nil); !errors.Is(err, pack.ErrInvalid) {
+		t.Errorf("Verify without the host's names = %v, want ErrInvalid", err)
+	}
+	if _, err := pack.Verify(ctx, signed, keysFor(s), host); err != nil {
+		t.Errorf("Verify with the host's names = %v", err)
+	}
+	// Bad options are the host's fault, reported as such before any work.
+	bad := &pack.ValidateOptions{RedactionRules: []string{"has space"}}
+	if err := bad.Check(); !errors.Is(err, pack.ErrRedactionRuleName) {
+		t.Errorf("Check = %v, want ErrRedactionRuleName", err)
+	}
+	if err := host.Check(); err != nil {
+		t.Errorf("Check of valid options = %v", err)
+	}
+	if _, err := pack.Verify(ctx, signed, keysFor(s), bad); !errors.Is(err, pack.ErrRedactionRuleName) || errors.Is(err, pack.ErrSignature) {
+		t.Errorf("Verify with bad options = %v, want ErrRedactionRuleName and not ErrSignature", err)
+	}
+	if _, err := pack.NewMemoryRegistry(bad).Put(ctx, signed); !errors.Is(err, pack.ErrRedactionRuleName) || errors.Is(err, pack.ErrSignature) {
+		t.Errorf("Put with bad options = %v, want ErrRedactionRuleName and not ErrSignature", err)
 	}
 }

@@ -32,7 +32,7 @@ func GenerateKey(r io.Reader) (private, public KeyFile, err error) {
 	}
 	kid := KeyID(pub)
 	enc := base64.RawURLEncoding.EncodeToString
-	public = KeyFile{Kid: kid, Alg: SigAlg, PublicKey: enc(pub)}
+	public = KeyFile{Kid: kid, Alg: sigAlg, PublicKey: enc(pub)}
 	private = public
 	private.PrivateKey = enc(priv.Seed())
 	return private, public, nil
@@ -46,8 +46,8 @@ func ParseKeyFile(data []byte) (kid string, pub ed25519.PublicKey, priv ed25519.
 	if err := json.Unmarshal(data, &kf); err != nil {
 		return "", nil, nil, fmt.Errorf("pack: key file is not JSON")
 	}
-	if kf.Alg != SigAlg {
-		return "", nil, nil, fmt.Errorf("pack: key file algorithm %q is not %s", clip(kf.Alg), SigAlg)
+	if kf.Alg != sigAlg {
+		return "", nil, nil, fmt.Errorf("pack: key file algorithm %q is not %s", clip(kf.Alg), sigAlg)
 	}
 	pb, err := base64.RawURLEncoding.DecodeString(kf.PublicKey)
 	if err != nil || len(pb) != ed25519.PublicKeySize {

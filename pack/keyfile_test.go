@@ -28,11 +28,11 @@ func TestKeyFiles(t *testing.T) {
 		t.Errorf("ParseKeyFile(priv) = %v", err)
 	}
 	// The signed pack verifies with the public key file's key.
-	signed, err := pack.Sign(canonical(t), kid, sk)
+	signed, err := pack.Sign(canonical(t), kid, sk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pack.Verify(ctx, signed, keysFor()); err == nil {
+	if _, err := pack.Verify(ctx, signed, keysFor(), nil); err == nil {
 		t.Error("verified without the key")
 	}
 	bad := []string{`{`, `{"alg":"RSA"}`, `{"alg":"Ed25519","public_key":"xx"}`,

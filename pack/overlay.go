@@ -3,6 +3,7 @@ package pack
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"slices"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -81,59 +82,95 @@ func DecodeOverlay(data []byte) (*Overlay, error) {
 		for i, q := range probs {
 			out[i] = Problem{Gate: GateSchema, Code: CodeDecode, Path: q.Path, Message: q.Message}
 		}
-		return nil, &ValidationError{Problems: out}
+		return nil, invalid(out)
 	}
 	return &o, nil
 }
 
 // ApplyOverlay returns the resolved view of base with o applied, and the
 // record of what was applied. base is not modified. The view must pass
-// every validation gate.
-func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
+// every validation gate, validated with opts (which may be nil).
+//
+// An overlay is refused before anything is applied when it is for another
+// pack or carries a secret; then each layer it touches is applied in turn
+// (tooling, policy, environment defaults, evaluation, decisions,
+// ontology), and the first rule it breaks refuses it.
+func ApplyOverlay(base *Pack, o *Overlay, opts *ValidateOptions) (*Pack, AppliedOverlay, error) {
 	if base == nil || o == nil {
 		return nil, AppliedOverlay{}, &OverlayError{Rule: OverlayBase, Message: "base pack and overlay are required"}
-	}
-	fail := func(rule, path, format string, args ...any) (*Pack, AppliedOverlay, error) {
-		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)}
 	}
 	ref, err := base.Ref()
 	if err != nil {
 		return nil, AppliedOverlay{}, err
 	}
 	if o.Base != ref.String() {
-		return fail(OverlayBase, "base", "overlay is for %s, not %s", clip(o.Base), ref)
+		return nil, AppliedOverlay{}, refuse(OverlayBase, "base", "overlay is for %s, not %s", clip(o.Base), ref).of(o)
 	}
 	hash, err := canon.Digest(o)
 	if err != nil {
 		return nil, AppliedOverlay{}, err
 	}
 	// Secrets first: an overlay is never applied if it carries one.
-	for _, f := range ScanSecrets(o) {
-		return fail(OverlaySecret, f.Path, "%s", f.What)
+	for _, f := range scanSecrets(o) {
+		return nil, AppliedOverlay{}, refuse(OverlaySecret, f.Path, "%s", f.What).of(o)
 	}
 	view, err := clonePack(base)
 	if err != nil {
 		return nil, AppliedOverlay{}, err
 	}
+	for _, layer := range []func(*Pack, *Overlay) *OverlayError{
+		overlayTooling, overlayPolicy, overlayEnvironment, overlayEvaluation, overlayDecisions, overlayOntology,
+	} {
+		if oe := layer(view, o); oe != nil {
+			return nil, AppliedOverlay{}, oe.of(o)
+		}
+	}
+	if err := Validate(view, opts); err != nil {
+		path := ""
+		if ve, ok := err.(*ValidationError); ok && len(ve.Problems) > 0 {
+			path = ve.Problems[0].Path
+		}
+		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: OverlayInvalidAfter, Path: path, Message: "the resolved view fails validation: " + err.Error(), Err: err}
+	}
+	return view, AppliedOverlay{OverlayID: o.OverlayID, Environment: o.Environment, Hash: hash}, nil
+}
+
+// refuse returns the *OverlayError of a broken overlay rule; ApplyOverlay
+// names the overlay (of).
+func refuse(rule, path, format string, args ...any) *OverlayError {
+	return &OverlayError{Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// of names the overlay e refuses.
+func (e *OverlayError) of(o *Overlay) *OverlayError {
+	e.OverlayID = o.OverlayID
+	return e
+}
+
+// overlayTooling applies the tooling layer: endpoint swaps, raised adapter
+// approval modes and tightened permissions. An overlay cannot add an
+// adapter or a permission, re-point or allow a denied permission, lower a
+// mode, drop a gate or loosen an argument constraint.
+func overlayTooling(view *Pack, o *Overlay) *OverlayError {
 	adapters := map[string]*Adapter{}
 	for i := range view.ToolingLayer.AdapterRegistry {
 		adapters[view.ToolingLayer.AdapterRegistry[i].AdapterID] = &view.ToolingLayer.AdapterRegistry[i]
 	}
-	for _, id := range sortedKeys(o.EndpointRefs) {
+	for _, id := range sortedkeys.Of(o.EndpointRefs) {
 		a := adapters[id]
 		if a == nil {
-			return fail(OverlayGrant, "endpoint_refs."+id, "adapter %s is not in the base pack; an overlay cannot add adapters", id)
+			return refuse(OverlayGrant, "endpoint_refs."+id, "adapter %s is not in the base pack; an overlay cannot add adapters", id)
 		}
 		a.EndpointRef = o.EndpointRefs[id]
 	}
-	for _, id := range sortedKeys(o.AdapterApprovalModes) {
+	for _, id := range sortedkeys.Of(o.AdapterApprovalModes) {
 		a := adapters[id]
 		if a == nil {
-			return fail(OverlayGrant, "adapter_approval_modes."+id, "adapter %s is not in the base pack", id)
+			return refuse(OverlayGrant, "adapter_approval_modes."+id, "adapter %s is not in the base pack", id)
 		}
 		m := o.AdapterApprovalModes[id]
 		if !m.Valid() || m.Compare(a.ApprovalMode) < 0 {
-			return fail(OverlayLowerMode, "adapter_approval_modes."+id, "cannot lower adapter %s's approval mode from %s to %s", id, a.ApprovalMode, m)
+			return refuse(OverlayLowerMode, "adapter_approval_modes."+id, "cannot lower adapter %s's approval mode from %s to %s", id, a.ApprovalMode, m)
 		}
 		a.ApprovalMode = m
 	}
@@ -141,42 +178,49 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 		path := idx("permissions", i)
 		j := slices.IndexFunc(view.ToolingLayer.Permissions, func(b Permission) bool { return b.PermissionID == q.PermissionID })
 		if j < 0 {
-			return fail(OverlayGrant, path, "permission %s is not in the base pack; an overlay cannot grant permissions", q.PermissionID)
+			return refuse(OverlayGrant, path, "permission %s is not in the base pack; an overlay cannot grant permissions", q.PermissionID)
 		}
 		b := view.ToolingLayer.Permissions[j]
 		if q.AdapterID != b.AdapterID || q.Capability != b.Capability {
-			return fail(OverlayGrant, path, "permission %s exposes %s in the base pack; an overlay cannot point it at %s", q.PermissionID, b.CapabilityID(), q.CapabilityID())
+			return refuse(OverlayGrant, path, "permission %s exposes %s in the base pack; an overlay cannot point it at %s", q.PermissionID, b.CapabilityID(), q.CapabilityID())
 		}
 		if q.Allow && !b.Allow {
-			return fail(OverlayGrant, path+".allow", "permission %s is denied in the base pack", q.PermissionID)
+			return refuse(OverlayGrant, path+".allow", "permission %s is denied in the base pack", q.PermissionID)
 		}
 		if b.RequiresApprovalGate != "" && q.RequiresApprovalGate != b.RequiresApprovalGate {
-			return fail(OverlayLoosen, path+".requires_approval_gate", "permission %s keeps its approval gate %s", q.PermissionID, b.RequiresApprovalGate)
+			return refuse(OverlayLoosen, path+".requires_approval_gate", "permission %s keeps its approval gate %s", q.PermissionID, b.RequiresApprovalGate)
 		}
 		if b.ApprovalMode != "" && (q.ApprovalMode == "" || q.ApprovalMode.Compare(b.ApprovalMode) < 0) {
-			return fail(OverlayLowerMode, path+".approval_mode", "permission %s cannot lower its approval mode below %s", q.PermissionID, b.ApprovalMode)
+			return refuse(OverlayLowerMode, path+".approval_mode", "permission %s cannot lower its approval mode below %s", q.PermissionID, b.ApprovalMode)
 		}
 		if msg := loosened(b.ArgConstraints, q.ArgConstraints); msg != "" {
-			return fail(OverlayLoosen, path+".arg_constraints", "permission %s: %s", q.PermissionID, msg)
+			return refuse(OverlayLoosen, path+".arg_constraints", "permission %s: %s", q.PermissionID, msg)
 		}
 		view.ToolingLayer.Permissions[j] = q
 	}
+	return nil
+}
+
+// overlayPolicy applies the policy layer: added bundles of rules that only
+// constrain intents the pack already serves, added guardrail labels and
+// redaction rules, and added approval gates (never a redefined one).
+func overlayPolicy(view *Pack, o *Overlay) *OverlayError {
 	served := ServedIntents(view)
 	for i, b := range o.PolicyBundles {
 		for ri, r := range b.PolicyDSL.Rules {
 			rp := idx(idx("policy_bundles", i)+".policy_dsl.rules", ri)
 			for _, in := range appliesValues(r.AppliesTo["intent"]) {
 				if !slices.Contains(served, in) {
-					return fail(OverlayNewIntent, rp+".applies_to.intent", "intent %s is not served by the base pack; an overlay cannot add intents", clip(in))
+					return refuse(OverlayNewIntent, rp+".applies_to.intent", "intent %s is not served by the base pack; an overlay cannot add intents", clip(in))
 				}
 			}
 			if !restrictive(r.Then) || r.Else != nil && !restrictive(r.Else) {
-				return fail(OverlayExpand, rp, "an added rule must only constrain: each branch denies, requires a gate or evidence, or raises a guardrail")
+				return refuse(OverlayExpand, rp, "an added rule must only constrain: each branch denies, requires a gate or evidence, or raises a guardrail")
 			}
 			for _, e := range []*Effect{r.Then, r.Else} {
 				if e != nil && e.ApprovalMode != "" {
 					if s := specOf(view, r.DecisionBinding); s == nil || e.ApprovalMode.Compare(s.ApprovalMode) < 0 {
-						return fail(OverlayLowerMode, idx(idx("policy_bundles", i)+".policy_dsl.rules", ri), "an added rule cannot set an approval mode below its decision's")
+						return refuse(OverlayLowerMode, rp, "an added rule cannot set an approval mode below its decision's")
 					}
 				}
 			}
@@ -189,74 +233,96 @@ func ApplyOverlay(base *Pack, o *Overlay) (*Pack, AppliedOverlay, error) {
 	g.RedactionRules = union(g.RedactionRules, o.Guardrails.RedactionRules)
 	for i, g := range o.ApprovalGates {
 		if slices.ContainsFunc(view.PolicyLayer.ApprovalGates, func(b ApprovalGate) bool { return b.GateID == g.GateID }) {
-			return fail(OverlayRedefineGate, idx("approval_gates", i)+".gate_id", "approval gate %s is already defined; an overlay cannot redefine a gate", clip(g.GateID))
+			return refuse(OverlayRedefineGate, idx("approval_gates", i)+".gate_id", "approval gate %s is already defined; an overlay cannot redefine a gate", clip(g.GateID))
 		}
 		view.PolicyLayer.ApprovalGates = append(view.PolicyLayer.ApprovalGates, g)
 	}
-	if d := o.EnvironmentDefaults; d != nil {
-		ed := &view.PackMeta.EnvironmentDefaults
-		for _, f := range []struct {
-			dst *string
-			v   string
-		}{{&ed.Language, d.Language}, {&ed.Locale, d.Locale}, {&ed.Timezone, d.Timezone}, {&ed.Currency, d.Currency}, {&ed.Region, d.Region}} {
-			if f.v != "" {
-				*f.dst = f.v
-			}
+	return nil
+}
+
+// overlayEnvironment applies the environment defaults of the pack meta:
+// each one the overlay sets replaces the base's. It refuses nothing.
+func overlayEnvironment(view *Pack, o *Overlay) *OverlayError {
+	d := o.EnvironmentDefaults
+	if d == nil {
+		return nil
+	}
+	ed := &view.PackMeta.EnvironmentDefaults
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&ed.Language, d.Language}, {&ed.Locale, d.Locale}, {&ed.Timezone, d.Timezone}, {&ed.Currency, d.Currency}, {&ed.Region, d.Region}} {
+		if f.v != "" {
+			*f.dst = f.v
 		}
 	}
+	return nil
+}
+
+// overlayEvaluation applies the evaluation layer: eval targets of intents
+// the base has, only tightened (tighten).
+func overlayEvaluation(view *Pack, o *Overlay) *OverlayError {
 	for i, t := range o.EvalTargets {
 		j := slices.IndexFunc(view.EvaluationLayer.EvalTargets, func(b EvalTarget) bool { return b.Intent == t.Intent })
 		if j < 0 {
-			return fail(OverlayNewIntent, idx("eval_targets", i)+".intent", "intent %s has no eval target in the base pack; an overlay cannot add intents", clip(t.Intent))
+			return refuse(OverlayNewIntent, idx("eval_targets", i)+".intent", "intent %s has no eval target in the base pack; an overlay cannot add intents", clip(t.Intent))
 		}
 		merged, msg := tighten(view.EvaluationLayer.EvalTargets[j], t)
 		if msg != "" {
-			return fail(OverlayLoosen, idx("eval_targets", i), "%s", msg)
+			return refuse(OverlayLoosen, idx("eval_targets", i), "%s", msg)
 		}
 		view.EvaluationLayer.EvalTargets[j] = merged
 	}
+	return nil
+}
+
+// overlayDecisions applies the decision layer: a restated decision spec
+// keeps its outcomes, contract and required evidence, and may only raise
+// its approval mode or add evidence.
+func overlayDecisions(view *Pack, o *Overlay) *OverlayError {
 	for i, s := range o.DecisionSpecs {
 		path := idx("decision_specs", i)
 		j := slices.IndexFunc(view.DecisionLayer.DecisionSpecs, func(b DecisionSpec) bool { return b.DecisionKey == s.DecisionKey })
 		if j < 0 {
-			return fail(OverlayGrant, path, "decision %s is not in the base pack", s.DecisionKey)
+			return refuse(OverlayGrant, path, "decision %s is not in the base pack", s.DecisionKey)
 		}
 		b := view.DecisionLayer.DecisionSpecs[j]
 		if !sameSet(b.AllowedOutcomes, s.AllowedOutcomes) || !sameSet(b.RefusalOutcomes, s.RefusalOutcomes) || !sameSet(b.EscalationOutcomes, s.EscalationOutcomes) {
-			return fail(OverlayOutcomes, path+".allowed_outcomes", "decision %s's outcomes cannot change in an overlay", s.DecisionKey)
+			return refuse(OverlayOutcomes, path+".allowed_outcomes", "decision %s's outcomes cannot change in an overlay", s.DecisionKey)
 		}
 		if !s.ApprovalMode.Valid() || s.ApprovalMode.Compare(b.ApprovalMode) < 0 {
-			return fail(OverlayLowerMode, path+".approval_mode", "decision %s cannot lower its approval mode below %s", s.DecisionKey, b.ApprovalMode)
+			return refuse(OverlayLowerMode, path+".approval_mode", "decision %s cannot lower its approval mode below %s", s.DecisionKey, b.ApprovalMode)
 		}
 		for _, e := range b.RequiredEvidence {
 			if !slices.Contains(s.RequiredEvidence, e) {
-				return fail(OverlayLoosen, path+".required_evidence", "decision %s cannot drop required evidence %s", s.DecisionKey, e)
+				return refuse(OverlayLoosen, path+".required_evidence", "decision %s cannot drop required evidence %s", s.DecisionKey, e)
 			}
 		}
 		if s.Version != b.Version || s.DecisionRight != b.DecisionRight || s.InputsSchemaRef != b.InputsSchemaRef || s.OutputsSchemaRef != b.OutputsSchemaRef || s.OwnerRole != b.OwnerRole {
-			return fail(OverlayContract, path, "decision %s's contract (version, decision right, schema refs, owner) cannot change in an overlay", s.DecisionKey)
+			return refuse(OverlayContract, path, "decision %s's contract (version, decision right, schema refs, owner) cannot change in an overlay", s.DecisionKey)
 		}
 		view.DecisionLayer.DecisionSpecs[j] = s
 	}
-	if on := o.Ontology; on != nil {
-		b := view.IntelligenceRefs.Ontology
-		if on.Namespace != b.Namespace {
-			ov, err1 := semverOf(on.Version)
-			bv, err2 := semverOf(b.Version)
-			if err1 != nil || err2 != nil || ov.Major() <= bv.Major() {
-				return fail(OverlayOntology, "ontology.namespace", "swapping ontology namespace %s for %s needs a major version bump", b.Namespace, clip(on.Namespace))
-			}
-		}
-		view.IntelligenceRefs.Ontology = *on
+	return nil
+}
+
+// overlayOntology applies the ontology of the intelligence refs: a
+// restated ontology may swap its namespace only with a major version bump.
+func overlayOntology(view *Pack, o *Overlay) *OverlayError {
+	on := o.Ontology
+	if on == nil {
+		return nil
 	}
-	if err := Validate(view); err != nil {
-		path := ""
-		if ve, ok := err.(*ValidationError); ok && len(ve.Problems) > 0 {
-			path = ve.Problems[0].Path
+	b := view.IntelligenceRefs.Ontology
+	if on.Namespace != b.Namespace {
+		ov, err1 := semverOf(on.Version)
+		bv, err2 := semverOf(b.Version)
+		if err1 != nil || err2 != nil || ov.Major() <= bv.Major() {
+			return refuse(OverlayOntology, "ontology.namespace", "swapping ontology namespace %s for %s needs a major version bump", b.Namespace, clip(on.Namespace))
 		}
-		return nil, AppliedOverlay{}, &OverlayError{OverlayID: o.OverlayID, Rule: OverlayInvalidAfter, Path: path, Message: "the resolved view fails validation: " + err.Error(), Err: err}
 	}
-	return view, AppliedOverlay{OverlayID: o.OverlayID, Environment: o.Environment, Hash: hash}, nil
+	view.IntelligenceRefs.Ontology = *on
+	return nil
 }
 
 func specOf(p *Pack, key string) *DecisionSpec {

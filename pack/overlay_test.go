@@ -29,7 +29,7 @@ func TestApplyOverlayAllowed(t *testing.T) {
 	o.Permissions = []pack.Permission{{PermissionID: "p_orders_lookup", AdapterID: "adp_orders", Capability: "lookup", Allow: true,
 		ArgConstraints: map[string]map[string]any{"idempotency_key": {"required": true}}}}
 	base := canonical(t)
-	view, applied, err := pack.ApplyOverlay(base, o)
+	view, applied, err := pack.ApplyOverlay(base, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestApplyOverlayAllowed(t *testing.T) {
 		t.Error("ApplyOverlay modified the base pack")
 	}
 	// Same overlay, same hash.
-	_, again, _ := pack.ApplyOverlay(canonical(t), o)
+	_, again, _ := pack.ApplyOverlay(canonical(t), o, nil)
 	if again.Hash != applied.Hash {
 		t.Error("overlay hash not deterministic")
 	}
@@ -112,7 +112,7 @@ func TestApplyOverlayRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := baseOverlay()
 			tc.mutate(o)
-			_, _, err := pack.ApplyOverlay(canonical(t), o)
+			_, _, err := pack.ApplyOverlay(canonical(t), o, nil)
 			var oe *pack.OverlayError
 			if !errors.As(err, &oe) || !errors.Is(err, pack.ErrOverlay) || oe.Rule != tc.rule {
 				t.Errorf("ApplyOverlay = %v, want OverlayError %s", err, tc.rule)
@@ -125,7 +125,7 @@ func TestApplyOverlayRefused(t *testing.T) {
 	// The ontology namespace may change with a major version bump.
 	o := baseOverlay()
 	o.Ontology = &pack.Ontology{Namespace: "ont.support2", Version: "2.0.0"}
-	if _, _, err := pack.ApplyOverlay(canonical(t), o); err != nil {
+	if _, _, err := pack.ApplyOverlay(canonical(t), o, nil); err != nil {
 		t.Errorf("namespace swap with version bump: %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestDecodeOverlay(t *testing.T) {
 func TestOverlayCannotRemoveGuardrails(t *testing.T) {
 	o := baseOverlay()
 	o.Guardrails = pack.Guardrails{RedactionRules: []string{"pan"}}
-	view, _, err := pack.ApplyOverlay(canonical(t), o)
+	view, _, err := pack.ApplyOverlay(canonical(t), o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,34 +6,6 @@ import (
 	"strings"
 )
 
-// EffectivePermissions resolves the permission that governs each
-// capability ("adapter_id.capability") of p: a capability is exposed only
-// by a permission that allows it, and an explicit deny (a permission with
-// allow false naming the capability, or "*" on its adapter) wins over any
-// allow, wherever the two appear. When several permissions allow the same
-// capability (Validate refuses that), the first governs. The result holds
-// only the exposed capabilities.
-func EffectivePermissions(p *Pack) map[string]Permission {
-	perms := p.ToolingLayer.Permissions
-	denied := make(map[string]bool)
-	for _, q := range perms {
-		if !q.Allow {
-			denied[q.CapabilityID()] = true
-		}
-	}
-	out := make(map[string]Permission, len(perms))
-	for _, q := range perms {
-		id := q.CapabilityID()
-		if !q.Allow || denied[id] || denied[q.AdapterID+".*"] {
-			continue
-		}
-		if _, seen := out[id]; !seen {
-			out[id] = q
-		}
-	}
-	return out
-}
-
 // sharedEndpoints refuses one endpoint reached through adapters of
 // different approval modes: a read-only alias of a write endpoint would
 // reach it with no gate and no idempotency key.

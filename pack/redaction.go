@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -13,95 +12,91 @@ import (
 )
 
 // CodeUnknownRedactionRule is the problem code of a redaction rule that is
-// neither built in nor registered by the host.
+// neither built in nor named in ValidateOptions.RedactionRules.
 const CodeUnknownRedactionRule = "unknown_redaction_rule"
 
-// ErrRedactionRuleName reports a name RegisterRedactionRules refuses.
+// ErrRedactionRuleName reports a name in ValidateOptions.RedactionRules
+// that is not a valid rule name; nothing is validated then.
 var ErrRedactionRuleName = errors.New("pack: invalid redaction rule name")
 
-// registered holds the host's redaction rule names (see
-// RegisterRedactionRules).
-var registered struct {
-	mu    sync.RWMutex
-	names map[string]bool
+// ValidateOptions tunes validation (Validate, and every function or type
+// that validates: DecodeAndValidate, Sign, Verify, ApplyOverlay, Diff, the
+// registries and the Resolver). A nil *ValidateOptions is the zero value:
+// only the built-in redaction rules are known.
+type ValidateOptions struct {
+	// RedactionRules are the names of the redaction rules the host
+	// provides beyond the built-in ones (credit_card, email, iban, pan,
+	// phone, secret, ssn): gateway.Options.Redactors, the CLI's
+	// --redactors. A pack may name them in
+	// policy_layer.guardrails.redaction_rules; validation refuses any other
+	// name (CodeUnknownRedactionRule), so a misspelt rule fails when the
+	// pack is validated, not when it runs. Each name must be non-empty, at
+	// most 64 bytes of printable UTF-8 without spaces; otherwise validation
+	// fails with an error matching ErrRedactionRuleName.
+	RedactionRules []string
 }
 
-// RegisterRedactionRules makes redaction rule names that the host provides
-// beyond the built-in ones (gateway.Options.Redactors, the CLI's
-// --redactors) known to pack validation, so that packs naming them
-// validate. Validation refuses a pack naming any other rule
-// (CodeUnknownRedactionRule), so a misspelt rule fails when the pack is
-// validated, not when it runs.
-//
-// Registration is process-wide and additive: Validate, Sign, Verify and
-// the registries validate without options, and a pack is validated before
-// any runtime exists, so the names must be registered before packs using
-// them are validated or stored. contextos.New registers its gateway's
-// rule names. The gateway still refuses, when a run starts, a rule that its
-// own rules lack. A name must be non-empty, at most 64 bytes of printable
-// UTF-8 without spaces; otherwise nothing is registered and the error
-// matches ErrRedactionRuleName.
-func RegisterRedactionRules(names ...string) error {
-	for _, n := range names {
-		if err := checkRuleName(n); err != nil {
-			return err
+// clone returns a copy of o that later changes by the caller do not
+// affect.
+func (o *ValidateOptions) clone() *ValidateOptions {
+	if o == nil {
+		return nil
+	}
+	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules)}
+}
+
+// Check reports an invalid option: a redaction rule name that is empty,
+// longer than 64 bytes, or not printable UTF-8 without spaces (the error
+// matches ErrRedactionRuleName). Everything that validates checks its
+// options first; a host calls Check to refuse bad options at
+// construction. A nil *ValidateOptions is valid.
+func (o *ValidateOptions) Check() error {
+	if o == nil {
+		return nil
+	}
+	for _, n := range o.RedactionRules {
+		ok := n != "" && len(n) <= 64 && utf8.ValidString(n)
+		for _, r := range n {
+			ok = ok && unicode.IsPrint(r) && !unicode.IsSpace(r)
 		}
-	}
-	registered.mu.Lock()
-	defer registered.mu.Unlock()
-	if registered.names == nil {
-		registered.names = map[string]bool{}
-	}
-	for _, n := range names {
-		registered.names[n] = true
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrRedactionRuleName, clip(n))
+		}
 	}
 	return nil
 }
 
-func checkRuleName(n string) error {
-	ok := n != "" && len(n) <= 64 && utf8.ValidString(n)
-	for _, r := range n {
-		ok = ok && unicode.IsPrint(r) && !unicode.IsSpace(r)
-	}
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrRedactionRuleName, clip(n))
-	}
-	return nil
-}
-
-// RedactionRules returns the redaction rule names validation accepts: the
-// built-in rules (credit_card, email, iban, pan, phone, secret, ssn) and
-// the registered ones, sorted.
-func RedactionRules() []string {
-	names := sensitive.RuleNames()
-	registered.mu.RLock()
-	for n := range registered.names {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	registered.mu.RUnlock()
-	slices.Sort(names)
-	return names
-}
-
-// KnownRedactionRule reports whether validation accepts the rule name.
-func KnownRedactionRule(name string) bool {
+// knownRedactionRule reports whether validation with o accepts the rule
+// name.
+func (o *ValidateOptions) knownRedactionRule(name string) bool {
 	if _, ok := sensitive.Rule(name); ok {
 		return true
 	}
-	registered.mu.RLock()
-	defer registered.mu.RUnlock()
-	return registered.names[name]
+	return o != nil && slices.Contains(o.RedactionRules, name)
+}
+
+// redactionRuleNames returns the rule names validation with o accepts,
+// sorted.
+func (o *ValidateOptions) redactionRuleNames() []string {
+	names := sensitive.RuleNames()
+	if o != nil {
+		for _, n := range o.RedactionRules {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // redactionRules refuses redaction rules nobody knows (gate referential).
 func (v *validator) redactionRules() {
 	for i, name := range v.p.PolicyLayer.Guardrails.RedactionRules {
-		if !KnownRedactionRule(name) {
+		if !v.opts.knownRedactionRule(name) {
 			v.add(GateReferential, CodeUnknownRedactionRule, idx("policy_layer.guardrails.redaction_rules", i),
 				"redaction rule %q is not known (known: %s); a host adds rules with gateway.Options.Redactors or --redactors",
-				clip(name), strings.Join(RedactionRules(), ", "))
+				clip(name), strings.Join(v.opts.redactionRuleNames(), ", "))
 		}
 	}
 }

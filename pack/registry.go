@@ -49,7 +49,10 @@ type Entry struct {
 // inspect decodes a document given to Put: a signed file (checked for
 // structure and gates; the signature itself is checked at resolution, with
 // the host's keys) or a bare pack.
-func inspect(doc []byte) (Entry, error) {
+func inspect(doc []byte, opts *ValidateOptions) (Entry, error) {
+	if err := opts.Check(); err != nil {
+		return Entry{}, err
+	}
 	trimmed := bytes.TrimSpace(doc)
 	var probe struct {
 		Format string `json:"format"`
@@ -60,7 +63,7 @@ func inspect(doc []byte) (Entry, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		p, err := DecodeAndValidate(sp.Pack)
+		p, err := DecodeAndValidate(sp.Pack, opts)
 		if err != nil {
 			return Entry{}, fmt.Errorf("%w: %w", ErrSignature, err)
 		}
@@ -103,7 +106,7 @@ func merge(cur, next Entry) (Entry, bool, error) {
 }
 
 // transition applies SetState's rules to an entry.
-func transition(e Entry, to State, reason string) (Entry, error) {
+func transition(e Entry, to State, reason string, opts *ValidateOptions) (Entry, error) {
 	if err := CheckTransition(e.State, to, reason); err != nil {
 		return e, fmt.Errorf("%s: %w", e.Ref, err)
 	}
@@ -111,7 +114,7 @@ func transition(e Entry, to State, reason string) (Entry, error) {
 		return e, fmt.Errorf("%w: %s has no signed document; Put the signed pack file first", ErrTransition, e.Ref)
 	}
 	if to == StateLinted {
-		if _, err := DecodeAndValidate(bareDocument(e)); err != nil {
+		if _, err := DecodeAndValidate(bareDocument(e), opts); err != nil {
 			return e, fmt.Errorf("%w: %s does not pass linting: %w", ErrTransition, e.Ref, err)
 		}
 	}
@@ -132,15 +135,17 @@ func bareDocument(e Entry) []byte {
 
 // MemoryRegistry is the in-memory Registry.
 type MemoryRegistry struct {
+	opts    *ValidateOptions
 	mu      sync.RWMutex
 	entries map[string]map[Ref]Entry // pack id → ref → entry
 }
 
 var _ Registry = (*MemoryRegistry)(nil)
 
-// NewMemoryRegistry returns an empty in-memory registry.
-func NewMemoryRegistry() *MemoryRegistry {
-	return &MemoryRegistry{entries: map[string]map[Ref]Entry{}}
+// NewMemoryRegistry returns an empty in-memory registry that validates the
+// packs it stores with opts (nil: the defaults of ValidateOptions).
+func NewMemoryRegistry(opts *ValidateOptions) *MemoryRegistry {
+	return &MemoryRegistry{opts: opts.clone(), entries: map[string]map[Ref]Entry{}}
 }
 
 // Put implements Registry.
@@ -148,7 +153,7 @@ func (m *MemoryRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	next, err := inspect(doc)
+	next, err := inspect(doc, m.opts)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -198,7 +203,7 @@ func (m *MemoryRegistry) SetState(ctx context.Context, ref Ref, to State, reason
 	if !ok {
 		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
 	}
-	e, err := transition(e, to, reason)
+	e, err := transition(e, to, reason, m.opts)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -12,12 +12,12 @@ import (
 )
 
 func TestMemoryRegistryConformance(t *testing.T) {
-	packtest.RunRegistryTests(t, canonical(t), func(t *testing.T) pack.Registry { return pack.NewMemoryRegistry() })
+	packtest.RunRegistryTests(t, canonical(t), func(t *testing.T) pack.Registry { return pack.NewMemoryRegistry(nil) })
 }
 
 func newDirRegistry(t *testing.T) (*pack.DirRegistry, string) {
 	dir := t.TempDir()
-	reg, err := pack.OpenDirRegistry(dir)
+	reg, err := pack.OpenDirRegistry(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestDirRegistryLayoutAndPersistence(t *testing.T) {
 		}
 	}
 	// A second registry on the same directory sees the state.
-	again, err := pack.OpenDirRegistry(dir)
+	again, err := pack.OpenDirRegistry(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ type ResolverOptions struct {
 	Host Host
 	// Now is the clock for cache freshness. Default: time.Now.
 	Now func() time.Time
+	// Validation tunes the validation of every resolved pack (the host's
+	// redaction rule names). Default: the zero ValidateOptions.
+	Validation ValidateOptions
 }
 
 // Resolver resolves pinned refs through a Registry: it verifies the signed
@@ -42,6 +45,7 @@ type Resolver struct {
 	keys  KeyResolver
 	host  Host
 	now   func() time.Time
+	vopts *ValidateOptions
 	group singleflight.Group
 	mu    sync.Mutex
 	cache map[Ref]cached
@@ -65,7 +69,7 @@ func NewResolver(reg Registry, keys KeyResolver, opts *ResolverOptions) *Resolve
 	for k, v := range o.Host {
 		host[k] = v
 	}
-	return &Resolver{reg: reg, keys: keys, host: host, now: o.Now, cache: map[Ref]cached{}}
+	return &Resolver{reg: reg, keys: keys, host: host, now: o.Now, vopts: o.Validation.clone(), cache: map[Ref]cached{}}
 }
 
 // Resolve returns the pack at ref for use u, or an error: ErrNotFound,
@@ -76,7 +80,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, u Use) (*Resolved, erro
 	if err != nil {
 		return nil, err
 	}
-	if !Usable(res.State, u) {
+	if !usable(res.State, u) {
 		return nil, &StateError{Ref: ref.String(), State: res.State, Reason: res.Reason, Use: u}
 	}
 	return res, nil
@@ -126,7 +130,7 @@ func (r *Resolver) fetch(ctx context.Context, ref Ref) (*Resolved, error) {
 	if !e.Signed {
 		return nil, &StateError{Ref: ref.String(), State: e.State, Use: UseExecute, Reason: "unsigned"}
 	}
-	v, err := Verify(ctx, e.Document, r.keys)
+	v, err := Verify(ctx, e.Document, r.keys, r.vopts)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func (c *countingRegistry) Get(ctx context.Context, ref pack.Ref) (pack.Entry, e
 var host = pack.Host{"runtime": "1.0.0", "ontology": "1.0.0"}
 
 func publishedRegistry(t *testing.T, s packtest.Signer) *pack.MemoryRegistry {
-	reg := pack.NewMemoryRegistry()
+	reg := pack.NewMemoryRegistry(nil)
 	if _, err := reg.Put(ctx, s.Sign(t, canonical(t))); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestResolverStatesAndRefusals(t *testing.T) {
 		})
 	}
 	// Drafts and unsigned packs never resolve; unknown refs are not found; unpinned strings are refused.
-	reg := pack.NewMemoryRegistry()
+	reg := pack.NewMemoryRegistry(nil)
 	if _, err := reg.Put(ctx, packtest.Bare(t, canonical(t))); err != nil {
 		t.Fatal(err)
 	}

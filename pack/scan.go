@@ -10,15 +10,15 @@ import (
 	"github.com/contextos/contextos/internal/sensitive"
 )
 
-// Finding is a secret or raw PII found in a document. What describes the
+// secretFinding is a secret or raw PII found in a document. What describes the
 // kind of finding; it never contains the value.
-type Finding struct {
+type secretFinding struct {
 	Path string
 	Code string // CodeSecret or CodePII
 	What string
 }
 
-// ScanSecrets walks a value (a decoded JSON document of maps, slices and
+// scanSecrets walks a value (a decoded JSON document of maps, slices and
 // strings, or a Go value such as *Pack, whose members are named by their
 // json tags) and reports, with its JSON path, every string that holds a
 // secret or raw PII of the catalogue (internal/sensitive: card numbers
@@ -29,8 +29,8 @@ type Finding struct {
 // secret-named member (db_password, api_key, access_token, ...) with a
 // string value. Embedded raw JSON (expressions) is scanned too. Findings
 // are sorted by path.
-func ScanSecrets(v any) []Finding {
-	var out []Finding
+func scanSecrets(v any) []secretFinding {
+	var out []secretFinding
 	scanValue(reflect.ValueOf(v), "", "", &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -38,7 +38,7 @@ func ScanSecrets(v any) []Finding {
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
-func scanValue(v reflect.Value, path, key string, out *[]Finding) {
+func scanValue(v reflect.Value, path, key string, out *[]secretFinding) {
 	if !v.IsValid() {
 		return
 	}
@@ -112,12 +112,12 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func scanString(x, path, key string, out *[]Finding) {
+func scanString(x, path, key string, out *[]secretFinding) {
 	if x == "" {
 		return
 	}
 	if sensitive.IsSecretKey(key) {
-		*out = append(*out, Finding{Path: path, Code: CodeSecret, What: "member " + key + " holds a secret value; use a secret reference"})
+		*out = append(*out, secretFinding{Path: path, Code: CodeSecret, What: "member " + key + " holds a secret value; use a secret reference"})
 		return
 	}
 	if f, ok := sensitive.Detect(x, sensitive.All); ok {
@@ -126,14 +126,14 @@ func scanString(x, path, key string, out *[]Finding) {
 }
 
 // scanNumber reports a number (its decimal digits) that is a card number.
-func scanNumber(digits, path string, out *[]Finding) {
+func scanNumber(digits, path string, out *[]secretFinding) {
 	if sensitive.IsCardNumber(digits) {
-		*out = append(*out, Finding{Path: path, Code: CodePII, What: "contains a payment card number; packs must not carry secrets or raw PII"})
+		*out = append(*out, secretFinding{Path: path, Code: CodePII, What: "contains a payment card number; packs must not carry secrets or raw PII"})
 	}
 }
 
 // finding describes a catalogue finding; it never holds the value.
-func finding(path string, f sensitive.Finding, where string) Finding {
+func finding(path string, f sensitive.Finding, where string) secretFinding {
 	code := CodePII
 	if f.Kind.Secret() {
 		code = CodeSecret
@@ -142,5 +142,5 @@ func finding(path string, f sensitive.Finding, where string) Finding {
 	if where != "" {
 		what = where + " " + what
 	}
-	return Finding{Path: path, Code: code, What: what + "; packs must not carry secrets or raw PII"}
+	return secretFinding{Path: path, Code: code, What: what + "; packs must not carry secrets or raw PII"}
 }

@@ -10,17 +10,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
 )
 
-// SignedFormat is the format tag of a signed pack file.
-const SignedFormat = "contextos.signed_pack.v1"
+// signedFormat is the format tag of a signed pack file.
+const signedFormat = "contextos.signed_pack.v1"
 
-// SigAlg is the only signature algorithm.
-const SigAlg = "Ed25519"
+// sigAlg is the only signature algorithm.
+const sigAlg = "Ed25519"
 
 // KeyResolver resolves an issuer's public key by key id. It is
 // runcontext's resolver interface: one implementation serves identity
@@ -51,15 +52,16 @@ func KeyID(pub ed25519.PublicKey) string {
 }
 
 // Sign validates p (every gate must pass: only a valid pack is signed) and
-// returns the signed pack file, canonical JSON followed by a newline.
-func Sign(p *Pack, kid string, key ed25519.PrivateKey) ([]byte, error) {
+// returns the signed pack file, canonical JSON followed by a newline. opts
+// tunes the validation; it may be nil.
+func Sign(p *Pack, kid string, key ed25519.PrivateKey, opts *ValidateOptions) ([]byte, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("%w: signing key is not an Ed25519 private key", ErrSignature)
 	}
 	if kid == "" {
 		return nil, fmt.Errorf("%w: key id is empty", ErrSignature)
 	}
-	if err := Validate(p); err != nil {
+	if err := Validate(p, opts); err != nil {
 		return nil, err
 	}
 	body, err := canon.JSON(p)
@@ -68,10 +70,10 @@ func Sign(p *Pack, kid string, key ed25519.PrivateKey) ([]byte, error) {
 	}
 	hash := canon.DigestBytes(body)
 	sp := SignedPack{
-		Format:      SignedFormat,
+		Format:      signedFormat,
 		Pack:        body,
 		ContentHash: hash,
-		Signature:   Signature{Kid: kid, Alg: SigAlg, Value: base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(hash)))},
+		Signature:   Signature{Kid: kid, Alg: sigAlg, Value: base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(hash)))},
 	}
 	out, err := canon.JSON(sp)
 	if err != nil {
@@ -88,16 +90,20 @@ type Verified struct {
 	Kid         string
 }
 
-// MaxSignedBytes bounds a signed pack file.
-const MaxSignedBytes = MaxDocumentBytes + 4096
+// maxSignedBytes bounds a signed pack file.
+const maxSignedBytes = MaxDocumentBytes + 4096
 
 // Verify checks a signed pack file: the file is canonical JSON in the
 // signed format, the pack decodes strictly and re-encodes to exactly the
 // signed bytes, the content hash matches, and the Ed25519 signature over it
 // verifies with the key keys returns for the kid. Every failure wraps
 // ErrSignature; a pack that decodes but fails a gate wraps ErrInvalid too.
-// Verify does not check lifecycle state or compatibility.
-func Verify(ctx context.Context, data []byte, keys KeyResolver) (*Verified, error) {
+// Verify does not check lifecycle state or compatibility. opts tunes the
+// validation; it may be nil.
+func Verify(ctx context.Context, data []byte, keys KeyResolver, opts *ValidateOptions) (*Verified, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err // the host's options, not the signature, are at fault
+	}
 	sp, err := ParseSigned(data)
 	if err != nil {
 		return nil, err
@@ -134,7 +140,7 @@ func Verify(ctx context.Context, data []byte, keys KeyResolver) (*Verified, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSignature, err)
 	}
-	if err := Validate(p); err != nil {
+	if err := Validate(p, opts); err != nil {
 		return nil, fmt.Errorf("%w: signed pack fails validation: %w", ErrSignature, err)
 	}
 	return &Verified{Pack: p, Ref: ref, ContentHash: sp.ContentHash, Kid: sp.Signature.Kid}, nil
@@ -143,8 +149,8 @@ func Verify(ctx context.Context, data []byte, keys KeyResolver) (*Verified, erro
 // ParseSigned checks the structure of a signed pack file (canonical form,
 // format, algorithm, hash syntax) without checking the signature.
 func ParseSigned(data []byte) (*SignedPack, error) {
-	if len(data) > MaxSignedBytes {
-		return nil, fmt.Errorf("%w: signed pack file is larger than %d bytes", ErrSignature, MaxSignedBytes)
+	if len(data) > maxSignedBytes {
+		return nil, fmt.Errorf("%w: signed pack file is larger than %d bytes", ErrSignature, maxSignedBytes)
 	}
 	body := bytes.TrimSuffix(data, []byte("\n"))
 	c, err := canon.JSON(json.RawMessage(body))
@@ -160,7 +166,7 @@ func ParseSigned(data []byte) (*SignedPack, error) {
 	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, fmt.Errorf("%w: signed pack file is not an object", ErrSignature)
 	}
-	for _, k := range sortedKeys(members) {
+	for _, k := range sortedkeys.Of(members) {
 		switch k {
 		case "format", "pack", "content_hash", "signature":
 		default:
@@ -176,9 +182,9 @@ func ParseSigned(data []byte) (*SignedPack, error) {
 		return nil, fmt.Errorf("%w: signature is malformed: %s: %s", ErrSignature, probs[0].Path, probs[0].Message)
 	}
 	switch {
-	case sp.Format != SignedFormat:
+	case sp.Format != signedFormat:
 		return nil, fmt.Errorf("%w: unknown signed pack format %q", ErrSignature, clip(sp.Format))
-	case sp.Signature.Alg != SigAlg:
+	case sp.Signature.Alg != sigAlg:
 		return nil, fmt.Errorf("%w: unsupported signature algorithm %q", ErrSignature, clip(sp.Signature.Alg))
 	case sp.Signature.Kid == "":
 		return nil, fmt.Errorf("%w: signature has no key id", ErrSignature)

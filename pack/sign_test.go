@@ -30,7 +30,7 @@ func TestSignVerify(t *testing.T) {
 	if !bytes.HasSuffix(signed, []byte("}\n")) || bytes.Count(signed, []byte("\n")) != 1 {
 		t.Errorf("signed file is not one canonical line: %q…", signed[:40])
 	}
-	v, err := pack.Verify(ctx, signed, keysFor(s))
+	v, err := pack.Verify(ctx, signed, keysFor(s), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSignVerify(t *testing.T) {
 		t.Error("signing is not deterministic")
 	}
 	// Without the trailing newline the file still verifies.
-	if _, err := pack.Verify(ctx, bytes.TrimSuffix(signed, []byte("\n")), keysFor(s)); err != nil {
+	if _, err := pack.Verify(ctx, bytes.TrimSuffix(signed, []byte("\n")), keysFor(s), nil); err != nil {
 		t.Errorf("no trailing newline: %v", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestVerifyCatchesEveryTamperedByte(t *testing.T) {
 			if tampered[i] == signed[i] {
 				continue
 			}
-			if _, err := pack.Verify(ctx, tampered, keys); !errors.Is(err, pack.ErrSignature) {
+			if _, err := pack.Verify(ctx, tampered, keys, nil); !errors.Is(err, pack.ErrSignature) {
 				t.Fatalf("byte %d (%q→%q) tampered, Verify = %v", i, signed[i], tampered[i], err)
 			}
 		}
@@ -87,20 +87,20 @@ func TestVerifyRefusals(t *testing.T) {
 		{"not json", []byte("{"), keysFor(s), "not JSON"},
 		{"unsigned pack", readFile(t, "ctxpack.support-1.0.0.json"), keysFor(s), "not in canonical form"},
 		{"no keys", signed, nil, "no key resolver"},
-		{"bad format", []byte(strings.Replace(string(signed), pack.SignedFormat, "contextos.signed_pack.v2", 1)), keysFor(s), "unknown signed pack format"},
+		{"bad format", []byte(strings.Replace(string(signed), "contextos.signed_pack.v1", "contextos.signed_pack.v2", 1)), keysFor(s), "unknown signed pack format"},
 		{"bad alg", []byte(strings.Replace(string(signed), `"alg":"Ed25519"`, `"alg":"Ed448"`, 1)), keysFor(s), "unsupported signature algorithm"},
 	}
 	for _, tc := range tests {
-		_, err := pack.Verify(ctx, tc.data, tc.keys)
+		_, err := pack.Verify(ctx, tc.data, tc.keys, nil)
 		if !errors.Is(err, pack.ErrSignature) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: Verify = %v, want ErrSignature with %q", tc.name, err, tc.msg)
 		}
 	}
-	if _, err := pack.Sign(canonical(t), s.Kid, ed25519.PrivateKey{1, 2}); !errors.Is(err, pack.ErrSignature) {
+	if _, err := pack.Sign(canonical(t), s.Kid, ed25519.PrivateKey{1, 2}, nil); !errors.Is(err, pack.ErrSignature) {
 		t.Errorf("Sign with short key: %v", err)
 	}
 	bad := mutated(t, func(p *pack.Pack) { p.EvaluationLayer.ReleaseGates = nil })
-	if _, err := pack.Sign(bad, s.Kid, s.Key); !errors.Is(err, pack.ErrInvalid) {
+	if _, err := pack.Sign(bad, s.Kid, s.Key, nil); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("Sign of invalid pack: %v", err)
 	}
 	if got := pack.KeyID(s.Public()); got != s.Kid || !strings.HasPrefix(got, "kid_") || len(got) != 20 {

@@ -41,13 +41,13 @@ var transitions = map[State][]State{
 	StateRevoked:    nil,
 }
 
-// CanTransition reports whether from → to is an allowed lifecycle move.
-func CanTransition(from, to State) bool { return slices.Contains(transitions[from], to) }
+// canTransition reports whether from → to is an allowed lifecycle move.
+func canTransition(from, to State) bool { return slices.Contains(transitions[from], to) }
 
 // CheckTransition returns nil or an error wrapping ErrTransition. Moves to
 // deprecated or revoked need a reason.
 func CheckTransition(from, to State, reason string) error {
-	if !CanTransition(from, to) {
+	if !canTransition(from, to) {
 		return fmt.Errorf("%w: %s → %s (allowed from %s: %v)", ErrTransition, from, to, from, transitions[from])
 	}
 	if (to == StateDeprecated || to == StateRevoked) && reason == "" {
@@ -68,8 +68,8 @@ const (
 	UseReplay Use = "replay"
 )
 
-// Usable reports whether a pack in state s may be used for u.
-func Usable(s State, u Use) bool {
+// usable reports whether a pack in state s may be used for u.
+func usable(s State, u Use) bool {
 	switch s {
 	case StatePublished, StatePinned:
 		return true

@@ -3,17 +3,17 @@ package pack
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
-
 	"github.com/contextos/contextos/internal/logic"
+	"github.com/contextos/contextos/internal/packrules"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -65,22 +65,30 @@ const (
 	CodeTargetRange        = "target_range"
 )
 
-// DataRoots are the top-level members of the policy data document that a
-// var path may start with (DESIGN.md, "The policy data document").
-var DataRoots = []string{"request", "user", "agent", "tenant_id", "session_id", "intent", "safety_mode", "tool"}
+// dataRoots returns the top-level members of the policy data document that
+// a var path may start with (docs/policy.md, "The policy data document").
+func dataRoots() []string {
+	return []string{"request", "user", "agent", "tenant_id", "session_id", "intent", "safety_mode", "tool"}
+}
 
-// RegistrySchemes are the endpoint_ref schemes accepted as registry
+// registrySchemes returns the endpoint_ref schemes accepted as registry
 // references.
-var RegistrySchemes = []string{"internal", "registry"}
+func registrySchemes() []string { return []string{"internal", "registry"} }
 
 // Validate runs every validation gate on p and returns a *ValidationError
 // listing all problems (gate, code, JSON path, message), or nil. Problems
-// come in gate order, then in document order.
-func Validate(p *Pack) error {
+// come in gate order, then in document order. opts may be nil (only the
+// built-in redaction rules are known); an invalid option is an error
+// matching ErrRedactionRuleName.
+func Validate(p *Pack, opts *ValidateOptions) error {
+	if err := opts.Check(); err != nil {
+		return err
+	}
 	if p == nil {
-		return &ValidationError{Problems: []Problem{{Gate: GateSchema, Code: CodeRequired, Message: "pack is nil"}}}
+		return invalid([]Problem{{Gate: GateSchema, Code: CodeRequired, Message: "pack is nil"}})
 	}
 	v := newValidator(p)
+	v.opts = opts
 	v.schema()
 	v.referential()
 	v.redactionRules() // pack/redaction.go
@@ -92,11 +100,12 @@ func Validate(p *Pack) error {
 	if len(v.probs) == 0 {
 		return nil
 	}
-	return &ValidationError{Problems: v.probs}
+	return invalid(v.probs)
 }
 
 type validator struct {
 	p        *Pack
+	opts     *ValidateOptions // nil: built-in redaction rules only
 	probs    []Problem
 	adapters map[string]*Adapter
 	gates    map[string]bool
@@ -141,7 +150,7 @@ func newValidator(p *Pack) *validator {
 }
 
 func (v *validator) add(gate, code, path, format string, args ...any) {
-	v.probs = append(v.probs, Problem{Gate: gate, Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
+	v.probs = append(v.probs, Problem{Gate: gate, Code: Code(code), Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
@@ -176,7 +185,7 @@ func (v *validator) schema() {
 	} else if _, ok := reqs["runtime"]; !ok {
 		v.add(GateSchema, CodeRequired, "contract_meta.compatibility.requires.runtime", "is required so old runtimes fail closed")
 	}
-	for _, k := range sortedKeys(reqs) {
+	for _, k := range sortedkeys.Of(reqs) {
 		if _, err := semver.NewConstraint(reqs[k]); err != nil {
 			v.add(GateSchema, CodeFormat, "contract_meta.compatibility.requires."+k, "is not a semantic version constraint")
 		}
@@ -206,8 +215,8 @@ func (v *validator) schema() {
 		}
 	}
 	mp := p.MemoryLayer.MemoryPolicy
-	for _, tier := range sortedKeys(mp.TierTTLs) {
-		if _, err := ParseTTL(mp.TierTTLs[tier]); err != nil {
+	for _, tier := range sortedkeys.Of(mp.TierTTLs) {
+		if _, err := parseTTL(mp.TierTTLs[tier]); err != nil {
 			v.add(GateSchema, CodeFormat, "memory_layer.memory_policy.tier_ttls."+tier, "must be a duration such as 30m, 1h, 24h or 365d")
 		}
 	}
@@ -242,9 +251,9 @@ func (v *validator) schema() {
 
 var versionedKey = regexp.MustCompile(`_v[0-9]+$`)
 
-// ParseTTL parses a memory tier TTL: a positive integer followed by s, m,
+// parseTTL parses a memory tier TTL: a positive integer followed by s, m,
 // h or d.
-func ParseTTL(s string) (time.Duration, error) {
+func parseTTL(s string) (time.Duration, error) {
 	if len(s) < 2 {
 		return 0, fmt.Errorf("invalid ttl %q", clip(s))
 	}
@@ -373,9 +382,9 @@ func rulePath(bi, ri int) string {
 	return idx(idx("policy_layer.policy_bundles", bi)+".policy_dsl.rules", ri)
 }
 
-// evidenceName checks a required evidence name (DESIGN.md "Evidence
-// names"): a name may only be rejected when it designates an adapter or
-// capability that does not exist, or a capability no permission allows.
+// evidenceName checks a required evidence name (docs/evidence.md): a
+// name may only be rejected when it designates an adapter or capability
+// that does not exist, or a capability no permission allows.
 func (v *validator) evidenceName(path, name string) {
 	if strings.TrimSpace(name) == "" {
 		v.add(GateReferential, CodeUnresolvableEvidence, path, "evidence name is empty")
@@ -406,25 +415,14 @@ func (v *validator) designates(name string) (adapterID, capability string, ok bo
 		}
 		return "", "", false
 	}
-	ids := sortedKeys(v.adapters)
+	ids := sortedkeys.Of(v.adapters)
 	for _, id := range ids {
-		noun := AdapterNoun(id)
+		noun := packrules.AdapterNoun(id)
 		if noun != "" && strings.HasPrefix(name, noun+"_") {
 			return id, strings.TrimPrefix(name, noun+"_"), true
 		}
 	}
 	return "", "", false
-}
-
-// AdapterNoun returns the evidence-name noun of an adapter id: the id
-// without its "adp_" prefix and without a trailing plural "s"
-// (adp_orders → order).
-func AdapterNoun(adapterID string) string {
-	n := strings.TrimPrefix(adapterID, "adp_")
-	if len(n) > 1 && strings.HasSuffix(n, "s") {
-		n = n[:len(n)-1]
-	}
-	return n
 }
 
 // allowed reports whether a permission allows adapterID.capability and no
@@ -523,16 +521,16 @@ func (v *validator) expression(path string, raw json.RawMessage) (logic.Info, bo
 		return info, false
 	}
 	for _, vp := range info.Vars {
-		if !slices.Contains(DataRoots, logic.Root(vp)) {
-			v.add(GatePolicy, CodeUnknownVarRoot, path, "var %q does not start with a policy data document member (%s)", clip(vp), strings.Join(DataRoots, ", "))
+		if !slices.Contains(dataRoots(), logic.Root(vp)) {
+			v.add(GatePolicy, CodeUnknownVarRoot, path, "var %q does not start with a policy data document member (%s)", clip(vp), strings.Join(dataRoots(), ", "))
 		}
 	}
 	return info, true
 }
 
 func (v *validator) appliesTo(path string, m map[string]any) {
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(DataRoots, logic.Root(k)) {
+	for _, k := range sortedkeys.Of(m) {
+		if !slices.Contains(dataRoots(), logic.Root(k)) {
 			v.add(GatePolicy, CodeUnknownVarRoot, path+"."+k, "applies_to key %q is not a policy data document path", clip(k))
 		}
 		if !scalarOrList(m[k]) {
@@ -560,10 +558,6 @@ func scalarOrList(x any) bool {
 	}
 	return false
 }
-
-// Truthy is JsonLogic truthiness: false, null, 0, NaN, "" and [] are
-// false.
-func Truthy(v any) bool { return logic.Truthy(v) }
 
 // critical reports an effect that refuses, gates, raises a guardrail or
 // asks for delegated or destructive approval.
@@ -606,7 +600,7 @@ func governs(b PolicyBundle) map[string]bool {
 }
 
 func overlap(a, b map[string]bool) string {
-	for _, k := range sortedKeys(a) {
+	for _, k := range sortedkeys.Of(a) {
 		if b[k] {
 			return k
 		}
@@ -774,8 +768,8 @@ func checkEndpointRef(v *validator, path, ref string) {
 		v.add(GateTenancy, CodeRawEndpoint, path, "must be a registry reference such as internal://orders")
 	case u.User != nil:
 		v.add(GateTenancy, CodeRawEndpoint, path, "must not carry credentials; credentials are exchanged by the Tool Gateway")
-	case !slices.Contains(RegistrySchemes, u.Scheme):
-		v.add(GateTenancy, CodeRawEndpoint, path, "scheme %q is not a registry reference (%s://…); raw URLs belong in the host's adapter registry", u.Scheme, strings.Join(RegistrySchemes, "://…, "))
+	case !slices.Contains(registrySchemes(), u.Scheme):
+		v.add(GateTenancy, CodeRawEndpoint, path, "scheme %q is not a registry reference (%s://…); raw URLs belong in the host's adapter registry", u.Scheme, strings.Join(registrySchemes(), "://…, "))
 	case u.RawQuery != "" || u.Fragment != "":
 		v.add(GateTenancy, CodeRawEndpoint, path, "a registry reference has no query or fragment")
 	}
@@ -784,7 +778,7 @@ func checkEndpointRef(v *validator, path, ref string) {
 // ---- security ----
 
 func (v *validator) security() {
-	for _, f := range ScanSecrets(v.p) {
+	for _, f := range scanSecrets(v.p) {
 		v.add(GateSecurity, f.Code, f.Path, "%s", f.What)
 	}
 	for i, q := range v.p.ToolingLayer.Permissions {
@@ -826,7 +820,7 @@ func (v *validator) evaluation() {
 	if len(el.EvalTargets) == 0 {
 		v.add(GateEvaluation, CodeMissingEvalTarget, "evaluation_layer.eval_targets", "a pack needs score targets for the intents it serves")
 	}
-	for _, in := range RuleIntents(p) {
+	for _, in := range ruleIntents(p) {
 		if !targets[in] {
 			v.add(GateEvaluation, CodeMissingEvalTarget, "evaluation_layer.eval_targets", "intent %q is served by policy rules but has no eval target", in)
 		}
@@ -845,8 +839,8 @@ func (v *validator) evaluation() {
 	}
 }
 
-// RuleIntents returns the intents named by the rules' applies_to, sorted.
-func RuleIntents(p *Pack) []string {
+// ruleIntents returns the intents named by the rules' applies_to, sorted.
+func ruleIntents(p *Pack) []string {
 	set := map[string]bool{}
 	for _, b := range p.PolicyLayer.PolicyBundles {
 		for _, r := range b.PolicyDSL.Rules {
@@ -855,14 +849,14 @@ func RuleIntents(p *Pack) []string {
 			}
 		}
 	}
-	return sortedKeys(set)
+	return sortedkeys.Of(set)
 }
 
 // ServedIntents returns the intents the pack serves: those its rules apply
 // to and those it has eval targets for, sorted.
 func ServedIntents(p *Pack) []string {
 	set := map[string]bool{}
-	for _, in := range RuleIntents(p) {
+	for _, in := range ruleIntents(p) {
 		set[in] = true
 	}
 	for _, t := range p.EvaluationLayer.EvalTargets {
@@ -870,16 +864,7 @@ func ServedIntents(p *Pack) []string {
 			set[t.Intent] = true
 		}
 	}
-	return sortedKeys(set)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return sortedkeys.Of(set)
 }
 
 func mapSlice[T any](s []T, f func(T) string) []string {

@@ -13,7 +13,7 @@ import (
 )
 
 func TestCanonicalPackValidatesClean(t *testing.T) {
-	if err := pack.Validate(canonical(t)); err != nil {
+	if err := pack.Validate(canonical(t), nil); err != nil {
 		t.Fatalf("Validate(seed full example) = %v", err)
 	}
 	p := canonical(t)
@@ -132,7 +132,7 @@ func TestFailureModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := pack.Validate(mutated(t, tc.mutate))
+			err := pack.Validate(mutated(t, tc.mutate), nil)
 			if !errors.Is(err, pack.ErrInvalid) {
 				t.Fatalf("Validate = %v, want ErrInvalid", err)
 			}
@@ -152,7 +152,7 @@ func TestValidateReportsAllInGateOrder(t *testing.T) {
 		p.ToolingLayer.Permissions[0].AdapterID = "adp_x"
 		p.PackMeta.TTLSeconds = 0
 	})
-	got := problems(t, pack.Validate(p))
+	got := problems(t, pack.Validate(p, nil))
 	var gates []string
 	for _, q := range got {
 		gates = append(gates, q.Gate)
@@ -161,7 +161,7 @@ func TestValidateReportsAllInGateOrder(t *testing.T) {
 	if diff := cmp.Diff(want, gates); diff != "" {
 		t.Errorf("gates (-want +got):\n%s\n%v", diff, got)
 	}
-	if pack.Validate(nil) == nil {
+	if pack.Validate(nil, nil) == nil {
 		t.Error("Validate(nil) = nil")
 	}
 }

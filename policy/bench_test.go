@@ -8,7 +8,7 @@ import (
 
 func BenchmarkPolicyEvaluateCanonical(b *testing.B) {
 	p, req, rc := load(b)
-	e, err := policy.Prepare(p)
+	e, err := policy.Prepare(p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func BenchmarkPolicyPrepareCanonical(b *testing.B) {
 	p, _, _ := load(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := policy.Prepare(p); err != nil {
+		if _, err := policy.Prepare(p, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // Document is the policy data document: JSON-shaped values (maps, slices,
-// strings, float64, bool, nil) keyed by the members of DESIGN.md's data
-// document. Build it with NewDocument; a Document is read-only during
+// strings, float64, bool, nil) keyed by the members of the data document
+// (docs/policy.md). Build it with NewDocument; a Document is read-only during
 // evaluation and may be shared.
 type Document map[string]any
 
@@ -92,9 +92,9 @@ func (d Document) WithTool(capabilityID string, args map[string]any, mode runcon
 	return out
 }
 
-// Lookup resolves a dotted path ("request.context.refund_amount"; numeric
+// lookup resolves a dotted path ("request.context.refund_amount"; numeric
 // segments index arrays). The empty path is the whole document.
-func (d Document) Lookup(path string) (any, bool) {
+func (d Document) lookup(path string) (any, bool) {
 	if path == "" {
 		return map[string]any(d), true
 	}
@@ -122,10 +122,10 @@ func (d Document) Lookup(path string) (any, bool) {
 	return cur, true
 }
 
-// Signals returns request.context.signals as strings (non-strings are
+// signals returns request.context.signals as strings (non-strings are
 // ignored).
-func (d Document) Signals() []string {
-	v, ok := d.Lookup("request.context.signals")
+func (d Document) signals() []string {
+	v, ok := d.lookup("request.context.signals")
 	if !ok {
 		return nil
 	}

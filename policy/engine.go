@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"math"
 	"slices"
 	"sort"
@@ -18,19 +19,19 @@ import (
 // Sentinel errors.
 var (
 	// ErrPrepare reports a policy layer that cannot be prepared; the error
-	// is a *PrepareError naming the bundle and rule or gate.
+	// is an *Error of KindPrepare naming the bundle and rule or gate.
 	ErrPrepare = errors.New("policy: cannot prepare")
 	// ErrEvaluation reports an evaluation that failed closed; the error is
-	// an *EvalError naming the bundle and rule or gate.
+	// an *Error naming the bundle and rule or gate.
 	ErrEvaluation = errors.New("policy: evaluation failed")
-	// ErrBudget reports an expression over its budget: a *PrepareError
-	// (too deep or too large; see Options) or an *EvalError of
+	// ErrBudget reports an expression over its budget: an *Error of
+	// KindPrepare (too deep or too large; see Options) or of
 	// KindBudget (too much work for one evaluation). Both also match
 	// ErrPrepare or ErrEvaluation.
 	ErrBudget = errors.New("policy: expression over budget")
 )
 
-// Options configures PrepareWith. The zero value (and nil) uses the
+// Options configures Prepare. The zero value (and nil) uses the
 // defaults. The static limits, which packs are validated against, are
 // fixed: an expression nests at most 64 operators and holds at most
 // 10,000 values.
@@ -44,27 +45,13 @@ type Options struct {
 	MaxBytes int
 }
 
-// PrepareError names the expression that could not be prepared.
-type PrepareError struct {
-	BundleID, RuleID, GateID string
-	Err                      error
-}
-
-func (e *PrepareError) Error() string {
-	return "policy: cannot prepare " + where(e.BundleID, e.RuleID, e.GateID) + ": " + e.Err.Error()
-}
-
-// Is matches ErrPrepare, and ErrBudget for an expression over its
-// static budget.
-func (e *PrepareError) Is(target error) bool {
-	return target == ErrPrepare || target == ErrBudget && errors.Is(e.Err, logic.ErrBudget)
-}
-
-// Unwrap returns the cause.
-func (e *PrepareError) Unwrap() error { return e.Err }
-
-// EvalError kinds.
+// Error kinds: why an expression was refused (KindPrepare) or why its
+// evaluation failed closed (the others).
 const (
+	// KindPrepare: the expression cannot be prepared (unsupported
+	// language or operator, malformed, or over its static budget); Err is
+	// the cause.
+	KindPrepare         = "prepare"
 	KindMissingVariable = "missing_variable"
 	KindTypeError       = "type_error"
 	KindEvaluation      = "evaluation"
@@ -73,18 +60,29 @@ const (
 	KindBudget = "budget_exceeded"
 )
 
-// EvalError is an evaluation that failed closed.
-type EvalError struct {
+// Error is a policy expression that Prepare refused (Kind KindPrepare) or
+// whose evaluation failed closed (any other Kind), naming the bundle and
+// rule, or the approval gate.
+type Error struct {
 	BundleID, RuleID, GateID string
-	Kind                     string // KindMissingVariable, KindTypeError, KindEvaluation, KindBudget
+	Kind                     string
 	// Path is the variable at fault, when there is one; for KindBudget,
 	// the operator in the expression where the budget ran out
 	// ("and[1].map").
 	Path string
 	Msg  string
+	// Err is the cause, for KindPrepare.
+	Err error
 }
 
-func (e *EvalError) Error() string {
+func (e *Error) Error() string {
+	if e.Kind == KindPrepare {
+		msg := "policy: cannot prepare " + where(e.BundleID, e.RuleID, e.GateID)
+		if e.Err != nil {
+			msg += ": " + e.Err.Error()
+		}
+		return msg
+	}
 	msg := "policy: " + where(e.BundleID, e.RuleID, e.GateID) + ": " + e.Kind
 	if e.Path != "" {
 		msg += " " + e.Path
@@ -95,10 +93,23 @@ func (e *EvalError) Error() string {
 	return msg
 }
 
-// Is matches ErrEvaluation, and ErrBudget for KindBudget.
-func (e *EvalError) Is(target error) bool {
-	return target == ErrEvaluation || target == ErrBudget && e.Kind == KindBudget
+// Is matches ErrPrepare for KindPrepare and ErrEvaluation otherwise, and
+// ErrBudget for an expression over its static budget or an evaluation of
+// KindBudget.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrPrepare:
+		return e.Kind == KindPrepare
+	case ErrEvaluation:
+		return e.Kind != KindPrepare
+	case ErrBudget:
+		return e.Kind == KindBudget || e.Kind == KindPrepare && errors.Is(e.Err, logic.ErrBudget)
+	}
+	return false
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 func where(bundle, rule, gate string) string {
 	if gate != "" {
@@ -107,17 +118,20 @@ func where(bundle, rule, gate string) string {
 	return "bundle " + bundle + " rule " + rule
 }
 
-// Outcome is a rule's outcome.
-type Outcome string
+// RuleOutcome is what one rule decided in an evaluation: allow, deny, or
+// not_applicable when its applies_to did not match. It is not a decision
+// spec's outcome (the business outcome a DecisionRecord carries).
+type RuleOutcome string
 
 // Rule outcomes.
 const (
-	Allow         Outcome = "allow"
-	Deny          Outcome = "deny"
-	NotApplicable Outcome = "not_applicable"
+	Allow         RuleOutcome = "allow"
+	Deny          RuleOutcome = "deny"
+	NotApplicable RuleOutcome = "not_applicable"
 )
 
-// Verdict is the overall result of an evaluation, strongest first.
+// Verdict is the policy's overall verdict of one evaluation, strongest
+// first. It is not a critic's verdict (contextos.Verdict).
 type Verdict string
 
 // Verdicts: refuse beats escalate beats deny beats allow.
@@ -135,7 +149,7 @@ type Decision struct {
 	PolicyDecisionID     string                  `json:"policy_decision_id"`
 	BundleID             string                  `json:"bundle_id"`
 	RuleID               string                  `json:"rule_id"`
-	Outcome              Outcome                 `json:"outcome"`
+	Outcome              RuleOutcome             `json:"outcome"`
 	Branch               string                  `json:"branch,omitempty"`
 	Allow                *bool                   `json:"allow,omitempty"`
 	Reason               string                  `json:"reason,omitempty"`
@@ -171,8 +185,10 @@ type Raised struct {
 	MustEscalate []string `json:"must_escalate"`
 }
 
-// Result is one evaluation.
-type Result struct {
+// Evaluation is the result of one evaluation: the verdict, each applicable
+// rule's decision, the rules that applied per bundle, the guardrail labels
+// raised and the approval gates' status.
+type Evaluation struct {
 	Verdict   Verdict         `json:"verdict"`
 	Decisions []Decision      `json:"decisions"`
 	Manifest  []ManifestEntry `json:"manifest"`
@@ -181,7 +197,7 @@ type Result struct {
 }
 
 // ActiveGates returns the ids of the active gates, in declaration order.
-func (r *Result) ActiveGates() []string {
+func (r *Evaluation) ActiveGates() []string {
 	var out []string
 	for _, g := range r.Gates {
 		if g.Active {
@@ -191,8 +207,8 @@ func (r *Result) ActiveGates() []string {
 	return out
 }
 
-// Denied returns the deny decisions.
-func (r *Result) Denied() []Decision {
+// denied returns the deny decisions.
+func (r *Evaluation) denied() []Decision {
 	var out []Decision
 	for _, d := range r.Decisions {
 		if d.Outcome == Deny {
@@ -248,12 +264,9 @@ type preparedGate struct {
 // Prepare parses and checks every expression of p's policy layer and
 // orders bundles by priority (lower numbers first; ties keep declaration
 // order). It does not run the pack's other validation gates. An
-// expression over its static budget is a *PrepareError matching
-// ErrBudget. Prepare uses the default Options.
-func Prepare(p *pack.Pack) (*Engine, error) { return PrepareWith(p, nil) }
-
-// PrepareWith is Prepare with options (nil for the defaults).
-func PrepareWith(p *pack.Pack, opts *Options) (*Engine, error) {
+// expression over its static budget is an *Error of KindPrepare matching
+// ErrBudget. opts may be nil (the defaults).
+func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	e := &Engine{refuse: set(p.PolicyLayer.Guardrails.MustRefuse), escalate: set(p.PolicyLayer.Guardrails.MustEscalate)}
 	if opts != nil {
 		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
@@ -268,16 +281,16 @@ func PrepareWith(p *pack.Pack, opts *Options) (*Engine, error) {
 	for _, bi := range order {
 		b := p.PolicyLayer.PolicyBundles[bi]
 		if b.PolicyDSL.Language != "jsonlogic" {
-			return nil, &PrepareError{BundleID: b.BundleID, Err: fmt.Errorf("unsupported policy language %q", b.PolicyDSL.Language)}
+			return nil, &Error{Kind: KindPrepare, BundleID: b.BundleID, Err: fmt.Errorf("unsupported policy language %q", b.PolicyDSL.Language)}
 		}
 		e.bundles = append(e.bundles, b.BundleID)
 		for _, r := range b.PolicyDSL.Rules {
 			prog, expr, err := parse(r.If)
 			if err != nil {
-				return nil, &PrepareError{BundleID: b.BundleID, RuleID: r.RuleID, Err: err}
+				return nil, &Error{Kind: KindPrepare, BundleID: b.BundleID, RuleID: r.RuleID, Err: err}
 			}
 			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
-			for _, k := range sortedKeys(r.AppliesTo) {
+			for _, k := range sortedkeys.Of(r.AppliesTo) {
 				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
 			}
 			e.rules = append(e.rules, pr)
@@ -286,7 +299,7 @@ func PrepareWith(p *pack.Pack, opts *Options) (*Engine, error) {
 	for _, g := range p.PolicyLayer.ApprovalGates {
 		prog, expr, err := parse(g.When)
 		if err != nil {
-			return nil, &PrepareError{GateID: g.GateID, Err: err}
+			return nil, &Error{Kind: KindPrepare, GateID: g.GateID, Err: err}
 		}
 		e.gates = append(e.gates, preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)})
 	}
@@ -318,12 +331,12 @@ func appliesValues(v any) []any {
 }
 
 // Evaluate runs guardrails, then every applicable rule, then the approval
-// gates, and returns the result. It fails closed with an *EvalError.
-func (e *Engine) Evaluate(in Input) (*Result, error) {
-	res := &Result{Decisions: make([]Decision, 0, len(e.rules))}
+// gates, and returns the result. It fails closed with an *Error.
+func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
+	res := &Evaluation{Decisions: make([]Decision, 0, len(e.rules))}
 	raised := map[string]bool{}
 	// Guardrails first: labels raised by the request and by tool results.
-	for _, s := range in.Data.Signals() {
+	for _, s := range in.Data.signals() {
 		raised[s] = true
 	}
 	for _, s := range in.Signals {
@@ -371,7 +384,7 @@ func (e *Engine) Evaluate(in Input) (*Result, error) {
 		res.Gates = append(res.Gates, st)
 	}
 	res.Raised = Raised{MustRefuse: []string{}, MustEscalate: []string{}}
-	for _, l := range sortedKeys(raised) {
+	for _, l := range sortedkeys.Of(raised) {
 		if e.refuse[l] {
 			res.Raised.MustRefuse = append(res.Raised.MustRefuse, l)
 		}
@@ -384,7 +397,7 @@ func (e *Engine) Evaluate(in Input) (*Result, error) {
 		res.Verdict = VerdictRefuse
 	case len(res.Raised.MustEscalate) > 0:
 		res.Verdict = VerdictEscalate
-	case len(res.Denied()) > 0:
+	case len(res.denied()) > 0:
 		res.Verdict = VerdictDeny
 	default:
 		res.Verdict = VerdictAllow
@@ -394,7 +407,7 @@ func (e *Engine) Evaluate(in Input) (*Result, error) {
 
 func (pr *prepared) matches(d Document) bool {
 	for _, a := range pr.applies {
-		v, ok := d.Lookup(a.path)
+		v, ok := d.lookup(a.path)
 		if !ok || !slices.ContainsFunc(a.values, func(w any) bool { return equalJSON(v, w) }) {
 			return false
 		}
@@ -430,7 +443,7 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 	}
 	read := make(map[string]any, len(pr.info.Vars))
 	for _, p := range pr.info.Vars {
-		if v, ok := in.Data.Lookup(p); ok {
+		if v, ok := in.Data.lookup(p); ok {
 			read[p] = v
 		} else {
 			read[p] = nil
@@ -438,11 +451,11 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 	}
 	digest, err := canon.Digest(read)
 	if err != nil {
-		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
+		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 	}
 	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.StringPart(digest))
 	if err != nil {
-		return Decision{}, &EvalError{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
+		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
 	}
 	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
 	eff, branch := r.Else, "else"
@@ -466,22 +479,22 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 // within the engine's budget.
 func (e *Engine) run(prog *logic.Program, info logic.Info, checks []typeCheck, d Document, bundle, rule, gate string) (out any, err error) {
 	for _, p := range info.Required {
-		if v, ok := d.Lookup(p); !ok || v == nil {
-			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
+		if v, ok := d.lookup(p); !ok || v == nil {
+			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
 		}
 	}
 	for _, c := range checks {
 		if msg := c.check(d); msg != "" {
-			return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
+			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
 		}
 	}
 	out, err = prog.Eval(map[string]any(d), e.limits)
 	var be *logic.BudgetError
 	switch {
 	case errors.As(err, &be):
-		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
+		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
 	case err != nil:
-		return nil, &EvalError{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
+		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
 	}
 	return out, nil
 }
@@ -553,7 +566,7 @@ func plainVar(v any) (string, bool) {
 }
 
 func (c typeCheck) check(d Document) string {
-	v, ok := d.Lookup(c.path)
+	v, ok := d.lookup(c.path)
 	if !ok {
 		return ""
 	}
@@ -591,21 +604,6 @@ func set(list []string) map[string]bool {
 		m[s] = true
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Armed returns the guardrails the engine enforces (the pack's
-// must_refuse and must_escalate labels), sorted.
-func (e *Engine) Armed() Raised {
-	return Raised{MustRefuse: sortedKeys(e.refuse), MustEscalate: sortedKeys(e.escalate)}
 }
 
 // UsesTool reports whether any rule or gate reads the tool member of the

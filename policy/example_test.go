@@ -3,8 +3,8 @@ package policy_test
 import (
 	"fmt"
 	"log"
-	"os"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -13,12 +13,12 @@ import (
 // Prepare once, evaluate per request; deny beats allow, and every outcome
 // carries a deterministic policy decision id.
 func ExampleEngine_Evaluate() {
-	data, _ := os.ReadFile("testdata/ctxpack.support-1.0.0.json")
+	data := fixture.SupportPack()
 	p, err := pack.Decode(data)
 	if err != nil {
 		log.Fatal(err)
 	}
-	engine, err := policy.Prepare(p)
+	engine, err := policy.Prepare(p, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,13 +10,13 @@ import (
 )
 
 // FuzzEvaluateDocument: any JSON data document evaluates or fails closed
-// with an *EvalError; it never panics.
+// with an *Error; it never panics.
 func FuzzEvaluateDocument(f *testing.F) {
 	f.Add([]byte(`{"request":{"context":{"identity_verified":true,"refund_amount":4200}},"user":{"role":"support_agent"},"intent":"support.refund"}`))
 	f.Add([]byte(`{"request":{"context":{"identity_verified":"yes","refund_amount":[1]}},"user":{"role":7},"intent":"support.refund"}`))
 	f.Add([]byte(`{"request":{"context":{"signals":["fraud_signal_high",3]}},"intent":["support.refund"]}`))
 	p, _, _ := load(f)
-	e, err := policy.Prepare(p)
+	e, err := policy.Prepare(p, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func FuzzEvaluateDocument(f *testing.F) {
 }
 
 // FuzzRuleExpression: any expression as a rule's condition is prepared or
-// refused with a *PrepareError, and evaluates or fails closed with an
-// *EvalError (and no result); never a panic, never unbounded work.
+// refused with an *Error, and evaluates or fails closed with an
+// *Error (and no result); never a panic, never unbounded work.
 func FuzzRuleExpression(f *testing.F) {
 	f.Add([]byte(`{"and":[{"==":[{"var":"user.role"},"support_agent"]},{">":[{"var":"request.context.refund_amount"},3000]}]}`))
 	f.Add([]byte(`{"reduce":[{"var":"request.context.items"},{"cat":[{"var":"accumulator"},{"var":"accumulator"}]},"ab"]}`))
@@ -59,7 +59,7 @@ func FuzzRuleExpression(f *testing.F) {
 		b := &q.PolicyLayer.PolicyBundles[0]
 		b.PolicyDSL.Rules = slices.Clone(b.PolicyDSL.Rules)
 		b.PolicyDSL.Rules[1].If = expr
-		e, err := policy.PrepareWith(&q, &policy.Options{MaxOperations: 5000, MaxBytes: 1 << 16})
+		e, err := policy.Prepare(&q, &policy.Options{MaxOperations: 5000, MaxBytes: 1 << 16})
 		if err != nil {
 			if !errors.Is(err, policy.ErrPrepare) {
 				t.Fatalf("error is not ErrPrepare: %v", err)

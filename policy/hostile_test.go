@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -120,12 +119,12 @@ func TestHostilePolicies(t *testing.T) {
 			if tc.expr != "" {
 				setExpr(t, p, tc.where, tc.expr)
 			}
-			e, err := policy.PrepareWith(p, tc.opts)
+			e, err := policy.Prepare(p, tc.opts)
 			switch tc.want {
 			case refusedBudget, refused:
-				var pe *policy.PrepareError
+				var pe *policy.Error
 				if !errors.As(err, &pe) || !errors.Is(err, policy.ErrPrepare) {
-					t.Fatalf("Prepare = %v, want a *PrepareError", err)
+					t.Fatalf("Prepare = %v, want an *Error of KindPrepare", err)
 				}
 				if pe.RuleID != tc.where && pe.GateID != tc.where {
 					t.Errorf("error names %q/%q, not %s", pe.RuleID, pe.GateID, tc.where)
@@ -154,9 +153,9 @@ func TestHostilePolicies(t *testing.T) {
 			res, err := e.Evaluate(policy.Input{RunID: rc.RunID, Data: doc})
 			switch tc.want {
 			case evalBudget, evalTypeError:
-				var ee *policy.EvalError
+				var ee *policy.Error
 				if !errors.As(err, &ee) || !errors.Is(err, policy.ErrEvaluation) || res != nil {
-					t.Fatalf("Evaluate = %v, %v; want an *EvalError and no result", res, err)
+					t.Fatalf("Evaluate = %v, %v; want an *Error and no result", res, err)
 				}
 				if ee.RuleID != tc.where && ee.GateID != tc.where {
 					t.Errorf("error names %q/%q, not %s", ee.RuleID, ee.GateID, tc.where)
@@ -222,12 +221,9 @@ func setExpr(t *testing.T, p *pack.Pack, where, expr string) {
 // skipped the approval gate (the validator saw one amount, the policy the
 // other) is refused before any rule runs.
 func TestHostileInvokeReachesNoRule(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "invoke.support-refund.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := fixture.Invoke()
 	doc := strings.Replace(string(b), `"refund_amount": 4200,`, `"refund_amount": 4200, "refund_amount": 10,`, 1)
-	_, err = runcontext.DecodeInvokeRequest([]byte(doc))
+	_, err := runcontext.DecodeInvokeRequest([]byte(doc))
 	var ve *runcontext.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "input.context.refund_amount") {
 		t.Fatalf("DecodeInvokeRequest = %v", err)

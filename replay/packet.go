@@ -1,9 +1,27 @@
 // Package replay owns the ReplayPacket (replay-packet.v1): what a run
-// pins so it can be replayed offline, the capture of adapter outcomes and
-// clock readings, the playback adapter that serves recorded outcomes and
-// never calls a live system, and the typed differences a replay reports.
-// The root package's Runtime.Replay re-runs a packet through the same
-// loop, policy, gateway and critic code as a live run.
+// pins so it can be replayed offline, how a packet is sealed and checked
+// for tampering, and what a replay of it reports. Re-running a packet
+// needs the loop, so it is Runtime.Replay in the root package, which runs
+// it through the same loop, policy, gateway and critic code as a live run;
+// the machinery that records a run and plays it back (the recorder, the
+// playback adapter, the clocks, the transcript comparison) is internal to
+// the module.
+//
+// The package's nouns:
+//   - a [Packet] is one ReplayPacket, the wire document;
+//   - an [AdapterOutcome] is one recorded adapter attempt in a packet
+//     (adapter_outcomes): what the adapter returned for a call, as the
+//     gateway took it (its Outcome member is the gateway.Outcome) — not
+//     the outcome of a run or of a replay;
+//   - a [Report] is what one replay of a packet found (Runtime.Replay
+//     returns it): a [Status] and the typed differences ([Diff]) from
+//     the packet. It is not the root package's Result (the outcome of a
+//     live run) nor policy's (an evaluated rule);
+//   - a [Status] is a replay's status: replay_equal, replay_mismatch or
+//     invalid for a Report, and any of the replay-packet.v1 statuses for
+//     the [LatestResult] an evaluation writes into a stored packet;
+//   - a [Diff] is one typed difference, of a [DiffKind], naming the
+//     transcript step that diverged when there is one.
 //
 // A packet pins its inputs separately from its reference: the sealed tool
 // transcript (entries, hashes, final chain hash) is the reference the
@@ -16,10 +34,10 @@
 // digest of everything else in it (but latest_result), so a change to any
 // member after capture — the expected status, the source, the trace, the
 // pinned packs, the planner outputs, the adapter outcomes, the clock, the
-// evidence, … — is refused by [Packet.CheckIntegrity] as tampering, not
-// replayed. The digest is a checksum, not a signature: it catches a
-// changed packet, and whoever may rewrite packets wholesale must be kept
-// out by the store that keeps them.
+// evidence, … — is refused by [Packet.CheckIntegrity] as tampering
+// ([ErrTamper]), not replayed. The digest is a checksum, not a signature:
+// it catches a changed packet, and whoever may rewrite packets wholesale
+// must be kept out by the store that keeps them.
 package replay
 
 import (
@@ -58,9 +76,9 @@ func SideEffectPolicies() []SideEffectPolicy {
 	return []SideEffectPolicy{TranscriptOnly, Sandbox, LiveDisallowed}
 }
 
-// ResultStatuses lists the latest-result statuses in schema order.
-func ResultStatuses() []ResultStatus {
-	return []ResultStatus{NotRun, ReplayEqual, ReplayMismatch, Fixed, StillFailing, Invalid, Superseded}
+// Statuses lists the statuses in schema order.
+func Statuses() []Status {
+	return []Status{NotRun, ReplayEqual, ReplayMismatch, Fixed, StillFailing, Invalid, Superseded}
 }
 
 // SideEffectPolicy declares how replay treats side effects.
@@ -73,18 +91,19 @@ const (
 	LiveDisallowed SideEffectPolicy = "live_disallowed"
 )
 
-// ResultStatus is a replay's result.
-type ResultStatus string
+// Status is the status of a replay of a packet: a [Report]'s (one of
+// ReplayEqual, ReplayMismatch and Invalid) or a [LatestResult]'s.
+type Status string
 
-// Latest-result statuses (replay-packet.v1).
+// Statuses (replay-packet.v1 latest_result.status).
 const (
-	NotRun         ResultStatus = "not_run"
-	ReplayEqual    ResultStatus = "replay_equal"
-	ReplayMismatch ResultStatus = "replay_mismatch"
-	Fixed          ResultStatus = "fixed"
-	StillFailing   ResultStatus = "still_failing"
-	Invalid        ResultStatus = "invalid"
-	Superseded     ResultStatus = "superseded"
+	NotRun         Status = "not_run"
+	ReplayEqual    Status = "replay_equal"
+	ReplayMismatch Status = "replay_mismatch"
+	Fixed          Status = "fixed"
+	StillFailing   Status = "still_failing"
+	Invalid        Status = "invalid"
+	Superseded     Status = "superseded"
 )
 
 // Expected is what the replay must reproduce.
@@ -95,13 +114,15 @@ type Expected struct {
 	Properties         []string       `json:"properties,omitempty"`
 }
 
-// LatestResult is the outcome of the latest replay.
+// LatestResult is what the latest replay of a packet gave, as an
+// evaluation run or a CI gate records it in the stored packet
+// (latest_result).
 type LatestResult struct {
-	Status    ResultStatus `json:"status"`
-	EvalRunID string       `json:"eval_run_id,omitempty"`
-	Score     float64      `json:"score,omitempty"`
-	DiffRefs  []string     `json:"diff_refs,omitempty"`
-	UpdatedAt string       `json:"updated_at,omitempty"`
+	Status    Status   `json:"status"`
+	EvalRunID string   `json:"eval_run_id,omitempty"`
+	Score     float64  `json:"score,omitempty"`
+	DiffRefs  []string `json:"diff_refs,omitempty"`
+	UpdatedAt string   `json:"updated_at,omitempty"`
 }
 
 // Packet is a ReplayPacket.
@@ -151,11 +172,26 @@ type Packet struct {
 	PlannerOutput []json.RawMessage         `json:"planner_outputs"`
 	PlannerErrors []PlannerError            `json:"planner_errors,omitempty"`
 	Interrupts    []Interrupt               `json:"interrupts,omitempty"`
-	Outcomes      []Outcome                 `json:"adapter_outcomes"`
+	Outcomes      []AdapterOutcome          `json:"adapter_outcomes"`
 	Clock         []time.Time               `json:"clock"`
 	Resumes       []Resume                  `json:"resumes,omitempty"`
 	Transcript    []gateway.TranscriptEntry `json:"transcript"`
-	Record        json.RawMessage           `json:"decision_record"`
+	// Record is the decision record as the decision store holds it, its
+	// prev_record_hash and record_hash included, so its record_hash is
+	// expected.decision_record_hash. (Packets recorded before carry it
+	// without either, and expected.decision_record_hash is its hash
+	// without them.)
+	Record json.RawMessage `json:"decision_record"`
+	// Ledger is the run's context ledger (its last compile), which a
+	// replay must rebuild to the same ledger_hash: compiled_context_hash
+	// covers only what the compile produced, and leaves out the overlay
+	// applied to each pack (id and digest), the environment the compile
+	// used, the data classification, the tools withheld and the inputs'
+	// digests. A replay on a runtime with another environment overlay, or
+	// none, is a compiled_context mismatch. CheckIntegrity checks it
+	// against its ledger_hash and compiled_context_hash. Packets recorded
+	// before it was pinned have none, and replay without the check.
+	Ledger *compiler.ContextLedger `json:"context_ledger,omitempty"`
 
 	// PacketHash is "sha256:<hex>" over the RFC 8785 canonical JSON of the
 	// packet without packet_hash and latest_result, as the packet encodes
@@ -175,7 +211,7 @@ func (p Packet) MarshalJSON() ([]byte, error) {
 		Evidence      *[]compiler.EvidenceItem  `json:"evidence,omitempty"`
 		Memory        *[]compiler.MemoryItem    `json:"memory,omitempty"`
 		PlannerOutput []json.RawMessage         `json:"planner_outputs"`
-		Outcomes      []Outcome                 `json:"adapter_outcomes"`
+		Outcomes      []AdapterOutcome          `json:"adapter_outcomes"`
 		Clock         []time.Time               `json:"clock"`
 		Transcript    []gateway.TranscriptEntry `json:"transcript"`
 	}{
@@ -226,13 +262,14 @@ type Resume struct {
 	Budget    *runcontext.RunBudget `json:"run_budget,omitempty"`
 }
 
-// Outcome is one recorded adapter attempt: what the adapter returned for
-// a call (by tool call id and attempt) as the gateway took it — checked,
-// bounded and redacted (see gateway.Attempt) — or that it panicked. At
+// AdapterOutcome is one recorded adapter attempt (adapter_outcomes): what
+// the adapter returned for a call (by tool call id and attempt) as the
+// gateway took it — checked, bounded and redacted (see gateway.Attempt) —
+// or that it panicked. At
 // most one of Outcome, Error and Panic is set; none means the adapter
 // returned no outcome and no error (packets recorded before the gateway's
 // own error for it was recorded).
-type Outcome struct {
+type AdapterOutcome struct {
 	ToolCallID   string             `json:"tool_call_id"`
 	CapabilityID string             `json:"capability_id"`
 	Attempt      int                `json:"attempt"`
@@ -240,7 +277,7 @@ type Outcome struct {
 	Error        *gateway.ToolError `json:"error,omitempty"`
 	// Panic records that the adapter panicked on this attempt. The panic
 	// value is not kept (it may hold anything, secrets included); playback
-	// panics with [ErrRecordedPanic] instead.
+	// panics with an error saying the recorded attempt panicked instead.
 	Panic bool `json:"panic,omitempty"`
 	// Invalid names what made the outcome one the gateway refuses
 	// ("output": a number that is not finite; "cost_cents": a cost that is
@@ -249,12 +286,12 @@ type Outcome struct {
 	Invalid []string `json:"invalid,omitempty"`
 	// Canceled records that the caller's context was done when the
 	// attempt returned: the gateway made no further attempt, and neither
-	// does playback (see gateway.RetryStopper).
+	// does playback (the gateway asks the adapter whether to stop retrying).
 	Canceled bool `json:"canceled,omitempty"`
 	// Redacted records that the gateway's redaction changed the attempt's
 	// outcome or error. What is recorded is the redacted attempt (never
-	// the adapter's raw value); playback reports the flag back (see
-	// gateway.RedactionReporter) so the replayed result's
+	// the adapter's raw value); playback reports the flag back (the
+	// gateway asks the adapter whether it redacted) so the replayed result's
 	// redaction_applied is the recorded one. Packets recorded before it
 	// existed hold the raw outcome and no flag: the replay's gateway
 	// redacts them as the live run's did.
@@ -288,7 +325,7 @@ func (p *Packet) Seal() error {
 	}
 	h, err := p.digest()
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	p.PacketHash = h
 	return nil
@@ -300,8 +337,11 @@ func (p *Packet) Seal() error {
 //   - that it is sealed: a packet without packet_hash is ErrInvalid;
 //   - what it pins: the invoke envelope matches invoke_hash, the transcript
 //     chain verifies and ends at tool_transcript_chain_hash, the decision
-//     record matches expected.decision_record_hash, and expected.status is
-//     the record's status;
+//     record matches expected.decision_record_hash (the record is pinned as
+//     the decision store holds it, so that hash is the stored record_hash,
+//     and the record's own record_hash and replay.record_hash, when it
+//     carries them, are the same), and expected.status is the record's
+//     status;
 //   - packet_hash: the packet's digest (see [Packet.Seal]) equals it, so no
 //     member but latest_result changed since it was sealed (a packet that
 //     no longer encodes to JSON and back has changed too: it did when
@@ -322,7 +362,7 @@ func (p *Packet) CheckIntegrity() error {
 	h, err := p.digest()
 	if err != nil {
 		// It had one when it was sealed.
-		return fmt.Errorf("%w: %v", ErrTamper, err)
+		return fmt.Errorf("%w: %w", ErrTamper, err)
 	}
 	if h != p.PacketHash {
 		return fmt.Errorf("%w: the packet does not match packet_hash", ErrTamper)
@@ -350,10 +390,18 @@ func (p *Packet) checkPins() error {
 	}
 	chain, err := gateway.VerifyTranscript(p.Transcript)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrTamper, err)
+		return fmt.Errorf("%w: %w", ErrTamper, err)
 	}
 	if chain != p.ToolTranscriptChainHash {
 		return fmt.Errorf("%w: the transcript does not end at tool_transcript_chain_hash", ErrTamper)
+	}
+	if l := p.Ledger; l != nil {
+		if h, err := compiler.LedgerHash(l); err != nil || l.LedgerHash == "" || h != l.LedgerHash {
+			return fmt.Errorf("%w: the context ledger does not match its ledger_hash", ErrTamper)
+		}
+		if l.CompiledContextHash != p.CompiledContextHash {
+			return fmt.Errorf("%w: the context ledger's compiled_context_hash is not the packet's", ErrTamper)
+		}
 	}
 	// A packet without a record writes decision_record as null, and reads
 	// it back as the raw "null": both mean no record.
@@ -364,6 +412,20 @@ func (p *Packet) checkPins() error {
 		}
 		if h, err := decision.Hash(&rec); err != nil || h != p.Expected.DecisionRecordHash {
 			return fmt.Errorf("%w: the decision record does not match expected.decision_record_hash", ErrTamper)
+		}
+		// Packets recorded before records were pinned as stored carry
+		// neither hash in the record.
+		if rec.RecordHash != "" && rec.RecordHash != p.Expected.DecisionRecordHash {
+			return fmt.Errorf("%w: the decision record's record_hash is not expected.decision_record_hash", ErrTamper)
+		}
+		if rec.Replay != nil && rec.Replay.RecordHash != "" && rec.Replay.RecordHash != p.Expected.DecisionRecordHash {
+			return fmt.Errorf("%w: the decision record's replay.record_hash is not expected.decision_record_hash", ErrTamper)
+		}
+		// The record names the ledger its decision was made under: a
+		// packet of it must carry that ledger (a resealed packet without
+		// it would replay under any environment unchecked).
+		if rec.Replay != nil && rec.Replay.LedgerHash != "" && (p.Ledger == nil || p.Ledger.LedgerHash != rec.Replay.LedgerHash) {
+			return fmt.Errorf("%w: the packet's context_ledger is not the one its decision record names (replay.ledger_hash)", ErrTamper)
 		}
 		if string(rec.Status) != p.Expected.Status {
 			return fmt.Errorf("%w: expected.status is not the decision record's status", ErrTamper)
@@ -414,57 +476,10 @@ type Diff struct {
 	Detail string `json:"detail"`
 }
 
-// Result is a replay's outcome.
-type Result struct {
-	Status ResultStatus `json:"status"`
-	Diffs  []Diff       `json:"diffs"`
-}
-
-// CompareTranscripts reports the first entry where got diverges from want
-// (by entry kind, tool call, status, output, error code, mutations and
-// policy decision; latency, attempts and transcript ids are not compared).
-func CompareTranscripts(want, got []gateway.TranscriptEntry) *Diff {
-	n := max(len(want), len(got))
-	for i := 0; i < n; i++ {
-		if i >= len(want) || i >= len(got) {
-			return &Diff{Kind: DiffToolTranscript, Step: i, Detail: fmt.Sprintf("the replay has %d transcript entries, the packet %d", len(got), len(want))}
-		}
-		a, b := project(want[i]), project(got[i])
-		if a != b {
-			return &Diff{Kind: DiffToolTranscript, Step: i, Detail: fmt.Sprintf("transcript step %d (%s %s) differs", i, want[i].Kind, entryCapability(want[i]))}
-		}
-	}
-	return nil
-}
-
-func entryCapability(e gateway.TranscriptEntry) string {
-	if e.Call != nil {
-		return e.Call.CapabilityID
-	}
-	if e.Result != nil {
-		return e.Result.CapabilityID
-	}
-	return ""
-}
-
-// project is the byte-stable part of an entry.
-func project(e gateway.TranscriptEntry) string {
-	var v any
-	switch {
-	case e.Call != nil:
-		v = map[string]any{"kind": e.Kind, "call": e.Call}
-	case e.Result != nil:
-		r := e.Result
-		code := ""
-		if r.Error != nil {
-			code = r.Error.Code
-		}
-		v = map[string]any{"kind": e.Kind, "id": r.ToolCallID, "cap": r.CapabilityID, "status": r.Status, "output": r.Output,
-			"code": code, "mutations": r.Mutations, "pol": r.PolicyDecisionID, "citations": r.Citations, "risk": r.RiskTags}
-	}
-	h, err := canon.Digest(v)
-	if err != nil {
-		return "unhashable"
-	}
-	return h
+// Report is what a replay of a packet found (Runtime.Replay returns it):
+// ReplayEqual and no differences, ReplayMismatch and the differences, or
+// Invalid with a DiffTamper difference for a packet refused as tampered.
+type Report struct {
+	Status Status `json:"status"`
+	Diffs  []Diff `json:"diffs"`
 }

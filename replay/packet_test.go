@@ -16,6 +16,9 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/enums"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/schemas"
@@ -89,7 +92,7 @@ func fullPacket(t testing.TB) *replay.Packet {
 		PlannerOutput: []json.RawMessage{json.RawMessage(`{"steps":[{"capability_id":"adp_orders.lookup"}]}`), json.RawMessage(`{"decision":{"outcome":"approved"}}`)},
 		PlannerErrors: []replay.PlannerError{{Call: 2, Reason: "planner_unavailable"}},
 		Interrupts:    []replay.Interrupt{{Check: 3, Reason: "canceled"}},
-		Outcomes: []replay.Outcome{
+		Outcomes: []replay.AdapterOutcome{
 			{ToolCallID: "tool_a", CapabilityID: "adp_orders.lookup", Attempt: 1, Error: gateway.NewToolError(gateway.CodeTimeout, true, "slow", map[string]any{"timeout_ms": 5.0})},
 			{ToolCallID: "tool_a", CapabilityID: "adp_orders.lookup", Attempt: 2, Outcome: &gateway.Outcome{Output: map[string]any{"status": "delivered", "card": gateway.Redacted}, Mutations: []string{"m1"}, CostCents: 0.5}, Redacted: true},
 			{ToolCallID: "tool_b", CapabilityID: "adp_payments.issue_refund", Attempt: 1, Panic: true},
@@ -99,7 +102,21 @@ func fullPacket(t testing.TB) *replay.Packet {
 			Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: time.Date(2026, 5, 3, 9, 31, 0, 0, time.UTC)}}, Budget: &budget}},
 		Transcript: entries,
 		Record:     recJSON,
+		Ledger: &compiler.ContextLedger{PackRef: "support@1.0.0", RequestID: "req_1", RunID: "run_1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", TenantID: "tenant_1",
+			Packs: []compiler.LedgerPack{{Ref: "support@1.0.0", ContentHash: "sha256:01", Overlay: &pack.AppliedOverlay{OverlayID: "ov_prod", Environment: "prod", Hash: "sha256:04"}},
+				{Ref: "finance@2.1.0", ContentHash: "sha256:02"}},
+			Intent: "refund", SafetyMode: "read_only", Ontology: "ont.support@1.0.0", PolicyBundles: []string{"pb_1"}, Tools: []string{"adp_orders.lookup"},
+			PolicyResults: []policy.Decision{}, ApprovalGates: []policy.Gate{}, GuardrailsRaised: policy.Raised{MustRefuse: []string{"r1"}, MustEscalate: []string{}},
+			Budget:        compiler.LedgerBudget{TokensUsedAtCompile: 12, TruncatedBuckets: []string{"evidence"}},
+			ToolsWithheld: []compiler.WithheldTool{{Capability: "adp_payments.issue_refund", Reason: "overlay"}}, EvidenceRefs: []string{"kg:order:ord_881"}, MemoryRefs: []string{"mem_1"},
+			Environment:        &compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency"}},
+			DataClassification: pack.Confidential, CompiledContextHash: "sha256:" + strings.Repeat("ab", 32)},
 	}
+	lh, err := compiler.LedgerHash(p.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Ledger.LedgerHash = lh
 	if err := p.Seal(); err != nil {
 		t.Fatal(err)
 	}
@@ -411,8 +428,8 @@ func (m *mutator) walk(v reflect.Value, path string) bool {
 // for being out of its vocabulary, or s with a byte added.
 func otherString(s string) string {
 	for _, enum := range [][]string{
-		toStrings(replay.SideEffectPolicies()), toStrings(replay.SourceKinds()), toStrings(replay.ResultStatuses()),
-		toStrings(decision.Statuses()), toStrings(gateway.Statuses()), toStrings(runcontext.ApprovalModes()),
+		toStrings(replay.SideEffectPolicies()), toStrings(replay.SourceKinds()), toStrings(replay.Statuses()),
+		enums.DecisionStatuses(), toStrings(gateway.Statuses()), enums.ApprovalModes(),
 	} {
 		if i := slices.Index(enum, s); i >= 0 {
 			return enum[(i+1)%len(enum)]
@@ -469,7 +486,7 @@ func TestListsKeepTheirMeaningThroughJSON(t *testing.T) {
 	nilLists.PlannerOutput, nilLists.Outcomes, nilLists.Clock, nilLists.PlannerErrors, nilLists.Interrupts, nilLists.Resumes = nil, nil, nil, nil, nil, nil
 	nilLists.PackHashes = nil
 	empty := fullPacket(t)
-	empty.PlannerOutput, empty.Outcomes, empty.Clock, empty.PlannerErrors, empty.Interrupts, empty.Resumes = []json.RawMessage{}, []replay.Outcome{}, []time.Time{}, []replay.PlannerError{}, []replay.Interrupt{}, []replay.Resume{}
+	empty.PlannerOutput, empty.Outcomes, empty.Clock, empty.PlannerErrors, empty.Interrupts, empty.Resumes = []json.RawMessage{}, []replay.AdapterOutcome{}, []time.Time{}, []replay.PlannerError{}, []replay.Interrupt{}, []replay.Resume{}
 	empty.PackHashes = map[string]string{}
 	for _, p := range []*replay.Packet{nilLists, empty} {
 		if err := p.Seal(); err != nil {
@@ -514,6 +531,61 @@ func TestSealedPacketsValidateAgainstTheSchema(t *testing.T) {
 		b, _ = json.Marshal(p)
 		if err := schemas.Validate("replay-packet", b); err == nil || !strings.Contains(err.Error(), "packet_hash") {
 			t.Errorf("%s: an unsealed packet validates: %v", name, err)
+		}
+	}
+}
+
+// A packet pins its record as the decision store holds it: the store's
+// record_hash (which covers prev_record_hash) is the packet's
+// expected.decision_record_hash, and the record's own copies of that hash
+// may not disagree with it.
+func TestPacketPinsTheStoredRecord(t *testing.T) {
+	store := decision.NewMemoryStore()
+	ctx := context.Background()
+	for _, id := range []string{"dr_0", "dr_1"} {
+		rec := &decision.Record{RecordID: id, DecisionKey: "support.refund.execute", Status: decision.Decided, Outcome: "approved",
+			EvidenceRefs: []string{"kg:order:ord_881"}, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RunID: "run_1", TenantID: "tenant_1",
+			Lineage: decision.Lineage{CompiledContextHash: "sha256:" + strings.Repeat("ab", 32)}}
+		rec.SetReplayPacketID("rp_1")
+		if _, err := store.Append(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, err := store.Get(ctx, "dr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.PrevRecordHash == decision.GenesisHash {
+		t.Fatal("the record should chain onto another")
+	}
+	pin := func(edit func(r *decision.Record)) *replay.Packet {
+		p := fullPacket(t)
+		r := *stored
+		rp := *stored.Replay
+		r.Replay = &rp
+		if edit != nil {
+			edit(&r)
+		}
+		p.Record, _ = json.Marshal(&r)
+		p.Expected.DecisionRecordHash = stored.RecordHash
+		return p
+	}
+	if err := pin(nil).Seal(); err != nil {
+		t.Fatalf("a packet pinning the stored record: %v", err)
+	}
+	other := "sha256:" + strings.Repeat("0", 64)
+	for name, tc := range map[string]struct {
+		edit func(r *decision.Record)
+		want string
+	}{
+		"record_hash":        {func(r *decision.Record) { r.RecordHash = other }, "record_hash is not expected"},
+		"replay.record_hash": {func(r *decision.Record) { r.Replay.RecordHash = other }, "replay.record_hash is not expected"},
+		"prev_record_hash":   {func(r *decision.Record) { r.PrevRecordHash = decision.GenesisHash }, "does not match expected.decision_record_hash"},
+		"replay_packet_id":   {func(r *decision.Record) { r.Replay.ReplayPacketID = "rp_2" }, "does not match expected.decision_record_hash"},
+	} {
+		err := pin(tc.edit).Seal()
+		if !errors.Is(err, replay.ErrTamper) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s edited: Seal = %v, want ErrTamper (%s)", name, err, tc.want)
 		}
 	}
 }

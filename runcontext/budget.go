@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/contextos/contextos/internal/problem"
 )
 
 // Budget dimensions named by BudgetError.Dimension. Token buckets are
@@ -129,7 +131,7 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 		return fmt.Errorf("%w: negative token charge %d", ErrInvalid, n)
 	}
 	if bucket != "" && !bucket.Valid() {
-		return fmt.Errorf("%w: unknown token bucket %q", ErrInvalid, clip(string(bucket)))
+		return fmt.Errorf("%w: unknown token bucket %q", ErrInvalid, problem.Clip(string(bucket)))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

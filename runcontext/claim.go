@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/problem"
 )
 
 // KeyResolver returns the Ed25519 public key for a key id. Implementations
@@ -56,13 +57,16 @@ func (s *StaticKeys) PublicKey(ctx context.Context, kid string) (ed25519.PublicK
 	defer s.mu.RUnlock()
 	k, ok := s.keys[kid]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, clip(kid))
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, problem.Clip(kid))
 	}
 	return append(ed25519.PublicKey(nil), k...), nil
 }
 
-// ClaimError is an identity claim verification failure; Field names the
-// claim member at fault. It matches ErrClaim and wraps the cause.
+// ClaimError is an identity claim verification failure. Field names the
+// claim member at fault ("identity_claim" when it is missing, "sig", "kid",
+// "exp", "run_id"…), which is what callers branch on; Reason says why in
+// words ("missing", "expired", "does not match the run"…). It matches
+// ErrClaim and wraps the cause.
 type ClaimError struct {
 	Field  string
 	Reason string
@@ -81,14 +85,14 @@ func (e *ClaimError) Unwrap() error { return e.Err }
 
 // Reasons a claim is rejected, in ClaimError.Reason.
 const (
-	ClaimReasonMissing     = "missing"
-	ClaimReasonVersion     = "unsupported version"
-	ClaimReasonHash        = "claim_hash does not match the claim"
-	ClaimReasonSignature   = "signature does not verify"
-	ClaimReasonUnknownKey  = "unknown key id"
-	ClaimReasonNotYetValid = "not yet valid"
-	ClaimReasonExpired     = "expired"
-	ClaimReasonMismatch    = "does not match the run"
+	reasonMissing     = "missing"
+	reasonVersion     = "unsupported version"
+	reasonHash        = "claim_hash does not match the claim"
+	reasonSignature   = "signature does not verify"
+	reasonUnknownKey  = "unknown key id"
+	reasonNotYetValid = "not yet valid"
+	reasonExpired     = "expired"
+	reasonMismatch    = "does not match the run"
 )
 
 // ClaimHash returns the canonical hash of c: the digest of its canonical
@@ -150,39 +154,39 @@ type ClaimExpectations struct {
 // about the claim, and the caller fails closed on it all the same.
 func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, want ClaimExpectations) error {
 	if c == nil {
-		return &ClaimError{Field: "identity_claim", Reason: ClaimReasonMissing}
+		return &ClaimError{Field: "identity_claim", Reason: reasonMissing}
 	}
 	if c.Version != ClaimVersion {
-		return &ClaimError{Field: "version", Reason: ClaimReasonVersion}
+		return &ClaimError{Field: "version", Reason: reasonVersion}
 	}
 	h, err := ClaimHash(c)
 	if err != nil || h != c.ClaimHash {
-		return &ClaimError{Field: "claim_hash", Reason: ClaimReasonHash, Err: err}
+		return &ClaimError{Field: "claim_hash", Reason: reasonHash, Err: err}
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(c.Sig)
 	if c.Sig == "" || err != nil || len(sig) != ed25519.SignatureSize {
-		return &ClaimError{Field: "sig", Reason: ClaimReasonSignature}
+		return &ClaimError{Field: "sig", Reason: reasonSignature}
 	}
 	if resolver == nil {
-		return &ClaimError{Field: "kid", Reason: ClaimReasonUnknownKey, Err: ErrUnknownKey}
+		return &ClaimError{Field: "kid", Reason: reasonUnknownKey, Err: ErrUnknownKey}
 	}
 	pub, err := resolver.PublicKey(ctx, c.Kid)
 	if err != nil {
 		if errors.Is(err, ErrUnknownKey) {
-			return &ClaimError{Field: "kid", Reason: ClaimReasonUnknownKey, Err: err}
+			return &ClaimError{Field: "kid", Reason: reasonUnknownKey, Err: err}
 		}
 		return fmt.Errorf("runcontext: resolve key for identity claim: %w", err)
 	}
 	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, []byte(c.ClaimHash), sig) {
-		return &ClaimError{Field: "sig", Reason: ClaimReasonSignature}
+		return &ClaimError{Field: "sig", Reason: reasonSignature}
 	}
 	now := want.Now.Unix()
 	leeway := int64(want.Leeway / time.Second)
 	if now+leeway < c.Nbf {
-		return &ClaimError{Field: "nbf", Reason: ClaimReasonNotYetValid}
+		return &ClaimError{Field: "nbf", Reason: reasonNotYetValid}
 	}
 	if now-leeway >= c.Exp {
-		return &ClaimError{Field: "exp", Reason: ClaimReasonExpired}
+		return &ClaimError{Field: "exp", Reason: reasonExpired}
 	}
 	for _, m := range []struct{ field, got, want string }{
 		{"sub", c.Sub, want.AgentURN},
@@ -190,21 +194,21 @@ func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, wa
 		{"tenant_id", c.TenantID, want.TenantID},
 	} {
 		if m.got != m.want {
-			return &ClaimError{Field: m.field, Reason: ClaimReasonMismatch}
+			return &ClaimError{Field: m.field, Reason: reasonMismatch}
 		}
 	}
 	if c.SessionID != "" && c.SessionID != want.SessionID {
-		return &ClaimError{Field: "session_id", Reason: ClaimReasonMismatch}
+		return &ClaimError{Field: "session_id", Reason: reasonMismatch}
 	}
 	if want.Audience != "" && c.Aud != want.Audience {
-		return &ClaimError{Field: "aud", Reason: ClaimReasonMismatch}
+		return &ClaimError{Field: "aud", Reason: reasonMismatch}
 	}
 	for i, p := range c.PrincipalChain {
 		if p.TenantID != "" && p.TenantID != want.TenantID {
-			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].tenant_id", i), Reason: ClaimReasonMismatch}
+			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].tenant_id", i), Reason: reasonMismatch}
 		}
 		if want.UserID != "" && p.Kind == PrincipalUser && p.ID != want.UserID {
-			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].id", i), Reason: ClaimReasonMismatch}
+			return &ClaimError{Field: fmt.Sprintf("principal_chain[%d].id", i), Reason: reasonMismatch}
 		}
 	}
 	return nil
@@ -215,7 +219,7 @@ func VerifyClaim(ctx context.Context, c *IdentityClaim, resolver KeyResolver, wa
 // without a claim is a *ClaimError (identity_claim missing).
 func VerifyRunClaim(ctx context.Context, rc *RunContext, resolver KeyResolver, now time.Time, leeway time.Duration) error {
 	if rc == nil {
-		return &ClaimError{Field: "identity_claim", Reason: ClaimReasonMissing}
+		return &ClaimError{Field: "identity_claim", Reason: reasonMissing}
 	}
 	return VerifyClaim(ctx, rc.Agent.IdentityClaim, resolver, ClaimExpectations{
 		Now: now, RunID: rc.RunID, TenantID: rc.TenantID, AgentURN: rc.Agent.AgentURN,

@@ -67,23 +67,23 @@ func TestClaimVerifyFailures(t *testing.T) {
 		field  string
 		reason string
 	}{
-		{"version", func(c *IdentityClaim, _ *ClaimExpectations) { c.Version = "ctxid/2" }, "version", ClaimReasonVersion},
-		{"tampered scope", func(c *IdentityClaim, _ *ClaimExpectations) { c.Scopes = append(c.Scopes, "payments.admin") }, "claim_hash", ClaimReasonHash},
+		{"version", func(c *IdentityClaim, _ *ClaimExpectations) { c.Version = "ctxid/2" }, "version", reasonVersion},
+		{"tampered scope", func(c *IdentityClaim, _ *ClaimExpectations) { c.Scopes = append(c.Scopes, "payments.admin") }, "claim_hash", reasonHash},
 		{"tampered hash", func(c *IdentityClaim, _ *ClaimExpectations) {
 			c.Scopes = append(c.Scopes, "payments.admin")
 			c.ClaimHash, _ = ClaimHash(c)
-		}, "sig", ClaimReasonSignature},
-		{"missing sig", func(c *IdentityClaim, _ *ClaimExpectations) { c.Sig = "" }, "sig", ClaimReasonSignature},
-		{"garbage sig", func(c *IdentityClaim, _ *ClaimExpectations) { c.Sig = "!!!" }, "sig", ClaimReasonSignature},
-		{"wrong key", func(c *IdentityClaim, _ *ClaimExpectations) { _ = SignClaim(c, testKid, other) }, "sig", ClaimReasonSignature},
-		{"unknown kid", func(c *IdentityClaim, _ *ClaimExpectations) { _ = SignClaim(c, "kid_other", testKey) }, "kid", ClaimReasonUnknownKey},
-		{"not yet valid", func(_ *IdentityClaim, w *ClaimExpectations) { w.Now = testNow.Add(-2 * time.Minute) }, "nbf", ClaimReasonNotYetValid},
-		{"expired", func(_ *IdentityClaim, w *ClaimExpectations) { w.Now = testNow.Add(5 * time.Minute) }, "exp", ClaimReasonExpired},
-		{"sub", func(_ *IdentityClaim, w *ClaimExpectations) { w.AgentURN = "agent:contextos/other@1.0.0" }, "sub", ClaimReasonMismatch},
-		{"run", func(_ *IdentityClaim, w *ClaimExpectations) { w.RunID = "run_other" }, "run_id", ClaimReasonMismatch},
-		{"tenant", func(_ *IdentityClaim, w *ClaimExpectations) { w.TenantID = "tenant_other" }, "tenant_id", ClaimReasonMismatch},
-		{"session", func(_ *IdentityClaim, w *ClaimExpectations) { w.SessionID = "sess_other" }, "session_id", ClaimReasonMismatch},
-		{"audience", func(_ *IdentityClaim, w *ClaimExpectations) { w.Audience = "tool-gateway" }, "aud", ClaimReasonMismatch},
+		}, "sig", reasonSignature},
+		{"missing sig", func(c *IdentityClaim, _ *ClaimExpectations) { c.Sig = "" }, "sig", reasonSignature},
+		{"garbage sig", func(c *IdentityClaim, _ *ClaimExpectations) { c.Sig = "!!!" }, "sig", reasonSignature},
+		{"wrong key", func(c *IdentityClaim, _ *ClaimExpectations) { _ = SignClaim(c, testKid, other) }, "sig", reasonSignature},
+		{"unknown kid", func(c *IdentityClaim, _ *ClaimExpectations) { _ = SignClaim(c, "kid_other", testKey) }, "kid", reasonUnknownKey},
+		{"not yet valid", func(_ *IdentityClaim, w *ClaimExpectations) { w.Now = testNow.Add(-2 * time.Minute) }, "nbf", reasonNotYetValid},
+		{"expired", func(_ *IdentityClaim, w *ClaimExpectations) { w.Now = testNow.Add(5 * time.Minute) }, "exp", reasonExpired},
+		{"sub", func(_ *IdentityClaim, w *ClaimExpectations) { w.AgentURN = "agent:contextos/other@1.0.0" }, "sub", reasonMismatch},
+		{"run", func(_ *IdentityClaim, w *ClaimExpectations) { w.RunID = "run_other" }, "run_id", reasonMismatch},
+		{"tenant", func(_ *IdentityClaim, w *ClaimExpectations) { w.TenantID = "tenant_other" }, "tenant_id", reasonMismatch},
+		{"session", func(_ *IdentityClaim, w *ClaimExpectations) { w.SessionID = "sess_other" }, "session_id", reasonMismatch},
+		{"audience", func(_ *IdentityClaim, w *ClaimExpectations) { w.Audience = "tool-gateway" }, "aud", reasonMismatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

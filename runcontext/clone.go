@@ -12,8 +12,8 @@ func (rc *RunContext) Clone() *RunContext {
 		return nil
 	}
 	c := *rc
-	c.User = rc.User.Clone()
-	c.Agent = rc.Agent.Clone()
+	c.User = rc.User.clone()
+	c.Agent = rc.Agent.clone()
 	c.RunBudget.BucketTokens = maps.Clone(rc.RunBudget.BucketTokens)
 	if rc.TraceContext != nil {
 		tc := *rc.TraceContext
@@ -30,8 +30,8 @@ func (r *InvokeRequest) Clone() *InvokeRequest {
 		return nil
 	}
 	c := *r
-	c.User = r.User.Clone()
-	c.Agent = r.Agent.Clone()
+	c.User = r.User.clone()
+	c.Agent = r.Agent.clone()
 	c.ContextPackRefs = slices.Clone(r.ContextPackRefs)
 	c.Input.Context = cloneObject(r.Input.Context)
 	c.Runtime = r.Runtime.clone()
@@ -40,8 +40,8 @@ func (r *InvokeRequest) Clone() *InvokeRequest {
 	return &c
 }
 
-// Clone returns a deep copy of u.
-func (u UserClaims) Clone() UserClaims {
+// clone returns a deep copy of u.
+func (u UserClaims) clone() UserClaims {
 	if u.Delegation != nil {
 		d := *u.Delegation
 		d.Scopes = slices.Clone(d.Scopes)
@@ -55,8 +55,8 @@ func (u UserClaims) Clone() UserClaims {
 	return u
 }
 
-// Clone returns a deep copy of a.
-func (a AgentIdentity) Clone() AgentIdentity {
+// clone returns a deep copy of a.
+func (a AgentIdentity) clone() AgentIdentity {
 	a.PrincipalChain = slices.Clone(a.PrincipalChain)
 	if a.IdentityClaim != nil {
 		c := *a.IdentityClaim

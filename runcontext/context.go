@@ -1,9 +1,6 @@
 package runcontext
 
-import (
-	"context"
-	"sort"
-)
+import "context"
 
 type ctxKey struct{}
 
@@ -17,23 +14,3 @@ func FromContext(ctx context.Context) (*RunContext, bool) {
 	rc, ok := ctx.Value(ctxKey{}).(*RunContext)
 	return rc, ok && rc != nil
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func sortedBuckets[V any](m map[Bucket]V) []Bucket {
-	keys := make([]Bucket, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
-}
-
-func sortStrings(s []string) { sort.Strings(s) }

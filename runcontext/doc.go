@@ -10,8 +10,11 @@
 // [DecodeInvokeRequest] and [DecodeRunContext] decode strictly (field names
 // are case-sensitive, unknown members of closed objects are refused,
 // additive top-level members are kept in Extensions) and validate. Validate
-// returns a *[ValidationError] that lists every problem with the JSON path
-// of the member at fault; it matches [ErrInvalid].
+// returns a *[ValidationError] that lists every [Problem]: the JSON path of
+// the member at fault, a [Code] (CodeRequired, CodeFormat, CodeConflict…)
+// and a message that never echoes a secret; it matches [ErrInvalid], and
+// Has(code) looks a problem up. It is the same type pack, decision and
+// schemas return.
 //
 // # Materializing a run
 //
@@ -39,5 +42,14 @@
 //
 // A [Meter] charges tokens per bucket, tool calls, cost and wall clock
 // against the run budget, concurrently; a charge over any dimension is
-// refused whole with a *[BudgetError] matching [ErrBudgetExceeded].
+// refused whole with a *[BudgetError] matching [ErrBudgetExceeded]. A
+// run's [Usage] is what its Meter has charged so far; [DefaultRunBudget]
+// is the budget a run gets when nothing sets one.
+//
+// # Trace context
+//
+// An invoke request's [Trace] is the caller's W3C trace context;
+// [TraceFromHeaders] and [ParseTraceparent] parse incoming headers into
+// it, and [Trace.Headers] renders it back. Propagating it on outbound tool
+// calls is the runtime's job (the transports do it).
 package runcontext

@@ -23,21 +23,18 @@ const (
 
 var approvalModes = [...]ApprovalMode{ReadOnly, LocalWrite, Network, Delegated, Destructive}
 
-// ApprovalModes returns the five modes from least to most risky.
-func ApprovalModes() []ApprovalMode { return append([]ApprovalMode(nil), approvalModes[:]...) }
-
 // ParseApprovalMode parses one of the five mode names (exact spelling).
 func ParseApprovalMode(s string) (ApprovalMode, error) {
 	m := ApprovalMode(s)
-	if m.Rank() < 0 {
+	if m.rank() < 0 {
 		return "", fmt.Errorf("%w: approval mode %q is not one of %s", ErrInvalidEnum, s, joinModes())
 	}
 	return m, nil
 }
 
-// Rank returns the mode's position in the order (0 for read_only … 4 for
+// rank returns the mode's position in the order (0 for read_only … 4 for
 // destructive), or -1 for an unknown mode.
-func (m ApprovalMode) Rank() int {
+func (m ApprovalMode) rank() int {
 	// A switch, not a search of approvalModes: every gateway call ranks
 	// several modes. TestApprovalModeOrder holds the two to the same order.
 	switch m {
@@ -56,7 +53,7 @@ func (m ApprovalMode) Rank() int {
 }
 
 // Valid reports whether m is one of the five modes.
-func (m ApprovalMode) Valid() bool { return m.Rank() >= 0 }
+func (m ApprovalMode) Valid() bool { return m.rank() >= 0 }
 
 // Compare returns -1, 0 or +1 as m is less risky than, as risky as, or more
 // risky than o. An unknown mode ranks above every known one, so comparisons
@@ -73,7 +70,7 @@ func (m ApprovalMode) Compare(o ApprovalMode) int {
 }
 
 func (m ApprovalMode) rankClosed() int {
-	if r := m.Rank(); r >= 0 {
+	if r := m.rank(); r >= 0 {
 		return r
 	}
 	return len(approvalModes)
@@ -82,7 +79,7 @@ func (m ApprovalMode) rankClosed() int {
 // AtMost reports whether m is known and no riskier than limit (also known).
 // It is the surfacing test: capability mode AtMost run safety mode.
 func (m ApprovalMode) AtMost(limit ApprovalMode) bool {
-	a, b := m.Rank(), limit.Rank()
+	a, b := m.rank(), limit.rank()
 	return a >= 0 && b >= 0 && a <= b
 }
 
@@ -155,12 +152,12 @@ const (
 	ModeLongRunning Mode = "long_running"
 )
 
-// Modes returns the three execution modes.
-func Modes() []Mode { return []Mode{ModeStream, ModeBatch, ModeLongRunning} }
+// modes returns the three execution modes.
+func modes() []Mode { return []Mode{ModeStream, ModeBatch, ModeLongRunning} }
 
 // UnmarshalText accepts exactly the three mode names.
 func (m *Mode) UnmarshalText(b []byte) error {
-	if err := enumText("mode", Modes(), Mode(b)); err != nil {
+	if err := enumText("mode", modes(), Mode(b)); err != nil {
 		return err
 	}
 	*m = Mode(b)
@@ -178,14 +175,14 @@ const (
 	PrincipalAutomation PrincipalKind = "automation"
 )
 
-// PrincipalKinds returns the four principal kinds.
-func PrincipalKinds() []PrincipalKind {
+// principalKinds returns the four principal kinds.
+func principalKinds() []PrincipalKind {
 	return []PrincipalKind{PrincipalUser, PrincipalService, PrincipalAgent, PrincipalAutomation}
 }
 
 // UnmarshalText accepts exactly the four principal kinds.
 func (k *PrincipalKind) UnmarshalText(b []byte) error {
-	if err := enumText("principal kind", PrincipalKinds(), PrincipalKind(b)); err != nil {
+	if err := enumText("principal kind", principalKinds(), PrincipalKind(b)); err != nil {
 		return err
 	}
 	*k = PrincipalKind(b)
@@ -203,12 +200,12 @@ const (
 	AuthService AuthType = "service"
 )
 
-// AuthTypes returns the four delegation auth types.
-func AuthTypes() []AuthType { return []AuthType{AuthOAuth2, AuthSAML, AuthOIDC, AuthService} }
+// authTypes returns the four delegation auth types.
+func authTypes() []AuthType { return []AuthType{AuthOAuth2, AuthSAML, AuthOIDC, AuthService} }
 
 // UnmarshalText accepts exactly the four auth types.
 func (a *AuthType) UnmarshalText(b []byte) error {
-	if err := enumText("auth_type", AuthTypes(), AuthType(b)); err != nil {
+	if err := enumText("auth_type", authTypes(), AuthType(b)); err != nil {
 		return err
 	}
 	*a = AuthType(b)
@@ -227,14 +224,14 @@ const (
 	LifecycleRetired    Lifecycle = "retired"
 )
 
-// Lifecycles returns the agent lifecycle states.
-func Lifecycles() []Lifecycle {
+// lifecycles returns the agent lifecycle states.
+func lifecycles() []Lifecycle {
 	return []Lifecycle{LifecycleDraft, LifecycleActive, LifecycleSuspended, LifecycleDeprecated, LifecycleRetired}
 }
 
 // UnmarshalText accepts exactly the lifecycle states.
 func (l *Lifecycle) UnmarshalText(b []byte) error {
-	if err := enumText("lifecycle", Lifecycles(), Lifecycle(b)); err != nil {
+	if err := enumText("lifecycle", lifecycles(), Lifecycle(b)); err != nil {
 		return err
 	}
 	*l = Lifecycle(b)

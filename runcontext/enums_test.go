@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextos/contextos/internal/enums"
 )
 
 func TestApprovalModeOrder(t *testing.T) {
-	modes := ApprovalModes()
+	modes := approvalModes[:]
 	for i, a := range modes {
-		if a.Rank() != i || !a.Valid() {
-			t.Errorf("%s.Rank() = %d, want %d", a, a.Rank(), i)
+		if a.rank() != i || !a.Valid() {
+			t.Errorf("%s.rank() = %d, want %d", a, a.rank(), i)
 		}
 		for j, b := range modes {
 			want := 0
@@ -28,7 +32,7 @@ func TestApprovalModeOrder(t *testing.T) {
 		}
 	}
 	bogus := ApprovalMode("root")
-	if bogus.Valid() || bogus.Rank() != -1 || bogus.Compare(Destructive) != 1 || bogus.AtMost(Destructive) || ReadOnly.AtMost(bogus) {
+	if bogus.Valid() || bogus.rank() != -1 || bogus.Compare(Destructive) != 1 || bogus.AtMost(Destructive) || ReadOnly.AtMost(bogus) {
 		t.Error("unknown mode does not fail closed")
 	}
 	if MaxApprovalMode() != ReadOnly || MaxApprovalMode(Network, LocalWrite) != Network || MaxApprovalMode(Destructive, bogus) != bogus {
@@ -40,7 +44,7 @@ func TestApprovalModeOrder(t *testing.T) {
 }
 
 func TestApprovalModeJSON(t *testing.T) {
-	for _, m := range ApprovalModes() {
+	for _, m := range approvalModes[:] {
 		b, err := json.Marshal(m)
 		if err != nil || string(b) != `"`+string(m)+`"` {
 			t.Errorf("Marshal(%s) = %s, %v", m, b, err)
@@ -85,4 +89,36 @@ func TestEnumsText(t *testing.T) {
 	if !BucketEvidence.Valid() || Bucket("x").Valid() || len(Buckets()) != 6 {
 		t.Error("buckets wrong")
 	}
+}
+
+// The schema generator reads internal/enums: its lists are this package's
+// constants, in order.
+func TestEnumListsMatchConstants(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		got, want []string
+	}{
+		{"approval modes", strs(approvalModes[:]), enums.ApprovalModes()},
+		{"modes", strs(modes()), enums.Modes()},
+		{"principal kinds", strs(principalKinds()), enums.PrincipalKinds()},
+		{"auth types", strs(authTypes()), enums.AuthTypes()},
+		{"lifecycles", strs(lifecycles()), enums.Lifecycles()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("internal/enums (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func strs[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
 }

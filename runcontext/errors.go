@@ -2,7 +2,10 @@ package runcontext
 
 import (
 	"errors"
+	"slices"
 	"strings"
+
+	"github.com/contextos/contextos/internal/problem"
 )
 
 // Sentinel errors. Every error this package returns matches one of them with
@@ -29,124 +32,81 @@ var (
 	ErrTraceContext = errors.New("runcontext: invalid trace context")
 )
 
-// Rules named by Problem.Rule.
+// Problem codes: the rule a member breaks.
 const (
-	RuleRequired   = "required"
-	RuleFormat     = "format"
-	RuleEnum       = "enum"
-	RuleRange      = "range"
-	RuleConsistent = "consistency"
-	RuleConflict   = "conflict"
-	RuleDecode     = "decode"
+	CodeRequired   Code = "required"
+	CodeFormat     Code = "format"
+	CodeEnum       Code = "enum"
+	CodeRange      Code = "range"
+	CodeConsistent Code = "consistency"
+	CodeConflict   Code = "conflict"
+	CodeDecode     Code = "decode"
 )
 
 // Problem is one validation problem: the JSON path of the offending member
-// (such as "user.delegation" or "context_pack_refs[0]"), the rule it broke
-// and a message safe to show (it never contains secrets).
-type Problem struct {
-	Path    string `json:"path"`
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
+// (such as "user.delegation" or "context_pack_refs[0]"), the code of the
+// rule it broke and a message safe to show (it never contains secrets). It
+// is the Problem of every validating package (pack, decision, schemas).
+type Problem = problem.Problem
 
-func (p Problem) String() string {
-	path := p.Path
-	if path == "" {
-		path = "(document)"
+// Code names the rule a problem breaks (the Code* constants).
+type Code = problem.Code
+
+// ValidationError lists every problem found in a request or run context.
+// It matches ErrInvalid; ErrConflict too when a problem is a conflict; and
+// when a problem is in the agent's identity claim it matches ErrClaim and
+// errors.As finds a *ClaimError naming the claim member (the first such
+// problem gives the field), so a claim that does not fit its run is
+// refused as a *ClaimError whether validation or verification catches it.
+// It is one type shared by runcontext, pack, decision and schemas, so
+// errors.As finds it whichever package refused; errors.Is(err, ErrInvalid)
+// tells this package's refusals from the others'.
+type ValidationError = problem.ValidationError
+
+const claimPath = "agent.identity_claim"
+
+// invalid returns the *ValidationError of probs for a document of kind
+// (KindInvokeAgent or KindRunContext).
+func invalid(kind string, probs []Problem) *ValidationError {
+	var conflict error
+	if slices.ContainsFunc(probs, func(p Problem) bool { return p.Code == CodeConflict }) {
+		conflict = ErrConflict
 	}
-	return path + ": " + p.Message
-}
-
-// ValidationError lists every problem found in a document. It matches
-// ErrInvalid, and ErrConflict when any problem is a conflict.
-type ValidationError struct {
-	Kind     string // "invoke-agent" or "run-context"
-	Problems []Problem
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	b.WriteString("runcontext: invalid ")
-	b.WriteString(e.Kind)
-	b.WriteString(":")
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteString(";")
-		}
-		b.WriteString(" ")
-		b.WriteString(p.String())
-	}
-	return b.String()
-}
-
-// Is matches ErrInvalid, ErrConflict when a problem is a conflict, and
-// ErrClaim when a problem is in an identity claim.
-func (e *ValidationError) Is(target error) bool {
-	switch target {
-	case ErrInvalid:
-		return true
-	case ErrClaim:
-		_, ok := e.claimProblem()
-		return ok
-	case ErrConflict:
-		for _, p := range e.Problems {
-			if p.Rule == RuleConflict {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// As lets errors.As find a *ClaimError in a validation error with a
-// problem in an identity claim (agent.identity_claim…): a claim that does
-// not fit its run is refused as a *ClaimError whether validation or
-// verification catches it. The first such problem gives the field.
-func (e *ValidationError) As(target any) bool {
-	ce, ok := target.(**ClaimError)
-	if !ok {
-		return false
-	}
-	if p, ok := e.claimProblem(); ok {
+	var claim error
+	if i := slices.IndexFunc(probs, isClaimProblem); i >= 0 {
+		p := probs[i]
 		field, _ := strings.CutPrefix(strings.TrimPrefix(p.Path, claimPath), ".")
 		if field == "" {
 			field = "identity_claim"
 		}
 		reason := p.Message
-		switch p.Rule {
-		case RuleConsistent, RuleConflict:
-			reason = ClaimReasonMismatch
-		case RuleRequired:
-			reason = ClaimReasonMissing
+		switch p.Code {
+		case CodeConsistent, CodeConflict:
+			reason = reasonMismatch
+		case CodeRequired:
+			reason = reasonMissing
 		}
-		*ce = &ClaimError{Field: field, Reason: reason}
-		return true
+		claim = &ClaimError{Field: field, Reason: reason}
 	}
-	return false
+	return problem.New(ErrInvalid, "runcontext: invalid "+kind, probs, conflict, claim)
 }
 
-const claimPath = "agent.identity_claim"
-
-func (e *ValidationError) claimProblem() (Problem, bool) {
-	for _, p := range e.Problems {
-		if rest, found := strings.CutPrefix(p.Path, claimPath); found && (rest == "" || rest[0] == '.' || rest[0] == '[') {
-			return p, true
-		}
-	}
-	return Problem{}, false
+func isClaimProblem(p Problem) bool {
+	rest, found := strings.CutPrefix(p.Path, claimPath)
+	return found && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 type problems struct {
 	list []Problem
 }
 
-func (ps *problems) add(path, rule, msg string) {
-	ps.list = append(ps.list, Problem{Path: path, Rule: rule, Message: msg})
+func (ps *problems) add(path string, code Code, msg string) {
+	ps.list = append(ps.list, Problem{Path: path, Code: code, Message: msg})
 }
 
 func (ps *problems) err(kind string) error {
 	if len(ps.list) == 0 {
 		return nil
 	}
-	return &ValidationError{Kind: kind, Problems: ps.list}
+	return invalid(kind, ps.list)
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -39,10 +39,7 @@ func ExampleDecodeInvokeRequest() {
 // budget, the request's trace becomes the run's, and a host RunContext that
 // disagrees with the request is an error.
 func ExampleMaterialize() {
-	body, err := os.ReadFile("testdata/invoke.support-refund.json")
-	if err != nil {
-		log.Fatal(err)
-	}
+	body := fixture.Invoke()
 	req, err := runcontext.DecodeInvokeRequest(body)
 	if err != nil {
 		log.Fatal(err)
@@ -119,9 +116,9 @@ func ExampleParseTraceparent() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	tr, _ = tr.WithBaggage(map[string]string{"run_id": "run_a1b2c3d4e5f60718", "tenant": "tenant_acme_prod"})
-	tr.Inject(func(k, v string) { fmt.Printf("%s: %s\n", k, v) })
+	fmt.Println("trace:", tr.TraceID, "span:", tr.SpanID, "flags:", tr.TraceFlags)
+	fmt.Println("traceparent:", tr.Traceparent())
 	// Output:
+	// trace: 4bf92f3577b34da6a3ce929d0e0e4736 span: b9c7c989f97918e1 flags: 01
 	// traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01
-	// baggage: run_id=run_a1b2c3d4e5f60718,tenant=tenant_acme_prod
 }

@@ -2,20 +2,17 @@ package runcontext
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 // FuzzDecodeInvokeRequest: decoding and validating any input never panics;
 // it either succeeds with a request that validates again, or fails with a
 // *ValidationError.
 func FuzzDecodeInvokeRequest(f *testing.F) {
-	for _, name := range []string{"invoke.support-refund.json", "run-context.support.json"} {
-		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
-			f.Add(b)
-		}
-	}
+	f.Add(fixture.Invoke())
+	f.Add(fixture.RunContext())
 	f.Add([]byte(`{"Tenant_ID":1,"trace":{"trace_id":"00"},"mode":"x","user":{"tier":[]}}`))
 	f.Add([]byte(`{"context_pack_refs":["a@1.0.0","a@01.0.0"],"attachments":[{"uri":"::"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

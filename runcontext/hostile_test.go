@@ -107,7 +107,7 @@ func TestHostileIdentityClaims(t *testing.T) {
 		}, "version"},
 		{"forged request claim behind a host agent (not dropped)", func(rc *RunContext) error {
 			req := fixtureRequest(t)
-			req.Agent.IdentityClaim = rc.Agent.Clone().IdentityClaim
+			req.Agent.IdentityClaim = rc.Agent.clone().IdentityClaim
 			SignClaim(req.Agent.IdentityClaim, testKid, attacker)
 			host := rc.Clone()
 			host.Agent.IdentityClaim = nil
@@ -158,7 +158,7 @@ func TestHostileClaimConflict(t *testing.T) {
 	req.Agent.IdentityClaim = validClaim(other)
 	_, err := Materialize(req, rc, nil)
 	var ce *ClaimError
-	if !errors.Is(err, ErrConflict) || !errors.Is(err, ErrClaim) || !errors.As(err, &ce) || ce.Field != "identity_claim" || ce.Reason != ClaimReasonMismatch {
+	if !errors.Is(err, ErrConflict) || !errors.Is(err, ErrClaim) || !errors.As(err, &ce) || ce.Field != "identity_claim" || ce.Reason != reasonMismatch {
 		t.Errorf("Materialize = %v, want a conflict on agent.identity_claim that is a *ClaimError", err)
 	}
 	// A claim for another tenant, caught by validation, is a *ClaimError

@@ -2,29 +2,30 @@ package runcontext
 
 import (
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"maps"
 	"slices"
 
 	"github.com/contextos/contextos/internal/canon"
 )
 
-// Budget defaults, applied when neither the host's RunContext nor the
-// request's runtime hints set a dimension. They are the seed's example run
-// budget (seed 000, "Run Context").
+// Budget defaults (DefaultRunBudget), applied when neither the host's
+// RunContext nor the request's runtime hints set a dimension. They are the
+// seed's example run budget (seed 000, "Run Context").
 const (
-	DefaultTotalTokens          = 12000
-	DefaultMaxToolCalls         = 8
-	DefaultMaxReplanAttempts    = 2
-	DefaultWallClockMS          = 30000
-	DefaultMaxCostCents         = 25.0
-	DefaultPlanTimeoutMS        = 15000
-	DefaultMaxPayloadBytes      = 1 << 20
-	DefaultMaxSessionDurationMS = 4 * 60 * 60 * 1000 // long_running sessions
+	defaultTotalTokens          = 12000
+	defaultMaxToolCalls         = 8
+	defaultMaxReplanAttempts    = 2
+	defaultWallClockMS          = 30000
+	defaultMaxCostCents         = 25.0
+	defaultPlanTimeoutMS        = 15000
+	defaultMaxPayloadBytes      = 1 << 20
+	defaultMaxSessionDurationMS = 4 * 60 * 60 * 1000 // long_running sessions
 )
 
-// DefaultBucketTokens returns the default per-bucket token allocation
-// (it adds up to DefaultTotalTokens).
-func DefaultBucketTokens() map[Bucket]int {
+// defaultBucketTokens returns the default per-bucket token allocation
+// (it adds up to defaultTotalTokens).
+func defaultBucketTokens() map[Bucket]int {
 	return map[Bucket]int{
 		BucketPolicy: 1800, BucketTool: 1500, BucketEvidence: 3500,
 		BucketMemory: 1500, BucketBusiness: 1500, BucketSession: 2200,
@@ -34,15 +35,15 @@ func DefaultBucketTokens() map[Bucket]int {
 // DefaultRunBudget returns the budget a run gets when nothing sets one.
 func DefaultRunBudget() RunBudget {
 	return RunBudget{
-		TotalTokens:          DefaultTotalTokens,
-		BucketTokens:         DefaultBucketTokens(),
-		MaxToolCalls:         DefaultMaxToolCalls,
-		MaxReplanAttempts:    DefaultMaxReplanAttempts,
-		WallClockMS:          DefaultWallClockMS,
-		MaxCostCents:         DefaultMaxCostCents,
-		PlanTimeoutMS:        DefaultPlanTimeoutMS,
-		MaxPayloadBytes:      DefaultMaxPayloadBytes,
-		MaxSessionDurationMS: DefaultMaxSessionDurationMS,
+		TotalTokens:          defaultTotalTokens,
+		BucketTokens:         defaultBucketTokens(),
+		MaxToolCalls:         defaultMaxToolCalls,
+		MaxReplanAttempts:    defaultMaxReplanAttempts,
+		WallClockMS:          defaultWallClockMS,
+		MaxCostCents:         defaultMaxCostCents,
+		PlanTimeoutMS:        defaultPlanTimeoutMS,
+		MaxPayloadBytes:      defaultMaxPayloadBytes,
+		MaxSessionDurationMS: defaultMaxSessionDurationMS,
 	}
 }
 
@@ -87,44 +88,33 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 		rc = *host.Clone()
 		hostBudget = rc.RunBudget.TotalTokens != 0
 	}
-	var ps problems
-	merge := func(path string, dst *string, v string) {
-		switch {
-		case v == "":
-		case *dst == "":
-			*dst = v
-		case *dst != v:
-			ps.add(path, RuleConflict, fmt.Sprintf("host run context and request disagree on %s", path))
-		}
-	}
-	merge("tenant_id", &rc.TenantID, req.TenantID)
-	merge("session_id", &rc.SessionID, req.SessionID)
-	merge("trace_id", &rc.TraceID, req.Trace.TraceID)
-	merge("intent", &rc.Intent, req.Input.Intent)
-	merge("locale", &rc.Locale, req.Input.Locale)
-	if rc.User.UserID == "" {
-		rc.User = req.User.Clone()
-	} else {
-		merge("user.user_id", &rc.User.UserID, req.User.UserID)
-	}
-	if rc.Agent.AgentURN == "" && rc.Agent.AgentID == "" {
-		rc.Agent = req.Agent.Clone()
-	} else {
-		merge("agent.agent_urn", &rc.Agent.AgentURN, req.Agent.AgentURN)
-		merge("agent.agent_id", &rc.Agent.AgentID, req.Agent.AgentID)
-		merge("agent.workload_identity", &rc.Agent.WorkloadIdentity, req.Agent.WorkloadIdentity)
-		// The request's identity claim is never dropped: the host's agent
-		// takes it when it has none, and two different claims conflict.
-		switch hc, rq := rc.Agent.IdentityClaim, req.Agent.IdentityClaim; {
-		case rq == nil:
-		case hc == nil:
-			rc.Agent.IdentityClaim = req.Agent.Clone().IdentityClaim
-		case hc.ClaimHash != rq.ClaimHash:
-			ps.add("agent.identity_claim", RuleConflict, "host run context and request carry different identity claims")
-		}
-	}
-	if err := ps.err(KindRunContext); err != nil {
+	if err := CheckAgreement(req, &rc); err != nil {
 		return nil, err
+	}
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&rc.TenantID, req.TenantID)
+	fill(&rc.SessionID, req.SessionID)
+	fill(&rc.TraceID, req.Trace.TraceID)
+	fill(&rc.Intent, req.Input.Intent)
+	fill(&rc.Locale, req.Input.Locale)
+	if rc.User.UserID == "" {
+		rc.User = req.User.clone()
+	}
+	if !hostAgent(&rc) {
+		rc.Agent = req.Agent.clone()
+	} else {
+		fill(&rc.Agent.AgentURN, req.Agent.AgentURN)
+		fill(&rc.Agent.AgentID, req.Agent.AgentID)
+		fill(&rc.Agent.WorkloadIdentity, req.Agent.WorkloadIdentity)
+		// The request's identity claim is never dropped: the host's agent
+		// takes it when it has none (two different claims conflict).
+		if rc.Agent.IdentityClaim == nil && req.Agent.IdentityClaim != nil {
+			rc.Agent.IdentityClaim = req.Agent.clone().IdentityClaim
+		}
 	}
 	if rc.TraceContext == nil {
 		h := req.Trace.Headers()
@@ -157,6 +147,48 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 	}
 	return &rc, nil
 }
+
+// CheckAgreement reports where a run context disagrees with the request it
+// runs: tenant_id, session_id, trace_id, intent, locale, user.user_id,
+// and, when rc names an agent (agent_urn or agent_id), agent.agent_urn,
+// agent.agent_id, agent.workload_identity and agent.identity_claim — each
+// set on both sides to different values. The error is a *ValidationError
+// (kind run-context) with one CodeConflict problem per member, matching
+// ErrConflict and ErrInvalid; nil when they agree. A member set on one
+// side only is no disagreement: Materialize fills it from the request.
+//
+// Materialize refuses a host run context that disagrees; compiler.Compile
+// refuses a request and run context that disagree, with this same check.
+func CheckAgreement(req *InvokeRequest, rc *RunContext) error {
+	if req == nil || rc == nil {
+		return invalid(KindRunContext, []Problem{{Code: CodeRequired, Message: "request and run context are required"}})
+	}
+	var ps problems
+	differ := func(path, have, want string) {
+		if have != "" && want != "" && have != want {
+			ps.add(path, CodeConflict, fmt.Sprintf("host run context and request disagree on %s", path))
+		}
+	}
+	differ("tenant_id", rc.TenantID, req.TenantID)
+	differ("session_id", rc.SessionID, req.SessionID)
+	differ("trace_id", rc.TraceID, req.Trace.TraceID)
+	differ("intent", rc.Intent, req.Input.Intent)
+	differ("locale", rc.Locale, req.Input.Locale)
+	differ("user.user_id", rc.User.UserID, req.User.UserID)
+	if hostAgent(rc) {
+		differ("agent.agent_urn", rc.Agent.AgentURN, req.Agent.AgentURN)
+		differ("agent.agent_id", rc.Agent.AgentID, req.Agent.AgentID)
+		differ("agent.workload_identity", rc.Agent.WorkloadIdentity, req.Agent.WorkloadIdentity)
+		if hc, rq := rc.Agent.IdentityClaim, req.Agent.IdentityClaim; hc != nil && rq != nil && hc.ClaimHash != rq.ClaimHash {
+			ps.add("agent.identity_claim", CodeConflict, "host run context and request carry different identity claims")
+		}
+	}
+	return ps.err(KindRunContext)
+}
+
+// hostAgent reports whether rc names its agent (otherwise Materialize
+// takes the request's agent whole).
+func hostAgent(rc *RunContext) bool { return rc.Agent.AgentURN != "" || rc.Agent.AgentID != "" }
 
 func newRunID(o MaterializeOptions, req *InvokeRequest) (string, error) {
 	if o.NewRunID != nil {
@@ -196,7 +228,7 @@ func applyHints(b *RunBudget, h *RuntimeHints, tighten bool) {
 		if b.BucketTokens == nil {
 			b.BucketTokens = map[Bucket]int{}
 		}
-		for _, k := range sortedBuckets(h.BucketTokens) {
+		for _, k := range sortedkeys.Of(h.BucketTokens) {
 			if cur, ok := b.BucketTokens[k]; !tighten || !ok || h.BucketTokens[k] < cur {
 				b.BucketTokens[k] = h.BucketTokens[k]
 			}

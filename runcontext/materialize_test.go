@@ -98,6 +98,9 @@ func TestMaterializeConflicts(t *testing.T) {
 		{"user", func(rc *RunContext) { rc.User.UserID = "usr_other" }, "user.user_id"},
 		{"agent", func(rc *RunContext) { rc.Agent.AgentURN = "agent:contextos/other@1.0.0" }, "agent.agent_urn"},
 		{"intent", func(rc *RunContext) { rc.Intent = "support.cancel" }, "intent"},
+		{"locale", func(rc *RunContext) { rc.Locale = "fr-FR" }, "locale"},
+		{"agent id", func(rc *RunContext) { rc.Agent.AgentID = "agt_other" }, "agent.agent_id"},
+		{"workload identity", func(rc *RunContext) { rc.Agent.WorkloadIdentity = "spiffe://contextos/agents/other" }, "agent.workload_identity"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,10 +110,25 @@ func TestMaterializeConflicts(t *testing.T) {
 			if !errors.Is(err, ErrConflict) || !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Materialize = %v, want ErrConflict", err)
 			}
-			if !hasProblem(problemsOf(t, err), tc.path, RuleConflict) {
+			if !hasProblem(problemsOf(t, err), tc.path, CodeConflict) {
 				t.Errorf("problems = %v, want conflict at %s", problemsOf(t, err), tc.path)
 			}
+			// CheckAgreement is the check Materialize makes (the compiler
+			// makes it too): the same problems.
+			cerr := CheckAgreement(fixtureRequest(t), host)
+			if !errors.Is(cerr, ErrConflict) || cerr.Error() != err.Error() {
+				t.Errorf("CheckAgreement = %v, Materialize = %v; want the same conflict", cerr, err)
+			}
 		})
+	}
+	// A member set on one side only is no disagreement.
+	host := fixtureRunContext(t)
+	host.SessionID, host.Intent, host.Locale = "", "", ""
+	if err := CheckAgreement(fixtureRequest(t), host); err != nil {
+		t.Errorf("run context leaving members to the request: %v", err)
+	}
+	if err := CheckAgreement(nil, host); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CheckAgreement(nil, rc) = %v, want ErrInvalid", err)
 	}
 	// The same values on both sides are not a conflict.
 	if _, err := Materialize(fixtureRequest(t), fixtureRunContext(t), nil); err != nil {
@@ -128,12 +146,12 @@ func TestMaterializeRefusesInvalid(t *testing.T) {
 	req = fixtureRequest(t)
 	req.User.Delegation = nil
 	_, err := Materialize(req, nil, &MaterializeOptions{DefaultSafetyMode: Destructive})
-	if !hasProblem(problemsOf(t, err), "user.delegation", RuleRequired) {
+	if !hasProblem(problemsOf(t, err), "user.delegation", CodeRequired) {
 		t.Errorf("destructive without delegation: %v", err)
 	}
 	// A bad run id source is refused.
 	_, err = Materialize(fixtureRequest(t), nil, &MaterializeOptions{NewRunID: func(*InvokeRequest) (string, error) { return "123", nil }})
-	if !hasProblem(problemsOf(t, err), "run_id", RuleFormat) {
+	if !hasProblem(problemsOf(t, err), "run_id", CodeFormat) {
 		t.Errorf("unprefixed run id: %v", err)
 	}
 	boom := errors.New("boom")
@@ -200,7 +218,7 @@ func TestMaterializePartialHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.SafetyMode != ReadOnly || rc.RunBudget.TotalTokens != DefaultTotalTokens || rc.Metadata["host"] != "svc" {
+	if rc.SafetyMode != ReadOnly || rc.RunBudget.TotalTokens != defaultTotalTokens || rc.Metadata["host"] != "svc" {
 		t.Errorf("partial host not completed: %+v", rc)
 	}
 }

@@ -14,9 +14,8 @@ import (
 
 // W3C header names.
 const (
-	HeaderTraceparent = "traceparent"
-	HeaderTracestate  = "tracestate"
-	HeaderBaggage     = "baggage"
+	headerTraceparent = "traceparent"
+	headerTracestate  = "tracestate"
 )
 
 var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
@@ -34,7 +33,7 @@ func TraceFromHeaders(tc TraceContext) (Trace, error) {
 	if len(tc.TraceParent) > 512 {
 		return Trace{}, fmt.Errorf("%w: traceparent too long", ErrTraceContext)
 	}
-	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: tc.TraceParent, HeaderTracestate: tc.TraceState})
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{headerTraceparent: tc.TraceParent, headerTracestate: tc.TraceState})
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return Trace{}, fmt.Errorf("%w: traceparent is not version-traceid-spanid-flags in lowercase hex with non-zero ids", ErrTraceContext)
@@ -70,86 +69,14 @@ func (t Trace) Headers() TraceContext {
 	return TraceContext{TraceParent: t.Traceparent(), TraceState: t.TraceState, Baggage: t.Baggage}
 }
 
-// Sampled reports whether the sampled flag is set.
-func (t Trace) Sampled() bool {
-	sc, err := t.spanContext()
-	return err == nil && sc.IsSampled()
-}
-
-func (t Trace) spanContext() (trace.SpanContext, error) {
-	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: t.Traceparent(), HeaderTracestate: t.TraceState})
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return sc, fmt.Errorf("%w: invalid trace or span id", ErrTraceContext)
-	}
-	return sc, nil
-}
-
-// Inject writes the W3C headers of t through set (for example
-// http.Header.Set). It writes nothing for an invalid trace.
-func (t Trace) Inject(set func(key, value string)) {
-	if _, err := t.spanContext(); err != nil {
-		return
-	}
-	h := t.Headers()
-	set(HeaderTraceparent, h.TraceParent)
-	if h.TraceState != "" {
-		set(HeaderTracestate, h.TraceState)
-	}
-	if h.Baggage != "" {
-		set(HeaderBaggage, h.Baggage)
-	}
-}
-
-// BaggageMembers returns the baggage as key → value, parsed by the
-// OpenTelemetry baggage package.
-func (t Trace) BaggageMembers() (map[string]string, error) {
-	b, err := baggage.Parse(t.Baggage)
-	if err != nil {
-		return nil, fmt.Errorf("%w: baggage does not parse", ErrTraceContext)
-	}
-	out := make(map[string]string, b.Len())
-	for _, m := range b.Members() {
-		out[m.Key()] = m.Value()
-	}
-	return out, nil
-}
-
-// WithBaggage returns t with the members set (replacing same-named ones).
-// Keys and values are encoded by the OpenTelemetry baggage package.
-func (t Trace) WithBaggage(kv map[string]string) (Trace, error) {
-	b, err := baggage.Parse(t.Baggage)
-	if err != nil {
-		return t, fmt.Errorf("%w: baggage does not parse", ErrTraceContext)
-	}
-	for _, k := range sortedKeys(kv) {
-		m, err := baggage.NewMemberRaw(k, kv[k])
-		if err != nil {
-			return t, fmt.Errorf("%w: baggage member %q: %v", ErrTraceContext, k, err)
-		}
-		if b, err = b.SetMember(m); err != nil {
-			return t, fmt.Errorf("%w: baggage member %q: %v", ErrTraceContext, k, err)
-		}
-	}
-	// Members() order is unspecified; write them sorted so output is stable.
-	ms := b.Members()
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.String()
-	}
-	sortStrings(parts)
-	t.Baggage = strings.Join(parts, ",")
-	return t, nil
-}
-
 func checkTraceID(ps *problems, path, id string) {
 	switch {
 	case id == "":
-		ps.add(path, RuleRequired, "is required (32 lowercase hex)")
+		ps.add(path, CodeRequired, "is required (32 lowercase hex)")
 	case !canon.IsLowerHex(id, 32):
-		ps.add(path, RuleFormat, "must be 32 lowercase hex digits")
+		ps.add(path, CodeFormat, "must be 32 lowercase hex digits")
 	case strings.Trim(id, "0") == "":
-		ps.add(path, RuleFormat, "must not be all zeros")
+		ps.add(path, CodeFormat, "must not be all zeros")
 	}
 }
 
@@ -157,14 +84,14 @@ func checkTrace(ps *problems, path string, t Trace) {
 	checkTraceID(ps, path+".trace_id", t.TraceID)
 	switch {
 	case t.SpanID == "":
-		ps.add(path+".span_id", RuleRequired, "is required (16 lowercase hex)")
+		ps.add(path+".span_id", CodeRequired, "is required (16 lowercase hex)")
 	case !canon.IsLowerHex(t.SpanID, 16):
-		ps.add(path+".span_id", RuleFormat, "must be 16 lowercase hex digits")
+		ps.add(path+".span_id", CodeFormat, "must be 16 lowercase hex digits")
 	case strings.Trim(t.SpanID, "0") == "":
-		ps.add(path+".span_id", RuleFormat, "must not be all zeros")
+		ps.add(path+".span_id", CodeFormat, "must not be all zeros")
 	}
 	if t.TraceFlags != "" && !canon.IsLowerHex(t.TraceFlags, 2) {
-		ps.add(path+".trace_flags", RuleFormat, "must be 2 lowercase hex digits")
+		ps.add(path+".trace_flags", CodeFormat, "must be 2 lowercase hex digits")
 	}
 	checkTraceState(ps, path+".tracestate", t.TraceState)
 	checkBaggage(ps, path+".baggage", t.Baggage)
@@ -175,7 +102,7 @@ func checkTraceState(ps *problems, path, s string) {
 		return
 	}
 	if _, err := trace.ParseTraceState(s); err != nil {
-		ps.add(path, RuleFormat, "is not a valid W3C tracestate")
+		ps.add(path, CodeFormat, "is not a valid W3C tracestate")
 	}
 }
 
@@ -184,6 +111,6 @@ func checkBaggage(ps *problems, path, s string) {
 		return
 	}
 	if _, err := baggage.Parse(s); err != nil {
-		ps.add(path, RuleFormat, "is not a valid W3C baggage header")
+		ps.add(path, CodeFormat, "is not a valid W3C baggage header")
 	}
 }

@@ -3,7 +3,6 @@ package runcontext
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 )
 
@@ -12,7 +11,7 @@ func TestParseTraceparent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || tr.SpanID != "b9c7c989f97918e1" || tr.TraceFlags != "01" || !tr.Sampled() {
+	if tr.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || tr.SpanID != "b9c7c989f97918e1" || tr.TraceFlags != "01" {
 		t.Errorf("ParseTraceparent = %+v", tr)
 	}
 	if tr.Traceparent() != "00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01" {
@@ -33,7 +32,7 @@ func TestParseTraceparent(t *testing.T) {
 	}
 }
 
-func TestTraceHeadersAndBaggage(t *testing.T) {
+func TestTraceHeaders(t *testing.T) {
 	tc := TraceContext{
 		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01",
 		TraceState:  "tenant=tenant_acme_prod,ctxpack=ctxpack.support@5.2.0",
@@ -46,35 +45,11 @@ func TestTraceHeadersAndBaggage(t *testing.T) {
 	if tr.Headers() != tc {
 		t.Errorf("Headers() = %+v, want %+v", tr.Headers(), tc)
 	}
-	m, err := tr.BaggageMembers()
-	if err != nil || m["run_id"] != "run_a1b2c3d4e5f60718" || len(m) != 3 {
-		t.Errorf("BaggageMembers = %v, %v", m, err)
-	}
-	tr2, err := tr.WithBaggage(map[string]string{"tenant": "tenant_acme_prod", "run_id": "run_x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr2.Baggage != "decision_id=support.refund.execute,run_id=run_x,session_id=sess_42f1,tenant=tenant_acme_prod" {
-		t.Errorf("WithBaggage = %s", tr2.Baggage)
-	}
-	h := http.Header{}
-	tr2.Inject(h.Set)
-	if h.Get("traceparent") != tc.TraceParent || h.Get("tracestate") != tc.TraceState || h.Get("baggage") != tr2.Baggage {
-		t.Errorf("Inject wrote %v", h)
-	}
-	empty := http.Header{}
-	Trace{TraceID: "bad"}.Inject(empty.Set)
-	if len(empty) != 0 {
-		t.Errorf("Inject of invalid trace wrote %v", empty)
-	}
 	if _, err := TraceFromHeaders(TraceContext{TraceParent: tc.TraceParent, Baggage: "=x"}); !errors.Is(err, ErrTraceContext) {
 		t.Errorf("bad baggage: %v", err)
 	}
 	if _, err := TraceFromHeaders(TraceContext{TraceParent: tc.TraceParent, TraceState: "###"}); !errors.Is(err, ErrTraceContext) {
 		t.Errorf("bad tracestate: %v", err)
-	}
-	if _, err := (Trace{Baggage: "=x"}).BaggageMembers(); !errors.Is(err, ErrTraceContext) {
-		t.Errorf("BaggageMembers bad: %v", err)
 	}
 }
 

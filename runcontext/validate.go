@@ -3,6 +3,7 @@ package runcontext
 import (
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"math"
 	"mime"
 	"net/url"
@@ -13,10 +14,12 @@ import (
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/packref"
+	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/requestid"
 	"github.com/contextos/contextos/internal/wire"
 )
 
-// Document kinds named by ValidationError.Kind.
+// Document kinds, named in a ValidationError's message.
 const (
 	KindInvokeAgent = "invoke-agent"
 	KindRunContext  = "run-context"
@@ -25,10 +28,19 @@ const (
 // maxIDLen bounds identifiers so hostile input cannot bloat records.
 const maxIDLen = 256
 
+// MaxRequestIDLen bounds request_id in the safe charset: room for any
+// prefixed id, a UUID or a ULID, and for a host's own scheme, never for a
+// document.
+const MaxRequestIDLen = 128
+
 var (
-	idPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$`)
-	agentURNPattern = regexp.MustCompile(`^agent:([a-z0-9][a-z0-9._-]*)/([a-z0-9][a-z0-9._-]*)@([^@/]+)$`)
-	sha256Hex       = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$`)
+	// requestIDPattern is requestid.Pattern: no space, control or
+	// non-ASCII character, no \ ? # % or quote, and no "." or ".."
+	// path segment: hosts key logs, files and stores by request_id.
+	requestIDPattern = regexp.MustCompile(requestid.Pattern)
+	agentURNPattern  = regexp.MustCompile(`^agent:([a-z0-9][a-z0-9._-]*)/([a-z0-9][a-z0-9._-]*)@([^@/]+)$`)
+	sha256Hex        = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
 )
 
 // DecodeInvokeRequest strictly decodes an invokeAgent envelope (field names
@@ -59,7 +71,7 @@ func decodeError(kind string, probs []wire.Problem, filled bool, validate func()
 	var ps problems
 	seen := make(map[string]bool, len(probs))
 	for _, p := range probs {
-		ps.add(p.Path, RuleDecode, strings.TrimPrefix(p.Message, ErrInvalidEnum.Error()+": "))
+		ps.add(p.Path, CodeDecode, strings.TrimPrefix(p.Message, ErrInvalidEnum.Error()+": "))
 		seen[p.Path] = true
 	}
 	if filled {
@@ -80,10 +92,10 @@ func decodeError(kind string, probs []wire.Problem, filled bool, validate func()
 // or nil.
 func (r *InvokeRequest) Validate() error {
 	if r == nil {
-		return &ValidationError{Kind: KindInvokeAgent, Problems: []Problem{{Rule: RuleRequired, Message: "request is nil"}}}
+		return invalid(KindInvokeAgent, []Problem{{Code: CodeRequired, Message: "request is nil"}})
 	}
 	var ps problems
-	checkPrefixedID(&ps, "request_id", r.RequestID, canon.PrefixRequest)
+	checkRequestID(&ps, "request_id", r.RequestID)
 	checkOptionalID(&ps, "session_id", r.SessionID)
 	checkID(&ps, "tenant_id", r.TenantID)
 	checkUser(&ps, "user", &r.User)
@@ -91,22 +103,22 @@ func (r *InvokeRequest) Validate() error {
 	if r.Agent.IdentityClaim != nil {
 		c := r.Agent.IdentityClaim
 		if c.SessionID != "" && r.SessionID != "" && c.SessionID != r.SessionID {
-			ps.add("agent.identity_claim.session_id", RuleConsistent, "must equal session_id")
+			ps.add("agent.identity_claim.session_id", CodeConsistent, "must equal session_id")
 		}
 	}
 	checkPackRefs(&ps, r.ContextPackRefs)
 	if strings.TrimSpace(r.Input.Intent) == "" {
-		ps.add("input.intent", RuleRequired, "is required")
+		ps.add("input.intent", CodeRequired, "is required")
 	}
 	if strings.TrimSpace(r.Input.Message) == "" {
-		ps.add("input.message", RuleRequired, "is required")
+		ps.add("input.message", CodeRequired, "is required")
 	}
 	switch r.Mode {
 	case ModeStream, ModeBatch, ModeLongRunning:
 	case "":
-		ps.add("mode", RuleRequired, "is required (stream, batch or long_running)")
+		ps.add("mode", CodeRequired, "is required (stream, batch or long_running)")
 	default:
-		ps.add("mode", RuleEnum, fmt.Sprintf("%q is not one of stream, batch, long_running", clip(string(r.Mode))))
+		ps.add("mode", CodeEnum, fmt.Sprintf("%q is not one of stream, batch, long_running", problem.Clip(string(r.Mode))))
 	}
 	checkHints(&ps, "runtime", &r.Runtime)
 	for i, a := range r.Attachments {
@@ -120,7 +132,7 @@ func (r *InvokeRequest) Validate() error {
 // schema and returns a *ValidationError with every problem, or nil.
 func (rc *RunContext) Validate() error {
 	if rc == nil {
-		return &ValidationError{Kind: KindRunContext, Problems: []Problem{{Rule: RuleRequired, Message: "run context is nil"}}}
+		return invalid(KindRunContext, []Problem{{Code: CodeRequired, Message: "run context is nil"}})
 	}
 	var ps problems
 	checkPrefixedID(&ps, "run_id", rc.RunID, canon.PrefixRun)
@@ -131,28 +143,28 @@ func (rc *RunContext) Validate() error {
 	checkAgent(&ps, "agent", &rc.Agent, rc.TenantID)
 	switch {
 	case rc.SafetyMode == "":
-		ps.add("safety_mode", RuleRequired, "is required ("+joinModes()+")")
+		ps.add("safety_mode", CodeRequired, "is required ("+joinModes()+")")
 	case !rc.SafetyMode.Valid():
-		ps.add("safety_mode", RuleEnum, fmt.Sprintf("%q is not one of %s", clip(string(rc.SafetyMode)), joinModes()))
+		ps.add("safety_mode", CodeEnum, fmt.Sprintf("%q is not one of %s", problem.Clip(string(rc.SafetyMode)), joinModes()))
 	case rc.SafetyMode.Compare(Delegated) >= 0 && rc.User.Delegation == nil:
-		ps.add("user.delegation", RuleRequired, fmt.Sprintf("is required when safety_mode is %s", rc.SafetyMode))
+		ps.add("user.delegation", CodeRequired, fmt.Sprintf("is required when safety_mode is %s", rc.SafetyMode))
 	}
 	checkBudget(&ps, "run_budget", &rc.RunBudget)
 	if c := rc.Agent.IdentityClaim; c != nil {
 		if c.RunID != "" && c.RunID != rc.RunID {
-			ps.add("agent.identity_claim.run_id", RuleConsistent, "must equal run_id")
+			ps.add("agent.identity_claim.run_id", CodeConsistent, "must equal run_id")
 		}
 		if c.SessionID != "" && c.SessionID != rc.SessionID {
-			ps.add("agent.identity_claim.session_id", RuleConsistent, "must equal session_id")
+			ps.add("agent.identity_claim.session_id", CodeConsistent, "must equal session_id")
 		}
 	}
 	if tc := rc.TraceContext; tc != nil {
 		t, err := ParseTraceparent(tc.TraceParent)
 		switch {
 		case err != nil:
-			ps.add("trace_context.traceparent", RuleFormat, "is not a valid W3C traceparent")
+			ps.add("trace_context.traceparent", CodeFormat, "is not a valid W3C traceparent")
 		case t.TraceID != rc.TraceID:
-			ps.add("trace_context.traceparent", RuleConsistent, "trace id must equal trace_id")
+			ps.add("trace_context.traceparent", CodeConsistent, "trace id must equal trace_id")
 		}
 		checkTraceState(&ps, "trace_context.tracestate", tc.TraceState)
 		checkBaggage(&ps, "trace_context.baggage", tc.Baggage)
@@ -160,22 +172,8 @@ func (rc *RunContext) Validate() error {
 	return ps.err(KindRunContext)
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
-
 func checkID(ps *problems, path, v string) {
-	switch {
-	case v == "":
-		ps.add(path, RuleRequired, "is required")
-	case len(v) > maxIDLen:
-		ps.add(path, RuleFormat, fmt.Sprintf("is longer than %d bytes", maxIDLen))
-	case !idPattern.MatchString(v):
-		ps.add(path, RuleFormat, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
-	}
+	checkIDAs(ps, path, v, maxIDLen, idPattern, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
 }
 
 func checkOptionalID(ps *problems, path, v string) {
@@ -184,37 +182,60 @@ func checkOptionalID(ps *problems, path, v string) {
 	}
 }
 
+// checkRequestID checks request_id: seed 000 asks only that it be
+// globally unique, so any unique id is accepted — "req_9f3a12", a UUID, a
+// ULID — within the safe charset and MaxRequestIDLen; so is any id valid
+// before issue 15 ("req_acme/4711", up to requestid.MaxLegacyLen bytes), so
+// that paused runs and recorded packets holding one resume and replay.
+func checkRequestID(ps *problems, path, v string) {
+	checkIDAs(ps, path, v, requestid.MaxLegacyLen, requestIDPattern,
+		fmt.Sprintf("may contain only ASCII letters, digits and _ . : - and must start with a letter or digit (at most %d bytes), or start with \"req_\" and contain only letters, digits and _ . : @ / - with no \".\" or \"..\" path segment (at most %d bytes)", MaxRequestIDLen, requestid.MaxLegacyLen))
+}
+
+// checkIDAs checks a required id against its length limit and grammar;
+// a problem never repeats the value.
+func checkIDAs(ps *problems, path, v string, maxLen int, pattern *regexp.Regexp, grammar string) {
+	switch {
+	case v == "":
+		ps.add(path, CodeRequired, "is required")
+	case len(v) > maxLen:
+		ps.add(path, CodeFormat, fmt.Sprintf("is longer than %d bytes", maxLen))
+	case !pattern.MatchString(v):
+		ps.add(path, CodeFormat, grammar)
+	}
+}
+
 func checkPrefixedID(ps *problems, path, v, prefix string) {
 	checkID(ps, path, v)
 	if v != "" && !canon.HasPrefix(v, prefix) {
-		ps.add(path, RuleFormat, fmt.Sprintf("must start with %q", prefix+"_"))
+		ps.add(path, CodeFormat, fmt.Sprintf("must start with %q", prefix+"_"))
 	}
 }
 
 func checkUser(ps *problems, path string, u *UserClaims) {
 	checkID(ps, wire.Join(path, "user_id"), u.UserID)
 	if u.TenureDays != nil && *u.TenureDays < 0 {
-		ps.add(wire.Join(path, "tenure_days"), RuleRange, "must be ≥ 0")
+		ps.add(wire.Join(path, "tenure_days"), CodeRange, "must be ≥ 0")
 	}
 	if d := u.Delegation; d != nil {
 		dp := wire.Join(path, "delegation")
-		if err := enumText("auth_type", AuthTypes(), d.AuthType); err != nil {
+		if err := enumText("auth_type", authTypes(), d.AuthType); err != nil {
 			if d.AuthType == "" {
-				ps.add(wire.Join(dp, "auth_type"), RuleRequired, "is required (oauth2, saml, oidc or service)")
+				ps.add(wire.Join(dp, "auth_type"), CodeRequired, "is required (oauth2, saml, oidc or service)")
 			} else {
-				ps.add(wire.Join(dp, "auth_type"), RuleEnum, fmt.Sprintf("%q is not one of oauth2, saml, oidc, service", clip(string(d.AuthType))))
+				ps.add(wire.Join(dp, "auth_type"), CodeEnum, fmt.Sprintf("%q is not one of oauth2, saml, oidc, service", problem.Clip(string(d.AuthType))))
 			}
 		}
 		if d.Scopes == nil {
-			ps.add(wire.Join(dp, "scopes"), RuleRequired, "is required")
+			ps.add(wire.Join(dp, "scopes"), CodeRequired, "is required")
 		}
 		for i, s := range d.Scopes {
 			if strings.TrimSpace(s) == "" {
-				ps.add(wire.Index(wire.Join(dp, "scopes"), i), RuleFormat, "must not be empty")
+				ps.add(wire.Index(wire.Join(dp, "scopes"), i), CodeFormat, "must not be empty")
 			}
 		}
 		if strings.TrimSpace(d.Subject) == "" {
-			ps.add(wire.Join(dp, "subject"), RuleRequired, "is required")
+			ps.add(wire.Join(dp, "subject"), CodeRequired, "is required")
 		}
 	}
 }
@@ -227,10 +248,10 @@ func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
 	checkSPIFFE(ps, wire.Join(path, "workload_identity"), a.WorkloadIdentity)
 	switch {
 	case a.Lifecycle == "":
-	case enumText("lifecycle", Lifecycles(), a.Lifecycle) != nil:
-		ps.add(wire.Join(path, "lifecycle"), RuleEnum, fmt.Sprintf("%q is not a lifecycle state", clip(string(a.Lifecycle))))
+	case enumText("lifecycle", lifecycles(), a.Lifecycle) != nil:
+		ps.add(wire.Join(path, "lifecycle"), CodeEnum, fmt.Sprintf("%q is not a lifecycle state", problem.Clip(string(a.Lifecycle))))
 	case a.Lifecycle != LifecycleActive:
-		ps.add(wire.Join(path, "lifecycle"), RuleConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
+		ps.add(wire.Join(path, "lifecycle"), CodeConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
 	}
 	checkChain(ps, wire.Join(path, "principal_chain"), a.PrincipalChain, tenant)
 	if c := a.IdentityClaim; c != nil {
@@ -238,51 +259,44 @@ func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
 	}
 }
 
-// CheckAgentURN reports whether urn has the form agent:<namespace>/<slug>@<semver>.
-func CheckAgentURN(urn string) error {
-	var ps problems
-	checkAgentURN(&ps, "agent_urn", urn)
-	return ps.err("agent URN")
-}
-
 func checkAgentURN(ps *problems, path, urn string) {
 	if urn == "" {
-		ps.add(path, RuleRequired, "is required (agent:<namespace>/<slug>@<semver>)")
+		ps.add(path, CodeRequired, "is required (agent:<namespace>/<slug>@<semver>)")
 		return
 	}
 	m := agentURNPattern.FindStringSubmatch(urn)
 	if m == nil || len(urn) > maxIDLen {
-		ps.add(path, RuleFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
+		ps.add(path, CodeFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
 		return
 	}
 	if _, err := semver.StrictNewVersion(m[3]); err != nil {
-		ps.add(path, RuleFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", clip(m[3])))
+		ps.add(path, CodeFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", problem.Clip(m[3])))
 	}
 }
 
 func checkSPIFFE(ps *problems, path, id string) {
 	if id == "" {
-		ps.add(path, RuleRequired, "is required (spiffe://<trust-domain>/<path>)")
+		ps.add(path, CodeRequired, "is required (spiffe://<trust-domain>/<path>)")
 		return
 	}
 	const msg = "must be a SPIFFE ID spiffe://<trust-domain>/<path> with no port, user info, query or fragment"
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "spiffe" || u.User != nil || u.Port() != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || len(id) > 2048 {
-		ps.add(path, RuleFormat, msg)
+		ps.add(path, CodeFormat, msg)
 		return
 	}
 	host := u.Host
 	if host == "" || strings.TrimLeft(host, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" {
-		ps.add(path, RuleFormat, "trust domain must be lowercase letters, digits, '.', '-' or '_'")
+		ps.add(path, CodeFormat, "trust domain must be lowercase letters, digits, '.', '-' or '_'")
 		return
 	}
 	if u.Path == "" || u.Path == "/" {
-		ps.add(path, RuleFormat, msg)
+		ps.add(path, CodeFormat, msg)
 		return
 	}
 	for _, seg := range strings.Split(strings.TrimPrefix(u.Path, "/"), "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.TrimLeft(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
-			ps.add(path, RuleFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
+			ps.add(path, CodeFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
 			return
 		}
 	}
@@ -293,15 +307,15 @@ func checkChain(ps *problems, path string, chain []Principal, tenant string) {
 		pp := wire.Index(path, i)
 		switch {
 		case p.Kind == "":
-			ps.add(wire.Join(pp, "kind"), RuleRequired, "is required (user, service, agent or automation)")
-		case enumText("kind", PrincipalKinds(), p.Kind) != nil:
-			ps.add(wire.Join(pp, "kind"), RuleEnum, fmt.Sprintf("%q is not one of user, service, agent, automation", clip(string(p.Kind))))
+			ps.add(wire.Join(pp, "kind"), CodeRequired, "is required (user, service, agent or automation)")
+		case enumText("kind", principalKinds(), p.Kind) != nil:
+			ps.add(wire.Join(pp, "kind"), CodeEnum, fmt.Sprintf("%q is not one of user, service, agent, automation", problem.Clip(string(p.Kind))))
 		}
 		if strings.TrimSpace(p.ID) == "" {
-			ps.add(wire.Join(pp, "id"), RuleRequired, "is required")
+			ps.add(wire.Join(pp, "id"), CodeRequired, "is required")
 		}
 		if p.TenantID != "" && tenant != "" && p.TenantID != tenant {
-			ps.add(wire.Join(pp, "tenant_id"), RuleConsistent, "must equal the run's tenant_id (a principal chain never crosses tenants)")
+			ps.add(wire.Join(pp, "tenant_id"), CodeConsistent, "must equal the run's tenant_id (a principal chain never crosses tenants)")
 		}
 	}
 }
@@ -309,14 +323,14 @@ func checkChain(ps *problems, path string, chain []Principal, tenant string) {
 func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tenant string) {
 	req := func(name, v string) {
 		if strings.TrimSpace(v) == "" {
-			ps.add(wire.Join(path, name), RuleRequired, "is required")
+			ps.add(wire.Join(path, name), CodeRequired, "is required")
 		}
 	}
 	if c.Version != ClaimVersion {
 		if c.Version == "" {
-			ps.add(wire.Join(path, "version"), RuleRequired, "is required ("+ClaimVersion+")")
+			ps.add(wire.Join(path, "version"), CodeRequired, "is required ("+ClaimVersion+")")
 		} else {
-			ps.add(wire.Join(path, "version"), RuleEnum, fmt.Sprintf("%q is not %s", clip(c.Version), ClaimVersion))
+			ps.add(wire.Join(path, "version"), CodeEnum, fmt.Sprintf("%q is not %s", problem.Clip(c.Version), ClaimVersion))
 		}
 	}
 	req("iss", c.Iss)
@@ -325,34 +339,34 @@ func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tena
 	req("tenant_id", c.TenantID)
 	req("kid", c.Kid)
 	if c.Sub != "" && agentURN != "" && c.Sub != agentURN {
-		ps.add(wire.Join(path, "sub"), RuleConsistent, "must equal agent.agent_urn")
+		ps.add(wire.Join(path, "sub"), CodeConsistent, "must equal agent.agent_urn")
 	}
 	if c.TenantID != "" && tenant != "" && c.TenantID != tenant {
-		ps.add(wire.Join(path, "tenant_id"), RuleConsistent, "must equal tenant_id")
+		ps.add(wire.Join(path, "tenant_id"), CodeConsistent, "must equal tenant_id")
 	}
 	if c.PrincipalChain == nil {
-		ps.add(wire.Join(path, "principal_chain"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "principal_chain"), CodeRequired, "is required")
 	}
 	checkChain(ps, wire.Join(path, "principal_chain"), c.PrincipalChain, tenant)
 	if c.Scopes == nil {
-		ps.add(wire.Join(path, "scopes"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "scopes"), CodeRequired, "is required")
 	}
 	if c.Nbf <= 0 {
-		ps.add(wire.Join(path, "nbf"), RuleRequired, "is required (Unix seconds)")
+		ps.add(wire.Join(path, "nbf"), CodeRequired, "is required (Unix seconds)")
 	}
 	if c.Exp <= 0 {
-		ps.add(wire.Join(path, "exp"), RuleRequired, "is required (Unix seconds)")
+		ps.add(wire.Join(path, "exp"), CodeRequired, "is required (Unix seconds)")
 	} else if c.Exp <= c.Nbf {
-		ps.add(wire.Join(path, "exp"), RuleRange, "must be after nbf")
+		ps.add(wire.Join(path, "exp"), CodeRange, "must be after nbf")
 	}
 	if !canon.IsDigest(c.ClaimHash) {
-		ps.add(wire.Join(path, "claim_hash"), RuleFormat, "must be sha256:<64 lowercase hex>")
+		ps.add(wire.Join(path, "claim_hash"), CodeFormat, "must be sha256:<64 lowercase hex>")
 	}
 }
 
 func checkPackRefs(ps *problems, refs []string) {
 	if len(refs) == 0 {
-		ps.add("context_pack_refs", RuleRequired, "needs at least one pinned pack ref (pack_id@MAJOR.MINOR.PATCH)")
+		ps.add("context_pack_refs", CodeRequired, "needs at least one pinned pack ref (pack_id@MAJOR.MINOR.PATCH)")
 		return
 	}
 	seen := make(map[string]int, len(refs))
@@ -360,11 +374,11 @@ func checkPackRefs(ps *problems, refs []string) {
 		p := wire.Index("context_pack_refs", i)
 		r, err := packref.Parse(ref)
 		if err != nil {
-			ps.add(p, RuleFormat, "is not pinned: "+strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": "))
+			ps.add(p, CodeFormat, "is not pinned: "+strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": "))
 			continue
 		}
 		if j, dup := seen[r.ID]; dup {
-			ps.add(p, RuleConsistent, fmt.Sprintf("pack %q is already referenced at context_pack_refs[%d]", r.ID, j))
+			ps.add(p, CodeConsistent, fmt.Sprintf("pack %q is already referenced at context_pack_refs[%d]", r.ID, j))
 			continue
 		}
 		seen[r.ID] = i
@@ -374,12 +388,12 @@ func checkPackRefs(ps *problems, refs []string) {
 func checkHints(ps *problems, path string, h *RuntimeHints) {
 	pos64 := func(name string, v *int64) {
 		if v != nil && *v <= 0 {
-			ps.add(wire.Join(path, name), RuleRange, "must be > 0")
+			ps.add(wire.Join(path, name), CodeRange, "must be > 0")
 		}
 	}
 	nonneg := func(name string, v *int) {
 		if v != nil && *v < 0 {
-			ps.add(wire.Join(path, name), RuleRange, "must be ≥ 0")
+			ps.add(wire.Join(path, name), CodeRange, "must be ≥ 0")
 		}
 	}
 	pos64("plan_timeout_ms", h.PlanTimeoutMS)
@@ -389,22 +403,22 @@ func checkHints(ps *problems, path string, h *RuntimeHints) {
 	nonneg("max_tool_calls", h.MaxToolCalls)
 	nonneg("max_replan_attempts", h.MaxReplanAttempts)
 	if h.TotalTokens != nil && *h.TotalTokens <= 0 {
-		ps.add(wire.Join(path, "total_tokens"), RuleRange, "must be > 0")
+		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
 	}
 	if h.MaxCostCents != nil && (*h.MaxCostCents < 0 || math.IsNaN(*h.MaxCostCents) || math.IsInf(*h.MaxCostCents, 0)) {
-		ps.add(wire.Join(path, "max_cost_cents"), RuleRange, "must be a finite number ≥ 0")
+		ps.add(wire.Join(path, "max_cost_cents"), CodeRange, "must be a finite number ≥ 0")
 	}
 	checkBuckets(ps, wire.Join(path, "bucket_tokens"), h.BucketTokens)
 }
 
 func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
 	sum := 0
-	for _, k := range sortedBuckets(b) {
+	for _, k := range sortedkeys.Of(b) {
 		switch {
 		case !k.Valid():
-			ps.add(wire.Join(path, string(k)), RuleEnum, fmt.Sprintf("%q is not a context bucket (business, policy, tool, evidence, memory, session)", clip(string(k))))
+			ps.add(wire.Join(path, string(k)), CodeEnum, fmt.Sprintf("%q is not a context bucket (business, policy, tool, evidence, memory, session)", problem.Clip(string(k))))
 		case b[k] < 0:
-			ps.add(wire.Join(path, string(k)), RuleRange, "must be ≥ 0")
+			ps.add(wire.Join(path, string(k)), CodeRange, "must be ≥ 0")
 		default:
 			sum += b[k]
 		}
@@ -414,53 +428,53 @@ func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
 
 func checkBudget(ps *problems, path string, b *RunBudget) {
 	if b.TotalTokens <= 0 {
-		ps.add(wire.Join(path, "total_tokens"), RuleRange, "must be > 0")
+		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
 	}
 	if sum := checkBuckets(ps, wire.Join(path, "bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
-		ps.add(wire.Join(path, "bucket_tokens"), RuleConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
+		ps.add(wire.Join(path, "bucket_tokens"), CodeConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
 	}
 	if b.MaxToolCalls < 0 {
-		ps.add(wire.Join(path, "max_tool_calls"), RuleRange, "must be ≥ 0")
+		ps.add(wire.Join(path, "max_tool_calls"), CodeRange, "must be ≥ 0")
 	}
 	if b.MaxReplanAttempts < 0 {
-		ps.add(wire.Join(path, "max_replan_attempts"), RuleRange, "must be ≥ 0")
+		ps.add(wire.Join(path, "max_replan_attempts"), CodeRange, "must be ≥ 0")
 	}
 	if b.WallClockMS <= 0 {
-		ps.add(wire.Join(path, "wall_clock_ms"), RuleRange, "must be > 0")
+		ps.add(wire.Join(path, "wall_clock_ms"), CodeRange, "must be > 0")
 	}
 	if b.MaxCostCents < 0 || math.IsNaN(b.MaxCostCents) || math.IsInf(b.MaxCostCents, 0) {
-		ps.add(wire.Join(path, "max_cost_cents"), RuleRange, "must be a finite number ≥ 0")
+		ps.add(wire.Join(path, "max_cost_cents"), CodeRange, "must be a finite number ≥ 0")
 	}
 	for _, f := range [...]struct {
 		name string
 		v    int64
 	}{{"plan_timeout_ms", b.PlanTimeoutMS}, {"max_payload_bytes", b.MaxPayloadBytes}, {"max_session_duration_ms", b.MaxSessionDurationMS}} {
 		if f.v < 0 {
-			ps.add(wire.Join(path, f.name), RuleRange, "must be ≥ 0")
+			ps.add(wire.Join(path, f.name), CodeRange, "must be ≥ 0")
 		}
 	}
 }
 
 func checkAttachment(ps *problems, path string, a Attachment) {
 	if strings.TrimSpace(a.ArtifactID) == "" {
-		ps.add(wire.Join(path, "artifact_id"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "artifact_id"), CodeRequired, "is required")
 	}
 	if strings.TrimSpace(a.MediaType) == "" {
-		ps.add(wire.Join(path, "media_type"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "media_type"), CodeRequired, "is required")
 	} else if mt, _, err := mime.ParseMediaType(a.MediaType); err != nil || !strings.Contains(mt, "/") {
-		ps.add(wire.Join(path, "media_type"), RuleFormat, "must be a media type such as application/pdf")
+		ps.add(wire.Join(path, "media_type"), CodeFormat, "must be a media type such as application/pdf")
 	}
 	switch {
 	case a.SHA256 == "":
-		ps.add(wire.Join(path, "sha256"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "sha256"), CodeRequired, "is required")
 	case !sha256Hex.MatchString(a.SHA256):
-		ps.add(wire.Join(path, "sha256"), RuleFormat, "must be 64 lowercase hex digits (optionally prefixed sha256:)")
+		ps.add(wire.Join(path, "sha256"), CodeFormat, "must be 64 lowercase hex digits (optionally prefixed sha256:)")
 	}
 	if a.URI == "" {
-		ps.add(wire.Join(path, "uri"), RuleRequired, "is required")
+		ps.add(wire.Join(path, "uri"), CodeRequired, "is required")
 	} else if u, err := url.Parse(a.URI); err != nil || u.Scheme == "" {
-		ps.add(wire.Join(path, "uri"), RuleFormat, "must be an absolute URI")
+		ps.add(wire.Join(path, "uri"), CodeFormat, "must be an absolute URI")
 	} else if u.User != nil {
-		ps.add(wire.Join(path, "uri"), RuleFormat, "must not carry credentials (user info)")
+		ps.add(wire.Join(path, "uri"), CodeFormat, "must not carry credentials (user info)")
 	}
 }

@@ -3,21 +3,19 @@ package runcontext
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/requestid"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fixture.Read(t, name)
 }
 
 func fixtureRequest(t testing.TB) *InvokeRequest {
@@ -53,9 +51,9 @@ func problemsOf(t *testing.T, err error) []Problem {
 	return ve.Problems
 }
 
-func hasProblem(ps []Problem, path, rule string) bool {
+func hasProblem(ps []Problem, path string, rule Code) bool {
 	for _, p := range ps {
-		if p.Path == path && p.Rule == rule {
+		if p.Path == path && p.Code == rule {
 			return true
 		}
 	}
@@ -82,89 +80,88 @@ func TestInvokeRequestRules(t *testing.T) {
 		name      string
 		bad, good func(r *InvokeRequest)
 		path      string
-		rule      string
+		rule      Code
 	}{
-		{"request_id required", func(r *InvokeRequest) { r.RequestID = "" }, func(r *InvokeRequest) { r.RequestID = "req_1" }, "request_id", RuleRequired},
-		{"request_id prefix", func(r *InvokeRequest) { r.RequestID = "9f3a12" }, func(r *InvokeRequest) { r.RequestID = "req_9f3a12" }, "request_id", RuleFormat},
-		{"request_id charset", func(r *InvokeRequest) { r.RequestID = "req_ bad" }, func(r *InvokeRequest) { r.RequestID = "req_good-1" }, "request_id", RuleFormat},
-		{"request_id length", func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 300) }, func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 200) }, "request_id", RuleFormat},
-		{"tenant_id required", func(r *InvokeRequest) { r.TenantID = "" }, func(r *InvokeRequest) {}, "tenant_id", RuleRequired},
-		{"session_id format", func(r *InvokeRequest) { r.SessionID = "sess 1" }, func(r *InvokeRequest) { r.SessionID = "" }, "session_id", RuleFormat},
-		{"user_id required", func(r *InvokeRequest) { r.User.UserID = "" }, func(r *InvokeRequest) {}, "user.user_id", RuleRequired},
-		{"tenure_days ≥ 0", func(r *InvokeRequest) { r.User.TenureDays = ptr(-1) }, func(r *InvokeRequest) { r.User.TenureDays = ptr(0) }, "user.tenure_days", RuleRange},
-		{"delegation auth_type enum", func(r *InvokeRequest) { r.User.Delegation.AuthType = "kerberos" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthOIDC }, "user.delegation.auth_type", RuleEnum},
-		{"delegation auth_type required", func(r *InvokeRequest) { r.User.Delegation.AuthType = "" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthSAML }, "user.delegation.auth_type", RuleRequired},
-		{"delegation subject", func(r *InvokeRequest) { r.User.Delegation.Subject = " " }, func(r *InvokeRequest) {}, "user.delegation.subject", RuleRequired},
-		{"delegation scopes required", func(r *InvokeRequest) { r.User.Delegation.Scopes = nil }, func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{} }, "user.delegation.scopes", RuleRequired},
-		{"delegation empty scope", func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{"a", ""} }, func(r *InvokeRequest) {}, "user.delegation.scopes[1]", RuleFormat},
-		{"agent_urn required", func(r *InvokeRequest) { r.Agent.AgentURN = "" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleRequired},
-		{"agent_urn form", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund" }, func(r *InvokeRequest) { r.Agent.AgentURN = "agent:acme.support/refund_bot@2.0.0-rc.1" }, "agent.agent_urn", RuleFormat},
-		{"agent_urn semver", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund@1.2" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleFormat},
-		{"agent_urn uppercase", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:ContextOS/x@1.0.0" }, func(r *InvokeRequest) {}, "agent.agent_urn", RuleFormat},
-		{"workload_identity required", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleRequired},
-		{"workload_identity scheme", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "https://contextos/agents/support" }, func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://acme.prod/ns/agents/sa/support" }, "agent.workload_identity", RuleFormat},
-		{"workload_identity no path", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
-		{"workload_identity port", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos:8443/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
-		{"workload_identity userinfo", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://u:p@contextos/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
-		{"workload_identity uppercase domain", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://ContextOS/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
-		{"workload_identity dot segment", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos/a/../b" }, func(r *InvokeRequest) {}, "agent.workload_identity", RuleFormat},
-		{"lifecycle enum", func(r *InvokeRequest) { r.Agent.Lifecycle = "paused" }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", RuleEnum},
-		{"lifecycle active only", func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleSuspended }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", RuleConsistent},
+		{"request_id required", func(r *InvokeRequest) { r.RequestID = "" }, func(r *InvokeRequest) { r.RequestID = "req_1" }, "request_id", CodeRequired},
+		{"request_id charset", func(r *InvokeRequest) { r.RequestID = "req_ bad" }, func(r *InvokeRequest) { r.RequestID = "req_good-1" }, "request_id", CodeFormat},
+		{"request_id length", func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 300) }, func(r *InvokeRequest) { r.RequestID = "req_" + strings.Repeat("a", 120) }, "request_id", CodeFormat},
+		{"tenant_id required", func(r *InvokeRequest) { r.TenantID = "" }, func(r *InvokeRequest) {}, "tenant_id", CodeRequired},
+		{"session_id format", func(r *InvokeRequest) { r.SessionID = "sess 1" }, func(r *InvokeRequest) { r.SessionID = "" }, "session_id", CodeFormat},
+		{"user_id required", func(r *InvokeRequest) { r.User.UserID = "" }, func(r *InvokeRequest) {}, "user.user_id", CodeRequired},
+		{"tenure_days ≥ 0", func(r *InvokeRequest) { r.User.TenureDays = ptr(-1) }, func(r *InvokeRequest) { r.User.TenureDays = ptr(0) }, "user.tenure_days", CodeRange},
+		{"delegation auth_type enum", func(r *InvokeRequest) { r.User.Delegation.AuthType = "kerberos" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthOIDC }, "user.delegation.auth_type", CodeEnum},
+		{"delegation auth_type required", func(r *InvokeRequest) { r.User.Delegation.AuthType = "" }, func(r *InvokeRequest) { r.User.Delegation.AuthType = AuthSAML }, "user.delegation.auth_type", CodeRequired},
+		{"delegation subject", func(r *InvokeRequest) { r.User.Delegation.Subject = " " }, func(r *InvokeRequest) {}, "user.delegation.subject", CodeRequired},
+		{"delegation scopes required", func(r *InvokeRequest) { r.User.Delegation.Scopes = nil }, func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{} }, "user.delegation.scopes", CodeRequired},
+		{"delegation empty scope", func(r *InvokeRequest) { r.User.Delegation.Scopes = []string{"a", ""} }, func(r *InvokeRequest) {}, "user.delegation.scopes[1]", CodeFormat},
+		{"agent_urn required", func(r *InvokeRequest) { r.Agent.AgentURN = "" }, func(r *InvokeRequest) {}, "agent.agent_urn", CodeRequired},
+		{"agent_urn form", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund" }, func(r *InvokeRequest) { r.Agent.AgentURN = "agent:acme.support/refund_bot@2.0.0-rc.1" }, "agent.agent_urn", CodeFormat},
+		{"agent_urn semver", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support-refund@1.2" }, func(r *InvokeRequest) {}, "agent.agent_urn", CodeFormat},
+		{"agent_urn uppercase", func(r *InvokeRequest) { r.Agent.AgentURN = "agent:ContextOS/x@1.0.0" }, func(r *InvokeRequest) {}, "agent.agent_urn", CodeFormat},
+		{"workload_identity required", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeRequired},
+		{"workload_identity scheme", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "https://contextos/agents/support" }, func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://acme.prod/ns/agents/sa/support" }, "agent.workload_identity", CodeFormat},
+		{"workload_identity no path", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeFormat},
+		{"workload_identity port", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos:8443/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeFormat},
+		{"workload_identity userinfo", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://u:p@contextos/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeFormat},
+		{"workload_identity uppercase domain", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://ContextOS/a" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeFormat},
+		{"workload_identity dot segment", func(r *InvokeRequest) { r.Agent.WorkloadIdentity = "spiffe://contextos/a/../b" }, func(r *InvokeRequest) {}, "agent.workload_identity", CodeFormat},
+		{"lifecycle enum", func(r *InvokeRequest) { r.Agent.Lifecycle = "paused" }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", CodeEnum},
+		{"lifecycle active only", func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleSuspended }, func(r *InvokeRequest) { r.Agent.Lifecycle = LifecycleActive }, "agent.lifecycle", CodeConsistent},
 		{"principal kind enum", func(r *InvokeRequest) {
 			r.Agent.PrincipalChain = []Principal{{Kind: "robot", ID: "x"}}
-		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalAutomation, ID: "x"}} }, "agent.principal_chain[0].kind", RuleEnum},
+		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalAutomation, ID: "x"}} }, "agent.principal_chain[0].kind", CodeEnum},
 		{"principal id required", func(r *InvokeRequest) {
 			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser}}
-		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "usr_771"}} }, "agent.principal_chain[0].id", RuleRequired},
+		}, func(r *InvokeRequest) { r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "usr_771"}} }, "agent.principal_chain[0].id", CodeRequired},
 		{"principal chain tenant", func(r *InvokeRequest) {
 			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "u", TenantID: "tenant_acme_prod"}, {Kind: PrincipalAgent, ID: "a", TenantID: "tenant_other"}}
 		}, func(r *InvokeRequest) {
 			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "u", TenantID: "tenant_acme_prod"}, {Kind: PrincipalAgent, ID: "a"}}
-		}, "agent.principal_chain[1].tenant_id", RuleConsistent},
-		{"pack refs at least one", func(r *InvokeRequest) { r.ContextPackRefs = nil }, func(r *InvokeRequest) {}, "context_pack_refs", RuleRequired},
-		{"pack ref unpinned", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
-		{"pack ref latest", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@latest"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
-		{"pack ref range", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@^1.0.0"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", RuleFormat},
-		{"pack ref build metadata", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0+build"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0"} }, "context_pack_refs[1]", RuleFormat},
-		{"pack ref duplicate pack", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "a@1.0.1"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "decision-catalog.support@2.1.0"} }, "context_pack_refs[1]", RuleConsistent},
-		{"intent required", func(r *InvokeRequest) { r.Input.Intent = "" }, func(r *InvokeRequest) {}, "input.intent", RuleRequired},
-		{"message required", func(r *InvokeRequest) { r.Input.Message = "" }, func(r *InvokeRequest) {}, "input.message", RuleRequired},
-		{"mode required", func(r *InvokeRequest) { r.Mode = "" }, func(r *InvokeRequest) { r.Mode = ModeStream }, "mode", RuleRequired},
-		{"mode enum", func(r *InvokeRequest) { r.Mode = "interactive" }, func(r *InvokeRequest) { r.Mode = ModeLongRunning }, "mode", RuleEnum},
-		{"plan timeout > 0", func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](0) }, func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](5000) }, "runtime.plan_timeout_ms", RuleRange},
-		{"max tool calls ≥ 0", func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(-1) }, func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(0) }, "runtime.max_tool_calls", RuleRange},
-		{"max cost finite", func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(-0.5) }, func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(0.0) }, "runtime.max_cost_cents", RuleRange},
-		{"bucket name", func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{"evidense": 10} }, func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{BucketEvidence: 10} }, "runtime.bucket_tokens.evidense", RuleEnum},
+		}, "agent.principal_chain[1].tenant_id", CodeConsistent},
+		{"pack refs at least one", func(r *InvokeRequest) { r.ContextPackRefs = nil }, func(r *InvokeRequest) {}, "context_pack_refs", CodeRequired},
+		{"pack ref unpinned", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", CodeFormat},
+		{"pack ref latest", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@latest"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", CodeFormat},
+		{"pack ref range", func(r *InvokeRequest) { r.ContextPackRefs = []string{"ctxpack.support@^1.0.0"} }, func(r *InvokeRequest) {}, "context_pack_refs[0]", CodeFormat},
+		{"pack ref build metadata", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0+build"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "b@1.0.0"} }, "context_pack_refs[1]", CodeFormat},
+		{"pack ref duplicate pack", func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "a@1.0.1"} }, func(r *InvokeRequest) { r.ContextPackRefs = []string{"a@1.0.0", "decision-catalog.support@2.1.0"} }, "context_pack_refs[1]", CodeConsistent},
+		{"intent required", func(r *InvokeRequest) { r.Input.Intent = "" }, func(r *InvokeRequest) {}, "input.intent", CodeRequired},
+		{"message required", func(r *InvokeRequest) { r.Input.Message = "" }, func(r *InvokeRequest) {}, "input.message", CodeRequired},
+		{"mode required", func(r *InvokeRequest) { r.Mode = "" }, func(r *InvokeRequest) { r.Mode = ModeStream }, "mode", CodeRequired},
+		{"mode enum", func(r *InvokeRequest) { r.Mode = "interactive" }, func(r *InvokeRequest) { r.Mode = ModeLongRunning }, "mode", CodeEnum},
+		{"plan timeout > 0", func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](0) }, func(r *InvokeRequest) { r.Runtime.PlanTimeoutMS = ptr[int64](5000) }, "runtime.plan_timeout_ms", CodeRange},
+		{"max tool calls ≥ 0", func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(-1) }, func(r *InvokeRequest) { r.Runtime.MaxToolCalls = ptr(0) }, "runtime.max_tool_calls", CodeRange},
+		{"max cost finite", func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(-0.5) }, func(r *InvokeRequest) { r.Runtime.MaxCostCents = ptr(0.0) }, "runtime.max_cost_cents", CodeRange},
+		{"bucket name", func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{"evidense": 10} }, func(r *InvokeRequest) { r.Runtime.BucketTokens = map[Bucket]int{BucketEvidence: 10} }, "runtime.bucket_tokens.evidense", CodeEnum},
 		{"attachment sha256 required", func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf"}}
 		}, func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
-		}, "attachments[0].sha256", RuleRequired},
+		}, "attachments[0].sha256", CodeRequired},
 		{"attachment sha256 format", func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: "2f9cc0..."}}
 		}, func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "s3://b/k.pdf", SHA256: "sha256:" + strings.Repeat("2f", 32)}}
-		}, "attachments[0].sha256", RuleFormat},
+		}, "attachments[0].sha256", CodeFormat},
 		{"attachment media type required", func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
 		}, func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "text/plain; charset=utf-8", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
-		}, "attachments[0].media_type", RuleRequired},
+		}, "attachments[0].media_type", CodeRequired},
 		{"attachment media type format", func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "pdf", URI: "s3://b/k.pdf", SHA256: strings.Repeat("2f", 32)}}
-		}, func(r *InvokeRequest) {}, "attachments[0].media_type", RuleFormat},
+		}, func(r *InvokeRequest) {}, "attachments[0].media_type", CodeFormat},
 		{"attachment uri credentials", func(r *InvokeRequest) {
 			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: "https://user:hunter2@files/x", SHA256: strings.Repeat("2f", 32)}}
-		}, func(r *InvokeRequest) {}, "attachments[0].uri", RuleFormat},
-		{"trace id required", func(r *InvokeRequest) { r.Trace.TraceID = "" }, func(r *InvokeRequest) {}, "trace.trace_id", RuleRequired},
-		{"trace id hex", func(r *InvokeRequest) { r.Trace.TraceID = strings.ToUpper(r.Trace.TraceID) }, func(r *InvokeRequest) {}, "trace.trace_id", RuleFormat},
-		{"trace id zero", func(r *InvokeRequest) { r.Trace.TraceID = strings.Repeat("0", 32) }, func(r *InvokeRequest) {}, "trace.trace_id", RuleFormat},
-		{"span id length", func(r *InvokeRequest) { r.Trace.SpanID = "00f067aa0ba902b" }, func(r *InvokeRequest) {}, "trace.span_id", RuleFormat},
-		{"span id zero", func(r *InvokeRequest) { r.Trace.SpanID = strings.Repeat("0", 16) }, func(r *InvokeRequest) {}, "trace.span_id", RuleFormat},
-		{"span id required", func(r *InvokeRequest) { r.Trace.SpanID = "" }, func(r *InvokeRequest) {}, "trace.span_id", RuleRequired},
-		{"trace flags", func(r *InvokeRequest) { r.Trace.TraceFlags = "1" }, func(r *InvokeRequest) { r.Trace.TraceFlags = "00" }, "trace.trace_flags", RuleFormat},
-		{"tracestate", func(r *InvokeRequest) { r.Trace.TraceState = "not a tracestate" }, func(r *InvokeRequest) { r.Trace.TraceState = "tenant=tenant_acme_prod" }, "trace.tracestate", RuleFormat},
-		{"baggage", func(r *InvokeRequest) { r.Trace.Baggage = "=novalue;;" }, func(r *InvokeRequest) { r.Trace.Baggage = "session_id=sess_42f1" }, "trace.baggage", RuleFormat},
+		}, func(r *InvokeRequest) {}, "attachments[0].uri", CodeFormat},
+		{"trace id required", func(r *InvokeRequest) { r.Trace.TraceID = "" }, func(r *InvokeRequest) {}, "trace.trace_id", CodeRequired},
+		{"trace id hex", func(r *InvokeRequest) { r.Trace.TraceID = strings.ToUpper(r.Trace.TraceID) }, func(r *InvokeRequest) {}, "trace.trace_id", CodeFormat},
+		{"trace id zero", func(r *InvokeRequest) { r.Trace.TraceID = strings.Repeat("0", 32) }, func(r *InvokeRequest) {}, "trace.trace_id", CodeFormat},
+		{"span id length", func(r *InvokeRequest) { r.Trace.SpanID = "00f067aa0ba902b" }, func(r *InvokeRequest) {}, "trace.span_id", CodeFormat},
+		{"span id zero", func(r *InvokeRequest) { r.Trace.SpanID = strings.Repeat("0", 16) }, func(r *InvokeRequest) {}, "trace.span_id", CodeFormat},
+		{"span id required", func(r *InvokeRequest) { r.Trace.SpanID = "" }, func(r *InvokeRequest) {}, "trace.span_id", CodeRequired},
+		{"trace flags", func(r *InvokeRequest) { r.Trace.TraceFlags = "1" }, func(r *InvokeRequest) { r.Trace.TraceFlags = "00" }, "trace.trace_flags", CodeFormat},
+		{"tracestate", func(r *InvokeRequest) { r.Trace.TraceState = "not a tracestate" }, func(r *InvokeRequest) { r.Trace.TraceState = "tenant=tenant_acme_prod" }, "trace.tracestate", CodeFormat},
+		{"baggage", func(r *InvokeRequest) { r.Trace.Baggage = "=novalue;;" }, func(r *InvokeRequest) { r.Trace.Baggage = "session_id=sess_42f1" }, "trace.baggage", CodeFormat},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,42 +210,42 @@ func TestRunContextRules(t *testing.T) {
 		name      string
 		bad, good func(rc *RunContext)
 		path      string
-		rule      string
+		rule      Code
 	}{
-		{"run_id required", func(rc *RunContext) { rc.RunID = "" }, func(rc *RunContext) {}, "run_id", RuleRequired},
-		{"run_id prefix", func(rc *RunContext) { rc.RunID = "a1b2" }, func(rc *RunContext) { rc.RunID = "run_a1b2" }, "run_id", RuleFormat},
-		{"trace_id required", func(rc *RunContext) { rc.TraceID = "" }, func(rc *RunContext) {}, "trace_id", RuleRequired},
-		{"trace_id zero", func(rc *RunContext) { rc.TraceID = strings.Repeat("0", 32) }, func(rc *RunContext) {}, "trace_id", RuleFormat},
-		{"tenant required", func(rc *RunContext) { rc.TenantID = "" }, func(rc *RunContext) {}, "tenant_id", RuleRequired},
-		{"safety_mode required", func(rc *RunContext) { rc.SafetyMode = "" }, func(rc *RunContext) { rc.SafetyMode = ReadOnly }, "safety_mode", RuleRequired},
-		{"safety_mode enum", func(rc *RunContext) { rc.SafetyMode = "root" }, func(rc *RunContext) { rc.SafetyMode = Network }, "safety_mode", RuleEnum},
-		{"delegation for destructive", func(rc *RunContext) { rc.User.Delegation = nil }, func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Network }, "user.delegation", RuleRequired},
-		{"delegation for delegated", func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Delegated }, func(rc *RunContext) { rc.SafetyMode = Delegated }, "user.delegation", RuleRequired},
-		{"total tokens", func(rc *RunContext) { rc.RunBudget.TotalTokens = 0 }, func(rc *RunContext) {}, "run_budget.total_tokens", RuleRange},
-		{"buckets within total", func(rc *RunContext) { rc.RunBudget.TotalTokens = 5000 }, func(rc *RunContext) { rc.RunBudget.TotalTokens = 8900 }, "run_budget.bucket_tokens", RuleConsistent},
-		{"bucket negative", func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = -1 }, func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = 0 }, "run_budget.bucket_tokens.memory", RuleRange},
-		{"wall clock", func(rc *RunContext) { rc.RunBudget.WallClockMS = 0 }, func(rc *RunContext) {}, "run_budget.wall_clock_ms", RuleRange},
-		{"replans", func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = -1 }, func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = 0 }, "run_budget.max_replan_attempts", RuleRange},
-		{"tool calls", func(rc *RunContext) { rc.RunBudget.MaxToolCalls = -1 }, func(rc *RunContext) { rc.RunBudget.MaxToolCalls = 0 }, "run_budget.max_tool_calls", RuleRange},
-		{"cost", func(rc *RunContext) { rc.RunBudget.MaxCostCents = -1 }, func(rc *RunContext) {}, "run_budget.max_cost_cents", RuleRange},
-		{"payload", func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = -1 }, func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = 10 }, "run_budget.max_payload_bytes", RuleRange},
-		{"chain tenant", func(rc *RunContext) { rc.Agent.PrincipalChain[0].TenantID = "tenant_x" }, func(rc *RunContext) {}, "agent.principal_chain[0].tenant_id", RuleConsistent},
+		{"run_id required", func(rc *RunContext) { rc.RunID = "" }, func(rc *RunContext) {}, "run_id", CodeRequired},
+		{"run_id prefix", func(rc *RunContext) { rc.RunID = "a1b2" }, func(rc *RunContext) { rc.RunID = "run_a1b2" }, "run_id", CodeFormat},
+		{"trace_id required", func(rc *RunContext) { rc.TraceID = "" }, func(rc *RunContext) {}, "trace_id", CodeRequired},
+		{"trace_id zero", func(rc *RunContext) { rc.TraceID = strings.Repeat("0", 32) }, func(rc *RunContext) {}, "trace_id", CodeFormat},
+		{"tenant required", func(rc *RunContext) { rc.TenantID = "" }, func(rc *RunContext) {}, "tenant_id", CodeRequired},
+		{"safety_mode required", func(rc *RunContext) { rc.SafetyMode = "" }, func(rc *RunContext) { rc.SafetyMode = ReadOnly }, "safety_mode", CodeRequired},
+		{"safety_mode enum", func(rc *RunContext) { rc.SafetyMode = "root" }, func(rc *RunContext) { rc.SafetyMode = Network }, "safety_mode", CodeEnum},
+		{"delegation for destructive", func(rc *RunContext) { rc.User.Delegation = nil }, func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Network }, "user.delegation", CodeRequired},
+		{"delegation for delegated", func(rc *RunContext) { rc.User.Delegation = nil; rc.SafetyMode = Delegated }, func(rc *RunContext) { rc.SafetyMode = Delegated }, "user.delegation", CodeRequired},
+		{"total tokens", func(rc *RunContext) { rc.RunBudget.TotalTokens = 0 }, func(rc *RunContext) {}, "run_budget.total_tokens", CodeRange},
+		{"buckets within total", func(rc *RunContext) { rc.RunBudget.TotalTokens = 5000 }, func(rc *RunContext) { rc.RunBudget.TotalTokens = 8900 }, "run_budget.bucket_tokens", CodeConsistent},
+		{"bucket negative", func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = -1 }, func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = 0 }, "run_budget.bucket_tokens.memory", CodeRange},
+		{"wall clock", func(rc *RunContext) { rc.RunBudget.WallClockMS = 0 }, func(rc *RunContext) {}, "run_budget.wall_clock_ms", CodeRange},
+		{"replans", func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = -1 }, func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = 0 }, "run_budget.max_replan_attempts", CodeRange},
+		{"tool calls", func(rc *RunContext) { rc.RunBudget.MaxToolCalls = -1 }, func(rc *RunContext) { rc.RunBudget.MaxToolCalls = 0 }, "run_budget.max_tool_calls", CodeRange},
+		{"cost", func(rc *RunContext) { rc.RunBudget.MaxCostCents = -1 }, func(rc *RunContext) {}, "run_budget.max_cost_cents", CodeRange},
+		{"payload", func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = -1 }, func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = 10 }, "run_budget.max_payload_bytes", CodeRange},
+		{"chain tenant", func(rc *RunContext) { rc.Agent.PrincipalChain[0].TenantID = "tenant_x" }, func(rc *RunContext) {}, "agent.principal_chain[0].tenant_id", CodeConsistent},
 		{"trace context parent", func(rc *RunContext) { rc.TraceContext = &TraceContext{TraceParent: "00-xyz"} }, func(rc *RunContext) {
 			rc.TraceContext = &TraceContext{TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01"}
-		}, "trace_context.traceparent", RuleFormat},
+		}, "trace_context.traceparent", CodeFormat},
 		{"trace context consistency", func(rc *RunContext) {
 			rc.TraceContext = &TraceContext{TraceParent: "00-5bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01"}
-		}, func(rc *RunContext) {}, "trace_context.traceparent", RuleConsistent},
-		{"claim shape", func(rc *RunContext) { rc.Agent.IdentityClaim = &IdentityClaim{Version: "ctxid/2"} }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.version", RuleEnum},
+		}, func(rc *RunContext) {}, "trace_context.traceparent", CodeConsistent},
+		{"claim shape", func(rc *RunContext) { rc.Agent.IdentityClaim = &IdentityClaim{Version: "ctxid/2"} }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.version", CodeEnum},
 		{"claim sub", func(rc *RunContext) {
 			c := validClaim(rc)
 			c.Sub = "agent:contextos/other@1.0.0"
 			rc.Agent.IdentityClaim = c
-		}, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.sub", RuleConsistent},
-		{"claim run", func(rc *RunContext) { c := validClaim(rc); c.RunID = "run_other"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.run_id", RuleConsistent},
-		{"claim tenant", func(rc *RunContext) { c := validClaim(rc); c.TenantID = "tenant_x"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.tenant_id", RuleConsistent},
-		{"claim exp", func(rc *RunContext) { c := validClaim(rc); c.Exp = c.Nbf; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.exp", RuleRange},
-		{"claim hash", func(rc *RunContext) { c := validClaim(rc); c.ClaimHash = "sha256:..."; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.claim_hash", RuleFormat},
+		}, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.sub", CodeConsistent},
+		{"claim run", func(rc *RunContext) { c := validClaim(rc); c.RunID = "run_other"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) { rc.Agent.IdentityClaim = validClaim(rc) }, "agent.identity_claim.run_id", CodeConsistent},
+		{"claim tenant", func(rc *RunContext) { c := validClaim(rc); c.TenantID = "tenant_x"; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.tenant_id", CodeConsistent},
+		{"claim exp", func(rc *RunContext) { c := validClaim(rc); c.Exp = c.Nbf; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.exp", CodeRange},
+		{"claim hash", func(rc *RunContext) { c := validClaim(rc); c.ClaimHash = "sha256:..."; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.claim_hash", CodeFormat},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,5 +361,112 @@ func TestRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(a, b); diff != "" {
 			t.Errorf("%s round trip (-in +out):\n%s", name, diff)
 		}
+	}
+}
+
+// request_id is "globally unique" (seed 000): any unique id is accepted —
+// prefixed or not, a UUID, a ULID — and anything outside the safe charset
+// or length is refused with a problem naming request_id.
+func TestRequestIDAcceptsAnyUniqueID(t *testing.T) {
+	for _, id := range []string{
+		"req_9f3a12",
+		"9f3a12",
+		"123e4567-e89b-12d3-a456-426614174000", // UUID
+		"01ARZ3NDEKTSV4RRFFQ69G5FAV",           // ULID
+		"acme:orders:2026-05-03.1",
+		"A",
+		strings.Repeat("a", MaxRequestIDLen),
+	} {
+		r := fixtureRequest(t)
+		r.RequestID = id
+		if err := r.Validate(); err != nil {
+			t.Errorf("request_id %q refused: %v", id, err)
+		}
+	}
+}
+
+// Request ids valid before issue 15 — "req_" then idPattern's charset
+// (with @ and /), up to 256 bytes — stay valid: checkpoints of paused runs
+// and replay packets recorded then hold them, and Resume and Replay
+// validate the stored request again.
+func TestRequestIDPreIssue15StillValid(t *testing.T) {
+	for _, id := range []string{
+		"req_acme/4711",
+		"req_user@acme.example",
+		"req_acme/orders/2026-05-03",
+		"req_/x",
+		"req_acme//x",
+		"req_acme/...",
+		"req_acme/.well-known",
+		"req_acme/..x",
+		"req_" + strings.Repeat("a", 200),
+		"req_" + strings.Repeat("a", requestid.MaxLegacyLen-4),
+	} {
+		r := fixtureRequest(t)
+		r.RequestID = id
+		if err := r.Validate(); err != nil {
+			t.Errorf("request_id %.40q (valid before issue 15) refused: %v", id, err)
+		}
+	}
+}
+
+func TestRequestIDHostile(t *testing.T) {
+	tests := []struct {
+		name, id string
+		rule     Code
+	}{
+		{"empty", "", CodeRequired},
+		{"too long", strings.Repeat("a", MaxRequestIDLen+1), CodeFormat},
+		{"far too long", "req_" + strings.Repeat("9", 1<<16), CodeFormat},
+		{"space", "req 1", CodeFormat},
+		{"leading space", " req_1", CodeFormat},
+		{"trailing newline", "req_1\n", CodeFormat},
+		{"NUL", "req_\x001", CodeFormat},
+		{"escape sequence", "req_\x1b[31m", CodeFormat},
+		{"DEL", "req_\x7f", CodeFormat},
+		{"tab", "req\t1", CodeFormat},
+		{"unicode letter", "req_é", CodeFormat},
+		{"unicode digit", "req_١٢٣", CodeFormat},
+		{"bidi override", "req_\u202e1", CodeFormat},
+		{"zero width space", "req_\u200b1", CodeFormat},
+		{"invalid UTF-8", "req_\xff", CodeFormat},
+		{"slash", "req/1", CodeFormat},
+		{"path traversal", "../../etc/passwd", CodeFormat},
+		{"backslash", "req\\1", CodeFormat},
+		{"url-ish", "req_1?x=1#y", CodeFormat},
+		{"percent escape", "req_%2e%2e", CodeFormat},
+		{"at sign", "req@1", CodeFormat},
+		{"leading dot", ".hidden", CodeFormat},
+		{"leading dash", "-rf", CodeFormat},
+		{"leading underscore", "_req", CodeFormat},
+		{"quote", `req_"1`, CodeFormat},
+		{"legacy dot-dot segment", "req_acme/../etc/passwd", CodeFormat},
+		{"legacy trailing dot-dot", "req_acme/..", CodeFormat},
+		{"legacy dot segment", "req_acme/./x", CodeFormat},
+		{"legacy backslash", "req_acme\\..\\x", CodeFormat},
+		{"legacy space", "req_acme/ x", CodeFormat},
+		{"legacy query", "req_acme/x?y", CodeFormat},
+		{"legacy unicode", "req_acme/é", CodeFormat},
+		{"legacy too long", "req_" + strings.Repeat("a", requestid.MaxLegacyLen-3), CodeFormat},
+		{"at sign without req_", "user@acme.example", CodeFormat},
+		{"slash without req_", "acme/4711", CodeFormat},
+		{"long without req_", strings.Repeat("a", MaxRequestIDLen+1), CodeFormat},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := fixtureRequest(t)
+			r.RequestID = tt.id
+			err := r.Validate()
+			var ve *ValidationError
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &ve) {
+				t.Fatalf("request_id %q: err = %v, want a *ValidationError", problem.Clip(tt.id), err)
+			}
+			if len(ve.Problems) != 1 || ve.Problems[0].Path != "request_id" || ve.Problems[0].Code != tt.rule {
+				t.Fatalf("problems = %+v, want one %s problem naming request_id", ve.Problems, tt.rule)
+			}
+			if tt.id != "" && strings.Contains(err.Error(), tt.id) {
+				t.Errorf("the error echoes the hostile id: %v", err)
+			}
+		})
 	}
 }

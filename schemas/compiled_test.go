@@ -3,28 +3,19 @@ package schemas_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/schemas"
 )
 
-func readFile(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }
-
 // Every compiled output validates against compiled-context.v1: the
 // canonical scenario and its variants (truncated, read-only, denied).
 func TestCompiledOutputsValidate(t *testing.T) {
-	read := func(n string) []byte {
-		b, err := os.ReadFile(filepath.Join("testdata", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(n string) []byte { return fixture.Read(t, n) }
 	variants := map[string]func(req *runcontext.InvokeRequest, rc *runcontext.RunContext){
 		"canonical": func(*runcontext.InvokeRequest, *runcontext.RunContext) {},
 		"truncated": func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) {

@@ -11,6 +11,7 @@ import (
 	"github.com/contextos/contextos/decision/decisiontest"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/schemas"
@@ -21,7 +22,7 @@ import (
 // against decision-record.v1.
 func TestEnvelopesAndRecordsValidate(t *testing.T) {
 	ctx := context.Background()
-	read := func(n string) []byte { b, _ := readFile(n); return b }
+	read := func(n string) []byte { return fixture.Read(t, n) }
 	p, _ := pack.Decode(read("ctxpack.support-1.0.0.json"))
 	req, _ := runcontext.DecodeInvokeRequest(read("invoke.support-refund.json"))
 	rc, _ := runcontext.DecodeRunContext(read("run-context.support.json"))
@@ -42,7 +43,7 @@ func TestEnvelopesAndRecordsValidate(t *testing.T) {
 		{AdapterID: "adp_orders", Adapter: ad, Capabilities: map[string]gateway.Capability{"lookup": {}}},
 		{AdapterID: "adp_payments", Adapter: ad, Capabilities: map[string]gateway.Capability{"issue_refund": {}}},
 	}, &gateway.Options{Transcript: rec, Now: func() time.Time { return now }})
-	run, err := gw.NewRun(prepared, cc, req, rc, runcontext.NewMeter(rc.RunBudget, now), nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: req, RunContext: rc, Meter: runcontext.NewMeter(rc.RunBudget, now)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestEnvelopesAndRecordsValidate(t *testing.T) {
 		}
 	}
 	store := decision.NewMemoryStore()
-	stored, err := store.Append(ctx, decisiontest.Sample("dr_1", "run_1", decision.Decided))
+	stored, err := store.Append(ctx, decisiontest.Sample("dr_1", decision.Decided))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,18 @@
 // contracts (draft 2020-12): the files, generated from the Go types by
 // `go generate ./schemas` and embedded here, and [Validate], which checks
 // an incoming document against one of them and reports every problem with
-// its JSON pointer.
+// its JSON pointer and the keyword it fails, in the *ValidationError that
+// runcontext, pack and decision return too.
 //
 // Published now: run-context.v1, invoke-agent.v1, context-pack.v2,
 // compiled-context.v1, tool-envelope.v1, decision-record.v1 and
 // replay-packet.v1. Their field names, required lists and enums include
-// those of the upstream ContextOS schemas.
+// those of the upstream ContextOS schemas. Where the upstream openings do
+// not show a required list, ours asks no more than the seeds' examples
+// carry (decision-record.v1 follows seed 000's record; a compiled
+// context's ledger requires the members of seed 000's ledger); where they
+// do, ours keeps it even when a seed's abbreviated example leaves a member
+// out.
 package schemas
 
 //go:generate go run ./internal/gen
@@ -23,6 +29,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/schemaerr"
 )
 
@@ -84,43 +91,38 @@ func File(name string) ([]byte, error) {
 	return files.ReadFile(file)
 }
 
-// Problem is one way a document fails a schema: the JSON pointer of the
-// offending value ("" for the document) and a message.
-type Problem struct {
-	Pointer string `json:"pointer"`
-	Message string `json:"message"`
-}
+// Problem is one way a document fails a schema: Path is the JSON pointer
+// of the offending value ("" for the document), Code the JSON Schema
+// keyword it fails ("required", "type", "additionalProperties", …, or
+// CodeSyntax) and a message. It is the Problem of every validating package
+// (runcontext, pack, decision).
+type Problem = problem.Problem
 
-func (p Problem) String() string {
-	ptr := p.Pointer
-	if ptr == "" {
-		ptr = "/"
-	}
-	return ptr + ": " + p.Message
-}
+// Code names the keyword a problem fails.
+type Code = problem.Code
+
+// CodeSyntax is the code of a document that is not JSON.
+const CodeSyntax Code = "syntax"
 
 // ValidationError lists every problem of a document against a schema. It
-// matches ErrInvalid.
-type ValidationError struct {
-	Schema   string
-	Problems []Problem
-}
+// matches ErrInvalid; Has(code) and HasAt(code, pointer) look a problem up.
+// It is one type shared by runcontext, pack, decision and schemas, so
+// errors.As finds it whichever package refused; errors.Is(err, ErrInvalid)
+// tells this package's refusals from the others'.
+type ValidationError = problem.ValidationError
 
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.String()
-	}
-	return "schemas: document does not conform to " + e.Schema + ": " + strings.Join(parts, "; ")
+func invalid(label string, probs []Problem, cause error) *ValidationError {
+	return problem.New(ErrInvalid, "schemas: document does not conform to "+label, probs, cause)
 }
-
-// Is matches ErrInvalid.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
 var (
 	compileOnce sync.Once
+	compiler    *jsonschema.Compiler
 	compiled    map[string]*jsonschema.Schema
 	compileErr  error
+	// fragMu guards compiler and compiled after compileOnce: fragments
+	// ("file#/$defs/Name") are compiled on first use.
+	fragMu sync.Mutex
 )
 
 func compileAll() (map[string]*jsonschema.Schema, error) {
@@ -148,39 +150,73 @@ func compileAll() (map[string]*jsonschema.Schema, error) {
 			}
 			out[n] = s
 		}
-		compiled = out
+		compiler, compiled = c, out
 	})
 	return compiled, compileErr
 }
 
+// schemaFor returns the compiled schema of a file, or of the subschema a
+// fragment (a JSON pointer: "/$defs/<Name>", "/properties/<name>") points
+// at.
+func schemaFor(file, fragment string) (*jsonschema.Schema, error) {
+	all, err := compileAll()
+	if err != nil {
+		return nil, err
+	}
+	fragMu.Lock()
+	defer fragMu.Unlock()
+	if fragment == "" {
+		return all[file], nil
+	}
+	key := file + "#" + fragment
+	if s, ok := all[key]; ok {
+		return s, nil
+	}
+	if !strings.HasPrefix(fragment, "/") {
+		return nil, fmt.Errorf("%w: %q: a fragment is a JSON pointer into the schema, as #/$defs/<Name>", ErrUnknownSchema, key)
+	}
+	s, err := compiler.Compile(BaseURL + key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s has no subschema at %q", ErrUnknownSchema, file, fragment)
+	}
+	all[key] = s
+	return s, nil
+}
+
 // Validate checks data (one JSON document) against the named schema (see
-// Resolve for accepted names). It returns nil, a *ValidationError listing
+// Resolve for accepted names), or against one of its subschemas when the
+// name ends in a fragment, a JSON pointer into the schema
+// ("context-pack.v2#/$defs/PackMeta" checks one layer of a pack,
+// "invoke-agent.v1#/properties/context_pack_refs" one member of an
+// envelope). It returns nil, a *ValidationError listing
 // every problem with its JSON pointer (errors.Is(err, ErrInvalid)), or an
-// error for an unknown schema or a document that is not JSON.
+// error for an unknown schema or definition (ErrUnknownSchema) or a
+// document that is not JSON.
 func Validate(name string, data []byte) error {
-	file, err := Resolve(name)
+	base, fragment, _ := strings.Cut(name, "#")
+	file, err := Resolve(base)
 	if err != nil {
 		return err
 	}
-	all, err := compileAll()
+	sch, err := schemaFor(file, fragment)
 	if err != nil {
 		return err
+	}
+	label := file
+	if fragment != "" {
+		label += "#" + fragment
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return &ValidationError{Schema: file, Problems: []Problem{{Message: "not a JSON document"}}}
+		return invalid(label, []Problem{{Code: CodeSyntax, Message: "not a JSON document"}}, err)
 	}
-	err = all[file].Validate(inst)
+	err = sch.Validate(inst)
 	if err == nil {
 		return nil
 	}
-	flat, ok := schemaerr.Flatten(err)
+	probs, ok := schemaerr.Problems(err)
 	if !ok {
-		return fmt.Errorf("schemas: validate against %s: %w", file, err)
+		return fmt.Errorf("schemas: validate against %s: %w", label, err)
 	}
-	probs := make([]Problem, len(flat))
-	for i, p := range flat {
-		probs[i] = Problem{Pointer: p.Pointer, Message: p.Message}
-	}
-	return &ValidationError{Schema: file, Problems: probs}
+	return invalid(label, probs, nil)
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/schemas"
 	"github.com/contextos/contextos/schemas/internal/build"
 )
@@ -20,7 +21,7 @@ func TestCommittedSchemasAreGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := schemas.Names(), sortedKeys(gen); !slices.Equal(got, want) {
+	if got, want := schemas.Names(), slices.Sorted(maps.Keys(gen)); !slices.Equal(got, want) {
 		t.Fatalf("embedded files %v, generator writes %v", got, want)
 	}
 	for name, want := range gen {
@@ -40,17 +41,8 @@ func TestCommittedSchemasAreGenerated(t *testing.T) {
 	}
 }
 
-func sortedKeys(m map[string][]byte) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// upstream holds what the published schema openings show
-// (../shared/upstream-schemas): our files must include every required
+// upstream holds what the upstream ContextOS schema openings show (the
+// schemas seed 001 publishes, abbreviated upstream): our files must include every required
 // field, enum value, const and closedness they show.
 var upstream = []struct {
 	file, def string // def "" is the top level
@@ -174,10 +166,7 @@ func toStrings(v any) []string {
 
 func TestSeedDocumentsValidate(t *testing.T) {
 	for name, file := range map[string]string{"invoke-agent": "invoke.support-refund.json", "run-context": "run-context.support.json", "context-pack": "ctxpack.support-1.0.0.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := fixture.Read(t, file)
 		if err := schemas.Validate(name, b); err != nil {
 			t.Errorf("Validate(%s, %s) = %v", name, file, err)
 		}
@@ -185,7 +174,7 @@ func TestSeedDocumentsValidate(t *testing.T) {
 }
 
 func TestValidateReportsPointers(t *testing.T) {
-	b, _ := os.ReadFile(filepath.Join("testdata", "invoke.support-refund.json"))
+	b := fixture.Invoke()
 	var doc map[string]any
 	json.Unmarshal(b, &doc)
 	delete(doc, "tenant_id")
@@ -203,11 +192,11 @@ func TestValidateReportsPointers(t *testing.T) {
 	want := []string{"", "/context_pack_refs/1", "/mode", "/trace", "/user/delegation/auth_type"}
 	var got []string
 	for _, p := range ve.Problems {
-		if len(got) == 0 || got[len(got)-1] != p.Pointer {
-			got = append(got, p.Pointer)
+		if len(got) == 0 || got[len(got)-1] != p.Path {
+			got = append(got, p.Path)
 		}
 		if p.Message == "" {
-			t.Errorf("empty message at %s", p.Pointer)
+			t.Errorf("empty message at %s", p.Path)
 		}
 	}
 	if !slices.Equal(got, want) {
@@ -244,6 +233,36 @@ func ExampleValidate() {
 		}
 	}
 	// Output:
-	// /: missing properties 'tenant_id', 'user', 'agent', 'context_pack_refs', 'input', 'runtime', 'trace'
+	// (document): missing properties 'tenant_id', 'user', 'agent', 'context_pack_refs', 'input', 'runtime', 'trace'
 	// /mode: value must be one of 'stream', 'batch', 'long_running'
+}
+
+// Problems carry the failing keyword as their code; a document that is
+// not JSON has CodeSyntax and wraps the parser's error.
+func TestValidateCodes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		doc  string
+		code schemas.Code
+		path string
+	}{
+		{"not JSON", `{"run_id":`, schemas.CodeSyntax, ""},
+		{"missing member", `{}`, "required", ""},
+		{"wrong type", `{"run_id": 1}`, "type", "/run_id"},
+		{"not in the enum", `{"safety_mode": "root"}`, "enum", "/safety_mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := schemas.Validate("run-context.v1", []byte(tt.doc))
+			var ve *schemas.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, schemas.ErrInvalid) || !ve.HasAt(tt.code, tt.path) {
+				t.Fatalf("Validate = %v, want a %s problem at %q", err, tt.code, tt.path)
+			}
+			if wraps := len(ve.Unwrap()) > 0; wraps != (tt.code == schemas.CodeSyntax) {
+				t.Errorf("causes = %v", ve.Unwrap())
+			}
+		})
+	}
 }

@@ -18,7 +18,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/transport/internal/scrub"
 )
 
@@ -31,10 +33,25 @@ const (
 	TransportMCP      = "mcp"
 )
 
+// modeWebhookCallback is the webhook transport's name on the wire
+// (runtime.mode, details.isolation_mode, the protocol the gateway records)
+// and in tool configurations (seed 004's "webhook-callback"); NewAdapter
+// takes it as a synonym of TransportWebhook.
+const modeWebhookCallback = "webhook-callback"
+
+// wireMode is a transport's runtime mode on the wire and its protocol
+// name: its name, except webhook, which is webhook-callback.
+func wireMode(transport string) string {
+	if transport == TransportWebhook {
+		return modeWebhookCallback
+	}
+	return transport
+}
+
 // Endpoint is where and how an adapter reaches its tools.
 type Endpoint struct {
-	// Transport is http, external or webhook here (grpc and mcp have
-	// their own packages).
+	// Transport is http, external or webhook (webhook-callback is the same)
+	// here; grpc and mcp have their own packages.
 	Transport string `json:"transport"`
 	// URL is the tool endpoint. http posts each capability to URL as is
 	// (the capability is in the X-Tool-Name header); external and webhook
@@ -59,6 +76,14 @@ type Endpoint struct {
 	// Tools declares each capability's labels and risk level, sent as
 	// tool.capabilities and tool.risk_level (keyed by capability name).
 	Tools map[string]ToolInfo `json:"tools,omitempty"`
+	// InputRaw makes the envelope transports (external, webhook, grpc)
+	// send the arguments only in input_raw, as JSON text, the layout
+	// Orloj's own clients use. Set it for servers that type input as
+	// string → string (Orloj's decoder refuses a whole request whose input
+	// holds a number); by default input carries the arguments as any JSON
+	// (seed 004). Our servers (NewHandler, grpctransport.Register) read
+	// both.
+	InputRaw bool `json:"input_raw,omitempty"`
 }
 
 // ToolInfo is a capability's contract labels.
@@ -90,7 +115,11 @@ type Options struct {
 	MaxRedirects int
 	// Secrets resolves auth secret references on every call.
 	Secrets SecretResolver
-	// Tokens caches OAuth2 tokens. Default: DefaultTokenCache.
+	// Tokens caches OAuth2 client-credentials tokens. Default: nil, and
+	// each adapter keeps a cache of its own. Adapters that reach the same
+	// token endpoint with the same client share tokens only when the host
+	// passes them one cache (&TokenCache{}); nothing is shared through
+	// package state.
 	Tokens *TokenCache
 	// TracerProvider makes one span per attempt. Default: the global one.
 	TracerProvider trace.TracerProvider
@@ -101,9 +130,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// WithDefaults returns the options with every unset field defaulted.
-// Transports build it once, when they are built, not per call.
-func (o *Options) WithDefaults() Options {
+// withDefaults returns the options with every unset field defaulted
+// (Tokens: a new cache, so call it once per adapter, when the adapter is
+// built, never per call).
+func (o *Options) withDefaults() Options {
 	var out Options
 	if o != nil {
 		out = *o
@@ -112,7 +142,7 @@ func (o *Options) WithDefaults() Options {
 		out.HTTPClient = &http.Client{}
 	}
 	if out.Tokens == nil {
-		out.Tokens = DefaultTokenCache
+		out.Tokens = &TokenCache{}
 	}
 	if out.TracerProvider == nil {
 		out.TracerProvider = otel.GetTracerProvider()
@@ -146,6 +176,9 @@ var _ gateway.Adapter = (*Adapter)(nil)
 // NewAdapter checks ep and returns its adapter (ErrConfig when ep cannot
 // work).
 func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
+	if ep.Transport == modeWebhookCallback {
+		ep.Transport = TransportWebhook
+	}
 	switch ep.Transport {
 	case TransportHTTP, TransportExternal, TransportWebhook:
 	case TransportGRPC, TransportMCP:
@@ -153,16 +186,16 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 	default:
 		return nil, fmt.Errorf("%w: transport %q is not http, external or webhook", ErrConfig, clip(ep.Transport))
 	}
-	if _, err := CheckEndpoint(ep.URL, ep.AllowPrivate); err != nil {
+	if _, err := checkEndpoint(ep.URL, ep.AllowPrivate); err != nil {
 		return nil, err
 	}
-	if err := ep.Auth.Check(ep.AllowPrivate); err != nil {
+	if err := ep.Auth.check(ep.AllowPrivate); err != nil {
 		return nil, err
 	}
-	if err := ep.Retry.Check(); err != nil {
+	if err := ep.Retry.check(); err != nil {
 		return nil, err
 	}
-	o := opts.WithDefaults()
+	o := opts.withDefaults()
 	if o.MaxRedirects < 0 {
 		return nil, fmt.Errorf("%w: max_redirects must not be negative", ErrConfig)
 	}
@@ -176,25 +209,27 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 // Capability returns the gateway capability settings the endpoint
 // implies: its timeout, its retry policy's attempts and backoff, and that
 // the adapter honours its context. Set ArgsSchema, Scopes and CostCents.
-func (a *Adapter) Capability() gateway.Capability { return a.ep.Capability() }
+func (a *Adapter) Capability() gateway.Capability { return capabilityOf(&a.ep) }
 
-// Capability is the gateway capability the endpoint implies: its timeout,
-// its retry policy's attempts and backoff, and that its adapters honour
-// their context. Every transport's adapter uses it.
-func (ep *Endpoint) Capability() gateway.Capability {
-	return gateway.Capability{Timeout: ep.Timeout, MaxAttempts: ep.Retry.Attempts(), Backoff: ep.Retry.Delay, HonorsContext: true}
+// capabilityOf is the gateway capability ep implies: its timeout, its
+// retry policy's attempts and backoff, and that its adapters honour their
+// context. Every transport's adapter uses it.
+func capabilityOf(ep *Endpoint) gateway.Capability {
+	return gateway.Capability{Timeout: ep.Timeout, MaxAttempts: ep.Retry.attempts(), Backoff: ep.Retry.delay, HonorsContext: true}
 }
 
-// RequestFor builds the contract request of one gateway attempt: the tool
+// requestFor builds the contract request of one gateway attempt: the tool
 // call id as request_id (the same on every attempt), the run id as
 // task_id, the capability id as tool.name, the arguments as input, the
-// attempt, the idempotency key and the trace. Exported for the gRPC and
-// MCP transports.
-func RequestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
+// attempt, the idempotency key and the trace (ids on the wire, the whole
+// W3C context in TraceContext). With ep.InputRaw the envelope transports
+// (external, webhook, grpc) send the arguments as JSON text in input_raw
+// instead. The gRPC and MCP transports use it too (transport/internal/kit).
+func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 	env := call.Envelope
 	req := &Request{ToolContractVersion: ContractVersion, RequestID: env.ToolCallID, TaskID: env.RunID, Namespace: ep.Namespace, Agent: ep.Agent,
-		Tool: Tool{Name: env.CapabilityID, Operation: DefaultOperation}, Input: env.Args, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey,
-		Runtime: &RuntimeInfo{Mode: mode, TimeoutMS: ep.Timeout.Milliseconds(), MaxAttempts: ep.Retry.Attempts(), MaxBackoffMS: ep.Retry.MaxBackoff.Milliseconds(),
+		Tool: Tool{Name: env.CapabilityID, Operation: defaultOperation}, Input: env.Args, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey,
+		Runtime: &RuntimeInfo{Mode: wireMode(mode), TimeoutMS: ep.Timeout.Milliseconds(), MaxAttempts: ep.Retry.attempts(), MaxBackoffMS: ep.Retry.MaxBackoff.Milliseconds(),
 			Jitter: WireJitter(ep.Retry.Jitter == JitterFull || ep.Retry.Jitter == JitterEqual)}}
 	if ep.Retry.Backoff > 0 {
 		req.Runtime.Backoff = "exponential"
@@ -208,18 +243,25 @@ func RequestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 	if call.Trace.TraceID != "" || call.Trace.SpanID != "" {
 		req.Trace = &Trace{TraceID: call.Trace.TraceID, SpanID: call.Trace.SpanID}
 	}
+	req.TraceContext = call.Trace
 	if req.Input == nil {
 		req.Input = map[string]any{}
 	}
-	_ = Normalize(req)
+	if ep.InputRaw && (mode == TransportExternal || mode == TransportWebhook || mode == TransportGRPC) {
+		raw, err := json.Marshal(req.Input)
+		if err == nil { // else the exchange reports it
+			req.Input, req.InputRaw = nil, string(raw)
+		}
+	}
+	_ = normalize(req)
 	return req
 }
 
 // Call implements gateway.Adapter.
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-	req := RequestFor(call, a.ep.Transport, &a.ep)
+	req := requestFor(call, a.ep.Transport, &a.ep)
 	resp := a.Execute(ctx, req)
-	return Outcome(req, resp)
+	return outcome(ctx, req, resp)
 }
 
 // Executor executes contract requests; it never fails with a Go error
@@ -235,63 +277,21 @@ type ExecutorFunc func(ctx context.Context, req *Request) *Response
 // Execute implements Executor.
 func (f ExecutorFunc) Execute(ctx context.Context, req *Request) *Response { return f(ctx, req) }
 
-// RunAttempt runs one attempt f of req the way every transport does: a
-// span and a log line with the contract fields, a cancelled context
-// refused before f runs, and the response completed (version, request id,
-// attempt, duration, trace). For transports in other packages.
-func RunAttempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(ctx context.Context) (*Response, *gateway.ToolError)) *Response {
-	o := opts.WithDefaults()
-	return instrument(ctx, o.TracerProvider.Tracer(tracerName), o.Logger, o.Now, mode, auth, req, f)
-}
-
 const tracerName = "github.com/contextos/contextos/transport"
 
-// AuthState is what applying auth used: enough to evict an OAuth2 token
-// that the tool refused.
-type AuthState struct{ st authState }
-
-// Expired reports whether a failure is a refused cached OAuth2 token; if
-// so it evicts the token, and the caller retries once with a fresh one
-// (AuthExpired when it cannot).
-func (s AuthState) Expired(te *gateway.ToolError, opts *Options) bool {
-	if !expired(s.st, te) {
-		return false
+// outcome turns the response of an attempt made under ctx into the
+// gateway's outcome or error. A write's side effects are the response's
+// mutations; a tool that names none (an Orloj tool cannot) is recorded as
+// one effect under the call's idempotency key. The error is the
+// response's *gateway.ToolError; when the attempt timed out or was
+// canceled because ctx ended, it also wraps ctx's cause, so
+// errors.Is(err, context.Canceled) (or context.DeadlineExceeded) holds
+// through the adapter while errors.As still finds the ToolError.
+func outcome(ctx context.Context, req *Request, resp *Response) (*gateway.Outcome, error) {
+	if te := resp.err(); te != nil {
+		return nil, withCause(ctx, te)
 	}
-	o := opts.WithDefaults()
-	o.Tokens.Evict(s.st.tokenURL, s.st.clientID)
-	return true
-}
-
-// AuthExpired is the retryable auth_expired error for req.
-func AuthExpired(req *Request) *gateway.ToolError { return authExpired(req) }
-
-// AuthHeaders resolves ep.Auth's secrets (fresh on every call) into the
-// headers of one attempt (an OAuth2 token_url is reached under
-// ep.AllowPrivate). Called with the context RunAttempt gives its
-// function, the values are scrubbed from that attempt's response. For
-// transports in other packages (gRPC sends them as metadata).
-func AuthHeaders(ctx context.Context, ep *Endpoint, opts *Options) (http.Header, AuthState, *gateway.ToolError) {
-	o := opts.WithDefaults()
-	h := http.Header{}
-	st, te := applyAuth(ctx, ep.Auth, o.Secrets, o.Tokens, ep.AllowPrivate, h)
-	return h, AuthState{st}, te
-}
-
-// TransportError maps an error from making a call (context deadline:
-// timeout, cancellation: canceled, else a retryable execution failure).
-func TransportError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
-	return transportError(ctx, err, details)
-}
-
-// Outcome turns a response into the gateway's outcome or ToolError. A
-// write's side effects are the response's mutations; a tool that names
-// none (an Orloj tool cannot) is recorded as one effect under the call's
-// idempotency key.
-func Outcome(req *Request, resp *Response) (*gateway.Outcome, error) {
-	if te := resp.Err(); te != nil {
-		return nil, te
-	}
-	out := &gateway.Outcome{Output: resp.OutputValue()}
+	out := &gateway.Outcome{Output: resp.outputValue()}
 	if req.IdempotencyKey != "" {
 		out.Mutations = []string{req.Tool.Name + ":" + req.IdempotencyKey}
 	}
@@ -316,7 +316,7 @@ func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, a.ep.Transport, a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
 }
@@ -330,7 +330,7 @@ func (a *Adapter) attempt(ctx context.Context, req *Request) (*Response, *gatewa
 	if !expired(st, te) {
 		return resp, te
 	}
-	a.opts.Tokens.Evict(st.tokenURL, st.clientID)
+	a.opts.Tokens.evict(st.tokenURL, st.clientID, st.scopes)
 	if ctx.Err() != nil {
 		return nil, authExpired(req)
 	}
@@ -351,7 +351,7 @@ func authExpired(req *Request) *gateway.ToolError {
 func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authState, *gateway.ToolError) {
 	details := map[string]any{"tool": req.Tool.Name}
 	if a.ep.Transport != TransportHTTP {
-		details["isolation_mode"] = a.ep.Transport
+		details["isolation_mode"] = wireMode(a.ep.Transport)
 	}
 	var body []byte
 	var err error
@@ -367,6 +367,23 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	if a.pending != nil {
 		wait = a.pending.add(req.RequestID)
 		defer a.pending.remove(req.RequestID, wait)
+		if a.pending.wasAccepted(req.RequestID) {
+			// An earlier attempt submitted this request and the tool
+			// accepted it: this attempt waits for that job, it never
+			// submits the request again.
+			st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, http.Header{})
+			if te != nil {
+				return nil, st, te
+			}
+			r, te := a.awaitWebhook(ctx, req, wait, details)
+			return r, st, te
+		}
+		if a.pending.full() {
+			// Every remembered job is still outstanding: forgetting one
+			// could submit it twice, so no new job is submitted until one
+			// finishes.
+			return nil, authState{}, newError(gateway.CodeExecutionFailed, true, "too many webhook jobs are outstanding on this endpoint; none is submitted until one finishes", details)
+		}
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, bytes.NewReader(body))
 	if err != nil {
@@ -374,9 +391,9 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
-	setCallHeaders(hreq.Header, req)
+	setCallHeaders(ctx, hreq.Header, req)
 	if a.ep.Transport != TransportHTTP {
-		hreq.Header.Set(HeaderContractVersion, ContractVersion)
+		hreq.Header.Set(headerContractVersion, ContractVersion)
 	}
 	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header)
 	if te != nil {
@@ -394,12 +411,28 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 		r, te := contractReply(rbody, details)
 		return r, st, te
 	}
-	if status == http.StatusOK {
+	if status == http.StatusOK && !pendingBody(rbody) {
 		r, te := contractReply(rbody, details)
 		return r, st, te
 	}
-	r, te := a.waitWebhook(ctx, req, wait, details)
+	// Accepted (202, another 2xx, or a 200 whose body says the job is
+	// still running): from here on the request is never submitted again.
+	a.pending.accept(req.RequestID)
+	r, te := a.awaitWebhook(ctx, req, wait, details)
 	return r, st, te
+}
+
+// awaitWebhook waits for an accepted job, and forgets it once the tool
+// gave its terminal response (ok, error or denied). After anything else —
+// a timeout, a cancellation, a poll the tool refused (a 401 retried with a
+// fresh OAuth2 token included) — the job stays accepted, so a later
+// attempt polls it instead of submitting it again.
+func (a *Adapter) awaitWebhook(ctx context.Context, req *Request, wait chan *Response, details map[string]any) (*Response, *gateway.ToolError) {
+	r, te := a.waitWebhook(ctx, req, wait, details)
+	if te == nil {
+		a.pending.forget(req.RequestID)
+	}
+	return r, te
 }
 
 // do sends hreq and reads the reply, at most 4 MiB. HTTP errors are
@@ -424,54 +457,61 @@ func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string
 	}
 	switch {
 	case hres.StatusCode >= 400:
-		return 0, nil, HTTPStatusError(hres.StatusCode, scrubBody(ctx, rbody), details)
+		return 0, nil, httpStatusError(hres.StatusCode, scrubBody(ctx, rbody), details)
 	case hres.StatusCode >= 300:
 		return 0, nil, redirectStatus(hres.StatusCode, details)
 	}
 	return hres.StatusCode, rbody, nil
 }
 
-// setCallHeaders carries the call's identity on every attempt.
-func setCallHeaders(h http.Header, req *Request) {
+// setCallHeaders carries the call's identity and trace context on every
+// attempt.
+func setCallHeaders(ctx context.Context, h http.Header, req *Request) {
 	h.Set("X-Request-Id", req.RequestID)
 	h.Set("X-Tool-Name", req.Tool.Name)
 	h.Set("X-Tool-Attempt", fmt.Sprint(req.Attempt))
 	if req.IdempotencyKey != "" {
 		h.Set("Idempotency-Key", req.IdempotencyKey)
 	}
-	if tp := Traceparent(req.Trace); tp != "" {
-		h.Set("Traceparent", tp)
-	}
+	traceHeaders(ctx, req, h.Set)
 }
 
-// Traceparent is the W3C traceparent of t ("" unless its trace id is 32
-// and its span id 16 lowercase hex digits, not all zero: a caller's trace
-// never puts other text in a header or metadata).
-func Traceparent(t *Trace) string {
-	if t == nil || !hexID(t.TraceID, 32) || !hexID(t.SpanID, 16) {
-		return ""
-	}
-	return "00-" + t.TraceID + "-" + t.SpanID + "-01"
+// traceHeaders writes, through set, the W3C trace context one attempt of
+// req made under ctx carries to its tool: traceparent, tracestate and
+// baggage as the runtime's outbound trace context gives them — the current span of
+// ctx (the attempt's) as the parent with its sampled flag, or, with no
+// active span, the caller's trace context with the caller's flags;
+// tracestate and baggage forwarded. The caller's trace context is
+// req.TraceContext, or, for a request built without one, the ids of
+// req.Trace (flags unknown: not sampled). Keys are lower-case
+// ("traceparent", "tracestate", "baggage"), as gRPC metadata and MCP _meta
+// want them; http.Header.Set canonicalises them. Nothing is written for
+// ids that are not W3C ids, so a caller's text never reaches a header.
+func traceHeaders(ctx context.Context, req *Request, set func(key, value string)) {
+	w3ctrace.Inject(w3ctrace.Outbound(ctx, callerTrace(req)), set)
 }
 
-func hexID(s string, n int) bool {
-	if len(s) != n || strings.Trim(s, "0") == "" {
-		return false
+// callerTrace is the caller's trace context of req: req.TraceContext, or,
+// for a request built without one, the ids of req.Trace (flags unknown).
+func callerTrace(req *Request) runcontext.Trace {
+	t := req.TraceContext
+	if t.TraceID == "" && req.Trace != nil {
+		t = runcontext.Trace{TraceID: req.Trace.TraceID, SpanID: req.Trace.SpanID}
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return t
 }
 
 // httpReply reads an http tool's reply: a contract response (a JSON
 // object with a status), any other JSON object as the output, or other
-// text as {"result": text}.
+// text as {"result": text}. A contract response of another major version
+// is refused (invalid_input), never taken for output.
 func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
-	if r, err := DecodeResponse(body); err == nil {
+	r, err := DecodeResponse(body)
+	if err == nil {
 		return r, nil
+	}
+	if errors.Is(err, ErrContractVersion) {
+		return nil, versionRefusal(body, map[string]any{"tool": req.Tool.Name})
 	}
 	var obj map[string]any
 	if err := decodeObject(body, &obj); err == nil {
@@ -485,13 +525,43 @@ func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
 	return &Response{Status: StatusOK, Output: map[string]any{"result": strings.TrimSpace(string(body))}}, nil
 }
 
-// contractReply requires a contract response.
+// contractReply requires a contract response. One of another major
+// version is a non-retryable invalid_input: asking again gets the same.
 func contractReply(body []byte, details map[string]any) (*Response, *gateway.ToolError) {
 	r, err := DecodeResponse(body)
+	if errors.Is(err, ErrContractVersion) {
+		return nil, versionRefusal(body, details)
+	}
 	if err != nil {
 		return nil, newError(gateway.CodeExecutionFailed, true, "invalid contract response: "+strings.TrimPrefix(err.Error(), ErrContract.Error()+": "), details)
 	}
 	return r, nil
+}
+
+// versionRefusal is the error for a reply of another major
+// tool_contract_version (body holds one, DecodeResponse said so).
+func versionRefusal(body []byte, details map[string]any) *gateway.ToolError {
+	var probe struct {
+		V string `json:"tool_contract_version"`
+	}
+	_ = json.Unmarshal(body, &probe)
+	return responseVersion(probe.V, details)
+}
+
+// responseVersion refuses a response's unknown major version: the tool
+// speaks another contract, so nothing it said can be read as v1.
+func responseVersion(v string, details map[string]any) *gateway.ToolError {
+	te := checkVersion(v)
+	if te == nil {
+		return nil
+	}
+	te.Message = fmt.Sprintf("the tool answered with unsupported tool_contract_version %q", clip(v))
+	for k, v := range details {
+		if _, ok := te.Details[k]; !ok {
+			te.Details[k] = v
+		}
+	}
+	return te
 }
 
 // instrument runs one attempt with its span and log line: a cancelled
@@ -502,6 +572,9 @@ func contractReply(body []byte, details map[string]any) (*Response, *gateway.Too
 // (version, request id, trace, attempt, duration).
 func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
+	// With no span of the host's in ctx, the attempt span joins the
+	// caller's trace rather than starting one of its own.
+	ctx = w3ctrace.ContextWithParent(ctx, callerTrace(req))
 	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, trace.WithSpanKind(trace.SpanKindClient))
 	defer span.End()
 	var secrets *scrub.Set
@@ -513,22 +586,25 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	var te *gateway.ToolError
 	if err := ctx.Err(); err != nil {
 		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
-	} else if te = Normalize(req); te == nil {
+	} else if te = normalize(req); te == nil {
 		resp, te = f(ctx)
 		if te == nil && resp == nil {
 			te = newError(gateway.CodeExecutionFailed, false, "the tool returned no response", map[string]any{"tool": req.Tool.Name})
+		}
+		if te == nil {
+			te = responseVersion(resp.ToolContractVersion, map[string]any{"tool": req.Tool.Name})
 		}
 		if te == nil && resp.RequestID != "" && strings.TrimSpace(resp.RequestID) != req.RequestID {
 			te = wrongRequestID(req)
 		}
 	}
 	if te != nil {
-		resp = ResponseFor(te)
+		resp = responseFor(te)
 	}
 	if !secrets.Empty() {
 		scrubResponse(secrets, resp)
 	}
-	resp.Complete(req)
+	resp.complete(req)
 	dur := now().Sub(start)
 	if resp.Usage.DurationMS <= 0 || resp.Error != nil {
 		resp.Usage.DurationMS = dur.Milliseconds()
@@ -551,7 +627,7 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	}
 	if resp.Error != nil {
 		// The canonical code and reason, never the tool's own text.
-		e := resp.Err()
+		e := resp.err()
 		attrs = append(attrs, attribute.String("tool.code", e.Code), attribute.String("tool.reason", e.Reason), attribute.Bool("tool.retryable", e.Retryable))
 		logAttrs = append(logAttrs, slog.String("tool_code", e.Code), slog.String("tool_reason", e.Reason), slog.Bool("retryable", e.Retryable))
 		span.SetStatus(codes.Error, e.Code)

@@ -141,13 +141,28 @@ func TestTimeoutAndCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
 	var err error
-	within(t, 500*time.Millisecond, func() { _, err = a.Call(ctx, call(1)) })
+	within(t, generous, func() { _, err = a.Call(ctx, call(1)) })
 	if te := toolErr(t, err); te.Code != gateway.CodeTimeout || !te.Retryable {
 		t.Fatalf("%+v", te)
 	}
+	// The error wraps the cause of the caller's context as well.
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, gateway.ErrTool) {
+		t.Fatalf("timeout %v does not wrap context.DeadlineExceeded and gateway.ErrTool", err)
+	}
 	pre, cancel2 := context.WithCancel(bg)
 	cancel2()
-	within(t, 100*time.Millisecond, func() { _, err = a.Call(pre, call(1)) })
+	within(t, generous, func() { _, err = a.Call(pre, call(1)) })
+	if te := toolErr(t, err); te.Code != gateway.CodeCanceled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled call: %v (code %s), want canceled wrapping context.Canceled", err, te.Code)
+	}
+	// A caller's own cause is wrapped too.
+	cause := errors.New("the host is shutting down")
+	withCause, cancel3 := context.WithCancelCause(bg)
+	cancel3(cause)
+	within(t, generous, func() { _, err = a.Call(withCause, call(1)) })
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("canceled call %v does not wrap context.Canceled and the caller's cause", err)
+	}
 	if te := toolErr(t, err); te.Code != gateway.CodeCanceled || te.Retryable {
 		t.Fatalf("%+v", te)
 	}
@@ -185,7 +200,7 @@ func TestWebhook(t *testing.T) {
 		ctx, cancel := context.WithTimeout(bg, 60*time.Millisecond)
 		defer cancel()
 		var err error
-		within(t, time.Second, func() {
+		within(t, generous, func() {
 			_, err = newAdapter(t, transport.Endpoint{Transport: "webhook", URL: ts.URL, PollInterval: 5 * time.Millisecond}, nil).Call(ctx, call(1))
 		})
 		if te := toolErr(t, err); te.Code != gateway.CodeTimeout || !te.Retryable || te.Details["request_id"] != "tool_0123456789abcdef" {
@@ -217,7 +232,7 @@ func TestWebhook(t *testing.T) {
 			done <- err
 		}()
 		body := `{"tool_contract_version":"v1","request_id":"tool_0123456789abcdef","status":"ok","output":{"pushed":true}}`
-		deadline := time.Now().Add(2 * time.Second)
+		deadline := time.Now().Add(generous)
 		for {
 			res, err := http.Post(push.URL, "application/json", strings.NewReader(body))
 			if err != nil {
@@ -274,7 +289,7 @@ func TestNewAdapterRefusesBadEndpoints(t *testing.T) {
 func TestRetryDelay(t *testing.T) {
 	r := transport.Retry{MaxAttempts: 5, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	for i, want := range []time.Duration{10, 20, 40, 50, 50} {
-		if got := r.Delay("tool_1", i+1); got != want*time.Millisecond {
+		if got := transport.RetryDelay(r, "tool_1", i+1); got != want*time.Millisecond {
 			t.Errorf("attempt %d: %v, want %v", i+1, got, want*time.Millisecond)
 		}
 	}
@@ -282,8 +297,8 @@ func TestRetryDelay(t *testing.T) {
 		r := transport.Retry{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second, Jitter: j, Seed: 7}
 		seen := map[time.Duration]bool{}
 		for attempt := 1; attempt <= 3; attempt++ {
-			d := r.Delay("tool_1", attempt)
-			if d != r.Delay("tool_1", attempt) {
+			d := transport.RetryDelay(r, "tool_1", attempt)
+			if d != transport.RetryDelay(r, "tool_1", attempt) {
 				t.Fatalf("%s jitter is not reproducible", j)
 			}
 			base := min(100*time.Millisecond<<(attempt-1), time.Second)
@@ -298,11 +313,11 @@ func TestRetryDelay(t *testing.T) {
 		}
 		other := r
 		other.Seed = 8
-		if other.Delay("tool_1", 1) == r.Delay("tool_1", 1) && other.Delay("tool_1", 2) == r.Delay("tool_1", 2) {
+		if transport.RetryDelay(other, "tool_1", 1) == transport.RetryDelay(r, "tool_1", 1) && transport.RetryDelay(other, "tool_1", 2) == transport.RetryDelay(r, "tool_1", 2) {
 			t.Errorf("%s jitter ignores the seed", j)
 		}
 	}
-	if (transport.Retry{}).Delay("x", 3) != 0 {
+	if transport.RetryDelay(transport.Retry{}, "x", 3) != 0 {
 		t.Error("no backoff waits")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,11 @@ type Auth struct {
 	SecretRef string `json:"secret_ref,omitempty"`
 	// HeaderName is api_key_header's header.
 	HeaderName string `json:"header_name,omitempty"`
-	// TokenURL is oauth2_client_credentials' token endpoint.
+	// TokenURL is oauth2_client_credentials' token endpoint. It is held to
+	// the endpoint rules and more strictly, since the client secret travels
+	// to it: https only, except plain http to a loopback or private address
+	// (or localhost) under the endpoint's AllowPrivate. NewAdapter refuses
+	// another with an error matching ErrConfig that never echoes the URL.
 	TokenURL string `json:"token_url,omitempty"`
 	// Scopes are OAuth2 scopes (also sent on the wire as auth.scopes).
 	Scopes []string `json:"scopes,omitempty"`
@@ -56,11 +61,11 @@ func (a *Auth) profile() string {
 	return p
 }
 
-// Check reports a configuration that cannot work (ErrConfig): an
+// check reports a configuration that cannot work (ErrConfig): an
 // unknown profile, a missing secret_ref, header_name or token_url, a
 // header_name that is not an HTTP header name, or a token_url that
-// CheckTokenURL refuses (allowPrivate is the endpoint's allowance).
-func (a *Auth) Check(allowPrivate bool) error {
+// checkTokenURL refuses (allowPrivate is the endpoint's allowance).
+func (a *Auth) check(allowPrivate bool) error {
 	switch p := a.profile(); p {
 	case "":
 		return nil
@@ -76,7 +81,7 @@ func (a *Auth) Check(allowPrivate bool) error {
 		if strings.TrimSpace(a.TokenURL) == "" {
 			return fmt.Errorf("%w: auth profile oauth2_client_credentials needs token_url", ErrConfig)
 		}
-		if err := CheckTokenURL(a.TokenURL, allowPrivate); err != nil {
+		if err := checkTokenURL(a.TokenURL, allowPrivate); err != nil {
 			return err
 		}
 	default:
@@ -131,8 +136,11 @@ func ParseSecretRef(s string) (SecretRef, error) {
 
 // SecretResolver resolves secret references to values. It is asked on
 // every call, so a rotated secret is used from the next call on. It
-// returns ErrSecretNotFound for an unknown secret, and its errors must not
-// carry secret values.
+// returns an error matching ErrSecretNotFound (and no value) for a
+// reference it does not hold; with its context done it returns the
+// context's error; its errors never carry secret values; and it is safe
+// for concurrent use. transporttest.RunSecretResolverTests checks all of
+// it.
 type SecretResolver interface {
 	Resolve(ctx context.Context, ref SecretRef) (string, error)
 }
@@ -165,11 +173,14 @@ func (m MapSecrets) Resolve(ctx context.Context, ref SecretRef) (string, error) 
 	return "", ErrSecretNotFound
 }
 
-// TokenCache caches OAuth2 client-credentials tokens per token URL and
-// client id until expires_in minus 30 s (an hour when the server gives no
+// TokenCache caches OAuth2 client-credentials tokens per token URL, client
+// id and scope set (scopes in any order and repeated are one set; two
+// endpoints of one client asking for different scopes get a token each)
+// until expires_in minus 30 s (an hour when the server gives no
 // expiry). Concurrent misses for one key make one exchange. A token
-// request never follows a redirect. Safe for concurrent use; share one per
-// process (DefaultTokenCache).
+// request never follows a redirect. The zero value is ready to use. Safe
+// for concurrent use: pass one in Options.Tokens to the adapters that
+// should share tokens (an adapter given none keeps its own).
 type TokenCache struct {
 	// HTTPClient makes token exchanges (its CheckRedirect is replaced:
 	// redirects are never followed). Default: a client with a 10 s timeout
@@ -189,12 +200,8 @@ type cachedToken struct {
 	until  time.Time
 }
 
-// DefaultTokenCache is the process-wide token cache transports use when
-// given none.
-var DefaultTokenCache = &TokenCache{}
-
-// TokenSafetyMargin is how long before its expiry a token is renewed.
-const TokenSafetyMargin = 30 * time.Second
+// tokenSafetyMargin is how long before its expiry a token is renewed.
+const tokenSafetyMargin = 30 * time.Second
 
 func (c *TokenCache) now() time.Time {
 	if c.Now != nil {
@@ -203,18 +210,21 @@ func (c *TokenCache) now() time.Time {
 	return time.Now()
 }
 
-func tokenKey(tokenURL, clientID string) string { return tokenURL + "\x00" + clientID }
-
-// Token returns a cached token or exchanges the client credentials for a
-// new one. The boolean reports a cache hit. tokenURL is the caller's to
-// check (CheckTokenURL); the exchange does not follow redirects, and the
-// default client refuses link-local and metadata addresses at dial time.
-func (c *TokenCache) Token(ctx context.Context, tokenURL, clientID, clientSecret string, scopes []string) (string, bool, error) {
-	return c.token(ctx, true, tokenURL, clientID, clientSecret, scopes)
+// tokenKey keys a token by its token URL, client id and scope set.
+func tokenKey(tokenURL, clientID string, scopes []string) string {
+	set := slices.Clone(scopes)
+	slices.Sort(set)
+	set = slices.Compact(set)
+	return tokenURL + "\x00" + clientID + "\x00" + strings.Join(set, " ")
 }
 
+// token returns a cached token or exchanges the client credentials for a
+// new one; the boolean reports a cache hit. tokenURL is the caller's to
+// check (checkTokenURL); the exchange does not follow redirects, and the
+// default client refuses link-local and metadata addresses (and private
+// ones unless allowPrivate) at dial time.
 func (c *TokenCache) token(ctx context.Context, allowPrivate bool, tokenURL, clientID, clientSecret string, scopes []string) (string, bool, error) {
-	key := tokenKey(tokenURL, clientID)
+	key := tokenKey(tokenURL, clientID, scopes)
 	c.mu.Lock()
 	if t, ok := c.tokens[key]; ok && c.now().Before(t.until) {
 		c.mu.Unlock()
@@ -242,8 +252,8 @@ func (c *TokenCache) token(ctx context.Context, allowPrivate bool, tokenURL, cli
 			// clock; the TTL is taken from that and applied on ours.
 			ttl = time.Until(tok.Expiry).Round(time.Second)
 		}
-		if ttl > TokenSafetyMargin {
-			ttl -= TokenSafetyMargin
+		if ttl > tokenSafetyMargin {
+			ttl -= tokenSafetyMargin
 		}
 		ttl = max(ttl, time.Second)
 		c.mu.Lock()
@@ -260,10 +270,11 @@ func (c *TokenCache) token(ctx context.Context, allowPrivate bool, tokenURL, cli
 	return v.(string), false, nil
 }
 
-// Evict drops the cached token of a token URL and client id (after a 401).
-func (c *TokenCache) Evict(tokenURL, clientID string) {
+// evict drops the cached token of a token URL, client id and scope set
+// (after a 401).
+func (c *TokenCache) evict(tokenURL, clientID string, scopes []string) {
 	c.mu.Lock()
-	delete(c.tokens, tokenKey(tokenURL, clientID))
+	delete(c.tokens, tokenKey(tokenURL, clientID, scopes))
 	c.mu.Unlock()
 }
 
@@ -273,6 +284,7 @@ type authState struct {
 	profile  string
 	tokenURL string
 	clientID string
+	scopes   []string
 	cached   bool // the token came from the cache
 }
 
@@ -350,9 +362,11 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 			return st, te
 		}
 		if tokens == nil {
-			tokens = DefaultTokenCache
+			// Options were not defaulted: a cache for this attempt only.
+			tokens = &TokenCache{}
 		}
-		tok, hit, err := tokens.token(ctx, allowPrivate, a.TokenURL, id, secret, labels(a.Scopes))
+		scopes := labels(a.Scopes)
+		tok, hit, err := tokens.token(ctx, allowPrivate, a.TokenURL, id, secret, scopes)
 		if err != nil {
 			if ctx.Err() != nil {
 				return st, transportError(ctx, ctx.Err(), nil)
@@ -363,7 +377,7 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		if !validHeaderValue(tok) {
 			return st, newError(gateway.CodeSecretResolutionFailed, false, "the OAuth2 access token is not a valid header value", map[string]any{"token_url": tokenURLDetail(a.TokenURL)})
 		}
-		st.tokenURL, st.clientID, st.cached = a.TokenURL, id, hit
+		st.tokenURL, st.clientID, st.scopes, st.cached = a.TokenURL, id, scopes, hit
 		h.Set("Authorization", "Bearer "+tok)
 	default:
 		return st, newError(gateway.CodeRuntimePolicyInvalid, false, "unknown auth profile", map[string]any{"auth_profile": clip(st.profile)})

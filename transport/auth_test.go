@@ -178,7 +178,7 @@ func TestOAuth2401EvictsAndRetriesOnce(t *testing.T) {
 		return echoEnvelope(n, r, body)
 	})
 	cache := &transport.TokenCache{}
-	if _, _, err := cache.Token(bg, tok.URL, "app", "app-secret", nil); err != nil { // tok-1, cached
+	if _, _, err := transport.CacheToken(cache, bg, tok.URL, "app", "app-secret", nil); err != nil { // tok-1, cached
 		t.Fatal(err)
 	}
 	a := newAdapter(t, transport.Endpoint{Transport: "external", URL: ts.URL, Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok.URL}},
@@ -238,7 +238,7 @@ func TestOAuth2ConcurrentMissesExchangeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := cache.Token(bg, tok.URL, "app", "s", nil); err != nil {
+			if _, _, err := transport.CacheToken(cache, bg, tok.URL, "app", "s", nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -248,5 +248,118 @@ func TestOAuth2ConcurrentMissesExchangeOnce(t *testing.T) {
 	wg.Wait()
 	if n.Load() != 1 {
 		t.Fatalf("%d exchanges for concurrent misses, want 1", n.Load())
+	}
+}
+
+// Two endpoints of one OAuth2 client that differ only in their scopes get
+// a token each; the same scope set (in any order, repeated) shares one.
+func TestOAuth2TokensAreCachedPerScopeSet(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		a, b      []string
+		exchanges int32
+	}{
+		{"different scopes", []string{"payments.refund"}, []string{"payments.read"}, 2},
+		{"one scope and none", []string{"payments.refund"}, nil, 2},
+		{"a subset", []string{"payments.refund", "payments.read"}, []string{"payments.read"}, 2},
+		{"same scopes", []string{"payments.refund"}, []string{"payments.refund"}, 1},
+		{"same set, other order, repeated", []string{"payments.refund", "payments.read"}, []string{"payments.read", "payments.refund", "payments.read"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := newTokenServer(t, 3600)
+			ts := newToolServer(t, echoEnvelope)
+			cache := &transport.TokenCache{}
+			opts := &transport.Options{Secrets: oauthSecrets(), Tokens: cache}
+			ep := func(s []string) transport.Endpoint {
+				return transport.Endpoint{Transport: "external", URL: ts.URL, Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok.URL, Scopes: s}}
+			}
+			a, b := newAdapter(t, ep(tc.a), opts), newAdapter(t, ep(tc.b), opts)
+			for range 2 {
+				for _, ad := range []*transport.Adapter{a, b} {
+					if _, err := ad.Call(bg, call(1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got := tok.n.Load(); got != tc.exchanges {
+				t.Fatalf("%d token requests, want %d", got, tc.exchanges)
+			}
+			reqs := ts.requests()
+			if tc.exchanges == 2 && reqs[0].Header.Get("Authorization") == reqs[1].Header.Get("Authorization") {
+				t.Fatal("two scope sets were sent one token")
+			}
+		})
+	}
+}
+
+// A webhook poll refused with 401 under a cached OAuth2 token evicts it
+// and polls again with a fresh one: the job is not submitted again.
+func TestOAuth2WebhookPoll401DoesNotResubmit(t *testing.T) {
+	tok := newTokenServer(t, 3600)
+	ts := newToolServer(t, func(n int, r *http.Request, _ []byte) (int, string) {
+		switch {
+		case r.Method == http.MethodPost:
+			return 202, ``
+		case r.Header.Get("Authorization") != "Bearer tok-2":
+			return 401, ``
+		}
+		return 200, `{"status":"ok","output":{"done":true}}`
+	})
+	cache := &transport.TokenCache{}
+	if _, _, err := transport.CacheToken(cache, bg, tok.URL, "app", "app-secret", nil); err != nil { // tok-1, cached, revoked by the tool
+		t.Fatal(err)
+	}
+	a := newAdapter(t, transport.Endpoint{Transport: "webhook", URL: ts.URL, PollInterval: time.Millisecond,
+		Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok.URL}},
+		&transport.Options{Secrets: oauthSecrets(), Tokens: cache})
+	out, err := a.Call(bg, call(1))
+	if err != nil || out.Output["done"] != true {
+		t.Fatalf("%v %v", out, err)
+	}
+	posts := 0
+	for _, r := range ts.requests() {
+		if r.Method == http.MethodPost {
+			posts++
+		}
+	}
+	if posts != 1 || tok.n.Load() != 2 {
+		t.Fatalf("%d POSTs, %d token exchanges; want 1 and 2", posts, tok.n.Load())
+	}
+}
+
+// Adapters share OAuth2 tokens only through a cache the host passes them:
+// with Options.Tokens unset each adapter keeps its own (no package state
+// joins them), with one cache passed to both they make one exchange.
+func TestOAuth2TokenCacheIsPerAdapterUnlessShared(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		tokens    func() *transport.TokenCache // per adapter
+		exchanges int32
+	}{
+		{"unset: one cache per adapter", func() *transport.TokenCache { return nil }, 2},
+		{"shared by the host", func() func() *transport.TokenCache {
+			shared := &transport.TokenCache{}
+			return func() *transport.TokenCache { return shared }
+		}(), 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tok := newTokenServer(t, 3600)
+			ts := newToolServer(t, echoEnvelope)
+			ep := transport.Endpoint{Transport: "external", URL: ts.URL, Auth: &transport.Auth{Profile: "oauth2_client_credentials", SecretRef: "oauth-app", TokenURL: tok.URL}}
+			for range 2 {
+				a := newAdapter(t, ep, &transport.Options{Secrets: oauthSecrets(), Tokens: c.tokens()})
+				for range 2 {
+					if _, err := a.Call(bg, call(1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got := tok.n.Load(); got != c.exchanges {
+				t.Errorf("%d token exchanges for two adapters of two calls each, want %d", got, c.exchanges)
+			}
+		})
 	}
 }

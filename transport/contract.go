@@ -6,20 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // ContractVersion is the Tool Contract version this package speaks.
 const ContractVersion = "v1"
 
-// HeaderContractVersion is the header envelope transports send.
-const HeaderContractVersion = "X-Tool-Contract-Version"
+// headerContractVersion is the header envelope transports send.
+const headerContractVersion = "X-Tool-Contract-Version"
 
-// DefaultOperation is a tool's operation when none is given.
-const DefaultOperation = "invoke"
+// defaultOperation is a tool's operation when none is given.
+const defaultOperation = "invoke"
 
 // Response statuses.
 const (
@@ -48,6 +50,11 @@ type Request struct {
 	// IdempotencyKey is the same across attempts, pauses and resumes
 	// (our addition to the contract; Orloj's servers ignore it).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// TraceContext is the caller's whole W3C trace context (flags,
+	// tracestate, baggage). It is not in the body: each attempt sends it as
+	// headers (gRPC metadata), parented on the attempt's span
+	// (runcontext.Trace.Outbound). Zero for a request built without one.
+	TraceContext runcontext.Trace `json:"-"`
 }
 
 // Tool names the tool and what it may do.
@@ -71,22 +78,24 @@ type RuntimeInfo struct {
 	Jitter WireJitter `json:"jitter,omitempty"`
 }
 
-// WireJitter is the runtime.jitter flag, read from a bool or a mode name.
+// WireJitter is the runtime.jitter flag: a boolean on the wire (seed
+// 004), read from a boolean or a jitter mode name, as peers write either.
 type WireJitter bool
 
-// UnmarshalJSON accepts true/false and "none"/"full"/"equal".
+// UnmarshalJSON accepts true, false and null, and a jitter mode ("none"
+// and "" read as false, any other mode as true).
 func (j *WireJitter) UnmarshalJSON(b []byte) error {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	switch x := v.(type) {
-	case bool:
-		*j = WireJitter(x)
-	case string:
-		*j = WireJitter(x != "" && x != string(JitterNone))
-	case nil:
+	switch raw := string(bytes.TrimSpace(b)); {
+	case raw == "true":
+		*j = true
+	case raw == "false" || raw == "null":
 		*j = false
+	case strings.HasPrefix(raw, `"`):
+		var mode string
+		if err := json.Unmarshal(b, &mode); err != nil {
+			return err
+		}
+		*j = WireJitter(mode != "" && mode != string(JitterNone))
 	default:
 		return fmt.Errorf("jitter must be a boolean or a jitter mode")
 	}
@@ -112,50 +121,93 @@ type Response struct {
 	RequestID           string         `json:"request_id,omitempty"`
 	Status              string         `json:"status,omitempty"`
 	Output              map[string]any `json:"output,omitempty"`
-	Usage               *Usage         `json:"usage,omitempty"`
+	Usage               *AttemptUsage  `json:"usage,omitempty"`
 	Trace               *Trace         `json:"trace,omitempty"`
 	Error               *Failure       `json:"error,omitempty"`
 }
 
-// Usage reports the attempt's duration and number.
-type Usage struct {
+// AttemptUsage is a response's "usage" member: what one attempt of a tool
+// call took, its duration and its number. It is not a run's budget usage
+// (runcontext) nor a model's token usage.
+type AttemptUsage struct {
 	DurationMS int64 `json:"duration_ms,omitempty"`
 	Attempt    int   `json:"attempt,omitempty"`
 }
 
 // Failure is a response's error: the canonical code and reason, whether it
-// is retryable (always written), a safe message and details (any JSON).
+// is retryable, a safe message, and details. Details may hold any JSON
+// when read (seed 004 writes {"timeout_ms": 15000}, Orloj writes strings
+// only); on the wire every value is written as a string — a string as is,
+// a number or boolean as its JSON text, an object or array as compact
+// JSON, null left out — so peers that type details as string → string
+// decode what we write. Retryable and details are always written (nil or
+// empty details as {}).
 type Failure struct {
 	Code      string         `json:"code,omitempty"`
 	Reason    string         `json:"reason,omitempty"`
 	Retryable bool           `json:"retryable"`
 	Message   string         `json:"message,omitempty"`
-	Details   map[string]any `json:"details,omitempty"`
+	Details   map[string]any `json:"details"`
+}
+
+// MarshalJSON writes the failure with its details as a JSON object of
+// strings, keys sorted.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	details := make(map[string]string, len(f.Details))
+	for k, v := range f.Details {
+		if s, ok := detailString(v); ok {
+			details[k] = s
+		}
+	}
+	return json.Marshal(struct {
+		Code      string            `json:"code,omitempty"`
+		Reason    string            `json:"reason,omitempty"`
+		Retryable bool              `json:"retryable"`
+		Message   string            `json:"message,omitempty"`
+		Details   map[string]string `json:"details"`
+	}{f.Code, f.Reason, f.Retryable, f.Message, details})
+}
+
+// detailString is the wire form of a detail value (see Failure); false
+// for null, which is left out.
+func detailString(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'f', -1, 32), true
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v), true
+	}
+	return string(b), true
 }
 
 // Capability labels (seed 004).
-var CapabilityLabels = []string{"data.read", "data.write", "network.read", "network.write",
+var capabilityLabels = []string{"data.read", "data.write", "network.read", "network.write",
 	"filesystem.read", "filesystem.write", "exec.command", "external.side_effect"}
 
-// RiskLevels are the four risk levels, lowest first.
-var RiskLevels = []string{"low", "medium", "high", "critical"}
+// riskLevels are the four risk levels, lowest first.
+var riskLevels = []string{"low", "medium", "high", "critical"}
 
-// Normalize applies the contract's normalisation to a request in place and
+// normalize applies the contract's normalisation to a request in place and
 // reports the first refusal: an empty version becomes v1 (an unknown
 // version is invalid_input, not retryable); request_id and tool.name are
 // required; operation defaults to invoke; capability labels and auth
 // scopes are trimmed, lower-cased and de-duplicated in order; risk level
 // and auth profile are lower-cased; attempt is at least 1.
-func Normalize(r *Request) *gateway.ToolError {
-	v := strings.ToLower(strings.TrimSpace(r.ToolContractVersion))
-	if v == "" {
-		v = ContractVersion
+func normalize(r *Request) *gateway.ToolError {
+	if te := checkVersion(r.ToolContractVersion); te != nil {
+		return te
 	}
-	if v != ContractVersion {
-		return newError(gateway.CodeInvalidInput, false, fmt.Sprintf("unsupported tool_contract_version %q", clip(r.ToolContractVersion)),
-			map[string]any{"field": "tool_contract_version", "expected": ContractVersion})
-	}
-	r.ToolContractVersion = v
+	r.ToolContractVersion = ContractVersion
 	if r.RequestID = strings.TrimSpace(r.RequestID); r.RequestID == "" {
 		return newError(gateway.CodeInvalidInput, false, "request_id is required", map[string]any{"field": "request_id"})
 	}
@@ -164,7 +216,7 @@ func Normalize(r *Request) *gateway.ToolError {
 	}
 	r.Tool.Operation = strings.ToLower(strings.TrimSpace(r.Tool.Operation))
 	if r.Tool.Operation == "" {
-		r.Tool.Operation = DefaultOperation
+		r.Tool.Operation = defaultOperation
 	}
 	r.Tool.Capabilities = labels(r.Tool.Capabilities)
 	r.Tool.RiskLevel = strings.ToLower(strings.TrimSpace(r.Tool.RiskLevel))
@@ -176,6 +228,19 @@ func Normalize(r *Request) *gateway.ToolError {
 		r.Attempt = 1
 	}
 	return nil
+}
+
+// checkVersion refuses a tool_contract_version other than v1 (an empty
+// one is v1; case and surrounding space do not matter): a non-retryable
+// invalid_input naming the field and the expected version. Requests and
+// responses alike: an unknown major version is never read as v1.
+func checkVersion(v string) *gateway.ToolError {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", ContractVersion:
+		return nil
+	}
+	return newError(gateway.CodeInvalidInput, false, fmt.Sprintf("unsupported tool_contract_version %q", clip(v)),
+		map[string]any{"field": "tool_contract_version", "expected": ContractVersion})
 }
 
 // labels trims, lower-cases and de-duplicates, keeping first occurrences.
@@ -193,26 +258,67 @@ func labels(in []string) []string {
 	return out
 }
 
-// DecodeRequest decodes and normalises a request from a tool caller. It
-// accepts seed 004's any-JSON input and Orloj's flat string map alike.
-func DecodeRequest(data []byte) (*Request, *gateway.ToolError) {
-	if err := wire.Strict(data); err != nil {
-		return nil, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+strictProblem(err), map[string]any{"field": "(request)"})
-	}
+// decodeRequest decodes and normalises a request from a tool caller. It
+// accepts seed 004's any-JSON input and Orloj's flat string map alike, and
+// a request whose arguments are only in input_raw (as Orloj's clients send
+// them) has them decoded into Input (see decodeInput). With a refusal it
+// returns what could be read of the request (its request id, trace and
+// attempt are echoed in the refusal).
+func decodeRequest(data []byte) (*Request, *gateway.ToolError) {
 	var r Request
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+jsonProblem(err), map[string]any{"field": "(request)"})
+	if err := wire.Strict(data); err != nil {
+		return &r, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+strictProblem(err), map[string]any{"field": "(request)"})
 	}
-	if e := Normalize(&r); e != nil {
-		return nil, e
+	if err := json.Unmarshal(data, &r); err != nil {
+		return &r, newError(gateway.CodeInvalidInput, false, "the request is not a Tool Contract v1 envelope: "+jsonProblem(err), map[string]any{"field": "(request)"})
+	}
+	if e := normalize(&r); e != nil {
+		return &r, e
+	}
+	if e := decodeInput(&r); e != nil {
+		return &r, e
 	}
 	return &r, nil
+}
+
+// decodeInput is the server side of input_raw, which wins over input when
+// a request carries it. Input_raw that opens a JSON object or array ('{' or
+// '[' after white space) must be one JSON object, decoded strictly (no
+// duplicated member, valid UTF-8, nothing after it) into Input, which an
+// executor then reads; anything else of that shape is a non-retryable
+// invalid_input naming the field, never echoing the text. Any other
+// input_raw is opaque text, as upstream clients send it ("tool=<tool>
+// payload"): Input is then empty, and the executor reads InputRaw, which is
+// always kept.
+func decodeInput(r *Request) *gateway.ToolError {
+	if r.InputRaw == "" {
+		return nil
+	}
+	if raw := strings.TrimLeft(r.InputRaw, " \t\r\n"); raw == "" || (raw[0] != '{' && raw[0] != '[') {
+		r.Input = map[string]any{}
+		return nil
+	}
+	var in map[string]any
+	if err := decodeObject([]byte(r.InputRaw), &in); err != nil {
+		problem := "it is not one JSON object"
+		var se *wire.StrictError
+		if errors.As(err, &se) {
+			problem = strictProblem(err)
+		}
+		return newError(gateway.CodeInvalidInput, false, "input_raw must be a JSON object: "+problem, map[string]any{"field": "input_raw"})
+	}
+	if in == nil {
+		in = map[string]any{}
+	}
+	r.Input = in
+	return nil
 }
 
 // DecodeResponse decodes a tool's contract response. It accepts seed
 // 004's forms (output and details hold any JSON) and Orloj's (output with
 // only a result string, string details). A body that is not a JSON
-// object, or has no status, is an invalid contract response (ErrContract).
+// object, or has no status, is an invalid contract response (ErrContract);
+// one with another major tool_contract_version is also ErrContractVersion.
 func DecodeResponse(data []byte) (*Response, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -233,8 +339,8 @@ func DecodeResponse(data []byte) (*Response, error) {
 	default:
 		return nil, fmt.Errorf("%w: status %q is not ok, error or denied", ErrContract, clip(r.Status))
 	}
-	if v := strings.ToLower(strings.TrimSpace(r.ToolContractVersion)); v != "" && v != ContractVersion {
-		return nil, fmt.Errorf("%w: unsupported tool_contract_version %q", ErrContract, clip(r.ToolContractVersion))
+	if checkVersion(r.ToolContractVersion) != nil {
+		return nil, fmt.Errorf("%w: %w %q", ErrContract, ErrContractVersion, clip(r.ToolContractVersion))
 	}
 	return &r, nil
 }
@@ -269,9 +375,9 @@ func orWhole(f string) string {
 	return f
 }
 
-// Err turns a response into nil (ok) or the *Error it reports. A failed
+// err turns a response into nil (ok) or the *Error it reports. A failed
 // response without an error envelope is a non-retryable backend failure.
-func (r *Response) Err() *gateway.ToolError {
+func (r *Response) err() *gateway.ToolError {
 	switch r.Status {
 	case "", StatusOK:
 		return nil
@@ -308,18 +414,25 @@ func (r *Response) Err() *gateway.ToolError {
 	return e
 }
 
-// OutputValue is the output an ok response carries: the output object, or
+// outputValue is the output an ok response carries: the output object, or
 // {"result": s} for Orloj's string result (already that shape).
-func (r *Response) OutputValue() map[string]any {
+func (r *Response) outputValue() map[string]any {
 	if r.Output == nil {
 		return map[string]any{}
 	}
 	return r.Output
 }
 
+// clip bounds text from a peer or a configuration for a message: valid
+// UTF-8, at most maxClip bytes cut at a rune boundary (clipRunes), an
+// ellipsis marking a cut.
 func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+	v := strings.ToValidUTF8(s, "\uFFFD")
+	if len(v) <= maxClip {
+		return v
 	}
-	return s
+	return clipRunes(v, maxClip) + "…"
 }
+
+// maxClip bounds a name or code quoted in a message, in bytes.
+const maxClip = 64

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/transport"
@@ -36,7 +38,7 @@ func TestNormalize(t *testing.T) {
 				}
 				return
 			}
-			if te == nil || te.Code != gateway.CodeInvalidInput || te.Reason != gateway.ReasonInvalidInput || te.Retryable || te.Details["field"] != c.wantField {
+			if te == nil || te.Code != gateway.CodeInvalidInput || te.Reason != gateway.ReasonFor(gateway.CodeInvalidInput) || te.Retryable || te.Details["field"] != c.wantField {
 				t.Fatalf("got %+v, want non-retryable invalid_input on %s", te, c.wantField)
 			}
 			if !errors.Is(te, gateway.ErrTool) {
@@ -79,44 +81,44 @@ func TestDecodeResponse(t *testing.T) {
 	}{
 		{"seed ok", `{"request_id":"req-123","status":"ok","output":{"summary":"s","n":[1,2]},"usage":{"duration_ms":182,"attempt":1},"trace":{"trace_id":"t","span_id":"s"}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if r.Output["summary"] != "s" || r.Usage.Attempt != 1 || r.Err() != nil {
+				if r.Output["summary"] != "s" || r.Usage.Attempt != 1 || transport.ResponseErr(r) != nil {
 					t.Fatalf("%+v", r)
 				}
 			}},
 		{"orloj result string", `{"tool_contract_version":"v1","request_id":"r","status":"OK","output":{"result":"plain text"}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if r.OutputValue()["result"] != "plain text" {
+				if transport.OutputValue(r)["result"] != "plain text" {
 					t.Fatalf("%+v", r)
 				}
 			}},
 		{"seed error with number details", `{"status":"error","error":{"code":"timeout","reason":"tool_execution_timeout","retryable":true,"message":"m","details":{"timeout_ms":15000}}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				te := r.Err()
+				te := transport.ResponseErr(r)
 				if te.Code != "timeout" || !te.Retryable || te.Details["timeout_ms"] != 15000.0 {
 					t.Fatalf("%+v", te)
 				}
 			}},
 		{"orloj string details", `{"status":"error","error":{"code":"execution_failed","reason":"tool_backend_failure","retryable":false,"message":"m","details":{"tool":"x"}}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if te := r.Err(); te.Details["tool"] != "x" || te.Retryable {
+				if te := transport.ResponseErr(r); te.Details["tool"] != "x" || te.Retryable {
 					t.Fatalf("%+v", te)
 				}
 			}},
 		{"denied is never retryable", `{"status":"denied","error":{"code":"permission_denied","retryable":true,"message":"no"}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if te := r.Err(); te.Retryable || te.Reason != "tool_permission_denied" {
+				if te := transport.ResponseErr(r); te.Retryable || te.Reason != "tool_permission_denied" {
 					t.Fatalf("%+v", te)
 				}
 			}},
 		{"approval codes are never retryable", `{"status":"error","error":{"code":"approval_pending","retryable":true}}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if te := r.Err(); te.Retryable || te.Reason != "tool_approval_pending" {
+				if te := transport.ResponseErr(r); te.Retryable || te.Reason != "tool_approval_pending" {
 					t.Fatalf("%+v", te)
 				}
 			}},
 		{"error without envelope", `{"status":"error"}`, false,
 			func(t *testing.T, r *transport.Response) {
-				if te := r.Err(); te.Code != "execution_failed" || te.Retryable {
+				if te := transport.ResponseErr(r); te.Code != "execution_failed" || te.Retryable {
 					t.Fatalf("%+v", te)
 				}
 			}},
@@ -180,8 +182,8 @@ func TestUnknownCodesBecomeBackendFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	te := r.Err()
-	if te.Code != gateway.CodeExecutionFailed || te.Reason != gateway.ReasonBackendFailure || !te.Retryable || te.Details["tool_code"] != "quota" || te.Details["tool_reason"] != "over" {
+	te := transport.ResponseErr(r)
+	if te.Code != gateway.CodeExecutionFailed || te.Reason != gateway.ReasonFor(gateway.CodeExecutionFailed) || !te.Retryable || te.Details["tool_code"] != "quota" || te.Details["tool_reason"] != "over" {
 		t.Fatalf("%+v", te)
 	}
 }
@@ -207,5 +209,57 @@ func TestCheckToolInfo(t *testing.T) {
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, transport.ErrConfig) {
 			t.Errorf("%+v under %s: %v", c.info, c.mode, err)
 		}
+	}
+}
+
+// TestClip: quoted text in messages is valid UTF-8, at most 64 bytes
+// before the ellipsis, and never cut inside a rune.
+func TestClip(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 63) + "é" + "tail" // é straddles byte 64
+	cases := []struct {
+		name, in, want string
+	}{
+		{"short kept", "bearer", "bearer"},
+		{"exactly 64", strings.Repeat("x", 64), strings.Repeat("x", 64)},
+		{"cut with ellipsis", strings.Repeat("x", 70), strings.Repeat("x", 64) + "…"},
+		{"never inside a rune", long, strings.Repeat("a", 63) + "…"},
+		{"invalid UTF-8 replaced", "a\xffb", "a\uFFFDb"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if d := cmp.Diff(c.want, transport.Clip(c.in)); d != "" {
+				t.Errorf("clip(%q) (-want +got):\n%s", c.in, d)
+			}
+		})
+	}
+}
+
+// runtime.jitter is a boolean on the wire; peers that write a jitter mode
+// are read too, and anything else is refused.
+func TestWireJitterDecoding(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in      string
+		want    transport.WireJitter
+		wantErr bool
+	}{
+		{`true`, true, false}, {`false`, false, false}, {`null`, false, false},
+		{`"full"`, true, false}, {`"equal"`, true, false}, {`"none"`, false, false}, {`""`, false, false},
+		{`1`, false, true}, {`{}`, false, true}, {`"unterminated`, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			t.Parallel()
+			var got transport.WireJitter
+			err := got.UnmarshalJSON([]byte(c.in))
+			if (err != nil) != c.wantErr {
+				t.Fatalf("UnmarshalJSON(%s) error %v, want error %v", c.in, err, c.wantErr)
+			}
+			if d := cmp.Diff(c.want, got); d != "" && !c.wantErr {
+				t.Errorf("UnmarshalJSON(%s) (-want +got):\n%s", c.in, d)
+			}
+		})
 	}
 }

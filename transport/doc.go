@@ -2,12 +2,31 @@
 // execution request and response, their normalisation and refusal rules,
 // the error taxonomy and its mapping to HTTP, gRPC and the gateway's
 // result statuses, retry and backoff policy with reproducible jitter, auth
-// profiles resolved per call from secret references (with a shared OAuth2
-// client-credentials token cache), and the gateway adapters that carry
+// profiles resolved per call from secret references (with an OAuth2
+// client-credentials token cache per adapter, or one the host shares
+// through Options.Tokens), and the gateway adapters that carry
 // governed calls to tools in other processes over http, external
 // (full envelope over HTTP) and webhook-callback. The gRPC adapter lives in
 // transport/grpctransport and the MCP adapter in transport/mcptransport, so
 // hosts that do not use them do not link their dependencies.
+//
+// On the wire it speaks with Orloj's own clients and servers as well as
+// seed 004's: error details are always written, every value as a string
+// (peers that type details as string → string decode them; either form is
+// read); a reply with another major tool_contract_version is refused as a
+// non-retryable invalid_input on every transport; the webhook runtime mode
+// is "webhook-callback". The server side (NewHandler, ServeJSON and
+// grpctransport.Register) echoes the version, request id, attempt and
+// trace in every response, refusals included, and decodes arguments sent
+// only in input_raw as a JSON object into Input (other input_raw text, such
+// as the upstream catalog's "tool=<tool> payload", reaches the executor as
+// InputRaw with an empty Input). Endpoint.InputRaw makes our clients send
+// arguments that way, for servers whose input is a string map. A webhook
+// job the tool accepted is never submitted again: pending replies and
+// failed polls keep the wait going, and a later attempt polls it. Each
+// attempt carries the caller's W3C trace context:
+// traceparent parented on the attempt's span with its sampled flag,
+// tracestate and baggage.
 //
 // The gateway owns governance and retries: an adapter here makes one
 // attempt per gateway call, carrying the gateway's attempt number, the
@@ -17,8 +36,8 @@
 // with a fresh token (auth_expired when that is not possible).
 //
 // Calls stay where they were sent and give nothing back. Endpoints and
-// OAuth2 token URLs are checked when an adapter is built (CheckEndpoint,
-// CheckTokenURL), and the dialer checks the address a name resolves to on
+// OAuth2 token URLs are checked when an adapter is built (an error
+// matching ErrConfig), and the dialer checks the address a name resolves to on
 // every connection, so cloud metadata and link-local addresses are never
 // reached, and private ones only with AllowPrivate. Redirects are not
 // followed unless Options.MaxRedirects allows them, and then only within
@@ -28,4 +47,31 @@
 // OAuth2 client secret and access token) is replaced by [REDACTED], raw or
 // encoded, in the attempt's output, error, log line and span, whatever the
 // tool echoes back.
+//
+// # Nouns
+//
+//   - Request and Response are the Tool Contract v1 envelopes on the wire
+//     (seed 004's ToolExecutionRequest and ToolExecutionResponse); Tool,
+//     RuntimeInfo, AuthInfo and Trace are their members.
+//   - A Response's Status is the contract's: ok, error or denied
+//     (StatusOK, StatusError, StatusDenied) — not a gateway result status.
+//   - Failure is a Response's error member; the adapters turn it into a
+//     *gateway.ToolError, the error every adapter returns.
+//   - AttemptUsage is a Response's "usage" member: one attempt's duration
+//     and number, not a run's budget usage (runcontext) nor token usage.
+//   - An attempt is one exchange with the tool; the gateway makes the
+//     retries (Retry says how many and how long to wait between them).
+//   - An Endpoint is where and how an adapter reaches its tools; Options
+//     are what adapters share (clients, secrets, tokens, telemetry, clock).
+//   - An Executor answers Requests: the server side a tool author writes,
+//     served by NewHandler and ServeJSON.
+//
+// An adapter's Call returns the gateway's *gateway.Outcome or an error
+// that errors.As finds a *gateway.ToolError in; when the call ended
+// because its context did, the error also wraps the context's error (and
+// cause), so errors.Is(err, context.Canceled) holds.
+//
+// The machinery every transport shares (the attempt runner, auth headers,
+// error mapping, endpoint checks) lives in transport/internal/kit, for
+// this package's subpackages only.
 package transport

@@ -17,6 +17,10 @@ var (
 	// ErrContract reports a tool reply that is not a valid Tool Contract v1
 	// response.
 	ErrContract = errors.New("transport: invalid contract response")
+	// ErrContractVersion reports a tool reply with a tool_contract_version
+	// other than v1 (with ErrContract). Transports refuse it as a
+	// non-retryable invalid_input.
+	ErrContractVersion = errors.New("unsupported tool_contract_version")
 	// ErrConfig reports an invalid endpoint, auth or retry configuration.
 	ErrConfig = errors.New("transport: invalid configuration")
 	// ErrSecretNotFound is returned by a SecretResolver for an unknown
@@ -34,16 +38,16 @@ func isApproval(code string) bool {
 	return code == gateway.CodeApprovalPending || code == gateway.CodeApprovalDenied || code == gateway.CodeApprovalTimeout
 }
 
-// HTTPStatusError maps an HTTP error status (≥ 400) to a ToolError:
+// httpStatusError maps an HTTP error status (≥ 400) to a ToolError:
 // 401 auth_invalid, 403 auth_forbidden (neither retryable), 429 and 5xx
 // retryable execution failures, other 4xx non-retryable ones. The message
 // carries up to 400 characters of the redacted body.
-func HTTPStatusError(status int, body []byte, details map[string]any) *gateway.ToolError {
+func httpStatusError(status int, body []byte, details map[string]any) *gateway.ToolError {
 	d := map[string]any{"http_status": status}
 	for k, v := range details {
 		d[k] = v
 	}
-	snippet := clipRunes(Redact(strings.TrimSpace(string(body))), 400)
+	snippet := clipRunes(redact(strings.TrimSpace(string(body))), 400)
 	msg := fmt.Sprintf("tool endpoint answered HTTP %d", status)
 	if snippet != "" {
 		msg += ": " + snippet
@@ -86,14 +90,38 @@ func transportError(ctx context.Context, err error, details map[string]any) *gat
 	return newError(gateway.CodeExecutionFailed, true, "the tool endpoint could not be reached", details)
 }
 
-// Redact replaces the secrets and personal data in s with [REDACTED]:
+// redact replaces the secrets and personal data in s with [REDACTED]:
 // everything in the catalogue of sensitive data (internal/sensitive) —
 // bearer and basic credentials, API keys and tokens, private keys,
 // secret=, password=, token= values (also in JSON), credentials in URLs,
 // base64-wrapped secrets, card numbers however written, IBANs, email
 // addresses, phone numbers, SSNs and PANs. Tool replies pass through it
 // before they reach an error message. It is deterministic and idempotent.
-func Redact(s string) string {
+func redact(s string) string {
 	out, _ := sensitive.Redact(s, sensitive.All)
 	return out
+}
+
+// causeError is a ToolError that also wraps the cause of the context that
+// ended its call (context.Canceled, context.DeadlineExceeded or the
+// caller's own cause). Its text is the ToolError's.
+type causeError struct {
+	te     *gateway.ToolError
+	causes []error // ctx.Err(), and context.Cause(ctx) when it differs
+}
+
+func (e *causeError) Error() string   { return e.te.Error() }
+func (e *causeError) Unwrap() []error { return append([]error{e.te}, e.causes...) }
+
+// withCause wraps ctx's cause into te when te reports that ctx ended the
+// call (timeout or canceled while ctx is done); otherwise it returns te.
+func withCause(ctx context.Context, te *gateway.ToolError) error {
+	if ctx.Err() == nil || te.Code != gateway.CodeCanceled && te.Code != gateway.CodeTimeout {
+		return te
+	}
+	causes := []error{ctx.Err()}
+	if c := context.Cause(ctx); c != nil && c != ctx.Err() {
+		causes = append(causes, c)
+	}
+	return &causeError{te: te, causes: causes}
 }

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"net/http/httptest"
 	"time"
 
@@ -26,13 +27,13 @@ func ExampleNewAdapter() {
 		Timeout: 2 * time.Second, Retry: transport.Retry{MaxAttempts: 3, Backoff: 10 * time.Millisecond, Jitter: transport.JitterEqual},
 	}, &transport.Options{Secrets: transport.MapSecrets{"payments-token": "s3cr3t"}})
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 	refund := payments.Capability()
 	refund.Scopes = []string{"payments.refund"}
 	if _, err := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Adapter: payments,
 		Capabilities: map[string]gateway.Capability{"issue_refund": refund}}}, nil); err != nil {
-		panic(err)
+		log.Fatal(err)
 	}
 
 	// What the gateway does on each attempt of a governed call:
@@ -41,9 +42,12 @@ func ExampleNewAdapter() {
 			Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200}},
 		Capability: "issue_refund", Attempt: 1, IdempotencyKey: "ik_77aa",
 	})
-	fmt.Println(out.Output["transaction_id"], out.Output["idempotency_key"], out.Mutations, err)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Output["transaction_id"], out.Output["idempotency_key"], out.Mutations)
 	fmt.Println("attempts:", refund.MaxAttempts, "wait after attempt 1:", refund.Backoff("tool_0123456789abcdef", 1) <= 10*time.Millisecond)
 	// Output:
-	// txn_q9 ik_77aa [adp_payments.issue_refund:ik_77aa] <nil>
+	// txn_q9 ik_77aa [adp_payments.issue_refund:ik_77aa]
 	// attempts: 3 wait after attempt 1: true
 }

@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/netip"
@@ -31,14 +32,14 @@ func FuzzDecodeResponse(f *testing.F) {
 			}
 			return
 		}
-		if te := r.Err(); te != nil {
+		if te := transport.ResponseErr(r); te != nil {
 			if te.Code == "" || te.Reason == "" || te.Message == "" || te.Details == nil {
 				t.Fatalf("incomplete error %+v", te)
 			}
 			if (r.Status == transport.StatusDenied || te.Code == gateway.CodePermissionDenied) && te.Retryable {
 				t.Fatal("a denial is retryable")
 			}
-		} else if r.OutputValue() == nil {
+		} else if transport.OutputValue(r) == nil {
 			t.Fatal("an ok response has no output")
 		}
 		if _, err := json.Marshal(r); err != nil {
@@ -102,6 +103,54 @@ func FuzzCheckEndpoint(f *testing.F) {
 		}
 		if tokenErr == nil && scheme != "https" && !allowPrivate {
 			t.Fatalf("token_url %q accepted over http without allow_private", raw)
+		}
+	})
+}
+
+// FuzzServeJSON: any request document a caller sends a host's server gets
+// a complete response (version v1, a valid status, attempt ≥ 1, an error
+// with code, reason, message and details unless ok) that a string-map
+// peer decodes; the executor is reached only with a normalised request
+// with a non-nil Input (input_raw's object, or empty for opaque text);
+// never a panic.
+func FuzzServeJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"tool_contract_version":"v1","request_id":"req-123","tool":{"name":"t"},"input_raw":"{\"a\":1}","trace":{"trace_id":"x","span_id":"y"},"attempt":2}`,
+		`{"request_id":"r","tool":{"name":"t"},"input_raw":"tool=t payload"}`,
+		`{"request_id":"r","tool":{"name":"t"},"input_raw":"{\"a\":1,\"a\":2}"}`,
+		`{"tool_contract_version":"v9","request_id":"r","attempt":"x"}`, `{"request_id":"r","tool":{"name":"t"},"input":{"n":1}}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		called := false
+		resp := transport.ServeJSON(bg, transport.ExecutorFunc(func(_ context.Context, req *transport.Request) *transport.Response {
+			called = true
+			if req.ToolContractVersion != "v1" || req.RequestID == "" || req.Tool.Name == "" || req.Attempt < 1 || req.Input == nil && req.InputRaw != "" {
+				t.Fatalf("the executor got %+v", req)
+			}
+			return &transport.Response{Status: "error", Error: &transport.Failure{Code: "timeout", Reason: "tool_execution_timeout", Message: "m", Details: map[string]any{"n": 1.5}}}
+		}), data)
+		if resp.ToolContractVersion != "v1" || resp.Usage == nil || resp.Usage.Attempt < 1 {
+			t.Fatalf("incomplete %+v", resp)
+		}
+		if resp.Status != transport.StatusOK && (resp.Error == nil || resp.Error.Code == "" || resp.Error.Reason == "" || resp.Error.Message == "") {
+			t.Fatalf("incomplete error %+v", resp.Error)
+		}
+		if !called && (resp.Error == nil || resp.Error.Code != gateway.CodeInvalidInput || resp.Error.Retryable) {
+			t.Fatalf("a refusal %+v", resp.Error)
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var peer struct {
+			Error *struct {
+				Details map[string]string `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(b, &peer); err != nil || peer.Error == nil || peer.Error.Details == nil {
+			t.Fatalf("a string-map peer reads %s: %v", b, err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/transport"
 )
@@ -78,7 +81,7 @@ func call(attempt int) *gateway.Call {
 		Envelope: &gateway.ToolCallEnvelope{EnvelopeVersion: gateway.CallEnvelopeVersion, ToolCallID: "tool_0123456789abcdef", RunID: "run_a1b2c3d4e5f60718",
 			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", CapabilityID: "adp_payments.issue_refund", Args: map[string]any{"order_id": "ord_881", "amount_inr": 1200.0}},
 		Capability: "issue_refund", Attempt: attempt, IdempotencyKey: "ik_77aa",
-		Trace: runcontext.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"},
+		Trace: runcontext.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", TraceFlags: "01"},
 	}
 }
 
@@ -94,12 +97,18 @@ func newAdapter(t testing.TB, ep transport.Endpoint, opts *transport.Options) *t
 
 func toolErr(t *testing.T, err error) *gateway.ToolError {
 	t.Helper()
-	te, ok := err.(*gateway.ToolError)
-	if !ok {
+	var te *gateway.ToolError
+	if !errors.As(err, &te) {
 		t.Fatalf("error %v (%T) is not a *gateway.ToolError", err, err)
 	}
 	return te
 }
+
+// generous bounds a return that must not wait for a tool that ignores its
+// context: far above the deadlines the tests set (tens of milliseconds),
+// so a loaded two-core machine running -race does not trip it, and far
+// below the tool's own stall (the test's end).
+const generous = 10 * time.Second
 
 func within(t *testing.T, d time.Duration, f func()) {
 	t.Helper()
@@ -108,4 +117,21 @@ func within(t *testing.T, d time.Duration, f func()) {
 	if took := time.Since(start); took > d {
 		t.Fatalf("took %v, want at most %v", took, d)
 	}
+}
+
+// contextWithRemote is ctx with tr as its remote parent span context, as
+// the runtime extracts a request's trace context.
+func contextWithRemote(t testing.TB, ctx context.Context, tr runcontext.Trace) context.Context {
+	t.Helper()
+	tid, err := oteltrace.TraceIDFromHex(tr.TraceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := oteltrace.SpanIDFromHex(tr.SpanID)
+	ts, _ := oteltrace.ParseTraceState(tr.TraceState)
+	var flags oteltrace.TraceFlags
+	if w3ctrace.Sampled(tr) {
+		flags = oteltrace.FlagsSampled
+	}
+	return oteltrace.ContextWithRemoteSpanContext(ctx, oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: ts, Remote: true}))
 }

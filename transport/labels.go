@@ -31,7 +31,7 @@ func CheckToolInfo(capability string, info ToolInfo, mode runcontext.ApprovalMod
 	for _, l := range labels(info.Capabilities) {
 		need, ok := labelModes[l]
 		if !ok {
-			return fmt.Errorf("%w: %s: capability label %q is not one of %s", ErrConfig, capability, clip(l), strings.Join(CapabilityLabels, ", "))
+			return fmt.Errorf("%w: %s: capability label %q is not one of %s", ErrConfig, capability, clip(l), strings.Join(capabilityLabels, ", "))
 		}
 		if !need.AtMost(mode) {
 			return fmt.Errorf("%w: %s: capability label %s needs approval mode %s or higher; the pack declares %s", ErrConfig, capability, l, need, mode)
@@ -39,8 +39,8 @@ func CheckToolInfo(capability string, info ToolInfo, mode runcontext.ApprovalMod
 	}
 	if r := strings.ToLower(strings.TrimSpace(info.RiskLevel)); r != "" {
 		need, ok := riskModes[r]
-		if !ok || !slices.Contains(RiskLevels, r) {
-			return fmt.Errorf("%w: %s: risk level %q is not one of %s", ErrConfig, capability, clip(r), strings.Join(RiskLevels, ", "))
+		if !ok || !slices.Contains(riskLevels, r) {
+			return fmt.Errorf("%w: %s: risk level %q is not one of %s", ErrConfig, capability, clip(r), strings.Join(riskLevels, ", "))
 		}
 		if !need.AtMost(mode) {
 			return fmt.Errorf("%w: %s: risk level %s needs approval mode %s or higher; the pack declares %s", ErrConfig, capability, r, need, mode)

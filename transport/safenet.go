@@ -12,7 +12,7 @@ import (
 	"github.com/contextos/contextos/transport/internal/netguard"
 )
 
-// CheckEndpoint refuses endpoints a tool call must never reach: a scheme
+// checkEndpoint refuses endpoints a tool call must never reach: a scheme
 // other than http or https (grpc and grpcs for gRPC), a URL with
 // credentials, and literal addresses that are link-local (cloud metadata
 // among them), unspecified, multicast or broadcast. Loopback, private (RFC
@@ -20,7 +20,7 @@ import (
 // *.localhost, are refused unless allowPrivate. Host names are not
 // resolved here; the transports' dialer checks the address a name resolves
 // to when it connects (see Options.HTTPClient).
-func CheckEndpoint(raw string, allowPrivate bool, schemes ...string) (*url.URL, error) {
+func checkEndpoint(raw string, allowPrivate bool, schemes ...string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%w: endpoint must be an absolute URL", ErrConfig)
@@ -62,12 +62,12 @@ func urlProblem(u *url.URL, allowPrivate bool, schemes ...string) string {
 	return ""
 }
 
-// CheckTokenURL checks an OAuth2 token_url like an endpoint (see
-// CheckEndpoint), and more strictly, since the client secret travels to
+// checkTokenURL checks an OAuth2 token_url like an endpoint (see
+// checkEndpoint), and more strictly, since the client secret travels to
 // it: https only, except plain http to a loopback or private literal
 // address or localhost when allowPrivate (a local token server in tests
 // and staging). Errors match ErrConfig and never echo the URL.
-func CheckTokenURL(raw string, allowPrivate bool) error {
+func checkTokenURL(raw string, allowPrivate bool) error {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("%w: token_url must be an absolute URL", ErrConfig)
@@ -90,26 +90,6 @@ func CheckTokenURL(raw string, allowPrivate bool) error {
 	return nil
 }
 
-// origin is scheme://host:port with the scheme's default port made
-// explicit, host lower-cased.
-func origin(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return scheme + "://" + host + ":" + port
-}
-
 // redirectError is a redirect the client refused to follow.
 type redirectError struct{ why string }
 
@@ -129,7 +109,7 @@ func checkRedirect(maxHops int, allowPrivate bool) func(*http.Request, []*http.R
 		if len(via) > maxHops {
 			return &redirectError{fmt.Sprintf("more than %d redirects", maxHops)}
 		}
-		if origin(req.URL) != origin(via[0].URL) {
+		if netguard.Origin(req.URL) != netguard.Origin(via[0].URL) {
 			return &redirectError{"to another origin (" + clip(safeOrigin(req.URL)) + ")"}
 		}
 		if p := urlProblem(req.URL, allowPrivate); p != "" {
@@ -162,16 +142,6 @@ func clientFor(hc *http.Client, maxHops int, allowPrivate bool) *http.Client {
 	}
 	c.CheckRedirect = checkRedirect(maxHops, allowPrivate)
 	return c
-}
-
-// HTTPClientFor is the client the transports use to reach ep: opts'
-// HTTPClient with the redirect rule (Options.MaxRedirects) and, when that
-// client has no Transport of its own, one whose dialer refuses link-local,
-// metadata and (without ep.AllowPrivate) private addresses at dial time.
-// For the MCP transport.
-func HTTPClientFor(ep *Endpoint, opts *Options) *http.Client {
-	o := opts.WithDefaults()
-	return clientFor(o.HTTPClient, o.MaxRedirects, ep.AllowPrivate)
 }
 
 // refusal maps a client error that is a refused redirect or a refused

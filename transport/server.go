@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,9 +11,8 @@ import (
 
 // NewHandler serves ex as a Tool Contract v1 endpoint for the external
 // and webhook transports (the server side a host uses to expose its own
-// tools): it takes a POSTed request envelope, refuses what does not
-// normalise without calling ex, and answers 200 with the completed
-// response (version, request id, attempt and trace echoed).
+// tools): it takes a POSTed request envelope and answers 200 with the
+// response ServeJSON gives.
 func NewHandler(ex Executor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -24,29 +24,49 @@ func NewHandler(ex Executor) http.Handler {
 			http.Error(w, "unreadable body", http.StatusBadRequest)
 			return
 		}
-		req, te := DecodeRequest(body)
-		var resp *Response
-		if te != nil {
-			req = &Request{}
-			var probe struct {
-				RequestID string `json:"request_id"`
-			}
-			json.Unmarshal(body, &probe)
-			req.RequestID = probe.RequestID
-			resp = ResponseFor(te)
-		} else if resp = ex.Execute(r.Context(), req); resp == nil {
-			resp = ResponseFor(newError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
-		}
-		resp.Complete(req)
+		resp := ServeJSON(r.Context(), ex, body)
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(HeaderContractVersion, ContractVersion)
+		w.Header().Set(headerContractVersion, ContractVersion)
 		json.NewEncoder(w).Encode(resp)
 	})
 }
 
-// ResponseFor is the response that reports te (status denied for
+// ServeJSON answers one request document on the server side (NewHandler
+// and grpctransport.Register use it): a request that does not normalise,
+// or whose input_raw is not a JSON object, is refused without calling ex;
+// otherwise ex runs with the arguments in Input. Every response, refusals
+// included, is completed with the version, the request id, the attempt
+// and the trace of the request. A document that is not a request
+// envelope (not JSON, a duplicated member, a member of the wrong type) is
+// refused with a non-retryable invalid_input response that echoes what
+// could be read of it: its request id, trace and attempt.
+func ServeJSON(ctx context.Context, ex Executor, body []byte) *Response {
+	req, te := decodeRequest(body)
+	if te == nil {
+		return serve(ctx, ex, req)
+	}
+	resp := responseFor(te)
+	resp.complete(req)
+	return resp
+}
+
+// serve answers one decoded request (see ServeJSON).
+func serve(ctx context.Context, ex Executor, req *Request) *Response {
+	var resp *Response
+	if te := normalize(req); te != nil {
+		resp = responseFor(te)
+	} else if te := decodeInput(req); te != nil {
+		resp = responseFor(te)
+	} else if resp = ex.Execute(ctx, req); resp == nil {
+		resp = responseFor(newError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
+	}
+	resp.complete(req)
+	return resp
+}
+
+// responseFor is the response that reports te (status denied for
 // permission_denied, else error).
-func ResponseFor(te *gateway.ToolError) *Response {
+func responseFor(te *gateway.ToolError) *Response {
 	status := StatusError
 	if te.Code == gateway.CodePermissionDenied {
 		status = StatusDenied
@@ -54,17 +74,17 @@ func ResponseFor(te *gateway.ToolError) *Response {
 	return &Response{Status: status, Error: &Failure{Code: te.Code, Reason: te.Reason, Retryable: te.Retryable, Message: te.Message, Details: te.Details}}
 }
 
-// Complete fills what every response carries from its request: the
+// complete fills what every response carries from its request: the
 // version, the request id, a status (ok when empty), the attempt and the
 // trace ids the response lacks.
-func (resp *Response) Complete(req *Request) {
+func (resp *Response) complete(req *Request) {
 	resp.ToolContractVersion = ContractVersion
 	resp.RequestID = req.RequestID
 	if resp.Status == "" {
 		resp.Status = StatusOK
 	}
 	if resp.Usage == nil {
-		resp.Usage = &Usage{}
+		resp.Usage = &AttemptUsage{}
 	}
 	if resp.Usage.Attempt < 1 {
 		resp.Usage.Attempt = max(req.Attempt, 1)

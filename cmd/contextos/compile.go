@@ -26,8 +26,10 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	memPath := fs.String("memory", "", "memory `FILE`: a JSON array of items")
 	var redactors redactorsFlag
 	redactors.register(fs)
+	var overlays overlayFlag
+	overlays.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]\n\nPrints the CompiledContext as JSON. Invalid input exits 1 with a message naming the field or rule.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--overlay FILE…] [--pub PUBFILE…] [--redactors FILE]\n\nPrints the CompiledContext as JSON. A request and run context that disagree (tenant,\nsession, trace, intent, locale, user or agent) are refused as run refuses them.\nInvalid input exits 1 with a message naming the field or rule.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -59,7 +61,7 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "contextos compile:", err)
 			return exitUsage
 		}
-		in, err := loadPack(data, keys)
+		in, err := loadPack(data, keys, redactors.validation())
 		if err != nil {
 			return invalid("%s: %v", name, err)
 		}
@@ -83,7 +85,19 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return invalid("%s: %v", *rcPath, err)
 	}
-	opts := compiler.Options{Ontologies: ontologies}
+	views := make([]*pack.Pack, len(inputs))
+	for i, in := range inputs {
+		views[i] = in.Pack
+	}
+	ovs, usage, err := overlays.load(stdin, views)
+	if err != nil {
+		if usage {
+			fmt.Fprintln(stderr, "contextos compile:", err)
+			return exitUsage
+		}
+		return invalid("%v", err)
+	}
+	opts := compiler.Options{Ontologies: ontologies, Overlays: ovs, Validation: *redactors.validation()}
 	ev, mem, code, ok := readEvidenceMemory("compile", *evPath, *memPath, stdin, stderr)
 	if !ok {
 		return code
@@ -115,10 +129,10 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // loadPack reads a plain or signed pack; a signed one is verified when
 // keys are given.
-func loadPack(data []byte, keys *runcontext.StaticKeys) (compiler.Input, error) {
+func loadPack(data []byte, keys *runcontext.StaticKeys, vopts *pack.ValidateOptions) (compiler.Input, error) {
 	if isSigned(data) {
 		if keys != nil {
-			v, err := pack.Verify(context.Background(), data, keys)
+			v, err := pack.Verify(context.Background(), data, keys, vopts)
 			if err != nil {
 				return compiler.Input{}, err
 			}
@@ -130,7 +144,7 @@ func loadPack(data []byte, keys *runcontext.StaticKeys) (compiler.Input, error) 
 		}
 		data = sp.Pack
 	}
-	p, err := pack.DecodeAndValidate(data)
+	p, err := pack.DecodeAndValidate(data, vopts)
 	if err != nil {
 		return compiler.Input{}, err
 	}

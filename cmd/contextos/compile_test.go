@@ -10,7 +10,7 @@ import (
 )
 
 func compileArgs(extra ...string) []string {
-	td := func(n string) string { return filepath.Join("testdata", n) }
+	td := testFile
 	return append([]string{"compile", "--pack", td("ctxpack.support-1.0.0.json"), "--request", td("invoke.support-refund.json"),
 		"--run-context", td("run-context.support.json"), "--evidence", td("evidence.support.json"), "--memory", td("memory.support.json"),
 		"--ontology", "ont.support@1.0.0"}, extra...)
@@ -43,7 +43,7 @@ func TestCompileCommandSignedPacks(t *testing.T) {
 	dir := t.TempDir()
 	_, keys, _ := runCLI(t, "", "pack", "keygen", "--out", dir)
 	key, pub := strings.Fields(keys)[0], strings.Fields(keys)[1]
-	_, signed, _ := runCLI(t, "", "pack", "sign", "--key", key, filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
+	_, signed, _ := runCLI(t, "", "pack", "sign", "--key", key, testFile("ctxpack.support-1.0.0.json"))
 	sp := writeFile(t, dir, "signed.json", []byte(signed))
 	args := compileArgs("--pub", pub)
 	args[2] = sp

@@ -41,6 +41,9 @@ type endpointEntry struct {
 	AllowPrivate *bool  `json:"allow_private,omitempty"`
 	Namespace    string `json:"namespace,omitempty"`
 	Agent        string `json:"agent,omitempty"`
+	// InputRaw sends the arguments only in input_raw, as JSON text, for
+	// envelope servers whose input is a string map (transport.Endpoint.InputRaw).
+	InputRaw bool `json:"input_raw,omitempty"`
 	// Tools declares capability labels and risk levels per capability
 	// name; they are checked against the adapter's approval mode.
 	Tools map[string]transport.ToolInfo `json:"tools,omitempty"`
@@ -49,7 +52,7 @@ type endpointEntry struct {
 func (e endpointEntry) endpoint() transport.Endpoint {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	ep := transport.Endpoint{Transport: e.Transport, URL: e.URL, Command: e.Command, Auth: e.Auth, Timeout: ms(e.TimeoutMS), AllowPrivate: e.AllowPrivate == nil || *e.AllowPrivate,
-		PollInterval: ms(e.PollIntervalMS), Namespace: e.Namespace, Agent: e.Agent, Tools: e.Tools,
+		PollInterval: ms(e.PollIntervalMS), Namespace: e.Namespace, Agent: e.Agent, Tools: e.Tools, InputRaw: e.InputRaw,
 		Retry: transport.Retry{MaxAttempts: e.MaxAttempts, Backoff: ms(e.BackoffMS), MaxBackoff: ms(e.MaxBackoffMS), Jitter: transport.Jitter(e.Jitter), Seed: e.JitterSeed}}
 	if ep.Transport == "webhook-callback" {
 		ep.Transport = transport.TransportWebhook
@@ -101,7 +104,9 @@ func readSecrets(data []byte) (transport.MapSecrets, error) {
 func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string]endpointEntry, secrets transport.SecretResolver) (*liveAdapters, error) {
 	l := &liveAdapters{adapters: map[string]gateway.Adapter{}, caps: map[string]gateway.Capability{}, schemas: map[string]map[string]gateway.Capability{}}
 	used := map[string]bool{}
-	opts := transport.Options{Secrets: secrets}
+	// One OAuth2 token cache for every adapter of the run (an adapter given
+	// none keeps its own).
+	opts := transport.Options{Secrets: secrets, Tokens: &transport.TokenCache{}}
 	for _, p := range packs {
 		for _, a := range p.ToolingLayer.AdapterRegistry {
 			e, ok := entries[a.EndpointRef]

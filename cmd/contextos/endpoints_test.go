@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,4 +86,58 @@ func TestRunWithEndpoints(t *testing.T) {
 	if code, _, _ := runCLI(t, "", runArgs("--secrets", secrets)...); code != exitUsage {
 		t.Errorf("--secrets without --endpoints: exit %d", code)
 	}
+}
+
+// TestRunWithInputRawEndpoint: "input_raw": true in the endpoints file makes
+// the external adapter send the arguments only in input_raw (JSON text), as
+// a string-map server wants them; without it they travel in input.
+func TestRunWithInputRawEndpoint(t *testing.T) {
+	for _, raw := range []bool{true, false} {
+		var mu sync.Mutex
+		var bodies []map[string]json.RawMessage
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body map[string]json.RawMessage
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			bodies = append(bodies, body)
+			mu.Unlock()
+			r.Body = http.NoBody
+			transport.NewHandler(transport.ExecutorFunc(func(ctx context.Context, req *transport.Request) *transport.Response {
+				return &transport.Response{Status: "ok", Output: map[string]any{"transaction_id": "txn_live_1"}}
+			})).ServeHTTP(w, requestWithBody(r, body))
+		}))
+		dir := t.TempDir()
+		endpoints := filepath.Join(dir, "endpoints.json")
+		flag := ""
+		if raw {
+			flag = `, "input_raw": true`
+		}
+		os.WriteFile(endpoints, []byte(`{"internal://payments": {"transport": "external", "url": "`+srv.URL+`/tools"`+flag+`}}`), 0o644)
+		code, out, errs := runCLI(t, "", runArgs("--approve", "GATE_FINANCE_APPROVAL=user_finance_lead_77:finance_lead", "--endpoints", endpoints)...)
+		srv.Close()
+		if code != exitOK || !strings.Contains(out, `"DECIDED"`) {
+			t.Fatalf("input_raw=%v: run %d %s %s", raw, code, out, errs)
+		}
+		if len(bodies) != 1 {
+			t.Fatalf("input_raw=%v: %d requests", raw, len(bodies))
+		}
+		_, hasInput := bodies[0]["input"]
+		var text string
+		json.Unmarshal(bodies[0]["input_raw"], &text)
+		if raw != (text != "" && !hasInput) || raw && !strings.Contains(text, `"order_id":"ord_881"`) {
+			t.Errorf("input_raw=%v: input %s, input_raw %q", raw, bodies[0]["input"], text)
+		}
+	}
+}
+
+// requestWithBody is r with body as its JSON body again.
+func requestWithBody(r *http.Request, body map[string]json.RawMessage) *http.Request {
+	b, _ := json.Marshal(body)
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(b))
+	r2.ContentLength = int64(len(b))
+	return r2
 }

@@ -12,7 +12,7 @@ import (
 // the file and the JSON path, and nothing on stdout (nothing ran).
 func TestHostileFiles(t *testing.T) {
 	td := func(n string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", n))
+		b, err := os.ReadFile(testFile(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,8 +70,8 @@ func TestHostileFiles(t *testing.T) {
 			case "run":
 				args = runArgs(tc.flag, file)
 			case "compile":
-				args = []string{"compile", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--request", filepath.Join("testdata", "invoke.support-refund.json"),
-					"--run-context", filepath.Join("testdata", "run-context.support.json"), "--ontology", "ont.support@1.0.0", tc.flag, file}
+				args = []string{"compile", "--pack", testFile("ctxpack.support-1.0.0.json"), "--request", testFile("invoke.support-refund.json"),
+					"--run-context", testFile("run-context.support.json"), "--ontology", "ont.support@1.0.0", tc.flag, file}
 			case "validate-invoke":
 				args = []string{"validate", "--kind", "invoke-agent", file}
 			case "validate-rc":
@@ -79,7 +79,7 @@ func TestHostileFiles(t *testing.T) {
 			case "pack":
 				args = []string{"pack", "validate", file}
 			case "replay":
-				args = []string{"replay", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--allow-unsigned", file}
+				args = []string{"replay", "--pack", testFile("ctxpack.support-1.0.0.json"), "--allow-unsigned", file}
 			}
 			code, out, errs := runCLI(t, "", args...)
 			all := errs + out // pack and schema validation print their problems on stdout

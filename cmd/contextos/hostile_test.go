@@ -12,7 +12,7 @@ import (
 // from --redactors is known to validation and redacts the run's output.
 func TestHostileRedactors(t *testing.T) {
 	dir := t.TempDir()
-	td := func(n string) string { return filepath.Join("testdata", n) }
+	td := testFile
 	file := func(name, body string) string { return writeFile(t, dir, name, []byte(body)) }
 	withRules := func(name string, rules ...any) string {
 		return writeFile(t, dir, name, editPack(t, func(m map[string]any) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 // The CLI's surfaces (stdout, stderr, the replay packet and the record it
@@ -15,10 +17,7 @@ import (
 func TestRunCommandLeaksNothing(t *testing.T) {
 	leaks := []string{"4111111111111111", "4111 1111 1111 1111", "GB82 WEST 1234 5698 7654 32", "GB82WEST12345698765432", "jane.doe@example.com"}
 	dir := t.TempDir()
-	doc, err := os.ReadFile(filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := fixture.SupportPack()
 	edited := bytes.Replace(doc, []byte(`"redaction_rules": ["pan", "credit_card"]`), []byte(`"redaction_rules": ["pan", "credit_card", "iban", "email"]`), 1)
 	if bytes.Equal(doc, edited) {
 		t.Fatal("the support pack's redaction rules moved: edit this test")

@@ -1,21 +1,3 @@
-// Command contextos is the ContextOS CLI for pack authors and CI.
-//
-// Usage:
-//
-//	contextos version
-//	contextos schemas [--out DIR]
-//	contextos validate --kind invoke-agent|run-context FILE
-//	contextos pack validate [--json] FILE...
-//	contextos pack keygen --out DIR
-//	contextos pack sign --key KEYFILE PACK
-//	contextos pack verify --pub PUBFILE SIGNED
-//	contextos pack diff [--json] OLD NEW
-//	contextos compile --pack FILE… --request FILE --run-context FILE [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…]
-//
-// validate and pack validate exit 0 when the documents are valid and 1
-// with one line per problem when they are not; pack verify exits 1 when a
-// signature does not hold and pack diff when a change is rejected or its
-// version bump is too small. Usage errors exit 2.
 package main
 
 import (
@@ -246,7 +228,7 @@ func validate(kind string, data []byte) ([]string, error) {
 	var sve *schemas.ValidationError
 	if err := schemas.Validate(kind, data); errors.As(err, &sve) {
 		for _, p := range sve.Problems {
-			add(dotted(p.Pointer, doc), p.Message)
+			add(dotted(p.Path, doc), p.Message)
 		}
 	} else if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 
 func TestValidateSeedDocuments(t *testing.T) {
 	for kind, file := range map[string]string{"invoke-agent": "invoke.support-refund.json", "run-context": "run-context.support.json"} {
-		code, out, errs := runCLI(t, "", "validate", "--kind", kind, filepath.Join("testdata", file))
+		code, out, errs := runCLI(t, "", "validate", "--kind", kind, testFile(file))
 		if code != exitOK || out != "" || errs != "" {
 			t.Errorf("validate %s: code %d, stdout %q, stderr %q", file, code, out, errs)
 		}
@@ -29,7 +29,7 @@ func TestValidateSeedDocuments(t *testing.T) {
 }
 
 func TestValidateInvalid(t *testing.T) {
-	doc := `{"request_id":"x","tenant_id":"t","mode":"fast","context_pack_refs":["a@latest"],"trace":{"trace_id":"00000000000000000000000000000000","span_id":"00f067aa0ba902b7"},"user":{"user_id":"u","delegation":{"auth_type":"oauth2","scopes":["s"],"subject":"u:1","token_ref":"tok_secret_value"}},"agent":{"agent_urn":"agent:a/b@1.0.0","workload_identity":"spiffe://a/b"},"input":{"intent":"i","message":"m"},"runtime":{}}`
+	doc := `{"request_id":"req x","tenant_id":"t","mode":"fast","context_pack_refs":["a@latest"],"trace":{"trace_id":"00000000000000000000000000000000","span_id":"00f067aa0ba902b7"},"user":{"user_id":"u","delegation":{"auth_type":"oauth2","scopes":["s"],"subject":"u:1","token_ref":"tok_secret_value"}},"agent":{"agent_urn":"agent:a/b@1.0.0","workload_identity":"spiffe://a/b"},"input":{"intent":"i","message":"m"},"runtime":{}}`
 	code, out, errs := runCLI(t, doc, "validate", "--kind", "invoke-agent", "-")
 	if code != exitInvalid || errs != "" {
 		t.Fatalf("code %d, stderr %q", code, errs)

@@ -61,7 +61,7 @@ func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 			fmt.Fprintln(stderr, "contextos pack validate:", err)
 			return exitUsage
 		}
-		_, err = pack.DecodeAndValidate(data)
+		_, err = pack.DecodeAndValidate(data, redactors.validation())
 		var ve *pack.ValidationError
 		if errors.As(err, &ve) {
 			for _, p := range ve.Problems {
@@ -209,7 +209,7 @@ func cmdPackSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	p, err := pack.Decode(data)
 	var signed []byte
 	if err == nil {
-		signed, err = pack.Sign(p, kid, priv)
+		signed, err = pack.Sign(p, kid, priv, redactors.validation())
 	}
 	var ve *pack.ValidationError
 	if errors.As(err, &ve) {
@@ -256,7 +256,7 @@ func cmdPackVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "contextos pack verify:", err)
 		return exitUsage
 	}
-	v, err := pack.Verify(context.Background(), data, keys)
+	v, err := pack.Verify(context.Background(), data, keys, redactors.validation())
 	if err != nil {
 		fmt.Fprintln(stdout, "invalid:", err)
 		return exitInvalid
@@ -307,7 +307,7 @@ func cmdPackDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		packs[i] = p
 	}
-	res := pack.Diff(packs[0], packs[1])
+	res := pack.Diff(packs[0], packs[1], redactors.validation())
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 func writeFile(t *testing.T, dir, name string, data []byte) string {
@@ -20,10 +22,7 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 // editPack returns the canonical pack with f applied to its JSON form.
 func editPack(t *testing.T, f func(m map[string]any)) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := fixture.SupportPack()
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestPackKeygenSignVerify(t *testing.T) {
 	if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
 		t.Errorf("private key mode %v, want 0600", fi.Mode().Perm())
 	}
-	code, signed, errs := runCLI(t, "", "pack", "sign", "--key", files[0], filepath.Join("testdata", "ctxpack.support-1.0.0.json"))
+	code, signed, errs := runCLI(t, "", "pack", "sign", "--key", files[0], testFile("ctxpack.support-1.0.0.json"))
 	if code != exitOK || errs != "" {
 		t.Fatalf("sign: %d %s", code, errs)
 	}
@@ -80,7 +79,7 @@ func TestPackKeygenSignVerify(t *testing.T) {
 
 func TestPackValidate(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join("testdata", "ctxpack.support-1.0.0.json")
+	good := testFile("ctxpack.support-1.0.0.json")
 	if code, out, _ := runCLI(t, "", "pack", "validate", good); code != exitOK || out != "" {
 		t.Errorf("valid pack: %d %q", code, out)
 	}
@@ -115,7 +114,7 @@ func TestPackValidate(t *testing.T) {
 
 func TestPackDiff(t *testing.T) {
 	dir := t.TempDir()
-	old := filepath.Join("testdata", "ctxpack.support-1.0.0.json")
+	old := testFile("ctxpack.support-1.0.0.json")
 	minor := writeFile(t, dir, "minor.json", editPack(t, func(m map[string]any) {
 		m["pack_meta"].(map[string]any)["pack_version"] = "1.1.0"
 		g := m["policy_layer"].(map[string]any)["guardrails"].(map[string]any)

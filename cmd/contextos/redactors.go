@@ -6,10 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"io"
-	"maps"
 	"regexp"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/contextos/contextos/gateway"
@@ -18,7 +17,7 @@ import (
 
 // redactorsFlag is --redactors FILE: a JSON object, redaction rule name →
 // regular expression (Go RE2). Its rules are added to the gateway, and
-// their names are made known to pack validation, so that packs may name
+// their names are made known to pack validation (validation), so that packs may name
 // them in policy_layer.guardrails.redaction_rules.
 type redactorsFlag struct {
 	path  string
@@ -29,8 +28,7 @@ func (r *redactorsFlag) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.path, "redactors", "", "redactors `FILE`: a JSON object, redaction rule name → regular expression (RE2) that packs may name")
 }
 
-// load reads the file, once, and registers its rule names with pack
-// validation. Without the flag it does nothing.
+// load reads the file, once. Without the flag it does nothing.
 func (r *redactorsFlag) load(stdin io.Reader) error {
 	if r.path == "" || r.rules != nil {
 		return nil
@@ -43,11 +41,14 @@ func (r *redactorsFlag) load(stdin io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("--redactors %s: %w", r.path, err)
 	}
-	if err := pack.RegisterRedactionRules(slices.Sorted(maps.Keys(rules))...); err != nil {
-		return fmt.Errorf("--redactors %s: %w", r.path, err)
-	}
 	r.rules = rules
 	return nil
+}
+
+// validation is the pack validation the flag calls for: its rule names
+// are known.
+func (r *redactorsFlag) validation() *pack.ValidateOptions {
+	return &pack.ValidateOptions{RedactionRules: sortedkeys.Of(r.rules)}
 }
 
 // ruleNameRE is the shape of a host rule name.

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
@@ -31,6 +33,7 @@ type packSet struct {
 	packs, pubs   multiFlag
 	allowUnsigned bool
 	redactors     redactorsFlag // redactors.go
+	overlays      overlayFlag   // overlay.go
 }
 
 func (s *packSet) register(fs *flag.FlagSet) {
@@ -38,6 +41,7 @@ func (s *packSet) register(fs *flag.FlagSet) {
 	fs.Var(&s.pubs, "pub", "trusted public key `FILE`; signed packs must verify with one (repeatable)")
 	fs.BoolVar(&s.allowUnsigned, "allow-unsigned", false, "accept plain (unsigned) packs, signed here with a throwaway key")
 	s.redactors.register(fs)
+	s.overlays.register(fs)
 }
 
 // registry loads the packs: signed files verified against --pub, plain
@@ -59,7 +63,7 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 	seed := sha256.Sum256([]byte("contextos run: unsigned packs"))
 	dev := ed25519.NewKeyFromSeed(seed[:])
 	devKid := pack.KeyID(dev.Public().(ed25519.PublicKey))
-	reg := pack.NewMemoryRegistry()
+	reg := pack.NewMemoryRegistry(s.redactors.validation())
 	var packs []*pack.Pack
 	for _, name := range s.packs {
 		data, err := readInput(name, stdin)
@@ -67,7 +71,7 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 			return nil, nil, nil, err
 		}
 		if isSigned(data) {
-			v, err := pack.Verify(ctx, data, keys)
+			v, err := pack.Verify(ctx, data, keys, s.redactors.validation())
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -76,11 +80,11 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 			if !s.allowUnsigned {
 				return nil, nil, nil, fmt.Errorf("%s: the pack is not signed (sign it, or pass --allow-unsigned)", name)
 			}
-			p, err := pack.DecodeAndValidate(data)
+			p, err := pack.DecodeAndValidate(data, s.redactors.validation())
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if data, err = pack.Sign(p, devKid, dev); err != nil {
+			if data, err = pack.Sign(p, devKid, dev, s.redactors.validation()); err != nil {
 				return nil, nil, nil, err
 			}
 			keys.Add(devKid, dev.Public().(ed25519.PublicKey))
@@ -194,148 +198,274 @@ type runOutput struct {
 	PendingApprovals []*gateway.ApprovalRequest    `json:"pending_approvals"`
 }
 
+// runFlags are cmdRun's flags.
+type runFlags struct {
+	packs                                              packSet
+	ontologies, approves                               multiFlag
+	claims                                             claimFlags
+	request, runContext, plan, tools, evidence, memory string
+	recordOut, packetOut, now, endpoints, secrets      string
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	f.packs.register(fs)
+	f.claims.register(fs)
+	fs.Var(&f.ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
+	fs.Var(&f.approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
+	fs.StringVar(&f.request, "request", "", "invokeAgent request `FILE`")
+	fs.StringVar(&f.runContext, "run-context", "", "RunContext `FILE`")
+	fs.StringVar(&f.plan, "plan", "", "plan `FILE`: a JSON array of planner turns")
+	fs.StringVar(&f.tools, "tools", "", "tools `FILE`: capability id → the results of its successive calls")
+	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE`: a JSON array of items")
+	fs.StringVar(&f.memory, "memory", "", "memory `FILE`: a JSON array of items")
+	fs.StringVar(&f.recordOut, "record", "", "write the decision record to `OUT`")
+	fs.StringVar(&f.packetOut, "replay-packet", "", "write the replay packet to `OUT`")
+	fs.StringVar(&f.now, "now", "", "fixed clock, RFC 3339 (default: the wall clock)")
+	fs.StringVar(&f.endpoints, "endpoints", "", "endpoints `FILE`: endpoint_ref → {transport, url|command, auth, timeout_ms, max_attempts, backoff_ms, jitter}; those adapters are called for real")
+	fs.StringVar(&f.secrets, "secrets", "", "secrets `FILE`: secret name → value (or {key: value}) for the endpoints' auth")
+}
+
+// exitError is a stage's failure: the exit code and the message printed
+// after "contextos run: ".
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func exitf(code int, format string, a ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+// runInputs are what cmdRun loads before it builds the runtime.
+type runInputs struct {
+	reg      *pack.MemoryRegistry
+	keys     *runcontext.StaticKeys
+	packs    []*pack.Pack
+	overlays []*pack.Overlay
+	req      *runcontext.InvokeRequest
+	rc       *runcontext.RunContext
+	turns    []*contextos.Plan
+	tools    *scriptedTools
+	// approvals are the --approve answers by gate.
+	approvals map[string]approverFlag
+	now       func() time.Time
+}
+
+// approverFlag is who an --approve flag names.
+type approverFlag struct{ approver, role string }
+
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var ps packSet
-	ps.register(fs)
-	var ontologies, approves multiFlag
-	var claims claimFlags
-	claims.register(fs)
-	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
-	fs.Var(&approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
-	reqPath := fs.String("request", "", "invokeAgent request `FILE`")
-	rcPath := fs.String("run-context", "", "RunContext `FILE`")
-	planPath := fs.String("plan", "", "plan `FILE`: a JSON array of planner turns")
-	toolsPath := fs.String("tools", "", "tools `FILE`: capability id → the results of its successive calls")
-	evPath := fs.String("evidence", "", "evidence `FILE`: a JSON array of items")
-	memPath := fs.String("memory", "", "memory `FILE`: a JSON array of items")
-	recordOut := fs.String("record", "", "write the decision record to `OUT`")
-	packetOut := fs.String("replay-packet", "", "write the replay packet to `OUT`")
-	nowFlag := fs.String("now", "", "fixed clock, RFC 3339 (default: the wall clock)")
-	endpointsPath := fs.String("endpoints", "", "endpoints `FILE`: endpoint_ref → {transport, url|command, auth, timeout_ms, max_attempts, backoff_ms, jitter}; those adapters are called for real")
-	secretsPath := fs.String("secrets", "", "secrets `FILE`: secret name → value (or {key: value}) for the endpoints' auth")
+	var f runFlags
+	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "contextos run: "+format+"\n", a...)
-		return code
-	}
-	if *reqPath == "" || *rcPath == "" || *planPath == "" || *toolsPath == "" || fs.NArg() != 0 {
-		return fail(exitUsage, "--pack, --request, --run-context, --plan and --tools are required")
+	if f.request == "" || f.runContext == "" || f.plan == "" || f.tools == "" || fs.NArg() != 0 {
+		return failRun(stderr, exitf(exitUsage, "--pack, --request, --run-context, --plan and --tools are required"))
 	}
 	ctx := context.Background()
-	reg, keys, packs, err := ps.registry(ctx, stdin)
+	in, err := loadRunInputs(ctx, &f, stdin)
 	if err != nil {
-		return fail(exitInvalid, "%v", err)
+		return failRun(stderr, err)
 	}
-	var req *runcontext.InvokeRequest
-	var rc *runcontext.RunContext
-	var turns []*contextos.Plan
-	tools := &scriptedTools{results: map[string][]scriptedResult{}, next: map[string]int{}}
-	for _, f := range []struct {
+	rt, closeLive, err := buildRunRuntime(ctx, &f, in, stdin, stderr)
+	if err != nil {
+		return failRun(stderr, err)
+	}
+	defer closeLive()
+	out, res, err := executeRun(ctx, rt, in)
+	if err != nil {
+		return failRun(stderr, err)
+	}
+	return failRun(stderr, renderRun(ctx, &f, rt, out, res, stdout))
+}
+
+// failRun prints a stage's error and returns its exit code (exitOK for
+// none).
+func failRun(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var e *exitError
+	if !errors.As(err, &e) {
+		e = &exitError{code: exitUsage, msg: err.Error()}
+	}
+	if e.msg != "" {
+		fmt.Fprintf(stderr, "contextos run: %s\n", e.msg)
+	}
+	return e.code
+}
+
+// loadRunInputs loads the packs, overlays, request, run context, plan,
+// tools file, --approve answers and clock.
+func loadRunInputs(ctx context.Context, f *runFlags, stdin io.Reader) (*runInputs, error) {
+	in := &runInputs{tools: &scriptedTools{results: map[string][]scriptedResult{}, next: map[string]int{}}, approvals: map[string]approverFlag{}}
+	var err error
+	if in.reg, in.keys, in.packs, err = f.packs.registry(ctx, stdin); err != nil {
+		return nil, exitf(exitInvalid, "%v", err)
+	}
+	overlays, usage, err := f.packs.overlays.load(stdin, in.packs)
+	if err != nil {
+		if usage {
+			return nil, exitf(exitUsage, "%v", err)
+		}
+		return nil, exitf(exitInvalid, "%v", err)
+	}
+	in.overlays = overlays
+	for _, file := range []struct {
 		path   string
 		decode func([]byte) error
 	}{
-		{*reqPath, func(b []byte) (err error) { req, err = runcontext.DecodeInvokeRequest(b); return }},
-		{*rcPath, func(b []byte) (err error) { rc, err = runcontext.DecodeRunContext(b); return }},
-		{*planPath, func(b []byte) error { return strictJSON(b, &turns) }},
-		{*toolsPath, func(b []byte) error {
-			if err := strictJSON(b, &tools.results); err != nil {
-				return err
-			}
-			for id, rs := range tools.results {
-				for i, r := range rs {
-					if !slices.Contains(scriptedStatuses, r.Status) {
-						return fmt.Errorf("%s[%d].status: %.40q is not one of %s", id, i, r.Status, strings.Join(scriptedStatuses[1:], ", "))
-					}
-				}
-			}
-			return nil
-		}},
+		{f.request, func(b []byte) (err error) { in.req, err = runcontext.DecodeInvokeRequest(b); return }},
+		{f.runContext, func(b []byte) (err error) { in.rc, err = runcontext.DecodeRunContext(b); return }},
+		{f.plan, func(b []byte) error { return strictJSON(b, &in.turns) }},
+		{f.tools, in.tools.decode},
 	} {
-		data, err := readInput(f.path, stdin)
+		data, err := readInput(file.path, stdin)
 		if err != nil {
-			return fail(exitUsage, "%v", err)
+			return nil, exitf(exitUsage, "%v", err)
 		}
-		if err := f.decode(data); err != nil {
-			return fail(exitInvalid, "%s: %v", f.path, err)
+		if err := file.decode(data); err != nil {
+			return nil, exitf(exitInvalid, "%s: %v", file.path, err)
 		}
 	}
-	approvals := map[string][2]string{}
-	for _, a := range approves {
+	for _, a := range f.approves {
 		gate, who, ok1 := strings.Cut(a, "=")
 		approver, role, ok2 := strings.Cut(who, ":")
 		if !ok1 || !ok2 || gate == "" || approver == "" || role == "" {
-			return fail(exitUsage, "--approve %q: want GATE=APPROVER:ROLE", a)
+			return nil, exitf(exitUsage, "--approve %q: want GATE=APPROVER:ROLE", a)
 		}
-		approvals[gate] = [2]string{approver, role}
+		in.approvals[gate] = approverFlag{approver: approver, role: role}
 	}
-	now := time.Now
-	if *nowFlag != "" {
-		t, err := time.Parse(time.RFC3339, *nowFlag)
+	in.now = time.Now
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339, f.now)
 		if err != nil {
-			return fail(exitUsage, "--now: %v", err)
+			return nil, exitf(exitUsage, "--now: %v", err)
 		}
-		now = func() time.Time { return t }
+		in.now = func() time.Time { return t }
 	}
-	var live *liveAdapters
-	if *endpointsPath != "" {
-		var entries map[string]endpointEntry
-		data, err := readInput(*endpointsPath, stdin)
-		if err != nil {
-			return fail(exitUsage, "%v", err)
-		}
-		if err := strictJSON(data, &entries); err != nil {
-			return fail(exitInvalid, "%s: %v", *endpointsPath, err)
-		}
-		secrets := transport.MapSecrets{}
-		if *secretsPath != "" {
-			data, err := readInput(*secretsPath, stdin)
-			if err != nil {
-				return fail(exitUsage, "%v", err)
-			}
-			if secrets, err = readSecrets(data); err != nil {
-				return fail(exitInvalid, "%s: %v", *secretsPath, err)
+	return in, nil
+}
+
+// decode reads the tools file.
+func (s *scriptedTools) decode(b []byte) error {
+	if err := strictJSON(b, &s.results); err != nil {
+		return err
+	}
+	for id, rs := range s.results {
+		for i, r := range rs {
+			if !slices.Contains(scriptedStatuses, r.Status) {
+				return fmt.Errorf("%s[%d].status: %.40q is not one of %s", id, i, r.Status, strings.Join(scriptedStatuses[1:], ", "))
 			}
 		}
-		if live, err = newLiveAdapters(ctx, packs, entries, secrets); err != nil {
-			return fail(exitInvalid, "%s: %v", *endpointsPath, err)
+	}
+	return nil
+}
+
+// buildRunRuntime builds the runtime: the scripted planner, the scripted
+// tools (or the live adapters of --endpoints), evidence and memory. The
+// returned func closes the live adapters.
+func buildRunRuntime(ctx context.Context, f *runFlags, in *runInputs, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, func(), error) {
+	live, err := loadLiveAdapters(ctx, f, in.packs, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeLive := func() {
+		if live != nil {
+			live.close()
 		}
-		defer live.close()
-	} else if *secretsPath != "" {
-		return fail(exitUsage, "--secrets needs --endpoints")
 	}
-	opts := &contextos.Options{Adapters: registrationsWith(packs, tools.adapter, live), Ontologies: ontologies, ReplaySampleRate: 1, Now: now}
-	opts.Gateway.Redactors = ps.redactors.rules
-	if opts.Identity, err = claims.options(); err != nil {
-		return fail(exitUsage, "--claim-pub: %v", err)
+	rt, err := newRunRuntime(f, in, live, stdin, stderr)
+	if err != nil {
+		closeLive()
+		return nil, nil, err
 	}
-	ev, mem, code, ok := readEvidenceMemory("run", *evPath, *memPath, stdin, stderr)
+	return rt, closeLive, nil
+}
+
+// loadLiveAdapters reads --endpoints and --secrets: nil without
+// --endpoints.
+func loadLiveAdapters(ctx context.Context, f *runFlags, packs []*pack.Pack, stdin io.Reader) (*liveAdapters, error) {
+	if f.endpoints == "" {
+		if f.secrets != "" {
+			return nil, exitf(exitUsage, "--secrets needs --endpoints")
+		}
+		return nil, nil
+	}
+	var entries map[string]endpointEntry
+	data, err := readInput(f.endpoints, stdin)
+	if err != nil {
+		return nil, exitf(exitUsage, "%v", err)
+	}
+	if err := strictJSON(data, &entries); err != nil {
+		return nil, exitf(exitInvalid, "%s: %v", f.endpoints, err)
+	}
+	secrets := transport.MapSecrets{}
+	if f.secrets != "" {
+		data, err := readInput(f.secrets, stdin)
+		if err != nil {
+			return nil, exitf(exitUsage, "%v", err)
+		}
+		if secrets, err = readSecrets(data); err != nil {
+			return nil, exitf(exitInvalid, "%s: %v", f.secrets, err)
+		}
+	}
+	live, err := newLiveAdapters(ctx, packs, entries, secrets)
+	if err != nil {
+		return nil, exitf(exitInvalid, "%s: %v", f.endpoints, err)
+	}
+	return live, nil
+}
+
+func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, error) {
+	opts := &contextos.Options{Adapters: registrationsWith(in.packs, in.tools.adapter, live), Ontologies: f.ontologies, Overlays: in.overlays, ReplaySampleRate: 1, Now: in.now}
+	opts.Gateway.Redactors = f.packs.redactors.rules
+	var err error
+	if opts.Identity, err = f.claims.options(); err != nil {
+		return nil, exitf(exitUsage, "--claim-pub: %v", err)
+	}
+	ev, mem, code, ok := readEvidenceMemory("run", f.evidence, f.memory, stdin, stderr)
 	if !ok {
-		return code
+		return nil, &exitError{code: code} // readEvidenceMemory printed why
 	}
 	if ev != nil {
 		opts.Evidence = ev
 	}
 	if mem != nil {
-		opts.Memory = contextos.NewInMemoryMemory(mem...)
+		opts.Memory = fileMemory{mem}
 	}
+	turns := in.turns
 	planner := contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
 		if r.Turn >= len(turns) {
 			return nil, fmt.Errorf("the plan file has %d turns; turn %d was asked for", len(turns), r.Turn+1)
 		}
 		return turns[r.Turn], nil
 	})
-	rt, err := contextos.New(planner, reg, keys, opts)
+	rt, err := contextos.New(planner, in.reg, in.keys, opts)
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return nil, exitf(exitUsage, "%v", err)
 	}
-	out := runOutput{Events: []contextos.Event{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+	return rt, nil
+}
+
+// fileMemory is the --memory file as the run's memory store: it recalls
+// the file's items as given (the compiler omits those not promoted, with a
+// ledger omission, as compile does) and drops proposals.
+type fileMemory struct{ compiler.StaticMemory }
+
+func (fileMemory) Propose(ctx context.Context, _ []contextos.MemoryProposal) error { return ctx.Err() }
+
+// executeRun streams the run and resumes each pause an --approve answers.
+func executeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs) (*runOutput, *contextos.Result, error) {
+	out := &runOutput{Events: []contextos.Event{}, PendingApprovals: []*gateway.ApprovalRequest{}}
 	var res *contextos.Result
 	collect := func(events func(func(contextos.Event, error) bool)) error {
 		for e, err := range events {
@@ -350,9 +480,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return nil
 	}
-	if err := collect(rt.Stream(ctx, req, rc)); err != nil {
-		return fail(exitInvalid, "%v", err)
+	if err := collect(rt.Stream(ctx, in.req, in.rc)); err != nil {
+		return nil, nil, exitf(exitInvalid, "%v", err)
 	}
+	approvals := maps.Clone(in.approvals)
 	for res.Pending != nil {
 		a, ok := approvals[res.Pending.GateID]
 		if !ok {
@@ -360,43 +491,51 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		delete(approvals, res.Pending.GateID)
 		ap := gateway.Approval{ApprovalID: "apr_cli_" + res.Pending.ToolCallID, GateID: res.Pending.GateID, ActionDigest: res.Pending.ActionDigest,
-			Approver: a[0], ApproverRole: a[1], DecidedAt: now()}
+			Approver: a.approver, ApproverRole: a.role, DecidedAt: in.now()}
 		if err := collect(rt.ResumeStream(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}})); err != nil {
-			return fail(exitUsage, "resume: %v", err)
+			return nil, nil, exitf(exitUsage, "resume: %v", err)
 		}
 	}
 	out.Status, out.Record, out.ToolResults = res.Status, res.Record, res.ToolResults
 	if res.Pending != nil {
 		out.PendingApprovals = append(out.PendingApprovals, res.Pending)
 	}
+	return out, res, nil
+}
+
+// renderRun prints the run's output and writes --record and
+// --replay-packet.
+func renderRun(ctx context.Context, f *runFlags, rt *contextos.Runtime, out *runOutput, res *contextos.Result, stdout io.Writer) error {
 	// The run's result goes to stdout whatever happens to the files.
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
-		return fail(exitUsage, "%v", err)
+		return exitf(exitUsage, "%v", err)
 	}
-	if *recordOut != "" {
-		if err := writeJSON(*recordOut, res.Record); err != nil {
-			return fail(exitUsage, "%v", err)
-		}
-	}
-	if *packetOut != "" {
-		var p *replay.Packet
-		if res.ReplayPacketID != "" {
-			p, err = rt.Packets().Get(ctx, res.ReplayPacketID)
-		} else {
-			// A paused run is captured from its checkpoint: the packet
-			// replays to the same pause.
-			p, err = rt.Capture(ctx, res.RunID, replay.SourceDecisionRecord)
-		}
-		if err != nil {
-			return fail(exitUsage, "no replay packet is captured for run %s: %v", res.RunID, err)
-		}
-		if err := writeJSON(*packetOut, p); err != nil {
-			return fail(exitUsage, "%v", err)
+	if f.recordOut != "" {
+		if err := writeJSON(f.recordOut, res.Record); err != nil {
+			return exitf(exitUsage, "%v", err)
 		}
 	}
-	return exitOK
+	if f.packetOut == "" {
+		return nil
+	}
+	var p *replay.Packet
+	var err error
+	if res.ReplayPacketID != "" {
+		p, err = rt.Packets().Get(ctx, res.ReplayPacketID)
+	} else {
+		// A paused run is captured from its checkpoint: the packet
+		// replays to the same pause.
+		p, err = rt.Capture(ctx, res.RunID, replay.SourceDecisionRecord)
+	}
+	if err != nil {
+		return exitf(exitUsage, "no replay packet is captured for run %s: %v", res.RunID, err)
+	}
+	if err := writeJSON(f.packetOut, p); err != nil {
+		return exitf(exitUsage, "%v", err)
+	}
+	return nil
 }
 
 func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -408,7 +547,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	claims.register(fs)
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--redactors FILE] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--overlay FILE…] [--redactors FILE] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nwith the overlays the run had (a different one is a compiled-context mismatch),\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -420,6 +559,11 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	reg, keys, packs, err := ps.registry(ctx, stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "contextos replay:", err)
+		return exitUsage
+	}
+	overlays, _, err := ps.overlays.load(stdin, packs)
 	if err != nil {
 		fmt.Fprintln(stderr, "contextos replay:", err)
 		return exitUsage
@@ -457,7 +601,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "contextos replay: --claim-pub:", err)
 		return exitUsage
 	}
-	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies, Identity: identity,
+	rt, err := contextos.New(noPlanner, reg, keys, &contextos.Options{Adapters: registrations(packs, noLive), Ontologies: ontologies, Overlays: overlays, Identity: identity,
 		Gateway: gateway.Options{Redactors: ps.redactors.rules}})
 	if err != nil {
 		fmt.Fprintln(stderr, "contextos replay:", err)

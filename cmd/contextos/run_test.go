@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/replay"
 )
 
 func runArgs(extra ...string) []string {
-	td := func(n string) string { return filepath.Join("testdata", n) }
+	td := testFile
 	return append([]string{"run", "--pack", td("ctxpack.support-1.0.0.json"), "--allow-unsigned", "--request", td("invoke.support-refund.json"),
 		"--run-context", td("run-context.support.json"), "--plan", td("plan.refund-4200.json"), "--tools", td("tools.refund.json"),
 		"--evidence", td("evidence.support.json"), "--ontology", "ont.support@1.0.0", "--now", "2026-05-04T09:31:00Z"}, extra...)
@@ -60,7 +61,7 @@ func TestRunCommand(t *testing.T) {
 	}
 
 	// Replay: equal, then a tampered packet.
-	replayArgs := []string{"replay", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
+	replayArgs := []string{"replay", "--pack", testFile("ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
 	if code, out, errs := runCLI(t, "", replayArgs...); code != exitOK || !strings.Contains(out, `"replay_equal"`) {
 		t.Errorf("replay: %d %s %s", code, out, errs)
 	}
@@ -134,10 +135,7 @@ func TestRunCommandRefusals(t *testing.T) {
 // request1200 is the canonical request for a 1200 refund (no gate).
 func request1200(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "invoke.support-refund.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := fixture.Invoke()
 	var req map[string]any
 	json.Unmarshal(b, &req)
 	req["input"].(map[string]any)["context"].(map[string]any)["refund_amount"] = 1200
@@ -208,7 +206,7 @@ func TestRunCommandFailedWriteIsNeverDecided(t *testing.T) {
 			if !found {
 				t.Errorf("no refund result %s in %+v", tc.want, o.ToolResults)
 			}
-			replayArgs := []string{"replay", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
+			replayArgs := []string{"replay", "--pack", testFile("ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
 			if code, out, errs := runCLI(t, "", replayArgs...); code != exitOK {
 				t.Errorf("replay: %d %s %s", code, out, errs)
 			}
@@ -235,7 +233,7 @@ func TestRunCommandDeferredWritesItsPacket(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil || o.Status != "DEFERRED" {
 		t.Fatalf("output %s (%v)", out, err)
 	}
-	replayArgs := []string{"replay", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
+	replayArgs := []string{"replay", "--pack", testFile("ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
 	if code, out, errs := runCLI(t, "", replayArgs...); code != exitOK || !strings.Contains(out, `"replay_equal"`) {
 		t.Errorf("replay: %d %s %s", code, out, errs)
 	}
@@ -244,14 +242,14 @@ func TestRunCommandDeferredWritesItsPacket(t *testing.T) {
 // Runs with and without --evidence and --memory replay equal through
 // contextos replay.
 func TestRunCommandReplaysEqualWithAnyInputs(t *testing.T) {
-	mem := filepath.Join("testdata", "memory.support.json")
+	mem := testFile("memory.support.json")
 	for _, tc := range []struct {
 		name     string
 		evidence string // "" for none, "EMPTY" for an empty file, else a file
 		extra    []string
 	}{
-		{"evidence", filepath.Join("testdata", "evidence.support.json"), nil},
-		{"evidence and memory", filepath.Join("testdata", "evidence.support.json"), []string{"--memory", mem}},
+		{"evidence", testFile("evidence.support.json"), nil},
+		{"evidence and memory", testFile("evidence.support.json"), []string{"--memory", mem}},
 		{"empty evidence", "EMPTY", nil},
 		{"no evidence", "", nil},
 		{"memory only", "", []string{"--memory", mem}},
@@ -271,7 +269,7 @@ func TestRunCommandReplaysEqualWithAnyInputs(t *testing.T) {
 			if code, _, errs := runCLI(t, "", args...); code != exitOK {
 				t.Fatalf("run: %d %s", code, errs)
 			}
-			replayArgs := []string{"replay", "--pack", filepath.Join("testdata", "ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
+			replayArgs := []string{"replay", "--pack", testFile("ctxpack.support-1.0.0.json"), "--allow-unsigned", packet}
 			if code, out, errs := runCLI(t, "", replayArgs...); code != exitOK || !strings.Contains(out, `"replay_equal"`) {
 				t.Errorf("replay: %d %s %s", code, out, errs)
 			}

@@ -16,8 +16,14 @@ import (
 	"github.com/contextos/contextos/decision"
 )
 
-// Sample returns a minimal well-formed record with the given id and run.
-func Sample(id, run string, status decision.Status) *decision.Record {
+// Sample returns a minimal well-formed record of run "run_1" with the
+// given record id and status (set RunID for another run).
+func Sample(id string, status decision.Status) *decision.Record {
+	return sampleIn("run_1", id, status)
+}
+
+// sampleIn is Sample in another run.
+func sampleIn(run, id string, status decision.Status) *decision.Record {
 	return &decision.Record{
 		RecordID: id, DecisionKey: "support.refund.execute", DecisionVersion: "1.0.0", Timestamp: "2026-05-04T09:31:42Z",
 		Status: status, Actor: decision.Actor{Type: "AGENT", ID: "agt_support"}, IntentRef: "support.refund",
@@ -33,17 +39,18 @@ func Sample(id, run string, status decision.Status) *decision.Record {
 // Verify passes on an untouched store; concurrent appends keep every
 // record and a valid chain; a cancelled context is honoured by every
 // method; a refused append leaves no trace in the chain; records handed in
-// and out are copies.
+// and out are copies; a record's replay handle is kept, with
+// replay.record_hash set to the record_hash.
 func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	t.Helper()
 	ctx := context.Background()
 	t.Run("AppendChainsAndReturns", func(t *testing.T) {
 		s := newStore(t)
-		a, err := s.Append(ctx, Sample("dr_1", "run_1", decision.Deferred))
+		a, err := s.Append(ctx, Sample("dr_1", decision.Deferred))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
+		b, err := s.Append(ctx, Sample("dr_2", decision.Decided))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +70,8 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	})
 	t.Run("UniqueIDsAndNotFound", func(t *testing.T) {
 		s := newStore(t)
-		s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
-		if _, err := s.Append(ctx, Sample("dr_1", "run_2", decision.Decided)); !errors.Is(err, decision.ErrDuplicate) {
+		s.Append(ctx, Sample("dr_1", decision.Decided))
+		if _, err := s.Append(ctx, sampleIn("run_2", "dr_1", decision.Decided)); !errors.Is(err, decision.ErrDuplicate) {
 			t.Errorf("duplicate id = %v", err)
 		}
 		if _, err := s.Get(ctx, "dr_nope"); !errors.Is(err, decision.ErrNotFound) {
@@ -73,9 +80,9 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	})
 	t.Run("ListFilters", func(t *testing.T) {
 		s := newStore(t)
-		s.Append(ctx, Sample("dr_1", "run_1", decision.Deferred))
-		s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
-		s.Append(ctx, Sample("dr_3", "run_2", decision.Decided))
+		s.Append(ctx, Sample("dr_1", decision.Deferred))
+		s.Append(ctx, Sample("dr_2", decision.Decided))
+		s.Append(ctx, sampleIn("run_2", "dr_3", decision.Decided))
 		for _, c := range []struct {
 			f    decision.Filter
 			want int
@@ -97,7 +104,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.Append(ctx, Sample(fmt.Sprintf("dr_%d", i), "run_c", decision.Decided)); err != nil {
+				if _, err := s.Append(ctx, sampleIn("run_c", fmt.Sprintf("dr_%d", i), decision.Decided)); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -113,10 +120,10 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	})
 	t.Run("CancelledContext", func(t *testing.T) {
 		s := newStore(t)
-		s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
+		s.Append(ctx, Sample("dr_1", decision.Decided))
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := s.Append(cctx, Sample("dr_x", "run_x", decision.Decided)); !errors.Is(err, context.Canceled) {
+		if _, err := s.Append(cctx, sampleIn("run_x", "dr_x", decision.Decided)); !errors.Is(err, context.Canceled) {
 			t.Errorf("Append(cancelled) = %v", err)
 		}
 		if _, err := s.Get(cctx, "dr_1"); !errors.Is(err, context.Canceled) {
@@ -131,10 +138,10 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 	})
 	t.Run("RefusedAppendLeavesNoTrace", func(t *testing.T) {
 		s := newStore(t)
-		a, _ := s.Append(ctx, Sample("dr_1", "run_1", decision.Decided))
-		s.Append(ctx, Sample("dr_1", "run_1", decision.Escalated))
-		s.Append(ctx, Sample("", "run_1", decision.Escalated))
-		b, err := s.Append(ctx, Sample("dr_2", "run_1", decision.Decided))
+		a, _ := s.Append(ctx, Sample("dr_1", decision.Decided))
+		s.Append(ctx, Sample("dr_1", decision.Escalated))
+		s.Append(ctx, Sample("", decision.Escalated))
+		b, err := s.Append(ctx, Sample("dr_2", decision.Decided))
 		if err != nil || b.PrevRecordHash != a.RecordHash {
 			t.Fatalf("the append after refused ones does not chain onto the last stored record: %+v, %v", b, err)
 		}
@@ -146,9 +153,52 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 			t.Errorf("Verify = %v", err)
 		}
 	})
+	t.Run("ReplayHandle", func(t *testing.T) {
+		s := newStore(t)
+		in := Sample("dr_1", decision.Decided)
+		in.SetReplayPacketID("rp_1")
+		in.Replay.ToolTranscriptChainHash = "sha256:11"
+		in.Lineage.ToolTranscriptChainHash = "sha256:11"
+		// A stale copy of a hash is the store's to overwrite.
+		in.Replay.RecordHash = "sha256:stale"
+		out, err := s.Append(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, "dr_1")
+		if err != nil || got.Replay == nil {
+			t.Fatalf("Get = %+v, %v", got, err)
+		}
+		for _, r := range []*decision.Record{out, got} {
+			h, _ := decision.Hash(r)
+			switch {
+			case r.Replay.RecordHash != r.RecordHash || h != r.RecordHash:
+				t.Errorf("replay.record_hash %s, record_hash %s, recomputed %s", r.Replay.RecordHash, r.RecordHash, h)
+			case r.Replay.ReplayPacketID != "rp_1" || r.Lineage.ReplayPacketID != "rp_1":
+				t.Errorf("packet id: replay %q, lineage %q", r.Replay.ReplayPacketID, r.Lineage.ReplayPacketID)
+			case r.Replay.CompiledContextHash != "sha256:00" || r.Replay.ToolTranscriptChainHash != "sha256:11":
+				t.Errorf("replay hashes %+v", r.Replay)
+			}
+		}
+		// The packet id is inside record_hash; replay.record_hash is not.
+		c := *got
+		rp := *got.Replay
+		c.Replay = &rp
+		c.Replay.RecordHash = ""
+		if h, _ := decision.Hash(&c); h != got.RecordHash {
+			t.Error("record_hash covers replay.record_hash")
+		}
+		c.Replay.ReplayPacketID = "rp_2"
+		if h, _ := decision.Hash(&c); h == got.RecordHash {
+			t.Error("record_hash does not cover replay.replay_packet_id")
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify = %v", err)
+		}
+	})
 	t.Run("StoredRecordsAreCopies", func(t *testing.T) {
 		s := newStore(t)
-		in := Sample("dr_1", "run_1", decision.Decided)
+		in := Sample("dr_1", decision.Decided)
 		out, err := s.Append(ctx, in)
 		if err != nil {
 			t.Fatal(err)

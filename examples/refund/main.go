@@ -195,15 +195,15 @@ func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *c
 	seed := sha256.Sum256([]byte("contextos example dev key"))
 	key := ed25519.NewKeyFromSeed(seed[:])
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
-	p, err := pack.DecodeAndValidate(packJSON)
+	p, err := pack.DecodeAndValidate(packJSON, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	signed, err := pack.Sign(p, kid, key)
+	signed, err := pack.Sign(p, kid, key, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg := pack.NewMemoryRegistry()
+	reg := pack.NewMemoryRegistry(nil)
 	entry, err := reg.Put(ctx, signed)
 	if err != nil {
 		return nil, nil, err
@@ -301,13 +301,13 @@ func plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, err
 		return &contextos.Plan{Steps: []contextos.Step{
 			{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": order}},
 			{CapabilityID: "adp_policy.eval", Args: map[string]any{"order_id": order}},
-		}, Usage: contextos.Usage{Tokens: 900, CostCents: 0.4}}, nil
+		}, Usage: contextos.PlanUsage{Tokens: 900, CostCents: 0.4}}, nil
 	}
 	subjects := []string{"customer:cus_77", "order:" + order}
 	if !slices.Contains(req.Compiled.ContextLedger.Tools, "adp_payments.issue_refund") {
 		return &contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "denied",
 			Rationale: "Policy does not allow this refund: identity is not verified.", Confidence: 1, SubjectIDs: subjects},
-			Usage: contextos.Usage{Tokens: 300, CostCents: 0.1}}, nil
+			Usage: contextos.PlanUsage{Tokens: 300, CostCents: 0.1}}, nil
 	}
 	amount := req.Request.Input.Context["refund_amount"]
 	return &contextos.Plan{
@@ -316,7 +316,7 @@ func plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, err
 			Outputs:   map[string]any{"refund_amount_inr": amount, "currency": "INR"},
 			Rationale: "Order delivered, within the refund window, identity verified.", Confidence: 0.95, SubjectIDs: subjects,
 			EvidenceRefs: []string{"kg:order:" + order + "#snapshot_kg_2026_05_03_T0930"}},
-		Usage: contextos.Usage{Tokens: 700, CostCents: 0.3},
+		Usage: contextos.PlanUsage{Tokens: 700, CostCents: 0.3},
 	}, nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -20,11 +20,7 @@ import (
 // every envelope, and the real gateway enforces the canonical pack.
 func Example() {
 	ctx := context.Background()
-	read := func(name string, v any) {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			log.Fatal(err)
-		}
+	read := func(b []byte, v any) {
 		if err := json.Unmarshal(b, v); err != nil {
 			log.Fatal(err)
 		}
@@ -32,9 +28,9 @@ func Example() {
 	var p pack.Pack
 	var req runcontext.InvokeRequest
 	var rc runcontext.RunContext
-	read("ctxpack.support-1.0.0.json", &p)
-	read("invoke.support-refund.json", &req)
-	read("run-context.support.json", &rc)
+	read(fixture.SupportPack(), &p)
+	read(fixture.Invoke(), &req)
+	read(fixture.RunContext(), &rc)
 
 	orders := gatewaytest.NewScriptedAdapter()
 	orders.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "total_inr": 4200})
@@ -57,21 +53,30 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	run, err := gw.NewRun(prepared, cc, &req, &rc, runcontext.NewMeter(rc.RunBudget, now), nil)
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: &req, RunContext: &rc, Meter: runcontext.NewMeter(rc.RunBudget, now)}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	lookup, _ := run.Call(ctx, gateway.CallRequest{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}})
+	lookup, err := run.Call(ctx, gateway.CallRequest{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("lookup:", lookup.Status)
 
-	refund := gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: 1, Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200, "currency": "INR"}}
-	paused, _ := run.Call(ctx, refund)
+	refund := gateway.CallRequest{CapabilityID: "adp_payments.issue_refund", Step: gateway.StepID{Index: 1}, Args: map[string]any{"order_id": "ord_881", "amount_inr": 4200, "currency": "INR"}}
+	paused, err := run.Call(ctx, refund)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("refund:", paused.Status, paused.Approval.GateID, "by", paused.Approval.ApproverRole)
 
 	refund.Approval = &gateway.Approval{ApprovalID: "apr_1", GateID: paused.Approval.GateID, ActionDigest: paused.Approval.ActionDigest,
 		Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: now}
-	done, _ := run.Call(ctx, refund)
+	done, err := run.Call(ctx, refund)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("approved refund:", done.Status, done.Mutations, "attempts:", done.Metadata.Attempts)
 	fmt.Println("payment service calls:", payments.CallCount("issue_refund"), "transcript entries:", len(recorder.Entries()))
 	// Output:

@@ -34,13 +34,38 @@ func TestMemoryApprovalLogConformance(t *testing.T) {
 }
 
 func TestTranscriptSinkConformance(t *testing.T) {
-	gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
-		m := gateway.NewMemoryTranscript()
-		return m, func() []gateway.TranscriptEntry { return m.Entries("") }
+	t.Run("MemoryTranscript", func(t *testing.T) {
+		gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
+			m := gateway.NewMemoryTranscript()
+			return m, func() []gateway.TranscriptEntry { return m.Entries("") }
+		})
 	})
-	gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
-		r := &gatewaytest.Recorder{}
-		return r, r.Entries
+	t.Run("MemoryTranscriptLimit", func(t *testing.T) {
+		gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
+			m := gateway.NewMemoryTranscriptLimit(2)
+			return m, func() []gateway.TranscriptEntry { return m.Entries("") }
+		})
+	})
+	t.Run("Recorder", func(t *testing.T) {
+		gatewaytest.RunTranscriptSinkTests(t, func(*testing.T) (gateway.TranscriptSink, func() []gateway.TranscriptEntry) {
+			r := &gatewaytest.Recorder{}
+			return r, r.Entries
+		})
+	})
+}
+
+func TestTranscriptReaderConformance(t *testing.T) {
+	t.Run("MemoryTranscript", func(t *testing.T) {
+		gatewaytest.RunTranscriptReaderTests(t, func(*testing.T) (gateway.TranscriptSink, gateway.TranscriptReader) {
+			m := gateway.NewMemoryTranscript()
+			return m, m
+		})
+	})
+	t.Run("Recorder", func(t *testing.T) {
+		gatewaytest.RunTranscriptReaderTests(t, func(*testing.T) (gateway.TranscriptSink, gateway.TranscriptReader) {
+			r := &gatewaytest.Recorder{}
+			return r, r
+		})
 	})
 }
 

@@ -4,9 +4,11 @@
 //   - ScriptedAdapter: an adapter scripted per capability, by argument
 //     matchers, sequences of results, delays, retryable and fatal
 //     failures, panics and context-ignoring hangs;
-//   - Recorder: a TranscriptSink that records every envelope;
-//   - RunAdapterTests, RunIdempotencyStoreTests, RunApprovalLogTests and
-//     RunTranscriptSinkTests: what any implementation must pass.
+//   - Recorder: a TranscriptSink (and TranscriptReader) that records
+//     every entry;
+//   - RunAdapterTests, RunIdempotencyStoreTests, RunApprovalLogTests,
+//     RunTranscriptSinkTests and RunTranscriptReaderTests: what any
+//     implementation must pass.
 package gatewaytest
 
 import (
@@ -274,11 +276,4 @@ func (r *Recorder) Results() []gateway.ToolResultEnvelope {
 		}
 	}
 	return out
-}
-
-// Reset forgets every entry.
-func (r *Recorder) Reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.entries = nil
 }

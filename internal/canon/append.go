@@ -7,12 +7,11 @@ import (
 	"strings"
 )
 
-// Appender is a type that writes its own canonical form. Hot-path types
-// (the gateway's envelopes) implement it to skip reflection. The contract:
-// AppendCanonical appends exactly the bytes JSON would produce for the
-// value through encoding/json and the canonical writer, and fails where
-// that would fail. [CheckAppender] holds an implementation to it; every
-// implementation's tests must call it.
+// Appender is a type that writes its own canonical form. The gateway's
+// envelope writers implement it to skip reflection. The contract:
+// AppendCanonical appends exactly the bytes github.com/gowebpki/jcs writes
+// for the value's encoding/json output, and fails where that would fail;
+// every implementation's tests and fuzz targets hold it to jcs.
 //
 // The encoder uses AppendCanonical when the value's type implements it
 // (a nil pointer is still written as null).
@@ -70,29 +69,6 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 // DigestOf returns the digest (as [Digest]) of what a writes, encoding
 // into a pooled buffer.
 func DigestOf(a Appender) (string, error) { return digestOf(a.AppendCanonical) }
-
-// CheckAppender reports whether v's AppendCanonical writes the same bytes
-// as the general path (encoding/json, then the canonical writer), and how
-// they differ when they do not. Both failing is agreement.
-func CheckAppender(v Appender) error {
-	fast, ferr := v.AppendCanonical(nil)
-	slow, serr := jsonSlow(v)
-	switch {
-	case ferr != nil && serr != nil:
-		return nil
-	case ferr != nil:
-		return fmt.Errorf("canon: AppendCanonical failed (%v) where the general path wrote %s", ferr, slow)
-	case serr != nil:
-		return fmt.Errorf("canon: AppendCanonical wrote %s where the general path failed (%v)", fast, serr)
-	case string(fast) != string(slow):
-		i := 0
-		for i < len(fast) && i < len(slow) && fast[i] == slow[i] {
-			i++
-		}
-		return fmt.Errorf("canon: AppendCanonical differs from the general path at byte %d:\n fast: %s\n slow: %s", i, fast, slow)
-	}
-	return nil
-}
 
 // appendIDParts writes ID's parts as one canonical JSON array; strings,
 // ints and Appenders skip the reflective encoder.

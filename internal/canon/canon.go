@@ -79,7 +79,7 @@ func jsonSlow(v any) ([]byte, error) {
 	}
 	out, err := transform(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
 	return out, nil
 }
@@ -93,7 +93,7 @@ func marshal(v any) ([]byte, error) {
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
 	return raw, nil
 }
@@ -204,7 +204,7 @@ func JSONExcluding(v any, paths ...[]string) ([]byte, error) {
 	dec.UseNumber() // keep numbers' text; jcs re-formats them below
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after JSON value", ErrNotCanonicalizable)
@@ -214,7 +214,7 @@ func JSONExcluding(v any, paths ...[]string) ([]byte, error) {
 	}
 	pruned, err := json.Marshal(doc)
 	if err != nil { // unreachable for decoded JSON; reported, never panicked
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
 	return JSON(json.RawMessage(pruned))
 }

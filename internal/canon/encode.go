@@ -63,14 +63,14 @@ func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 	if tf&isTextMarshaler != 0 && (v.Kind() != reflect.Pointer || !v.IsNil()) {
 		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 		}
 		return appendGoString(dst, string(b)), nil
 	}
 	if tf&ptrTextMarshaler != 0 && v.Kind() != reflect.Pointer && v.CanAddr() {
 		b, err := v.Addr().Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 		}
 		return appendGoString(dst, string(b)), nil
 	}
@@ -209,19 +209,13 @@ var (
 func appendMarshaler(dst []byte, m json.Marshaler) ([]byte, error) {
 	b, err := m.MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
-	p := parser{in: b}
-	p.skipWS()
-	out, err := p.value(dst, 0)
+	out, err := transform(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: MarshalJSON: %w", ErrNotCanonicalizable, err)
 	}
-	p.skipWS()
-	if p.pos != len(p.in) {
-		return nil, fmt.Errorf("%w: MarshalJSON wrote trailing data", ErrNotCanonicalizable)
-	}
-	return out, nil
+	return append(dst, out...), nil
 }
 
 func appendInt(dst []byte, i int64) []byte {
@@ -242,7 +236,7 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	}
 	s, err := jcs.NumberToJSON(f)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 	}
 	return append(dst, s...), nil
 }
@@ -251,12 +245,15 @@ func appendNumberLiteral(dst []byte, s string) ([]byte, error) {
 	if s == "" {
 		s = "0" // encoding/json writes an empty json.Number as 0
 	}
-	p := parser{in: []byte(s)}
-	out, err := p.number(dst)
-	if err != nil || p.pos != len(s) {
+	// A JSON number (not another literal), then its canonical form.
+	if c := s[0]; c != '-' && (c < '0' || c > '9') || !json.Valid([]byte(s)) {
 		return nil, fmt.Errorf("%w: invalid number literal %q", ErrNotCanonicalizable, s)
 	}
-	return out, nil
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: invalid number literal %q", ErrNotCanonicalizable, s)
+	}
+	return appendFloat(dst, f)
 }
 
 // appendGoString writes a Go string the way encoding/json then the
@@ -330,7 +327,7 @@ func appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 		case flagsOf(kt)&isTextMarshaler != 0:
 			b, err := k.Interface().(encoding.TextMarshaler).MarshalText()
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrNotCanonicalizable, err)
+				return nil, fmt.Errorf("%w: %w", ErrNotCanonicalizable, err)
 			}
 			key = string(b)
 		case kt.Kind() >= reflect.Int && kt.Kind() <= reflect.Int64:

@@ -1,6 +1,6 @@
 // Package packref owns the grammar of a pinned Context Pack reference,
-// "pack_id@MAJOR.MINOR.PATCH" (DESIGN.md wire rules). runcontext validates
-// request refs with it and pack builds its Ref type on it.
+// "pack_id@MAJOR.MINOR.PATCH". runcontext validates request refs with it
+// and pack builds its Ref type on it.
 package packref
 
 import (

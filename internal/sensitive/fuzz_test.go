@@ -12,6 +12,9 @@ func FuzzRedact(f *testing.F) {
 	f.Add("card " + visa + " iban " + ibanDESp + " key " + awsKey + " password=hunter2 Bearer abcdef123456")
 	f.Add(`{"db_password":"x","token":"` + jwt + `"}`)
 	f.Add("ｃａｒｄ ４１１１ １１１１ １１１１ １１１１")
+	for _, s := range encodedForms() {
+		f.Add(s)
+	}
 	sets := sets()
 	f.Fuzz(func(t *testing.T, s string) {
 		for name, set := range sets {

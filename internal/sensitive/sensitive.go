@@ -243,6 +243,7 @@ type stats struct {
 	letters      int
 	upper        int
 	maxRun       int // the longest run of base64 / base64url characters
+	maxBlock     int // the most such characters in runs split only by whitespace
 	at, plus     bool
 	dash, colon  bool
 	eq, fullwide bool
@@ -250,16 +251,19 @@ type stats struct {
 
 func measure(s string) stats {
 	var st stats
-	run := 0
+	run, block := 0, 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if isB64(c) {
 			run++
-			if run > st.maxRun {
-				st.maxRun = run
-			}
+			block++
+			st.maxRun = max(st.maxRun, run)
+			st.maxBlock = max(st.maxBlock, block)
 		} else {
 			run = 0
+			if !isSpace(c) {
+				block = 0
+			}
 		}
 		switch {
 		case c >= '0' && c <= '9':

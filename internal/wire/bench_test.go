@@ -1,19 +1,16 @@
 package wire_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
 func benchDecode[T any](b *testing.B, file string) {
-	data, err := os.ReadFile("testdata/" + file)
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := fixture.Read(b, file)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -35,10 +32,7 @@ func BenchmarkDecodePack(b *testing.B) { benchDecode[pack.Pack](b, "ctxpack.supp
 
 // BenchmarkCheckStrict is the strict scan alone over the invoke envelope.
 func BenchmarkCheckStrict(b *testing.B) {
-	data, err := os.ReadFile("testdata/invoke.support-refund.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := fixture.Invoke()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,12 +3,12 @@ package wire_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
@@ -19,11 +19,7 @@ const secret = "sk_live_hostile_4242"
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(fixture.Read(t, name))
 }
 
 // inject replaces the first occurrence of old in doc.

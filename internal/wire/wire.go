@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"io"
 	"reflect"
 	"sort"
@@ -192,7 +193,7 @@ func (c *checker) check(val any, t reflect.Type, path string) any {
 				c.add(Join(path, name), "is required")
 			}
 		}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range sortedkeys.Of(obj) {
 			if ft, ok := info.exact[k]; ok {
 				obj[k] = c.check(obj[k], ft, Join(path, k))
 				continue
@@ -226,7 +227,7 @@ func (c *checker) check(val any, t reflect.Type, path string) any {
 		if !ok {
 			return c.mismatch(path, "an object", val)
 		}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range sortedkeys.Of(obj) {
 			obj[k] = c.check(obj[k], t.Elem(), Join(path, k))
 		}
 	case reflect.String:
@@ -283,15 +284,6 @@ func clipNum(n json.Number) string {
 		return string(n[:32]) + "…"
 	}
 	return string(n)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func jsonKind(v any) string {

@@ -40,7 +40,7 @@ func (s Signer) Public() ed25519.PublicKey { return s.Key.Public().(ed25519.Publ
 // Sign returns the signed pack file of p.
 func (s Signer) Sign(t testing.TB, p *pack.Pack) []byte {
 	t.Helper()
-	b, err := pack.Sign(p, s.Kid, s.Key)
+	b, err := pack.Sign(p, s.Kid, s.Key, nil)
 	if err != nil {
 		t.Fatalf("sign %s@%s: %v", p.PackMeta.PackID, p.PackMeta.PackVersion, err)
 	}

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,6 +30,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/internal/kit"
 	"github.com/contextos/contextos/transport/internal/netguard"
 )
 
@@ -42,6 +45,12 @@ type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error {
+	if r, ok := v.(*rawRequest); ok {
+		// The server reads the document itself (transport.ServeJSON), so a
+		// request it refuses still gets a response.
+		*r = append((*r)[:0], data...)
+		return nil
+	}
 	// A duplicated member or invalid UTF-8 is refused: encoding/json would
 	// keep the last value.
 	if err := wire.Strict(data); err != nil {
@@ -53,9 +62,12 @@ func (jsonCodec) Name() string { return CodecName }
 
 func init() { encoding.RegisterCodec(jsonCodec{}) }
 
-// MaxReplyBytes bounds a tool service's reply, as the HTTP transports
+// rawRequest is a request message as its bytes (the server decodes it).
+type rawRequest []byte
+
+// maxReplyBytes bounds a tool service's reply, as the HTTP transports
 // bound theirs.
-const MaxReplyBytes = 4 << 20
+const maxReplyBytes = 4 << 20
 
 // Options tune an adapter.
 type Options struct {
@@ -69,7 +81,8 @@ type Options struct {
 	DialOptions []grpc.DialOption
 }
 
-// Adapter is a gateway.Adapter over gRPC. It holds one connection; Close
+// Adapter is a gateway.Adapter over gRPC. A reply is bounded at 4 MiB,
+// as the HTTP transports bound theirs. It holds one connection; Close
 // releases it.
 type Adapter struct {
 	ep   transport.Endpoint
@@ -89,14 +102,14 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	if ep.Transport != transport.TransportGRPC {
 		return nil, fmt.Errorf("%w: grpctransport serves transport grpc, not %q", transport.ErrConfig, ep.Transport)
 	}
-	u, err := transport.CheckEndpoint(ep.URL, ep.AllowPrivate, "grpc", "grpcs")
+	u, err := kit.CheckEndpoint(ep.URL, ep.AllowPrivate, "grpc", "grpcs")
 	if err != nil {
 		return nil, err
 	}
-	if err := ep.Auth.Check(ep.AllowPrivate); err != nil {
+	if err := kit.CheckAuth(ep.Auth, ep.AllowPrivate); err != nil {
 		return nil, err
 	}
-	if err := ep.Retry.Check(); err != nil {
+	if err := kit.CheckRetry(ep.Retry); err != nil {
 		return nil, err
 	}
 	var creds credentials.TransportCredentials
@@ -123,9 +136,9 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	// checks every address it resolves to.
 	conn, err := grpc.NewClient("passthrough:///"+u.Host, dial...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", transport.ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", transport.ErrConfig, err)
 	}
-	o.Options = o.Options.WithDefaults()
+	o.Options = kit.Defaults(&o.Options)
 	return &Adapter{ep: ep, opts: o, conn: conn}, nil
 }
 
@@ -134,63 +147,64 @@ func (a *Adapter) Close() error { return a.conn.Close() }
 
 // Capability is the gateway capability the endpoint implies (timeout,
 // attempts, backoff).
-func (a *Adapter) Capability() gateway.Capability { return a.ep.Capability() }
+func (a *Adapter) Capability() gateway.Capability { return kit.Capability(&a.ep) }
 
-// Call implements gateway.Adapter.
+// Call implements gateway.Adapter. A call that ended because ctx did
+// returns an error that is the *gateway.ToolError (errors.As) and wraps
+// ctx's error (errors.Is(err, context.Canceled)).
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-	req := transport.RequestFor(call, transport.TransportGRPC, &a.ep)
-	return transport.Outcome(req, a.Execute(ctx, req))
+	req := kit.RequestFor(call, transport.TransportGRPC, &a.ep)
+	return kit.Outcome(ctx, req, a.Execute(ctx, req))
 }
 
-// Execute makes one attempt of req; every failure is a response.
+// Execute makes one attempt of req; every failure is a response. A 401 to
+// a cached OAuth2 token is retried once with a fresh token.
 func (a *Adapter) Execute(ctx context.Context, req *transport.Request) *transport.Response {
-	return transport.RunAttempt(ctx, &a.opts.Options, transport.TransportGRPC, a.ep.Auth, req, func(ctx context.Context) (*transport.Response, *gateway.ToolError) {
-		resp, st, te := a.invoke(ctx, req)
-		if st.Expired(te, &a.opts.Options) {
-			if ctx.Err() != nil {
-				return nil, transport.AuthExpired(req)
-			}
-			resp, _, te = a.invoke(ctx, req)
-		}
-		return resp, te
+	return kit.AuthorizedAttempt(ctx, &a.ep, &a.opts.Options, transport.TransportGRPC, req, func(ctx context.Context, h http.Header) (*transport.Response, *gateway.ToolError) {
+		return a.invoke(ctx, req, h)
 	})
 }
 
-func (a *Adapter) invoke(ctx context.Context, req *transport.Request) (*transport.Response, transport.AuthState, *gateway.ToolError) {
+func (a *Adapter) invoke(ctx context.Context, req *transport.Request, h http.Header) (*transport.Response, *gateway.ToolError) {
 	details := map[string]any{"tool": req.Tool.Name, "isolation_mode": transport.TransportGRPC}
-	h, st, te := transport.AuthHeaders(ctx, &a.ep, &a.opts.Options)
-	if te != nil {
-		return nil, st, te
-	}
 	md := metadata.Pairs("x-tool-contract-version", transport.ContractVersion, "x-request-id", req.RequestID, "x-tool-attempt", fmt.Sprint(req.Attempt))
 	if req.IdempotencyKey != "" {
 		md.Set("idempotency-key", req.IdempotencyKey)
 	}
-	if tp := transport.Traceparent(req.Trace); tp != "" {
-		md.Set("traceparent", tp)
-	}
+	kit.TraceHeaders(ctx, req, func(k, v string) { md.Set(k, v) })
 	for k, vs := range h {
 		md.Set(strings.ToLower(k), vs...)
 	}
 	var resp transport.Response
-	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp, grpc.MaxCallRecvMsgSize(MaxReplyBytes))
+	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp, grpc.MaxCallRecvMsgSize(maxReplyBytes))
 	if err != nil {
-		return nil, st, StatusError(ctx, err, details)
+		return nil, statusError(ctx, err, details)
 	}
 	if resp.Status == "" {
-		return nil, st, gateway.NewToolError(gateway.CodeExecutionFailed, true, "invalid contract response: status is missing", details)
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "invalid contract response: status is missing", details)
 	}
 	resp.Status = strings.ToLower(resp.Status)
-	return &resp, st, nil
+	return &resp, nil
 }
 
-// StatusError maps a gRPC call error: the context's deadline or
+// statusError maps a gRPC call error: the context's deadline or
 // cancellation as for HTTP, Unauthenticated auth_invalid, PermissionDenied
 // auth_forbidden (neither retryable), every other status a retryable
 // execution failure.
-func StatusError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
+func statusError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
+	if status.Code(err) == codes.DeadlineExceeded {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			// The service ran out of the deadline the caller sent with
+			// the call, and the caller's deadline has passed too: its
+			// context ends at once (its timer is due), and the error
+			// then wraps context.DeadlineExceeded as a local timeout
+			// does. Without the wait a loaded machine could answer
+			// before the caller's timer fired.
+			<-ctx.Done()
+		}
+	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return transport.TransportError(ctx, err, details)
+		return kit.CallError(ctx, err, details)
 	}
 	s, _ := status.FromError(err)
 	d := map[string]any{"grpc_code": s.Code().String()}
@@ -217,31 +231,34 @@ func StatusError(ctx context.Context, err error, details map[string]any) *gatewa
 	return gateway.NewToolError(gateway.CodeExecutionFailed, true, msg, d)
 }
 
-// Register serves ex as orloj.tool.v1.ToolService on s. Requests are
-// normalised first (a refusal is answered without calling ex) and every
-// response is completed with the version, request id, attempt and trace.
+// Register serves ex as orloj.tool.v1.ToolService on s, answering every
+// request as transport.ServeJSON does: a refusal is answered without calling
+// ex, arguments sent only in input_raw reach ex in Input, and every
+// response, refusals included, echoes the version, request id, attempt and
+// trace. A message that is not a request envelope is answered with a
+// non-retryable invalid_input response (echoing what could be read of
+// it), not a gRPC status, which an Orloj caller takes for a retryable
+// failure. The server's unary interceptors run around every call (the
+// request they see is opaque: the server decodes the message itself).
 func Register(s grpc.ServiceRegistrar, ex transport.Executor) {
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: ServiceName,
 		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{MethodName: "Execute", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			var req transport.Request
-			if err := dec(&req); err != nil {
-				return nil, status.Error(codes.InvalidArgument, "the request is not a Tool Contract v1 envelope")
+		Methods: []grpc.MethodDesc{{MethodName: "Execute", Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+			var raw rawRequest
+			if err := dec(&raw); err != nil {
+				return nil, err
 			}
-			return serve(ctx, ex, &req), nil
+			if interceptor == nil {
+				return transport.ServeJSON(ctx, ex, raw), nil
+			}
+			serve := func(ctx context.Context, req any) (any, error) {
+				return transport.ServeJSON(ctx, ex, *req.(*rawRequest)), nil
+			}
+			// The server's unary interceptors (a host's authentication,
+			// logging, metrics) run around the tool as around any method.
+			return interceptor(ctx, &raw, &grpc.UnaryServerInfo{Server: srv, FullMethod: FullMethod}, serve)
 		}}},
 		Metadata: "orloj/tool/v1/tool.proto",
 	}, struct{}{})
-}
-
-func serve(ctx context.Context, ex transport.Executor, req *transport.Request) *transport.Response {
-	var resp *transport.Response
-	if te := transport.Normalize(req); te != nil {
-		resp = transport.ResponseFor(te)
-	} else if resp = ex.Execute(ctx, req); resp == nil {
-		resp = transport.ResponseFor(gateway.NewToolError(gateway.CodeExecutionFailed, false, "the tool returned no response", nil))
-	}
-	resp.Complete(req)
-	return resp
 }

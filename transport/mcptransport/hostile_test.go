@@ -37,6 +37,13 @@ func echoServer(t *testing.T) *httptest.Server {
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 392) + tok(req)}}}, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "blocks", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.ResourceLink{URI: "https://files.example.com/a?token=" + tok(req), Name: tok(req), Description: "Bearer " + tok(req)},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "note://" + tok(req), MIMEType: "text/plain", Text: strings.Repeat("x", mcptransport.DefaultMaxInlineBytes-8) + tok(req) + strings.Repeat("y", 10)}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "blob://1", Blob: []byte("token=" + tok(req))}},
+		}}, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
@@ -61,6 +68,24 @@ func TestHostileMCP(t *testing.T) {
 			out, err := a.Call(bg, call("echo", map[string]any{}))
 			if err == nil && out.Output["seen"] != "[REDACTED]" {
 				t.Errorf("output %v", out.Output)
+			}
+			return out, err
+		}},
+		{name: "bearer token echoed in an MCP tool's content blocks (uri, name, text past the clip, blob)", run: func(t *testing.T, opts *mcptransport.Options, _ *httptest.Server) (*gateway.Outcome, error) {
+			a := connect(t, echoServer(t).URL, auth, opts)
+			out, err := a.Call(bg, call("blocks", map[string]any{}))
+			if err == nil {
+				blocks, _ := out.Output[mcptransport.OutputContent].([]any)
+				if len(blocks) != 3 {
+					t.Fatalf("output %v", out.Output)
+				}
+				// The clip cut the text inside the token; the blob that held
+				// it is kept as neither data nor digest.
+				text, _ := blocks[1].(map[string]any)["text"].(string)
+				blob := blocks[2].(map[string]any)
+				if blocks[1].(map[string]any)["truncated"] != true || strings.Contains(text, mcpToken[:6]) || blob["data"] != nil || blob["sha256"] != nil || blob["redacted"] != true {
+					t.Errorf("text tail %q, blob %v", text[max(len(text)-20, 0):], blob)
+				}
 			}
 			return out, err
 		}},

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/invopop/jsonschema"
@@ -16,6 +17,8 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/enums"
+	"github.com/contextos/contextos/internal/requestid"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
@@ -29,8 +32,12 @@ const BaseURL = "https://contextosai.com/schemas/"
 // Draft is the JSON Schema dialect of every generated file.
 const Draft = "https://json-schema.org/draft/2020-12/schema"
 
-// PackRefPattern is the grammar of a pinned pack ref (DESIGN.md wire rules).
+// PackRefPattern is the grammar of a pinned pack ref (internal/packref).
 const PackRefPattern = `^[A-Za-z0-9_.:-]+@[0-9]+\.[0-9]+\.[0-9]+$`
+
+// LedgerRequired are the members compiled-context.v1 requires of a
+// context ledger: those of the ledger in seed 000's compiled output.
+var LedgerRequired = []string{"pack_ref", "request_id", "policy_bundles", "tools", "evidence_refs", "memory_refs", "budget", "compiled_context_hash"}
 
 // Doc describes one published schema file.
 type Doc struct {
@@ -53,7 +60,6 @@ var defNames = map[reflect.Type]string{
 	reflect.TypeFor[runcontext.Input]():        "InvokeInput",
 	reflect.TypeFor[runcontext.RuntimeHints](): "InvokeRuntime",
 	reflect.TypeFor[decision.Record]():         "DecisionRecord",
-	reflect.TypeFor[replay.Outcome]():          "AdapterOutcome",
 }
 
 // envelopes reflects both tool envelopes into one document; Finish turns
@@ -69,24 +75,24 @@ var enumDefs = map[reflect.Type]struct {
 	values []string
 	desc   string
 }{
-	reflect.TypeFor[runcontext.ApprovalMode](): {"ApprovalMode", strs(runcontext.ApprovalModes()), "Canonical risk taxonomy, ordered read_only < local_write < network < delegated < destructive. Tools declare the highest mode they can produce; policy may downgrade within bundle priority but cannot upgrade outside it."},
-	reflect.TypeFor[runcontext.Mode]():         {"InvokeMode", strs(runcontext.Modes()), ""},
+	reflect.TypeFor[runcontext.ApprovalMode](): {"ApprovalMode", enums.ApprovalModes(), "Canonical risk taxonomy, ordered read_only < local_write < network < delegated < destructive. Tools declare the highest mode they can produce; policy may downgrade within bundle priority but cannot upgrade outside it."},
+	reflect.TypeFor[runcontext.Mode]():         {"InvokeMode", enums.Modes(), ""},
 	reflect.TypeFor[runcontext.Bucket]():       {"ContextBucket", strs(runcontext.Buckets()), ""},
 	reflect.TypeFor[pack.DataClassification](): {"DataClassification", strs(pack.DataClassifications()), ""},
 	reflect.TypeFor[pack.WriteClass]():         {"WriteClass", strs(pack.WriteClasses()), ""},
 	reflect.TypeFor[gateway.Status]():          {"ToolResultStatus", strs(gateway.Statuses()), ""},
-	reflect.TypeFor[decision.Status]():         {"DecisionStatus", strs(decision.Statuses()), ""},
+	reflect.TypeFor[decision.Status]():         {"DecisionStatus", enums.DecisionStatuses(), ""},
 }
 
 // inlineEnums are string enums written in place.
 var inlineEnums = map[reflect.Type][]string{
-	reflect.TypeFor[runcontext.PrincipalKind]():   strs(runcontext.PrincipalKinds()),
-	reflect.TypeFor[runcontext.AuthType]():        strs(runcontext.AuthTypes()),
-	reflect.TypeFor[runcontext.Lifecycle]():       strs(runcontext.Lifecycles()),
+	reflect.TypeFor[runcontext.PrincipalKind]():   enums.PrincipalKinds(),
+	reflect.TypeFor[runcontext.AuthType]():        enums.AuthTypes(),
+	reflect.TypeFor[runcontext.Lifecycle]():       enums.Lifecycles(),
 	reflect.TypeFor[replay.SourceKind]():          strs(replay.SourceKinds()),
 	reflect.TypeFor[replay.SideEffectPolicy]():    strs(replay.SideEffectPolicies()),
-	reflect.TypeFor[replay.ResultStatus]():        strs(replay.ResultStatuses()),
-	reflect.TypeFor[decision.ClaimVerification](): strs(decision.ClaimVerifications()),
+	reflect.TypeFor[replay.Status]():              strs(replay.Statuses()),
+	reflect.TypeFor[decision.ClaimVerification](): enums.ClaimVerifications(),
 }
 
 func strs[T ~string](v []T) []string {
@@ -120,7 +126,16 @@ func Docs() []Doc {
 			File: "compiled-context.v1.schema.json", Title: "CompiledContext v1",
 			Root: reflect.TypeFor[compiler.CompiledContext](),
 			Finish: func(s *jsonschema.Schema) {
-				prop(s.Definitions["ContextLedger"], "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				ledger := s.Definitions["ContextLedger"]
+				prop(ledger, "compiled_context_hash").Pattern = "^sha256:[0-9a-f]{64}$"
+				// The upstream opening does not show ContextLedger, so
+				// it requires none of our ledger's further members; the
+				// published ledger requires what seed 000's compiled
+				// output carries (our compiler writes every member).
+				for _, m := range LedgerRequired {
+					prop(ledger, m)
+				}
+				ledger.Required = slices.Clone(LedgerRequired)
 			},
 		},
 		{
@@ -143,6 +158,7 @@ func Docs() []Doc {
 				reflect.TypeFor[runcontext.Principal]():       rc + "Principal",
 				reflect.TypeFor[gateway.ToolCallEnvelope]():   BaseURL + "tool-envelope.v1.schema.json#/$defs/ToolCallEnvelope",
 				reflect.TypeFor[gateway.ToolResultEnvelope](): BaseURL + "tool-envelope.v1.schema.json#/$defs/ToolResultEnvelope",
+				reflect.TypeFor[compiler.ContextLedger]():     BaseURL + "compiled-context.v1.schema.json#/$defs/ContextLedger",
 			},
 			Finish: func(s *jsonschema.Schema) {
 				s.Description = "Portable replay contract for audit replay, regression replay, environment replay, and source-pressure closure."
@@ -209,7 +225,10 @@ func Docs() []Doc {
 				one := uint64(1)
 				refs.MinItems = &one
 				refs.Items.Pattern = PackRefPattern
-				prop(s, "request_id").Pattern = "^req_"
+				rid := prop(s, "request_id")
+				rid.Pattern = requestid.Pattern // runcontext.InvokeRequest.Validate: any unique id, or a pre-issue-15 req_ id
+				maxRID := uint64(requestid.MaxLegacyLen)
+				rid.MaxLength = &maxRID
 				trace := s.Definitions["InvokeTrace"]
 				prop(trace, "trace_id").Pattern = "^[0-9a-f]{32}$"
 				prop(trace, "span_id").Pattern = "^[0-9a-f]{16}$"

@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -157,4 +159,26 @@ func Transport(allowPrivate bool) *http.Transport {
 		return transports[1]()
 	}
 	return transports[0]()
+}
+
+// Origin is u's scheme://host:port with the scheme's default port made
+// explicit and the host lower-cased (an IPv6 host in brackets): two URLs
+// with the same Origin reach the same server, so credentials sent to one
+// may go to the other.
+func Origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + ":" + port
 }

@@ -1,0 +1,310 @@
+package contextos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Checkpoint is what a CheckpointStore keeps of a paused or long-running
+// run. It is opaque to the store: the runtime owns the encoding of Data and
+// says which encoding it is with Version; a store keeps RunID, Version and
+// Data as given and manages Revision.
+type Checkpoint struct {
+	// RunID is the run the checkpoint belongs to: the store's key.
+	RunID string
+	// Revision is the revision the checkpoint was loaded at (0 for a run
+	// without one); a successful Save sets it to the new revision.
+	Revision int
+	// Version is the encoding of Data. A runtime reads every version it
+	// lists as supported and refuses any other with a
+	// *CheckpointVersionError.
+	Version int
+	// Data is the run's state in the encoding Version names. A store
+	// returns it byte for byte as it was saved.
+	Data []byte
+}
+
+// CheckpointStore persists checkpoints so a run can resume on any runtime
+// sharing the store. A store never interprets Version or Data.
+//
+// Save stores cp.RunID's checkpoint (its Version and a copy of its Data)
+// atomically when the stored revision equals cp.Revision (a run without a
+// checkpoint is at revision 0), and then sets cp.Revision to the new
+// revision, cp.Revision+1. A save over another revision fails with an
+// error wrapping ErrCheckpointConflict and stores nothing.
+//
+// Load returns the run's last saved checkpoint: its Revision, its Version
+// and its Data byte for byte, in a value that shares no memory with the
+// store. It returns an error wrapping ErrNotFound for an unknown run.
+//
+// Both honour ctx (a cancelled ctx is an error wrapping ctx.Err()) and
+// are safe for concurrent use.
+type CheckpointStore interface {
+	Save(ctx context.Context, cp *Checkpoint) error
+	Load(ctx context.Context, runID string) (*Checkpoint, error)
+}
+
+// ErrCheckpointConflict reports a save over a revision another runtime
+// has already moved past: the run is being continued elsewhere.
+var ErrCheckpointConflict = errors.New("contextos: checkpoint was changed by another runtime")
+
+// ErrCheckpointVersion reports a checkpoint in an encoding this runtime
+// does not read (one written by a newer runtime, say). The error is a
+// *CheckpointVersionError.
+var ErrCheckpointVersion = errors.New("contextos: checkpoint version not supported")
+
+// CheckpointVersionError is the error for a checkpoint whose Version this
+// runtime cannot read. It matches ErrCheckpointVersion with errors.Is.
+type CheckpointVersionError struct {
+	// RunID is the checkpoint's run.
+	RunID string
+	// Version is the checkpoint's version.
+	Version int
+	// Supported lists the versions this runtime reads, oldest first.
+	Supported []int
+}
+
+func (e *CheckpointVersionError) Error() string {
+	return fmt.Sprintf("contextos: checkpoint of %s has version %d; this runtime reads versions %s", e.RunID, e.Version, joinInts(e.Supported))
+}
+
+// Unwrap returns ErrCheckpointVersion.
+func (e *CheckpointVersionError) Unwrap() error { return ErrCheckpointVersion }
+
+func joinInts(xs []int) string {
+	var b bytes.Buffer
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}
+
+// ErrLedgerMismatch reports a resume whose runtime compiles the run's
+// context under other packs than the run's checkpoint pins (another
+// environment overlay, or other pack content under the same ref) than the
+// run started under. Such a run is not continued: the error wraps
+// ErrNotResumable too.
+var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from the one the checkpoint pins")
+
+// Checkpoint encodings. Version 1 is the JSON of the exported Checkpoint
+// struct of the runtimes before checkpoints were versioned (its "rev"
+// member is ignored: the store's Revision is the revision). Version 2 is
+// the JSON of checkpointState: version 1 without "rev", with
+// "ledger_packs" (the run's pinned packs and overlays).
+const (
+	checkpointV1      = 1
+	checkpointV2      = 2
+	checkpointVersion = checkpointV2
+)
+
+// checkpointVersions lists the versions this runtime reads, oldest first.
+func checkpointVersions() []int { return []int{checkpointV1, checkpointV2} }
+
+// checkpointState is a paused or long-running run's resumable state, as
+// the runtime encodes it into Checkpoint.Data.
+type checkpointState struct {
+	RunID string `json:"run_id"`
+	// rev is the revision the state was loaded or last saved at: a store
+	// saves a checkpoint only over it (optimistic concurrency), so two
+	// runtimes cannot both continue one run.
+	rev int
+	// Active marks a run a runtime is continuing (resumed and not yet
+	// paused, stopped or ended): another Resume is refused.
+	Active  bool                      `json:"active,omitempty"`
+	Request *runcontext.InvokeRequest `json:"request"`
+	Run     *runcontext.RunContext    `json:"run_context"`
+	// LedgerPacks is the digest of the packs section of the context
+	// ledger the run compiled (each pack's ref, content hash and applied
+	// overlay): empty before the run's first compile and in a version-1
+	// checkpoint. A resume whose compile gives another is refused with
+	// ErrLedgerMismatch. The rest of the ledger is not pinned: a resume
+	// with a new budget changes the run context's digest in it.
+	LedgerPacks string `json:"ledger_packs,omitempty"`
+	// Turn counts the planner turns made so far; the plan in progress was
+	// made at turn Turn-1.
+	Turn      int          `json:"turn"`
+	Replans   int          `json:"replans"`
+	Plan      *Plan        `json:"plan"`
+	StepIndex int          `json:"step_index"`
+	Results   []StepResult `json:"results"`
+	Usage     PlanUsage    `json:"usage"`
+	// MeterUsage is the run-budget meter's reading (tokens, tool calls,
+	// spend) so a resumed run keeps counting from where it paused.
+	MeterUsage runcontext.Usage         `json:"meter_usage"`
+	StartedAt  string                   `json:"started_at"`
+	Pending    *gateway.ApprovalRequest `json:"pending,omitempty"`
+	// Deferred is the run's latest DEFERRED record (or a hard stop's
+	// ESCALATED one) that a resume closes.
+	Deferred string `json:"deferred_record_id,omitempty"`
+	// Open lists, in order, every record of the run a CLOSED record must
+	// close when the run reaches its terminal record: its IN_FLIGHT and
+	// DEFERRED records and a hard stop's ESCALATED record.
+	Open []string `json:"open_record_ids,omitempty"`
+	// InFlight is the IN_FLIGHT record of a long_running run's latest
+	// progress checkpoint.
+	InFlight string `json:"in_flight_record_id,omitempty"`
+	// LeaseUntil is when a long_running run's claim lapses unless a
+	// heartbeat renews it (RFC 3339, on the runtime's clock): until then
+	// a takeover of the active run is refused (ErrLeaseHeld).
+	LeaseUntil string  `json:"lease_until,omitempty"`
+	Plans      []*Plan `json:"plans"`
+	Seq        int     `json:"seq"`
+	Terminal   bool    `json:"terminal,omitempty"`
+	// Chain is where the run's transcript chain stands.
+	Chain gateway.ChainState `json:"chain"`
+	// Replay inputs recorded so far: adapter outcomes, clock readings and
+	// the approvals of each resume.
+	Outcomes []replay.AdapterOutcome `json:"outcomes,omitempty"`
+	Clock    []time.Time             `json:"clock,omitempty"`
+	Resumes  []replay.Resume         `json:"resumes,omitempty"`
+	// Stopped is why a hard stop ended the run; such a run resumes like a
+	// paused one (with a new budget, say).
+	Stopped string `json:"stopped,omitempty"`
+	// Origin is the run context the run was invoked with, kept when a
+	// resume replaced its budget (a replay starts from it).
+	Origin *runcontext.RunContext `json:"origin_run_context,omitempty"`
+	// PlannerCalls and Checks count planner calls and interruption checks;
+	// PlannerErrors and Interrupts are the failed calls and the
+	// cancellations seen, so a replay fails and stops where the run did.
+	PlannerCalls  int                   `json:"planner_calls"`
+	PlannerErrors []replay.PlannerError `json:"planner_errors,omitempty"`
+	Checks        int                   `json:"checks"`
+	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
+}
+
+// planTurn is the turn the plan in progress was made at.
+func (cp *checkpointState) planTurn() int { return max(cp.Turn-1, 0) }
+
+// encodeCheckpoint encodes st in the current version, at the revision it
+// was loaded or last saved at.
+func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", st.RunID, err)
+	}
+	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: checkpointVersion, Data: b}, nil
+}
+
+// decodeCheckpoint decodes a stored checkpoint of any supported version.
+func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
+	if !slices.Contains(checkpointVersions(), c.Version) {
+		return nil, &CheckpointVersionError{RunID: c.RunID, Version: c.Version, Supported: checkpointVersions()}
+	}
+	// Versions 1 and 2 share their members (version 1's "rev" is
+	// ignored, and it has no "ledger_packs"), so one decoder reads both.
+	var st checkpointState
+	if err := json.Unmarshal(c.Data, &st); err != nil {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", c.RunID, err)
+	}
+	if st.RunID != c.RunID {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %q", c.RunID, st.RunID)
+	}
+	if c.Version == checkpointV1 {
+		st.LedgerPacks = ""
+	}
+	st.rev = c.Revision
+	return &st, nil
+}
+
+// saveCheckpoint saves st over the revision it holds and moves it to the
+// new one.
+func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) error {
+	c, err := encodeCheckpoint(st)
+	if err != nil {
+		return err
+	}
+	if err := rt.opts.Checkpoints.Save(ctx, c); err != nil {
+		return err
+	}
+	st.rev = c.Revision
+	return nil
+}
+
+// pinLedgerPacks pins, on the run's first compile, the packs section of
+// its context ledger, and refuses a later compile (a resume's) under
+// other packs or overlays.
+func (r *run) pinLedgerPacks(cc *compiler.CompiledContext) error {
+	d, err := canon.Digest(cc.ContextLedger.Packs)
+	if err != nil {
+		return err
+	}
+	switch r.cp.LedgerPacks {
+	case "":
+		r.cp.LedgerPacks = d
+	case d:
+	default:
+		return fmt.Errorf("%w: %w: run %s pins packs %s and this runtime compiles %s (is its environment overlay the run's?)", ErrNotResumable, ErrLedgerMismatch, r.rc.RunID, r.cp.LedgerPacks, d)
+	}
+	return nil
+}
+
+// loadCheckpoint loads and decodes a run's checkpoint.
+func (rt *Runtime) loadCheckpoint(ctx context.Context, runID string) (*checkpointState, error) {
+	c, err := rt.opts.Checkpoints.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: no checkpoint for run %q (the store returned none)", ErrNotFound, runID)
+	}
+	return decodeCheckpoint(c)
+}
+
+// InMemoryCheckpoints is the in-memory CheckpointStore.
+type InMemoryCheckpoints struct {
+	mu  sync.Mutex
+	cps map[string]Checkpoint
+}
+
+var _ CheckpointStore = (*InMemoryCheckpoints)(nil)
+
+// NewInMemoryCheckpoints returns an empty store.
+func NewInMemoryCheckpoints() *InMemoryCheckpoints {
+	return &InMemoryCheckpoints{cps: map[string]Checkpoint{}}
+}
+
+// Save implements CheckpointStore.
+func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("contextos: save checkpoint: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at := m.cps[cp.RunID].Revision; at != cp.Revision {
+		return fmt.Errorf("%w: run %s is at revision %d, the save is over %d", ErrCheckpointConflict, cp.RunID, at, cp.Revision)
+	}
+	m.cps[cp.RunID] = Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}
+	cp.Revision++
+	return nil
+}
+
+// Load implements CheckpointStore.
+func (m *InMemoryCheckpoints) Load(ctx context.Context, runID string) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("contextos: load checkpoint: %w", err)
+	}
+	m.mu.Lock()
+	c, ok := m.cps[runID]
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: no checkpoint for run %q", ErrNotFound, runID)
+	}
+	c.Data = bytes.Clone(c.Data)
+	return &c, nil
+}

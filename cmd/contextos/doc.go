@@ -1,0 +1,149 @@
+// Command contextos is the ContextOS CLI for pack authors and CI: it
+// validates documents, signs, verifies and diffs Context Packs, compiles a
+// CompiledContext, drives one governed run with a scripted planner, and
+// replays a replay packet offline.
+//
+// Usage:
+//
+//	contextos version
+//	contextos schemas [--out DIR]
+//	contextos validate --kind invoke-agent|run-context FILE
+//	contextos pack validate [--json] [--redactors FILE] FILE...
+//	contextos pack keygen --out DIR
+//	contextos pack sign --key KEYFILE [--redactors FILE] PACK
+//	contextos pack verify --pub PUBFILE [--pub PUBFILE…] [--redactors FILE] SIGNED
+//	contextos pack diff [--json] [--redactors FILE] OLD NEW
+//	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
+//	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
+//	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
+//	    --plan FILE --tools FILE [--overlay FILE] [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
+//	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
+//	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…]
+//	contextos replay --pack FILE… [--pub PUBFILE… | --allow-unsigned] [--overlay FILE]
+//	    [--ontology NS@VERSION…] [--redactors FILE] [--claim-pub PUBFILE…] PACKET
+//
+// Every command prints its flags with -h. A FILE argument of "-" reads
+// standard input. Flags marked … may be repeated.
+//
+// # Commands
+//
+// version prints the runtime version.
+//
+// schemas lists the published JSON Schemas (draft 2020-12); with --out it
+// writes every schema file into DIR.
+//
+// validate checks an invokeAgent request or a RunContext against its
+// published schema and the runtime's own rules, strictly (duplicate
+// members and invalid UTF-8 are refused). It prints one "path: message"
+// line per problem.
+//
+// pack validate runs every validation gate of a Context Pack and prints one
+// "gate: path: message" line per problem (prefixed with the file name when
+// several files are given), or a JSON array with --json.
+//
+// pack keygen writes an Ed25519 key pair into DIR: <kid>.key (mode 0600)
+// and <kid>.pub.
+//
+// pack sign prints the signed pack file of a pack that passes every gate.
+//
+// pack verify checks a signed pack file against the trusted public keys
+// and prints "verified REF CONTENT_HASH KID".
+//
+// pack diff prints the version class of the change from OLD to NEW (patch,
+// minor, major or reject) with one "class: path: reason" line per change,
+// and whether the version bump is big enough; --json prints the same as
+// JSON. Signed pack files are diffed by their pack.
+//
+// compile resolves the packs (the first is primary) with the request and
+// run context into the CompiledContext and prints it as JSON. Signed packs
+// are verified when --pub keys are given. --overlay applies an environment
+// overlay; --ontology declares the ontology versions the host supports.
+//
+// run drives one invocation through the runtime with a scripted planner
+// and scripted tools and prints
+//
+//	{"status", "decision_record", "tool_results", "events", "pending_approvals"}
+//
+// Adapters whose endpoint_ref is in the --endpoints file are called for
+// real through their transport instead. Plain packs need --allow-unsigned
+// (they are signed in memory with a throwaway key). --record and
+// --replay-packet also write the decision record and the replay packet (a
+// paused run's packet replays to the same pause). --now fixes the clock.
+// --claim-pub gives the public keys of the identity-claim issuer: with one,
+// a run whose packs allow delegated or destructive work needs a verified
+// identity claim; without one such a run is allowed and its record says
+// the claim check was waived.
+//
+// replay replays a replay packet offline against the given packs, which
+// must have the content hashes the packet pins (a packet pins hashes, not
+// the packs), and prints the replay result as JSON. No planner and no live
+// tool is called. Without --ontology, the packs' own ontology versions
+// are declared.
+//
+// # Files
+//
+// The plan file (run --plan) is a JSON array of planner turns, used in
+// order; each turn is
+//
+//	{"steps": [{"capability_id": "adp_orders.lookup", "args": {…}, "evidence_refs": […]}],
+//	 "decision": {"decision_key": …, "outcome": …, "outputs": {…}, "rationale": …, "confidence": 0.95}}
+//
+// with steps and decision each optional. When the turns run out before a
+// terminal verdict the run escalates.
+//
+// The tools file (run --tools) is a JSON object from capability id
+// ("adp_orders.lookup") to the list of results its successive calls get
+// (the last one repeats); each result is
+//
+//	{"status": …, "output": {…}, "error": {"code", "reason", "retryable", "message", "details"},
+//	 "mutations": […], "latency_ms": …, "cost_cents": …}
+//
+// Status ok, completed or none succeeds; failed fails the call with
+// execution_failed; error, blocked, rejected and denied fail it with
+// permission_denied (an adapter cannot itself block a call); an "error"
+// object is returned as the tool error. A capability without results
+// fails with unsupported_tool. A write must name its mutations.
+//
+// --approve GATE=APPROVER:ROLE answers a pause on that gate with an
+// approval by that approver holding that role, bound to the paused action;
+// without it the run ends DEFERRED and pending_approvals says what it
+// awaits.
+//
+// The evidence and memory files (--evidence, --memory) are JSON arrays of
+// compiler.EvidenceItem and compiler.MemoryItem.
+//
+// The endpoints file (run --endpoints) maps an adapter's endpoint_ref to
+// how it is reached:
+//
+//	{"internal://payments": {"transport": "external", "url": "https://…", "auth": {"profile": "bearer", "secret_ref": "payments_token"},
+//	  "timeout_ms": 2000, "max_attempts": 3, "backoff_ms": 100, "max_backoff_ms": 1000, "jitter": "full"}}
+//
+// transport is http, external, webhook (or webhook-callback), grpc or mcp;
+// mcp takes "command" (an argument vector, started as a subprocess) or a
+// streamable-HTTP "url". Other members: jitter_seed, poll_interval_ms
+// (webhook), max_redirects (default 0: a redirect is an error),
+// allow_private (default true here: the file is the operator's own
+// configuration), namespace, agent, input_raw (true: send the arguments
+// only in input_raw, for envelope servers whose input is a string map, as
+// Orloj's are), and tools (capability labels and risk
+// levels per capability, checked against the adapter's approval mode). An
+// entry that matches no adapter is an error.
+//
+// The secrets file (run --secrets) maps a secret name to its value, or to
+// an object of keys (for oauth2_client_credentials: client_id and
+// client_secret), which secret_ref names as name:key. Secret values never
+// reach the output, an error or a log line.
+//
+// The redactors file (--redactors) is a JSON object from a redaction rule
+// name to a Go regular expression (RE2); packs may then name those rules in
+// policy_layer.guardrails.redaction_rules, and the gateway applies them.
+//
+// # Exit codes
+//
+// 0: the document is valid, the pack verified, the run completed (whatever
+// its status) or the replay was replay_equal. 1: the input was read and is
+// invalid (one line per problem), a signature does not hold, a pack change
+// is rejected or its version bump is too small, or a replay mismatched or
+// was tampered with. 2: bad flags or arguments, unreadable files, or an
+// internal error.
+package main

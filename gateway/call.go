@@ -1,0 +1,294 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// CallRequest is one plan step's tool call.
+type CallRequest struct {
+	CapabilityID string
+	Args         map[string]any
+	EvidenceRefs []string
+	// IdempotencyKey is the plan's key for a write. The gateway never uses
+	// it verbatim: the key it executes the write once under (and sets on
+	// the envelope, in Call.IdempotencyKey, and in args.idempotency_key
+	// when the capability's schema declares that argument or the
+	// permission names it and the schema admits it) is derived from the
+	// run's tenant id, the run id, this key, the capability and the
+	// canonical arguments, so runs and tenants that pick the same key do
+	// not share a result, while a retry within the run does. When empty
+	// the gateway derives one from the tenant id, the run id, the
+	// capability and the canonical arguments (not the step: the same write
+	// proposed again later in the run is the same action). Either way the
+	// same inputs give the same key (resumes and replays reuse it).
+	IdempotencyKey string
+	// Step is the plan step the call makes; it keys the call's derived
+	// tool_call_id.
+	Step StepID
+	// ApprovalMode is the mode the planner requests ("" for the
+	// capability's effective mode).
+	ApprovalMode runcontext.ApprovalMode
+	// Attachments names request attachments (artifact ids) the call uses.
+	Attachments []string
+	// Approval answers a paused call's approval request.
+	Approval *Approval
+}
+
+// StepID names a plan step within a run: Index is the step's index in
+// the plan made at turn Turn. A call's tool_call_id is derived from the run
+// id, the step, the capability and the canonical arguments.
+//
+// The step enters that derivation as the single number Turn*1000+Index,
+// which is what runs recorded before StepID existed used: their ids, and
+// the replay packets that hold them, stay valid. A plan therefore has at
+// most 1000 steps per turn: a call whose Index is outside [0, 999] (or
+// whose Turn is negative or too large) is rejected (invalid_input, with
+// details.field "step") instead of sharing another step's ids.
+type StepID struct {
+	Turn, Index int
+}
+
+// maxStepsPerTurn is the step-index radix of the derived ids.
+const maxStepsPerTurn = 1000
+
+// key returns the number the step's derived ids are keyed by, and false
+// when the step is out of range.
+func (s StepID) key() (int, bool) {
+	if s.Index < 0 || s.Index >= maxStepsPerTurn || s.Turn < 0 || s.Turn > (math.MaxInt-maxStepsPerTurn)/maxStepsPerTurn {
+		return 0, false
+	}
+	return s.Turn*maxStepsPerTurn + s.Index, true
+}
+
+// callRecord is what the gateway keeps about one call besides its wire
+// envelope: the envelope's cached encodings, the call's own policy
+// decisions, and what the checks settled on the way to the adapter. It
+// never leaves the gateway; the envelope is its first member, so the two
+// are one allocation.
+type callRecord struct {
+	env ToolCallEnvelope
+	s   *surfaced // nil when the capability is not surfaced
+	// What the checks read of the request besides the envelope.
+	attachments []string
+	callerKey   string
+	approval    *Approval
+	// m is the run's constant members, encoded once (see runMembers).
+	m *runMembers
+	// argsJSON is the canonical form of env.Args as the gateway built it
+	// (nil when not known, and once a check changes the args); metaJSON
+	// that of env.Metadata (shared by the run's calls of one capability).
+	argsJSON, metaJSON []byte
+	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
+	// result cites when the adapter cites nothing (ToolCallID is its tail).
+	citeRef string
+	// decisions are the decisions of the call's own policy evaluation (nil
+	// when the call is bound to the run's evaluation).
+	decisions []policy.Decision
+
+	// What the checks settled, for the ones after them and the execution.
+	write      bool                   // the capability's highest mode is write-class
+	key        string                 // a write's derived idempotency key
+	attHashes  []string               // the used attachments' hashes
+	delegation *runcontext.Delegation // the user's, for a delegated call
+	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
+}
+
+// Call checks, executes and records one call. Refusals, pauses and
+// failures are results, never adapter invocations. The error is non-nil
+// when the result could not be recorded (ErrTranscript), a store failed,
+// or the adapter panicked (ErrAdapterPanic); the result is still returned
+// when there is one, and recorded when it could be (a panicked call's
+// result is, as any failure's).
+func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
+	start := r.now()
+	c, res := r.envelope(req)
+	// With the no-op provider there is no span to start: a no-op child
+	// would only carry the parent's span context, which ctx carries.
+	var span trace.Span
+	recording := false
+	if r.g.tracer != nil {
+		name := "execute_tool " + req.CapabilityID
+		if c.s != nil {
+			name = c.s.spanName
+		}
+		ctx, span = r.g.tracer.Start(ctx, name, spanKindInternal)
+		defer span.End()
+		// Attributes are built only for a span that records.
+		recording = span.IsRecording()
+	}
+	if recording {
+		span.SetAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", req.CapabilityID),
+			attribute.String("gen_ai.tool.call.id", c.env.ToolCallID),
+			attribute.String("contextos.run_id", r.rc.RunID),
+			attribute.String("contextos.tenant_id", r.rc.TenantID),
+			attribute.String("contextos.compiled_context_hash", r.cc.Hash()),
+		)
+	}
+	var err error
+	if res == nil {
+		res, err = r.govern(ctx, c)
+	}
+	out := &res.env
+	out.LatencyMS = r.now().Sub(start).Milliseconds()
+	if !res.recorded && !out.Metadata.Duplicate {
+		// Refusals are results too: every call's outcome is in the transcript.
+		if rerr := r.record(ctx, c, res); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	r.keepDecisions(out.ToolCallID, c.decisions, out.Metadata.Duplicate)
+	if recording {
+		span.SetAttributes(attribute.String("contextos.tool.status", string(out.Status)), attribute.Int("contextos.tool.attempts", out.Metadata.Attempts))
+		if out.PolicyDecisionID != nil {
+			span.SetAttributes(attribute.String("contextos.policy_decision_id", *out.PolicyDecisionID))
+		}
+		if out.Error != nil {
+			span.SetAttributes(attribute.String("contextos.tool.code", out.Error.Code))
+			if !out.Status.Succeeded() && out.Status != StatusPaused {
+				span.SetStatus(codes.Error, out.Error.Code)
+			}
+		}
+	}
+	if r.g.opts.Logger.Enabled(ctx, slog.LevelDebug) {
+		r.g.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool call", slog.String("run_id", r.rc.RunID), slog.String("tool_call_id", c.env.ToolCallID),
+			slog.String("capability", req.CapabilityID), slog.String("status", string(out.Status)), slog.Int("attempts", out.Metadata.Attempts))
+	}
+	return out, err
+}
+
+// spanKindInternal is built once: an option made per call is an allocation.
+var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+
+// keepDecisions keeps a call's own policy decisions for CallDecisions;
+// a later call with the same id refused before policy ran (no decisions)
+// never erases them. A duplicate's result names the call that ran first: what that call kept
+// stands, and the duplicate's evaluation is kept only when the run has
+// nothing for it (the first call ran before a resume).
+func (r *Run) keepDecisions(toolCallID string, ds []policy.Decision, duplicate bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.decisions[toolCallID]; ok && duplicate {
+		return
+	}
+	if ds == nil {
+		// A call refused before policy ran has no decisions of its own; a
+		// call with the same id that did run keeps its own.
+		return
+	}
+	if r.decisions == nil {
+		r.decisions = map[string][]policy.Decision{}
+	}
+	r.decisions[toolCallID] = ds
+}
+
+// CallDecisions returns the decisions of the policy evaluation of the
+// run's call toolCallID (a result's ToolCallID): one per rule that applied
+// to the call (its applies_to matched the call's tool.* data), in the
+// policy's rule order. It is nil when the pack's policy reads no tool data
+// (every call is bound to the run's evaluation, whose decisions are the
+// compiled context's policy_results), the call was refused before policy
+// was evaluated, or the run made no such call. The slice is the caller's
+// own copy.
+func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
+	r.mu.Lock()
+	ds := r.decisions[toolCallID]
+	r.mu.Unlock()
+	if ds == nil {
+		return nil
+	}
+	out := make([]policy.Decision, len(ds))
+	for i, d := range ds {
+		d.Requires = slices.Clone(d.Requires)
+		d.Raise = slices.Clone(d.Raise)
+		out[i] = d
+	}
+	return out
+}
+
+// envelope builds the call's record and envelope and finds the capability
+// in the run's tool manifest (nil when it is not surfaced); a malformed
+// request yields a rejected result at once.
+func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
+	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, m: r.members}
+	args, _ := jsonv.Normalize(req.Args).(map[string]any)
+	// The arguments are encoded once: the tool-call id, the idempotency key,
+	// the payload size and the transcript digest all use these bytes.
+	argsJSON, err := canon.JSON(args)
+	step, stepOK := req.Step.key()
+	stepPart := canon.IntPart(step)
+	if !stepOK {
+		// Refused below; its id must not be another step's.
+		stepPart = canon.StringPart(fmt.Sprintf("step %d.%d", req.Step.Turn, req.Step.Index))
+	}
+	// The id is written after "tool:<capability>:", the evidence ref a
+	// result cites by default: one string holds both.
+	var buf [128]byte
+	cite := append(append(append(buf[:0], "tool:"...), req.CapabilityID...), ':')
+	b := cite
+	if err == nil {
+		b, err = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID), canon.RawPart(argsJSON))
+	}
+	if err != nil {
+		argsJSON = nil
+		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID))
+	}
+	c.citeRef = string(b)
+	c.argsJSON = argsJSON
+	c.env = ToolCallEnvelope{
+		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: c.citeRef[len(cite):], RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
+		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
+		ApprovalModeRequested: req.ApprovalMode, AuthRef: r.authRef,
+	}
+	env := &c.env
+	if env.EvidenceRefs == nil {
+		env.EvidenceRefs = []string{}
+	}
+	s := r.surfaced[req.CapabilityID]
+	c.s = s
+	if s != nil {
+		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode
+		if env.ApprovalModeRequested == "" {
+			env.ApprovalModeRequested = s.meta.ApprovalMode
+		}
+		// Each envelope owns its metadata: an envelope a sink changes does
+		// not change another's.
+		env.Metadata, c.metaJSON = maps.Clone(s.callMeta), s.callMetaJSON
+	}
+	switch {
+	case err != nil:
+		return c, r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil)
+	case !stepOK:
+		return c, r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false,
+			fmt.Sprintf("step %d of turn %d is out of range: a turn's plan has at most %d steps, and turns count from 0", req.Step.Index, req.Step.Turn, maxStepsPerTurn),
+			map[string]any{"field": "step"}), nil)
+	}
+	if _, _, ok := splitCapability(req.CapabilityID); !ok || req.Args == nil {
+		return c, r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "a call names adapter_id.capability and carries an args object", nil), nil)
+	}
+	return c, nil
+}
+
+// refuse builds a result for a call that never reached the adapter.
+func (r *Run) refuse(c *callRecord, status Status, te *ToolError, polID *string) *result {
+	retryable := te.Retryable
+	res := newResult(c, polID)
+	res.env.Status, res.env.Error = status, te
+	res.env.Metadata = ResultMetadata{ToolStatus: string(status), ToolCode: te.Code, ToolReason: te.Reason, Retryable: &retryable}
+	return res
+}

@@ -1,0 +1,401 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// check is one named step of governing a call. It returns nil to let the
+// call go on, or the result that ends it (a refusal or a pause; the error
+// is a store's failure, returned with the result). A check may settle
+// something for the checks after it, on the call's record.
+type check struct {
+	name string
+	run  func(r *Run, ctx context.Context, c *callRecord) (*result, error)
+}
+
+// checks are the gateway's checks, in the order they run: the first that
+// ends a call decides its result, and a call that passes them all is
+// executed (executeOnce). The package doc ("The checks, in order") says
+// what each does, in this order; TestChecksTable holds the two together.
+var checks = [...]check{
+	{"surfaced", (*Run).checkSurfaced},
+	{"registered", (*Run).checkRegistered},
+	{"idempotency_key", (*Run).checkIdempotencyKey},
+	{"attachments", (*Run).checkAttachments},
+	{"tenant", (*Run).checkTenant},
+	{"args", (*Run).checkArgs},
+	{"payload", (*Run).checkPayload},
+	{"policy", (*Run).checkPolicy},
+	{"safety_mode", (*Run).checkSafetyMode},
+	{"delegation", (*Run).checkDelegation},
+	{"budget", (*Run).checkBudget},
+	{"approval", (*Run).checkApprovalGate},
+}
+
+// govern runs the checks and, when the call passes them all, executes it.
+func (r *Run) govern(ctx context.Context, c *callRecord) (*result, error) {
+	for i := range checks {
+		if res, err := checks[i].run(r, ctx, c); res != nil || err != nil {
+			return res, err
+		}
+	}
+	return r.executeOnce(ctx, c)
+}
+
+func (r *Run) checkSurfaced(_ context.Context, c *callRecord) (*result, error) {
+	if c.s != nil {
+		return nil, nil
+	}
+	return r.refuse(c, StatusRejected, NewToolError(CodeUnsupportedTool, false,
+		fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", c.env.CapabilityID, strings.Join(sortStrings(keys(r.surfaced)), ", ")), nil), nil), nil
+}
+
+func (r *Run) checkRegistered(_ context.Context, c *callRecord) (*result, error) {
+	if c.s.spec != nil {
+		return nil, nil
+	}
+	return r.refuse(c, StatusRejected, NewToolError(CodeUnsupportedTool, false, fmt.Sprintf("no adapter is registered for %s", c.env.CapabilityID), nil), nil), nil
+}
+
+func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, error) {
+	c.write = c.s.mode.IsWrite()
+	if !c.write {
+		return nil, nil
+	}
+	key, err := r.idempotencyKey(c)
+	if err != nil {
+		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
+	}
+	c.key = key
+	c.env.IdempotencyKey = strPtr(key)
+	if injectsKey(c.s.spec.schema, c.s.constraints) {
+		if _, has := c.env.Args[keyArg]; !has {
+			c.env.Args[keyArg] = key
+			c.argsJSON = nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *Run) checkAttachments(_ context.Context, c *callRecord) (*result, error) {
+	for _, id := range c.attachments {
+		i := slices.IndexFunc(r.req.Attachments, func(a runcontext.Attachment) bool { return a.ArtifactID == id })
+		if i < 0 || r.g.opts.AttachmentScope != nil && !r.g.opts.AttachmentScope(r.rc.TenantID, r.req.Attachments[i]) {
+			return r.refuse(c, StatusRejected, NewToolError(CodePermissionDenied, false, fmt.Sprintf("attachment %q is not one of this tenant's request attachments", clip(id, maxQuoted)), nil), nil), nil
+		}
+		a := r.req.Attachments[i]
+		hex := strings.TrimPrefix(a.SHA256, "sha256:")
+		c.env.EvidenceRefs = append(c.env.EvidenceRefs, "artifact:"+a.ArtifactID+"#"+hex)
+		c.attHashes = append(c.attHashes, "sha256:"+hex)
+	}
+	return nil, nil
+}
+
+func (r *Run) checkTenant(_ context.Context, c *callRecord) (*result, error) {
+	for _, p := range c.env.PrincipalChain {
+		if p.TenantID != "" && p.TenantID != r.rc.TenantID {
+			return r.refuse(c, StatusRejected, NewToolError(CodePermissionDenied, false, "principal chain crosses tenants", nil), nil), nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *Run) checkArgs(_ context.Context, c *callRecord) (*result, error) {
+	if probs := validateArgs(c.s.spec.schema, c.env.Args, c.s.constraints, c.key); len(probs) > 0 {
+		return r.refuse(c, StatusRejected, argsError(c.env.CapabilityID, probs), nil), nil
+	}
+	return nil, nil
+}
+
+func (r *Run) checkPayload(_ context.Context, c *callRecord) (*result, error) {
+	max := r.rc.RunBudget.MaxPayloadBytes
+	if max <= 0 {
+		return nil, nil
+	}
+	if size, err := c.argsSize(); err != nil || size > max {
+		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, fmt.Sprintf("args are larger than max_payload_bytes (%d); pass large payloads as attachments", max),
+			map[string]any{"max_payload_bytes": max}), nil), nil
+	}
+	return nil, nil
+}
+
+// argsSize is the size of the call's canonical arguments.
+func (c *callRecord) argsSize() (int64, error) {
+	if c.argsJSON != nil {
+		return int64(len(c.argsJSON)), nil
+	}
+	b, err := canon.JSON(c.env.Args)
+	return int64(len(b)), err
+}
+
+// checkPolicy evaluates the call's own policy (when the policy reads tool
+// data) and binds the envelope to a decision.
+func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
+	env := &c.env
+	res := r.base
+	if r.usesTool {
+		var err error
+		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
+		if err != nil {
+			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
+		}
+		c.decisions = res.Decisions
+	}
+	polID, blockedBy := r.bindPolicy(env, res, c.s, c.write)
+	env.PolicyDecisionID = polID
+	if blockedBy != "" {
+		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
+	}
+	return nil, nil
+}
+
+func (r *Run) checkSafetyMode(_ context.Context, c *callRecord) (*result, error) {
+	env := &c.env
+	for _, m := range [...]struct {
+		name string
+		mode runcontext.ApprovalMode
+	}{{"requested", env.ApprovalModeRequested}, {"effective", env.ApprovalModeEffective}, {"highest", env.ApprovalModeHighest}} {
+		if !m.mode.AtMost(r.rc.SafetyMode) {
+			return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, fmt.Sprintf("%s approval mode %s is above the run's safety mode %s", m.name, m.mode, r.rc.SafetyMode), nil),
+				env.PolicyDecisionID), nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *Run) checkDelegation(_ context.Context, c *callRecord) (*result, error) {
+	mode := c.env.ApprovalModeEffective
+	if mode.Compare(runcontext.Delegated) < 0 {
+		return nil, nil
+	}
+	block := func(msg string, details map[string]any) (*result, error) {
+		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, msg, details), c.env.PolicyDecisionID), nil
+	}
+	d := r.rc.User.Delegation
+	scopes := c.s.spec.Scopes
+	switch {
+	case d == nil:
+		return block(fmt.Sprintf("a %s call needs a user delegation and the run has none", mode), nil)
+	case strings.TrimSpace(d.TokenRef) == "":
+		// Seed 000: every delegated call carries the user's delegation
+		// token reference, which the adapter exchanges for a token.
+		return block(fmt.Sprintf("a %s call needs the user delegation's token_ref and it is empty", mode), map[string]any{"field": "user.delegation.token_ref"})
+	case !d.HasScopes(scopes...):
+		return block(fmt.Sprintf("the user delegation lacks scopes %v that %s needs", missing(d.Scopes, scopes), c.env.CapabilityID), nil)
+	}
+	c.delegation = d
+	return nil, nil
+}
+
+func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
+	callsLeft, costLeft := r.meter.Left()
+	if callsLeft <= 0 {
+		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (max_tool_calls %d)", r.rc.RunBudget.MaxToolCalls),
+			map[string]any{"dimension": runcontext.DimToolCalls}), c.env.PolicyDecisionID), nil
+	}
+	if cost := c.s.spec.CostCents; cost > costLeft {
+		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("cost budget exhausted (%.4g cents left, the call costs %.4g)", costLeft, cost),
+			map[string]any{"dimension": runcontext.DimCost}), c.env.PolicyDecisionID), nil
+	}
+	return nil, nil
+}
+
+// checkApprovalGate holds a call behind an active approval gate until it
+// carries a valid approval. What the approval adds to the result's
+// metadata is set before the result is recorded, so the transcript
+// carries it.
+func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, error) {
+	gate := c.s.perm.RequiresApprovalGate
+	if gate == "" || !slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
+		return nil, nil
+	}
+	out, who, err := r.checkApproval(ctx, c, gate)
+	if err != nil {
+		return out, err
+	}
+	if out != nil {
+		// A pause or a refusal at the gate is recorded here, before Call
+		// sets the result's latency: its transcript entry carries
+		// latency_ms 0, as every recorded run's does (a replay of a packet
+		// recorded on a moving clock compares these entries' hashes).
+		return out, r.record(ctx, c, out)
+	}
+	a := c.approval
+	c.approved = &ResultMetadata{Approver: who, ApprovalID: a.ApprovalID, ApprovalGateID: gate, ApprovedAt: a.DecidedAt.UTC().Format(time.RFC3339),
+		ApprovalEvidenceSnapshotHash: r.snapshot}
+	return nil, nil
+}
+
+// executeOnce executes a call that passed every check, once per
+// idempotency key for a write.
+func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
+	if c.write {
+		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, c.key)
+		if err != nil {
+			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), fmt.Errorf("gateway: idempotency claim: %w", err)
+		}
+		if !claimed {
+			dup := &result{env: *prior}
+			dup.env.Metadata.Duplicate = true
+			return dup, nil
+		}
+	}
+	out, err := r.execute(ctx, c)
+	if c.write {
+		// Writes keep their result whatever it is (a panicked adapter's
+		// too): a retry with the same key never runs the effect twice. The
+		// store gets its own copy: this call goes on to set its latency
+		// while duplicates read theirs.
+		kept := out.env
+		cctx := ctx
+		if ctx.Err() != nil {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+			defer cancel()
+		}
+		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, &kept); cerr != nil {
+			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+			if err == nil {
+				err = cerr
+			} else {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}
+	return out, err
+}
+
+// idempotencyKey returns the key a write is executed once under, scoped to
+// the run's tenant and run: from the caller's key when it gives one, and
+// the capability and the canonical arguments. Two tenants (run ids can be
+// host-chosen) or two runs that pick the same caller key never share a
+// result; the same inputs always give the same key, so a retry, a resume
+// and a replay use it again.
+func (r *Run) idempotencyKey(c *callRecord) (string, error) {
+	// The arguments are part of every key: a caller key reused with other
+	// arguments names another action (it never answers with the first
+	// action's result), and the same write proposed again in a later turn
+	// of the run is the same action (it never runs twice).
+	if c.callerKey != "" {
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+	}
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+}
+
+// bindPolicy picks the policy decision the call is bound to and says why
+// policy blocks it, if it does: a refusal blocks every call; a deny or an
+// escalation blocks write-class calls.
+func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, s *surfaced, write bool) (*string, string) {
+	switch {
+	case res.Verdict == policy.VerdictRefuse:
+		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
+	case write && res.Verdict == policy.VerdictEscalate:
+		return r.callDecisionID(env, res), fmt.Sprintf("must_escalate guardrail %v fired; write-class calls are blocked", res.Raised.MustEscalate)
+	}
+	if write {
+		for _, d := range res.Decisions {
+			if d.Outcome == policy.Deny {
+				id := d.PolicyDecisionID
+				return &id, fmt.Sprintf("policy rule %s denied: %s", d.RuleID, d.Reason)
+			}
+		}
+	}
+	for _, d := range res.Decisions {
+		if d.RequiresApprovalGate != "" && d.RequiresApprovalGate == s.perm.RequiresApprovalGate {
+			id := d.PolicyDecisionID
+			return &id, ""
+		}
+	}
+	return r.callDecisionID(env, res), ""
+}
+
+// callDecisionID names the evaluation a call is bound to when no rule
+// decision of its own applies: the run's (one id per run, from the run and
+// its decision ids) when the policy does not read the tool, else the
+// call's own (from the run, the call and the decisions that applied).
+func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Evaluation) *string {
+	if res == r.base {
+		id := r.runDecisionID // each envelope its own copy
+		return &id
+	}
+	digest, err := decisionIDsDigest(res)
+	if err != nil {
+		return nil
+	}
+	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(r.rc.RunID), canon.StringPart(env.ToolCallID), canon.StringPart(digest))
+	if err != nil {
+		return nil
+	}
+	return &id
+}
+
+func decisionIDsDigest(res *policy.Evaluation) (string, error) {
+	ids := make([]string, len(res.Decisions))
+	for i, d := range res.Decisions {
+		ids[i] = d.PolicyDecisionID
+	}
+	return canon.Digest(ids)
+}
+
+// checkApproval checks the call's approval for gateID: it returns the
+// result that pauses or refuses the call, or the approver.
+func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (*result, string, error) {
+	env, a := &c.env, c.approval
+	var gate pack.ApprovalGate
+	for _, g := range r.pack.PolicyLayer.ApprovalGates {
+		if g.GateID == gateID {
+			gate = g
+		}
+	}
+	digest, err := actionDigest(action{capabilityID: env.CapabilityID, args: env.Args, compiledContextHash: r.cc.Hash(), gateID: gateID})
+	if err != nil {
+		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), env.PolicyDecisionID), "", nil
+	}
+	now := r.now()
+	if a == nil {
+		res := r.refuse(c, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
+		res.env.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,
+			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: c.key, RequestedAt: now.UTC()}
+		return res, "", nil
+	}
+	deny := func(code, msg string) (*result, string, error) {
+		return r.refuse(c, StatusBlocked, NewToolError(code, false, msg, map[string]any{"gate_id": gateID}), env.PolicyDecisionID), "", nil
+	}
+	switch {
+	case strings.TrimSpace(a.ApprovalID) == "":
+		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
+	case strings.TrimSpace(a.Approver) == "":
+		return deny(CodeApprovalDenied, "the approval names no approver")
+	case a.GateID != gateID:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID, maxQuoted), gateID))
+	case a.ActionDigest != digest:
+		return deny(CodeApprovalDenied, "the approval names another action (capability, arguments, compiled context or gate differ)")
+	case a.Denied:
+		return deny(CodeApprovalDenied, "the approver denied the action")
+	case a.ApproverRole != gate.RequiredApproverRole:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole, maxQuoted), gate.RequiredApproverRole))
+	case strings.EqualFold(strings.TrimSpace(a.Approver), strings.TrimSpace(r.rc.User.UserID)) && !gate.AllowSelfApproval:
+		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
+	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
+		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
+	}
+	// Approval ids are used once per tenant: another tenant's id never
+	// spends this one.
+	if err := r.g.opts.Approvals.Consume(ctx, r.rc.TenantID+"/"+a.ApprovalID); err != nil {
+		if errors.Is(err, ErrApprovalUsed) {
+			return deny(CodeApprovalDenied, "the approval was already used")
+		}
+		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "approval log unavailable", nil), env.PolicyDecisionID), "", fmt.Errorf("gateway: approval log: %w", err)
+	}
+	return nil, a.Approver, nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDump pins what the listing covers: exported declarations and
+// exported methods of exported types, exported and embedded fields;
+// never tests, unexported names, methods of unexported types, internal
+// packages or main packages.
+func TestDump(t *testing.T) {
+	lines, idents, fields, err := dump("testdata/mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = "github.com/contextos/contextos/testdata/mod"
+	want := []string{
+		p + "/sub: method (Generic[T]) Get() T",
+		p + "/sub: type Generic struct, V T",
+		p + "/sub: type Generic[T any] struct",
+		p + ": const Exported = 1",
+		p + ": func New(a, b string) *Record",
+		p + ": method (*Record) Hash() string",
+		p + ": type Alias = Record",
+		p + ": type Embedded struct",
+		p + ": type Embedded struct, N int",
+		p + ": type ID string",
+		p + ": type Record struct",
+		p + ": type Record struct, ID string",
+		p + ": type Record struct, embeds Embedded",
+		p + ": type Store interface",
+		p + ": type Store interface, Get(ctx context.Context, id string) (string, error)",
+		p + ": var ErrX error",
+	}
+	if d := cmp.Diff(want, lines); d != "" {
+		t.Errorf("dump (-want +got):\n%s", d)
+	}
+	// Exported, ErrX, Store, Record, Embedded, ID, Alias, New, Hash, Generic, Get.
+	if idents != 11 || fields != 4 {
+		t.Errorf("dump counts = %d identifiers, %d fields; want 11, 4", idents, fields)
+	}
+}

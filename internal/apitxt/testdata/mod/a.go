@@ -1,0 +1,34 @@
+// Package root is a fixture for apitxt.
+package root
+
+import "context"
+
+const Exported, unexported = 1, 2
+
+var ErrX error
+
+type Store interface {
+	Get(ctx context.Context, id string) (string, error)
+	private()
+}
+
+type Record struct {
+	ID     string
+	secret int
+	Embedded
+	*other
+}
+
+type Embedded struct{ N int }
+
+type other struct{}
+
+type ID string
+
+type Alias = Record
+
+func New(a, b string) *Record { return nil }
+
+func (r *Record) Hash() string   { return "" }
+func (o *other) Visible() string { return "" }
+func helper()                    {}

@@ -1,0 +1,58 @@
+package playback
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Clock records readings of a clock, or serves recorded ones.
+type Clock struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	readings []time.Time
+	replay   bool
+	next     int
+}
+
+// RecordingClock wraps now and records each reading.
+func RecordingClock(now func() time.Time) *Clock { return &Clock{now: now} }
+
+// RecordingClockFrom continues recording with c's clock, starting a new
+// list of readings (c's are kept by the caller). A playback clock is
+// returned as is, so a replay keeps serving in order.
+func RecordingClockFrom(c *Clock) *Clock {
+	if c.replay {
+		return c
+	}
+	return &Clock{now: c.now}
+}
+
+// PlaybackClock serves readings in order; past the end it repeats the last.
+func PlaybackClock(readings []time.Time) *Clock {
+	return &Clock{readings: slices.Clone(readings), replay: true}
+}
+
+// Now returns the next reading.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replay {
+		if len(c.readings) == 0 {
+			return time.Time{}
+		}
+		t := c.readings[min(c.next, len(c.readings)-1)]
+		c.next++
+		return t
+	}
+	t := c.now()
+	c.readings = append(c.readings, t)
+	return t
+}
+
+// Readings returns the readings so far.
+func (c *Clock) Readings() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.readings)
+}

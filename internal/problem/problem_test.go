@@ -1,0 +1,110 @@
+package problem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/schemas"
+)
+
+// One type: errors.As with any package's ValidationError finds any of
+// them, and errors.Is matches only the sentinel the error was made with.
+func TestOneTypeFourSentinels(t *testing.T) {
+	t.Parallel()
+	sentinels := []error{runcontext.ErrInvalid, pack.ErrInvalid, decision.ErrInvalid, schemas.ErrInvalid}
+	for i, s := range sentinels {
+		t.Run(s.Error(), func(t *testing.T) {
+			t.Parallel()
+			err := fmt.Errorf("wrapped: %w", problem.New(s, "x", []problem.Problem{{Code: "c", Path: "p", Message: "m"}}))
+			for j, o := range sentinels {
+				if got := errors.Is(err, o); got != (i == j) {
+					t.Errorf("errors.Is(%v) = %v", o, got)
+				}
+			}
+			var rve *runcontext.ValidationError
+			var pve *pack.ValidationError
+			var dve *decision.ValidationError
+			var sve *schemas.ValidationError
+			if !errors.As(err, &rve) || !errors.As(err, &pve) || !errors.As(err, &dve) || !errors.As(err, &sve) {
+				t.Error("errors.As misses a package's ValidationError")
+			}
+		})
+	}
+}
+
+func TestHasAndMessage(t *testing.T) {
+	t.Parallel()
+	ve := problem.New(pack.ErrInvalid, "pack: invalid", []problem.Problem{
+		{Gate: "schema", Code: "required", Path: "", Message: "pack is nil"},
+		{Code: "format", Path: "a.b", Message: "bad"},
+	})
+	tests := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"Has present", ve.Has("format"), true},
+		{"Has absent", ve.Has("enum"), false},
+		{"HasAt right path", ve.HasAt("format", "a.b"), true},
+		{"HasAt other path", ve.HasAt("format", "a"), false},
+		{"HasAt document", ve.HasAt("required", ""), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.got != tt.want {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+	if diff := cmp.Diff("pack: invalid: schema: (document): pack is nil; a.b: bad", ve.Error()); diff != "" {
+		t.Errorf("Error() (-want +got):\n%s", diff)
+	}
+}
+
+// Causes unwrap; nil causes are dropped.
+func TestUnwrapCauses(t *testing.T) {
+	t.Parallel()
+	err := problem.New(decision.ErrInvalid, "x", nil, nil, context.Canceled)
+	if !errors.Is(err, context.Canceled) || len(err.Unwrap()) != 1 {
+		t.Errorf("causes = %v", err.Unwrap())
+	}
+	if problem.New(nil, "x", nil).Is(nil) {
+		t.Error("an error without sentinel matches nil")
+	}
+}
+
+func TestClip(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 63) + "é" + "tail" // é straddles byte 64
+	tests := []struct {
+		name, in, want string
+	}{
+		{"short", "abc", "abc"},
+		{"exactly 64", strings.Repeat("a", 64), strings.Repeat("a", 64)},
+		{"ascii cut", strings.Repeat("a", 70), strings.Repeat("a", 64) + "…"},
+		{"cut at a rune boundary", long, strings.Repeat("a", 63) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := problem.Clip(tt.in)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Clip (-want +got):\n%s", diff)
+			}
+			if !utf8.ValidString(got) {
+				t.Errorf("Clip = %q is not valid UTF-8", got)
+			}
+		})
+	}
+}

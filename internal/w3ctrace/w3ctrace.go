@@ -1,0 +1,189 @@
+// Package w3ctrace propagates a run's W3C trace context (traceparent,
+// tracestate, baggage) on the runtime's own outbound calls: the parent a
+// tool attempt carries, the remote parent a span joins, the headers
+// written, and baggage edits. It works on runcontext.Trace, the wire form
+// an invoke request carries (runcontext parses and validates it); the
+// transports and the root use it.
+package w3ctrace
+
+import (
+	"context"
+	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/runcontext"
+)
+
+// W3C header names, lower-case as gRPC metadata and MCP _meta want them.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+	HeaderBaggage     = "baggage"
+)
+
+var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// Sampled reports whether t's sampled flag is set.
+func Sampled(t runcontext.Trace) bool {
+	sc, err := spanContext(t)
+	return err == nil && sc.IsSampled()
+}
+
+func spanContext(t runcontext.Trace) (trace.SpanContext, error) {
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: t.Traceparent(), HeaderTracestate: t.TraceState})
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return sc, fmt.Errorf("%w: invalid trace or span id", runcontext.ErrTraceContext)
+	}
+	return sc, nil
+}
+
+// ContextWithParent returns ctx with t as its remote parent span when ctx
+// has no valid span context of its own and t is a valid trace context, so
+// a span started from it joins the caller's trace (keeping the caller's
+// flags and tracestate). Otherwise it returns ctx unchanged.
+func ContextWithParent(ctx context.Context, t runcontext.Trace) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	sc, err := spanContext(t)
+	if err != nil {
+		return ctx
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
+}
+
+// Inject writes the W3C headers of t through set (for example
+// http.Header.Set). It writes nothing for an invalid trace.
+func Inject(t runcontext.Trace, set func(key, value string)) {
+	if _, err := spanContext(t); err != nil {
+		return
+	}
+	h := t.Headers()
+	set(HeaderTraceparent, h.TraceParent)
+	if h.TraceState != "" {
+		set(HeaderTracestate, h.TraceState)
+	}
+	if h.Baggage != "" {
+		set(HeaderBaggage, h.Baggage)
+	}
+}
+
+// BaggageMembers returns the baggage as key → value, parsed by the
+// OpenTelemetry baggage package.
+func BaggageMembers(t runcontext.Trace) (map[string]string, error) {
+	b, err := baggage.Parse(t.Baggage)
+	if err != nil {
+		return nil, fmt.Errorf("%w: baggage does not parse", runcontext.ErrTraceContext)
+	}
+	out := make(map[string]string, b.Len())
+	for _, m := range b.Members() {
+		out[m.Key()] = m.Value()
+	}
+	return out, nil
+}
+
+// WithBaggage returns t with the members set (replacing same-named ones).
+// Keys and values are encoded by the OpenTelemetry baggage package.
+func WithBaggage(t runcontext.Trace, kv map[string]string) (runcontext.Trace, error) {
+	b, err := baggage.Parse(t.Baggage)
+	if err != nil {
+		return t, fmt.Errorf("%w: baggage does not parse", runcontext.ErrTraceContext)
+	}
+	for _, k := range sortedkeys.Of(kv) {
+		m, err := baggage.NewMemberRaw(k, kv[k])
+		if err != nil {
+			return t, fmt.Errorf("%w: baggage member %q: %w", runcontext.ErrTraceContext, k, err)
+		}
+		if b, err = b.SetMember(m); err != nil {
+			return t, fmt.Errorf("%w: baggage member %q: %w", runcontext.ErrTraceContext, k, err)
+		}
+	}
+	// Members() order is unspecified; write them sorted so output is stable.
+	ms := b.Members()
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	slices.Sort(parts)
+	t.Baggage = strings.Join(parts, ",")
+	return t, nil
+}
+
+// Outbound returns the W3C trace context a call made under ctx carries to
+// a tool (seed 000: every plane re-emits traceparent on its outbound
+// calls). t is the caller's trace context (a run's, as the gateway passes
+// it on).
+//
+// The parent is the current span of ctx when it has a valid span context:
+// its trace and span ids and its trace flags, so the sampled flag is the
+// one the tracer decided, and its tracestate (t's when the span carries
+// none and is in t's trace). With no active span the parent is t itself,
+// flags included; when t is not a valid trace context either, the trace
+// context of the RunContext in ctx (FromContext) is used the same way.
+// Baggage is the caller's, with the members of ctx's OpenTelemetry
+// baggage set over it (sorted when merged, verbatim otherwise). A
+// tracestate or baggage that does not parse is left out, never forwarded
+// as text. The zero Trace when no trace context is valid (Inject writes
+// nothing for it).
+func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
+	caller := t
+	if _, err := spanContext(caller); err != nil {
+		caller = runcontext.Trace{}
+		if rc, ok := runcontext.FromContext(ctx); ok && rc.TraceContext != nil {
+			if rt, err := runcontext.TraceFromHeaders(*rc.TraceContext); err == nil {
+				caller = rt
+			}
+		}
+	}
+	if caller.TraceState != "" {
+		if _, err := trace.ParseTraceState(caller.TraceState); err != nil {
+			caller.TraceState = ""
+		}
+	}
+	if caller.Baggage != "" {
+		if _, err := baggage.Parse(caller.Baggage); err != nil {
+			caller.Baggage = ""
+		}
+	}
+	out := caller
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		out = runcontext.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), TraceFlags: fmt.Sprintf("%02x", byte(sc.TraceFlags())),
+			TraceState: sc.TraceState().String()}
+		if out.TraceState == "" && out.TraceID == caller.TraceID {
+			out.TraceState = caller.TraceState
+		}
+	}
+	if out.TraceID == "" {
+		return runcontext.Trace{}
+	}
+	out.Baggage = mergeBaggage(caller.Baggage, baggage.FromContext(ctx))
+	return out
+}
+
+// mergeBaggage sets the members of over on the header base (which
+// parses): base verbatim when over is empty, else every member sorted.
+func mergeBaggage(base string, over baggage.Baggage) string {
+	if over.Len() == 0 {
+		return base
+	}
+	b, _ := baggage.Parse(base)
+	for _, m := range over.Members() {
+		if nb, err := b.SetMember(m); err == nil {
+			b = nb
+		}
+	}
+	ms := b.Members()
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,125 @@
+// Package kit is the attempt machinery package transport shares with its
+// gRPC and MCP subpackages, so each transport runs an attempt, applies
+// auth, maps errors and checks endpoints exactly as the HTTP adapter does,
+// without that machinery being public API. The functions here call
+// package transport's own (unexported) implementation; see package share
+// for how it gets here.
+package kit
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/internal/share"
+)
+
+// Exchange is one attempt's wire exchange: it returns the tool's response
+// or the failure.
+type Exchange func(ctx context.Context) (*transport.Response, *gateway.ToolError)
+
+// AuthExchange is an exchange sent with the attempt's auth headers.
+type AuthExchange func(ctx context.Context, auth http.Header) (*transport.Response, *gateway.ToolError)
+
+// Machinery is what package transport implements for its subpackages.
+type Machinery interface {
+	Defaults(opts *transport.Options) transport.Options
+	CheckEndpoint(raw string, allowPrivate bool, schemes ...string) (*url.URL, error)
+	CheckAuth(a *transport.Auth, allowPrivate bool) error
+	CheckRetry(r transport.Retry) error
+	Capability(ep *transport.Endpoint) gateway.Capability
+	HTTPClient(ep *transport.Endpoint, opts *transport.Options) *http.Client
+	RequestFor(call *gateway.Call, mode string, ep *transport.Endpoint) *transport.Request
+	Outcome(ctx context.Context, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error)
+	Attempt(ctx context.Context, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request,
+		f func(context.Context) (*transport.Response, *gateway.ToolError)) *transport.Response
+	AuthorizedAttempt(ctx context.Context, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request,
+		f func(context.Context, http.Header) (*transport.Response, *gateway.ToolError)) *transport.Response
+	AuthHeaders(ctx context.Context, ep *transport.Endpoint, opts *transport.Options) (http.Header, *gateway.ToolError)
+	CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError
+	TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string))
+}
+
+// m is transport's implementation; transport's init stored it before this
+// package's variables are initialised.
+var m = share.Machinery.(Machinery)
+
+// Defaults returns opts with every unset field defaulted (Tokens: a cache
+// of the adapter's own). Call it once per adapter, when it is built; every
+// other function here takes the defaulted options.
+func Defaults(opts *transport.Options) transport.Options { return m.Defaults(opts) }
+
+// CheckEndpoint refuses an endpoint URL a call must never reach (the
+// transport package doc lists the rules); schemes default to http and
+// https. Errors match transport.ErrConfig and never echo credentials.
+func CheckEndpoint(raw string, allowPrivate bool, schemes ...string) (*url.URL, error) {
+	return m.CheckEndpoint(raw, allowPrivate, schemes...)
+}
+
+// CheckAuth reports an auth configuration that cannot work
+// (transport.ErrConfig).
+func CheckAuth(a *transport.Auth, allowPrivate bool) error { return m.CheckAuth(a, allowPrivate) }
+
+// CheckRetry reports an invalid retry policy (transport.ErrConfig).
+func CheckRetry(r transport.Retry) error { return m.CheckRetry(r) }
+
+// Capability is the gateway capability ep implies: timeout, attempts,
+// backoff, and that the adapter honours its context.
+func Capability(ep *transport.Endpoint) gateway.Capability { return m.Capability(ep) }
+
+// HTTPClient is the client that reaches ep: opts' client with the
+// redirect rule and, when it has no Transport, the checked dialer.
+func HTTPClient(ep *transport.Endpoint, opts *transport.Options) *http.Client {
+	return m.HTTPClient(ep, opts)
+}
+
+// RequestFor builds the contract request of one gateway attempt.
+func RequestFor(call *gateway.Call, mode string, ep *transport.Endpoint) *transport.Request {
+	return m.RequestFor(call, mode, ep)
+}
+
+// Outcome turns the response of an attempt made under ctx into the
+// gateway's outcome or its error: a *gateway.ToolError (errors.As), which
+// also wraps ctx's cause when the attempt timed out or was canceled
+// because ctx ended, so errors.Is(err, context.Canceled) holds.
+func Outcome(ctx context.Context, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error) {
+	return m.Outcome(ctx, req, resp)
+}
+
+// Attempt runs one attempt f of req the way every transport does: a span
+// and a log line, a cancelled context refused before f runs, the
+// attempt's secrets scrubbed from the response, and the response
+// completed (version, request id, attempt, duration, trace).
+func Attempt(ctx context.Context, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request, f Exchange) *transport.Response {
+	return m.Attempt(ctx, opts, mode, auth, req, f)
+}
+
+// AuthorizedAttempt is Attempt for an exchange sent with ep's auth
+// headers, resolved afresh for the attempt (and scrubbed from its
+// response). A 401 to a cached OAuth2 token evicts it and f runs once more
+// with a fresh one (auth_expired when no time is left).
+func AuthorizedAttempt(ctx context.Context, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request, f AuthExchange) *transport.Response {
+	return m.AuthorizedAttempt(ctx, ep, opts, mode, req, f)
+}
+
+// AuthHeaders resolves ep's auth into the headers of one request (for a
+// transport that sets them per HTTP request, as the MCP one does).
+func AuthHeaders(ctx context.Context, ep *transport.Endpoint, opts *transport.Options) (http.Header, *gateway.ToolError) {
+	return m.AuthHeaders(ctx, ep, opts)
+}
+
+// CallError maps an error from making a call: the context's deadline is
+// timeout (retryable), its cancellation canceled (not), anything else a
+// retryable execution failure. The message never carries err's text (it
+// can hold a URL with credentials).
+func CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
+	return m.CallError(ctx, err, details)
+}
+
+// TraceHeaders writes the W3C trace context one attempt of req carries
+// (traceparent, tracestate, baggage; lower-case keys) through set.
+func TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string)) {
+	m.TraceHeaders(ctx, req, set)
+}
