@@ -331,4 +331,3 @@ func clip(s string) string {
 	}
 	return s
 }
-
