@@ -18,18 +18,26 @@ import (
 
 // The commands that read a durable store: records, approvals and resume.
 
-func cmdRecords(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return dispatch("contextos records", []command{
+func recordsCommands() []command {
+	return []command{
 		{"list", "list the stored decision records (--run, --tenant, --status filter them)", cmdRecordsList},
 		{"show", "print one stored decision record", cmdRecordsShow},
 		{"verify", "verify the record chain; name its first broken link", cmdRecordsVerify},
-	}, args, stdin, stdout, stderr)
+	}
+}
+
+func cmdRecords(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("contextos records", recordsCommands(), args, stdin, stdout, stderr)
+}
+
+func approvalsCommands() []command {
+	return []command{
+		{"list", "list the stored runs that await an approval, their arguments redacted", cmdApprovalsList},
+	}
 }
 
 func cmdApprovals(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return dispatch("contextos approvals", []command{
-		{"list", "list the stored runs that await an approval, their arguments redacted", cmdApprovalsList},
-	}, args, stdin, stdout, stderr)
+	return dispatch("contextos approvals", approvalsCommands(), args, stdin, stdout, stderr)
 }
 
 // parseArgs parses fs's flags wherever they stand among args and returns

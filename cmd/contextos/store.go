@@ -82,18 +82,20 @@ func openStore(ctx context.Context, spec string) (durableStore, error) {
 	return nil, errStoreFlag
 }
 
-// scrub removes spec's password (and any credential the catalogue of
-// sensitive data recognizes) from an error message.
+// scrub removes spec's password (in its user info or its query) and any
+// credential the catalogue of sensitive data recognizes from an error
+// message.
 func scrub(msg, spec string) string {
-	if u, err := url.Parse(spec); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
-			msg = strings.ReplaceAll(msg, url.QueryEscape(pw), "[REDACTED]")
-		}
-	}
 	if u, err := url.Parse(spec); err == nil {
-		if pw := u.Query().Get("password"); pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
+		var pws []string
+		if pw, ok := u.User.Password(); ok {
+			pws = append(pws, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+		pws = append(pws, u.Query()["password"]...)
+		for _, pw := range pws {
+			if pw != "" {
+				msg = strings.ReplaceAll(msg, pw, "[REDACTED]")
+			}
 		}
 	}
 	msg, _ = sensitive.Redact(msg, sensitive.Secrets)
