@@ -178,7 +178,7 @@ func childWork(t *testing.T, ctx context.Context, job mpJob, st mpStore) func(i 
 			}
 			o := mpOutcome{Status: string(res.Status), RunID: res.RunID, Pending: res.Pending}
 			for _, r := range res.ToolResults {
-				if r.CapabilityID == "adp_payments.issue_refund" && r.Status == gateway.StatusOK {
+				if r.CapabilityID == "adp_payments.issue_refund" && r.Status.Succeeded() {
 					o.Txn, _ = r.Output["transaction_id"].(string)
 					o.Key = r.Metadata.IdempotencyKey
 				}

@@ -133,6 +133,7 @@ func TestMPConcurrentResumesContinueOnce(t *testing.T) {
 	job := mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: "run_mp_b", Amount: 4200, Goroutines: 4, Approvals: []gateway.Approval{approval}}
 	all := runChildren(t, ctx, job, job, job)
 	n := tally(all)
+	t.Logf("resume outcomes: %v", n)
 	if n[""] != 1 || n[""]+n[errNotResumable]+n[errConflict] != 12 {
 		t.Errorf("resume outcomes = %v, want 1 success and 11 ErrNotResumable or ErrCheckpointConflict", n)
 	}
@@ -165,8 +166,8 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 		executed := 0
 		for i, outs := range all {
 			for _, o := range outs {
-				if o.Err != "" || o.Status != string(gateway.StatusOK) || o.Key != key || o.Txn != "txn_1" {
-					t.Errorf("child %d: call = %+v, want ok with txn_1 under %s", i, o, key)
+				if o.Err != "" || o.Status != string(gateway.StatusCompleted) || o.Key != key || o.Txn != "txn_1" {
+					t.Errorf("child %d: call = %+v, want completed with txn_1 under %s", i, o, key)
 				}
 				if !o.Duplicate {
 					executed++
@@ -188,6 +189,7 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 		all := runChildren(t, ctx, jobs...)
 		assertOneEffect(t, p, 1)
 		n := tally(all)
+		t.Logf("invoke outcomes: %v", n)
 		if n[""] < 1 || n[""]+n[errInProgress] != 100 {
 			t.Errorf("invoke outcomes = %v, want results (the run's, or its stored one) and ErrRunInProgress only", n)
 		}
