@@ -315,3 +315,43 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	assertOneEffect(t, p, 2)
 	assertRecords(t, ctx, st, runID, decision.Decided)
 }
+
+// TestMPCrashDuringApprovedResume: process A resumes the paused refund of
+// 4200 with the finance approval and is SIGKILLed after the payments
+// service performed the refund and before it answered. The approval A
+// consumed is spent (single use), so process B takes the run over with a
+// new approval of the same action: its call carries the key the paused
+// call was given, the payments service answers it from its first answer,
+// and the run ends DECIDED with its records chained.
+func TestMPCrashDuringApprovedResume(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := mpContext(t)
+	p := newPayments(t)
+	const runID, ttl = "run_mp_g", 2 * time.Second
+	pending := pause(t, ctx, url, p, runID)
+	approval := contextostest.Approval(pending, financeLead, contextostest.FixedTime())
+	a := startChild(t, "process A", mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 4200, Goroutines: 1,
+		ClaimTTL: ttl, Approvals: []gateway.Approval{approval}})
+	var killed sync.Once
+	p.mu.Lock()
+	p.onEffect = func(string) { killed.Do(a.kill) }
+	p.mu.Unlock()
+	release(t, ctx, a)
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		t.Fatalf("process A did not stop: %v", ctx.Err())
+	}
+	if key := assertOneEffect(t, p, 1); key != pending.IdempotencyKey {
+		t.Fatalf("payments key = %s, want the paused call's %s", key, pending.IdempotencyKey)
+	}
+	again := approval
+	again.ApprovalID = "apr_again"
+	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 4200, Goroutines: 1,
+		Takeover: true, ClaimTTL: ttl, Approvals: []gateway.Approval{again}})[0][0]
+	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != pending.IdempotencyKey {
+		t.Fatalf("takeover in process B = %+v, want DECIDED with the first answer txn_1 under key %s", out, pending.IdempotencyKey)
+	}
+	assertOneEffect(t, p, 2)
+	assertRecords(t, ctx, openParent(t, ctx, url), runID, decision.Deferred, decision.Decided, decision.Closed)
+}
