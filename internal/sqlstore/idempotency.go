@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/contextos/contextos/gateway"
@@ -18,11 +19,84 @@ import (
 // its lease lapses is taken for a dead holder's and handed to the next
 // caller, who runs the call again with the same idempotency key: the tool
 // then sees that key a second time, and a tool that honours keys (as Tool
-// Contract v1 asks) does not repeat the effect.
-type Idempotency struct{ db *DB }
+// Contract v1 asks) does not repeat the effect. A live holder renews its
+// lease (every third of ClaimTTL) until it completes or releases the key,
+// so a call that runs longer than ClaimTTL is not taken over; only a
+// holder that stopped renewing — a dead process — loses its claim. The
+// replicas' clocks must agree to well within ClaimTTL.
+type Idempotency struct {
+	db *DB
+
+	mu     sync.Mutex
+	renew  map[string]context.CancelFunc // key → stops its lease renewal
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// ErrClaimLost reports a Complete by a holder whose claim lapsed and was
+// taken over: the result is not stored (the new holder's is).
+var ErrClaimLost = errors.New("store: the idempotency claim lapsed and was taken over")
 
 // Idempotency returns the idempotency claim store.
-func (s *DB) Idempotency() *Idempotency { return &Idempotency{db: s} }
+func (s *DB) Idempotency() *Idempotency { return s.idem }
+
+// holding starts renewing the lease of a key this store just claimed.
+func (s *Idempotency) holding(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if stop, ok := s.renew[key]; ok {
+		stop()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s.renew[key] = stop
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		every := max(s.db.cfg.ClaimTTL/3, s.db.cfg.PollInterval)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lease := s.db.cfg.Now().Add(s.db.cfg.ClaimTTL).UnixMilli()
+			r, err := s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET lease_until = $3 WHERE key = $1 AND holder = $2 AND result IS NULL`, key, s.db.cfg.Holder, lease)
+			if err != nil {
+				continue // the next tick tries again
+			}
+			if n, _ := r.RowsAffected(); n == 0 {
+				return // completed, released or taken over
+			}
+		}
+	}()
+}
+
+// released stops renewing key's lease.
+func (s *Idempotency) released(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stop, ok := s.renew[key]; ok {
+		stop()
+		delete(s.renew, key)
+	}
+}
+
+// close stops every renewal and waits for them.
+func (s *Idempotency) close() {
+	s.mu.Lock()
+	s.closed = true
+	for k, stop := range s.renew {
+		stop()
+		delete(s.renew, k)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
 
 var _ gateway.IdempotencyStore = (*Idempotency)(nil)
 
@@ -66,6 +140,7 @@ func (s *Idempotency) try(ctx context.Context, key string) (res *gateway.ToolRes
 		return nil, false, false, storeErr(ctx, "claim", err)
 	}
 	if n, _ := r.RowsAffected(); n == 1 {
+		s.holding(key)
 		return nil, true, false, nil
 	}
 	var holder string
@@ -95,6 +170,7 @@ func (s *Idempotency) try(ctx context.Context, key string) (res *gateway.ToolRes
 		return nil, false, false, storeErr(ctx, "take over a lapsed claim", err)
 	}
 	if n, _ := r.RowsAffected(); n == 1 {
+		s.holding(key)
 		return nil, true, false, nil
 	}
 	return nil, false, true, nil
@@ -111,18 +187,25 @@ func (s *Idempotency) Complete(ctx context.Context, key string, res *gateway.Too
 	if err != nil {
 		return storeErr(ctx, "encode result", err)
 	}
-	r, err := s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET result = $2, lease_until = 0 WHERE key = $1 AND result IS NULL`, key, b)
+	defer s.released(key)
+	r, err := s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET result = $2, lease_until = 0 WHERE key = $1 AND holder = $3 AND result IS NULL`, key, b, s.db.cfg.Holder)
 	if err != nil {
 		return storeErr(ctx, "complete", err)
 	}
 	if n, _ := r.RowsAffected(); n == 1 {
 		return nil
 	}
-	var done int
-	if err := s.db.sql.QueryRowContext(ctx, `SELECT 1 FROM contextos_idempotency WHERE key = $1`, key).Scan(&done); err != nil {
-		return storeErr(ctx, "complete an idempotency key that is not claimed", err)
+	var holder string
+	var stored []byte
+	switch err := s.db.sql.QueryRowContext(ctx, `SELECT holder, result FROM contextos_idempotency WHERE key = $1`, key).Scan(&holder, &stored); {
+	case errors.Is(err, sql.ErrNoRows):
+		return errors.New("store: complete of an idempotency key that is not claimed")
+	case err != nil:
+		return storeErr(ctx, "complete", err)
+	case stored != nil:
+		return nil // the first result stored is the key's
 	}
-	return nil
+	return ErrClaimLost
 }
 
 // Release implements gateway.IdempotencyStore: it frees a key this store
@@ -131,6 +214,7 @@ func (s *Idempotency) Release(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	defer s.released(key)
 	if _, err := s.db.sql.ExecContext(ctx, `DELETE FROM contextos_idempotency WHERE key = $1 AND holder = $2 AND result IS NULL`, key, s.db.cfg.Holder); err != nil {
 		return storeErr(ctx, "release", err)
 	}

@@ -134,7 +134,13 @@ func (rs *Records) Verify(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rows, err := rs.db.sql.QueryContext(ctx, `SELECT seq, record_id, data FROM contextos_records ORDER BY seq`)
+	// The rows and the head are read in one snapshot: an append that
+	// commits meanwhile is not taken for a broken chain.
+	return rs.db.readTx(ctx, func(tx *sql.Tx) error { return verifyIn(ctx, tx) })
+}
+
+func verifyIn(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data FROM contextos_records ORDER BY seq`)
 	if err != nil {
 		return storeErr(ctx, "verify records", err)
 	}
@@ -158,10 +164,19 @@ func (rs *Records) Verify(ctx context.Context) error {
 	}
 	for rows.Next() {
 		var seq int64
-		var id string
+		var id, run, tenant, status, prevHash, hash string
 		var b []byte
-		if err := rows.Scan(&seq, &id, &b); err != nil {
+		if err := rows.Scan(&seq, &id, &run, &tenant, &status, &prevHash, &hash, &b); err != nil {
 			return err
+		}
+		// The columns List filters on are copies of the record's own
+		// members: an edited column hides a record from its tenant.
+		var r decision.Record
+		if json.Unmarshal(b, &r) == nil && (r.RecordID != id || r.RunID != run || r.TenantID != tenant || string(r.Status) != status || r.PrevRecordHash != prevHash || r.RecordHash != hash) {
+			if err := flush(); err != nil {
+				return err
+			}
+			return &decision.ChainError{Index: i, RecordID: id, Reason: "the stored columns do not match the record"}
 		}
 		if seq != int64(i+1) {
 			if err := flush(); err != nil {
@@ -185,7 +200,7 @@ func (rs *Records) Verify(ctx context.Context) error {
 	}
 	var headSeq int64
 	var headHash string
-	switch err := rs.db.sql.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&headSeq, &headHash); {
+	switch err := tx.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&headSeq, &headHash); {
 	case errors.Is(err, sql.ErrNoRows):
 		headSeq, headHash = 0, decision.GenesisHash
 	case err != nil:

@@ -70,6 +70,7 @@ type DB struct {
 	sql     *sql.DB
 	dialect Dialect
 	cfg     Config
+	idem    *Idempotency
 }
 
 //go:embed migrations
@@ -141,6 +142,7 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, cfg Config) (*DB, error) {
 		cfg.Holder = defaultHolder()
 	}
 	s := &DB{sql: db, dialect: d, cfg: cfg}
+	s.idem = &Idempotency{db: s, renew: map[string]context.CancelFunc{}}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -150,8 +152,12 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, cfg Config) (*DB, error) {
 // SQL returns the database.
 func (s *DB) SQL() *sql.DB { return s.sql }
 
-// Close closes the database.
-func (s *DB) Close() error { return s.sql.Close() }
+// Close stops the renewal of the claims this store holds and closes the
+// database.
+func (s *DB) Close() error {
+	s.idem.close()
+	return s.sql.Close()
+}
 
 // SchemaVersion returns the version the database's schema is at.
 func (s *DB) SchemaVersion(ctx context.Context) (int, error) {
@@ -166,6 +172,16 @@ func (s *DB) migrate(ctx context.Context) error {
 	ms, err := migrationsFor(s.dialect)
 	if err != nil {
 		return err
+	}
+	// A database already at this binary's version opens without DDL and
+	// without the lock: a role with only the rights to read and write
+	// the tables can open it.
+	// (A check that fails — SQLite busy with another process's first
+	// open, say — falls through to the locked path, which waits.)
+	if v, ok, err := s.currentVersion(ctx); err == nil && ok && v > len(ms) {
+		return fmt.Errorf("%w: it is at version %d, this binary knows versions up to %d", ErrSchemaVersion, v, len(ms))
+	} else if err == nil && ok && v == len(ms) {
+		return nil
 	}
 	return s.writeTx(ctx, lockMigrate, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS contextos_schema_migrations (
@@ -236,4 +252,43 @@ var holderSeq atomic.Int64
 func defaultHolder() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%d/%d", host, os.Getpid(), time.Now().UnixNano(), holderSeq.Add(1))
+}
+
+// readTx runs fn in a transaction that sees one snapshot of the database
+// (repeatable read on PostgreSQL; on SQLite the transaction holds the
+// write lock, so nothing commits meanwhile), and rolls it back.
+func (s *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	var opts *sql.TxOptions
+	if s.dialect == Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	tx, err := s.sql.BeginTx(ctx, opts)
+	if err != nil {
+		return storeErr(ctx, "begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
+// currentVersion reads the schema version without creating anything: ok
+// is false when the database has no migration table yet.
+func (s *DB) currentVersion(ctx context.Context) (int, bool, error) {
+	var exists bool
+	var err error
+	switch s.dialect {
+	case Postgres:
+		err = s.sql.QueryRowContext(ctx, `SELECT to_regclass('contextos_schema_migrations') IS NOT NULL`).Scan(&exists)
+	default:
+		var n int
+		err = s.sql.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'contextos_schema_migrations'`).Scan(&n)
+		exists = n > 0
+	}
+	if err != nil || !exists {
+		return 0, false, err
+	}
+	var v sql.NullInt64
+	if err := s.sql.QueryRowContext(ctx, `SELECT MAX(version) FROM contextos_schema_migrations`).Scan(&v); err != nil {
+		return 0, false, err
+	}
+	return int(v.Int64), true, nil
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -39,5 +40,49 @@ func TestOpenRefusesBadURLWithoutEchoingIt(t *testing.T) {
 		if !errors.Is(err, postgres.ErrConfig) || strings.Contains(err.Error(), "s3cret-pw") {
 			t.Errorf("Open(%q) = %v, want ErrConfig without the password", url, err)
 		}
+	}
+}
+
+// A service's role may read and write the tables but not create any: it
+// opens a database an operator already migrated.
+func TestOpenMigratedDatabaseWithDMLOnlyRole(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := db.QueryRow(`SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	role := "app_" + schema[len(schema)-12:]
+	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN`, `GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
+		`GRANT USAGE ON ALL SEQUENCES IN SCHEMA ` + schema + ` TO ` + role} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		defer db.Close()
+		for _, q := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			if _, err := db.Exec(q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	app, err := postgres.Open(ctx, strings.Replace(url, "postgres@", role+"@", 1), nil)
+	if err != nil {
+		t.Fatalf("Open as a role without CREATE = %v", err)
+	}
+	defer app.Close()
+	if err := app.Approvals().Consume(ctx, "apr_1"); err != nil {
+		t.Fatal(err)
 	}
 }

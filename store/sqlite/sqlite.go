@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -58,24 +59,16 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
 	}
-	memory := dsn == ":memory:" || strings.Contains(dsn, "mode=memory")
+	full, memory, err := buildDSN(dsn, o.BusyTimeout)
+	if err != nil {
+		return nil, err
+	}
 	conns := o.MaxOpenConns
 	switch {
 	case memory:
 		conns = 1
 	case conns <= 0:
 		conns = 4
-	}
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	// Every write transaction takes the write lock when it begins
-	// (_txlock=immediate), so a read-then-write never fails half-way on
-	// another process's lock; WAL lets readers go on meanwhile.
-	full := dsn + sep + fmt.Sprintf("_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", o.BusyTimeout.Milliseconds())
-	if !memory {
-		full += "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	}
 	db, err := sql.Open("sqlite", full)
 	if err != nil {
@@ -93,6 +86,42 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return &Store{db: s}, nil
+}
+
+// buildDSN adds the store's settings to dsn: every write transaction
+// takes the write lock when it begins (_txlock=immediate), so a
+// read-then-write never fails half-way on another process's lock; a busy
+// timeout; foreign keys; and, for a file, WAL so readers go on meanwhile.
+// A dsn asking for another _txlock is refused. memory reports a database
+// that lives in its connection (":memory:", "file::memory:", an empty
+// name, or mode=memory).
+func buildDSN(dsn string, busy time.Duration) (full string, memory bool, err error) {
+	name, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", false, fmt.Errorf("sqlite: %w: the DSN's query does not parse", ErrConfig)
+	}
+	for _, v := range q["_txlock"] {
+		if v != "immediate" {
+			return "", false, fmt.Errorf("sqlite: %w: _txlock=%s: the store needs immediate write transactions", ErrConfig, clip(v))
+		}
+	}
+	base := strings.TrimPrefix(name, "file:")
+	memory = base == ":memory:" || base == "" || q.Get("mode") == "memory"
+	q.Set("_txlock", "immediate")
+	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()), "foreign_keys(1)"}
+	if !memory {
+		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)")
+	}
+	q["_pragma"] = append(q["_pragma"], pragmas...)
+	return name + "?" + q.Encode(), memory, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // Close closes the database.

@@ -251,6 +251,11 @@ func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
 		if _, _, err := a.Idempotency().Claim(short2, "ik_1"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("the dead holder's handle claimed the key again: %v", err)
 		}
+		// The dead holder's late result is refused; the new holder's is
+		// the key's.
+		if err := a.Idempotency().Complete(ctx, "ik_1", &gateway.ToolResultEnvelope{ToolCallID: "tool_a", Status: gateway.StatusFailed}); err == nil {
+			t.Error("a holder whose claim was taken over completed the key")
+		}
 		must(t, b.Idempotency().Complete(ctx, "ik_1", &gateway.ToolResultEnvelope{ToolCallID: "tool_b", Status: gateway.StatusCompleted}))
 		prior, claimed, err := a.Idempotency().Claim(ctx, "ik_1")
 		if err != nil || claimed || prior.ToolCallID != "tool_b" {
@@ -265,6 +270,24 @@ func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
 		defer cancel3()
 		if _, _, err := b.Idempotency().Claim(short3, "ik_2"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("another handle's Release freed a key it did not hold: %v", err)
+		}
+	})
+	t.Run("LiveHolderKeepsItsClaim", func(t *testing.T) {
+		// A call that runs longer than ClaimTTL: its holder renews the
+		// lease, so no one takes the key over while it runs.
+		a, b := pair(t, Options{ClaimTTL: 600 * time.Millisecond})
+		if _, claimed, err := a.Idempotency().Claim(ctx, "ik_long"); err != nil || !claimed {
+			t.Fatalf("Claim = %v, %v", claimed, err)
+		}
+		wait, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
+		if _, claimed, err := b.Idempotency().Claim(wait, "ik_long"); claimed || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Claim of a key a live holder has held for 2.5 leases = %v, %v; want it still held", claimed, err)
+		}
+		must(t, a.Idempotency().Complete(ctx, "ik_long", &gateway.ToolResultEnvelope{ToolCallID: "tool_long", Status: gateway.StatusCompleted}))
+		prior, claimed, err := b.Idempotency().Claim(ctx, "ik_long")
+		if err != nil || claimed || prior.ToolCallID != "tool_long" {
+			t.Errorf("Claim after completion = %+v, %v, %v", prior, claimed, err)
 		}
 	})
 	t.Run("ApprovalUsedOnceAcrossHandles", func(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 type Exec func(t *testing.T, query string)
 
 // RunTamperTests checks that a durable record store's Verify finds what
-// was changed behind its back: a record's bytes edited, a record removed
+// was changed behind its back: a record's bytes or a column it is found
+// by edited, a record removed
 // from the middle, and one removed from the end of the chain. Each error
 // is a *decision.ChainError naming the first broken link.
 func RunTamperTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
@@ -38,9 +39,11 @@ func RunTamperTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
 		index       int
 		recordID    string
 	}{
-		// dr_2's row now holds dr_1's bytes: Verify decodes the record
-		// it finds there.
-		{"EditedRecord", `UPDATE contextos_records SET data = (SELECT data FROM contextos_records WHERE record_id = 'dr_1') WHERE record_id = 'dr_2'`, 1, "dr_1"},
+		// dr_2's row now holds dr_1's bytes.
+		{"EditedRecord", `UPDATE contextos_records SET data = (SELECT data FROM contextos_records WHERE record_id = 'dr_1') WHERE record_id = 'dr_2'`, 1, "dr_2"},
+		// A column List filters on no longer matches the record: the
+		// record would be hidden from its tenant.
+		{"EditedColumn", `UPDATE contextos_records SET tenant_id = 'tenant_other' WHERE record_id = 'dr_2'`, 1, "dr_2"},
 		{"RemovedFromTheMiddle", `DELETE FROM contextos_records WHERE record_id = 'dr_2'`, 1, "dr_3"},
 		{"RemovedFromTheEnd", `DELETE FROM contextos_records WHERE record_id = 'dr_3'`, 2, ""},
 	} {
