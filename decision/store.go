@@ -32,7 +32,8 @@ type Filter struct {
 	Status   Status
 }
 
-func (f Filter) match(r *Record) bool {
+// Match reports whether f selects r.
+func (f Filter) Match(r *Record) bool {
 	return (f.RunID == "" || r.RunID == f.RunID) && (f.TenantID == "" || r.TenantID == f.TenantID) && (f.Status == "" || r.Status == f.Status)
 }
 
@@ -45,7 +46,7 @@ func (f Filter) filter(lines [][]byte) ([]*Record, error) {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return nil, err
 		}
-		if f.match(&r) {
+		if f.Match(&r) {
 			out = append(out, &r)
 		}
 	}
@@ -73,6 +74,21 @@ func (e *ChainError) Error() string {
 
 // Is matches ErrChain.
 func (e *ChainError) Is(target error) bool { return target == ErrChain }
+
+// Seal chains r after the record whose record_hash is prevHash
+// (GenesisHash for the first): it returns the copy a Store keeps, with
+// prev_record_hash and record_hash set, and its canonical bytes, which a
+// durable Store writes as they are so VerifyChain checks exactly what was
+// stored. r itself is not changed.
+func Seal(r *Record, prevHash string) (*Record, []byte, error) { return seal(r, prevHash) }
+
+// VerifyChain checks stored records (each the canonical bytes Seal gave)
+// in order, the first following the record whose hash is prevHash
+// (GenesisHash from the start); offset is the first one's index in the
+// store, for the *ChainError that names the first broken link.
+func VerifyChain(records [][]byte, prevHash string, offset int) error {
+	return verifyChainFrom(records, prevHash, offset)
+}
 
 // seal chains r after prev and returns the stored copy and its canonical
 // bytes.

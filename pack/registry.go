@@ -92,6 +92,26 @@ func inspect(doc []byte, opts *ValidateOptions) (Entry, error) {
 	return Entry{Ref: ref, State: StateDraft, ContentHash: h, Document: slices.Clone(doc)}, nil
 }
 
+// NewEntry runs the checks a Registry's Put runs on doc — a signed pack
+// file (structure, every validation gate, content hash; state signed) or a
+// bare pack document (state draft) — and returns the entry Put stores for
+// a ref it does not hold yet. A durable Registry stores what it returns.
+func NewEntry(doc []byte, opts *ValidateOptions) (Entry, error) { return inspect(doc, opts) }
+
+// Merge applies the immutability rule to a Put of next over the stored
+// entry cur: different content is ErrImmutable; a signed file may replace
+// the bare document of the same content. It returns the entry to store
+// and whether it changed.
+func (cur Entry) Merge(next Entry) (Entry, bool, error) { return merge(cur, next) }
+
+// Transition applies SetState's rules to the stored entry e: only
+// CheckTransition's moves, a reason where one is required, no signed or
+// published state without a signed document, linting for linted. It
+// returns the entry to store.
+func (e Entry) Transition(to State, reason string, opts *ValidateOptions) (Entry, error) {
+	return transition(e, to, reason, opts)
+}
+
 // merge applies the immutability rule to a Put of next over an existing
 // entry and returns the entry to store and whether anything changed.
 func merge(cur, next Entry) (Entry, bool, error) {

@@ -38,17 +38,26 @@ CREATE TABLE contextos_approvals_used (
 );
 
 CREATE TABLE contextos_transcripts (
-    run_id TEXT NOT NULL,
-    seq    BIGINT NOT NULL,
-    data   BYTEA NOT NULL,
-    PRIMARY KEY (run_id, seq)
+    pos        BIGSERIAL PRIMARY KEY,
+    run_id     TEXT NOT NULL,
+    seq        BIGINT NOT NULL,
+    chain_hash TEXT NOT NULL,
+    data       BYTEA NOT NULL
 );
+CREATE INDEX contextos_transcripts_run ON contextos_transcripts (run_id, pos);
+-- One chained entry per position of a run: two runtimes continuing one
+-- run cannot fork its chain.
+CREATE UNIQUE INDEX contextos_transcripts_chain ON contextos_transcripts (run_id, seq) WHERE chain_hash <> '';
 
 CREATE TABLE contextos_memory_items (
-    position BIGINT PRIMARY KEY,
-    item_id  TEXT NOT NULL UNIQUE,
-    data     BYTEA NOT NULL
+    pos        BIGSERIAL PRIMARY KEY,
+    tenant_id  TEXT NOT NULL,
+    memory_ref TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    data       BYTEA NOT NULL,
+    UNIQUE (tenant_id, memory_ref)
 );
+CREATE INDEX contextos_memory_items_recall ON contextos_memory_items (tenant_id, state, pos);
 
 CREATE TABLE contextos_memory_proposals (
     seq    BIGSERIAL PRIMARY KEY,
@@ -59,7 +68,6 @@ CREATE TABLE contextos_memory_proposals (
 CREATE TABLE contextos_packs (
     pack_id      TEXT NOT NULL,
     version      TEXT NOT NULL,
-    position     BIGINT NOT NULL,
     state        TEXT NOT NULL,
     reason       TEXT NOT NULL,
     content_hash TEXT NOT NULL,
