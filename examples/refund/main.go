@@ -247,10 +247,17 @@ func resumeFlow(ctx context.Context, w io.Writer, rt *contextos.Runtime, records
 	if err != nil {
 		return err
 	}
-	if len(recs) == 0 {
+	// The run's state is its latest record; a CLOSED record only closes an
+	// earlier DEFERRED one once the run went on.
+	var last *decision.Record
+	for _, r := range recs {
+		if r.Status != decision.Closed {
+			last = r
+		}
+	}
+	if last == nil {
 		return fmt.Errorf("run %s: %w in the store", runID, contextos.ErrNotFound)
 	}
-	last := recs[len(recs)-1]
 	if last.Status != decision.Deferred || last.Awaiting == nil || last.Awaiting.Kind != "approval" {
 		return fmt.Errorf("run %s: %w: its latest record is %s", runID, contextos.ErrNotResumable, last.Status)
 	}

@@ -175,8 +175,9 @@ func TestDurableStoresRunTheSameFlows(t *testing.T) {
 // TestPauseAndResumeInTwoProcesses pauses flow 1 in one process and
 // resumes it in another: the second finds the awaited approval in the
 // store, payments is called once (by the second process), the run's
-// records are DEFERRED then DECIDED on an unbroken chain, and a third
-// invocation cannot resume the decided run again.
+// records are DEFERRED, DECIDED and CLOSED on an unbroken chain, a third
+// invocation cannot resume the decided run again, and an unknown run is
+// not found.
 func TestPauseAndResumeInTwoProcesses(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -219,6 +220,11 @@ func TestPauseAndResumeInTwoProcesses(t *testing.T) {
 				t.Errorf("resuming the decided run again: exit %d, stdout %q, stderr %q; want exit 1, not paused, no refund", third.code, third.stdout, third.stderr)
 			}
 
+			unknown := invoke(t, "-store", spec, "-resume", "run_nope")
+			if unknown.code != 1 || !strings.Contains(unknown.stderr, "run run_nope: contextos: not found in the store") {
+				t.Errorf("resuming an unknown run: exit %d, stderr %q", unknown.code, unknown.stderr)
+			}
+
 			ctx := context.Background()
 			db, err := openStore(ctx, spec)
 			if err != nil {
@@ -233,7 +239,9 @@ func TestPauseAndResumeInTwoProcesses(t *testing.T) {
 			for _, r := range recs {
 				statuses = append(statuses, r.Status)
 			}
-			if want := []decision.Status{decision.Deferred, decision.Decided}; !cmp.Equal(statuses, want) {
+			// The DECIDED record is followed by the CLOSED record that
+			// closes the DEFERRED one.
+			if want := []decision.Status{decision.Deferred, decision.Decided, decision.Closed}; !cmp.Equal(statuses, want) {
 				t.Errorf("run_flow1 records %v, want %v", statuses, want)
 			}
 			if err := db.Records().Verify(ctx); err != nil {

@@ -39,7 +39,9 @@ func benchStore(b *testing.B) *sqlite.Store {
 	return st
 }
 
-func BenchmarkStore(b *testing.B) { runStoreBenchmarks(b, func(b *testing.B) engine { return benchStore(b) }) }
+func BenchmarkStore(b *testing.B) {
+	runStoreBenchmarks(b, func(b *testing.B) engine { return benchStore(b) })
+}
 
 func BenchmarkInvokeRefund(b *testing.B) {
 	benchInvokeRefund(b, func(b *testing.B) engine { return benchStore(b) })
@@ -54,7 +56,7 @@ type engine interface {
 	Approvals() gateway.ApprovalLog
 	Transcripts() contextos.TranscriptStore
 	Memory() contextos.MemoryStore
-	Promote(ctx context.Context, items ...compiler.MemoryItem) error
+	PutMemory(ctx context.Context, tenantID string, items ...compiler.MemoryItem) error
 	Registry(opts *pack.ValidateOptions) pack.Registry
 	Configure(o *contextos.Options)
 }
@@ -212,7 +214,7 @@ func runStoreBenchmarks(b *testing.B, open func(b *testing.B) engine) {
 	})
 	b.Run("MemoryRecall", func(b *testing.B) {
 		st := open(b)
-		if err := st.Promote(ctx, run.memory...); err != nil {
+		if err := st.PutMemory(ctx, "tenant_acme_prod", run.memory...); err != nil {
 			b.Fatal(err)
 		}
 		mem := st.Memory()

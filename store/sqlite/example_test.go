@@ -47,9 +47,9 @@ func service(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	opts := &contextos.Options{Adapters: registrations, Evidence: myGraph}
+	opts := &contextos.Options{Adapters: registrations, Evidence: myGraph, Ontologies: []string{"ont.support@1.0.0"}}
 	st.Configure(opts) // checkpoints, replay packets, records, transcripts, memory, idempotency claims, used approvals
-	rt, err := contextos.New(myPlanner, st.Registry(nil), keys, opts) // the packs every replica resolves
+	rt, err := contextos.New(myPlanner, st.Registry(nil), keys, opts)
 	if err != nil {
 		return err
 	}
