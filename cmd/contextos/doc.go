@@ -1,7 +1,9 @@
-// Command contextos is the ContextOS CLI for pack authors and CI: it
-// validates documents, signs, verifies and diffs Context Packs, compiles a
-// CompiledContext, drives one governed run with a scripted planner, and
-// replays a replay packet offline.
+// Command contextos is the ContextOS CLI for pack authors, CI and
+// operators: it validates documents, signs, verifies and diffs Context
+// Packs, compiles a CompiledContext, drives one governed run with a
+// scripted planner, replays a replay packet offline, and, on a durable
+// store, resumes paused runs, lists what awaits an approval and lists,
+// shows and verifies the decision records.
 //
 // Usage:
 //
@@ -18,9 +20,17 @@
 //	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
 //	    --plan FILE --tools FILE [--overlay FILE] [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
 //	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
-//	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…]
+//	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE]
 //	contextos replay --pack FILE… [--pub PUBFILE… | --allow-unsigned] [--overlay FILE]
-//	    [--ontology NS@VERSION…] [--redactors FILE] [--claim-pub PUBFILE…] PACKET
+//	    [--ontology NS@VERSION…] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE] PACKET
+//	contextos resume RUN_ID --store STORE --approve GATE=APPROVER:ROLE… --pack FILE…
+//	    [--pub PUBFILE… | --allow-unsigned] --plan FILE --tools FILE [--overlay FILE] [--evidence FILE]
+//	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
+//	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…]
+//	contextos records list --store STORE [--run ID] [--tenant ID] [--status STATUS]
+//	contextos records show --store STORE RECORD_ID
+//	contextos records verify --store STORE
+//	contextos approvals list --store STORE [--redactors FILE]
 //
 // Every command prints its flags with -h. A FILE argument of "-" reads
 // standard input. Flags marked … may be repeated.
@@ -62,7 +72,7 @@
 // run drives one invocation through the runtime with a scripted planner
 // and scripted tools and prints
 //
-//	{"status", "decision_record", "tool_results", "events", "pending_approvals"}
+//	{"run_id", "status", "decision_record", "tool_results", "events", "pending_approvals"}
 //
 // Adapters whose endpoint_ref is in the --endpoints file are called for
 // real through their transport instead. Plain packs need --allow-unsigned
@@ -78,7 +88,44 @@
 // must have the content hashes the packet pins (a packet pins hashes, not
 // the packs), and prints the replay result as JSON. No planner and no live
 // tool is called. Without --ontology, the packs' own ontology versions
-// are declared.
+// are declared. With --store, PACKET is the id of a packet in the store
+// (rp_…) or of a record that names its packet.
+//
+// # Durable stores
+//
+// --store STORE keeps the runs (checkpoints), decision records, replay
+// packets, transcripts, idempotency claims and used approvals in a
+// durable store instead of process memory: sqlite:PATH (an embedded
+// SQLite file, created and migrated on first use) or a postgres:// (or
+// postgresql://) URL. A value that names no store, or a store that does
+// not open, is a usage error; the message never shows the URL's password.
+// run and replay take it optionally; resume, records and approvals need
+// it.
+//
+// resume continues a run an earlier run (or resume) paused in the store,
+// in a new process: --approve answers the gate it awaits with an approval
+// by that approver holding that role, bound to the paused action's
+// digest and decided at the command's clock (--now). It takes run's pack,
+// plan, tools, evidence, memory, ontology and overlay flags (the same
+// ones the run had: the plan file's turns go on where the run paused) and
+// prints what run prints. A run that awaits no approval (unknown,
+// finished, or being continued elsewhere) exits 1.
+//
+// records list prints the stored records in chain order as a JSON array
+// of {record_id, run_id, tenant_id, status, outcome, decision_key,
+// timestamp, closes, record_hash}; --run, --tenant and --status keep
+// those that match. records show prints one record. records verify checks
+// the whole chain (each record's hash and its link to the one before) and
+// prints "verified: N records", or "broken: record INDEX (RECORD_ID):
+// REASON" naming the first broken link, and exits 1.
+//
+// approvals list prints the runs that await an approval, oldest first, as
+// a JSON array of {run_id, tenant_id, gate_id, approver_role,
+// capability_id, tool_call_id, args, action_digest, ttl_seconds,
+// requested_at, deferred_record_id}. The arguments are redacted by every
+// built-in redaction rule and by the run's own rules (--redactors gives
+// the host rules a pack names; a run naming a rule not given is an
+// error).
 //
 // # Files
 //
@@ -141,9 +188,11 @@
 // # Exit codes
 //
 // 0: the document is valid, the pack verified, the run completed (whatever
-// its status) or the replay was replay_equal. 1: the input was read and is
-// invalid (one line per problem), a signature does not hold, a pack change
-// is rejected or its version bump is too small, or a replay mismatched or
-// was tampered with. 2: bad flags or arguments, unreadable files, or an
+// its status), the replay was replay_equal or the record chain holds. 1:
+// the input was read and is invalid (one line per problem), a signature
+// does not hold, a pack change is rejected or its version bump is too
+// small, a replay mismatched or was tampered with, the record chain is
+// broken, a record is not in the store, or a resumed run awaits no
+// approval. 2: bad flags or arguments, unreadable files, or an
 // internal error.
 package main

@@ -44,6 +44,9 @@ func commands() []command {
 		{"compile", "compile packs, a request and a run context into a CompiledContext", cmdCompile},
 		{"run", "run one invocation with a scripted planner and scripted or live (--endpoints) tools", cmdRun},
 		{"replay", "replay a replay packet offline; exit 0 on replay_equal", cmdReplay},
+		{"resume", "continue a run paused in a durable store (--store) with an approval", cmdResume},
+		{"records", "list, show and verify the decision records of a durable store (contextos records -h)", cmdRecords},
+		{"approvals", "list the runs of a durable store that await an approval (contextos approvals -h)", cmdApprovals},
 	}
 }
 

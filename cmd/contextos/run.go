@@ -191,6 +191,7 @@ func registrationsWith(packs []*pack.Pack, adapter func(id string) gateway.Adapt
 }
 
 type runOutput struct {
+	RunID            string                        `json:"run_id"`
 	Status           decision.Status               `json:"status"`
 	Record           *decision.Record              `json:"decision_record"`
 	ToolResults      []*gateway.ToolResultEnvelope `json:"tool_results"`
@@ -205,15 +206,26 @@ type runFlags struct {
 	claims                                             claimFlags
 	request, runContext, plan, tools, evidence, memory string
 	recordOut, packetOut, now, endpoints, secrets      string
+	store                                              storeFlag // store.go
 }
 
+// register registers run's flags: the shared ones and --request and
+// --run-context.
 func (f *runFlags) register(fs *flag.FlagSet) {
+	f.registerShared(fs)
+	fs.StringVar(&f.request, "request", "", "invokeAgent request `FILE`")
+	fs.StringVar(&f.runContext, "run-context", "", "RunContext `FILE`")
+}
+
+// registerShared registers the flags run and resume share: the packs,
+// plan, tools, evidence, memory, ontologies, overlays, approvals, clock,
+// endpoints, outputs and store.
+func (f *runFlags) registerShared(fs *flag.FlagSet) {
 	f.packs.register(fs)
+	f.store.register(fs)
 	f.claims.register(fs)
 	fs.Var(&f.ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Var(&f.approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
-	fs.StringVar(&f.request, "request", "", "invokeAgent request `FILE`")
-	fs.StringVar(&f.runContext, "run-context", "", "RunContext `FILE`")
 	fs.StringVar(&f.plan, "plan", "", "plan `FILE`: a JSON array of planner turns")
 	fs.StringVar(&f.tools, "tools", "", "tools `FILE`: capability id → the results of its successive calls")
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE`: a JSON array of items")
@@ -261,7 +273,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{status, decision_record, tool_results, events, pending_approvals}. Exit 0 when\nthe run completed (whatever its status), 1 on invalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -271,11 +283,18 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return failRun(stderr, exitf(exitUsage, "--pack, --request, --run-context, --plan and --tools are required"))
 	}
 	ctx := context.Background()
+	st, err := f.store.open(ctx)
+	if err != nil {
+		return failRun(stderr, err)
+	}
+	if st != nil {
+		defer st.Close()
+	}
 	in, err := loadRunInputs(ctx, &f, stdin)
 	if err != nil {
 		return failRun(stderr, err)
 	}
-	rt, closeLive, err := buildRunRuntime(ctx, &f, in, stdin, stderr)
+	rt, closeLive, err := buildRunRuntime(ctx, &f, in, st, stdin, stderr)
 	if err != nil {
 		return failRun(stderr, err)
 	}
@@ -289,7 +308,11 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // failRun prints a stage's error and returns its exit code (exitOK for
 // none).
-func failRun(stderr io.Writer, err error) int {
+func failRun(stderr io.Writer, err error) int { return failCmd(stderr, "run", err) }
+
+// failCmd prints command cmd's error and returns its exit code (exitOK
+// for none).
+func failCmd(stderr io.Writer, cmd string, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -298,7 +321,7 @@ func failRun(stderr io.Writer, err error) int {
 		e = &exitError{code: exitUsage, msg: err.Error()}
 	}
 	if e.msg != "" {
-		fmt.Fprintf(stderr, "contextos run: %s\n", e.msg)
+		fmt.Fprintf(stderr, "contextos %s: %s\n", cmd, e.msg)
 	}
 	return e.code
 }
@@ -328,6 +351,9 @@ func loadRunInputs(ctx context.Context, f *runFlags, stdin io.Reader) (*runInput
 		{f.plan, func(b []byte) error { return strictJSON(b, &in.turns) }},
 		{f.tools, in.tools.decode},
 	} {
+		if file.path == "" {
+			continue // resume: the run's request and run context are stored
+		}
 		data, err := readInput(file.path, stdin)
 		if err != nil {
 			return nil, exitf(exitUsage, "%v", err)
@@ -373,7 +399,7 @@ func (s *scriptedTools) decode(b []byte) error {
 // buildRunRuntime builds the runtime: the scripted planner, the scripted
 // tools (or the live adapters of --endpoints), evidence and memory. The
 // returned func closes the live adapters.
-func buildRunRuntime(ctx context.Context, f *runFlags, in *runInputs, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, func(), error) {
+func buildRunRuntime(ctx context.Context, f *runFlags, in *runInputs, st durableStore, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, func(), error) {
 	live, err := loadLiveAdapters(ctx, f, in.packs, stdin)
 	if err != nil {
 		return nil, nil, err
@@ -383,7 +409,7 @@ func buildRunRuntime(ctx context.Context, f *runFlags, in *runInputs, stdin io.R
 			live.close()
 		}
 	}
-	rt, err := newRunRuntime(f, in, live, stdin, stderr)
+	rt, err := newRunRuntime(f, in, live, st, stdin, stderr)
 	if err != nil {
 		closeLive()
 		return nil, nil, err
@@ -425,8 +451,12 @@ func loadLiveAdapters(ctx context.Context, f *runFlags, packs []*pack.Pack, stdi
 	return live, nil
 }
 
-func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, error) {
-	opts := &contextos.Options{Adapters: registrationsWith(in.packs, in.tools.adapter, live), Ontologies: f.ontologies, Overlays: in.overlays, ReplaySampleRate: 1, Now: in.now}
+func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, st durableStore, stdin io.Reader, stderr io.Writer) (*contextos.Runtime, error) {
+	opts := &contextos.Options{}
+	if st != nil {
+		st.Configure(opts) // the runs, records, packets, claims and approvals are the store's
+	}
+	opts.Adapters, opts.Ontologies, opts.Overlays, opts.ReplaySampleRate, opts.Now = registrationsWith(in.packs, in.tools.adapter, live), f.ontologies, in.overlays, 1, in.now
 	opts.Gateway.Redactors = f.packs.redactors.rules
 	var err error
 	if opts.Identity, err = f.claims.options(); err != nil {
@@ -465,42 +495,64 @@ func (fileMemory) Propose(ctx context.Context, _ []contextos.MemoryProposal) err
 
 // executeRun streams the run and resumes each pause an --approve answers.
 func executeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs) (*runOutput, *contextos.Result, error) {
-	out := &runOutput{Events: []contextos.Event{}, PendingApprovals: []*gateway.ApprovalRequest{}}
-	var res *contextos.Result
-	collect := func(events func(func(contextos.Event, error) bool)) error {
-		for e, err := range events {
-			if err != nil {
-				return err
-			}
-			if e.Kind == contextos.EventResult {
-				res = e.Final
-				continue
-			}
-			out.Events = append(out.Events, e)
-		}
-		return nil
-	}
-	if err := collect(rt.Stream(ctx, in.req, in.rc)); err != nil {
+	c := newRunCollector()
+	if err := c.collect(rt.Stream(ctx, in.req, in.rc)); err != nil {
 		return nil, nil, exitf(exitInvalid, "%v", err)
 	}
-	approvals := maps.Clone(in.approvals)
-	for res.Pending != nil {
-		a, ok := approvals[res.Pending.GateID]
+	return c.answerPauses(ctx, rt, in, maps.Clone(in.approvals))
+}
+
+// runCollector gathers a run's events and its result across resumes.
+type runCollector struct {
+	out *runOutput
+	res *contextos.Result
+}
+
+func newRunCollector() *runCollector {
+	return &runCollector{out: &runOutput{Events: []contextos.Event{}, PendingApprovals: []*gateway.ApprovalRequest{}}}
+}
+
+// collect keeps a stream's events and its result.
+func (c *runCollector) collect(events func(func(contextos.Event, error) bool)) error {
+	for e, err := range events {
+		if err != nil {
+			return err
+		}
+		if e.Kind == contextos.EventResult {
+			c.res = e.Final
+			continue
+		}
+		c.out.Events = append(c.out.Events, e)
+	}
+	return nil
+}
+
+// answerPauses resumes the run while it pauses on a gate approvals
+// answers (each answer is used once), then fills the output.
+func (c *runCollector) answerPauses(ctx context.Context, rt *contextos.Runtime, in *runInputs, approvals map[string]approverFlag) (*runOutput, *contextos.Result, error) {
+	for c.res.Pending != nil {
+		a, ok := approvals[c.res.Pending.GateID]
 		if !ok {
 			break
 		}
-		delete(approvals, res.Pending.GateID)
-		ap := gateway.Approval{ApprovalID: "apr_cli_" + res.Pending.ToolCallID, GateID: res.Pending.GateID, ActionDigest: res.Pending.ActionDigest,
-			Approver: a.approver, ApproverRole: a.role, DecidedAt: in.now()}
-		if err := collect(rt.ResumeStream(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}})); err != nil {
+		delete(approvals, c.res.Pending.GateID)
+		ap := cliApproval(c.res.Pending.ToolCallID, c.res.Pending.GateID, c.res.Pending.ActionDigest, a, in.now())
+		if err := c.collect(rt.ResumeStream(ctx, c.res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}})); err != nil {
 			return nil, nil, exitf(exitUsage, "resume: %v", err)
 		}
 	}
-	out.Status, out.Record, out.ToolResults = res.Status, res.Record, res.ToolResults
+	res, out := c.res, c.out
+	out.RunID, out.Status, out.Record, out.ToolResults = res.RunID, res.Status, res.Record, res.ToolResults
 	if res.Pending != nil {
 		out.PendingApprovals = append(out.PendingApprovals, res.Pending)
 	}
 	return out, res, nil
+}
+
+// cliApproval is the approval an --approve answer gives the paused call
+// toolCallID on gate, bound to its action digest, decided at now.
+func cliApproval(toolCallID, gate, digest string, a approverFlag, now time.Time) gateway.Approval {
+	return gateway.Approval{ApprovalID: "apr_cli_" + toolCallID, GateID: gate, ActionDigest: digest, Approver: a.approver, ApproverRole: a.role, DecidedAt: now}
 }
 
 // renderRun prints the run's output and writes --record and
@@ -545,9 +597,11 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ontologies multiFlag
 	var claims claimFlags
 	claims.register(fs)
+	var st storeFlag
+	st.register(fs)
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--overlay FILE…] [--redactors FILE] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nwith the overlays the run had (a different one is a compiled-context mismatch),\nand prints the result as JSON. Exit 0 on replay_equal, 1 on a mismatch or\ntampering, 2 on a usage error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos replay --pack FILE… [--pub PUBFILE | --allow-unsigned] [--ontology NS@VERSION…] [--overlay FILE…] [--redactors FILE]\n       [--store sqlite:PATH|postgres://…] PACKET\n\nReplays a replay packet offline (recorded planner outputs and tool outcomes, no\nlive call) against the given packs, which must have the pinned content hashes,\nwith the overlays the run had (a different one is a compiled-context mismatch),\nand prints the result as JSON. PACKET is a file; with --store it is the id of a\npacket in the store (rp_…) or of a record that names one. Exit 0 on\nreplay_equal, 1 on a mismatch or tampering, 2 on a usage error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -568,10 +622,9 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "contextos replay:", err)
 		return exitUsage
 	}
-	data, err := readInput(fs.Arg(0), stdin)
+	data, err := readPacket(ctx, &st, fs.Arg(0), stdin)
 	if err != nil {
-		fmt.Fprintln(stderr, "contextos replay:", err)
-		return exitUsage
+		return failCmd(stderr, "replay", err)
 	}
 	var p replay.Packet
 	if err := wire.Strict(data); err != nil { // duplicate members, invalid UTF-8
@@ -621,6 +674,42 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	return exitOK
+}
+
+// readPacket reads the replay packet name names: a file, or with --store
+// a packet id or the id of a record that names its packet.
+func readPacket(ctx context.Context, sf *storeFlag, name string, stdin io.Reader) ([]byte, error) {
+	if sf.spec == "" {
+		data, err := readInput(name, stdin)
+		if err != nil {
+			return nil, exitf(exitUsage, "%v", err)
+		}
+		return data, nil
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	id := name
+	if r, err := st.Records().Get(ctx, name); err == nil {
+		if r.Replay == nil || r.Replay.ReplayPacketID == "" {
+			return nil, exitf(exitInvalid, "record %.80q names no replay packet", name)
+		}
+		id = r.Replay.ReplayPacketID
+	}
+	p, err := st.Packets().Get(ctx, id)
+	if errors.Is(err, contextos.ErrNotFound) {
+		return nil, exitf(exitInvalid, "the store has no replay packet or record %.80q", name)
+	}
+	if err != nil {
+		return nil, exitf(exitUsage, "%v", err)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, exitf(exitUsage, "%v", err)
+	}
+	return data, nil
 }
 
 // strictJSON decodes with the strict wire rules (unknown fields refused).

@@ -41,7 +41,7 @@ func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Re
 			return err
 		}
 		seq, prev := int64(0), decision.GenesisHash
-		switch err := tx.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_records ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev); {
+		switch err := tx.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&seq, &prev); {
 		case errors.Is(err, sql.ErrNoRows):
 			seq, prev = 0, decision.GenesisHash
 		case err != nil:
@@ -54,6 +54,10 @@ func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Re
 		if _, err := tx.ExecContext(ctx, `INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			seq+1, c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b); err != nil {
 			return storeErr(ctx, "append record", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO contextos_record_head (id, seq, record_hash) VALUES (1, $1, $2)
+ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, record_hash = excluded.record_hash`, seq+1, c.RecordHash); err != nil {
+			return storeErr(ctx, "move the chain head", err)
 		}
 		stored = c
 		return nil
@@ -176,7 +180,21 @@ func (rs *Records) Verify(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	var headSeq int64
+	var headHash string
+	switch err := rs.db.sql.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&headSeq, &headHash); {
+	case errors.Is(err, sql.ErrNoRows):
+		headSeq, headHash = 0, decision.GenesisHash
+	case err != nil:
+		return storeErr(ctx, "verify records", err)
+	}
+	if headSeq != int64(i) || headHash != prev {
+		return &decision.ChainError{Index: i, Reason: fmt.Sprintf("the chain holds %d records but its head names record %d (%s)", i, headSeq, headHash)}
+	}
+	return nil
 }
 
 func decodeRecord(b []byte) (*decision.Record, error) {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/contextos/contextos/internal/pgtest"
@@ -18,6 +19,29 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s
+		}
+	})
+}
+
+func TestTamper(t *testing.T) {
+	storetest.RunTamperTests(t, func(t *testing.T) (storetest.Opener, storetest.Exec) {
+		url := pgtest.URL(t)
+		open := func(t *testing.T, o storetest.Options) storetest.Stores {
+			s, err := postgres.Open(context.Background(), url, &postgres.Options{Now: o.Now, ClaimTTL: o.ClaimTTL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return open, func(t *testing.T, query string) {
+			db, err := sql.Open("pgx", url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(query); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

@@ -24,6 +24,13 @@ CREATE TABLE contextos_records (
 );
 CREATE INDEX contextos_records_run ON contextos_records (run_id, seq);
 CREATE INDEX contextos_records_tenant ON contextos_records (tenant_id, seq);
+-- The chain's head, moved in the same transaction as each append: a
+-- record lost from the end of the chain fails Verify.
+CREATE TABLE contextos_record_head (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    seq         BIGINT NOT NULL,
+    record_hash TEXT NOT NULL
+);
 
 CREATE TABLE contextos_idempotency (
     key         TEXT PRIMARY KEY,

@@ -1,0 +1,41 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+)
+
+func TestRedactValue(t *testing.T) {
+	b := gateway.BuiltinRedactors()
+	for _, tc := range []struct {
+		name    string
+		in      map[string]any
+		rules   []gateway.Redactor
+		changed bool
+		absent  string
+	}{
+		{"card string", map[string]any{"card": "4111 1111 1111 1111"}, []gateway.Redactor{b["credit_card"]}, true, "4111"},
+		{"card number", map[string]any{"card": float64(4111111111111111)}, []gateway.Redactor{b["credit_card"]}, true, "4111"},
+		{"secret member", map[string]any{"api_key": "plain"}, []gateway.Redactor{b["secret"]}, true, "plain"},
+		{"nothing sensitive", map[string]any{"order_id": "ord_881", "amount": 4200}, []gateway.Redactor{b["credit_card"]}, false, ""},
+		{"no rules", map[string]any{"card": "4111 1111 1111 1111"}, nil, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := json.Marshal(tc.in)
+			out, changed := gateway.RedactValue(tc.in, tc.rules)
+			got, _ := json.Marshal(out)
+			if changed != tc.changed {
+				t.Errorf("changed = %v, want %v (%s)", changed, tc.changed, got)
+			}
+			if tc.absent != "" && strings.Contains(string(got), tc.absent) {
+				t.Errorf("%s still holds %q", got, tc.absent)
+			}
+			if after, _ := json.Marshal(tc.in); string(after) != string(before) {
+				t.Errorf("the input was modified: %s", after)
+			}
+		})
+	}
+}

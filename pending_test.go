@@ -1,0 +1,245 @@
+package contextos_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// cardNumber is a Luhn-valid test card number.
+const cardNumber = "4111111111111111"
+
+// cardPlanner looks the order up, then refunds the request's amount with
+// a card number among the arguments (as a string and as a JSON number).
+func cardPlanner() contextos.Planner {
+	return contextos.PlannerFunc(func(_ context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
+		if r.Turn == 0 {
+			return lookupPlan(), nil
+		}
+		amount, _ := r.Request.Input.Context["refund_amount"].(int)
+		p := refundPlan(amount)
+		p.Steps[0].Args["note"] = "refund to card " + cardNumber
+		p.Steps[0].Args["card"] = float64(4111111111111111)
+		return p, nil
+	})
+}
+
+// requestFor is the refund request with its own request id (so its own
+// run) and amount.
+func requestFor(t *testing.T, id string, amount int) (*runcontext.InvokeRequest, *runcontext.RunContext) {
+	req, rc := refundRequest(t, amount, true)
+	req.RequestID = id
+	rc.RunID = "run_" + strings.TrimPrefix(id, "req_")
+	return req, rc
+}
+
+// PendingApprovals lists a paused run (its gate, role, capability, call
+// and redacted arguments) and neither a run that completed without a
+// pause nor one that was resumed to its end.
+func TestPendingApprovals(t *testing.T) {
+	ctx := context.Background()
+	h := bareHarness(t, cardPlanner(), nil)
+	scriptDefaults(h, "")
+	approver := contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}
+
+	paused := h.Invoke(requestFor(t, "req_pending_a", 4200))
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	small := h.Invoke(requestFor(t, "req_pending_b", 1200))
+	if small.Status != decision.Decided {
+		t.Fatalf("1200 refund ended %s, want DECIDED", small.Status)
+	}
+	resumed := h.Invoke(requestFor(t, "req_pending_c", 4200))
+	contextostest.AssertPending(t, resumed, "GATE_FINANCE_APPROVAL")
+
+	list, err := h.Runtime.PendingApprovals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].RunID > list[1].RunID {
+		t.Fatalf("pending = %+v, want the two paused runs in run id order (same requested_at)", list)
+	}
+	h.Approve(resumed, approver)
+
+	list, err = h.Runtime.PendingApprovals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("pending after a resume = %+v, want only %s", list, paused.RunID)
+	}
+	p := list[0]
+	want := contextos.PendingApproval{RunID: paused.RunID, TenantID: paused.Record.TenantID, GateID: "GATE_FINANCE_APPROVAL", ApproverRole: "finance_lead",
+		CapabilityID: "adp_payments.issue_refund", ToolCallID: paused.Pending.ToolCallID, ActionDigest: paused.Pending.ActionDigest,
+		TTLSeconds: paused.Pending.TTLSeconds, RequestedAt: paused.Pending.RequestedAt, RecordID: paused.Record.RecordID}
+	got := p
+	got.Args = nil
+	if !jsonEqual(t, got, want) {
+		t.Errorf("pending = %+v\nwant      %+v", got, want)
+	}
+	if p.TenantID == "" || p.ToolCallID == "" || p.ActionDigest == "" {
+		t.Errorf("pending approval lacks its tenant, call or digest: %+v", p)
+	}
+	if p.Args["order_id"] != "ord_881" || p.Args["card"] != gateway.Redacted || !strings.Contains(p.Args["note"].(string), gateway.Redacted) {
+		t.Errorf("args = %v, want the order id kept and the card redacted", p.Args)
+	}
+	b, _ := json.Marshal(list)
+	if strings.Contains(string(b), cardNumber) || strings.Contains(string(b), "4.111111111111111e") {
+		t.Errorf("the listing holds the card number: %s", b)
+	}
+	// The listed approval resumes the run.
+	a := gateway.Approval{ApprovalID: "apr_listed", GateID: p.GateID, ActionDigest: p.ActionDigest, Approver: approver.UserID, ApproverRole: approver.Role, DecidedAt: contextostest.FixedTime()}
+	res, err := h.Runtime.Resume(ctx, p.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+	if err != nil || res.Status != decision.Decided {
+		t.Fatalf("resume with the listed digest: %v, %v", res, err)
+	}
+	if list, err := h.Runtime.PendingApprovals(ctx); err != nil || len(list) != 0 {
+		t.Errorf("pending after every resume = %+v, %v; want none", list, err)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b any) bool {
+	t.Helper()
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	return string(x) == string(y)
+}
+
+// onlyCheckpoints is a CheckpointStore without the CheckpointLister
+// capability.
+type onlyCheckpoints struct{ contextos.CheckpointStore }
+
+func TestPendingApprovalsNeedsALister(t *testing.T) {
+	var opts contextostest.Options
+	opts.Runtime.Checkpoints = onlyCheckpoints{contextos.NewInMemoryCheckpoints()}
+	h := bareHarness(t, cardPlanner(), &opts)
+	_, err := h.Runtime.PendingApprovals(context.Background())
+	if !errors.Is(err, contextos.ErrConfig) || !strings.Contains(err.Error(), "CheckpointLister") {
+		t.Errorf("err = %v, want ErrConfig naming CheckpointLister", err)
+	}
+}
+
+func TestInMemoryCheckpointsRunIDs(t *testing.T) {
+	ctx := context.Background()
+	s := contextos.NewInMemoryCheckpoints()
+	for _, id := range []string{"run_c", "run_a", "run_b"} {
+		if err := s.Save(ctx, &contextos.Checkpoint{RunID: id, Version: 2, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := s.RunIDs(ctx)
+	if err != nil || strings.Join(ids, ",") != "run_a,run_b,run_c" {
+		t.Errorf("RunIDs = %v, %v; want sorted", ids, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.RunIDs(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// The run's active rules apply, a host's among them; a runtime that does
+// not know a rule the run's record names refuses the listing; when the
+// record is not stored, every rule the runtime knows applies.
+func TestPendingApprovalsRedactsByTheRunsRules(t *testing.T) {
+	ctx := context.Background()
+	orderRule, err := gateway.RegexpRedactor(`ord_[0-9]+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := readTestdata(t, "ctxpack.support-1.0.0.json")
+	doc = []byte(strings.Replace(string(doc), `"redaction_rules": ["pan", "credit_card"]`, `"redaction_rules": ["pan", "credit_card", "order_ref"]`, 1))
+	var opts contextostest.Options
+	opts.Runtime.Gateway.Redactors = map[string]gateway.Redactor{"order_ref": orderRule}
+	opts.Runtime.Evidence = evidence(t)
+	opts.Scopes = map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}
+	h := contextostest.New(t, cardPlanner(), [][]byte{doc}, &opts)
+	scriptDefaults(h, "")
+	paused := h.Invoke(requestFor(t, "req_rules", 4200))
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	if !strings.Contains(strings.Join(paused.Record.ControlsActive.RedactionRulesActive, ","), "order_ref") {
+		t.Fatalf("the run's rules are %v", paused.Record.ControlsActive.RedactionRulesActive)
+	}
+
+	other := func(rules map[string]gateway.Redactor, decisions decision.Store) *contextos.Runtime {
+		rt, err := contextos.New(cardPlanner(), pack.NewMemoryRegistry(nil), runcontext.NewStaticKeys(nil),
+			&contextos.Options{Checkpoints: h.Checkpoints, Decisions: decisions, Gateway: gateway.Options{Redactors: rules}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	for _, tc := range []struct {
+		name      string
+		rt        *contextos.Runtime
+		wantOrder any    // the order_id argument listed
+		wantErr   string // "" for none
+	}{
+		{"the run's runtime", h.Runtime, gateway.Redacted, ""},
+		{"a runtime without the rule", other(nil, h.Decisions), nil, `"order_ref"`},
+		{"no record, the rule known", other(map[string]gateway.Redactor{"order_ref": orderRule}, decision.NewMemoryStore()), gateway.Redacted, ""},
+		{"no record, the rule unknown", other(nil, decision.NewMemoryStore()), "ord_881", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			list, err := tc.rt.PendingApprovals(ctx)
+			if tc.wantErr != "" {
+				if !errors.Is(err, contextos.ErrConfig) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("err = %v, want ErrConfig naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(list) != 1 {
+				t.Fatalf("pending = %+v, %v", list, err)
+			}
+			if list[0].Args["order_id"] != tc.wantOrder || list[0].Args["card"] != gateway.Redacted {
+				t.Errorf("args = %v, want order_id %v and the card redacted", list[0].Args, tc.wantOrder)
+			}
+		})
+	}
+}
+
+// A run being resumed (its claim saved, its paused call running) is not
+// listed: another approval could not continue it.
+func TestPendingApprovalsOmitsARunBeingResumed(t *testing.T) {
+	ctx := context.Background()
+	h := bareHarness(t, cardPlanner(), nil)
+	scriptDefaults(h, "adp_payments")
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.Adapter("adp_payments").On("issue_refund").When(func(map[string]any) bool {
+		once.Do(func() { close(started) })
+		return true
+	}).ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9").IgnoreContext(release)
+	paused := h.Invoke(requestFor(t, "req_resuming", 4200))
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	if list, err := h.Runtime.PendingApprovals(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("pending before the resume = %+v, %v", list, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+		_, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+		done <- err
+	}()
+	<-started
+	list, err := h.Runtime.PendingApprovals(ctx)
+	close(release)
+	if err != nil || len(list) != 0 {
+		t.Errorf("pending while the run is resumed = %+v, %v; want none", list, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
