@@ -79,9 +79,9 @@ func BenchmarkInvokeRefundProcesses(b *testing.B) {
 		b.Run("procs="+strconv.Itoa(procs), func(b *testing.B) {
 			url := pgtest.URL(b)
 			runs := (b.N + procs - 1) / procs
-			children := make([]*child, procs)
+			children := make([]*benchChild, procs)
 			for i := range children {
-				children[i] = startChild(b, url, fmt.Sprintf("p%d_%d", i, b.N), runs)
+				children[i] = startBenchChild(b, url, fmt.Sprintf("p%d_%d", i, b.N), runs)
 			}
 			b.ResetTimer()
 			start := time.Now()
@@ -113,16 +113,16 @@ const (
 	childRunsEnv   = "CONTEXTOS_BENCH_CHILD_RUNS"
 )
 
-// child is one benchmark process.
-type child struct {
+// benchChild is one benchmark process.
+type benchChild struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Scanner
 }
 
-// startChild starts a process that prepares to invoke runs refunds on
+// startBenchChild starts a process that prepares to invoke runs refunds on
 // url under run ids with prefix, and waits until it is ready.
-func startChild(b *testing.B, url, prefix string, runs int) *child {
+func startBenchChild(b *testing.B, url, prefix string, runs int) *benchChild {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkInvokeRefundProcesses$", "-test.benchtime=1x")
 	cmd.Env = append(os.Environ(), childURLEnv+"="+url, childPrefixEnv+"="+prefix, childRunsEnv+"="+strconv.Itoa(runs))
@@ -138,7 +138,7 @@ func startChild(b *testing.B, url, prefix string, runs int) *child {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	c := &benchChild{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 	b.Cleanup(func() {
 		_ = c.stdin.Close()
 		for c.out.Scan() { // the rest of its output, before Wait closes the pipe
@@ -151,14 +151,14 @@ func startChild(b *testing.B, url, prefix string, runs int) *child {
 	return c
 }
 
-func (c *child) goAhead() { _, _ = io.WriteString(c.stdin, "go\n") }
+func (c *benchChild) goAhead() { _, _ = io.WriteString(c.stdin, "go\n") }
 
 // wait waits for the child's runs to end.
-func (c *child) wait() error { return c.expect("done") }
+func (c *benchChild) wait() error { return c.expect("done") }
 
 // expect reads the child's output up to its line "refund-child WORD"; a
 // failure line is returned as an error.
-func (c *child) expect(word string) error {
+func (c *benchChild) expect(word string) error {
 	for c.out.Scan() {
 		line := c.out.Text()
 		if msg, ok := strings.CutPrefix(line, "refund-child failed: "); ok {
@@ -186,7 +186,7 @@ func refundChild(b *testing.B, url string) {
 	var opts contextos.Options
 	openURL(b, url).Configure(&opts)
 	h := refundHarness(b, opts)
-	req, rc := refundRequest(b)
+	req, rc := benchRequest(b)
 	ctx := context.Background()
 	fmt.Println("refund-child ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
@@ -440,7 +440,7 @@ func refundRun(b *testing.B) *refundData {
 	b.Helper()
 	ctx := context.Background()
 	h := refundHarness(b, contextos.Options{ReplaySampleRate: 1})
-	req, rc := refundRequest(b)
+	req, rc := benchRequest(b)
 	rc.RunID = "run_bench_data"
 	res := h.Invoke(req, rc)
 	if res.Status != decision.Decided {
@@ -522,8 +522,8 @@ func refundHarness(b *testing.B, opts contextos.Options) *contextostest.Harness 
 	return h
 }
 
-// refundRequest is the canonical 1200 refund, identity verified.
-func refundRequest(b *testing.B) (*runcontext.InvokeRequest, *runcontext.RunContext) {
+// benchRequest is the canonical 1200 refund, identity verified.
+func benchRequest(b *testing.B) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	b.Helper()
 	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
 	if err != nil {
@@ -547,7 +547,7 @@ func benchInvokeRefund(b *testing.B, open func(b *testing.B) engine) {
 	var opts contextos.Options
 	open(b).Configure(&opts)
 	h := refundHarness(b, opts)
-	req, rc := refundRequest(b)
+	req, rc := benchRequest(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0

@@ -282,7 +282,7 @@ func refundRun(b *testing.B) *refundData {
 	b.Helper()
 	ctx := context.Background()
 	h := refundHarness(b, contextos.Options{ReplaySampleRate: 1})
-	req, rc := refundRequest(b)
+	req, rc := benchRequest(b)
 	rc.RunID = "run_bench_data"
 	res := h.Invoke(req, rc)
 	if res.Status != decision.Decided {
@@ -364,8 +364,8 @@ func refundHarness(b *testing.B, opts contextos.Options) *contextostest.Harness 
 	return h
 }
 
-// refundRequest is the canonical 1200 refund, identity verified.
-func refundRequest(b *testing.B) (*runcontext.InvokeRequest, *runcontext.RunContext) {
+// benchRequest is the canonical 1200 refund, identity verified.
+func benchRequest(b *testing.B) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	b.Helper()
 	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
 	if err != nil {
@@ -389,7 +389,7 @@ func benchInvokeRefund(b *testing.B, open func(b *testing.B) engine) {
 	var opts contextos.Options
 	open(b).Configure(&opts)
 	h := refundHarness(b, opts)
-	req, rc := refundRequest(b)
+	req, rc := benchRequest(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
