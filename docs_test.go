@@ -145,7 +145,7 @@ func TestDocsRelativeLinksResolve(t *testing.T) {
 
 // snippetImports are the packages README snippets may use, by name.
 var snippetImports = []string{
-	"context", "errors", "log", "log/slog", "testing", "time",
+	"context", "errors", "log", "log/slog", "os", "testing", "time",
 	"go.opentelemetry.io/otel/trace",
 	"github.com/contextos/contextos",
 	"github.com/contextos/contextos/compiler",
@@ -155,6 +155,7 @@ var snippetImports = []string{
 	"github.com/contextos/contextos/pack",
 	"github.com/contextos/contextos/replay",
 	"github.com/contextos/contextos/runcontext",
+	"github.com/contextos/contextos/store/postgres",
 }
 
 // snippetEnv declares what README snippets take as given: the host's own

@@ -1,13 +1,27 @@
-// Command refund runs the seeds' MVP end to end, all in memory: the
-// canonical support pack signed with a dev key into an in-memory registry,
-// a deterministic rule-based planner, and in-memory adapters for order
-// lookup, policy evaluation and payments. It shows four flows:
+// Command refund runs the seeds' MVP end to end: the canonical support
+// pack signed with a dev key, a deterministic rule-based planner, and
+// in-process adapters for order lookup, policy evaluation and payments. It
+// shows four flows:
 //
 //  1. a 4200 refund that pauses for finance approval, is approved by a
 //     finance lead and is DECIDED;
 //  2. a refund without identity verification, which policy refuses;
 //  3. a 1200 refund decided without an approval gate;
 //  4. the replay of the first run, offline, reporting replay_equal.
+//
+// By default every store is in memory. With -store sqlite:FILE or
+// -store postgres://… the pack registry, checkpoints, replay packets,
+// decision records, transcripts, idempotency claims, used approvals and
+// memory live in that database, and the run can outlive the process:
+//
+//	go run ./examples/refund -store sqlite:refund.db -pause              # flow 1 up to the pause, then exit
+//	go run ./examples/refund -store sqlite:refund.db -resume run_flow1   # another process approves and finishes it
+//
+// The second invocation finds the approval the run awaits in the run's
+// DEFERRED decision record, grants it as the finance lead and resumes the
+// run from its stored checkpoint: payments is called once, by that
+// process. A store keeps every run it ran, so the four flows run once per
+// store (their run ids are fixed).
 //
 // The clock is fixed so the output (ids, hashes, timestamps) is the same on
 // every run; a host passes its own clock.
@@ -19,9 +33,11 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"slices"
@@ -31,9 +47,12 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/store/postgres"
+	"github.com/contextos/contextos/store/sqlite"
 	"github.com/contextos/contextos/transport"
 )
 
@@ -49,32 +68,85 @@ var (
 )
 
 func main() {
-	paymentsURL := flag.String("payments-url", "", "call the payments tool over the external transport (Tool Contract v1) at this URL instead of in process; serve it with -serve-payments")
-	serve := flag.String("serve-payments", "", "serve the payments tool as a Tool Contract v1 endpoint on this address (e.g. 127.0.0.1:8088) and wait")
-	flag.Parse()
+	os.Exit(cli(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is what the flags ask for.
+type config struct {
+	// paymentsURL, when set, is the Tool Contract v1 endpoint the payments
+	// tool is called at, over the external transport.
+	paymentsURL string
+	// store is "" (in memory), sqlite:FILE or a postgres:// URL.
+	store string
+	// pause runs flow 1 up to its pause and stops.
+	pause bool
+	// resume is the id of a paused run to approve and continue.
+	resume string
+}
+
+// errUsage reports flags that do not go together.
+var errUsage = errors.New("usage")
+
+// cli runs the command with args and returns its exit code.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("refund", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	fs.StringVar(&cfg.paymentsURL, "payments-url", "", "call the payments tool over the external transport (Tool Contract v1) at this URL instead of in process; serve it with -serve-payments")
+	serve := fs.String("serve-payments", "", "serve the payments tool as a Tool Contract v1 endpoint on this address (e.g. 127.0.0.1:8088) and wait")
+	fs.StringVar(&cfg.store, "store", "", "keep every store in a database instead of in memory: sqlite:FILE or postgres://…")
+	fs.BoolVar(&cfg.pause, "pause", false, "run flow 1 until it pauses for finance approval and exit, leaving the run in -store")
+	fs.StringVar(&cfg.resume, "resume", "", "approve the finance gate of the paused run `RUN_ID` in -store as the finance lead and continue it")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "refund: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
 	if *serve != "" {
-		fmt.Fprintf(os.Stderr, "refund: payments tool on http://%s\n", *serve)
+		fmt.Fprintf(stderr, "refund: payments tool on http://%s\n", *serve)
 		if err := http.ListenAndServe(*serve, paymentsHandler(&paymentsAdapter{})); err != nil {
-			fmt.Fprintln(os.Stderr, "refund:", err)
-			os.Exit(1)
+			fmt.Fprintln(stderr, "refund:", err)
+			return 1
 		}
-		return
+		return 0
 	}
-	if err := run(context.Background(), os.Stdout, *paymentsURL); err != nil {
-		fmt.Fprintln(os.Stderr, "refund:", err)
-		os.Exit(1)
+	if err := run(ctx, stdout, cfg); err != nil {
+		fmt.Fprintln(stderr, "refund:", err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
 	}
+	return 0
 }
 
 // now is the example's fixed clock.
 var now = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
 
-// run runs the four flows; with paymentsURL the payments tool is called
-// over the external transport.
-func run(ctx context.Context, w io.Writer, paymentsURL string) error {
-	rt, payments, err := newRuntime(ctx, paymentsURL)
+// run runs what cfg asks for: the four flows, or with a durable store
+// flow 1 up to its pause (cfg.pause) or the resumption of a paused run
+// (cfg.resume).
+func run(ctx context.Context, w io.Writer, cfg config) error {
+	switch {
+	case cfg.pause && cfg.resume != "":
+		return fmt.Errorf("%w: -pause and -resume are separate invocations", errUsage)
+	case (cfg.pause || cfg.resume != "") && cfg.store == "":
+		return fmt.Errorf("%w: -pause and -resume need -store (an in-memory run ends with its process)", errUsage)
+	}
+	rt, st, payments, err := newRuntime(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if st != nil {
+		defer st.Close()
+	}
+	switch {
+	case cfg.pause:
+		return pauseFlow(ctx, w, rt)
+	case cfg.resume != "":
+		return resumeFlow(ctx, w, rt, st.Records(), payments, cfg.resume)
 	}
 
 	fmt.Fprintln(w, "== 1. Refund of INR 4200: pauses for finance approval")
@@ -82,15 +154,14 @@ func run(ctx context.Context, w io.Writer, paymentsURL string) error {
 	if err != nil {
 		return err
 	}
-	res, err := stream(ctx, w, rt, req, rc)
+	res, err := stream(w, rt.Stream(ctx, req, rc))
 	if err != nil {
 		return err
 	}
 	if res.Pending == nil {
-		return fmt.Errorf("flow 1 did not pause: %s", res.Status)
+		return fmt.Errorf("flow 1 did not pause: run %s is %s (a store keeps every run it ran: use a fresh one)", res.RunID, res.Status)
 	}
-	approval := gateway.Approval{ApprovalID: "apr_finance_1", GateID: res.Pending.GateID, ActionDigest: res.Pending.ActionDigest,
-		Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: now}
+	approval := financeApproval(res.Pending.GateID, res.Pending.ActionDigest)
 	fmt.Fprintf(w, "   approve  %s by %s (%s)\n", approval.GateID, approval.Approver, approval.ApproverRole)
 	done, err := rt.Resume(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
 	if err != nil {
@@ -112,7 +183,7 @@ func run(ctx context.Context, w io.Writer, paymentsURL string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := stream(ctx, w, rt, req, rc); err != nil {
+	if _, err := stream(w, rt.Stream(ctx, req, rc)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -122,7 +193,7 @@ func run(ctx context.Context, w io.Writer, paymentsURL string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := stream(ctx, w, rt, req, rc); err != nil {
+	if _, err := stream(w, rt.Stream(ctx, req, rc)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -142,9 +213,69 @@ func run(ctx context.Context, w io.Writer, paymentsURL string) error {
 	return nil
 }
 
-// stream runs one request and prints its events as a step log.
-func stream(ctx context.Context, w io.Writer, rt *contextos.Runtime, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*contextos.Result, error) {
-	for e, err := range rt.Stream(ctx, req, rc) {
+// financeApproval is the finance lead's approval of the action digest at
+// gate.
+func financeApproval(gate, actionDigest string) gateway.Approval {
+	return gateway.Approval{ApprovalID: "apr_finance_1", GateID: gate, ActionDigest: actionDigest,
+		Approver: "user_finance_lead_77", ApproverRole: "finance_lead", DecidedAt: now}
+}
+
+// pauseFlow runs flow 1 until it pauses for approval; the run stays in
+// the durable store for another process to resume.
+func pauseFlow(ctx context.Context, w io.Writer, rt *contextos.Runtime) error {
+	fmt.Fprintln(w, "== 1. Refund of INR 4200: pauses for finance approval")
+	req, rc, err := request("req_flow1", 4200, true)
+	if err != nil {
+		return err
+	}
+	res, err := stream(w, rt.Stream(ctx, req, rc))
+	if err != nil {
+		return err
+	}
+	if res.Pending == nil {
+		return fmt.Errorf("flow 1 did not pause: run %s is %s (a store keeps every run it ran: use a fresh one)", res.RunID, res.Status)
+	}
+	fmt.Fprintf(w, "   stored   run %s awaits %s; continue it in another process with -resume %s\n", res.RunID, res.Pending.GateID, res.RunID)
+	return nil
+}
+
+// resumeFlow continues a paused run in this process: the approval the run
+// awaits is read from its DEFERRED decision record in the store, granted
+// by the finance lead, and the run resumes from its stored checkpoint.
+func resumeFlow(ctx context.Context, w io.Writer, rt *contextos.Runtime, records decision.Store, payments *counting, runID string) error {
+	recs, err := records.List(ctx, decision.Filter{RunID: runID})
+	if err != nil {
+		return err
+	}
+	// The run's state is its latest record; a CLOSED record only closes an
+	// earlier DEFERRED one once the run went on.
+	var last *decision.Record
+	for _, r := range recs {
+		if r.Status != decision.Closed {
+			last = r
+		}
+	}
+	if last == nil {
+		return fmt.Errorf("run %s: %w in the store", runID, contextos.ErrNotFound)
+	}
+	if last.Status != decision.Deferred || last.Awaiting == nil || last.Awaiting.Kind != "approval" {
+		return fmt.Errorf("run %s: %w: its latest record is %s", runID, contextos.ErrNotResumable, last.Status)
+	}
+	fmt.Fprintf(w, "== 1. Refund of INR 4200, resumed in this process: run %s awaits %s by a %s\n", runID, last.Awaiting.GateID, last.Awaiting.ApproverRole)
+	approval := financeApproval(last.Awaiting.GateID, last.Awaiting.ActionDigest)
+	fmt.Fprintf(w, "   approve  %s by %s (%s)\n", approval.GateID, approval.Approver, approval.ApproverRole)
+	done, err := stream(w, rt.ResumeStream(ctx, runID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}}))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   result   %s %s (payments called %d time in this process)\n", done.Status, done.Record.Outcome, payments.calls.Load())
+	return nil
+}
+
+// stream prints the events of a run (Stream or ResumeStream) as a step log
+// and returns its result.
+func stream(w io.Writer, events iter.Seq2[contextos.Event, error]) (*contextos.Result, error) {
+	for e, err := range events {
 		if err != nil {
 			return nil, err
 		}
@@ -188,10 +319,67 @@ func outputLine(r *gateway.ToolResultEnvelope) string {
 
 func short(h string) string { return h[:len("sha256:")+12] + "…" }
 
+// durable is what the example asks of a durable store; store/sqlite and
+// store/postgres both provide it.
+type durable interface {
+	// Configure points a runtime's stores at the database.
+	Configure(o *contextos.Options)
+	Registry(opts *pack.ValidateOptions) pack.Registry
+	Records() decision.Store
+	Close() error
+}
+
+// openStore opens the durable store spec names: sqlite:FILE or a
+// postgres:// URL. Errors never repeat spec (a URL may hold a password).
+func openStore(ctx context.Context, spec string) (durable, error) {
+	switch {
+	case strings.HasPrefix(spec, "sqlite:"):
+		st, err := sqlite.Open(ctx, strings.TrimPrefix(spec, "sqlite:"), nil)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		st, err := postgres.Open(ctx, spec, nil)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("%w: -store wants sqlite:FILE or a postgres:// URL", errUsage)
+}
+
 // newRuntime builds the runtime: the pack signed with a dev key and
-// published in an in-memory registry, the rule-based planner, in-memory
-// adapters, every run captured for replay.
-func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *counting, error) {
+// published in the registry, the rule-based planner, in-process adapters,
+// every run captured for replay. Without cfg.store every store is in
+// memory; with it, every store is the database's, returned for the caller
+// to close.
+func newRuntime(ctx context.Context, cfg config) (*contextos.Runtime, durable, *counting, error) {
+	var opts contextos.Options
+	var reg pack.Registry = pack.NewMemoryRegistry(nil)
+	var st durable
+	if cfg.store != "" {
+		var err error
+		if st, err = openStore(ctx, cfg.store); err != nil {
+			return nil, nil, nil, err
+		}
+		st.Configure(&opts)
+		reg = st.Registry(nil)
+	}
+	rt, payments, err := build(ctx, cfg.paymentsURL, reg, opts)
+	if err != nil {
+		if st != nil {
+			_ = st.Close()
+		}
+		return nil, nil, nil, err
+	}
+	return rt, st, payments, nil
+}
+
+// build publishes the signed pack in reg (a store that already holds it
+// keeps it) and builds the runtime over opts, whose stores are set or
+// left to the in-memory defaults.
+func build(ctx context.Context, paymentsURL string, reg pack.Registry, opts contextos.Options) (*contextos.Runtime, *counting, error) {
 	seed := sha256.Sum256([]byte("contextos example dev key"))
 	key := ed25519.NewKeyFromSeed(seed[:])
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
@@ -203,13 +391,14 @@ func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *c
 	if err != nil {
 		return nil, nil, err
 	}
-	reg := pack.NewMemoryRegistry(nil)
 	entry, err := reg.Put(ctx, signed)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "example"); err != nil {
-		return nil, nil, err
+	if entry.State != pack.StatePublished {
+		if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "example"); err != nil {
+			return nil, nil, err
+		}
 	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
 	var evidence compiler.StaticEvidence
@@ -228,18 +417,17 @@ func newRuntime(ctx context.Context, paymentsURL string) (*contextos.Runtime, *c
 		refund = ext.Capability()
 		refund.Scopes = []string{"payments.refund"}
 	}
-	rt, err := contextos.New(contextos.PlannerFunc(plan), reg, keys, &contextos.Options{
-		Adapters: []gateway.Registration{
-			{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(lookupOrder), Capabilities: map[string]gateway.Capability{"lookup": {}}},
-			{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(evalPolicy), Capabilities: map[string]gateway.Capability{"eval": {}}},
-			{AdapterID: "adp_payments", Adapter: payments, Capabilities: map[string]gateway.Capability{"issue_refund": refund}},
-		},
-		Evidence:         evidence,
-		Ontologies:       []string{"ont.support@1.0.0"},
-		ReplaySampleRate: 1,
-		Now:              func() time.Time { return now },
-		Identity:         contextos.IdentityOptions{Keys: identityKeys},
-	})
+	opts.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(lookupOrder), Capabilities: map[string]gateway.Capability{"lookup": {}}},
+		{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(evalPolicy), Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: payments, Capabilities: map[string]gateway.Capability{"issue_refund": refund}},
+	}
+	opts.Evidence = evidence
+	opts.Ontologies = []string{"ont.support@1.0.0"}
+	opts.ReplaySampleRate = 1
+	opts.Now = func() time.Time { return now }
+	opts.Identity = contextos.IdentityOptions{Keys: identityKeys}
+	rt, err := contextos.New(contextos.PlannerFunc(plan), reg, keys, &opts)
 	return rt, payments, err
 }
 
