@@ -76,16 +76,22 @@ type PendingApproval struct {
 // them. A run whose record names a rule this runtime does not know is an
 // error wrapping ErrConfig, as its resume would be.
 //
-// The checkpoint store must implement CheckpointLister; one that does not
+// Given run ids, it looks at those runs only (an unknown one is skipped),
+// so one run that cannot be described does not stop another's resume,
+// and the store need not list its runs. Otherwise
+// the checkpoint store must implement CheckpointLister; one that does not
 // is an error wrapping ErrConfig.
-func (rt *Runtime) PendingApprovals(ctx context.Context) ([]PendingApproval, error) {
-	lister, ok := rt.opts.Checkpoints.(CheckpointLister)
-	if !ok {
-		return nil, fmt.Errorf("%w: Checkpoints (%T) cannot list its runs: it does not implement CheckpointLister", ErrConfig, rt.opts.Checkpoints)
-	}
-	ids, err := lister.RunIDs(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("contextos: list runs: %w", err)
+func (rt *Runtime) PendingApprovals(ctx context.Context, runIDs ...string) ([]PendingApproval, error) {
+	ids := slices.Clone(runIDs)
+	if len(ids) == 0 {
+		lister, ok := rt.opts.Checkpoints.(CheckpointLister)
+		if !ok {
+			return nil, fmt.Errorf("%w: Checkpoints (%T) cannot list its runs: it does not implement CheckpointLister", ErrConfig, rt.opts.Checkpoints)
+		}
+		var err error
+		if ids, err = lister.RunIDs(ctx); err != nil {
+			return nil, fmt.Errorf("contextos: list runs: %w", err)
+		}
 	}
 	known := gateway.BuiltinRedactors()
 	maps.Copy(known, rt.opts.Gateway.Redactors)

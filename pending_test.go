@@ -243,3 +243,24 @@ func TestPendingApprovalsOmitsARunBeingResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Given run ids, PendingApprovals looks at those runs only: it needs no
+// lister, skips an unknown id, and leaves other runs out.
+func TestPendingApprovalsOfNamedRuns(t *testing.T) {
+	ctx := context.Background()
+	var opts contextostest.Options
+	opts.Runtime.Checkpoints = onlyCheckpoints{contextos.NewInMemoryCheckpoints()}
+	h := bareHarness(t, cardPlanner(), &opts)
+	scriptDefaults(h, "")
+	a := h.Invoke(requestFor(t, "req_named_a", 4200))
+	b := h.Invoke(requestFor(t, "req_named_b", 4200))
+	contextostest.AssertPending(t, a, "GATE_FINANCE_APPROVAL")
+	contextostest.AssertPending(t, b, "GATE_FINANCE_APPROVAL")
+	list, err := h.Runtime.PendingApprovals(ctx, b.RunID, "run_unknown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].RunID != b.RunID {
+		t.Fatalf("PendingApprovals(%s) = %+v, want that run only", b.RunID, list)
+	}
+}

@@ -158,7 +158,7 @@ func fixpoint(s string, f func(string) (string, bool)) (string, bool) {
 
 // redactValue returns a redacted, JSON-shaped copy of v: rules are applied
 // to every string and map key and to every number that could be a card
-// number, the string values of secret-named members are redacted when the
+// number, the string and number values of secret-named members are redacted when the
 // built-in secret rule is active, containers are copied (the input is not
 // modified), and values that are not JSON-shaped are normalized on the way
 // (one pass where normalizing, then redacting, would copy twice). The
@@ -179,8 +179,14 @@ func redactAny(v any, rules []Redactor, secretKeys, underSecret bool) (any, bool
 		}
 		return redactString(x, rules)
 	case float64:
+		if underSecret {
+			return Redacted, true
+		}
 		return redactNumber(x, rules)
 	case json.Number:
+		if underSecret {
+			return Redacted, true
+		}
 		f, err := x.Float64()
 		if err != nil {
 			return redactString(x.String(), rules)

@@ -39,3 +39,14 @@ func TestRedactValue(t *testing.T) {
 		})
 	}
 }
+
+// A secret-named member is redacted whatever its JSON type: a password
+// or client secret given as a number too.
+func TestRedactValueSecretNumbers(t *testing.T) {
+	got, changed := gateway.RedactValue(map[string]any{"password": 987654321.0, "client_secret": json.Number("424242"), "amount": 42.0},
+		[]gateway.Redactor{gateway.BuiltinRedactors()["secret"]})
+	m, _ := got.(map[string]any)
+	if !changed || m["password"] != gateway.Redacted || m["client_secret"] != gateway.Redacted || m["amount"] != 42.0 {
+		t.Errorf("RedactValue = %v (changed %v)", got, changed)
+	}
+}

@@ -276,7 +276,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // resumeRun answers the approval runID awaits with its --approve and
 // continues the run, answering each further pause an --approve answers.
 func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID string) (*runOutput, *contextos.Result, error) {
-	pending, err := rt.PendingApprovals(ctx)
+	pending, err := rt.PendingApprovals(ctx, runID)
 	if err != nil {
 		return nil, nil, exitf(exitUsage, "%v", err)
 	}
@@ -293,6 +293,10 @@ func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID 
 	a, ok := approvals[p.GateID]
 	if !ok {
 		return nil, nil, exitf(exitUsage, "run %.80q awaits %s (role %s): give --approve %s=APPROVER:ROLE", runID, p.GateID, p.ApproverRole, p.GateID)
+	}
+	if a.role != p.ApproverRole {
+		// Refused here, before the gateway would deny it and end the run.
+		return nil, nil, exitf(exitUsage, "run %.80q awaits %s by role %s; --approve gives role %.80q", runID, p.GateID, p.ApproverRole, a.role)
 	}
 	delete(approvals, p.GateID)
 	c := newRunCollector()

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/contextos/contextos"
@@ -52,6 +53,13 @@ func (s *storeFlag) open(ctx context.Context) (durableStore, error) {
 func (s *storeFlag) require(ctx context.Context, cmd string) (durableStore, error) {
 	if s.spec == "" {
 		return nil, exitf(exitUsage, "%s needs --store sqlite:PATH or --store postgres://… (the runs it reads are in a durable store)", cmd)
+	}
+	// A command that reads a store never creates one: a mistyped path
+	// would otherwise "verify" an empty, new database.
+	if path, ok := strings.CutPrefix(s.spec, "sqlite:"); ok && path != "" && path != ":memory:" && !strings.HasPrefix(path, "file:") {
+		if _, err := os.Stat(path); err != nil {
+			return nil, exitf(exitUsage, "%s: --store: the sqlite database %.120q does not exist", cmd, path)
+		}
 	}
 	return s.open(ctx)
 }

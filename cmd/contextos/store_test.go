@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -220,24 +221,33 @@ func TestDurableStoreFlow(t *testing.T) {
 // --store value is a usage error that never shows a password.
 func TestStoreFlagErrors(t *testing.T) {
 	badRun := runArgs("--store", "mysql://admin:hunter2@127.0.0.1/db")
+	missingDir := t.TempDir()
+	t.Cleanup(func() {
+		// A command that reads a store never creates one.
+		if entries, _ := os.ReadDir(missingDir); len(entries) != 0 {
+			t.Errorf("a read command created %v", entries)
+		}
+	})
 	for name, tc := range map[string]struct {
 		args []string
 		msg  string
 	}{
-		"records list without a store":   {[]string{"records", "list"}, "needs --store"},
-		"records show without a store":   {[]string{"records", "show", "dr_1"}, "needs --store"},
-		"records verify without a store": {[]string{"records", "verify"}, "needs --store"},
-		"approvals list without a store": {[]string{"approvals", "list"}, "needs --store"},
-		"resume without a store":         {[]string{"resume", "run_1", "--approve", "G=a:r"}, "needs --store"},
-		"unknown scheme":                 {badRun, "want sqlite:PATH"},
-		"empty sqlite path":              {[]string{"records", "list", "--store", "sqlite:"}, "path is empty"},
-		"unparsable url":                 {[]string{"records", "list", "--store", "postgres://admin:hunter2@[::1"}, "want sqlite:PATH"},
-		"unreachable server":             {[]string{"records", "list", "--store", "postgres://admin:hunter2@127.0.0.1:1/db?connect_timeout=2"}, "--store: "},
-		"password in the query":          {[]string{"approvals", "list", "--store", "postgresql://127.0.0.1:1/db?password=hunter2&connect_timeout=2"}, "--store: "},
-		"bad status":                     {[]string{"records", "list", "--store", "sqlite:x.db", "--status", "DONE"}, "--status"},
-		"resume without a run id":        {[]string{"resume", "--store", "sqlite:x.db", "--approve", "G=a:r"}, "RUN_ID"},
-		"resume without --approve":       {[]string{"resume", "run_1", "--store", "sqlite:x.db", "--plan", "p", "--tools", "t"}, "--approve"},
-		"records show without an id":     {[]string{"records", "show", "--store", "sqlite:x.db"}, "RECORD_ID"},
+		"records list without a store":    {[]string{"records", "list"}, "needs --store"},
+		"records show without a store":    {[]string{"records", "show", "dr_1"}, "needs --store"},
+		"records verify without a store":  {[]string{"records", "verify"}, "needs --store"},
+		"approvals list without a store":  {[]string{"approvals", "list"}, "needs --store"},
+		"resume without a store":          {[]string{"resume", "run_1", "--approve", "G=a:r"}, "needs --store"},
+		"unknown scheme":                  {badRun, "want sqlite:PATH"},
+		"empty sqlite path":               {[]string{"records", "list", "--store", "sqlite:"}, "path is empty"},
+		"unparsable url":                  {[]string{"records", "list", "--store", "postgres://admin:hunter2@[::1"}, "want sqlite:PATH"},
+		"unreachable server":              {[]string{"records", "list", "--store", "postgres://admin:hunter2@127.0.0.1:1/db?connect_timeout=2"}, "--store: "},
+		"password in the query":           {[]string{"approvals", "list", "--store", "postgresql://127.0.0.1:1/db?password=hunter2&connect_timeout=2"}, "--store: "},
+		"bad status":                      {[]string{"records", "list", "--store", "sqlite:x.db", "--status", "DONE"}, "--status"},
+		"resume without a run id":         {[]string{"resume", "--store", "sqlite:x.db", "--approve", "G=a:r"}, "RUN_ID"},
+		"resume without --approve":        {[]string{"resume", "run_1", "--store", "sqlite:x.db", "--plan", "p", "--tools", "t"}, "--approve"},
+		"records show without an id":      {[]string{"records", "show", "--store", "sqlite:x.db"}, "RECORD_ID"},
+		"verify of a missing database":    {[]string{"records", "verify", "--store", "sqlite:" + filepath.Join(missingDir, "typo.db")}, "does not exist"},
+		"approvals of a missing database": {[]string{"approvals", "list", "--store", "sqlite:" + filepath.Join(missingDir, "typo.db")}, "does not exist"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out, errs := runCLI(t, "", tc.args...)
@@ -265,6 +275,15 @@ func TestResumeNeedsTheAwaitedGate(t *testing.T) {
 	args := append([]string{"resume", "--store", db.spec, "--approve", "GATE_OTHER=a:r", o.RunID}, withoutFlag(withoutFlag(runArgs(), "--request"), "--run-context")[1:]...)
 	if code, _, errs := runCLI(t, "", args...); code != exitUsage || !strings.Contains(errs, "awaits GATE_FINANCE_APPROVAL (role finance_lead)") {
 		t.Errorf("resume with another gate: %d %s", code, errs)
+	}
+	// The awaited gate by another role is refused before the gateway
+	// would deny it and end the run: the run stays paused.
+	args = append([]string{"resume", "--store", db.spec, "--approve", "GATE_FINANCE_APPROVAL=mallory:intern", o.RunID}, withoutFlag(withoutFlag(runArgs(), "--request"), "--run-context")[1:]...)
+	if code, _, errs := runCLI(t, "", args...); code != exitUsage || !strings.Contains(errs, "by role finance_lead") {
+		t.Errorf("resume with another role: %d %s", code, errs)
+	}
+	if code, out, errs := runCLI(t, "", "approvals", "list", "--store", db.spec); code != exitOK || !strings.Contains(out, o.RunID) {
+		t.Errorf("after a refused resume the run is no longer pending: %d %s %s", code, out, errs)
 	}
 	if code, out, _ := runCLI(t, "", runArgs()...); code != exitOK || !strings.Contains(out, `"run_id": "`+o.RunID+`"`) {
 		t.Errorf("run without --store prints no run id: %s", out)
