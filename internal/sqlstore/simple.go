@@ -10,6 +10,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -46,10 +47,10 @@ func (c *Checkpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error 
 			cp.RunID, cp.Revision, cp.Version, data, now)
 	}
 	if err != nil {
-		return fmt.Errorf("store: save checkpoint of %s: %w", cp.RunID, err)
+		return fmt.Errorf("store: save checkpoint of %s: %w", clip(cp.RunID), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w: %s is no longer at revision %d", contextos.ErrCheckpointConflict, cp.RunID, cp.Revision)
+		return fmt.Errorf("%w: %s is no longer at revision %d", contextos.ErrCheckpointConflict, clip(cp.RunID), cp.Revision)
 	}
 	cp.Revision++
 	return nil
@@ -99,7 +100,7 @@ func (p *Packets) Save(ctx context.Context, pk *replay.Packet) error {
 	}
 	if _, err := p.db.sql.ExecContext(ctx, `INSERT INTO contextos_packets (packet_id, data) VALUES ($1, $2) ON CONFLICT (packet_id) DO UPDATE SET data = excluded.data`,
 		pk.ReplayPacketID, b); err != nil {
-		return fmt.Errorf("store: save packet %s: %w", pk.ReplayPacketID, err)
+		return fmt.Errorf("store: save packet %s: %w", clip(pk.ReplayPacketID), err)
 	}
 	return nil
 }
@@ -324,10 +325,5 @@ func queryStrings(ctx context.Context, db *sql.DB, q string, args ...any) ([]str
 	return out, rows.Err()
 }
 
-// clip bounds an id quoted in an error.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+// clip bounds an id quoted in an error (at a rune boundary).
+func clip(s string) string { return problem.Clip(s) }

@@ -17,6 +17,7 @@ import (
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/sqlstore"
 )
 
@@ -103,7 +104,7 @@ func buildDSN(dsn string, busy time.Duration) (full string, memory bool, err err
 	}
 	for _, v := range q["_txlock"] {
 		if v != "immediate" {
-			return "", false, fmt.Errorf("sqlite: %w: _txlock=%s: the store needs immediate write transactions", ErrConfig, clip(v))
+			return "", false, fmt.Errorf("sqlite: %w: _txlock=%s: the store needs immediate write transactions", ErrConfig, problem.Clip(v))
 		}
 	}
 	base := strings.TrimPrefix(name, "file:")
@@ -115,13 +116,6 @@ func buildDSN(dsn string, busy time.Duration) (full string, memory bool, err err
 	}
 	q["_pragma"] = append(q["_pragma"], pragmas...)
 	return name + "?" + q.Encode(), memory, nil
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // Close closes the database.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,6 +289,17 @@ func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
 		prior, claimed, err := b.Idempotency().Claim(ctx, "ik_long")
 		if err != nil || claimed || prior.ToolCallID != "tool_long" {
 			t.Errorf("Claim after completion = %+v, %v, %v", prior, claimed, err)
+		}
+	})
+	t.Run("HugeIDsAreClippedInErrors", func(t *testing.T) {
+		a, _ := pair(t, Options{})
+		huge := strings.Repeat("r", 1<<20)
+		err := a.Checkpoints().Save(ctx, &contextos.Checkpoint{RunID: huge, Revision: 5, Version: 2, Data: []byte("x")})
+		if !errors.Is(err, contextos.ErrCheckpointConflict) || len(err.Error()) > 400 {
+			t.Errorf("Save of an unknown run at revision 5 = ErrCheckpointConflict %v, %d-byte message", errors.Is(err, contextos.ErrCheckpointConflict), len(err.Error()))
+		}
+		if _, err := a.Checkpoints().Load(ctx, huge); !errors.Is(err, contextos.ErrNotFound) || len(err.Error()) > 400 {
+			t.Errorf("Load of an unknown huge run id: %d-byte message", len(err.Error()))
 		}
 	})
 	t.Run("ApprovalUsedOnceAcrossHandles", func(t *testing.T) {
