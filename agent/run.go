@@ -1,0 +1,306 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+)
+
+// EventBuffer is the capacity of a run's event pipe: a backend that gets
+// this far ahead of its consumer waits (backpressure).
+const EventBuffer = 32
+
+// Driver runs one backend process for Start: it spawns the process, maps
+// its output to events it passes to out, waits for the process to exit
+// and returns the completion. It must return promptly once ctx is done
+// (explicit cancel, the run's timeout, the caller's context), after it
+// has terminated the process and waited for it. It keeps reading the
+// process's output to its end even when out has stopped forwarding
+// (out.Emit returns false): the consumer closed the stream.
+//
+// A Driver returns an error for a run that failed after it was accepted
+// (spawn failure, a runtime refusal, a session not found): an *Error of
+// kind ErrBackend whose message is safe; any other error is reported as
+// "backend failed" and kept only as a cause. Start emits the one terminal
+// error event for it; the driver does not.
+type Driver func(ctx context.Context, out *Emitter) (Completion, error)
+
+// RunConfig configures Start.
+type RunConfig struct {
+	// Kind and Capabilities are the backend's. Cancel is refused unless
+	// Capabilities has CapCancel.
+	Kind         Kind
+	Capabilities Capabilities
+	// Timeout bounds the run (0: none). When it passes, the driver's
+	// context is done and the completion is the error "timeout" (it
+	// wraps context.DeadlineExceeded).
+	Timeout time.Duration
+}
+
+// Run is the handle of one run: its events (Events), a way to stop
+// reading them (Close), explicit cancellation (Cancel) and its completion
+// (Wait). A Run is safe for concurrent use; Events has one consumer.
+type Run struct {
+	kind Kind
+	caps Capabilities
+
+	events chan Event    // the bounded pipe; closed when the driver returned
+	stop   chan struct{} // closed on Close or Cancel: forwarding stops
+	cancel chan struct{} // closed on Cancel: the consumer's stream ends
+	final  chan struct{} // closed at stream finality (end, Close or Cancel)
+	done   chan struct{} // closed once the completion is resolved
+	kill   context.CancelCauseFunc
+
+	stopOnce, finalOnce sync.Once
+
+	mu        sync.Mutex
+	cancelled bool  // Cancel (or the caller's context) came first
+	cancelErr error // the caller's context error, when that was the cause
+	resolved  bool
+	comp      Completion
+	err       error
+}
+
+// errExplicitCancel is the driver context's cause on Cancel.
+var errExplicitCancel = errors.New("agent: run cancelled")
+
+// errTimeout is the driver context's cause when the run's timeout passed.
+var errTimeout = fmt.Errorf("agent: run timed out: %w", context.DeadlineExceeded)
+
+// Start starts drive in its own goroutine and returns the run's handle at
+// once, before the process has started. ctx bounds the run: when it is
+// done, the run is cancelled as by Cancel (whatever the capabilities),
+// and the completion error wraps ctx's error.
+func Start(ctx context.Context, cfg RunConfig, drive Driver) *Run {
+	r := &Run{
+		kind:   cfg.Kind,
+		caps:   cfg.Capabilities,
+		events: make(chan Event, EventBuffer),
+		stop:   make(chan struct{}),
+		cancel: make(chan struct{}),
+		final:  make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	dctx, kill := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.kill = kill
+	stopParent := context.AfterFunc(ctx, func() { r.requestCancel(context.Cause(ctx)) })
+	var stopTimer func() bool
+	if cfg.Timeout > 0 {
+		t := time.AfterFunc(cfg.Timeout, func() { kill(errTimeout) })
+		stopTimer = t.Stop
+	}
+	go func() {
+		comp, err := r.drive(dctx, drive)
+		stopParent()
+		if stopTimer != nil {
+			stopTimer()
+		}
+		if err == nil && context.Cause(dctx) == errTimeout {
+			err = BackendError("timeout", context.DeadlineExceeded)
+		}
+		r.resolve(comp, err)
+		kill(nil)
+	}()
+	return r
+}
+
+// drive runs the driver, turning a panic into a backend error and sending
+// the terminal error event of a failed run.
+func (r *Run) drive(ctx context.Context, drive Driver) (comp Completion, err error) {
+	out := &Emitter{run: r}
+	defer func() {
+		if p := recover(); p != nil {
+			comp, err = Completion{}, BackendError("backend panicked", fmt.Errorf("panic: %v", p))
+		}
+		if err != nil {
+			err = safeError(err)
+			if ae := (*Error)(nil); errors.As(err, &ae) && !r.isCancelled() {
+				out.Emit(Event{Kind: EventError, Channel: "error", Message: ae.Message})
+			}
+		}
+		close(r.events)
+	}()
+	return drive(ctx, out)
+}
+
+// safeError returns err as an *Error of kind ErrBackend with a safe message.
+func safeError(err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		if ae.kind == ErrBackend {
+			cp := *ae
+			cp.Message = clipSafe(cp.Message)
+			return &cp
+		}
+		return err
+	}
+	return BackendError("backend failed", err)
+}
+
+// resolve publishes the completion: "cancelled" when a cancel came before
+// it (cancel wins ties), else the driver's.
+func (r *Run) resolve(comp Completion, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		comp, err = Completion{}, cancelledError(r.cancelErr)
+	} else if err == nil {
+		comp = comp.bounded()
+	} else {
+		comp = Completion{}
+	}
+	r.comp, r.err, r.resolved = comp, err, true
+	close(r.done)
+}
+
+func (r *Run) isCancelled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelled
+}
+
+// Kind is the backend's kind.
+func (r *Run) Kind() Kind { return r.kind }
+
+// Events returns the run's events in the order the backend produced them,
+// each bounded. The sequence ends when the backend's stream ended or the
+// run was cancelled (events not yet delivered are then dropped); leaving
+// the loop early is Close. There is one consumer: a second sequence
+// yields only what the first did not.
+func (r *Run) Events() iter.Seq[Event] {
+	return func(yield func(Event) bool) {
+		for {
+			select {
+			case <-r.cancel:
+				r.reachFinality()
+				return
+			default:
+			}
+			select {
+			case ev, ok := <-r.events:
+				if !ok {
+					r.reachFinality()
+					return
+				}
+				select {
+				case <-r.cancel:
+					r.reachFinality()
+					return
+				default:
+				}
+				if !yield(ev) {
+					r.Close()
+					return
+				}
+			case <-r.cancel:
+				r.reachFinality()
+				return
+			}
+		}
+	}
+}
+
+// Close says the consumer stops reading: forwarding stops, the backend is
+// still read to its end, and Wait no longer waits for the stream. It does
+// not cancel the run. Close is idempotent.
+func (r *Run) Close() {
+	r.stopForwarding()
+	r.reachFinality()
+}
+
+// Cancel cancels the run explicitly, when the backend advertises
+// CapCancel (else it returns ErrUnsupportedCapability and changes
+// nothing). The consumer's stream ends at once, the backend is asked to
+// terminate its process, and the completion becomes "cancelled" unless it
+// was resolved before; Wait still returns only once the process exited.
+// Cancel is idempotent, works after Close and is a no-op once the
+// completion is resolved.
+func (r *Run) Cancel() error {
+	if !r.caps.Contains(CapCancel) {
+		return unsupported(r.kind, CapCancel)
+	}
+	r.requestCancel(nil)
+	return nil
+}
+
+func (r *Run) requestCancel(cause error) {
+	r.mu.Lock()
+	if r.resolved || r.cancelled {
+		r.mu.Unlock()
+		return
+	}
+	r.cancelled, r.cancelErr = true, cause
+	r.mu.Unlock()
+	close(r.cancel)
+	r.stopForwarding()
+	r.reachFinality()
+	if cause == nil {
+		cause = errExplicitCancel
+	}
+	r.kill(cause)
+}
+
+func (r *Run) stopForwarding() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+func (r *Run) reachFinality() { r.finalOnce.Do(func() { close(r.final) }) }
+
+// Wait returns the completion once the backend's process exited and the
+// event stream reached its end, was closed or was cancelled. The error is
+// an *Error: "cancelled" (ErrCancelled) after Cancel or the end of the
+// run's context, "timeout" after the run's timeout, or the backend's
+// failure. A non-zero exit is a Completion, not an error. If ctx ends
+// first, Wait returns ctx's error and the run goes on.
+func (r *Run) Wait(ctx context.Context) (Completion, error) {
+	for _, ch := range []chan struct{}{r.done, r.final} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Completion{}, ctx.Err()
+		}
+	}
+	return r.comp, r.err
+}
+
+// Done is closed once the completion is resolved (the process exited);
+// Wait may still wait for the stream's finality.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Emitter is how a Driver passes events to its run.
+type Emitter struct {
+	run *Run
+}
+
+// Emit bounds ev (payload rules, channel, text split, message truncation,
+// data size), stamps the run's kind and passes it on, waiting while the
+// pipe is full. It returns false, and drops ev, once the consumer closed
+// the stream or the run was cancelled: the driver then keeps draining its
+// process's output without emitting.
+func (e *Emitter) Emit(ev Event) bool {
+	r := e.run
+	for _, piece := range bound(r.kind, ev) {
+		select {
+		case <-r.stop:
+			return false
+		default:
+		}
+		select {
+		case r.events <- piece:
+		case <-r.stop:
+			return false
+		}
+	}
+	return true
+}
+
+// Forwarding reports whether events are still forwarded.
+func (e *Emitter) Forwarding() bool {
+	select {
+	case <-e.run.stop:
+		return false
+	default:
+		return true
+	}
+}
