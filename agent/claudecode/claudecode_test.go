@@ -149,7 +149,6 @@ func assertNoLeak(t *testing.T, o outcome) {
 	}
 }
 
-const sessionS = "e4878c4d-7a0c-4eec-be09-f9b78b209372"
 
 func ext(kv ...string) map[string]json.RawMessage {
 	m := map[string]json.RawMessage{}
