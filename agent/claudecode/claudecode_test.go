@@ -149,7 +149,6 @@ func assertNoLeak(t *testing.T, o outcome) {
 	}
 }
 
-
 func ext(kv ...string) map[string]json.RawMessage {
 	m := map[string]json.RawMessage{}
 	for i := 0; i < len(kv); i += 2 {
