@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/contextos/contextos/agent/agenttest"
 )
 
 // The fake claude is this test binary re-executed: TestMain plays the
@@ -77,6 +79,16 @@ var fakeScenarios = map[string]fakeScenario{
 	"argv":                      {output: argvOutput},
 	"env":                       {output: envOutput},
 	"marker":                    {output: func([]string) []string { return nil }},
+	// agenttest.ScenarioMalformed: a malformed line holding the suite's
+	// secret mid-stream, then text.
+	"conformance_malformed": {output: func([]string) []string {
+		return []string{
+			`{"type":"system","subtype":"init","session_id":"sess-c"}`,
+			`{"type":"assistant","session_id":"sess-c","message":{"content":[{"type":"text","text":"` + agenttest.Secret,
+			assistantLine("after the bad line"),
+			fakeResult,
+		}
+	}},
 }
 
 // fakeMain plays scenario name and returns the exit code.
@@ -104,7 +116,7 @@ func fakeMain(name string) int {
 	if sc.stderr != "" {
 		fmt.Fprintln(os.Stderr, sc.stderr)
 	}
-	fmt.Fprintln(os.Stderr, "noise "+stderrSecret+" token=sk-ant-0000")
+	fmt.Fprintln(os.Stderr, "noise "+stderrSecret+" token=sk-ant-0000 "+agenttest.Secret)
 	var lines []string
 	if sc.file != "" {
 		b, err := scenarioFS.ReadFile("testdata/scenarios/" + sc.file)
