@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/contextos/contextos/agent"
 )
@@ -84,11 +85,11 @@ func (m *mapper) item(o object, ph phase, threadID, turnID string) ([]agent.Even
 		}
 		msg := "item failed"
 		if e, ferr := o.obj("error"); ferr == nil && e != nil {
-			if s, ok, _ := e.str("message"); ok && s != "" {
+			if s, ok, _ := e.str("message"); ok && strings.TrimSpace(s) != "" {
 				msg = s
 			}
 		}
-		return []agent.Event{{Kind: agent.EventError, Channel: "error", Message: msg}}, nil
+		return []agent.Event{errorEvent(msg)}, nil
 	}
 	if !hasType {
 		return nil, &fieldError{"missing string field `item_type` (or `item.type`)"}
@@ -126,7 +127,7 @@ func (m *mapper) item(o object, ph phase, threadID, turnID string) ([]agent.Even
 		if !ok {
 			return nil, &fieldError{"missing string field `message`"}
 		}
-		return []agent.Event{{Kind: agent.EventError, Channel: "error", Message: msg}}, nil
+		return []agent.Event{errorEvent(msg)}, nil
 	}
 	return []agent.Event{{Kind: agent.EventUnknown}}, nil
 }

@@ -97,13 +97,12 @@ func (m *mapper) line(b []byte) []agent.Event {
 		return nil
 	}
 	n := len(b)
-	if !json.Valid(b) {
-		m.parseErrors = true
-		return []agent.Event{parseError("invalid JSON", n)}
-	}
 	var o object
 	if json.Unmarshal(b, &o) != nil || o == nil {
 		m.parseErrors = true
+		if !json.Valid(b) {
+			return []agent.Event{parseError("invalid JSON", n)}
+		}
 		return []agent.Event{parseError("not a JSON object", n)}
 	}
 	evs, ferr := m.event(o)
@@ -175,7 +174,7 @@ func (m *mapper) event(o object) ([]agent.Event, *fieldError) {
 				m.notFoundReported = true
 			}
 		} else {
-			evs = []agent.Event{{Kind: agent.EventError, Channel: "error", Message: msg}}
+			evs = []agent.Event{errorEvent(msg)}
 		}
 	case "item.started", "item.created":
 		evs, ferr = m.item(o, phaseStart, threadID, turnID)
@@ -239,6 +238,15 @@ func (m *mapper) attachSession(evs []agent.Event, threadID string) []agent.Event
 	ev := status("")
 	ev.Data = facet
 	return append(evs, ev)
+}
+
+// errorEvent is an error event with the CLI's message ("codex error" when
+// it is blank).
+func errorEvent(msg string) agent.Event {
+	if strings.TrimSpace(msg) == "" {
+		msg = "codex error"
+	}
+	return agent.Event{Kind: agent.EventError, Channel: "error", Message: msg}
 }
 
 func status(msg string) agent.Event {
