@@ -10,9 +10,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -598,34 +596,6 @@ func TestBinaryFromEnvironment(t *testing.T) {
 	}
 }
 
-// groupGone waits until the process group of pid has no live process
-// (zombies count as gone: the test's init may not reap them).
-func groupGone(t *testing.T, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d still alive", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// The state follows the parenthesised command name.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
 func iterPull(run *agent.Run) (func() (agent.Event, bool), func()) {
 	return iter.Pull(run.Events())
 }
@@ -905,4 +875,21 @@ func TestDroppedEventsStillComplete(t *testing.T) {
 	if err != nil || comp.FinalText != "Hello from the mock model." || !bytes.Contains(comp.Data, []byte(`"usage"`)) {
 		t.Fatalf("Wait: %+v %v", comp, err)
 	}
+}
+
+func TestCancelAfterEventsDropped(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "slow")
+	run, _, stop := startedSlow(t, f, agent.RunRequest{Prompt: "hi"})
+	stop() // leaving the loop early is Close
+	if err := run.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := run.Wait(ctx); !errors.Is(err, agent.ErrCancelled) {
+		t.Fatalf("Wait: %v", err)
+	}
+	recs := f.records(t)
+	groupGone(t, recs[0].Pid, recs[0].Child)
 }
