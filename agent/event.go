@@ -112,9 +112,9 @@ func splitText(s string, max int) []string {
 	return out
 }
 
-// boundData compacts raw (no HTML escaping) and replaces it with the
-// oversize marker when it exceeds MaxDataBytes, or with the invalid marker
-// when it is not JSON.
+// boundData compacts raw (no HTML escaping, invalid UTF-8 in strings
+// replaced by U+FFFD) and replaces it with the oversize marker when it
+// exceeds MaxDataBytes, or with the invalid marker when it is not JSON.
 func boundData(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
@@ -123,13 +123,18 @@ func boundData(raw json.RawMessage) json.RawMessage {
 	if err := json.Compact(&buf, raw); err != nil {
 		return invalidData
 	}
-	if buf.Len() > MaxDataBytes {
+	out := buf.Bytes()
+	if !utf8.Valid(out) {
+		// Invalid bytes can only sit inside strings: U+FFFD keeps it JSON.
+		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+	}
+	if len(out) > MaxDataBytes {
 		return oversizeData
 	}
-	if buf.Len() == 4 && buf.String() == "null" {
+	if string(out) == "null" {
 		return nil
 	}
-	return json.RawMessage(buf.Bytes())
+	return json.RawMessage(out)
 }
 
 // bound applies the payload rules and bounds to ev, splitting an oversize
@@ -176,7 +181,10 @@ func bound(kind Kind, ev Event) []Event {
 	return out
 }
 
-// MarshalJSON writes a text_output event's text even when it is empty.
+// MarshalJSON writes a text_output event's text even when it is empty, and
+// does not escape HTML. (json.Marshal escapes <, > and & in whatever a
+// MarshalJSON returns; encode with a json.Encoder and SetEscapeHTML(false)
+// to keep the form the bounds measure.)
 func (e Event) MarshalJSON() ([]byte, error) {
 	type plain Event
 	if e.Kind != EventTextOutput || e.Text != "" {

@@ -86,7 +86,7 @@ type Prepared struct {
 	Resume, Fork *SessionSelector
 	// ExternalSandbox is agent_api.exec.external_sandbox.v1.
 	ExternalSandbox bool
-	// Extensions are all of the request's extensions.
+	// Extensions are all of the request's extensions (a copy).
 	Extensions map[string]json.RawMessage
 }
 
@@ -109,7 +109,14 @@ func Prepare(kind Kind, caps Capabilities, req RunRequest, d Defaults) (*Prepare
 	if strings.IndexByte(req.Prompt, 0) >= 0 || !utf8.ValidString(req.Prompt) {
 		return nil, InvalidRequest("prompt must be UTF-8 text without NUL bytes")
 	}
-	p := &Prepared{Prompt: req.Prompt, NonInteractive: true, Extensions: maps.Clone(req.Extensions)}
+	p := &Prepared{Prompt: req.Prompt, NonInteractive: true}
+	if req.Extensions != nil {
+		// A copy: the caller may reuse the request's map and values.
+		p.Extensions = make(map[string]json.RawMessage, len(req.Extensions))
+		for k, v := range req.Extensions {
+			p.Extensions[k] = bytes.Clone(v)
+		}
+	}
 
 	// Working dir, timeout and env.
 	wd := req.WorkingDir

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 )
@@ -48,8 +49,7 @@ type Run struct {
 	caps Capabilities
 
 	events chan Event    // the bounded pipe; closed when the driver returned
-	stop   chan struct{} // closed on Close or Cancel: forwarding stops
-	cancel chan struct{} // closed on Cancel: the consumer's stream ends
+	stop   chan struct{} // closed on Close or Cancel: forwarding and the consumer's stream stop
 	final  chan struct{} // closed at stream finality (end, Close or Cancel)
 	done   chan struct{} // closed once the completion is resolved
 	kill   context.CancelCauseFunc
@@ -80,64 +80,66 @@ func Start(ctx context.Context, cfg RunConfig, drive Driver) *Run {
 		caps:   cfg.Capabilities,
 		events: make(chan Event, EventBuffer),
 		stop:   make(chan struct{}),
-		cancel: make(chan struct{}),
 		final:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
 	dctx, kill := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.kill = kill
 	stopParent := context.AfterFunc(ctx, func() { r.requestCancel(context.Cause(ctx)) })
-	var stopTimer func() bool
+	var timer *time.Timer
 	if cfg.Timeout > 0 {
-		t := time.AfterFunc(cfg.Timeout, func() { kill(errTimeout) })
-		stopTimer = t.Stop
+		timer = time.AfterFunc(cfg.Timeout, func() { kill(errTimeout) })
 	}
 	go func() {
-		comp, err := r.drive(dctx, drive)
+		comp, err := r.drive(dctx, drive, timer)
 		stopParent()
-		if stopTimer != nil {
-			stopTimer()
-		}
-		if err == nil && context.Cause(dctx) == errTimeout {
-			err = BackendError("timeout", context.DeadlineExceeded)
-		}
 		r.resolve(comp, err)
 		kill(nil)
 	}()
 	return r
 }
 
-// drive runs the driver, turning a panic into a backend error and sending
-// the terminal error event of a failed run.
-func (r *Run) drive(ctx context.Context, drive Driver) (comp Completion, err error) {
-	out := &Emitter{run: r}
+// drive runs the driver, turning a panic into a backend error and a
+// timeout into the error "timeout", and sends the terminal error event of
+// a failed run before it closes the pipe.
+func (r *Run) drive(ctx context.Context, drive Driver, timer *time.Timer) (comp Completion, err error) {
+	out := &Emitter{run: r, quit: make(chan struct{})}
 	defer func() {
 		if p := recover(); p != nil {
 			comp, err = Completion{}, BackendError("backend panicked", fmt.Errorf("panic: %v", p))
 		}
-		if err != nil {
-			err = safeError(err)
-			if ae := (*Error)(nil); errors.As(err, &ae) && !r.isCancelled() {
-				out.Emit(Event{Kind: EventError, Channel: "error", Message: ae.Message})
-			}
+		// The timeout decides only when it passed before the driver
+		// returned (the timer had fired and cannot be stopped).
+		if timer != nil && !timer.Stop() && context.Cause(ctx) == errTimeout {
+			comp, err = Completion{}, BackendError("timeout", context.DeadlineExceeded)
 		}
-		close(r.events)
+		var ae *Error
+		if err != nil {
+			ae = safeError(err)
+			err = ae
+		}
+		out.close(ae, r.isCancelled())
 	}()
 	return drive(ctx, out)
 }
 
-// safeError returns err as an *Error of kind ErrBackend with a safe message.
-func safeError(err error) error {
+// safeError returns err as an *Error with a safe message: the *Error in
+// err's chain (never a wrapper's text), its message bounded, else "backend
+// failed" keeping err only as a cause.
+func safeError(err error) *Error {
 	var ae *Error
-	if errors.As(err, &ae) {
-		if ae.kind == ErrBackend {
-			cp := *ae
-			cp.Message = clipSafe(cp.Message)
-			return &cp
-		}
-		return err
+	if !errors.As(err, &ae) {
+		return BackendError("backend failed", err)
 	}
-	return BackendError("backend failed", err)
+	cp := *ae
+	if cp.kind == nil {
+		cp.kind = ErrBackend
+	}
+	cp.Message = clipSafe(cp.Message)
+	if err != error(ae) {
+		cp.cause = append(slices.Clip(cp.cause), err)
+	}
+	return &cp
 }
 
 // resolve publishes the completion: "cancelled" when a cancel came before
@@ -166,28 +168,26 @@ func (r *Run) isCancelled() bool {
 func (r *Run) Kind() Kind { return r.kind }
 
 // Events returns the run's events in the order the backend produced them,
-// each bounded. The sequence ends when the backend's stream ended or the
-// run was cancelled (events not yet delivered are then dropped); leaving
-// the loop early is Close. There is one consumer: a second sequence
-// yields only what the first did not.
+// each bounded. The sequence ends when the backend's stream ended, or at
+// once when the run was closed or cancelled (events not yet delivered are
+// then dropped); leaving the loop early is Close. There is one consumer: a
+// second sequence yields only what the first did not.
 func (r *Run) Events() iter.Seq[Event] {
 	return func(yield func(Event) bool) {
+		defer r.reachFinality()
 		for {
 			select {
-			case <-r.cancel:
-				r.reachFinality()
+			case <-r.stop:
 				return
 			default:
 			}
 			select {
 			case ev, ok := <-r.events:
 				if !ok {
-					r.reachFinality()
 					return
 				}
 				select {
-				case <-r.cancel:
-					r.reachFinality()
+				case <-r.stop:
 					return
 				default:
 				}
@@ -195,8 +195,7 @@ func (r *Run) Events() iter.Seq[Event] {
 					r.Close()
 					return
 				}
-			case <-r.cancel:
-				r.reachFinality()
+			case <-r.stop:
 				return
 			}
 		}
@@ -234,7 +233,6 @@ func (r *Run) requestCancel(cause error) {
 	}
 	r.cancelled, r.cancelErr = true, cause
 	r.mu.Unlock()
-	close(r.cancel)
 	r.stopForwarding()
 	r.reachFinality()
 	if cause == nil {
@@ -268,21 +266,39 @@ func (r *Run) Wait(ctx context.Context) (Completion, error) {
 // Wait may still wait for the stream's finality.
 func (r *Run) Done() <-chan struct{} { return r.done }
 
-// Emitter is how a Driver passes events to its run.
+// Emitter is how a Driver passes events to its run. It is safe for
+// concurrent use; the pieces of one event stay together.
 type Emitter struct {
-	run *Run
+	run  *Run
+	quit chan struct{} // closed when the driver returned
+
+	mu     sync.Mutex
+	closed bool // the pipe is closed: Emit drops everything
 }
 
 // Emit bounds ev (payload rules, channel, text split, message truncation,
 // data size), stamps the run's kind and passes it on, waiting while the
 // pipe is full. It returns false, and drops ev, once the consumer closed
 // the stream or the run was cancelled: the driver then keeps draining its
-// process's output without emitting.
+// process's output without emitting. After the driver returned, Emit drops
+// every event.
 func (e *Emitter) Emit(ev Event) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	return e.send(ev, e.quit)
+}
+
+// send passes the pieces of ev on, holding e.mu.
+func (e *Emitter) send(ev Event, quit <-chan struct{}) bool {
 	r := e.run
 	for _, piece := range bound(r.kind, ev) {
 		select {
 		case <-r.stop:
+			return false
+		case <-quit:
 			return false
 		default:
 		}
@@ -290,15 +306,38 @@ func (e *Emitter) Emit(ev Event) bool {
 		case r.events <- piece:
 		case <-r.stop:
 			return false
+		case <-quit:
+			return false
 		}
 	}
 	return true
+}
+
+// close ends the pipe once the driver returned: pending Emits of
+// goroutines the driver left behind return, the terminal error event of a
+// failed run is sent (unless the run was cancelled or the stream closed),
+// and the pipe is closed.
+func (e *Emitter) close(err *Error, cancelled bool) {
+	close(e.quit)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	if err != nil && !cancelled {
+		msg := err.Message
+		if err.kind != ErrBackend {
+			msg = err.Error()
+		}
+		e.send(Event{Kind: EventError, Channel: "error", Message: msg}, nil)
+	}
+	close(e.run.events)
 }
 
 // Forwarding reports whether events are still forwarded.
 func (e *Emitter) Forwarding() bool {
 	select {
 	case <-e.run.stop:
+		return false
+	case <-e.quit:
 		return false
 	default:
 		return true
