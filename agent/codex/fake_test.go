@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/contextos/contextos/agent/agenttest"
 )
 
 // The fake codex CLI is this test binary, run with FAKE_CODEX_SCENARIO
@@ -141,10 +143,19 @@ func fakeCodex(scenario string, args []string) int {
 		text := strings.Repeat("a", 100000)
 		fmt.Printf("{\"type\":\"thread.started\",\"thread_id\":\"thread-huge\"}\n{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"agent_message\",\"text\":%q}}\n", text)
 		return play("", "", lastMessage, text, 0)
+	case "agenttest_nonzero":
+		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
+		fmt.Fprintln(os.Stderr, agenttest.Secret)
+		return 3
+	case "agenttest_malformed":
+		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
+		fmt.Println(`{"type":"turn.started"} ` + agenttest.Secret)
+		fmt.Println(`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"still here"}}`)
+		return play("", "", lastMessage, "still here", 0)
 	case "slow":
 		fmt.Println(`{"type":"thread.started","thread_id":"01a20acc-f75e-73e1-9d3c-b8497ce9c992"}`)
 		fmt.Println(`{"type":"turn.started"}`)
-		fmt.Fprintln(os.Stderr, stderrSecretCancel)
+		fmt.Fprintln(os.Stderr, stderrSecretCancel, agenttest.Secret)
 		for {
 			fmt.Println(`{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`)
 			time.Sleep(2 * time.Second)
