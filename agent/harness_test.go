@@ -449,9 +449,13 @@ func TestDriverErrorsAreSafe(t *testing.T) {
 		want  string // the completion error; the terminal event's message is the same without the prefix
 		event string
 	}{
-		{"raw_error", func() (agent.Completion, error) { return agent.Completion{FinalText: secret}, fmt.Errorf("stderr: %s", secret) },
+		{"raw_error", func() (agent.Completion, error) {
+			return agent.Completion{FinalText: secret}, fmt.Errorf("stderr: %s", secret)
+		},
 			agent.ErrBackend, "backend error: backend failed", "backend failed"},
-		{"backend_error", func() (agent.Completion, error) { return agent.Completion{}, agent.BackendError("session not found", cause) },
+		{"backend_error", func() (agent.Completion, error) {
+			return agent.Completion{}, agent.BackendError("session not found", cause)
+		},
 			agent.ErrBackend, "backend error: session not found", "session not found"},
 		{"wrapped_backend_error", func() (agent.Completion, error) {
 			return agent.Completion{}, fmt.Errorf("line %q: %w", secret, agent.BackendError("no session found", cause))
@@ -460,7 +464,9 @@ func TestDriverErrorsAreSafe(t *testing.T) {
 			return agent.Completion{}, fmt.Errorf("%s: %w", secret, agent.InvalidRequest("invalid agent_api.exec.add_dirs.v1"))
 		}, agent.ErrInvalidRequest, "invalid request: invalid agent_api.exec.add_dirs.v1", "invalid request: invalid agent_api.exec.add_dirs.v1"},
 		{"panic", func() (agent.Completion, error) { panic(secret) }, agent.ErrBackend, "backend error: backend panicked", "backend panicked"},
-		{"long_message", func() (agent.Completion, error) { return agent.Completion{}, agent.BackendError(strings.Repeat("x", 5000)) },
+		{"long_message", func() (agent.Completion, error) {
+			return agent.Completion{}, agent.BackendError(strings.Repeat("x", 5000))
+		},
 			agent.ErrBackend, "backend error: " + strings.Repeat("x", agent.MaxMessageBytes-len(agent.TruncatedSuffix)) + agent.TruncatedSuffix,
 			strings.Repeat("x", agent.MaxMessageBytes-len(agent.TruncatedSuffix)) + agent.TruncatedSuffix},
 		{"invalid_utf8_message", func() (agent.Completion, error) { return agent.Completion{}, agent.BackendError("bad \xff") },

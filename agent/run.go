@@ -202,9 +202,10 @@ func (r *Run) Events() iter.Seq[Event] {
 	}
 }
 
-// Close says the consumer stops reading: forwarding stops, the backend is
-// still read to its end, and Wait no longer waits for the stream. It does
-// not cancel the run. Close is idempotent.
+// Close says the consumer stops reading: the stream ends at once (events
+// not yet delivered are dropped), forwarding stops, the backend is still
+// read to its end, and Wait no longer waits for the stream. It does not
+// cancel the run. Close is idempotent.
 func (r *Run) Close() {
 	r.stopForwarding()
 	r.reachFinality()
