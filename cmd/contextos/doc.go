@@ -31,6 +31,8 @@
 //	contextos records show --store STORE RECORD_ID
 //	contextos records verify --store STORE
 //	contextos approvals list --store STORE [--redactors FILE]
+//	contextos agent run --kind codex|claude_code [--model M] [--cd DIR] [--binary PATH]
+//	    [--timeout DURATION] [--ext KEY=JSON…] PROMPT
 //
 // Every command prints its flags with -h. A FILE argument of "-" reads
 // standard input. Flags marked … may be repeated.

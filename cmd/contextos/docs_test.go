@@ -22,7 +22,7 @@ import (
 // the CLI does not have.
 
 // groups are the commands that dispatch to subcommands.
-var groups = map[string]func() []command{"pack": packCommands, "records": recordsCommands, "approvals": approvalsCommands}
+var groups = map[string]func() []command{"pack": packCommands, "records": recordsCommands, "approvals": approvalsCommands, "agent": agentCommands}
 
 // helpFlag matches a flag line of flag.PrintDefaults ("  -name value").
 var helpFlag = regexp.MustCompile(`^  -([A-Za-z][A-Za-z0-9-]*)`)

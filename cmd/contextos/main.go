@@ -47,6 +47,7 @@ func commands() []command {
 		{"resume", "continue a run paused in a durable store (--store) with an approval", cmdResume},
 		{"records", "list, show and verify the decision records of a durable store (contextos records -h)", cmdRecords},
 		{"approvals", "list the runs of a durable store that await an approval (contextos approvals -h)", cmdApprovals},
+		{"agent", "run a coding-agent CLI through the Universal Agent API (contextos agent -h)", cmdAgent},
 	}
 }
 
