@@ -128,6 +128,17 @@ func boundData(raw json.RawMessage) json.RawMessage {
 		// Invalid bytes can only sit inside strings: U+FFFD keeps it JSON.
 		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
 	}
+	// The bound is on the value as JSON serialises it (escapes decoded,
+	// compact, no HTML escaping, U+2028/U+2029 escaped), not on how the
+	// backend happened to spell it: re-encode when the spelling may
+	// differ (an escape in a string) or the bytes are over the bound.
+	if len(out) > MaxDataBytes || bytes.IndexByte(out, '\\') >= 0 || bytes.Contains(out, lineSep) || bytes.Contains(out, paraSep) {
+		re, err := reencode(out)
+		if err != nil {
+			return invalidData
+		}
+		out = re
+	}
 	if len(out) > MaxDataBytes {
 		return oversizeData
 	}
@@ -135,6 +146,20 @@ func boundData(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(out)
+}
+
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
+
+// reencode decodes compact JSON (numbers kept exactly) and encodes it
+// again without HTML escaping.
+func reencode(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return marshalNoEscape(v)
 }
 
 // bound applies the payload rules and bounds to ev, splitting an oversize

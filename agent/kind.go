@@ -42,9 +42,6 @@ func (k Kind) Validate() error {
 			return invalidKind("agent kind must match ^[a-z][a-z0-9_]*$")
 		}
 	}
-	if len(s) > 64 {
-		return invalidKind("agent kind must be at most 64 bytes")
-	}
 	return nil
 }
 

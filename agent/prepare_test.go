@@ -109,7 +109,7 @@ func TestAllKeysAllowedPasses(t *testing.T) {
 	dir := t.TempDir()
 	r := req(agent.CapNonInteractive, `true`, agent.CapModel, `"m"`, agent.CapAddDirs, `{"dirs":["`+dir+`"]}`,
 		agent.CapSessionResume, `{"selector":"last"}`, "backend.toy.flag", `{"any":"json"}`)
-	p, err := agent.Prepare(pk, allCaps, r, agent.Defaults{})
+	p, err := agent.Prepare(pk, allCaps, r, toyKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,11 +378,11 @@ func TestResumeForkContradiction(t *testing.T) {
 }
 
 func TestExternalSandbox(t *testing.T) {
-	p, err := agent.Prepare(pk, allCaps, req(agent.CapExternalSandbox, `true`, agent.CapNonInteractive, `true`, "backend.toy.flag", `1`), agent.Defaults{})
+	p, err := agent.Prepare(pk, allCaps, req(agent.CapExternalSandbox, `true`, agent.CapNonInteractive, `true`, "backend.toy.flag", `1`), toyKeys)
 	if err != nil || !p.ExternalSandbox || !p.NonInteractive {
 		t.Fatalf("accepted: %+v, %v", p, err)
 	}
-	if p, err := agent.Prepare(pk, allCaps, req(agent.CapExternalSandbox, `false`, "backend.toy.exec.mode", `"x"`), agent.Defaults{}); err != nil || p.ExternalSandbox {
+	if p, err := agent.Prepare(pk, allCaps, req(agent.CapExternalSandbox, `false`, "backend.toy.exec.mode", `"x"`), toyKeys); err != nil || p.ExternalSandbox {
 		t.Fatalf("false with exec keys: %+v, %v", p, err)
 	}
 	cases := []struct {
@@ -402,7 +402,7 @@ func TestExternalSandbox(t *testing.T) {
 			agent.NewCapabilities(agent.CapNonInteractive), agent.ErrUnsupportedCapability, "unsupported capability for toy: agent_api.exec.external_sandbox.v1"},
 	}
 	for _, c := range cases {
-		_, err := agent.Prepare(pk, c.caps, c.r, agent.Defaults{})
+		_, err := agent.Prepare(pk, c.caps, c.r, toyKeys)
 		t.Run(c.name, func(t *testing.T) { wantErr(t, err, c.kind, c.msg) })
 	}
 }
@@ -410,6 +410,7 @@ func TestExternalSandbox(t *testing.T) {
 func TestBackendHooksRunInOrder(t *testing.T) {
 	var calls []string
 	d := agent.Defaults{
+		Keys: toyKeys.Keys,
 		CheckValue: func(k string, v json.RawMessage) error {
 			calls = append(calls, "value:"+k)
 			if string(v) == `"bad"` {
@@ -459,4 +460,25 @@ func TestPreparedDoesNotAliasTheRequest(t *testing.T) {
 	if p.Env["A"] != "1" || string(p.Extensions[agent.CapModel]) != `"m"` || len(p.Extensions) != 1 {
 		t.Errorf("the prepared request changed with the request: %v %s", p.Env, p.Extensions[agent.CapModel])
 	}
+}
+
+// toyKeys declares the toy backend's own extension keys.
+var toyKeys = agent.Defaults{Keys: []string{"backend.toy.exec.mode", "backend.toy.flag"}}
+
+// TestOnlyExtensionKeysPassTheGate: a capability that is not an extension
+// key (agent_api.run, explicit cancel, a backend's own non-key capability)
+// or a backend key it advertises but does not declare in Keys fails closed
+// as unsupported, before any value is looked at.
+func TestOnlyExtensionKeysPassTheGate(t *testing.T) {
+	for _, k := range []string{agent.CapRun, agent.CapEvents, agent.CapCancel, agent.CapToolsStructured, "backend.toy.flag"} {
+		caps := agent.NewCapabilities(agent.CapRun, agent.CapEvents, agent.CapCancel, agent.CapToolsStructured, "backend.toy.flag")
+		_, err := agent.Prepare(pk, caps, req(k, `{"x":1}`), agent.Defaults{})
+		wantErr(t, err, agent.ErrUnsupportedCapability, "unsupported capability for toy: "+k)
+	}
+	if _, err := agent.Prepare(pk, agent.NewCapabilities("backend.toy.flag"), req("backend.toy.flag", `1`), toyKeys); err != nil {
+		t.Fatalf("a declared, advertised key: %v", err)
+	}
+	// Declared but not advertised: still refused.
+	_, err := agent.Prepare(pk, agent.NewCapabilities(agent.CapRun), req("backend.toy.flag", `1`), toyKeys)
+	wantErr(t, err, agent.ErrUnsupportedCapability, "unsupported capability for toy: backend.toy.flag")
 }

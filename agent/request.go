@@ -46,10 +46,16 @@ type Defaults struct {
 	// Timeout is used when the request has none (nil or 0: no timeout).
 	Timeout time.Duration
 	Env     map[string]string
-	// CheckValue validates the value of an advertised extension key that
-	// Prepare does not know (backend.<kind>.… keys, a backend's own
-	// agent_api.… keys), in sorted key order, after the universal values.
-	// A nil CheckValue accepts any JSON value.
+	// Keys are the backend's own extension keys (backend.<kind>.… keys,
+	// and any agent_api.… key Prepare does not know). Each must also be
+	// advertised. The universal keys Prepare knows are extension keys
+	// when advertised; any other key — a capability that is not an
+	// extension key (agent_api.run, agent_api.control.cancel.v1, …)
+	// included — is refused with ErrUnsupportedCapability.
+	Keys []string
+	// CheckValue validates the value of each of Keys the request gives,
+	// in sorted key order, after the universal values. A nil CheckValue
+	// accepts any JSON value.
 	CheckValue func(key string, value json.RawMessage) error
 	// CheckRequest checks the backend's cross-key rules, after the
 	// universal ones.
@@ -102,7 +108,7 @@ func Prepare(kind Kind, caps Capabilities, req RunRequest, d Defaults) (*Prepare
 	}
 	keys := slices.Sorted(maps.Keys(req.Extensions))
 	for _, k := range keys {
-		if !validExtensionKey(kind, k) || !caps.Contains(k) {
+		if !validExtensionKey(kind, k) || !caps.Contains(k) || !(universalKeys[k] || slices.Contains(d.Keys, k)) {
 			return nil, unsupported(kind, k)
 		}
 	}
@@ -208,6 +214,12 @@ func Prepare(kind Kind, caps Capabilities, req RunRequest, d Defaults) (*Prepare
 	return p, nil
 }
 
+// universalKeys are the agent_api.… extension keys Prepare validates.
+var universalKeys = map[string]bool{
+	CapNonInteractive: true, CapExternalSandbox: true, CapModel: true,
+	CapAddDirs: true, CapSessionResume: true, CapSessionFork: true,
+}
+
 // validExtensionKey checks a key's syntax (^[a-z][a-z0-9_.-]*$, with a
 // dot) and namespace (agent_api.… or backend.<kind>.…).
 func validExtensionKey(kind Kind, k string) bool {
@@ -246,7 +258,8 @@ func modelValue(raw json.RawMessage) (string, error) {
 		return "", InvalidRequest("invalid " + CapModel)
 	}
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > maxModelBytes || strings.ContainsFunc(s, unicode.IsControl) {
+	// A leading '-' would read as a flag on a CLI's command line.
+	if s == "" || len(s) > maxModelBytes || strings.ContainsFunc(s, unicode.IsControl) || strings.HasPrefix(s, "-") {
 		return "", InvalidRequest("invalid " + CapModel)
 	}
 	return s, nil

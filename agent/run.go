@@ -90,11 +90,23 @@ func Start(ctx context.Context, cfg RunConfig, drive Driver) *Run {
 	if cfg.Timeout > 0 {
 		timer = time.AfterFunc(cfg.Timeout, func() { kill(errTimeout) })
 	}
+	if ctx.Err() != nil {
+		// An ended context cancels the run before its driver starts.
+		r.requestCancel(context.Cause(ctx))
+	}
 	go func() {
+		returned := false
+		defer func() {
+			// A driver that left by runtime.Goexit still resolves the run.
+			if !returned {
+				r.resolve(Completion{}, BackendError("backend failed"))
+			}
+			stopParent()
+			kill(nil)
+		}()
 		comp, err := r.drive(dctx, drive, timer)
-		stopParent()
 		r.resolve(comp, err)
-		kill(nil)
+		returned = true
 	}()
 	return r
 }
@@ -128,7 +140,7 @@ func (r *Run) drive(ctx context.Context, drive Driver, timer *time.Timer) (comp 
 // failed" keeping err only as a cause.
 func safeError(err error) *Error {
 	var ae *Error
-	if !errors.As(err, &ae) {
+	if !errors.As(err, &ae) || ae == nil {
 		return BackendError("backend failed", err)
 	}
 	cp := *ae
@@ -174,7 +186,10 @@ func (r *Run) Kind() Kind { return r.kind }
 // second sequence yields only what the first did not.
 func (r *Run) Events() iter.Seq[Event] {
 	return func(yield func(Event) bool) {
-		defer r.reachFinality()
+		// However the loop ends — the end of the stream, a break, a panic
+		// or runtime.Goexit in its body — the consumer is gone: forwarding
+		// stops, so the backend never blocks on a pipe nobody reads.
+		defer r.Close()
 		for {
 			select {
 			case <-r.stop:
@@ -253,6 +268,9 @@ func (r *Run) reachFinality() { r.finalOnce.Do(func() { close(r.final) }) }
 // failure. A non-zero exit is a Completion, not an error. If ctx ends
 // first, Wait returns ctx's error and the run goes on.
 func (r *Run) Wait(ctx context.Context) (Completion, error) {
+	if isClosed(r.done) && isClosed(r.final) {
+		return r.comp, r.err
+	}
 	for _, ch := range []chan struct{}{r.done, r.final} {
 		select {
 		case <-ch:
@@ -342,5 +360,14 @@ func (e *Emitter) Forwarding() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -2,7 +2,6 @@ package claudecode
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,7 +95,6 @@ func (b *Backend) Run(ctx context.Context, req agent.RunRequest) (*agent.Run, er
 		WorkingDir: b.cfg.DefaultWorkingDir,
 		Timeout:    b.cfg.DefaultTimeout,
 		Env:        b.cfg.Env,
-		CheckValue: checkValue,
 	})
 	if err != nil {
 		return nil, err
@@ -121,14 +119,6 @@ func (b *Backend) Run(ctx context.Context, req agent.RunRequest) (*agent.Run, er
 	return agent.Start(ctx, rc, func(ctx context.Context, out *agent.Emitter) (agent.Completion, error) {
 		return drive(ctx, out, p, cmd)
 	}), nil
-}
-
-// checkValue refuses an extension key this backend advertises as a
-// capability but does not take as an extension (agent_api.run,
-// backend.claude_code.print_stream_json, …): Prepare handles every key
-// it does take.
-func checkValue(key string, _ json.RawMessage) error {
-	return agent.InvalidRequest("invalid " + key)
 }
 
 // drive runs one claude process and maps its output.

@@ -404,7 +404,7 @@ func TestPreSpawnValidation(t *testing.T) {
 		{name: "external sandbox without opt-in beats a bad value", req: agent.RunRequest{Extensions: ext(agent.CapExternalSandbox, `true`, agent.CapModel, `7`)}, kind: agent.ErrUnsupportedCapability, want: unsupported(agent.CapExternalSandbox)},
 		{name: "another backend's key", req: agent.RunRequest{Extensions: ext("backend.codex.exec.sandbox_mode", `"read-only"`)}, kind: agent.ErrUnsupportedCapability, want: unsupported("backend.codex.exec.sandbox_mode")},
 		{name: "claude exec key not advertised", req: agent.RunRequest{Extensions: ext("backend.claude_code.exec.x", `1`)}, kind: agent.ErrUnsupportedCapability, want: unsupported("backend.claude_code.exec.x")},
-		{name: "capability that is not an extension", req: agent.RunRequest{Extensions: ext(CapPrintStreamJSON, `true`)}, kind: agent.ErrInvalidRequest, want: "invalid request: invalid " + CapPrintStreamJSON},
+		{name: "capability that is not an extension", req: agent.RunRequest{Extensions: ext(CapPrintStreamJSON, `true`)}, kind: agent.ErrUnsupportedCapability, want: "unsupported capability for claude_code: " + CapPrintStreamJSON},
 		{name: "non_interactive not a bool", req: agent.RunRequest{Extensions: ext(agent.CapNonInteractive, `"yes"`)}, kind: agent.ErrInvalidRequest, want: "invalid request: invalid agent_api.exec.non_interactive"},
 		{name: "model not a string", req: agent.RunRequest{Extensions: ext(agent.CapModel, `7`)}, kind: agent.ErrInvalidRequest, want: "invalid request: invalid agent_api.config.model.v1"},
 		{name: "model blank", req: agent.RunRequest{Extensions: ext(agent.CapModel, `"  "`)}, kind: agent.ErrInvalidRequest, want: "invalid request: invalid agent_api.config.model.v1"},

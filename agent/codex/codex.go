@@ -91,6 +91,7 @@ func (b *Backend) Run(ctx context.Context, req agent.RunRequest) (*agent.Run, er
 		WorkingDir:   b.cfg.DefaultWorkingDir,
 		Timeout:      b.cfg.DefaultTimeout,
 		Env:          b.cfg.Env,
+		Keys:         []string{keyApprovalPolicy, keySandboxMode},
 		CheckValue:   checkValue,
 		CheckRequest: checkRequest,
 	})
@@ -120,9 +121,7 @@ func checkValue(key string, raw json.RawMessage) error {
 		allowed = approvalPolicies
 	case keySandboxMode:
 		allowed = sandboxModes
-	default:
-		// A capability that is not an extension key (agent_api.run,
-		// backend.codex.exec_stream, …) takes no value.
+	default: // Prepare passes only Keys
 		return agent.InvalidRequest("invalid " + key)
 	}
 	var s string

@@ -60,10 +60,22 @@ type Result struct {
 // ErrSpawn wraps a failure to start the process.
 var ErrSpawn = errors.New("cliproc: cannot start process")
 
+// ExitGrace is how long Run waits, after the process exited, for stdout
+// and stderr to reach their end; then whatever still holds them (a background job the
+// CLI left behind) is killed with the rest of the process group.
+const ExitGrace = 5 * time.Second
+
 // Run starts c, calls onLine for each non-blank stdout line in order and
 // returns once stdout reached its end and the process exited. When ctx is
-// done it kills the process group and still waits for the exit.
-func Run(ctx context.Context, c Cmd, onLine func(Line)) (Result, error) {
+// done it kills the process group and still waits for the exit. Nothing
+// the CLI started outlives the run: once the process exited, its process
+// group is killed (at once if stdout has ended, else after ExitGrace). A
+// panic in onLine kills the group and waits for the exit before it goes
+// on up.
+func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, errors.Join(ErrSpawn, err)
+	}
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = Environ(c.Env)
@@ -71,24 +83,69 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (Result, error) {
 	if c.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
-	stderr := &capped{max: StderrKeep}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipes, so the exit is observed while a background job the
+	// CLI left behind still holds stdout or stderr open.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
-	if err := cmd.Start(); err != nil {
+	er, ew, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
+	cmd.Stdout, cmd.Stderr = pw, ew
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{pr, pw, er, ew} {
+			f.Close()
+		}
+		return Result{}, errors.Join(ErrSpawn, err)
+	}
+	pw.Close()
+	ew.Close()
+	stderr := &capped{max: StderrKeep}
+	stderrDone := make(chan struct{})
+	go func() {
+		io.Copy(stderr, er)
+		close(stderrDone)
+	}()
+	exited := make(chan struct{})
+	readDone := make(chan struct{})
+	var werr error
+	go func() {
+		werr = cmd.Wait()
+		close(exited)
+		grace := time.NewTimer(ExitGrace)
+		defer grace.Stop()
+	wait:
+		for _, ch := range []chan struct{}{readDone, stderrDone} {
+			select {
+			case <-ch:
+			case <-grace.C:
+				break wait
+			}
+		}
+		killGroup(cmd)
+		pr.Close() // unblocks reads held open by a process outside the group
+		er.Close()
+	}()
 	stopKill := context.AfterFunc(ctx, func() { killGroup(cmd) })
-	defer stopKill()
-	readLines(stdout, onLine)
-	// Stdout ended: the process closed it or died. Wait for the exit; a
-	// grandchild holding stderr open must not hold the run forever.
-	cmd.WaitDelay = 5 * time.Second
-	werr := cmd.Wait()
-	res := Result{Status: exitStatus(cmd, werr), Stderr: stderr.Bytes()}
-	return res, nil
+	defer func() {
+		if p := recover(); p != nil {
+			killGroup(cmd)
+			close(readDone)
+			<-exited
+			stopKill()
+			panic(p)
+		}
+	}()
+	readLines(pr, onLine)
+	close(readDone)
+	<-exited
+	<-stderrDone
+	stopKill()
+	return Result{Status: exitStatus(cmd, werr), Stderr: stderr.Bytes()}, nil
 }
 
 // readLines splits r into lines, removing one trailing \r and skipping
@@ -104,7 +161,7 @@ func readLines(r io.Reader, onLine func(Line)) {
 				skipping += len(chunk)
 				continue
 			}
-			if len(long)+len(chunk) > MaxLineBytes {
+			if len(long)+len(chunk) > MaxLineBytes+2 { // room for "\r\n"
 				skipping = len(long) + len(chunk)
 				long = nil
 				continue
@@ -115,20 +172,19 @@ func readLines(r io.Reader, onLine func(Line)) {
 		if len(chunk) > 0 || skipping > 0 || len(long) > 0 {
 			switch {
 			case skipping > 0:
-				onLine(Line{TooLong: skipping + len(chunk)})
+				onLine(Line{TooLong: skipping + len(bytes.TrimSuffix(chunk, []byte("\n")))})
 			default:
 				line := chunk
 				if len(long) > 0 {
-					if len(long)+len(chunk) > MaxLineBytes {
-						onLine(Line{TooLong: len(long) + len(chunk)})
-						line = nil
-					} else {
-						line = append(long, chunk...)
-					}
+					line = append(long, chunk...)
+				}
+				line = bytes.TrimSuffix(line, []byte("\n"))
+				line = bytes.TrimSuffix(line, []byte("\r"))
+				if len(line) > MaxLineBytes {
+					onLine(Line{TooLong: len(line)})
+					line = nil
 				}
 				if line != nil {
-					line = bytes.TrimSuffix(line, []byte("\n"))
-					line = bytes.TrimSuffix(line, []byte("\r"))
 					if len(bytes.TrimSpace(line)) > 0 {
 						onLine(Line{Bytes: bytes.Clone(line)})
 					}

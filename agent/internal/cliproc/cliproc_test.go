@@ -97,19 +97,12 @@ func TestReadLinesTooLongIsReportedByLengthOnly(t *testing.T) {
 				t.Fatalf("short lines = %q %q", lines[0].Bytes, lines[2].Bytes)
 			}
 			for _, i := range []int{1, 3} {
-				if lines[i].Bytes != nil || lines[i].TooLong != len(huge)+boolInt(i == 1) {
-					t.Errorf("line %d: bytes %d, TooLong %d, want %d", i, len(lines[i].Bytes), lines[i].TooLong, len(huge)+boolInt(i == 1))
+				if lines[i].Bytes != nil || lines[i].TooLong != len(huge) {
+					t.Errorf("line %d: bytes %d, TooLong %d, want %d", i, len(lines[i].Bytes), lines[i].TooLong, len(huge))
 				}
 			}
 		})
 	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func TestEnvOverlayReachesOnlyTheChild(t *testing.T) {
@@ -216,4 +209,85 @@ func zombie(pid int) bool {
 	}
 	_, rest, ok := strings.Cut(string(b), ") ")
 	return ok && strings.HasPrefix(rest, "Z")
+}
+
+func TestLineOfExactlyMaxBytesIsKept(t *testing.T) {
+	for _, term := range []string{"\n", "\r\n"} {
+		var lines []Line
+		readLines(strings.NewReader(strings.Repeat("a", MaxLineBytes)+term+"b\n"), collect(&lines))
+		if len(lines) != 2 || len(lines[0].Bytes) != MaxLineBytes || lines[0].TooLong != 0 || string(lines[1].Bytes) != "b" {
+			t.Fatalf("terminator %q: %d lines, first %d bytes, TooLong %d", term, len(lines), len(lines[0].Bytes), lines[0].TooLong)
+		}
+	}
+}
+
+// A CLI that exits while a background job it started keeps stdout open:
+// Run returns once the grace has passed, and the job is killed with the
+// group.
+func TestExitWithStdoutHeldByABackgroundJob(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups are unix")
+	}
+	var lines []Line
+	res, err := Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & echo $!; exit 0"}}, collect(&lines))
+	if err != nil || !res.Status.Success() {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if len(lines) != 1 {
+		t.Fatalf("lines %v", lines)
+	}
+	pid, _ := strconv.Atoi(string(lines[0].Bytes))
+	waitGone(t, pid)
+}
+
+// A mapper that panics does not leave the CLI running: the group is
+// killed and reaped before the panic goes on.
+func TestPanickingMapperKillsTheProcess(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups are unix")
+	}
+	var pid int
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the mapper's panic was swallowed")
+			}
+		}()
+		Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", "echo $$; exec sleep 300"}}, func(l Line) {
+			pid, _ = strconv.Atoi(string(l.Bytes))
+			panic("mapper bug")
+		})
+	}()
+	if pid == 0 {
+		t.Fatal("no pid read")
+	}
+	waitGone(t, pid)
+}
+
+func TestEndedContextSpawnsNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	marker := filepath.Join(t.TempDir(), "spawned")
+	_, err := Run(ctx, Cmd{Path: "/bin/sh", Args: []string{"-c", "touch " + marker}}, func(Line) {})
+	if !errors.Is(err, ErrSpawn) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a process was spawned for an ended context")
+	}
+}
+
+// waitGone waits (generously) until pid no longer runs.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
