@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // AdapterCapability is the one capability an Adapter registers: the
@@ -227,7 +228,7 @@ func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs)
 		}
 		maps.Copy(req.Extensions, args.extensions)
 	}
-	if tp, ts := traceHeaders(ctx, call); tp != "" {
+	if tp, ts := traceHeaders(ctx, call.Trace); tp != "" {
 		if req.Env == nil {
 			req.Env = map[string]string{}
 		}
@@ -241,12 +242,12 @@ func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs)
 }
 
 // traceHeaders returns the W3C traceparent and tracestate the agent
-// inherits: the span the gateway runs the call under when there is one
-// (a recording tracer) and it belongs to the run's trace, else the run's
-// trace context (gateway.Call.Trace) when it names a span; "" when
-// neither makes a valid traceparent.
-func traceHeaders(ctx context.Context, call *gateway.Call) (traceparent, tracestate string) {
-	t := call.Trace
+// inherits: the span ctx carries when there is one (the gateway's call
+// span or the runtime's plan span, under a recording tracer) and it
+// belongs to the run's trace, else the run's trace context t
+// (gateway.Call.Trace) when it names a span; "" when neither makes a
+// valid traceparent.
+func traceHeaders(ctx context.Context, t runcontext.Trace) (traceparent, tracestate string) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && (t.TraceID == "" || sc.TraceID().String() == t.TraceID) {
 		ts := sc.TraceState().String()
 		if ts == "" {

@@ -123,7 +123,8 @@ func blockScript(ctx context.Context, p *agent.Prepared, out *agent.Emitter) (ag
 	return agent.Completion{Status: agent.ExitStatus{Code: -1, Signal: "killed"}}, nil
 }
 
-// coderRequest decodes the fixtures' request and run context.
+// coderRequest decodes the fixtures' request and run context: a change
+// that requires review (GATE_CODE_REVIEW is active).
 func coderRequest(t testing.TB) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	t.Helper()
 	req, err := runcontext.DecodeInvokeRequest(coderInvoke)
@@ -156,3 +157,12 @@ func newHarness(t *testing.T, planner contextos.Planner, regs ...gateway.Registr
 }
 
 var techLead = contextostest.Approver{UserID: "usr_lead_3", Role: "tech_lead"}
+
+// planRequest is coderRequest for a run that requires no review: no gate
+// is active, so a decision needs no approval.
+func planRequest(t testing.TB) (*runcontext.InvokeRequest, *runcontext.RunContext) {
+	t.Helper()
+	req, rc := coderRequest(t)
+	req.Input.Context["review_required"] = false
+	return req, rc
+}
