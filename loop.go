@@ -299,7 +299,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	plan, err := r.askPlanner(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call})
+	plan, err := r.askPlanner(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas})
 	if err != nil {
 		var rp *replayedPlanError
 		why := ""

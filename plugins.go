@@ -2,6 +2,7 @@ package contextos
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 
@@ -39,6 +40,9 @@ type PlanRequest struct {
 	ReplanReason string
 
 	call int // the run's planner-call ordinal, for replay
+	// schemas are the registered capabilities' argument schemas by
+	// capability id (Tools), shared with the runtime: read only.
+	schemas map[string]json.RawMessage
 }
 
 // Plan is one planner turn.

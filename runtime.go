@@ -213,6 +213,9 @@ type Runtime struct {
 	recorder    *playback.Recorder
 	tracer      trace.Tracer
 	builtin     builtinCritic
+	// schemas are the registered capabilities' argument schemas, for
+	// PlanRequest.Tools.
+	schemas map[string]json.RawMessage
 
 	mu       sync.Mutex
 	prepared map[string]*compiler.Prepared
@@ -326,6 +329,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 		return nil, err
 	}
 	rt.gw = gw
+	rt.schemas = argSchemas(o.Adapters)
 	// The transcript the runtime reads back: Options.Transcripts, or the
 	// gateway's default in-memory transcript, which is a reader too.
 	tr, ok := gw.Transcript().(TranscriptStore)

@@ -6,8 +6,9 @@
 // runcontext, pack and decision return too.
 //
 // Published now: run-context.v1, invoke-agent.v1, context-pack.v2,
-// compiled-context.v1, tool-envelope.v1, decision-record.v1 and
-// replay-packet.v1. Their field names, required lists and enums include
+// compiled-context.v1, tool-envelope.v1, decision-record.v1,
+// replay-packet.v1 and plan.v1 (what a model planner answers a turn with:
+// steps and a decision, see agent.Planner). Their field names, required lists and enums include
 // those of the upstream ContextOS schemas. Where the upstream openings do
 // not show a required list, ours asks no more than the seeds' examples
 // carry (decision-record.v1 follows seed 000's record; a compiled

@@ -14,6 +14,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
@@ -68,6 +69,19 @@ type envelopes struct {
 	Call   gateway.ToolCallEnvelope   `json:"call"`
 	Result gateway.ToolResultEnvelope `json:"result"`
 }
+
+// planAnswer is what a model planner answers a turn with (plan.v1): the
+// steps and the decision of a contextos.Plan. Usage is not the model's to
+// claim (the planner reads it from its backend), nor are memory proposals
+// part of the answer.
+type planAnswer struct {
+	Steps    []contextos.Step            `json:"steps,omitempty"`
+	Decision *contextos.DecisionProposal `json:"decision,omitempty"`
+}
+
+// MaxPlanSteps bounds a plan's steps: the gateway keys a call by its
+// step index, which is below 1000.
+const MaxPlanSteps = 1000
 
 // enumDefs are string enums published as $defs (name, values).
 var enumDefs = map[reflect.Type]struct {
@@ -210,6 +224,28 @@ func Docs() []Doc {
 				dsp := s.Definitions["DecisionSpec"]
 				one := uint64(1)
 				prop(dsp, "allowed_outcomes").MinItems = &one
+			},
+		},
+		{
+			File: "plan.v1.schema.json", Title: "Plan v1",
+			Root: reflect.TypeFor[planAnswer](),
+			Finish: func(s *jsonschema.Schema) {
+				s.Description = "A planner's answer for one turn: tool calls (steps) the gateway will check and run, and at most one decision proposal. The planner proposes; the gateway decides."
+				steps := prop(s, "steps")
+				one, most := uint64(1), uint64(MaxPlanSteps)
+				steps.MinItems, steps.MaxItems = &one, &most
+				steps.Description = "Tool calls, in order. Each names a surfaced capability (adapter_id.capability) and arguments that pass its schema."
+				prop(s, "decision").Description = "The decision the plan commits to, when it has one."
+				s.AnyOf = []*jsonschema.Schema{{Required: []string{"steps"}}, {Required: []string{"decision"}}}
+				step := s.Definitions["Step"]
+				step.Required = []string{"capability_id", "args"}
+				prop(step, "capability_id").Pattern = `^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$`
+				dp := s.Definitions["DecisionProposal"]
+				dp.Required = []string{"decision_key", "outcome"}
+				prop(dp, "decision_key").MinLength = &one
+				prop(dp, "outcome").MinLength = &one
+				c := prop(dp, "confidence")
+				c.Minimum, c.Maximum = "0", "1"
 			},
 		},
 		{

@@ -1,0 +1,537 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// AdapterCapability is the one capability an Adapter registers: the
+// delegated run of its backend ("adp_coder.run").
+const AdapterCapability = "run"
+
+// AdapterArgsSchema is the JSON Schema of the run capability's arguments:
+// prompt (required, non-empty), working_dir and extensions (the
+// RunRequest's namespaced options), and idempotency_key, which the gateway
+// sets on a write-class call (a pack requires it of every delegated
+// permission). The gateway checks every call against it before the
+// adapter runs.
+const AdapterArgsSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
+	`"required":["prompt"],"additionalProperties":false,"properties":{` +
+	`"prompt":{"type":"string","minLength":1,"description":"the task the agent carries out"},` +
+	`"working_dir":{"type":"string","minLength":1,"description":"the agent's working directory (default: the adapter's)"},` +
+	`"extensions":{"type":"object","description":"namespaced run options (agent_api.… or backend.<kind>.…) the backend advertises",` +
+	`"propertyNames":{"pattern":"^[a-z][a-z0-9_.-]*$"}},` +
+	`"idempotency_key":{"type":"string","description":"set by the gateway: the key the run executes once under"}}}`
+
+// Defaults of AdapterOptions.
+const (
+	// DefaultAdapterTimeout bounds one delegated run when
+	// AdapterOptions.Timeout is 0: coding agents take minutes, not the
+	// gateway's 30 seconds.
+	DefaultAdapterTimeout = 10 * time.Minute
+	// DefaultAdapterGrace is how long a cancelled or timed-out run is
+	// waited for (its process to exit) before the call returns anyway.
+	DefaultAdapterGrace = 5 * time.Second
+	// DefaultSummaryMessages is how many error and status messages the
+	// call's output keeps (the last ones).
+	DefaultSummaryMessages = 8
+	// MaxSummaryMessageBytes bounds each kept message.
+	MaxSummaryMessageBytes = 512
+	// DefaultOutputFinalTextBytes bounds the final text in the output.
+	DefaultOutputFinalTextBytes = 16384
+)
+
+// AdapterOptions configure an Adapter. The zero value is ready to use.
+type AdapterOptions struct {
+	// AdapterID is the gateway adapter id. Default: "adp_" + the
+	// backend's kind.
+	AdapterID string
+	// WorkingDir is the working directory of a call that names none.
+	WorkingDir string
+	// Env is laid under every run's env (the trace headers win).
+	Env map[string]string
+	// Extensions are laid under every call's extensions (the call's keys
+	// win): fixed options such as agent_api.exec.non_interactive.
+	Extensions map[string]json.RawMessage
+	// Scopes are the delegation scopes a call needs (the pack's
+	// approval mode makes the call delegated; the user's delegation must
+	// grant them).
+	Scopes []string
+	// Timeout bounds one run (the capability's attempt timeout). Default:
+	// DefaultAdapterTimeout.
+	Timeout time.Duration
+	// Grace bounds the wait for a cancelled run's process. Default:
+	// DefaultAdapterGrace.
+	Grace time.Duration
+	// CostCents is a fixed cost charged per run on top of the backend's
+	// reported cost (the capability's cost model).
+	CostCents float64
+	// Messages is how many error and status messages the output keeps.
+	// Default: DefaultSummaryMessages; negative keeps none.
+	Messages int
+	// FinalTextBytes bounds the final text in the output. Default:
+	// DefaultOutputFinalTextBytes.
+	FinalTextBytes int
+}
+
+// Adapter runs an agent backend as a governed, delegated tool: a
+// gateway.Adapter with one capability, run (Registration). The pack must
+// permit "<adapter id>.run" and may gate it; its approval mode (delegated,
+// as a rule) is the pack's. Every call is a fresh agent run: the gateway
+// schema-checks the arguments, the adapter maps them to a RunRequest,
+// passes the run's W3C trace context to the agent process as TRACEPARENT
+// and TRACESTATE, reads the events into a bounded summary and waits for
+// the completion. The call's timeout and the run's cancellation cancel
+// the agent.
+//
+// The call's output (redacted by the gateway before it is recorded or
+// shown to a planner) is:
+//
+//	{
+//	  "agent_kind": "codex",
+//	  "final_text": "…",                       // at most FinalTextBytes
+//	  "exit": {"code": 0, "signal": "", "success": true},
+//	  "tool_calls": 3,                         // ToolCall events that start a call
+//	  "tool_names": ["command_execution"],     // sorted, unique
+//	  "usage": {"input_tokens": 1, "output_tokens": 2, "cached_input_tokens": 0},
+//	  "cost_usd": 0.01,
+//	  "events": {"total": 12, "by_kind": {"text_output": 5, …},
+//	             "channels": ["assistant", "tool"],
+//	             "messages": [{"kind": "error", "channel": "error", "message": "…"}],
+//	             "messages_dropped": 0}
+//	}
+//
+// usage and cost_usd are present when the completion data reports them
+// (see UsageOf); the cost is charged to the run budget (Outcome.CostCents).
+// The agent's text output is not kept: only the final text, counts, names
+// and the last few error and status messages, each clipped. The mutation
+// is "agent_run:<kind>:<tool_call_id>".
+//
+// A run that exits non-zero fails the call (execution_failed, with the
+// exit status and the event summary in the details); a run past its
+// timeout is a timeout; a request the backend refuses (ErrInvalidRequest,
+// ErrUnsupportedCapability) is invalid_input; a run cancelled with the
+// run's context returns the context's error. None of them is retryable:
+// an agent run has side effects, and the gateway never repeats one.
+type Adapter struct {
+	backend Backend
+	opts    AdapterOptions
+}
+
+// NewAdapter returns the adapter of b; opts may be nil.
+func NewAdapter(b Backend, opts *AdapterOptions) *Adapter {
+	a := &Adapter{backend: b}
+	if opts != nil {
+		a.opts = *opts
+	}
+	if a.opts.AdapterID == "" && b != nil {
+		a.opts.AdapterID = "adp_" + string(b.Kind())
+	}
+	if a.opts.Timeout <= 0 {
+		a.opts.Timeout = DefaultAdapterTimeout
+	}
+	if a.opts.Grace <= 0 {
+		a.opts.Grace = DefaultAdapterGrace
+	}
+	if a.opts.Messages == 0 {
+		a.opts.Messages = DefaultSummaryMessages
+	}
+	if a.opts.FinalTextBytes <= 0 {
+		a.opts.FinalTextBytes = DefaultOutputFinalTextBytes
+	}
+	return a
+}
+
+// CapabilityID is the governed capability id, "<adapter id>.run".
+func (a *Adapter) CapabilityID() string { return a.opts.AdapterID + "." + AdapterCapability }
+
+// Registration returns the gateway registration: the adapter id, the run
+// capability with AdapterArgsSchema, the scopes, the timeout, the cost,
+// one attempt (never retried) and HonorsContext.
+func (a *Adapter) Registration() gateway.Registration {
+	return gateway.Registration{
+		AdapterID: a.opts.AdapterID,
+		Adapter:   a,
+		Capabilities: map[string]gateway.Capability{AdapterCapability: {
+			ArgsSchema:    json.RawMessage(AdapterArgsSchema),
+			ArgSchemaRef:  "schema://contextos.agent.run.v1",
+			Scopes:        slices.Clone(a.opts.Scopes),
+			Timeout:       a.opts.Timeout,
+			CostCents:     a.opts.CostCents,
+			MaxAttempts:   1,
+			HonorsContext: true,
+		}},
+		Protocol: "agent",
+		Version:  "agent_api.v1",
+	}
+}
+
+// runArgs are the capability's arguments, as the schema admits them.
+type runArgs struct {
+	prompt, workingDir string
+	extensions         map[string]json.RawMessage
+}
+
+func parseArgs(args map[string]any) (runArgs, error) {
+	var r runArgs
+	bad := func(field string) error {
+		return gateway.NewToolError(gateway.CodeInvalidInput, false, "invalid "+field, map[string]any{"field": field})
+	}
+	p, ok := args["prompt"].(string)
+	if !ok {
+		return r, bad("prompt")
+	}
+	r.prompt = p
+	if v, has := args["working_dir"]; has {
+		if r.workingDir, ok = v.(string); !ok {
+			return r, bad("working_dir")
+		}
+	}
+	if v, has := args["extensions"]; has {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return r, bad("extensions")
+		}
+		r.extensions = make(map[string]json.RawMessage, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			b, err := marshalNoEscape(m[k])
+			if err != nil {
+				return r, bad("extensions")
+			}
+			r.extensions[k] = b
+		}
+	}
+	return r, nil
+}
+
+// request builds the run's request from the call.
+func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs) RunRequest {
+	req := RunRequest{Prompt: args.prompt, WorkingDir: args.workingDir, Env: maps.Clone(a.opts.Env)}
+	if req.WorkingDir == "" {
+		req.WorkingDir = a.opts.WorkingDir
+	}
+	if len(a.opts.Extensions) > 0 || len(args.extensions) > 0 {
+		req.Extensions = maps.Clone(a.opts.Extensions)
+		if req.Extensions == nil {
+			req.Extensions = map[string]json.RawMessage{}
+		}
+		maps.Copy(req.Extensions, args.extensions)
+	}
+	if tp, ts := traceHeaders(ctx, call.Trace); tp != "" {
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env["TRACEPARENT"] = tp
+		delete(req.Env, "TRACESTATE")
+		if ts != "" {
+			req.Env["TRACESTATE"] = ts
+		}
+	}
+	return req
+}
+
+// traceHeaders returns the W3C traceparent and tracestate the agent
+// inherits: the span ctx carries when there is one (the gateway's call
+// span or the runtime's plan span, under a recording tracer) and it
+// belongs to the run's trace, else the run's trace context t
+// (gateway.Call.Trace) when it names a span; "" when neither makes a
+// valid traceparent.
+func traceHeaders(ctx context.Context, t runcontext.Trace) (traceparent, tracestate string) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && (t.TraceID == "" || sc.TraceID().String() == t.TraceID) {
+		ts := sc.TraceState().String()
+		if ts == "" {
+			ts = t.TraceState
+		}
+		return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(), ts
+	}
+	if !lowerHex(t.TraceID, 32) || !lowerHex(t.SpanID, 16) || t.TraceFlags != "" && !lowerHex(t.TraceFlags, 2) {
+		return "", ""
+	}
+	return t.Traceparent(), t.TraceState
+}
+
+func lowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero || n == 2
+}
+
+// Call implements gateway.Adapter: one agent run.
+func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	if a.backend == nil {
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "no agent backend", nil)
+	}
+	args, err := parseArgs(call.Envelope.Args)
+	if err != nil {
+		return nil, err
+	}
+	run, err := a.backend.Run(ctx, a.request(ctx, call, args))
+	if err != nil {
+		return nil, a.startError(ctx, err)
+	}
+	sum := newSummary(a.opts.Messages)
+	for ev := range run.Events() {
+		sum.add(ev)
+	}
+	comp, err := a.wait(ctx, run)
+	if err != nil {
+		return nil, a.runError(ctx, err, sum)
+	}
+	kind := string(a.backend.Kind())
+	out := map[string]any{
+		"agent_kind": kind,
+		"exit":       exitOutput(comp.Status),
+		"tool_calls": sum.toolCalls,
+		"tool_names": sum.names(),
+		"events":     sum.output(),
+	}
+	if comp.FinalText != "" {
+		out["final_text"] = truncate(comp.FinalText, a.opts.FinalTextBytes)
+	}
+	u, hasUsage := UsageOf(comp)
+	cost := 0.0
+	if hasUsage {
+		if u.InputTokens > 0 || u.OutputTokens > 0 || u.CachedInputTokens > 0 {
+			out["usage"] = map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cached_input_tokens": u.CachedInputTokens}
+		}
+		if u.CostUSD != nil && !math.IsInf(*u.CostUSD*100, 0) {
+			out["cost_usd"] = *u.CostUSD
+			cost = *u.CostUSD * 100
+		}
+	}
+	if !comp.Status.Success() {
+		details := map[string]any{"exit": exitOutput(comp.Status), "events": sum.output(), "tool_calls": sum.toolCalls}
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "the agent run ended with "+comp.Status.String(), details)
+	}
+	return &gateway.Outcome{Output: out, CostCents: cost, Mutations: []string{"agent_run:" + kind + ":" + call.Envelope.ToolCallID}}, nil
+}
+
+// wait waits for the completion. When ctx ends first (the call's timeout,
+// the run's cancellation: the run was cancelled by Start), it still waits
+// up to the grace for the process to exit, so the call does not return
+// with the agent running.
+func (a *Adapter) wait(ctx context.Context, run *Run) (Completion, error) {
+	comp, err := run.Wait(ctx)
+	if ctx.Err() == nil {
+		return comp, err
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.Grace)
+	defer cancel()
+	if c, e := run.Wait(gctx); gctx.Err() == nil {
+		return c, e // the run's own completion: a success that came first stands
+	}
+	return Completion{}, ctx.Err()
+}
+
+// startError maps a refused start to a tool error.
+func (a *Adapter) startError(ctx context.Context, err error) error {
+	var ae *Error
+	switch {
+	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrUnsupportedCapability), errors.Is(err, ErrInvalidAgentKind):
+		msg := "the agent refused the request"
+		if errors.As(err, &ae) {
+			msg = ae.Error()
+		}
+		return gateway.NewToolError(gateway.CodeInvalidInput, false, msg, nil)
+	}
+	return a.runError(ctx, err, nil)
+}
+
+// runError maps a failed run to a tool error, or to the context's error
+// when the run's context was cancelled.
+func (a *Adapter) runError(ctx context.Context, err error, sum *summary) error {
+	details := map[string]any{}
+	if sum != nil {
+		details["events"] = sum.output()
+		details["tool_calls"] = sum.toolCalls
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ctx.Err()
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		details["timeout_ms"] = a.opts.Timeout.Milliseconds()
+		return gateway.NewToolError(gateway.CodeTimeout, false, "the agent run exceeded its timeout", details)
+	}
+	msg := "the agent run failed"
+	var ae *Error
+	if errors.As(err, &ae) {
+		msg = ae.Error() // safe by construction: no backend output
+	}
+	return gateway.NewToolError(gateway.CodeExecutionFailed, false, msg, details)
+}
+
+func exitOutput(s ExitStatus) map[string]any {
+	m := map[string]any{"code": s.Code, "success": s.Success()}
+	if s.Signal != "" {
+		m["signal"] = s.Signal
+	}
+	return m
+}
+
+// Usage is what a backend reports of a run's model usage and cost, in its
+// completion's Data, in this one shape:
+//
+//	{"usage": {"input_tokens": 2400, "output_tokens": 84, "cached_input_tokens": 2000}, "cost_usd": 0.0123}
+//
+// Both members are optional; other members of Data are the backend's own.
+// A token count that is not a whole number ≥ 0 counts as absent, and so
+// does a cost that is not a finite number ≥ 0.
+type Usage struct {
+	InputTokens       int64
+	OutputTokens      int64
+	CachedInputTokens int64
+	// CostUSD is the reported cost, nil when none was reported.
+	CostUSD *float64
+}
+
+// Tokens is the input and output tokens together.
+func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// UsageOf reads the usage and cost from c.Data (see Usage); ok is false
+// when the data reports neither.
+func UsageOf(c Completion) (u Usage, ok bool) {
+	if len(c.Data) == 0 {
+		return Usage{}, false
+	}
+	var doc struct {
+		Usage map[string]json.RawMessage `json:"usage"`
+		Cost  json.RawMessage            `json:"cost_usd"`
+	}
+	if json.Unmarshal(c.Data, &doc) != nil {
+		return Usage{}, false
+	}
+	count := func(k string) int64 {
+		n, err := strconv.ParseInt(string(doc.Usage[k]), 10, 64)
+		if err != nil || n < 0 {
+			return 0
+		}
+		ok = true
+		return n
+	}
+	u.InputTokens, u.OutputTokens, u.CachedInputTokens = count("input_tokens"), count("output_tokens"), count("cached_input_tokens")
+	var cost float64
+	if len(doc.Cost) > 0 && json.Unmarshal(doc.Cost, &cost) == nil && cost >= 0 && !math.IsInf(cost, 0) {
+		u.CostUSD, ok = &cost, true
+	}
+	return u, ok
+}
+
+// summary is the bounded account of a run's events.
+type summary struct {
+	total, toolCalls int
+	byKind           map[EventKind]int
+	channels         map[string]bool
+	tools            map[string]bool
+	keep             int
+	messages         []map[string]any
+	dropped          int
+}
+
+func newSummary(keep int) *summary {
+	if keep < 0 {
+		keep = 0
+	}
+	return &summary{byKind: map[EventKind]int{}, channels: map[string]bool{}, tools: map[string]bool{}, keep: keep}
+}
+
+// toolsFacet is the part of the tools facet the summary reads.
+type toolsFacet struct {
+	Schema string `json:"schema"`
+	Tool   struct {
+		Kind     *string `json:"kind"`
+		Phase    *string `json:"phase"`
+		ToolName *string `json:"tool_name"`
+	} `json:"tool"`
+}
+
+func (s *summary) add(ev Event) {
+	s.total++
+	s.byKind[ev.Kind]++
+	if ev.Channel != "" && len(s.channels) < maxChannels {
+		s.channels[ev.Channel] = true
+	}
+	switch ev.Kind {
+	case EventToolCall:
+		var f toolsFacet
+		if len(ev.Data) > 0 && json.Unmarshal(ev.Data, &f) == nil && f.Schema == CapToolsStructured {
+			if f.Tool.Phase == nil || *f.Tool.Phase == "start" {
+				s.toolCalls++
+			}
+			name := ""
+			if f.Tool.ToolName != nil {
+				name = *f.Tool.ToolName
+			} else if f.Tool.Kind != nil {
+				name = *f.Tool.Kind
+			}
+			if name != "" && len(s.tools) < maxToolNames {
+				s.tools[cutRunes(toValidUTF8(name), maxToolNameBytes)] = true
+			}
+		} else {
+			s.toolCalls++
+		}
+	case EventError, EventStatus:
+		if ev.Message == "" || s.keep == 0 {
+			return
+		}
+		m := map[string]any{"kind": string(ev.Kind), "message": truncate(ev.Message, MaxSummaryMessageBytes)}
+		if ev.Channel != "" {
+			m["channel"] = ev.Channel
+		}
+		if len(s.messages) == s.keep {
+			s.messages = s.messages[1:]
+			s.dropped++
+		}
+		s.messages = append(s.messages, m)
+	}
+}
+
+// Bounds of the tool names a summary keeps.
+const (
+	maxToolNames     = 64
+	maxToolNameBytes = 128
+	maxChannels      = 32
+)
+
+func (s *summary) names() []any {
+	out := []any{}
+	for _, n := range slices.Sorted(maps.Keys(s.tools)) {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (s *summary) output() map[string]any {
+	byKind := map[string]any{}
+	for k, n := range s.byKind {
+		byKind[string(k)] = n
+	}
+	channels := []any{}
+	for _, c := range slices.Sorted(maps.Keys(s.channels)) {
+		channels = append(channels, c)
+	}
+	msgs := make([]any, len(s.messages))
+	for i, m := range s.messages {
+		msgs[i] = m
+	}
+	return map[string]any{"total": s.total, "by_kind": byKind, "channels": channels, "messages": msgs, "messages_dropped": s.dropped}
+}
