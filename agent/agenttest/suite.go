@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,6 +35,14 @@ const (
 
 // Secret must never appear in any event, message, error or completion of a backend under test.
 const Secret = "AGENTTEST-SECRET-DO-NOT-LEAK"
+
+// PIDFileEnv names the environment variable the suite sets, for the slow
+// scenario, to a file path: a backend's fake process writes its process id
+// there (one per line, appending), and after the run is cancelled the
+// suite checks that every such process is gone — a backend must terminate
+// what it started, not only stop reading it. Backends that start no
+// process ignore it.
+const PIDFileEnv = "AGENTTEST_PIDFILE"
 
 // HugeTextBytes is the size of ScenarioHugeText's assistant text.
 const HugeTextBytes = 100000
@@ -71,9 +82,17 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T, s Scenario) age
 	run("unknown_extension_key_is_refused_before_spawn", func(t *testing.T) { testUnknownKeys(t, newBackend) })
 	run("normal", func(t *testing.T) { testNormal(t, newBackend(t, ScenarioNormal)) })
 	run("close_mid_stream_unblocks_wait", func(t *testing.T) { testCloseMidStream(t, newBackend(t, ScenarioNormal)) })
-	run("cancel", func(t *testing.T) { testCancel(t, newBackend(t, ScenarioSlow)) })
-	run("cancel_after_close", func(t *testing.T) { testCancelAfterClose(t, newBackend(t, ScenarioSlow)) })
-	run("context_cancel", func(t *testing.T) { testContextCancel(t, newBackend(t, ScenarioSlow)) })
+	slow := func(name string, f func(t *testing.T, b agent.Backend)) {
+		run(name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			t.Setenv(PIDFileEnv, pidfile)
+			f(t, newBackend(t, ScenarioSlow))
+			checkProcessesGone(t, pidfile, patience)
+		})
+	}
+	slow("cancel", testCancel)
+	slow("cancel_after_close", testCancelAfterClose)
+	slow("context_cancel", testContextCancel)
 	run("spawn_failure", func(t *testing.T) { testSpawnFailure(t, newBackend(t, ScenarioSpawnFailure)) })
 	run("nonzero_exit", func(t *testing.T) { testNonZeroExit(t, newBackend(t, ScenarioNonZeroExit)) })
 	run("malformed_line", func(t *testing.T) { testMalformed(t, newBackend(t, ScenarioMalformed)) })
@@ -623,5 +642,33 @@ func noSecret(t testing.TB, where, s string) {
 	t.Helper()
 	if strings.Contains(s, Secret) {
 		t.Errorf("%s contains the secret", where)
+	}
+}
+
+// checkProcessesGone waits (within patience) until every process id in
+// pidfile has ended.
+func checkProcessesGone(t interface {
+	Helper()
+	Errorf(format string, args ...any)
+}, pidfile string, patience time.Duration) {
+	t.Helper()
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return // the backend started no process that reports itself
+	}
+	for _, line := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(line)
+		if err != nil || pid <= 0 {
+			t.Errorf("%s holds %q, not a process id", PIDFileEnv, line)
+			continue
+		}
+		deadline := time.Now().Add(patience)
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d the backend started still runs after its run was cancelled and waited for", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

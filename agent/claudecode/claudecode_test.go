@@ -346,3 +346,14 @@ func toolFacets(t *testing.T, evs []agent.Event, kind agent.EventKind) []map[str
 	}
 	return out
 }
+
+// TestUsageReachesTheGovernedAdapter: the completion data carries usage
+// and cost in the shape agent.UsageOf reads, so a governed call charges
+// them to the run.
+func TestUsageReachesTheGovernedAdapter(t *testing.T) {
+	o := runFake(t, "partial_text", Config{}, agent.RunRequest{Prompt: "hi"})
+	u, ok := agent.UsageOf(o.comp)
+	if !ok || u.InputTokens != 120 || u.OutputTokens != 25 || u.CachedInputTokens != 0 || u.CostUSD == nil || *u.CostUSD != 0.001225 {
+		t.Fatalf("UsageOf = %+v (cost %v), %v; data %s", u, u.CostUSD, ok, o.comp.Data)
+	}
+}

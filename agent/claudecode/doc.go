@@ -85,7 +85,7 @@
 // line reports:
 //
 //	{"schema":"agent_api.session.handle.v1","session":{"id":"…"},
-//	 "usage":{"input_tokens":n,"output_tokens":n,"cache_read_input_tokens":n,"cache_creation_input_tokens":n},
+//	 "usage":{"input_tokens":n,"output_tokens":n,"cached_input_tokens":n,"cache_read_input_tokens":n,"cache_creation_input_tokens":n},
 //	 "cost_usd":x,"num_turns":n,"duration_ms":n}
 //
 // each member present when known. A non-zero exit is an Ok completion with

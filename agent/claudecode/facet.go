@@ -22,10 +22,13 @@ type sessionRef struct {
 	ID string `json:"id"`
 }
 
-// usage is the result line's token usage: the four counts, 0 when absent.
+// usage is the result line's token usage: the four counts, 0 when absent,
+// and cached_input_tokens (the cache reads) under the name agent.Usage
+// reads.
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
+	CachedInputTokens        int64 `json:"cached_input_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 }

@@ -136,6 +136,12 @@ func fakeMain(name string) int {
 		os.Stdout.WriteString(l + eol)
 	}
 	if sc.block {
+		if path := os.Getenv(agenttest.PIDFileEnv); path != "" {
+			if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, os.Getpid())
+				f.Close()
+			}
+		}
 		for {
 			time.Sleep(time.Hour)
 		}

@@ -642,10 +642,12 @@ func parseUsage(raw json.RawMessage) *usage {
 		}
 		return 0
 	}
+	read := count(u.CacheReadInputTokens)
 	return &usage{
 		InputTokens:              count(u.InputTokens),
 		OutputTokens:             count(u.OutputTokens),
-		CacheReadInputTokens:     count(u.CacheReadInputTokens),
+		CachedInputTokens:        read,
+		CacheReadInputTokens:     read,
 		CacheCreationInputTokens: count(u.CacheCreationInputTokens),
 	}
 }

@@ -893,3 +893,14 @@ func TestCancelAfterEventsDropped(t *testing.T) {
 	recs := f.records(t)
 	groupGone(t, recs[0].Pid, recs[0].Child)
 }
+
+// TestUsageReachesTheGovernedAdapter: the completion data carries the
+// turn's usage in the shape agent.UsageOf reads (codex reports no cost).
+func TestUsageReachesTheGovernedAdapter(t *testing.T) {
+	f := newFake(t, "tool_run")
+	o := runToEnd(t, New(f.cfg), agent.RunRequest{Prompt: "hi"})
+	u, ok := agent.UsageOf(o.Comp)
+	if !ok || u.InputTokens != 2400 || u.OutputTokens != 84 || u.CachedInputTokens != 2000 || u.CostUSD != nil {
+		t.Fatalf("UsageOf = %+v, %v; data %s", u, ok, o.Comp.Data)
+	}
+}

@@ -87,7 +87,9 @@ func fakeCodex(scenario string, args []string) int {
 		child.Stdout = os.Stdout // holds the pipe open: the whole group must die
 		if err := child.Start(); err == nil {
 			rec.Child = child.Process.Pid
+			reportPID(child.Process.Pid)
 		}
+		reportPID(os.Getpid())
 	}
 	writeRecord(rec)
 	if scenario == "must_not_spawn" {
@@ -246,4 +248,14 @@ func resumeArgs(args []string) (id string, last bool) {
 		return "", true
 	}
 	return args[i+1], false
+}
+
+// reportPID appends pid to agenttest's pid file, when the suite set one.
+func reportPID(pid int) {
+	if path := os.Getenv(agenttest.PIDFileEnv); path != "" {
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(f, pid)
+			f.Close()
+		}
+	}
 }
