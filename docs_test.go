@@ -145,9 +145,12 @@ func TestDocsRelativeLinksResolve(t *testing.T) {
 
 // snippetImports are the packages README snippets may use, by name.
 var snippetImports = []string{
-	"context", "errors", "log", "log/slog", "os", "testing", "time",
+	"context", "encoding/json", "errors", "log", "log/slog", "os", "testing", "time",
 	"go.opentelemetry.io/otel/trace",
 	"github.com/contextos/contextos",
+	"github.com/contextos/contextos/agent",
+	"github.com/contextos/contextos/agent/claudecode",
+	"github.com/contextos/contextos/agent/codex",
 	"github.com/contextos/contextos/compiler",
 	"github.com/contextos/contextos/contextostest",
 	"github.com/contextos/contextos/decision",
