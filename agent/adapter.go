@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"math"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -57,12 +60,17 @@ type AdapterOptions struct {
 	// AdapterID is the gateway adapter id. Default: "adp_" + the
 	// backend's kind.
 	AdapterID string
-	// WorkingDir is the working directory of a call that names none.
+	// WorkingDir is the working directory of every run. A call that names
+	// another one is refused (invalid_input): where an agent works is the
+	// host's decision, not the planner's. "" lets a call name it (else the
+	// backend's default applies).
 	WorkingDir string
 	// Env is laid under every run's env (the trace headers win).
 	Env map[string]string
-	// Extensions are laid under every call's extensions (the call's keys
-	// win): fixed options such as agent_api.exec.non_interactive.
+	// Extensions are fixed options of every run, such as
+	// agent_api.exec.non_interactive or a backend's sandbox mode. A call
+	// that sets one of these keys to another value is refused
+	// (invalid_input): a proposed step never loosens what the host set.
 	Extensions map[string]json.RawMessage
 	// Scopes are the delegation scopes a call needs (the pack's
 	// approval mode makes the call delegated; the user's delegation must
@@ -117,6 +125,13 @@ type AdapterOptions struct {
 // The agent's text output is not kept: only the final text, counts, names
 // and the last few error and status messages, each clipped. The mutation
 // is "agent_run:<kind>:<tool_call_id>".
+//
+// An agent run has side effects, so the adapter runs only a write-class
+// call (one the gateway gave an idempotency key after its delegation,
+// scope and approval checks); a pack that marks the capability read_only
+// gets permission_denied, never an ungoverned run. A call may not loosen
+// what the host fixed (AdapterOptions.WorkingDir, AdapterOptions.Extensions):
+// such a call is invalid_input and the agent does not run.
 //
 // A run that exits non-zero fails the call (execution_failed, with the
 // exit status and the event summary in the details); a run past its
@@ -215,18 +230,28 @@ func parseArgs(args map[string]any) (runArgs, error) {
 	return r, nil
 }
 
-// request builds the run's request from the call.
-func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs) RunRequest {
+// request builds the run's request from the call; a call that would
+// change what the host fixed (the working directory, a fixed extension) is
+// refused.
+func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs) (RunRequest, error) {
 	req := RunRequest{Prompt: args.prompt, WorkingDir: args.workingDir, Env: maps.Clone(a.opts.Env)}
-	if req.WorkingDir == "" {
+	if a.opts.WorkingDir != "" {
+		if req.WorkingDir != "" && filepath.Clean(req.WorkingDir) != filepath.Clean(a.opts.WorkingDir) {
+			return req, gateway.NewToolError(gateway.CodeInvalidInput, false, "working_dir is fixed by the host", map[string]any{"field": "working_dir"})
+		}
 		req.WorkingDir = a.opts.WorkingDir
 	}
+	for _, k := range slices.Sorted(maps.Keys(args.extensions)) {
+		if fixed, ok := a.opts.Extensions[k]; ok && !sameJSON(fixed, args.extensions[k]) {
+			return req, gateway.NewToolError(gateway.CodeInvalidInput, false, "an extension is fixed by the host", map[string]any{"field": "extensions", "key": k})
+		}
+	}
 	if len(a.opts.Extensions) > 0 || len(args.extensions) > 0 {
-		req.Extensions = maps.Clone(a.opts.Extensions)
+		req.Extensions = maps.Clone(args.extensions)
 		if req.Extensions == nil {
 			req.Extensions = map[string]json.RawMessage{}
 		}
-		maps.Copy(req.Extensions, args.extensions)
+		maps.Copy(req.Extensions, a.opts.Extensions)
 	}
 	if tp, ts := traceHeaders(ctx, call.Trace); tp != "" {
 		if req.Env == nil {
@@ -238,7 +263,19 @@ func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs)
 			req.Env["TRACESTATE"] = ts
 		}
 	}
-	return req
+	return req, nil
+}
+
+// sameJSON reports whether two JSON values are equal as values.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // traceHeaders returns the W3C traceparent and tracestate the agent
@@ -281,13 +318,27 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 	if a.backend == nil {
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "no agent backend", nil)
 	}
+	// An agent run has side effects: only a write-class call (one the
+	// gateway gave an idempotency key, so it runs at most once, after its
+	// delegation, scope and approval checks) may start one. A pack that
+	// marks the capability read_only gets a refusal, not an ungoverned run.
+	if call.IdempotencyKey == "" {
+		return nil, gateway.NewToolError(gateway.CodePermissionDenied, false, "an agent run must be a governed write: the pack marks "+a.CapabilityID()+" read_only", nil)
+	}
 	args, err := parseArgs(call.Envelope.Args)
 	if err != nil {
 		return nil, err
 	}
-	run, err := a.backend.Run(ctx, a.request(ctx, call, args))
+	req, err := a.request(ctx, call, args)
+	if err != nil {
+		return nil, err
+	}
+	run, err := a.backend.Run(ctx, req)
 	if err != nil {
 		return nil, a.startError(ctx, err)
+	}
+	if run == nil {
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "the agent backend returned no run", nil)
 	}
 	sum := newSummary(a.opts.Messages)
 	for ev := range run.Events() {
@@ -314,9 +365,9 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 		if u.InputTokens > 0 || u.OutputTokens > 0 || u.CachedInputTokens > 0 {
 			out["usage"] = map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cached_input_tokens": u.CachedInputTokens}
 		}
-		if u.CostUSD != nil && !math.IsInf(*u.CostUSD*100, 0) {
+		if u.CostUSD != nil {
 			out["cost_usd"] = *u.CostUSD
-			cost = *u.CostUSD * 100
+			cost = centsOf(*u.CostUSD)
 		}
 	}
 	if !comp.Status.Success() {
@@ -331,11 +382,17 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 // up to the grace for the process to exit, so the call does not return
 // with the agent running.
 func (a *Adapter) wait(ctx context.Context, run *Run) (Completion, error) {
+	return waitGrace(ctx, run, a.opts.Grace)
+}
+
+// waitGrace waits for run's completion; when ctx ends first it still waits
+// up to grace for the process to exit.
+func waitGrace(ctx context.Context, run *Run, grace time.Duration) (Completion, error) {
 	comp, err := run.Wait(ctx)
 	if ctx.Err() == nil {
 		return comp, err
 	}
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.Grace)
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if c, e := run.Wait(gctx); gctx.Err() == nil {
 		return c, e // the run's own completion: a success that came first stands
@@ -404,8 +461,26 @@ type Usage struct {
 	CostUSD *float64
 }
 
-// Tokens is the input and output tokens together.
-func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+// Tokens is the input and output tokens together, saturating at the
+// largest int64 (hostile counts never wrap to a negative number).
+func (u Usage) Tokens() int64 { return addTokens(u.InputTokens, u.OutputTokens) }
+
+// addTokens adds two counts ≥ 0, saturating.
+func addTokens(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// centsOf converts a cost in dollars (finite, ≥ 0) to cents, capping a
+// huge one at the largest finite amount instead of losing it.
+func centsOf(usd float64) float64 {
+	if c := usd * 100; !math.IsInf(c, 0) {
+		return c
+	}
+	return math.MaxFloat64
+}
 
 // UsageOf reads the usage and cost from c.Data (see Usage); ok is false
 // when the data reports neither.
@@ -421,8 +496,20 @@ func UsageOf(c Completion) (u Usage, ok bool) {
 		return Usage{}, false
 	}
 	count := func(k string) int64 {
-		n, err := strconv.ParseInt(string(doc.Usage[k]), 10, 64)
-		if err != nil || n < 0 {
+		raw := string(doc.Usage[k])
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			// A whole number written as a float (2400.0, 1e2) counts.
+			f, ferr := strconv.ParseFloat(raw, 64)
+			if ferr != nil || f != math.Trunc(f) || f < 0 {
+				return 0
+			}
+			n = math.MaxInt64
+			if f < math.MaxInt64 {
+				n = int64(f)
+			}
+		}
+		if n < 0 {
 			return 0
 		}
 		ok = true

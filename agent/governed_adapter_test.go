@@ -144,7 +144,7 @@ func TestGovernedAgentArgsAreSchemaChecked(t *testing.T) {
 // directly with a gateway.Call).
 func callAdapter(ctx context.Context, ad *agent.Adapter, args map[string]any) (*gateway.Outcome, error) {
 	return ad.Call(ctx, &gateway.Call{Envelope: &gateway.ToolCallEnvelope{ToolCallID: "tc_1", CapabilityID: ad.CapabilityID(), Args: args},
-		Capability: agent.AdapterCapability, Attempt: 1})
+		Capability: agent.AdapterCapability, Attempt: 1, IdempotencyKey: "idem_1"})
 }
 
 // How each way a run ends maps to the call's result.

@@ -99,8 +99,8 @@ func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contex
 	correction := ""
 	for attempt := 0; attempt < p.opts.Attempts; attempt++ {
 		text, u, err := p.ask(ctx, req, p.render(req, correction))
-		usage.Tokens += u.Tokens
-		usage.CostCents += u.CostCents
+		usage.Tokens = int(min(int64(usage.Tokens)+int64(u.Tokens), math.MaxInt32))
+		usage.CostCents = min(usage.CostCents+u.CostCents, math.MaxFloat64)
 		if err != nil {
 			return nil, err
 		}
@@ -136,15 +136,21 @@ func (p *Planner) ask(ctx context.Context, req *contextos.PlanRequest, prompt st
 	if err != nil {
 		return "", contextos.PlanUsage{}, err
 	}
+	if run == nil {
+		return "", contextos.PlanUsage{}, BackendError("the planner agent's backend returned no run")
+	}
 	for range run.Events() {
 		// Drained: the planner reads only the final text.
 	}
-	comp, err := run.Wait(ctx)
+	// Past the plan timeout the run is cancelled; the planner still waits
+	// (up to the grace) for the agent's process, so no planning agent
+	// outlives its turn.
+	comp, err := waitGrace(ctx, run, DefaultAdapterGrace)
 	var usage contextos.PlanUsage
 	if u, ok := UsageOf(comp); ok {
 		usage.Tokens = int(min(u.Tokens(), math.MaxInt32))
-		if u.CostUSD != nil && !math.IsInf(*u.CostUSD*100, 0) {
-			usage.CostCents = *u.CostUSD * 100
+		if u.CostUSD != nil {
+			usage.CostCents = centsOf(*u.CostUSD)
 		}
 	}
 	if err != nil {
@@ -184,7 +190,11 @@ func ParsePlan(text string) (*contextos.Plan, string) {
 		Steps    []contextos.Step            `json:"steps"`
 		Decision *contextos.DecisionProposal `json:"decision"`
 	}
-	if err := json.Unmarshal(raw, &a); err != nil {
+	// Numbers stay exact (an order id of 2^53+1 is not rounded): the
+	// gateway checks, and an approver approves, what the agent proposed.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&a); err != nil {
 		return nil, "invalid_plan: the answer does not decode as a plan"
 	}
 	return &contextos.Plan{Steps: a.Steps, Decision: a.Decision}, ""

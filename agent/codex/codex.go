@@ -340,11 +340,20 @@ func contextFailure(ctx context.Context) error {
 // readFinalText reads the --output-last-message file, untrimmed, reading
 // no more than the bound allows ("" when it is missing).
 func readFinalText(path string) string {
-	f, err := os.Open(path)
+	// The CLI controls the file: only a regular file is read (a FIFO or a
+	// device put there would block the run forever), and a symlink is not
+	// followed.
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscallNoFollow|syscallNonBlock, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	b, err := io.ReadAll(io.LimitReader(f, agent.MaxFinalTextBytes+1))
 	if err != nil {
 		return ""

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -902,5 +903,24 @@ func TestUsageReachesTheGovernedAdapter(t *testing.T) {
 	u, ok := agent.UsageOf(o.Comp)
 	if !ok || u.InputTokens != 2400 || u.OutputTokens != 84 || u.CachedInputTokens != 2000 || u.CostUSD != nil {
 		t.Fatalf("UsageOf = %+v, %v; data %s", u, ok, o.Comp.Data)
+	}
+}
+
+// A CLI that leaves a FIFO where the last message belongs does not hang
+// the run: only a regular file is read.
+func TestLastMessageFIFODoesNotHang(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("shell script")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "codex")
+	script := "#!/bin/sh\nout=\"\"; prev=\"\"\nfor a in \"$@\"; do [ \"$prev\" = \"--output-last-message\" ] && out=\"$a\"; prev=\"$a\"; done\n" +
+		"cat >/dev/null\nrm -f \"$out\"; mkfifo \"$out\"\necho '{\"type\":\"thread.started\",\"thread_id\":\"t\"}'\nexit 0\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := runToEnd(t, New(Config{Binary: bin, DefaultWorkingDir: t.TempDir()}), agent.RunRequest{Prompt: "hi"})
+	if o.Err != nil || !o.Comp.Status.Success() || o.Comp.FinalText != "" {
+		t.Fatalf("completion %+v, %v", o.Comp, o.Err)
 	}
 }

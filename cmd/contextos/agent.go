@@ -71,6 +71,7 @@ func cmdAgentRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: contextos agent run --kind codex|claude_code [--model M] [--cd DIR] [--ext KEY=JSON…] PROMPT\n\n"+
 			"Prints each universal event as a JSON line and {\"completion\":…} last.\n"+
+			"A PROMPT that starts with '-' follows '--'.\n"+
 			"Exit 0 when the agent succeeded, 1 when it ended without success, 2 on an error.")
 		fs.PrintDefaults()
 	}
@@ -101,6 +102,9 @@ func cmdAgentRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first interrupt cancels the run (the agent's process group is
+	// killed); a second one ends this process the default way.
+	context.AfterFunc(ctx, stop)
 	return agentRun(ctx, b, req, stdout, stderr)
 }
 

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -76,12 +77,31 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 	if err := ctx.Err(); err != nil {
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
-	cmd := exec.Command(c.Path, c.Args...)
+	// A relative path names a binary relative to this process's working
+	// directory, not the agent's (os/exec would resolve it against Dir: an
+	// executable planted in the repository would run instead).
+	path := c.Path
+	if strings.ContainsRune(path, filepath.Separator) || strings.ContainsRune(path, '/') {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return Result{}, errors.Join(ErrSpawn, err)
+		}
+		path = abs
+	}
+	cmd := exec.Command(path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = Environ(c.Env)
 	setGroup(cmd)
+	// stdin is our own pipe too: a CLI that exits without reading its
+	// prompt, while a job it left holds stdin, must not hold Wait.
+	var inW *os.File
 	if c.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(c.Stdin)
+		inR, w, err := os.Pipe()
+		if err != nil {
+			return Result{}, errors.Join(ErrSpawn, err)
+		}
+		defer inR.Close()
+		cmd.Stdin, inW = inR, w
 	}
 	// Our own pipes, so the exit is observed while a background job the
 	// CLI left behind still holds stdout or stderr open.
@@ -97,13 +117,25 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 	}
 	cmd.Stdout, cmd.Stderr = pw, ew
 	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{pr, pw, er, ew} {
-			f.Close()
+		for _, f := range []*os.File{pr, pw, er, ew, inW} {
+			if f != nil {
+				f.Close()
+			}
 		}
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
 	pw.Close()
 	ew.Close()
+	stdinDone := make(chan struct{})
+	if inW != nil {
+		go func() {
+			defer close(stdinDone)
+			inW.Write(c.Stdin) // an error: the CLI closed stdin or exited
+			inW.Close()
+		}()
+	} else {
+		close(stdinDone)
+	}
 	stderr := &capped{max: StderrKeep}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -129,6 +161,9 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 		killGroup(cmd)
 		pr.Close() // unblocks reads held open by a process outside the group
 		er.Close()
+		if inW != nil {
+			inW.Close() // unblocks a prompt write nobody reads
+		}
 	}()
 	stopKill := context.AfterFunc(ctx, func() { killGroup(cmd) })
 	defer func() {
@@ -144,6 +179,7 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 	close(readDone)
 	<-exited
 	<-stderrDone
+	<-stdinDone
 	stopKill()
 	return Result{Status: exitStatus(cmd, werr), Stderr: stderr.Bytes()}, nil
 }

@@ -291,3 +291,41 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A CLI that exits without reading a prompt bigger than the pipe buffer,
+// while a job it started keeps stdin open, does not hold Run.
+func TestUnreadPromptDoesNotHoldTheRun(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups are unix")
+	}
+	c := Cmd{Path: "/bin/sh", Args: []string{"-c", "exec 3<&0; sleep 300 <&3 >/dev/null 2>&1 & exec 3<&-; echo $!; exit 0"}, Stdin: bytes.Repeat([]byte("p"), 1<<20)}
+	var lines []Line
+	res, err := Run(context.Background(), c, collect(&lines))
+	if err != nil || !res.Status.Success() || len(lines) != 1 {
+		t.Fatalf("Run = %+v, %v, %v", res, err, lines)
+	}
+	pid, _ := strconv.Atoi(string(lines[0].Bytes))
+	waitGone(t, pid)
+}
+
+// A relative binary path is this process's, never one in the agent's
+// working directory.
+func TestRelativeBinaryIsResolvedAgainstTheCaller(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("shell scripts")
+	}
+	caller, agentDir := t.TempDir(), t.TempDir()
+	for dir, say := range map[string]string{caller: "caller", agentDir: "PLANTED"} {
+		if err := os.WriteFile(filepath.Join(dir, "fake"), []byte("#!/bin/sh\necho "+say+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(caller)
+	var lines []Line
+	if _, err := Run(context.Background(), Cmd{Path: "./fake", Dir: agentDir}, collect(&lines)); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || string(lines[0].Bytes) != "caller" {
+		t.Fatalf("ran %v, want the caller's ./fake", lines)
+	}
+}
