@@ -49,7 +49,7 @@ func BenchmarkPrepare(b *testing.B) {
 			"backend.toy.exec.mode": json.RawMessage(`"x"`),
 		},
 	}
-	d := agent.Defaults{WorkingDir: dir, Env: map[string]string{"HOME": "/h"}}
+	d := agent.Defaults{WorkingDir: dir, Env: map[string]string{"HOME": "/h"}, Keys: toyKeys.Keys}
 	for b.Loop() {
 		if _, err := agent.Prepare(pk, allCaps, r, d); err != nil {
 			b.Fatal(err)
