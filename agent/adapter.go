@@ -11,11 +11,11 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -253,16 +253,7 @@ func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs)
 		}
 		maps.Copy(req.Extensions, a.opts.Extensions)
 	}
-	if tp, ts := traceHeaders(ctx, call.Trace); tp != "" {
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env["TRACEPARENT"] = tp
-		delete(req.Env, "TRACESTATE")
-		if ts != "" {
-			req.Env["TRACESTATE"] = ts
-		}
-	}
+	req.Env = withTrace(ctx, call.Trace, req.Env)
 	return req, nil
 }
 
@@ -278,39 +269,25 @@ func sameJSON(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// traceHeaders returns the W3C traceparent and tracestate the agent
-// inherits: the span ctx carries when there is one (the gateway's call
-// span or the runtime's plan span, under a recording tracer) and it
-// belongs to the run's trace, else the run's trace context t
-// (gateway.Call.Trace) when it names a span; "" when neither makes a
-// valid traceparent.
-func traceHeaders(ctx context.Context, t runcontext.Trace) (traceparent, tracestate string) {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && (t.TraceID == "" || sc.TraceID().String() == t.TraceID) {
-		ts := sc.TraceState().String()
-		if ts == "" {
-			ts = t.TraceState
+// withTrace returns env with TRACEPARENT and TRACESTATE set to the W3C
+// trace context a call made under ctx carries (w3ctrace.Outbound: the
+// current span, else the run's trace context t), replacing any the env
+// had; env is unchanged when no trace context is valid.
+func withTrace(ctx context.Context, t runcontext.Trace, env map[string]string) map[string]string {
+	out := w3ctrace.Outbound(ctx, t)
+	w3ctrace.Inject(out, func(k, v string) {
+		if k != w3ctrace.HeaderTraceparent && k != w3ctrace.HeaderTracestate {
+			return
 		}
-		return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(), ts
-	}
-	if !lowerHex(t.TraceID, 32) || !lowerHex(t.SpanID, 16) || t.TraceFlags != "" && !lowerHex(t.TraceFlags, 2) {
-		return "", ""
-	}
-	return t.Traceparent(), t.TraceState
-}
-
-func lowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	zero := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
+		if env == nil {
+			env = map[string]string{}
 		}
-		zero = zero && c == '0'
-	}
-	return !zero || n == 2
+		if k == w3ctrace.HeaderTraceparent {
+			delete(env, "TRACESTATE")
+		}
+		env[strings.ToUpper(k)] = v
+	})
+	return env
 }
 
 // Call implements gateway.Adapter: one agent run.

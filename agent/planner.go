@@ -122,16 +122,7 @@ func (p *Planner) ask(ctx context.Context, req *contextos.PlanRequest, prompt st
 	if req.Request != nil {
 		t = req.Request.Trace
 	}
-	if tp, ts := traceHeaders(ctx, t); tp != "" {
-		if rr.Env == nil {
-			rr.Env = map[string]string{}
-		}
-		rr.Env["TRACEPARENT"] = tp
-		delete(rr.Env, "TRACESTATE")
-		if ts != "" {
-			rr.Env["TRACESTATE"] = ts
-		}
-	}
+	rr.Env = withTrace(ctx, t, rr.Env)
 	run, err := p.backend.Run(ctx, rr)
 	if err != nil {
 		return "", contextos.PlanUsage{}, err

@@ -339,7 +339,7 @@ func toolFacets(t *testing.T, evs []agent.Event, kind agent.EventKind) []map[str
 			Schema string         `json:"schema"`
 			Tool   map[string]any `json:"tool"`
 		}
-		if err := json.Unmarshal(ev.Data, &f); err != nil || f.Schema != toolFacetSchema {
+		if err := json.Unmarshal(ev.Data, &f); err != nil || f.Schema != agent.CapToolsStructured {
 			t.Fatalf("tool event without the facet: %s", ev.Data)
 		}
 		out = append(out, f.Tool)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 // Bounds the mapper keeps its state within.
@@ -40,17 +41,15 @@ const (
 // event says which rule the line broke and its length, never its content
 // (Go's JSON errors can quote input, so they are never used).
 const (
-	descInvalidJSON    = "invalid JSON"
-	descNotObject      = "not a JSON object"
-	descType           = "missing string field type"
-	descSessionID      = "missing string field session_id (or sessionId)"
-	descSubtype        = "missing string field subtype"
-	descEvent          = "stream_event missing object field event"
-	descEventType      = "stream_event event missing string field type"
-	descIsError        = "result field is_error must be a bool"
-	descLineTooLong    = "line too long"
-	sessionFacetSchema = "agent_api.session.handle.v1"
-	toolFacetSchema    = "agent_api.tools.structured.v1"
+	descInvalidJSON = "invalid JSON"
+	descNotObject   = "not a JSON object"
+	descType        = "missing string field type"
+	descSessionID   = "missing string field session_id (or sessionId)"
+	descSubtype     = "missing string field subtype"
+	descEvent       = "stream_event missing object field event"
+	descEventType   = "stream_event event missing string field type"
+	descIsError     = "result field is_error must be a bool"
+	descLineTooLong = "line too long"
 )
 
 // rawLine is one stdout line's top level. Every field is kept raw so that
@@ -293,7 +292,7 @@ func (m *mapper) captureSession(sid string, start int) {
 		return
 	}
 	m.sessionID = sid
-	m.sessionFacet = mustJSON(completionData{Schema: sessionFacetSchema, Session: &sessionRef{ID: sid}})
+	m.sessionFacet = facet.JSON(completionData{Schema: agent.CapSessionHandle, Session: &facet.Session{ID: sid}})
 	for i := start; i < len(m.out); i++ {
 		if m.out[i].Kind == agent.EventStatus && m.out[i].Data == nil {
 			m.out[i].Data = m.sessionFacet
@@ -346,7 +345,7 @@ func (m *mapper) mapAssistant(l *rawLine) {
 		case "tool_use":
 			m.toolCall(&b)
 		case "tool_result":
-			m.toolResult(&b, toolBytes{})
+			m.toolResult(&b, facet.Bytes{})
 		default:
 			m.out = append(m.out, agent.Event{Kind: agent.EventUnknown})
 		}
@@ -401,7 +400,7 @@ func (m *mapper) mapUser(l *rawLine) {
 	}
 	// Bash's tool_use_result gives stdout and stderr sizes, attributable
 	// only when the line carries exactly one tool result.
-	var tb toolBytes
+	var tb facet.Bytes
 	if len(results) == 1 && isObject(l.ToolUseResult) {
 		var r rawToolUseResult
 		if json.Unmarshal(l.ToolUseResult, &r) == nil {
@@ -436,13 +435,13 @@ func (m *mapper) toolCall(b *rawBlock) (id, name string) {
 			m.tools[id] = &toolState{name: name}
 		}
 	}
-	m.out = append(m.out, toolEvent(agent.EventToolCall, "tool_use", "start", "running", name, id, toolBytes{}))
+	m.out = append(m.out, toolEvent(agent.EventToolCall, "tool_use", "start", "running", name, id, facet.Bytes{}))
 	return id, name
 }
 
 // toolResult maps a tool_result block: a ToolResult when its tool_use_id
 // pairs with a ToolCall already emitted (once per id), else Unknown.
-func (m *mapper) toolResult(b *rawBlock, tb toolBytes) {
+func (m *mapper) toolResult(b *rawBlock, tb facet.Bytes) {
 	id, _ := jsonString(b.ToolUseID)
 	st, ok := m.tools[id]
 	if id == "" || !ok || st.resulted {
@@ -489,7 +488,7 @@ func (m *mapper) mapStreamEvent(evType string, ev *rawStreamEvent) {
 				blk.isTool, blk.toolID, blk.toolName = true, id, name
 			}
 		case "tool_result":
-			m.toolResult(&b, toolBytes{})
+			m.toolResult(&b, facet.Bytes{})
 		case "text":
 			text, _ := jsonString(b.Text)
 			if text == "" {
@@ -520,7 +519,7 @@ func (m *mapper) mapStreamEvent(evType string, ev *rawStreamEvent) {
 			if blk := m.findBlock(index); blk != nil && blk.isTool {
 				id, name = blk.toolID, blk.toolName
 			}
-			m.out = append(m.out, toolEvent(agent.EventToolCall, "tool_use", "delta", "running", name, id, toolBytes{}))
+			m.out = append(m.out, toolEvent(agent.EventToolCall, "tool_use", "delta", "running", name, id, facet.Bytes{}))
 		default:
 			m.out = append(m.out, unknown)
 		}
@@ -675,12 +674,12 @@ func (m *mapper) completion() (string, json.RawMessage) {
 		d = m.last.data
 	}
 	if m.sessionID != "" {
-		d.Schema, d.Session = sessionFacetSchema, &sessionRef{ID: m.sessionID}
+		d.Schema, d.Session = agent.CapSessionHandle, &facet.Session{ID: m.sessionID}
 	}
 	if d == (completionData{}) {
 		return m.finalText, nil
 	}
-	return m.finalText, mustJSON(d)
+	return m.finalText, facet.JSON(d)
 }
 
 // boundFinalText truncates s as the run bounds a completion's final text.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 // mapAll maps lines (one per element) and returns every event, the held
@@ -40,7 +41,7 @@ func brief(t *testing.T, evs []agent.Event) []string {
 					Phase, Status    string
 					ToolName         *string `json:"tool_name"`
 					ToolUseID        *string `json:"tool_use_id"`
-					Bytes            toolBytes
+					Bytes            facet.Bytes
 					Kind             string
 					BackendItemID    *string `json:"backend_item_id"`
 					ExitCode         *int    `json:"exit_code"`
@@ -51,7 +52,7 @@ func brief(t *testing.T, evs []agent.Event) []string {
 				t.Fatal(err)
 			}
 			s += " " + f.Tool.Kind + "/" + f.Tool.Phase + "/" + f.Tool.Status + " " + deref(f.Tool.ToolName) + " " + deref(f.Tool.ToolUseID)
-			if f.Tool.Bytes != (toolBytes{}) {
+			if f.Tool.Bytes != (facet.Bytes{}) {
 				s += " " + strconv.FormatInt(f.Tool.Bytes.Stdout, 10) + "," + strconv.FormatInt(f.Tool.Bytes.Stderr, 10) + "," + strconv.FormatInt(f.Tool.Bytes.Result, 10)
 			}
 		} else if ev.Data != nil {
@@ -387,8 +388,8 @@ func FuzzMapLines(f *testing.F) {
 						t.Fatalf("text event with a message: %+v", ev)
 					}
 				case agent.EventToolCall, agent.EventToolResult:
-					var tf toolFacet
-					if ev.Text != "" || ev.Message != "" || json.Unmarshal(ev.Data, &tf) != nil || tf.Schema != toolFacetSchema {
+					var tf facet.ToolFacet
+					if ev.Text != "" || ev.Message != "" || json.Unmarshal(ev.Data, &tf) != nil || tf.Schema != agent.CapToolsStructured {
 						t.Fatalf("tool event %+v", ev)
 					}
 					for _, s := range []*string{tf.Tool.ToolName, tf.Tool.ToolUseID} {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -176,11 +177,11 @@ func ext(kv ...string) map[string]json.RawMessage {
 }
 
 // facetOf decodes an event's tools facet.
-func facetOf(t *testing.T, ev agent.Event) toolFacet {
+func facetOf(t *testing.T, ev agent.Event) facet.Tool {
 	t.Helper()
 	var d struct {
-		Schema string    `json:"schema"`
-		Tool   toolFacet `json:"tool"`
+		Schema string     `json:"schema"`
+		Tool   facet.Tool `json:"tool"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.Schema != agent.CapToolsStructured {
 		t.Fatalf("no tools facet on %+v", ev)
@@ -191,7 +192,7 @@ func facetOf(t *testing.T, ev agent.Event) toolFacet {
 func sessionEvents(evs []agent.Event) []agent.Event {
 	var out []agent.Event
 	for _, ev := range evs {
-		if bytes.Contains(ev.Data, []byte(sessionSchema)) {
+		if bytes.Contains(ev.Data, []byte(agent.CapSessionHandle)) {
 			out = append(out, ev)
 		}
 	}
@@ -305,7 +306,7 @@ func TestScenarios(t *testing.T) {
 			if diff := cmp.Diff(want, kinds(o.Events)); diff != "" {
 				t.Fatalf("kinds (-want +got):\n%s", diff)
 			}
-			if f := facetOf(t, o.Events[2]); f.Bytes.Stdout != len(stdoutSentinel) || f.Bytes.Stderr != len(stderrSentinel) || f.Phase != "delta" {
+			if f := facetOf(t, o.Events[2]); f.Bytes.Stdout != int64(len(stdoutSentinel)) || f.Bytes.Stderr != int64(len(stderrSentinel)) || f.Phase != "delta" {
 				t.Errorf("delta facet %+v", f)
 			}
 			if f := facetOf(t, o.Events[4]); f.Phase != "fail" || f.Status != "failed" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 // phase is where an item event is in the item's life.
@@ -78,8 +79,8 @@ func (m *mapper) item(o object, ph phase, threadID, turnID string) ([]agent.Even
 
 	if ph == phaseFail {
 		if toolKinds[itemType] {
-			return []agent.Event{toolEvent(agent.EventToolResult, toolFacet{
-				ItemID: idOrNil(itemID), ThreadID: idOrNil(threadID), TurnID: idOrNil(turnID),
+			return []agent.Event{facet.ToolEvent(agent.EventToolResult, facet.Tool{
+				BackendItemID: idOrNil(itemID), ThreadID: idOrNil(threadID), TurnID: idOrNil(turnID),
 				Kind: itemType, Phase: phaseNames[ph], Status: "failed",
 			})}, nil
 		}
@@ -106,20 +107,22 @@ func (m *mapper) item(o object, ph phase, threadID, turnID string) ([]agent.Even
 		}
 		return []agent.Event{{Kind: agent.EventTextOutput, Channel: "assistant", Text: text}}, nil
 	case toolKinds[itemType]:
-		f := toolFacet{
-			ItemID: idOrNil(itemID), ThreadID: idOrNil(threadID), TurnID: idOrNil(turnID),
+		f := facet.Tool{
+			BackendItemID: idOrNil(itemID), ThreadID: idOrNil(threadID), TurnID: idOrNil(turnID),
 			Kind: itemType, Phase: phaseNames[ph], Status: "running",
 			ExitCode: lookupInt(sources, "exit_code"),
 		}
-		f.Bytes.Stdout = lookupLen(sources, stdoutKeys)
-		f.Bytes.Stderr = lookupLen(sources, stderrKeys)
-		f.Bytes.Diff = lookupLen(sources, diffKeys)
-		f.Bytes.Result = lookupJSONLen(sources, resultKeys)
+		f.Bytes = facet.Bytes{
+			Stdout: int64(lookupLen(sources, stdoutKeys)),
+			Stderr: int64(lookupLen(sources, stderrKeys)),
+			Diff:   int64(lookupLen(sources, diffKeys)),
+			Result: int64(lookupJSONLen(sources, resultKeys)),
+		}
 		kind := agent.EventToolCall
 		if ph == phaseComplete {
 			kind, f.Status = agent.EventToolResult, "completed"
 		}
-		return []agent.Event{toolEvent(kind, f)}, nil
+		return []agent.Event{facet.ToolEvent(kind, f)}, nil
 	case itemType == "todo_list":
 		return []agent.Event{status("")}, nil
 	case itemType == "error":
@@ -130,37 +133,6 @@ func (m *mapper) item(o object, ph phase, threadID, turnID string) ([]agent.Even
 		return []agent.Event{errorEvent(msg)}, nil
 	}
 	return []agent.Event{{Kind: agent.EventUnknown}}, nil
-}
-
-// toolFacet is the agent_api.tools.structured.v1 tool object: metadata
-// only, never tool input or output.
-type toolFacet struct {
-	ItemID   *string `json:"backend_item_id"`
-	ThreadID *string `json:"thread_id"`
-	TurnID   *string `json:"turn_id"`
-	Kind     string  `json:"kind"`
-	Phase    string  `json:"phase"`
-	Status   string  `json:"status"`
-	ExitCode *int64  `json:"exit_code"`
-	Bytes    struct {
-		Stdout int `json:"stdout"`
-		Stderr int `json:"stderr"`
-		Diff   int `json:"diff"`
-		Result int `json:"result"`
-	} `json:"bytes"`
-	ToolName  *string `json:"tool_name"`
-	ToolUseID *string `json:"tool_use_id"`
-}
-
-func toolEvent(kind agent.EventKind, f toolFacet) agent.Event {
-	return agent.Event{
-		Kind:    kind,
-		Channel: "tool",
-		Data: mustJSON(struct {
-			Schema string    `json:"schema"`
-			Tool   toolFacet `json:"tool"`
-		}{agent.CapToolsStructured, f}),
-	}
 }
 
 // idOrNil is a facet id: nil when blank or longer than maxIDBytes.

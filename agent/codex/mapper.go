@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 // maxIDBytes bounds a session id and any id put in a facet.
@@ -228,7 +229,7 @@ func (m *mapper) attachSession(evs []agent.Event, threadID string) []agent.Event
 		return append(evs, status("session handle id oversize: len_bytes="+strconv.Itoa(len(threadID))))
 	}
 	m.session = threadID
-	facet := sessionFacet(threadID)
+	facet := facet.SessionData(threadID)
 	for i := range evs {
 		if evs[i].Kind == agent.EventStatus && evs[i].Data == nil {
 			evs[i].Data = facet
@@ -253,19 +254,6 @@ func status(msg string) agent.Event {
 	return agent.Event{Kind: agent.EventStatus, Channel: "status", Message: msg}
 }
 
-const sessionSchema = "agent_api.session.handle.v1"
-
-type sessionRef struct {
-	ID string `json:"id"`
-}
-
-func sessionFacet(id string) json.RawMessage {
-	return mustJSON(struct {
-		Schema  string     `json:"schema"`
-		Session sessionRef `json:"session"`
-	}{sessionSchema, sessionRef{id}})
-}
-
 // completionData is the completion's data: the session facet and the
 // last usage, nil when neither is known.
 func (m *mapper) completionData() json.RawMessage {
@@ -273,15 +261,15 @@ func (m *mapper) completionData() json.RawMessage {
 		return nil
 	}
 	var d struct {
-		Schema  string      `json:"schema,omitempty"`
-		Session *sessionRef `json:"session,omitempty"`
-		Usage   *usage      `json:"usage,omitempty"`
+		Schema  string         `json:"schema,omitempty"`
+		Session *facet.Session `json:"session,omitempty"`
+		Usage   *usage         `json:"usage,omitempty"`
 	}
 	if m.session != "" {
-		d.Schema, d.Session = sessionSchema, &sessionRef{m.session}
+		d.Schema, d.Session = agent.CapSessionHandle, &facet.Session{ID: m.session}
 	}
 	d.Usage = m.usage
-	return mustJSON(d)
+	return facet.JSON(d)
 }
 
 // parseUsage reads the token counters; a counter that is absent or not a
@@ -326,14 +314,4 @@ func namesMissingSession(s string) bool {
 		}
 	}
 	return false
-}
-
-func mustJSON(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(err) // only fixed struct types are encoded
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

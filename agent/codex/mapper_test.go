@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/agent/internal/facet"
 )
 
 // mapLines maps lines with a fresh mapper and renders the events compactly:
@@ -308,7 +309,7 @@ func checkPayload(t *testing.T, ev agent.Event) {
 		// Metadata only: exactly the facet's fields.
 		dec := json.NewDecoder(bytes.NewReader(d.Tool))
 		dec.DisallowUnknownFields()
-		var f toolFacet
+		var f facet.Tool
 		if err := dec.Decode(&f); err != nil || f.Kind == "" || f.Phase == "" || f.Status == "" {
 			t.Fatalf("facet %s: %v", d.Tool, err)
 		}
