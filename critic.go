@@ -40,6 +40,9 @@ func (builtinCritic) verify(in *CriticInput, cp *checkpointState) Judgement {
 		}
 	}
 	if len(in.Plan.Steps) == 0 && in.Plan.Decision == nil {
+		if in.Plan.Replan != "" {
+			return Judgement{Verdict: VerdictReplan, Reason: "planner_replan: " + in.Plan.Replan}
+		}
 		return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan has no steps and no decision"}
 	}
 	// Loop guard: the same steps again after they already ran.

@@ -11,8 +11,11 @@ type EventKind string
 
 // Stream event kinds.
 const (
-	EventCompiled   EventKind = "compiled"
-	EventPlan       EventKind = "plan"
+	EventCompiled EventKind = "compiled"
+	EventPlan     EventKind = "plan"
+	// EventPlanDelta carries a piece of a planner turn while the model
+	// produces it (Delta; PlanRequest.Emit), before the turn's plan event.
+	EventPlanDelta  EventKind = "plan_delta"
 	EventVerdict    EventKind = "verdict"
 	EventToolCall   EventKind = "tool_call"
 	EventToolResult EventKind = "tool_result"
@@ -35,6 +38,7 @@ type Event struct {
 	Turn     int                         `json:"turn"`
 	Compiled *CompiledSummary            `json:"compiled,omitempty"`
 	Plan     *Plan                       `json:"plan,omitempty"`
+	Delta    *PlanDelta                  `json:"delta,omitempty"`
 	Verdict  *Judgement                  `json:"verdict,omitempty"`
 	Step     *Step                       `json:"step,omitempty"`
 	Result   *gateway.ToolResultEnvelope `json:"result,omitempty"`

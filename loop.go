@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -220,6 +221,13 @@ func invalidPlan(p *Plan) string {
 	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
 		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
 	}
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedInputTokens < 0 || u.CachedInputTokens > u.InputTokens {
+		return fmt.Sprintf("invalid_usage: the planner reported %d input, %d output and %d cached input tokens; counts must not be negative and cached input is part of input",
+			u.InputTokens, u.OutputTokens, u.CachedInputTokens)
+	}
+	if p.Replan != "" && (len(p.Steps) > 0 || p.Decision != nil) {
+		return "invalid_plan: a plan that asks to be replanned (replan) carries steps or a decision"
+	}
 	if !finitePlan(p) {
 		return "invalid_plan: the plan carries a NaN or infinite number, which has no JSON form"
 	}
@@ -248,7 +256,7 @@ func finitePlan(p *Plan) bool {
 // charge charges a planner turn's (valid) usage to the run budget: it was
 // spent, so all of it is charged, and the run stops when it is over.
 func (r *run) charge(u PlanUsage) string {
-	errT, errC := r.meter.ChargeIncurredTokens(u.Tokens), r.meter.ChargeIncurredCost(u.CostCents)
+	errT, errC := r.meter.ChargeIncurredTokens(u.charged()), r.meter.ChargeIncurredCost(u.CostCents)
 	for _, err := range []error{errT, errC} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
 			return "budget_exceeded: the planner's usage exceeds the run budget: " + err.Error()
@@ -299,7 +307,11 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	plan, err := r.askPlanner(pctx, &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas})
+	preq := &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	if r.emit != nil {
+		preq.deltas = newDeltaSink()
+	}
+	plan, err := r.askPlanner(pctx, preq)
 	if err != nil {
 		var rp *replayedPlanError
 		why := ""
@@ -336,6 +348,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
 		return nil, errors.New(why)
 	}
+	plan.Replan = boundReason(plan.Replan)
 	cp.Plans = append(cp.Plans, plan)
 	cp.Turn++
 	r.event(Event{Kind: EventPlan, Plan: plan})
@@ -352,6 +365,11 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 		err  error
 	}
 	done := make(chan answer, 1)
+	var deltas chan PlanDelta // nil (never ready) when the run is not streamed
+	if req.deltas != nil {
+		deltas = req.deltas.ch
+		defer req.deltas.close()
+	}
 	go func() {
 		var a answer
 		defer func() {
@@ -362,16 +380,36 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 		}()
 		a.plan, a.err = r.rt.planner.Plan(ctx, req)
 	}()
-	select {
-	case a := <-done:
-		if a.err == nil && ctx.Err() != nil {
-			// Answered, but after its deadline: the plan is not used.
+	for {
+		select {
+		case d := <-deltas:
+			// Deltas are emitted on the run's goroutine, in order, while
+			// the turn lasts.
+			r.event(Event{Kind: EventPlanDelta, Delta: &d})
+		case a := <-done:
+			if a.err == nil && ctx.Err() != nil {
+				// Answered, but after its deadline: the plan is not used.
+				return nil, ctx.Err()
+			}
+			return a.plan, a.err
+		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return a.plan, a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+}
+
+// boundReason keeps at most MaxReplanBytes of a planner's replan reason,
+// as valid UTF-8.
+func boundReason(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxReplanBytes {
+		return s
+	}
+	s = s[:MaxReplanBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // judge runs the built-in critic, then the host critic, which can only make
@@ -964,4 +1002,13 @@ func (r *run) withProgress(ctx context.Context) context.Context {
 	return gateway.WithProgress(ctx, func(p gateway.Progress) {
 		r.event(Event{Kind: EventProgress, Progress: &p, Message: p.Message})
 	})
+}
+
+// decisionOptions returns the run's pack decisions for its planner
+// (PlanRequest.Decisions), listed once per run.
+func (r *run) decisionOptions() []DecisionOption {
+	if r.decisions == nil && r.prepared != nil {
+		r.decisions = decisionOptions(r.prepared.Pack())
+	}
+	return r.decisions
 }

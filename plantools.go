@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/decisionspec"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -82,4 +85,128 @@ func (r *PlanRequest) Tools() []ToolSpec {
 		return 0
 	})
 	return out
+}
+
+// DecisionOption is one decision of the pack as a planner sees it: the
+// key a DecisionProposal names and the outcomes it may take. An outcome
+// outside AllowedOutcomes is refused by the critic.
+type DecisionOption struct {
+	DecisionKey     string   `json:"decision_key"`
+	AllowedOutcomes []string `json:"allowed_outcomes"`
+	// RefusalOutcomes and EscalationOutcomes are the allowed outcomes
+	// that refuse or escalate (the pack's lists, or its defaults: denied,
+	// rejected, refused; escalated). A refusal or escalation can be
+	// decided when a write did not complete; the others cannot.
+	RefusalOutcomes    []string `json:"refusal_outcomes,omitempty"`
+	EscalationOutcomes []string `json:"escalation_outcomes,omitempty"`
+	// RequiredEvidence must be established before the decision is taken.
+	RequiredEvidence []string `json:"required_evidence,omitempty"`
+}
+
+// decisionOptions lists p's decision specs, sorted by key.
+func decisionOptions(p *pack.Pack) []DecisionOption {
+	if p == nil {
+		return nil
+	}
+	var out []DecisionOption
+	for _, s := range p.DecisionLayer.DecisionSpecs {
+		o := DecisionOption{DecisionKey: s.DecisionKey, AllowedOutcomes: slices.Clone(s.AllowedOutcomes), RequiredEvidence: slices.Clone(s.RequiredEvidence)}
+		for _, oc := range s.AllowedOutcomes {
+			if decisionspec.IsRefusal(s, oc) {
+				o.RefusalOutcomes = append(o.RefusalOutcomes, oc)
+			}
+			if decisionspec.IsEscalation(s, oc) {
+				o.EscalationOutcomes = append(o.EscalationOutcomes, oc)
+			}
+		}
+		out = append(out, o)
+	}
+	slices.SortStableFunc(out, func(a, b DecisionOption) int {
+		switch {
+		case a.DecisionKey < b.DecisionKey:
+			return -1
+		case a.DecisionKey > b.DecisionKey:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Decisions lists the decisions the run's pack declares, sorted by key:
+// what a model planner offers as its propose_decision tool. The options
+// are the caller's own copy; nil for a PlanRequest a host built itself.
+func (r *PlanRequest) Decisions() []DecisionOption {
+	if r == nil || len(r.decisions) == 0 {
+		return nil
+	}
+	out := make([]DecisionOption, len(r.decisions))
+	for i, d := range r.decisions {
+		out[i] = DecisionOption{DecisionKey: d.DecisionKey, AllowedOutcomes: slices.Clone(d.AllowedOutcomes), RefusalOutcomes: slices.Clone(d.RefusalOutcomes),
+			EscalationOutcomes: slices.Clone(d.EscalationOutcomes), RequiredEvidence: slices.Clone(d.RequiredEvidence)}
+	}
+	return out
+}
+
+// PlanDelta is a piece of a planner turn while the model produces it: a
+// fragment of its text, or of one of its tool calls. Deltas are a view for
+// a live consumer only: the plan the turn returns is what the runtime
+// judges, runs and records, and a replay has none.
+type PlanDelta struct {
+	// Text is a fragment of the model's text.
+	Text string `json:"text,omitempty"`
+	// ToolIndex is the position of the tool call the fragment belongs to
+	// among the turn's calls (from 0); ToolName its capability id
+	// ("adp_orders.lookup") or "propose_decision", sent with its first
+	// fragment; ToolArgs a fragment of its arguments' JSON text.
+	ToolIndex int    `json:"tool_index,omitempty"`
+	ToolName  string `json:"tool_name,omitempty"`
+	ToolArgs  string `json:"tool_args,omitempty"`
+}
+
+// Streaming reports whether the run is streamed (Runtime.Stream or
+// Runtime.StreamResume), so Emit reaches a consumer. A planner may stream
+// from its model either way; its plan must not depend on this.
+func (r *PlanRequest) Streaming() bool { return r != nil && r.deltas != nil }
+
+// Emit sends d to the run's stream as a plan_delta event, in the order of
+// the calls. It is safe from any goroutine; it blocks while the consumer
+// reads, returns at once when the run is not streamed, and drops d once
+// the turn is over (the planner answered or its deadline passed).
+func (r *PlanRequest) Emit(d PlanDelta) {
+	if r == nil || r.deltas == nil {
+		return
+	}
+	r.deltas.send(d)
+}
+
+// deltaSink hands a planner's deltas to the run's goroutine, which emits
+// them, until the turn is over.
+type deltaSink struct {
+	ch   chan PlanDelta
+	mu   sync.Mutex
+	over chan struct{}
+	done bool
+}
+
+func newDeltaSink() *deltaSink {
+	return &deltaSink{ch: make(chan PlanDelta), over: make(chan struct{})}
+}
+
+// send delivers d to the run, or drops it once the turn is over.
+func (s *deltaSink) send(d PlanDelta) {
+	select {
+	case <-s.over:
+	case s.ch <- d:
+	}
+}
+
+// close ends the turn: every later send returns at once.
+func (s *deltaSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.done = true
+		close(s.over)
+	}
 }

@@ -3,6 +3,7 @@ package contextos
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"sync"
 
@@ -43,6 +44,12 @@ type PlanRequest struct {
 	// schemas are the registered capabilities' argument schemas by
 	// capability id (Tools), shared with the runtime: read only.
 	schemas map[string]json.RawMessage
+	// decisions are the pack's decision specs as a planner sees them
+	// (Decisions), shared with the runtime: read only.
+	decisions []DecisionOption
+	// deltas carries Emit's deltas to the run, nil when the run is not
+	// streamed (deltaSink).
+	deltas *deltaSink
 }
 
 // Plan is one planner turn.
@@ -52,7 +59,19 @@ type Plan struct {
 	// Memory proposes write-backs; consolidation filters them.
 	Memory []MemoryProposal `json:"memory,omitempty"`
 	Usage  PlanUsage        `json:"usage,omitzero"`
+	// Replan is a planner's own reason to be asked again, for a turn that
+	// has nothing to run: a model answered in text, was cut off at its
+	// length limit, or sent arguments that are not JSON. A plan with a
+	// Replan carries no steps and no decision (else it is invalid); the
+	// critic sends it back with "planner_replan: " and the reason, which
+	// counts against max_replan_attempts and is the next turn's
+	// PlanRequest.ReplanReason. The runtime keeps at most MaxReplanBytes
+	// of it, as valid UTF-8.
+	Replan string `json:"replan,omitempty"`
 }
+
+// MaxReplanBytes bounds the Plan.Replan reason the runtime keeps.
+const MaxReplanBytes = 1024
 
 // Step is one tool call of a plan.
 type Step struct {
@@ -78,9 +97,30 @@ type DecisionProposal struct {
 // PlanUsage is a planner turn's model usage, which the runtime charges to
 // the run budget. It is not runcontext.Usage, the run-budget meter's
 // reading of the whole run.
+//
+// Tokens is what the turn charges to the run's token budget. A planner
+// that reports only the breakdown (InputTokens, OutputTokens) is charged
+// their sum: the runtime charges the larger of Tokens and
+// InputTokens+OutputTokens. CachedInputTokens is the part of InputTokens
+// a provider served from its prompt cache (it is not charged twice, and
+// cannot exceed InputTokens). CostCents is charged to the cost budget.
+// Every count is ≥ 0 and the cost finite, or the turn is a planner
+// failure (invalid_usage).
 type PlanUsage struct {
-	Tokens    int     `json:"tokens,omitempty"`
-	CostCents float64 `json:"cost_cents,omitempty"`
+	Tokens            int     `json:"tokens,omitempty"`
+	CostCents         float64 `json:"cost_cents,omitempty"`
+	InputTokens       int     `json:"input_tokens,omitempty"`
+	OutputTokens      int     `json:"output_tokens,omitempty"`
+	CachedInputTokens int     `json:"cached_input_tokens,omitempty"`
+}
+
+// charged is the number of tokens a turn charges (see PlanUsage).
+func (u PlanUsage) charged() int {
+	sum := int64(u.InputTokens) + int64(u.OutputTokens)
+	if int64(u.Tokens) >= sum {
+		return u.Tokens
+	}
+	return int(min(sum, math.MaxInt))
 }
 
 // StepResult is one executed step. Turn is the turn of the plan the step

@@ -468,6 +468,8 @@ type run struct {
 	pins     *pins
 	// identity is what the run's identity claim got (identity.go).
 	identity decision.ClaimVerification
+	// decisions are the pack's decisions for the planner (decisionOptions).
+	decisions []DecisionOption
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
