@@ -141,8 +141,10 @@ func TestAgentPlannerCorrectsAnInvalidAnswer(t *testing.T) {
 	}
 }
 
-// A turn whose every answer is invalid returns an empty plan: the critic
-// sends it back, and the next turn's prompt says why.
+// A turn whose every answer is invalid returns a plan asking to be
+// replanned with the validation problems: the critic sends it back, and
+// the next turn's prompt says exactly why (not the critic's generic
+// reason).
 func TestAgentPlannerInvalidTurnIsAReplan(t *testing.T) {
 	be := newTestBackend("planner", answers(func(n int, prompt string) string {
 		if n == 0 {
@@ -158,7 +160,7 @@ func TestAgentPlannerInvalidTurnIsAReplan(t *testing.T) {
 	if len(prompts) != 2 {
 		t.Fatalf("%d planner runs, want 2", len(prompts))
 	}
-	if !strings.Contains(prompts[1].Prompt, "## Why you are asked again\n| loop_guard: the plan has no steps and no decision\n") {
+	if !strings.Contains(prompts[1].Prompt, "## Why you are asked again\n| planner_replan: invalid_plan: the answer does not match plan.v1: (document): ") {
 		t.Errorf("the replan prompt does not say why:\n%s", prompts[1].Prompt)
 	}
 	contextostest.AssertReplayEqual(t, h.Replay(res))

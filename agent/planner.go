@@ -60,10 +60,11 @@ type PlannerOptions struct {
 //
 // An answer that is not a valid plan is never a crash: the same turn asks
 // again, with the validation problems as the reason, up to Attempts
-// answers; after that the turn returns a plan with no steps and no
-// decision, which the runtime's critic sends back for a replan (counted
-// against max_replan_attempts, so an agent that never answers validly
-// ends the run ESCALATED). A valid plan is not checked further here: a
+// answers; after that the turn returns a plan whose Replan is the last
+// answer's validation problems, which the runtime's critic sends back as
+// "planner_replan: invalid_plan: …" (counted against
+// max_replan_attempts, so an agent that never answers validly ends the
+// run ESCALATED with that reason in its record). A valid plan is not checked further here: a
 // step that calls a tool outside the manifest, or with arguments its
 // schema refuses, is refused by the critic or the gateway like any
 // planner's. Usage and cost reported in the completion data (UsageOf) of
@@ -111,7 +112,7 @@ func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contex
 		}
 		correction = why
 	}
-	return &contextos.Plan{Usage: usage}, nil
+	return &contextos.Plan{Usage: usage, Replan: correction}, nil
 }
 
 // ask runs the backend once with prompt and returns its final text and
