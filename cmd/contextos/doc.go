@@ -18,13 +18,14 @@
 //	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
 //	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
 //	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
-//	    --plan FILE --tools FILE [--overlay FILE] [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
+//	    (--plan FILE | --planner openai:MODEL|anthropic:MODEL) --tools FILE [--overlay FILE]
+//	    [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
 //	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
 //	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE]
 //	contextos replay --pack FILE… [--pub PUBFILE… | --allow-unsigned] [--overlay FILE]
 //	    [--ontology NS@VERSION…] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE] PACKET
 //	contextos resume RUN_ID --store STORE --approve GATE=APPROVER:ROLE… --pack FILE…
-//	    [--pub PUBFILE… | --allow-unsigned] --plan FILE --tools FILE [--overlay FILE] [--evidence FILE]
+//	    [--pub PUBFILE… | --allow-unsigned] (--plan FILE | --planner P:MODEL) --tools FILE [--overlay FILE] [--evidence FILE]
 //	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
 //	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…]
 //	contextos records list --store STORE [--run ID] [--tenant ID] [--status STATUS]
@@ -139,6 +140,13 @@
 //
 // with steps and decision each optional. When the turns run out before a
 // terminal verdict the run escalates.
+//
+// Instead of a plan file, run and resume take --planner PROVIDER:MODEL: a
+// model plans each turn through planner/openai (openai:MODEL, for OpenAI
+// and any OpenAI-compatible server; OPENAI_API_KEY, OPENAI_BASE_URL) or
+// planner/anthropic (anthropic:MODEL; ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL). The model's calls are governed like any plan's,
+// and the replay packet records its turns, so replay never calls it.
 //
 // The tools file (run --tools) is a JSON object from capability id
 // ("adp_orders.lookup") to the list of results its successive calls get

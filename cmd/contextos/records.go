@@ -232,7 +232,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.registerShared(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos resume RUN_ID --store sqlite:PATH|postgres://… --approve GATE=APPROVER:ROLE…\n       --pack FILE… [--pub PUBFILE | --allow-unsigned] --plan FILE --tools FILE [--evidence FILE]\n       [--memory FILE] [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT]\n       [--now RFC3339] [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nContinues a run paused in the store (by an earlier run or resume, in another\nprocess) with an approval of the gate it awaits, by that approver holding that\nrole and bound to the paused action, and prints what run prints. The flags are\nrun's: the same packs, plan, tools, evidence, memory, ontologies and overlays.\nExit 0 when the run went on (whatever its status), 1 when it awaits no approval\nor cannot be resumed, 2 on a usage or internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos resume RUN_ID --store sqlite:PATH|postgres://… --approve GATE=APPROVER:ROLE…\n       --pack FILE… [--pub PUBFILE | --allow-unsigned] (--plan FILE | --planner P:MODEL) --tools FILE [--evidence FILE]\n       [--memory FILE] [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT]\n       [--now RFC3339] [--endpoints FILE [--secrets FILE]] [--redactors FILE]\n\nContinues a run paused in the store (by an earlier run or resume, in another\nprocess) with an approval of the gate it awaits, by that approver holding that\nrole and bound to the paused action, and prints what run prints. The flags are\nrun's: the same packs, plan, tools, evidence, memory, ontologies and overlays.\nExit 0 when the run went on (whatever its status), 1 when it awaits no approval\nor cannot be resumed, 2 on a usage or internal error.")
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseArgs(fs, args, stderr)
@@ -245,8 +245,10 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(exitf(exitUsage, "resume needs --store sqlite:PATH or --store postgres://… (the paused run is in a durable store)"))
 	case len(pos) != 1:
 		return fail(exitf(exitUsage, "one RUN_ID is required"))
-	case f.plan == "" || f.tools == "":
-		return fail(exitf(exitUsage, "--pack, --plan and --tools are required"))
+	case f.plan == "" && f.planner == "" || f.tools == "":
+		return fail(exitf(exitUsage, "--pack, --plan (or --planner) and --tools are required"))
+	case f.plan != "" && f.planner != "":
+		return fail(exitf(exitUsage, "--plan and --planner are alternatives: give one"))
 	case len(f.approves) == 0:
 		return fail(exitf(exitUsage, "--approve GATE=APPROVER:ROLE is required: it answers the gate the run awaits"))
 	}

@@ -206,6 +206,9 @@ type runFlags struct {
 	claims                                             claimFlags
 	request, runContext, plan, tools, evidence, memory string
 	recordOut, packetOut, now, endpoints, secrets      string
+	// planner is --planner PROVIDER:MODEL, the model planner run uses
+	// instead of the --plan turns (planner.go).
+	planner string
 	store                                              storeFlag // store.go
 }
 
@@ -227,6 +230,7 @@ func (f *runFlags) registerShared(fs *flag.FlagSet) {
 	fs.Var(&f.ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
 	fs.Var(&f.approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
 	fs.StringVar(&f.plan, "plan", "", "plan `FILE`: a JSON array of planner turns")
+	fs.StringVar(&f.planner, "planner", "", "plan with a model instead of --plan: `openai:MODEL` or anthropic:MODEL (key and base URL from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL)")
 	fs.StringVar(&f.tools, "tools", "", "tools `FILE`: capability id → the results of its successive calls")
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE`: a JSON array of items")
 	fs.StringVar(&f.memory, "memory", "", "memory `FILE`: a JSON array of items")
@@ -273,14 +277,17 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       --plan FILE --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       (--plan FILE | --planner openai:MODEL|anthropic:MODEL) --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner (or a model's) and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	if f.request == "" || f.runContext == "" || f.plan == "" || f.tools == "" || fs.NArg() != 0 {
-		return failRun(stderr, exitf(exitUsage, "--pack, --request, --run-context, --plan and --tools are required"))
+	if f.request == "" || f.runContext == "" || f.plan == "" && f.planner == "" || f.tools == "" || fs.NArg() != 0 {
+		return failRun(stderr, exitf(exitUsage, "--pack, --request, --run-context, --plan (or --planner) and --tools are required"))
+	}
+	if f.plan != "" && f.planner != "" {
+		return failRun(stderr, exitf(exitUsage, "--plan and --planner are alternatives: give one"))
 	}
 	ctx := context.Background()
 	st, err := f.store.open(ctx)
@@ -472,13 +479,20 @@ func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, st durableSto
 	if mem != nil {
 		opts.Memory = fileMemory{mem}
 	}
-	turns := in.turns
-	planner := contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
-		if r.Turn >= len(turns) {
-			return nil, fmt.Errorf("the plan file has %d turns; turn %d was asked for", len(turns), r.Turn+1)
+	var planner contextos.Planner
+	if f.planner != "" {
+		if planner, err = modelPlanner(f.planner, os.Getenv); err != nil {
+			return nil, exitf(exitUsage, "%v", err)
 		}
-		return turns[r.Turn], nil
-	})
+	} else {
+		turns := in.turns
+		planner = contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
+			if r.Turn >= len(turns) {
+				return nil, fmt.Errorf("the plan file has %d turns; turn %d was asked for", len(turns), r.Turn+1)
+			}
+			return turns[r.Turn], nil
+		})
+	}
 	rt, err := contextos.New(planner, in.reg, in.keys, opts)
 	if err != nil {
 		return nil, exitf(exitUsage, "%v", err)
