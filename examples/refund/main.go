@@ -23,6 +23,17 @@
 // process. A store keeps every run it ran, so the four flows run once per
 // store (their run ids are fixed).
 //
+// With -planner openai:MODEL (or anthropic:MODEL) a model plans instead of
+// the rule-based planner, through planner/openai for OpenAI or any
+// OpenAI-compatible server (OPENAI_API_KEY, OPENAI_BASE_URL) or
+// planner/anthropic (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL):
+//
+//	OPENAI_BASE_URL=http://127.0.0.1:11434/v1 go run ./examples/refund -planner openai:qwen3
+//
+// The model proposes; the pack, the critic and the gateway decide what
+// runs, and flow 4 replays its run from the recorded turns without asking
+// the model again.
+//
 // The clock is fixed so the output (ids, hashes, timestamps) is the same on
 // every run; a host passes its own clock.
 package main
@@ -50,6 +61,8 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/planner/anthropic"
+	"github.com/contextos/contextos/planner/openai"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/store/postgres"
 	"github.com/contextos/contextos/store/sqlite"
@@ -82,6 +95,9 @@ type config struct {
 	pause bool
 	// resume is the id of a paused run to approve and continue.
 	resume string
+	// planner is "" (the rule-based planner) or a model planner,
+	// openai:MODEL or anthropic:MODEL.
+	planner string
 }
 
 // errUsage reports flags that do not go together.
@@ -97,6 +113,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.store, "store", "", "keep every store in a database instead of in memory: sqlite:FILE or postgres://…")
 	fs.BoolVar(&cfg.pause, "pause", false, "run flow 1 until it pauses for finance approval and exit, leaving the run in -store")
 	fs.StringVar(&cfg.resume, "resume", "", "approve the finance gate of the paused run `RUN_ID` in -store as the finance lead and continue it")
+	fs.StringVar(&cfg.planner, "planner", "", "plan with a model instead of the rule-based planner: `openai:MODEL` (OPENAI_API_KEY, OPENAI_BASE_URL: OpenAI or any OpenAI-compatible server) or anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -158,17 +175,23 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	if res.Pending == nil {
+	done := res
+	switch {
+	case res.Pending != nil:
+		approval := financeApproval(res.Pending.GateID, res.Pending.ActionDigest)
+		fmt.Fprintf(w, "   approve  %s by %s (%s)\n", approval.GateID, approval.Approver, approval.ApproverRole)
+		if done, err = rt.Resume(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}}); err != nil {
+			return err
+		}
+		for _, r := range done.ToolResults[len(res.ToolResults)-1:] {
+			fmt.Fprintf(w, "   tool     %-26s %s %s\n", r.CapabilityID, r.Status, outputLine(r))
+		}
+	case cfg.planner == "":
 		return fmt.Errorf("flow 1 did not pause: run %s is %s (a store keeps every run it ran: use a fresh one)", res.RunID, res.Status)
-	}
-	approval := financeApproval(res.Pending.GateID, res.Pending.ActionDigest)
-	fmt.Fprintf(w, "   approve  %s by %s (%s)\n", approval.GateID, approval.Approver, approval.ApproverRole)
-	done, err := rt.Resume(ctx, res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{approval}})
-	if err != nil {
-		return err
-	}
-	for _, r := range done.ToolResults[len(res.ToolResults)-1:] {
-		fmt.Fprintf(w, "   tool     %-26s %s %s\n", r.CapabilityID, r.Status, outputLine(r))
+	default:
+		// A model decides for itself: it may refuse, escalate or stop
+		// short of the refund, and the run is what it is.
+		fmt.Fprintf(w, "   the model's plan did not reach the finance gate: run %s is %s\n", res.RunID, res.Status)
 	}
 	fmt.Fprintf(w, "   decision %s %s (payments called %d time)\n\n", done.Status, done.Record.Outcome, payments.calls.Load())
 	fmt.Fprintln(w, "   The decision record:")
@@ -290,6 +313,9 @@ func stream(w io.Writer, events iter.Seq2[contextos.Event, error]) (*contextos.R
 			if d := e.Plan.Decision; d != nil {
 				steps = append(steps, "propose "+d.Outcome)
 			}
+			if e.Plan.Replan != "" {
+				steps = append(steps, "asks to plan again ("+e.Plan.Replan+")")
+			}
 			fmt.Fprintf(w, "   plan     turn %d: %s\n", e.Turn, strings.Join(steps, ", then "))
 		case contextos.EventVerdict:
 			fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("   critic   %s %s", e.Verdict.Verdict, e.Verdict.Reason), " "))
@@ -366,7 +392,17 @@ func newRuntime(ctx context.Context, cfg config) (*contextos.Runtime, durable, *
 		st.Configure(&opts)
 		reg = st.Registry(nil)
 	}
-	rt, payments, err := build(ctx, cfg.paymentsURL, reg, opts)
+	planner := contextos.Planner(contextos.PlannerFunc(plan))
+	if cfg.planner != "" {
+		var err error
+		if planner, err = modelPlanner(cfg.planner); err != nil {
+			if st != nil {
+				_ = st.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("%w: -planner: %w", errUsage, err)
+		}
+	}
+	rt, payments, err := build(ctx, cfg.paymentsURL, planner, reg, opts)
 	if err != nil {
 		if st != nil {
 			_ = st.Close()
@@ -379,7 +415,7 @@ func newRuntime(ctx context.Context, cfg config) (*contextos.Runtime, durable, *
 // build publishes the signed pack in reg (a store that already holds it
 // keeps it) and builds the runtime over opts, whose stores are set or
 // left to the in-memory defaults.
-func build(ctx context.Context, paymentsURL string, reg pack.Registry, opts contextos.Options) (*contextos.Runtime, *counting, error) {
+func build(ctx context.Context, paymentsURL string, planner contextos.Planner, reg pack.Registry, opts contextos.Options) (*contextos.Runtime, *counting, error) {
 	seed := sha256.Sum256([]byte("contextos example dev key"))
 	key := ed25519.NewKeyFromSeed(seed[:])
 	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
@@ -427,7 +463,7 @@ func build(ctx context.Context, paymentsURL string, reg pack.Registry, opts cont
 	opts.ReplaySampleRate = 1
 	opts.Now = func() time.Time { return now }
 	opts.Identity = contextos.IdentityOptions{Keys: identityKeys}
-	rt, err := contextos.New(contextos.PlannerFunc(plan), reg, keys, &opts)
+	rt, err := contextos.New(planner, reg, keys, &opts)
 	return rt, payments, err
 }
 
@@ -538,4 +574,19 @@ func (p *paymentsAdapter) Call(ctx context.Context, c *gateway.Call) (*gateway.O
 	n := p.calls.Add(1)
 	txn := fmt.Sprintf("txn_%s_%d", c.Envelope.Args["order_id"], n)
 	return &gateway.Outcome{Output: map[string]any{"transaction_id": txn, "status": "issued"}, Mutations: []string{"refund:" + txn}}, nil
+}
+
+// modelPlanner builds the model planner -planner names, with the
+// provider's key and base URL from the environment.
+func modelPlanner(spec string) (contextos.Planner, error) {
+	provider, model, ok := strings.Cut(spec, ":")
+	switch {
+	case !ok || model == "":
+		return nil, fmt.Errorf("%.80q: want openai:MODEL or anthropic:MODEL", spec)
+	case provider == "openai":
+		return openai.New(openai.Options{Model: model})
+	case provider == "anthropic":
+		return anthropic.New(anthropic.Options{Model: model})
+	}
+	return nil, fmt.Errorf("%.80q: the provider is openai or anthropic", spec)
 }
