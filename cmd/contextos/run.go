@@ -209,7 +209,7 @@ type runFlags struct {
 	// planner is --planner PROVIDER:MODEL, the model planner run uses
 	// instead of the --plan turns (planner.go).
 	planner string
-	store                                              storeFlag // store.go
+	store   storeFlag // store.go
 }
 
 // register registers run's flags: the shared ones and --request and
