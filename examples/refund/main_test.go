@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,13 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/internal/pgtest"
+	"github.com/contextos/contextos/internal/refundmodel"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/output.golden")
@@ -284,78 +283,12 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-// fakeModel is an OpenAI-compatible Chat Completions server that plans the
-// refund as a model would: look the order up and evaluate the policy,
-// then refund when the refund tool is offered, then decide. It counts the
-// requests it answers.
-type fakeModel struct {
-	requests atomic.Int32
-}
-
-func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.requests.Add(1)
-	var req struct {
-		Messages []struct {
-			Role      string `json:"role"`
-			ToolCalls []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	body, _ := io.ReadAll(r.Body)
-	if r.URL.Path != "/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" || json.Unmarshal(body, &req) != nil {
-		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
-		return
-	}
-	called, offered := map[string]bool{}, map[string]bool{}
-	for _, msg := range req.Messages {
-		for _, c := range msg.ToolCalls {
-			called[c.Function.Name] = true
-		}
-	}
-	for _, t := range req.Tools {
-		offered[t.Function.Name] = true
-	}
-	amount := "1200"
-	if bytes.Contains(body, []byte("4200")) {
-		amount = "4200"
-	}
-	type call struct{ name, args string }
-	var calls []call
-	switch {
-	case len(called) == 0:
-		calls = []call{{"adp_orders__lookup", `{"order_id":"ord_881"}`}, {"adp_policy__eval", `{"order_id":"ord_881"}`}}
-	case offered["adp_payments__issue_refund"] && !called["adp_payments__issue_refund"]:
-		calls = []call{{"adp_payments__issue_refund", `{"order_id":"ord_881","amount_inr":` + amount + `,"currency":"INR"}`}}
-	case called["adp_payments__issue_refund"]:
-		calls = []call{{"propose_decision", `{"decision_key":"support.refund.execute","outcome":"approved","outputs":{"refund_amount_inr":` + amount +
-			`,"currency":"INR"},"rationale":"Delivered order within the window; identity verified.","confidence":0.9,"subject_ids":["customer:cus_77","order:ord_881"],"evidence_refs":["kg:order:ord_881#snapshot_kg_2026_05_03_T0930"]}`}}
-	default:
-		calls = []call{{"propose_decision", `{"decision_key":"support.refund.execute","outcome":"denied","rationale":"The refund tool is not offered: identity is not verified.","confidence":1,"subject_ids":["customer:cus_77"]}`}}
-	}
-	var tc []string
-	for i, c := range calls {
-		args, _ := json.Marshal(c.args)
-		tc = append(tc, fmt.Sprintf(`{"id":"call_%d","type":"function","function":{"name":%q,"arguments":%s}}`, i, c.name, args))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1778000000,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1200,"completion_tokens":60,"total_tokens":1260}}`,
-		m.requests.Load(), strings.Join(tc, ","))
-}
-
 // TestModelPlanner runs the four flows with -planner openai:MODEL against a
 // loopback OpenAI-compatible server: the model's plan pauses at the
 // finance gate, is approved and decided; the unverified refund is denied;
 // the replay of flow 1 asks the model nothing.
 func TestModelPlanner(t *testing.T) {
-	model := &fakeModel{}
+	model := &refundmodel.OpenAI{APIKey: "sk-test"}
 	srv := httptest.NewServer(model)
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
@@ -377,7 +310,7 @@ func TestModelPlanner(t *testing.T) {
 	}
 	// Flow 1 asks three times (look up, refund, decide), flow 2 twice, flow
 	// 3 three times; the replay none.
-	if n := model.requests.Load(); n != 8 {
+	if n := model.Requests(); n != 8 {
 		t.Errorf("the model was asked %d times, want 8 (the replay must not ask it)", n)
 	}
 	if strings.Contains(out, "sk-test") {
