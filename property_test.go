@@ -161,7 +161,7 @@ func genScenario(seed, idx uint64) *propScenario {
 	sc.Memory = r.IntN(4) == 0
 	sc.Repeat = r.IntN(2) == 0
 	for i := range 1 + r.IntN(6) {
-		k := weighted(r, map[string]int{"lookup": 25, "refund": 25, "refund_step": 8, "decide": 22, "lookup_refund": 8, "empty": 3, "memory": 5, "error": 4})
+		k := weighted(r, map[string]int{"lookup": 25, "refund": 25, "refund_step": 8, "decide": 22, "lookup_refund": 8, "empty": 3, "memory": 5, "error": 4, "replan": 3})
 		if i == 0 && r.IntN(5) < 3 {
 			k = "lookup" // most runs look the order up first
 		}
@@ -249,6 +249,10 @@ func (t propTurn) plan() *contextos.Plan {
 		return p
 	case "empty":
 		return &contextos.Plan{}
+	case "replan":
+		// A model planner's turn with nothing to run: its own reason, and
+		// usage reported as a breakdown only.
+		return &contextos.Plan{Replan: "no_tool_call: the model answered in text", Usage: contextos.PlanUsage{InputTokens: 400, OutputTokens: 30, CachedInputTokens: 300}}
 	}
 	return nil
 }
