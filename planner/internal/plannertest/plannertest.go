@@ -304,7 +304,6 @@ func AssertDecided(t testing.TB, res *contextos.Result, outcome string) {
 	contextostest.AssertOutcome(t, res, outcome)
 }
 
-
 // scaleBuckets scales the bucket allocations down in proportion when
 // they add up to more than total (the run context requires they fit).
 func scaleBuckets(b map[runcontext.Bucket]int, total int) {
