@@ -183,4 +183,3 @@ func jsonError(err error) string {
 	}
 	return cutUTF8(strings.ToValidUTF8(strings.TrimPrefix(err.Error(), "json: "), "\uFFFD"), maxErrorBytes)
 }
-
