@@ -286,7 +286,7 @@ func decisionTool(decisions []contextos.DecisionOption) Tool {
 // provider (^[a-zA-Z0-9_-]{1,64}$) and not in taken: "." becomes "__",
 // any other byte outside the set "_". A name that is taken, too long or
 // empty is cut and suffixed with "_" and the first hex digits of the
-// id's SHA-256 (8, or more while still taken).
+// id's SHA-256 (8, or more while still taken, then a count).
 func toolName(id string, taken map[string]bool) string {
 	var b strings.Builder
 	for i := 0; i < len(id); i++ {
@@ -305,21 +305,16 @@ func toolName(id string, taken map[string]bool) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	h := hex.EncodeToString(sum[:])
-	for n := 8; ; n += 8 {
-		suffix := "_" + h[:min(n, len(h))]
-		cand := name[:min(len(name), 64-len(suffix))] + suffix
-		if !taken[cand] || n >= len(h) {
-			if taken[cand] {
-				// 64 hex digits of SHA-256 still taken: only a name made
-				// to collide can get here; count up until free.
-				for i := 2; ; i++ {
-					s := strconv.Itoa(i)
-					alt := cand[:min(len(cand), 64-len(s)-1)] + "_" + s
-					if !taken[alt] {
-						return alt
-					}
-				}
-			}
+	for n := 8; n <= 56; n += 8 {
+		suffix := "_" + h[:n]
+		if cand := name[:min(len(name), 64-len(suffix))] + suffix; !taken[cand] {
+			return cand
+		}
+	}
+	// Only names made to collide get here: count up until one is free.
+	base := name[:min(len(name), 40)] + "_" + h[:8]
+	for i := 2; ; i++ {
+		if cand := base + "_" + strconv.Itoa(i); !taken[cand] {
 			return cand
 		}
 	}
@@ -393,36 +388,49 @@ func resultText(r contextos.StepResult, limit int) string {
 	if len(full) <= limit {
 		return string(full)
 	}
-	// Too long: the output becomes a prefix of its JSON text, the error
-	// message is cut, and the prefix shrinks until the whole fits.
-	var out []byte
-	if doc.Output != nil {
-		out = marshal(doc.Output)
-		doc.OutputBytes = len(out)
-	}
+	// Too long: the output becomes the longest prefix of its JSON text
+	// that fits after the error message, which is cut to fit (to a
+	// quarter of the bound beside an output), and only the status and the marker remain when
+	// nothing else fits.
 	doc.Truncated = true
+	var out string
+	if doc.Output != nil {
+		out = string(marshal(doc.Output))
+		doc.OutputBytes = len(out)
+		doc.Output = ""
+	}
+	fits := func() bool { return len(marshal(doc)) <= limit }
 	if doc.Error != nil {
-		doc.Error.Message = cutUTF8(doc.Error.Message, limit/4)
-	}
-	prefix := string(out)
-	for {
+		msg := doc.Error.Message
 		if doc.Output != nil {
-			doc.Output = prefix
+			msg = cutUTF8(msg, limit/4)
 		}
-		b := marshal(doc)
-		if len(b) <= limit {
-			return string(b)
-		}
-		switch {
-		case doc.Output != nil && prefix != "":
-			prefix = cutUTF8(prefix, len(prefix)-(len(b)-limit))
-		case doc.Error != nil && doc.Error.Message != "":
-			doc.Error.Message = cutUTF8(doc.Error.Message, len(doc.Error.Message)-(len(b)-limit))
-		default:
-			// Only a huge status or error code is left: keep the marker.
-			return string(marshal(resultDoc{Status: cutUTF8(doc.Status, 64), Truncated: true, OutputBytes: doc.OutputBytes}))
+		n := longest(min(len(msg), limit), func(n int) bool { doc.Error.Message = cutUTF8(msg, n); return fits() })
+		doc.Error.Message = cutUTF8(msg, n)
+	}
+	if doc.Output != nil {
+		n := longest(min(len(out), limit), func(n int) bool { doc.Output = cutUTF8(out, n); return fits() })
+		doc.Output = cutUTF8(out, n)
+	}
+	if b := marshal(doc); len(b) <= limit {
+		return string(b)
+	}
+	return string(marshal(resultDoc{Status: cutUTF8(doc.Status, 64), Truncated: true, OutputBytes: doc.OutputBytes}))
+}
+
+// longest is the largest n in [0, hi] for which ok holds, ok being
+// monotonic (true up to some n); 0 when it holds for none.
+func longest(hi int, ok func(n int) bool) int {
+	lo := 0
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
 		}
 	}
+	return lo
 }
 
 // cutUTF8 cuts s to at most n bytes, at a rune boundary.
