@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestRunModelPlannerFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"both":          {append(runArgs(), "--planner", "openai:gpt-test"), "alternatives"},
+		"both":          {slices.Concat(runArgs(), []string{"--planner", "openai:gpt-test"}), "alternatives"},
 		"no provider":   {append(noPlan, "--planner", "gpt-test"), "want openai:MODEL"},
 		"unknown":       {append(noPlan, "--planner", "gemini:pro"), "openai or anthropic"},
 		"no openai key": {append(noPlan, "--planner", "openai:gpt-test"), "OPENAI_API_KEY"},
