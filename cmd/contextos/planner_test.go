@@ -62,10 +62,10 @@ func TestRunModelPlannerFlagErrors(t *testing.T) {
 		want string
 	}{
 		"both":          {slices.Concat(runArgs(), []string{"--planner", "openai:gpt-test"}), "alternatives"},
-		"no provider":   {append(noPlan, "--planner", "gpt-test"), "want openai:MODEL"},
-		"unknown":       {append(noPlan, "--planner", "gemini:pro"), "openai or anthropic"},
-		"no openai key": {append(noPlan, "--planner", "openai:gpt-test"), "OPENAI_API_KEY"},
-		"no claude key": {append(noPlan, "--planner", "anthropic:claude-x"), "ANTHROPIC_API_KEY"},
+		"no provider":   {slices.Concat(noPlan, []string{"--planner", "gpt-test"}), "want openai:MODEL"},
+		"unknown":       {slices.Concat(noPlan, []string{"--planner", "gemini:pro"}), "openai or anthropic"},
+		"no openai key": {slices.Concat(noPlan, []string{"--planner", "openai:gpt-test"}), "OPENAI_API_KEY"},
+		"no claude key": {slices.Concat(noPlan, []string{"--planner", "anthropic:claude-x"}), "ANTHROPIC_API_KEY"},
 		"neither":       {noPlan, "--plan (or --planner)"},
 		"resume both":   {[]string{"resume", "run_1", "--store", "sqlite:" + filepath.Join(t.TempDir(), "x.db"), "--approve", "G=a:b", "--plan", "p", "--planner", "openai:m", "--tools", "t", "--pack", "p"}, "alternatives"},
 	}
