@@ -156,6 +156,7 @@ var snippetImports = []string{
 	"github.com/contextos/contextos/decision",
 	"github.com/contextos/contextos/gateway",
 	"github.com/contextos/contextos/pack",
+	"github.com/contextos/contextos/planner/openai",
 	"github.com/contextos/contextos/replay",
 	"github.com/contextos/contextos/runcontext",
 	"github.com/contextos/contextos/store/postgres",
