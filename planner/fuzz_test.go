@@ -9,6 +9,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/planner"
 )
 
@@ -21,6 +22,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("propose_decision", `{"decision_key":"k","outcome":"a","outputs":{"n":12345678901234567890}}`, "", "end", "", 2)
 	f.Add("x\xff", `[1,2]`, "hello", "length", "", 1)
 	f.Add("", ``, "just text", "refusal", "no", 0)
+	f.Add("adp_policy__eval", `{"n":1e400}`, "", "tool_use", "", 1)
 	f.Add("adp_policy__eval", `{"a":{"b":[1,2,{"c":null}]}} trailing`, "", "weird", "", 3)
 	c := render(f, canonicalRequests(f)[0], nil)
 	f.Fuzz(func(t *testing.T, name, args, text, stop, refusal string, n int) {
@@ -47,6 +49,14 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(p.Steps)+btoi(p.Decision != nil) != n || n == 0 {
 			t.Fatalf("%d calls became %+v", n, p)
+		}
+		for _, s := range p.Steps {
+			if !jsonv.Finite(s.Args) {
+				t.Fatalf("a step the runtime refuses as a planner failure: %+v", s)
+			}
+		}
+		if p.Decision != nil && !jsonv.Finite(p.Decision.Outputs) {
+			t.Fatalf("a decision the runtime refuses: %+v", p.Decision)
 		}
 		if _, err := json.Marshal(p); err != nil {
 			t.Fatalf("the plan has no JSON form: %v", err)
