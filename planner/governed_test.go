@@ -145,6 +145,9 @@ func TestGovernedReplans(t *testing.T) {
 		{"malformed arguments", func(c *planner.Conversation) *planner.Response {
 			return &planner.Response{ToolCalls: []planner.ToolCall{{Name: nameOf(t, c, plannertest.Lookup), Arguments: `{"order_id":`}}, Usage: turnUsage}
 		}, "planner_replan: malformed_tool_call: the arguments of tool call 0 (\"adp_orders__lookup\") are not a JSON object: unexpected end of JSON input"},
+		{"a number out of range", func(c *planner.Conversation) *planner.Response {
+			return &planner.Response{ToolCalls: []planner.ToolCall{{Name: nameOf(t, c, plannertest.Eval), Arguments: `{"order_id":"ord_881","amount_inr":1e400}`}}, Usage: turnUsage}
+		}, "planner_replan: malformed_tool_call: the arguments of tool call 0 (\"adp_policy__eval\") hold a number out of range"},
 		{"two decisions", func(*planner.Conversation) *planner.Response {
 			d := planner.ToolCall{Name: planner.DecisionTool, Arguments: `{"decision_key":"support.refund.execute","outcome":"denied","rationale":"r"}`}
 			return &planner.Response{ToolCalls: []planner.ToolCall{d, d}, Usage: turnUsage}
