@@ -76,8 +76,9 @@ type Options struct {
 	// backing off. 0 keeps the SDK's default (2); a negative value turns
 	// retries off.
 	MaxRetries int
-	// RequestTimeout bounds each attempt (the SDK's per-request timeout);
-	// 0 leaves only the run's plan timeout, which bounds all attempts.
+	// RequestTimeout bounds each attempt (the SDK's per-request timeout;
+	// an attempt that times out is not retried); 0 leaves only the run's
+	// plan timeout, which bounds all attempts.
 	RequestTimeout time.Duration
 	// HTTPClient sends the requests (a proxy, a test transport); nil is
 	// http.DefaultClient.
@@ -201,6 +202,9 @@ func (p *Planner) batch(ctx context.Context, params openai.ChatCompletionNewPara
 	cc, err := p.service.New(ctx, params)
 	if err != nil {
 		return nil, callError(ctx, err)
+	}
+	if cc == nil {
+		return nil, errors.New("openai: chat completion: the API answered null")
 	}
 	return p.response(cc), nil
 }
