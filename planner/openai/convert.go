@@ -172,6 +172,11 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	if err := s.Err(); err != nil {
 		return nil, callError(ctx, err)
 	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		// The connection ended before the answer did: its calls may be
+		// a part of them.
+		return nil, errors.New("openai: chat completion: the stream ended before the answer's finish reason")
+	}
 	return p.response(&acc.ChatCompletion), nil
 }
 

@@ -132,6 +132,7 @@ func TestUsage(t *testing.T) {
 func TestStreamMixedCompletions(t *testing.T) {
 	body := "data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":null}]}\n\n" +
 		"data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"y\"},\"finish_reason\":null}]}\n\n" +
+		"data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
 		"data: [DONE]\n\n"
 	if _, err := answer(fixturePlanner(t, []byte(body), true), true); err == nil || !strings.Contains(err.Error(), "does not continue") {
 		t.Errorf("error %v", err)

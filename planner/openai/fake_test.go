@@ -35,6 +35,8 @@ type reply struct {
 	slow   bool              // wait until the request is cancelled
 	// streamError ends a stream with an error event instead of [DONE].
 	streamError string
+	// cut ends a stream before its finish reason (a dropped connection).
+	cut bool
 
 	text, refusal string
 	calls         []call
@@ -131,8 +133,18 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case in.Stream:
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range f.chunks(rep, in.StreamOptions.IncludeUsage) {
+		chunks := f.chunks(rep, in.StreamOptions.IncludeUsage)
+		if rep.cut {
+			for len(chunks) > 0 && !bytes.Contains(chunks[len(chunks)-1], []byte(`"finish_reason":"`)) {
+				chunks = chunks[:len(chunks)-1]
+			}
+			chunks = chunks[:len(chunks)-1]
+		}
+		for _, c := range chunks {
 			fmt.Fprintf(w, "data: %s\n\n", c)
+		}
+		if rep.cut {
+			return
 		}
 		if rep.streamError != "" {
 			fmt.Fprintf(w, "data: %s\n\n", rep.streamError)

@@ -302,6 +302,12 @@ func TestErrors(t *testing.T) {
 					t.Errorf("errors.As *ssestream.StreamError: %v", err)
 				}
 			}},
+		{"stream cut before its finish reason", true, reply{calls: []call{lookupCall("c1"), evalCall("c2")}, finish: "tool_calls", cut: true},
+			func(t *testing.T, err error) {
+				if !strings.Contains(err.Error(), "ended before") {
+					t.Errorf("error %v", err)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, tc.rep)
