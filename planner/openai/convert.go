@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -78,16 +77,20 @@ func (p *Planner) params(conv *planner.Conversation) (openai.ChatCompletionNewPa
 	return params, nil
 }
 
-// parameters decodes a tool's JSON Schema, keeping its numbers exact.
+// parameters is a tool's JSON Schema as the SDK's parameters: each
+// property's JSON text kept as it is (numbers exact; the SDK sorts the
+// top-level keys).
 func parameters(raw json.RawMessage) (shared.FunctionParameters, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var ps shared.FunctionParameters
-	if err := d.Decode(&ps); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	if ps == nil {
+	if m == nil {
 		return nil, errors.New("not a JSON object")
+	}
+	ps := make(shared.FunctionParameters, len(m))
+	for k, v := range m {
+		ps[k] = v
 	}
 	return ps, nil
 }
@@ -168,6 +171,11 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	}
 	if err := s.Err(); err != nil {
 		return nil, callError(ctx, err)
+	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		// The connection ended before the answer did: its calls may be
+		// a part of them.
+		return nil, errors.New("openai: chat completion: the stream ended before the answer's finish reason")
 	}
 	return p.response(&acc.ChatCompletion), nil
 }

@@ -35,6 +35,8 @@ type reply struct {
 	slow   bool              // wait until the request is cancelled
 	// streamError ends a stream with an error event instead of [DONE].
 	streamError string
+	// cut ends a stream before its finish reason (a dropped connection).
+	cut bool
 
 	text, refusal string
 	calls         []call
@@ -58,6 +60,9 @@ type fakeServer struct {
 	requests []seen
 	// canceled receives one value per slow request whose context ended.
 	canceled chan struct{}
+	// repeat answers every request with the last reply once the others
+	// are used (for benchmarks).
+	repeat bool
 	// chunkBytes is the size of the text and argument fragments a stream
 	// sends (default 7).
 	chunkBytes int
@@ -92,7 +97,9 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Errorf("fake: request body is not JSON: %v", err)
 	}
 	f.mu.Lock()
-	f.requests = append(f.requests, seen{at: time.Now(), header: r.Header.Clone(), body: body, stream: in.Stream})
+	if !f.repeat {
+		f.requests = append(f.requests, seen{at: time.Now(), header: r.Header.Clone(), body: body, stream: in.Stream})
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		f.mu.Unlock()
 		f.t.Errorf("fake: %s %s, want POST /v1/chat/completions", r.Method, r.URL.Path)
@@ -106,7 +113,9 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := f.replies[0]
-	f.replies = f.replies[1:]
+	if !f.repeat || len(f.replies) > 1 {
+		f.replies = f.replies[1:]
+	}
 	f.mu.Unlock()
 
 	switch {
@@ -124,8 +133,18 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case in.Stream:
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range f.chunks(rep, in.StreamOptions.IncludeUsage) {
+		chunks := f.chunks(rep, in.StreamOptions.IncludeUsage)
+		if rep.cut {
+			for len(chunks) > 0 && !bytes.Contains(chunks[len(chunks)-1], []byte(`"finish_reason":"`)) {
+				chunks = chunks[:len(chunks)-1]
+			}
+			chunks = chunks[:len(chunks)-1]
+		}
+		for _, c := range chunks {
 			fmt.Fprintf(w, "data: %s\n\n", c)
+		}
+		if rep.cut {
+			return
 		}
 		if rep.streamError != "" {
 			fmt.Fprintf(w, "data: %s\n\n", rep.streamError)
@@ -139,9 +158,9 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 const (
-	fakeID      = "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"
-	fakeCreated = 1741570283
-	fakeModel   = "gpt-4.1-2025-04-14"
+	fakeID        = "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"
+	fakeCreated   = 1741570283
+	fakeModelName = "gpt-4.1-2025-04-14"
 )
 
 // completion is rep as a chat.completion object.
@@ -161,7 +180,7 @@ func completion(rep reply) []byte {
 		msg["tool_calls"] = calls
 	}
 	return mustJSON(map[string]any{
-		"id": fakeID, "object": "chat.completion", "created": fakeCreated, "model": fakeModel,
+		"id": fakeID, "object": "chat.completion", "created": fakeCreated, "model": fakeModelName,
 		"choices":            []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": rep.finish}},
 		"usage":              usageJSON(rep.usage),
 		"service_tier":       "default",
@@ -182,7 +201,7 @@ func usageJSON(u usage) map[string]any {
 // reason, then the usage.
 func (f *fakeServer) chunks(rep reply, includeUsage bool) [][]byte {
 	chunk := func(delta map[string]any, finish any) []byte {
-		c := map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModel,
+		c := map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModelName,
 			"service_tier": "default", "system_fingerprint": "fp_b705f0c291",
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
 		if includeUsage {
@@ -206,7 +225,7 @@ func (f *fakeServer) chunks(rep reply, includeUsage bool) [][]byte {
 	}
 	out = append(out, chunk(map[string]any{}, rep.finish))
 	if includeUsage {
-		out = append(out, mustJSON(map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModel,
+		out = append(out, mustJSON(map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModelName,
 			"service_tier": "default", "system_fingerprint": "fp_b705f0c291", "choices": []any{}, "usage": usageJSON(rep.usage)}))
 	}
 	return out

@@ -76,8 +76,9 @@ type Options struct {
 	// backing off. 0 keeps the SDK's default (2); a negative value turns
 	// retries off.
 	MaxRetries int
-	// RequestTimeout bounds each attempt (the SDK's per-request timeout);
-	// 0 leaves only the run's plan timeout, which bounds all attempts.
+	// RequestTimeout bounds each attempt (the SDK's per-request timeout;
+	// an attempt that times out is not retried); 0 leaves only the run's
+	// plan timeout, which bounds all attempts.
 	RequestTimeout time.Duration
 	// HTTPClient sends the requests (a proxy, a test transport); nil is
 	// http.DefaultClient.
@@ -172,9 +173,12 @@ func New(opts Options) (*Planner, error) {
 // the API (streaming when Options.Stream) and returns the plan the
 // conversation parses from the answer. An answer the runtime cannot act
 // on (cut off, refused, text only, malformed arguments) is a plan with
-// Replan set. A failed call returns an error that errors.As matches
-// against *openai.Error (an API error status) or the SDK's stream error;
-// its message names no key and carries none of the server's text.
+// Replan set. A failed call, or a stream that ends before the answer's
+// finish reason, returns an error; errors.As matches an API error status
+// against the SDK's *openai.Error and an error event in a stream against
+// *ssestream.StreamError. The error's message names no key and quotes
+// none of the server's text (an OpenAI 401 message quotes part of the
+// key).
 func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
 	conv, err := planner.Render(req, &p.opts.Render)
 	if err != nil {
@@ -201,6 +205,9 @@ func (p *Planner) batch(ctx context.Context, params openai.ChatCompletionNewPara
 	cc, err := p.service.New(ctx, params)
 	if err != nil {
 		return nil, callError(ctx, err)
+	}
+	if cc == nil {
+		return nil, errors.New("openai: chat completion: the API answered null")
 	}
 	return p.response(cc), nil
 }
