@@ -64,9 +64,9 @@ type block struct {
 	args     string
 }
 
-func text(s string) block                   { return block{text: s} }
-func tool(id, name, args string) block      { return block{id: id, name: name, args: args} }
-func ok(a *answer) reply                    { return reply{answer: a} }
+func text(s string) block                  { return block{text: s} }
+func tool(id, name, args string) block     { return block{id: id, name: name, args: args} }
+func ok(a *answer) reply                   { return reply{answer: a} }
 func failure(status int, typ string) reply { return reply{status: status, body: errorBody(typ)} }
 
 // errorBody is the API's error body.

@@ -173,7 +173,7 @@ func runCases() []runCase {
 		{name: "malformed arguments", script: append([]reply{ok(malformed)}, canonical...), answered: []*answer{malformed, lookupAndEval(), refundAndDecide()},
 			check: replanned(planner.ReplanMalformed)},
 		{name: "429 then success",
-			script: append([]reply{{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: errorBody("rate_limit_error")}}, canonical...),
+			script:   append([]reply{{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: errorBody("rate_limit_error")}}, canonical...),
 			answered: []*answer{lookupAndEval(), refundAndDecide()},
 			check: func(t *testing.T, h *plannertest.Harness, f *fakeAPI, res *contextos.Result) {
 				approved(t, h, f, res)
