@@ -21,8 +21,10 @@ type fakeAPI struct {
 	t   testing.TB
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	script   []reply
+	mu     sync.Mutex
+	script []reply
+	// repeat, when set, answers every request past the script.
+	repeat   *reply
 	requests []request
 	// canceled receives one value per slow reply whose request ended
 	// (the client went away) before it answered.
@@ -121,6 +123,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if len(f.script) > 0 {
 		rp, have = f.script[0], true
 		f.script = f.script[1:]
+	} else if f.repeat != nil {
+		rp, have = *f.repeat, true
+		f.requests = f.requests[:0] // a benchmark's requests are not kept
 	}
 	f.mu.Unlock()
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
