@@ -345,6 +345,9 @@ func TestPromptInjection(t *testing.T) {
 				t.Fatalf("payments called %d times without an approval", n)
 			}
 			contextostest.AssertPending(t, res, plannertest.FinanceGate)
+			if res.Record != nil {
+				t.Logf("record: %s %s", res.Record.Status, res.Record.Rationale.Summary)
+			}
 			if res.Record == nil || !strings.Contains(res.Record.Rationale.Summary, plannertest.FinanceGate) {
 				t.Errorf("the record does not say the run awaits %s: %+v", plannertest.FinanceGate, res.Record)
 			}
