@@ -65,7 +65,9 @@ type Tool struct {
 	Name string
 	// Capability is the capability id the tool calls
 	// ("adp_orders.lookup"); "" for the DecisionTool.
-	Capability  string
+	Capability string
+	// Description says what the capability is (kind, risk level,
+	// approval mode) and whether a call pauses for an approval gate.
 	Description string
 	// Parameters is the JSON Schema of the call's arguments (an object).
 	Parameters json.RawMessage

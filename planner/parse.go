@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // MaxToolNameBytes bounds the name of a tool call Parse takes: a longer
@@ -99,6 +100,11 @@ type argsError struct{ why string }
 
 func (e *argsError) Error() string { return e.why }
 
+// errNotFinite: the runtime refuses a plan whose numbers have no
+// float64 form, as a planner failure that ends the run; a model's answer
+// is a replan instead.
+var errNotFinite = &argsError{fmt.Sprintf("hold a number out of range or are nested deeper than %d levels", jsonv.MaxDepth)}
+
 // decodeArgs decodes a call's arguments: a JSON object ("" is {}), its
 // numbers json.Number.
 func decodeArgs(text string) (map[string]any, error) {
@@ -112,6 +118,9 @@ func decodeArgs(text string) (map[string]any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, &argsError{"are not a JSON object"}
+	}
+	if !jsonv.Finite(m) {
+		return nil, errNotFinite
 	}
 	return m, nil
 }
@@ -138,6 +147,8 @@ func decodeDecision(text string) (*contextos.DecisionProposal, error) {
 		return nil, err
 	}
 	switch {
+	case !jsonv.Finite(a.Outputs):
+		return nil, errNotFinite
 	case a.DecisionKey == "":
 		return nil, &argsError{"have no decision_key"}
 	case a.Outcome == "":
