@@ -58,6 +58,9 @@ const DefaultMaxTokens = 4096
 // names the option.
 var ErrConfig = errors.New("anthropic: invalid options")
 
+// errNoMessage is a successful call whose body is no message.
+var errNoMessage = errors.New("anthropic: messages: the API answered without a message")
+
 // Options configures a Planner.
 type Options struct {
 	// Model is the model to plan with ("claude-sonnet-4-5"). Required.
@@ -226,6 +229,9 @@ func (p *Planner) batch(ctx context.Context, params anthropic.MessageNewParams) 
 	msg, err := p.messages.New(ctx, params)
 	if err != nil {
 		return nil, callError(ctx, err)
+	}
+	if msg == nil { // a body of null
+		return nil, errNoMessage
 	}
 	return p.response(msg, nil), nil
 }
