@@ -385,7 +385,11 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 		case d := <-deltas:
 			// Deltas are emitted on the run's goroutine, in order, while
 			// the turn lasts.
-			r.event(Event{Kind: EventPlanDelta, Delta: &d})
+			if r.emit != nil {
+				// A delta belongs to the turn being planned (the plan
+				// event that follows carries the same turn).
+				r.emit(Event{Kind: EventPlanDelta, RunID: r.rc.RunID, Turn: r.cp.Turn, Delta: &d})
+			}
 		case a := <-done:
 			if a.err == nil && ctx.Err() != nil {
 				// Answered, but after its deadline: the plan is not used.

@@ -155,6 +155,10 @@ func TestPlanDeltaEvents(t *testing.T) {
 	var streaming []bool
 	p := contextos.PlannerFunc(func(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
 		streaming = append(streaming, req.Streaming())
+		if req.Turn == 0 && len(streaming) == 1 {
+			req.Emit(contextos.PlanDelta{Text: "Looking up."})
+			return lookupPlan(), nil
+		}
 		req.Emit(contextos.PlanDelta{Text: "Refusing: "})
 		req.Emit(contextos.PlanDelta{Text: "not verified."})
 		req.Emit(contextos.PlanDelta{ToolIndex: 0, ToolName: "propose_decision", ToolArgs: `{"decision_key":`})
@@ -164,25 +168,35 @@ func TestPlanDeltaEvents(t *testing.T) {
 	req, rc := refundRequest(t, 1200, false)
 	var kinds []contextos.EventKind
 	var deltas []contextos.PlanDelta
+	deltaTurn := -1
 	for e, err := range h.Runtime.Stream(context.Background(), req, rc) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds = append(kinds, e.Kind)
 		if e.Kind == contextos.EventPlanDelta {
 			if e.RunID != rc.RunID {
 				t.Errorf("delta run id %q", e.RunID)
 			}
+			deltaTurn = e.Turn
+			if e.Delta.Text == "Looking up." {
+				continue
+			}
 			deltas = append(deltas, *e.Delta)
 		}
+		if e.Kind == contextos.EventPlan && e.Turn != deltaTurn {
+			t.Errorf("a plan event of turn %d follows deltas of turn %d", e.Turn, deltaTurn)
+		}
+		if deltaTurn == 1 {
+			kinds = append(kinds, e.Kind)
+		}
 	}
-	want := []contextos.EventKind{contextos.EventCompiled, contextos.EventPlanDelta, contextos.EventPlanDelta, contextos.EventPlanDelta, contextos.EventPlan}
+	want := []contextos.EventKind{contextos.EventPlanDelta, contextos.EventPlanDelta, contextos.EventPlanDelta, contextos.EventPlan}
 	if len(kinds) < len(want) {
-		t.Fatalf("events %v", kinds)
+		t.Fatalf("turn 1 events %v", kinds)
 	}
 	for i := range want {
 		if kinds[i] != want[i] {
-			t.Fatalf("events %v, want them to start %v", kinds, want)
+			t.Fatalf("turn 1 events %v, want them to start %v", kinds, want)
 		}
 	}
 	if len(deltas) != 3 || deltas[0].Text != "Refusing: " || deltas[1].Text != "not verified." || deltas[2].ToolName != "propose_decision" {
@@ -191,8 +205,8 @@ func TestPlanDeltaEvents(t *testing.T) {
 	req, rc = refundRequest(t, 1200, false)
 	rc.RunID = "run_b1b2c3d4e5f60719"
 	contextostest.AssertStatus(t, h.Invoke(req, rc), decision.Decided)
-	if len(streaming) != 2 || !streaming[0] || streaming[1] {
-		t.Errorf("Streaming() %v, want [true false]", streaming)
+	if len(streaming) != 3 || !streaming[0] || !streaming[1] || streaming[2] {
+		t.Errorf("Streaming() %v, want [true true false]", streaming)
 	}
 }
 
