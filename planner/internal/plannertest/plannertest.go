@@ -86,6 +86,9 @@ type Options struct {
 	MaxCostCents  float64
 	// MaxReplanAttempts sets max_replan_attempts when not nil.
 	MaxReplanAttempts *int
+	// Pack is the pack document the run uses (JSON, unsigned). Default:
+	// the canonical support pack; BoundPack adds a per-call rule.
+	Pack []byte
 	// Runtime are further runtime options. Adapters and Evidence are the
 	// harness's unless set; ReplaySampleRate is 1.
 	Runtime contextos.Options
@@ -144,7 +147,11 @@ func New(t testing.TB, p contextos.Planner, opts *Options) *Harness {
 		ro.Evidence = ev
 	}
 	ro.ReplaySampleRate = 1
-	h.Test = contextostest.New(t, p, [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: ro})
+	doc := o.Pack
+	if doc == nil {
+		doc = fixture.SupportPack()
+	}
+	h.Test = contextostest.New(t, p, [][]byte{doc}, &contextostest.Options{Runtime: ro})
 	if h.Test == nil {
 		return nil
 	}
@@ -317,4 +324,38 @@ func scaleBuckets(b map[runcontext.Bucket]int, total int) {
 	for k, n := range b {
 		b[k] = n * total / sum
 	}
+}
+
+// BoundRule is the rule BoundPack adds.
+const BoundRule = "R_REFUND_WITHIN_REQUEST"
+
+// BoundPack is the support pack with a per-call rule that binds the refund
+// call to the request: a call whose amount_inr exceeds the request's
+// refund_amount is denied. The canonical pack gates on the request's
+// amount only, so without such a rule a model that calls the refund with
+// another amount than the request's is bound by the request's gate, not
+// its own call's.
+func BoundPack(t testing.TB) []byte {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(fixture.SupportPack(), &p); err != nil {
+		t.Fatalf("plannertest: pack: %v", err)
+		return nil
+	}
+	b := p["policy_layer"].(map[string]any)["policy_bundles"].([]any)[0].(map[string]any)
+	dsl := b["policy_dsl"].(map[string]any)
+	dsl["rules"] = append(dsl["rules"].([]any), map[string]any{
+		"rule_id":    BoundRule,
+		"applies_to": map[string]any{"tool.capability_id": Refund},
+		"if":         map[string]any{">": []any{map[string]any{"var": "tool.args.amount_inr"}, map[string]any{"var": "request.context.refund_amount"}}},
+		"then":       map[string]any{"allow": false, "reason": "The refund exceeds the amount the request asks for."},
+		"else":       map[string]any{"allow": true},
+		"rationale":  "A refund call is bound to the requested amount.",
+	})
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("plannertest: pack: %v", err)
+		return nil
+	}
+	return out
 }
