@@ -225,6 +225,9 @@ func invalidPlan(p *Plan) string {
 		return fmt.Sprintf("invalid_usage: the planner reported %d input, %d output and %d cached input tokens; counts must not be negative and cached input is part of input",
 			u.InputTokens, u.OutputTokens, u.CachedInputTokens)
 	}
+	if d := p.Decision; d != nil && (d.Confidence < 0 || d.Confidence > 1) {
+		return "invalid_plan: the decision's confidence is outside 0 to 1"
+	}
 	if p.Replan != "" && (len(p.Steps) > 0 || p.Decision != nil) {
 		return "invalid_plan: a plan that asks to be replanned (replan) carries steps or a decision"
 	}

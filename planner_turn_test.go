@@ -3,6 +3,7 @@ package contextos_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -270,5 +271,38 @@ func TestPlannerReplanReplays(t *testing.T) {
 	}
 	if len(pkt.PlannerOutput) != 2 || !strings.Contains(string(pkt.PlannerOutput[0]), `"replan":"length_limit: cut off"`) {
 		t.Errorf("planner outputs %s", pkt.PlannerOutput)
+	}
+}
+
+// Counts at the top of int saturate instead of wrapping to a small charge:
+// the run stops over its token budget, whatever the planner reported.
+func TestPlannerUsageSaturates(t *testing.T) {
+	for _, u := range []contextos.PlanUsage{
+		{InputTokens: math.MaxInt, OutputTokens: math.MaxInt},
+		{InputTokens: math.MaxInt - 1, OutputTokens: 2, CachedInputTokens: 5},
+	} {
+		plan := deniedPlan()
+		plan.Usage = u
+		h := harness(t, contextostest.NewPlanner(plan), nil)
+		req, rc := refundRequest(t, 1200, false)
+		res := h.Invoke(req, rc)
+		if res.Status == decision.Decided || !strings.Contains(res.Record.Rationale.Summary, "budget_exceeded") {
+			t.Errorf("usage %+v: status %s, charged %d tokens, summary %q", u, res.Status, res.Record.BudgetUsage.Tokens, res.Record.Rationale.Summary)
+		}
+	}
+}
+
+// A decision's confidence outside 0 to 1 is an invalid plan: it never
+// reaches a record as a confidence.
+func TestPlannerConfidenceRange(t *testing.T) {
+	for _, c := range []float64{7, -0.5} {
+		plan := deniedPlan()
+		plan.Decision.Confidence = c
+		h := harness(t, contextostest.NewPlanner(plan), nil)
+		req, rc := refundRequest(t, 1200, false)
+		res := h.Invoke(req, rc)
+		if res.Status == decision.Decided || !strings.Contains(res.Record.Rationale.Summary, "invalid_plan") || res.Record.Confidence == c {
+			t.Errorf("confidence %v: status %s, record confidence %v, summary %q", c, res.Status, res.Record.Confidence, res.Record.Rationale.Summary)
+		}
 	}
 }

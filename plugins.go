@@ -116,11 +116,10 @@ type PlanUsage struct {
 
 // charged is the number of tokens a turn charges (see PlanUsage).
 func (u PlanUsage) charged() int {
-	sum := int64(u.InputTokens) + int64(u.OutputTokens)
-	if int64(u.Tokens) >= sum {
-		return u.Tokens
-	}
-	return int(min(sum, math.MaxInt))
+	// Saturating (the counts are ≥ 0 here): a hostile count cannot wrap
+	// to a small charge.
+	sum := u.InputTokens + min(u.OutputTokens, math.MaxInt-u.InputTokens)
+	return max(u.Tokens, sum)
 }
 
 // StepResult is one executed step. Turn is the turn of the plan the step

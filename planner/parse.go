@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -49,8 +50,9 @@ func (c *Conversation) Parse(resp *Response) *contextos.Plan {
 		return &contextos.Plan{Replan: ReplanNoToolCall + ": the provider returned no answer"}
 	}
 	plan := &contextos.Plan{Usage: resp.Usage}
-	if plan.Usage.Tokens == 0 {
-		plan.Usage.Tokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
+	if plan.Usage.Tokens == 0 && resp.Usage.InputTokens >= 0 && resp.Usage.OutputTokens >= 0 {
+		// Saturating: a hostile count cannot wrap to a small charge.
+		plan.Usage.Tokens = resp.Usage.InputTokens + min(resp.Usage.OutputTokens, math.MaxInt-resp.Usage.InputTokens)
 	}
 	replan := func(reason string) *contextos.Plan {
 		return &contextos.Plan{Usage: plan.Usage, Replan: reason}
@@ -83,7 +85,13 @@ func (c *Conversation) Parse(resp *Response) *contextos.Plan {
 		}
 		args, err := decodeArgs(call.Arguments)
 		if err != nil {
-			return replan(fmt.Sprintf("%s: the arguments of tool call %d (%s) %s", ReplanMalformed, i, strconv.Quote(call.Name), err))
+			// Only a name of the conversation's own tools is quoted: the
+			// reason reaches the record, and a model's text must not.
+			name := "an unknown tool"
+			if _, ok := c.Capability(call.Name); ok {
+				name = strconv.Quote(call.Name)
+			}
+			return replan(fmt.Sprintf("%s: the arguments of tool call %d (%s) %s", ReplanMalformed, i, name, err))
 		}
 		id, ok := c.Capability(call.Name)
 		if !ok {
@@ -153,6 +161,8 @@ func decodeDecision(text string) (*contextos.DecisionProposal, error) {
 		return nil, &argsError{"have no decision_key"}
 	case a.Outcome == "":
 		return nil, &argsError{"have no outcome"}
+	case a.Confidence < 0 || a.Confidence > 1:
+		return nil, &argsError{"have a confidence outside 0 to 1"}
 	}
 	return &contextos.DecisionProposal{DecisionKey: a.DecisionKey, Outcome: a.Outcome, Outputs: a.Outputs, Rationale: a.Rationale,
 		Confidence: a.Confidence, SubjectIDs: a.SubjectIDs, EvidenceRefs: a.EvidenceRefs}, nil
@@ -192,5 +202,9 @@ func jsonError(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of JSON input"
 	}
-	return cutUTF8(strings.ToValidUTF8(strings.TrimPrefix(err.Error(), "json: "), "\uFFFD"), maxErrorBytes)
+	if strings.HasPrefix(strings.TrimPrefix(err.Error(), "json: "), "unknown field") {
+		// The field's name is the model's text: it is not quoted.
+		return "a field the tool's schema does not list"
+	}
+	return "a value that does not decode"
 }

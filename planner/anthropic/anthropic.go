@@ -39,6 +39,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/planner"
+	"github.com/contextos/contextos/planner/internal/errtext"
 )
 
 // Environment variables New reads (through Options.Getenv) for options
@@ -259,11 +260,13 @@ func (e *apiError) Error() string {
 		} else {
 			msg += "the stream reported an error event"
 		}
-		if t := ae.Type(); t != "" {
-			msg += fmt.Sprintf(" (type %q)", boundText(string(t)))
+		// Only identifier words of the reply are repeated: a server can
+		// put a key it was sent into any of its text (errtext).
+		if t := errtext.Word(string(ae.Type()), 40, true); t != "" {
+			msg += fmt.Sprintf(" (type %q)", t)
 		}
-		if ae.RequestID != "" {
-			msg += fmt.Sprintf(" (request-id %q)", boundText(ae.RequestID))
+		if id := errtext.Word(ae.RequestID, 64, false); id != "" {
+			msg += fmt.Sprintf(" (request-id %q)", id)
 		}
 		return msg
 	}
@@ -275,19 +278,3 @@ func (e *apiError) Error() string {
 }
 
 func (e *apiError) Unwrap() error { return e.err }
-
-// boundText keeps an API error's type or request id short and printable.
-func boundText(s string) string {
-	const limit = 64
-	out := make([]rune, 0, min(len(s), limit))
-	for _, r := range s {
-		if len(out) == limit {
-			break
-		}
-		if r < 0x20 || r == 0x7f {
-			r = '?'
-		}
-		out = append(out, r)
-	}
-	return string(out)
-}

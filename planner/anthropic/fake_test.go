@@ -93,13 +93,6 @@ func newFake(t testing.TB, script ...reply) *fakeAPI {
 // URL is the fake's base URL.
 func (f *fakeAPI) URL() string { return f.srv.URL }
 
-// add appends replies to the script.
-func (f *fakeAPI) add(rs ...reply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.script = append(f.script, rs...)
-}
-
 // seen returns the requests so far.
 func (f *fakeAPI) seen() []request {
 	f.mu.Lock()

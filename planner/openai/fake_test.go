@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -282,14 +281,4 @@ func canonicalReplies() []reply {
 		{text: "Both checks pass; issuing the refund.", calls: []call{refundCall("call_refund_1", 4200), decisionCall("call_decide_1", "approved")},
 			finish: "tool_calls", usage: usage{prompt: 2400, completion: 140, cached: 1792}},
 	}
-}
-
-// stringsContain reports whether any of ss contains sub.
-func stringsContain(ss []string, sub string) bool {
-	for _, s := range ss {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

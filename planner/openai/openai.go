@@ -32,6 +32,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/planner"
+	"github.com/contextos/contextos/planner/internal/errtext"
 )
 
 // Environment variables New reads (through Options.Getenv) for options
@@ -231,8 +232,10 @@ func (e *apiError) Error() string {
 	var ae *openai.Error
 	if errors.As(e.err, &ae) {
 		msg := "openai: chat completion: " + ae.Error()
-		if ae.Type != "" || ae.Code != "" {
-			msg += fmt.Sprintf(" (type %q, code %q)", boundText(ae.Type), boundText(ae.Code))
+		// Only identifier words of the reply are repeated: a server can
+		// put a key it was sent into any of its text (errtext).
+		if typ, code := errtext.Word(ae.Type, 40, true), errtext.Word(ae.Code, 40, true); typ != "" || code != "" {
+			msg += fmt.Sprintf(" (type %q, code %q)", typ, code)
 		}
 		return msg
 	}
@@ -243,19 +246,3 @@ func (e *apiError) Error() string {
 }
 
 func (e *apiError) Unwrap() error { return e.err }
-
-// boundText keeps an API error's type or code short and printable.
-func boundText(s string) string {
-	const limit = 64
-	out := make([]rune, 0, min(len(s), limit))
-	for _, r := range s {
-		if len(out) == limit {
-			break
-		}
-		if r < 0x20 || r == 0x7f {
-			r = '?'
-		}
-		out = append(out, r)
-	}
-	return string(out)
-}
