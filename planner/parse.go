@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/wire"
 )
 
 // MaxToolNameBytes bounds the name of a tool call Parse takes: a longer
@@ -130,8 +131,31 @@ func decodeArgs(text string) (map[string]any, error) {
 	if !jsonv.Finite(m) {
 		return nil, errNotFinite
 	}
+	if err := strictText(text); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
+
+// errNotStrict: arguments encoding/json reads only by dropping something
+// (wire.CheckStrict): a member named twice keeps its last value, so a
+// stream consumer reading the text would see another call than the one
+// run; an invalid string becomes U+FFFD.
+var errNotStrict = &argsError{"are not a JSON object: a member is named twice, or a string is not valid UTF-8"}
+
+// strictText refuses arguments wire.CheckStrict refuses; what it found is
+// not quoted (a member name is the model's text).
+func strictText(text string) error {
+	if len(wire.CheckStrict([]byte(text))) > 0 {
+		return errNotStrict
+	}
+	return nil
+}
+
+// decisionFields are the DecisionTool's member names, exactly:
+// encoding/json would match "OUTCOME" to outcome.
+var decisionFields = map[string]bool{"decision_key": true, "outcome": true, "outputs": true, "rationale": true,
+	"confidence": true, "evidence_refs": true, "subject_ids": true}
 
 // decisionArgs is the DecisionTool's arguments.
 type decisionArgs struct {
@@ -163,6 +187,20 @@ func decodeDecision(text string) (*contextos.DecisionProposal, error) {
 		return nil, &argsError{"have no outcome"}
 	case a.Confidence < 0 || a.Confidence > 1:
 		return nil, &argsError{"have a confidence outside 0 to 1"}
+	}
+	if err := strictText(text); err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &members); err != nil {
+		return nil, &argsError{"are not a JSON object"}
+	}
+	for k := range members {
+		if !decisionFields[k] {
+			// Only a case variant of a known field gets here (unknown
+			// fields are refused by the decoder); it is not quoted.
+			return nil, &argsError{"are not a JSON object: a field's name differs in letter case from the tool's schema"}
+		}
 	}
 	return &contextos.DecisionProposal{DecisionKey: a.DecisionKey, Outcome: a.Outcome, Outputs: a.Outputs, Rationale: a.Rationale,
 		Confidence: a.Confidence, SubjectIDs: a.SubjectIDs, EvidenceRefs: a.EvidenceRefs}, nil
