@@ -183,14 +183,15 @@ func (r *PlanRequest) Emit(d PlanDelta) {
 // deltaSink hands a planner's deltas to the run's goroutine, which emits
 // them, until the turn is over.
 type deltaSink struct {
-	ch   chan PlanDelta
-	mu   sync.Mutex
-	over chan struct{}
-	done bool
+	ch    chan PlanDelta
+	over  chan struct{}
+	close func() // ends the turn: every later send returns at once
 }
 
 func newDeltaSink() *deltaSink {
-	return &deltaSink{ch: make(chan PlanDelta), over: make(chan struct{})}
+	s := &deltaSink{ch: make(chan PlanDelta), over: make(chan struct{})}
+	s.close = sync.OnceFunc(func() { close(s.over) })
+	return s
 }
 
 // send delivers d to the run, or drops it once the turn is over.
@@ -198,15 +199,5 @@ func (s *deltaSink) send(d PlanDelta) {
 	select {
 	case <-s.over:
 	case s.ch <- d:
-	}
-}
-
-// close ends the turn: every later send returns at once.
-func (s *deltaSink) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done {
-		s.done = true
-		close(s.over)
 	}
 }

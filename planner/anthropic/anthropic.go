@@ -28,9 +28,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +37,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/planner"
-	"github.com/contextos/contextos/planner/internal/errtext"
+	"github.com/contextos/contextos/planner/internal/provider"
 )
 
 // Environment variables New reads (through Options.Getenv) for options
@@ -137,11 +135,8 @@ func New(opts Options) (*Planner, error) {
 	if opts.BaseURL == "" {
 		opts.BaseURL = getenv(EnvBaseURL)
 	}
-	if opts.BaseURL != "" {
-		u, err := url.Parse(opts.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: BaseURL must be an absolute http or https URL", ErrConfig)
-		}
+	if err := provider.BaseURL(opts.BaseURL); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if t := opts.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {
 		return nil, fmt.Errorf("%w: Temperature must be in [0, 1]", ErrConfig)
@@ -160,15 +155,8 @@ func New(opts Options) (*Planner, error) {
 			return nil, fmt.Errorf("%w: MaxTokens %d needs Stream or a RequestTimeout (the SDK expects a batch call to take over 10 minutes)", ErrConfig, opts.MaxTokens)
 		}
 	}
-	models := make([]string, 0, len(opts.Prices))
-	for m := range opts.Prices {
-		models = append(models, m)
-	}
-	slices.Sort(models)
-	for _, model := range models {
-		if err := opts.Prices[model].Validate(); err != nil {
-			return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
-		}
+	if model, err := provider.Prices(opts.Prices); err != nil {
+		return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
 	}
 	p := &Planner{opts: opts}
 	p.price, p.priced = opts.Prices[opts.Model]
@@ -261,11 +249,11 @@ func (e *apiError) Error() string {
 			msg += "the stream reported an error event"
 		}
 		// Only identifier words of the reply are repeated: a server can
-		// put a key it was sent into any of its text (errtext).
-		if t := errtext.Word(string(ae.Type()), 40, true); t != "" {
+		// put a key it was sent into any of its text (provider.Word).
+		if t := provider.Word(string(ae.Type()), 40, true); t != "" {
 			msg += fmt.Sprintf(" (type %q)", t)
 		}
-		if id := errtext.Word(ae.RequestID, 64, false); id != "" {
+		if id := provider.Word(ae.RequestID, 64, false); id != "" {
 			msg += fmt.Sprintf(" (request-id %q)", id)
 		}
 		return msg

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,14 +237,4 @@ func (e *emitter) toolName(name string) string {
 func isStreamError(err error) bool {
 	var se *ssestream.StreamError
 	return errors.As(err, &se)
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp.Compare)
-	return keys
 }

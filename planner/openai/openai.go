@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -32,7 +31,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/planner"
-	"github.com/contextos/contextos/planner/internal/errtext"
+	"github.com/contextos/contextos/planner/internal/provider"
 )
 
 // Environment variables New reads (through Options.Getenv) for options
@@ -121,11 +120,8 @@ func New(opts Options) (*Planner, error) {
 	if opts.APIKey == "" && opts.BaseURL == "" {
 		return nil, fmt.Errorf("%w: APIKey is required (set Options.APIKey or %s) unless a base URL is set", ErrConfig, EnvAPIKey)
 	}
-	if opts.BaseURL != "" {
-		u, err := url.Parse(opts.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: BaseURL must be an absolute http or https URL", ErrConfig)
-		}
+	if err := provider.BaseURL(opts.BaseURL); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if t := opts.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
 		return nil, fmt.Errorf("%w: Temperature must be in [0, 2]", ErrConfig)
@@ -136,10 +132,8 @@ func New(opts Options) (*Planner, error) {
 	if opts.RequestTimeout < 0 {
 		return nil, fmt.Errorf("%w: RequestTimeout must not be negative", ErrConfig)
 	}
-	for _, model := range sortedKeys(opts.Prices) {
-		if err := opts.Prices[model].Validate(); err != nil {
-			return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
-		}
+	if model, err := provider.Prices(opts.Prices); err != nil {
+		return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
 	}
 	p := &Planner{opts: opts}
 	p.price, p.priced = opts.Prices[opts.Model]
@@ -233,8 +227,8 @@ func (e *apiError) Error() string {
 	if errors.As(e.err, &ae) {
 		msg := "openai: chat completion: " + ae.Error()
 		// Only identifier words of the reply are repeated: a server can
-		// put a key it was sent into any of its text (errtext).
-		if typ, code := errtext.Word(ae.Type, 40, true), errtext.Word(ae.Code, 40, true); typ != "" || code != "" {
+		// put a key it was sent into any of its text (provider.Word).
+		if typ, code := provider.Word(ae.Type, 40, true), provider.Word(ae.Code, 40, true); typ != "" || code != "" {
 			msg += fmt.Sprintf(" (type %q, code %q)", typ, code)
 		}
 		return msg
