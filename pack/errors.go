@@ -46,6 +46,11 @@ const (
 	GateTenancy     = "tenancy"
 	GateSecurity    = "security"
 	GateEvaluation  = "evaluation"
+	// GateReplay is the gate of golden cases: they compile to stable
+	// manifests and budget reports and recorded packets replay equal. It
+	// is not built in: a host supplies it in ValidateOptions.Gates (package
+	// eval's PackGate).
+	GateReplay = "replay"
 )
 
 // Gates returns the validation gates in order.

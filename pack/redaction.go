@@ -34,7 +34,17 @@ type ValidateOptions struct {
 	// most 64 bytes of printable UTF-8 without spaces; otherwise validation
 	// fails with an error matching ErrRedactionRuleName.
 	RedactionRules []string
+	// Gates are further validation gates (package eval's replay and
+	// evaluation gates over golden cases) that Validate runs after the
+	// built-in ones, in order, and only when those found no problem (a gate
+	// may compile and run the pack). Everything that validates runs them,
+	// so Sign and the registries' Put refuse a pack that fails them.
+	Gates []GateFunc
 }
+
+// GateFunc is a validation gate a host adds (ValidateOptions.Gates): it
+// returns the problems it finds in the pack, each naming its gate.
+type GateFunc func(*Pack) []Problem
 
 // clone returns a copy of o that later changes by the caller do not
 // affect.
@@ -42,7 +52,7 @@ func (o *ValidateOptions) clone() *ValidateOptions {
 	if o == nil {
 		return nil
 	}
-	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules)}
+	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), Gates: slices.Clone(o.Gates)}
 }
 
 // Check reports an invalid option: a redaction rule name that is empty,

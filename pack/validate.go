@@ -79,7 +79,8 @@ func registrySchemes() []string { return []string{"internal", "registry"} }
 // listing all problems (gate, code, JSON path, message), or nil. Problems
 // come in gate order, then in document order. opts may be nil (only the
 // built-in redaction rules are known); an invalid option is an error
-// matching ErrRedactionRuleName.
+// matching ErrRedactionRuleName. The gates in opts.Gates run after the
+// built-in ones, when those pass.
 func Validate(p *Pack, opts *ValidateOptions) error {
 	if err := opts.Check(); err != nil {
 		return err
@@ -97,6 +98,13 @@ func Validate(p *Pack, opts *ValidateOptions) error {
 	v.tenancy()
 	v.security()
 	v.evaluation()
+	if len(v.probs) == 0 && opts != nil {
+		for _, g := range opts.Gates {
+			if g != nil {
+				v.probs = append(v.probs, g(p)...)
+			}
+		}
+	}
 	if len(v.probs) == 0 {
 		return nil
 	}
