@@ -1,0 +1,558 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Run kinds.
+const (
+	KindScripted = "scripted"
+	KindPacket   = "packet"
+)
+
+// Run is what one golden case gave: pure data the evaluators and gates
+// read. Err is set when the case could not run at all (the other members
+// are then partial).
+type Run struct {
+	Case   string `json:"case"`
+	Intent string `json:"intent"`
+	Kind   string `json:"kind"`
+	Expect Expect `json:"expect"`
+	// Secrets are the values the case marks as secrets.
+	Secrets []string `json:"-"`
+	Err     string   `json:"error,omitempty"`
+
+	// Status and Outcome are the final record's.
+	Status  decision.Status `json:"status"`
+	Outcome string          `json:"outcome,omitempty"`
+	// Record is the final record; Records every record of the run in
+	// store order (a DEFERRED record, its CLOSED record, the final one).
+	Record  *decision.Record   `json:"-"`
+	Records []*decision.Record `json:"-"`
+	// Compiled is the run's compiled context (scripted cases; nil for a
+	// packet). Ledger is its ledger, or the packet's.
+	Compiled *compiler.CompiledContext `json:"-"`
+	Ledger   *compiler.ContextLedger   `json:"-"`
+	// Stable reports that a second, independent run of the case compiled
+	// to the same compiled_context_hash, tool manifest and budget report
+	// (always true for a packet: Replay compares the hash itself).
+	Stable bool `json:"stable"`
+	// Calls are the tool calls the run made, in transcript order.
+	Calls []Call `json:"calls"`
+	// Pauses are the gates the run paused on, in order.
+	Pauses []string `json:"pauses,omitempty"`
+	// DurationMS is the simulated time from the start of the run to its
+	// end (planner turns and tool calls advance the clock by their
+	// scripted latencies); a packet's, from its recorded clock readings.
+	DurationMS int64 `json:"duration_ms"`
+	// CostCents is the cost charged to the final record.
+	CostCents float64 `json:"cost_cents"`
+	// Packet is the run's replay packet (captured after a scripted run).
+	Packet *replay.Packet `json:"-"`
+	// ReplayEqual is whether the packet replayed equal; ReplayDiffs are
+	// the differences otherwise.
+	ReplayEqual bool          `json:"replay_equal"`
+	ReplayDiffs []replay.Diff `json:"replay_diffs,omitempty"`
+}
+
+// Call is one tool call of a run.
+type Call struct {
+	CapabilityID string                  `json:"capability_id"`
+	ToolCallID   string                  `json:"tool_call_id"`
+	Status       gateway.Status          `json:"status"`
+	ApprovalMode runcontext.ApprovalMode `json:"approval_mode"`
+	// Gate is the approval gate guarding the capability when it was
+	// active for the run, else "".
+	Gate string `json:"gate,omitempty"`
+	// Approved reports that the call used an approval.
+	Approved bool `json:"approved"`
+}
+
+// Write reports a write-class call (approval mode above read_only).
+func (c Call) Write() bool { return c.ApprovalMode != "" && c.ApprovalMode != runcontext.ReadOnly }
+
+// Succeeded reports a call that ran (ok or completed).
+func (c Call) Succeeded() bool { return c.Status.Succeeded() }
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Pack is the pack under test: golden requests naming its pack_id are
+	// re-pinned to its version.
+	Pack *pack.Pack
+	// Extra are further packs the registry holds (the baseline, so that
+	// packets pinning it resolve).
+	Extra []*pack.Pack
+	// Ontologies are the ontologies the host declares (NS@VERSION); nil
+	// declares each pack's own.
+	Ontologies []string
+	// Validation tunes the validation of the packs as they are stored
+	// (redaction rule names); its Gates are not run.
+	Validation *pack.ValidateOptions
+}
+
+// Runner runs golden cases against a pack, each on a fresh Runtime.
+type Runner struct {
+	ref        pack.Ref
+	reg        *pack.MemoryRegistry
+	keys       *runcontext.StaticKeys
+	adapters   []adapterSpec
+	gates      map[string]string // capability id → gate of its permission
+	modes      map[string]runcontext.ApprovalMode
+	ontologies []string
+}
+
+type adapterSpec struct {
+	id   string
+	caps []string
+}
+
+// NewRunner signs the packs with a throwaway key into an in-memory
+// registry and returns a Runner over them.
+func NewRunner(opts RunnerOptions) (*Runner, error) {
+	if opts.Pack == nil {
+		return nil, errors.New("eval: RunnerOptions.Pack is required")
+	}
+	ref, err := opts.Pack.Ref()
+	if err != nil {
+		return nil, err
+	}
+	var vo *pack.ValidateOptions
+	if opts.Validation != nil {
+		vo = &pack.ValidateOptions{RedactionRules: opts.Validation.RedactionRules}
+	}
+	seed := sha256.Sum256([]byte("contextos eval: golden runs"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	r := &Runner{ref: ref, reg: pack.NewMemoryRegistry(vo), keys: runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)}),
+		gates: map[string]string{}, modes: map[string]runcontext.ApprovalMode{}, ontologies: opts.Ontologies}
+	seen := map[string]bool{}
+	for i, p := range slices.Concat([]*pack.Pack{opts.Pack}, opts.Extra) {
+		if p == nil {
+			continue
+		}
+		pr, err := p.Ref()
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 && pr == ref {
+			continue // the pack under test wins
+		}
+		signed, err := pack.Sign(p, kid, key, vo)
+		if err != nil {
+			return nil, err
+		}
+		e, err := r.reg.Put(context.Background(), signed)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.reg.SetState(context.Background(), e.Ref, pack.StatePublished, "eval"); err != nil {
+			return nil, err
+		}
+		ont := p.IntelligenceRefs.Ontology
+		if opts.Ontologies == nil && ont.Namespace != "" && !slices.Contains(r.ontologies, ont.Namespace+"@"+ont.Version) {
+			r.ontologies = append(r.ontologies, ont.Namespace+"@"+ont.Version)
+		}
+		for _, a := range p.ToolingLayer.AdapterRegistry {
+			for _, c := range a.Capabilities {
+				if _, ok := r.modes[a.AdapterID+"."+c]; !ok || i == 0 {
+					r.modes[a.AdapterID+"."+c] = a.ApprovalMode
+				}
+			}
+			if seen[a.AdapterID] {
+				continue
+			}
+			seen[a.AdapterID] = true
+			r.adapters = append(r.adapters, adapterSpec{id: a.AdapterID, caps: slices.Clone(a.Capabilities)})
+		}
+		if i == 0 {
+			for _, q := range p.ToolingLayer.Permissions {
+				if q.RequiresApprovalGate != "" {
+					r.gates[q.CapabilityID()] = q.RequiresApprovalGate
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+// Ref is the pack under test.
+func (r *Runner) Ref() pack.Ref { return r.ref }
+
+// RunAll runs the cases in order.
+func (r *Runner) RunAll(ctx context.Context, cases []*Case) []*Run {
+	out := make([]*Run, 0, len(cases))
+	for _, c := range cases {
+		out = append(out, r.Run(ctx, c))
+	}
+	return out
+}
+
+// Run runs one case: a scripted case twice on fresh runtimes (the second
+// run checks the compile is stable), then its captured packet through
+// Runtime.Replay; a packet case through Runtime.Replay.
+func (r *Runner) Run(ctx context.Context, c *Case) *Run {
+	run := &Run{Case: c.Name, Intent: c.Intent, Expect: c.Expect, Secrets: slices.Clone(c.Secrets), Kind: KindScripted, Calls: []Call{}}
+	var err error
+	if c.Packet != "" {
+		run.Kind = KindPacket
+		err = r.runPacket(ctx, c, run)
+	} else {
+		err = r.runScripted(ctx, c, run)
+	}
+	if err != nil {
+		run.Err = err.Error()
+	}
+	return run
+}
+
+// live is one scripted execution of a case.
+type live struct {
+	rt      *contextos.Runtime
+	res     *contextos.Result
+	pauses  []string
+	records *decision.MemoryStore
+	clock   *simClock
+}
+
+// execute runs the case once on a fresh runtime, answering pauses.
+func (r *Runner) execute(ctx context.Context, c *Case) (*live, error) {
+	req, err := runcontext.DecodeInvokeRequest(c.Request)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := runcontext.DecodeRunContext(c.RunContext)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range req.ContextPackRefs {
+		if id, _, ok := strings.Cut(s, "@"); ok && id == r.ref.ID {
+			req.ContextPackRefs[i] = r.ref.String()
+		}
+	}
+	l := &live{clock: &simClock{t: c.start}, records: decision.NewMemoryStore()}
+	tools := &scriptedTools{clock: l.clock, results: c.Tools, next: map[string]int{}}
+	o := &contextos.Options{
+		Adapters:         r.registrations(tools),
+		Decisions:        l.records,
+		Ontologies:       slices.Clone(r.ontologies),
+		ReplaySampleRate: 0,
+		Now:              l.clock.Now,
+		Identity:         contextos.IdentityOptions{AllowUnclaimed: true},
+	}
+	if c.Evidence != nil {
+		o.Evidence = c.Evidence
+	}
+	if c.Memory != nil {
+		o.Memory = recalled{c.Memory}
+	}
+	planner := &scriptedPlanner{turns: c.Turns, clock: l.clock, latency: c.PlannerLatencyMS}
+	if l.rt, err = contextos.New(planner, r.reg, r.keys, o); err != nil {
+		return nil, err
+	}
+	if l.res, err = l.rt.Invoke(ctx, req, rc); err != nil {
+		return nil, err
+	}
+	approvals := slices.Clone(c.Approve)
+	for l.res.Pending != nil {
+		p := l.res.Pending
+		l.pauses = append(l.pauses, p.GateID)
+		i := slices.IndexFunc(approvals, func(a Approval) bool { return a.GateID == p.GateID })
+		if i < 0 {
+			break
+		}
+		a := approvals[i]
+		approvals = slices.Delete(approvals, i, i+1)
+		ap := gateway.Approval{ApprovalID: "apr_" + p.ToolCallID, GateID: p.GateID, ActionDigest: p.ActionDigest,
+			Approver: a.Approver, ApproverRole: a.Role, DecidedAt: l.clock.Now()}
+		if l.res, err = l.rt.Resume(ctx, l.res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}}); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (r *Runner) registrations(tools *scriptedTools) []gateway.Registration {
+	regs := make([]gateway.Registration, 0, len(r.adapters))
+	for _, a := range r.adapters {
+		caps := map[string]gateway.Capability{}
+		for _, c := range a.caps {
+			caps[c] = gateway.Capability{}
+		}
+		regs = append(regs, gateway.Registration{AdapterID: a.id, Adapter: tools.adapter(a.id, a.caps), Capabilities: caps})
+	}
+	return regs
+}
+
+func (r *Runner) runScripted(ctx context.Context, c *Case, run *Run) error {
+	first, err := r.execute(ctx, c)
+	if err != nil {
+		return err
+	}
+	res := first.res
+	run.Status, run.Record, run.Compiled, run.Pauses = res.Status, res.Record, res.Compiled, first.pauses
+	if res.Record != nil {
+		run.Outcome, run.CostCents = res.Record.Outcome, res.Record.BudgetUsage.CostUSDCents
+	}
+	if res.Compiled != nil {
+		run.Ledger = &res.Compiled.ContextLedger
+	}
+	run.DurationMS = first.clock.elapsed(c.start)
+	if run.Records, err = first.records.List(ctx, decision.Filter{RunID: res.RunID}); err != nil {
+		return err
+	}
+	second, err := r.execute(ctx, c)
+	if err != nil {
+		return fmt.Errorf("second run: %w", err)
+	}
+	run.Stable = sameCompile(res.Compiled, second.res.Compiled)
+	p, err := first.rt.Capture(ctx, res.RunID, replay.SourceGoldenCase)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	run.Packet = p
+	run.Calls = r.calls(p.Transcript, run.Ledger)
+	return r.replay(ctx, first.rt, p, run)
+}
+
+// sameCompile compares the hash, tool manifest and budget report of two
+// compiles.
+func sameCompile(a, b *compiler.CompiledContext) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Hash() != b.Hash() {
+		return false
+	}
+	for _, pair := range [][2]any{{a.Manifests.ToolManifest, b.Manifests.ToolManifest}, {a.BudgetReport, b.BudgetReport}} {
+		if !canonEqual(pair[0], pair[1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func canonEqual(a, b any) bool {
+	x, err1 := canon.JSON(a)
+	y, err2 := canon.JSON(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+func (r *Runner) replay(ctx context.Context, rt *contextos.Runtime, p *replay.Packet, run *Run) error {
+	rep, err := rt.Replay(ctx, p)
+	if rep != nil {
+		run.ReplayEqual = rep.Status == replay.ReplayEqual
+		run.ReplayDiffs = rep.Diffs
+	}
+	if err != nil && rep == nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) runPacket(ctx context.Context, c *Case, run *Run) error {
+	path := filepath.Join(filepath.Dir(c.File), filepath.FromSlash(c.Packet))
+	data, err := readBounded(path, 64<<20)
+	if err != nil {
+		return fmt.Errorf("packet %s %w", c.Packet, err)
+	}
+	var p replay.Packet
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf("packet %s: %w", c.Packet, err)
+	}
+	run.Packet = &p
+	var rec decision.Record
+	if err := json.Unmarshal(p.Record, &rec); err != nil {
+		return fmt.Errorf("packet %s: decision record: %w", c.Packet, err)
+	}
+	run.Record, run.Records = &rec, []*decision.Record{&rec}
+	run.Status, run.Outcome, run.CostCents = rec.Status, rec.Outcome, rec.BudgetUsage.CostUSDCents
+	run.Ledger = p.Ledger
+	run.Stable = true
+	if run.Intent == "" {
+		if req, err := runcontext.DecodeInvokeRequest(p.Invoke); err == nil {
+			run.Intent = req.Input.Intent
+		}
+	}
+	if len(p.Clock) > 0 {
+		run.DurationMS = p.Clock[len(p.Clock)-1].Sub(p.Clock[0]).Milliseconds()
+	}
+	for _, e := range p.Transcript {
+		if e.Kind == "result" && e.Result != nil && e.Result.Approval != nil {
+			run.Pauses = append(run.Pauses, e.Result.Approval.GateID)
+		}
+	}
+	run.Calls = r.calls(p.Transcript, p.Ledger)
+	clock := &simClock{t: defaultStart}
+	tools := &scriptedTools{clock: clock, next: map[string]int{}}
+	rt, err := contextos.New(&scriptedPlanner{clock: clock}, r.reg, r.keys, &contextos.Options{
+		Adapters: r.registrations(tools), Ontologies: slices.Clone(r.ontologies), Now: clock.Now,
+		Identity: contextos.IdentityOptions{AllowUnclaimed: true}})
+	if err != nil {
+		return err
+	}
+	return r.replay(ctx, rt, &p, run)
+}
+
+// calls lists the transcript's calls with their approval mode, the gate
+// guarding them when active, and whether they used an approval.
+func (r *Runner) calls(entries []gateway.TranscriptEntry, ledger *compiler.ContextLedger) []Call {
+	active := map[string]bool{}
+	if ledger != nil {
+		for _, g := range ledger.ApprovalGates {
+			active[g.GateID] = g.Active
+		}
+	}
+	calls := []Call{}
+	byID := map[string]int{}
+	for _, e := range entries {
+		switch {
+		case e.Kind == "call" && e.Call != nil:
+			c := Call{CapabilityID: e.Call.CapabilityID, ToolCallID: e.Call.ToolCallID, ApprovalMode: e.Call.ApprovalModeEffective}
+			if c.ApprovalMode == "" {
+				c.ApprovalMode = r.modes[c.CapabilityID]
+			}
+			if g := r.gates[c.CapabilityID]; g != "" && active[g] {
+				c.Gate = g
+			}
+			byID[c.ToolCallID] = len(calls)
+			calls = append(calls, c)
+		case e.Kind == "result" && e.Result != nil:
+			i, ok := byID[e.Result.ToolCallID]
+			if !ok {
+				continue
+			}
+			// A paused call's later result replaces its paused one.
+			calls[i].Status = e.Result.Status
+			calls[i].Approved = calls[i].Approved || e.Result.Metadata.ApprovalID != ""
+		}
+	}
+	return calls
+}
+
+// simClock is a run's simulated clock: it moves only when a planner turn
+// or a tool call advances it by its scripted latency.
+type simClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *simClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *simClock) advance(ms int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Duration(ms) * time.Millisecond)
+}
+
+func (c *simClock) elapsed(start time.Time) int64 { return c.Now().Sub(start).Milliseconds() }
+
+// scriptedPlanner answers turn i with the i-th scripted plan; asked for a
+// turn it has no script for, it fails (the runtime escalates).
+type scriptedPlanner struct {
+	turns   []contextos.Plan
+	clock   *simClock
+	latency int64
+}
+
+func (p *scriptedPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.Turn >= len(p.turns) {
+		return nil, fmt.Errorf("eval: the case has %d planner turns; turn %d was asked for", len(p.turns), req.Turn+1)
+	}
+	p.clock.advance(p.latency)
+	b, err := json.Marshal(p.turns[req.Turn])
+	if err != nil {
+		return nil, err
+	}
+	var out contextos.Plan
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// scriptedTools serves a case's scripted results through one
+// gatewaytest.ScriptedAdapter per adapter, advancing the clock by each
+// result's latency.
+type scriptedTools struct {
+	clock   *simClock
+	results map[string][]ToolResult
+	mu      sync.Mutex
+	next    map[string]int
+}
+
+func (s *scriptedTools) adapter(adapterID string, caps []string) gateway.Adapter {
+	sa := gatewaytest.NewScriptedAdapter()
+	for _, c := range caps {
+		rs := s.results[adapterID+"."+c]
+		if len(rs) == 0 {
+			continue
+		}
+		sc := sa.On(c)
+		for _, r := range rs {
+			if r.Error != nil || !scriptedSuccess(r.Status) {
+				sc.FailWith(scriptedError(r))
+				continue
+			}
+			sc.Return(&gateway.Outcome{Output: r.Output, Mutations: r.Mutations, CostCents: r.CostCents})
+		}
+	}
+	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+		id := adapterID + "." + call.Capability
+		s.mu.Lock()
+		i := s.next[id]
+		s.next[id]++
+		s.mu.Unlock()
+		if rs := s.results[id]; len(rs) > 0 {
+			s.clock.advance(rs[min(i, len(rs)-1)].LatencyMS)
+		}
+		return sa.Call(ctx, call)
+	})
+}
+
+func scriptedSuccess(status string) bool { return status == "" || status == "ok" || status == "completed" }
+
+func scriptedError(r ToolResult) error {
+	if r.Error != nil {
+		e := *r.Error
+		return &e
+	}
+	code := gateway.CodeExecutionFailed
+	if r.Status != "failed" {
+		code = gateway.CodePermissionDenied
+	}
+	return gateway.NewToolError(code, false, "scripted "+r.Status, nil)
+}
+
+// recalled is a case's memory as the run's memory store: it recalls the
+// items (the compiler keeps the promoted ones) and drops proposals.
+type recalled struct{ compiler.StaticMemory }
+
+func (recalled) Propose(ctx context.Context, _ []contextos.MemoryProposal) error { return ctx.Err() }
