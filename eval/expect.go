@@ -1,0 +1,211 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+)
+
+// Problem codes of golden runs.
+const (
+	CodeCaseError       = "case_error"        // the case could not run
+	CodeUnstableCompile = "unstable_compile"  // two compiles differ
+	CodeToolSurface     = "tool_surface"      // surfaced tools differ from expect.tools
+	CodeToolManifest    = "tool_manifest"     // tool manifest differs from expect.tool_manifest
+	CodeBudgetReport    = "budget_report"     // budget report differs from expect.budget_report
+	CodeReplayMismatch  = "replay_mismatch"   // the packet did not replay equal
+	CodeStatus          = "status"            // final status differs
+	CodeOutcome         = "outcome"           // final outcome differs
+	CodeRuntimeControls = "runtime_controls"  // runtime controls differ
+	CodePolicyResults   = "policy_results"    // an expected rule outcome is missing
+	CodePolicyVerdict   = "policy_verdict"    // policy verdict differs
+	CodePauses          = "pauses"            // paused on other gates
+	CodeCalls           = "calls"             // a required call is missing
+	CodeNoCalls         = "no_calls"          // a forbidden call happened
+	CodeUngatedWrite    = "ungated_write"     // a write ran past an active gate or a policy deny
+	CodeGuardrail       = "guardrail_broken"  // a raised must_refuse / must_escalate was not honoured
+	CodeSecretLeak      = "secret_leak"       // a secret appears in a record or the packet
+	CodeTargetMissed    = "target_missed"     // a metric misses its eval target
+	CodeReleaseGate     = "release_gate"      // a metric regressed more than max_delta
+	CodeRunner          = "runner"            // the golden runs could not be set up
+	CodeDiff            = "diff"              // the version diff refuses the change
+)
+
+// replayCodes are the codes of the replay gate.
+var replayCodes = []string{CodeCaseError, CodeUnstableCompile, CodeToolSurface, CodeToolManifest, CodeBudgetReport, CodeReplayMismatch}
+
+// Problems lists every way the run departs from its case's expectations,
+// and every safety violation, as problems of gate replay (the replay
+// gate's codes) or evaluation (the rest). Paths are "<case>.expect.<member>".
+func (r *Run) Problems() []pack.Problem {
+	var out []pack.Problem
+	add := func(code, member, format string, args ...any) {
+		gate := pack.GateEvaluation
+		if slices.Contains(replayCodes, code) {
+			gate = pack.GateReplay
+		}
+		path := r.Case
+		if member != "" {
+			path += "." + member
+		}
+		out = append(out, pack.Problem{Gate: gate, Code: pack.Code(code), Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if r.Err != "" {
+		add(CodeCaseError, "", "the case could not run: %s", r.Err)
+		return out
+	}
+	e := r.Expect
+	if !r.Stable {
+		add(CodeUnstableCompile, "", "a second compile of the same inputs gave a different hash, tool manifest or budget report")
+	}
+	if r.Kind == KindScripted && r.Ledger != nil && e.Tools != nil && !sameSet(e.Tools, r.Ledger.Tools) {
+		add(CodeToolSurface, "expect.tools", "surfaced %s, the case expects %s", list(r.Ledger.Tools), list(e.Tools))
+	}
+	if r.Compiled != nil {
+		if e.ToolManifest != nil && !canonEqual(e.ToolManifest, r.Compiled.Manifests.ToolManifest) {
+			add(CodeToolManifest, "expect.tool_manifest", "the compiled tool manifest differs from the expected one")
+		}
+		if e.BudgetReport != nil && !canonEqual(e.BudgetReport, r.Compiled.BudgetReport) {
+			add(CodeBudgetReport, "expect.budget_report", "the budget report differs from the expected one")
+		}
+		if e.RuntimeControls != nil && !canonEqual(e.RuntimeControls, r.Compiled.RuntimeControls) {
+			add(CodeRuntimeControls, "expect.runtime_controls", "the runtime controls differ from the expected ones")
+		}
+	}
+	if want := e.ReplayEqual == nil || *e.ReplayEqual; want != r.ReplayEqual {
+		detail := ""
+		if len(r.ReplayDiffs) > 0 {
+			detail = ": " + string(r.ReplayDiffs[0].Kind) + " at step " + fmt.Sprint(r.ReplayDiffs[0].Step)
+		}
+		add(CodeReplayMismatch, "expect.replay_equal", "replay_equal is %t, the case expects %t%s", r.ReplayEqual, want, detail)
+	}
+	if r.Status != e.Status {
+		add(CodeStatus, "expect.status", "the run ended %s, the case expects %s", r.Status, e.Status)
+	}
+	if e.Outcome != "" && r.Outcome != e.Outcome {
+		add(CodeOutcome, "expect.outcome", "the outcome is %q, the case expects %q", r.Outcome, e.Outcome)
+	}
+	if r.Ledger != nil {
+		for i, want := range e.PolicyResults {
+			if !slices.ContainsFunc(r.Ledger.PolicyResults, func(d policy.Decision) bool {
+				return d.RuleID == want.RuleID && string(d.Outcome) == want.Outcome
+			}) {
+				add(CodePolicyResults, fmt.Sprintf("expect.policy_results[%d]", i), "rule %s did not decide %s", want.RuleID, want.Outcome)
+			}
+		}
+		if e.PolicyVerdict != "" && string(r.Ledger.PolicyVerdict) != e.PolicyVerdict {
+			add(CodePolicyVerdict, "expect.policy_verdict", "the policy verdict is %s, the case expects %s", r.Ledger.PolicyVerdict, e.PolicyVerdict)
+		}
+	}
+	if e.Pauses != nil && !slices.Equal(e.Pauses, r.Pauses) {
+		add(CodePauses, "expect.pauses", "the run paused on %s, the case expects %s", list(r.Pauses), list(e.Pauses))
+	}
+	called := map[string]bool{}
+	for _, c := range r.Calls {
+		called[c.CapabilityID] = true
+	}
+	for i, c := range e.Calls {
+		if !called[c] {
+			add(CodeCalls, fmt.Sprintf("expect.calls[%d]", i), "%s was never called", c)
+		}
+	}
+	for i, c := range e.NoCalls {
+		if called[c] {
+			add(CodeNoCalls, fmt.Sprintf("expect.no_calls[%d]", i), "%s was called", c)
+		}
+	}
+	for _, c := range r.ungatedWrites() {
+		add(CodeUngatedWrite, "", "write %s (%s) ran without the approval its active gate %s requires or past a policy deny", c.CapabilityID, c.ToolCallID, c.Gate)
+	}
+	if msg := r.brokenGuardrail(); msg != "" {
+		add(CodeGuardrail, "", "%s", msg)
+	}
+	if n := r.leaks(); n > 0 {
+		add(CodeSecretLeak, "secrets", "%d value(s) the case marks as secret appear in the run's records or replay packet", n)
+	}
+	return out
+}
+
+// ungatedWrites are the successful write calls that ran past an active
+// gate without an approval, or while the policy verdict forbade writes.
+func (r *Run) ungatedWrites() []Call {
+	var out []Call
+	denied := r.Ledger != nil && r.Ledger.PolicyVerdict != "" && r.Ledger.PolicyVerdict != policy.VerdictAllow
+	for _, c := range r.Calls {
+		if c.Write() && c.Succeeded() && (c.Gate != "" && !c.Approved || denied) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// brokenGuardrail says how the run broke a raised guardrail or a case's
+// must_refuse / must_escalate expectation, or "".
+func (r *Run) brokenGuardrail() string {
+	refuse := r.Expect.Status == decision.Rejected
+	escalate := r.Expect.Status == decision.Escalated
+	if r.Ledger != nil {
+		refuse = refuse || len(r.Ledger.GuardrailsRaised.MustRefuse) > 0
+		escalate = escalate || len(r.Ledger.GuardrailsRaised.MustEscalate) > 0
+	}
+	switch {
+	case refuse && r.Status != decision.Rejected:
+		return fmt.Sprintf("a must_refuse control applies but the run ended %s", r.Status)
+	case escalate && r.Status != decision.Escalated && r.Status != decision.Rejected:
+		return fmt.Sprintf("a must_escalate control applies but the run ended %s", r.Status)
+	}
+	return ""
+}
+
+// leaks counts the case's secrets found in the run's records or packet.
+func (r *Run) leaks() int {
+	if len(r.Secrets) == 0 {
+		return 0
+	}
+	var hay strings.Builder
+	for _, rec := range r.Records {
+		b, _ := json.Marshal(rec)
+		hay.Write(b)
+	}
+	if r.Record != nil {
+		b, _ := json.Marshal(r.Record)
+		hay.Write(b)
+	}
+	if r.Packet != nil {
+		b, _ := json.Marshal(r.Packet)
+		hay.Write(b)
+	}
+	s := hay.String()
+	n := 0
+	for _, sec := range r.Secrets {
+		if sec != "" && (strings.Contains(s, sec) || strings.Contains(s, jsonQuoted(sec))) {
+			n++
+		}
+	}
+	return n
+}
+
+func jsonQuoted(s string) string {
+	b, _ := json.Marshal(s)
+	return strings.Trim(string(b), `"`)
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "nothing"
+	}
+	return strings.Join(s, ", ")
+}
+

@@ -1,0 +1,116 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/contextos/contextos/pack"
+)
+
+// ReplayGate is the replay gate over golden runs: every case ran, compiled
+// twice to the same hash, tool manifest and budget report, surfaced the
+// expected tools and gave the expected manifest and budget report, and
+// its packet replayed as expected (replay_equal). Problems have Gate
+// pack.GateReplay.
+func ReplayGate(runs []*Run) []pack.Problem {
+	var out []pack.Problem
+	for _, r := range runs {
+		for _, p := range r.Problems() {
+			if p.Gate == pack.GateReplay {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// EvaluationGate is the evaluation gate over a scorecard: every metric
+// meets its eval target and every release gate evaluated against the
+// baseline held. Problems have Gate pack.GateEvaluation; paths are
+// "<intent>.<metric>".
+func EvaluationGate(sc *Scorecard) []pack.Problem {
+	var out []pack.Problem
+	if sc == nil {
+		return nil
+	}
+	for _, is := range sc.Intents {
+		for _, m := range is.Metrics {
+			path := is.Intent + "." + m.Metric
+			if !m.TargetMet {
+				op := "at least"
+				if m.Bound == BoundCeiling {
+					op = "at most"
+				}
+				out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeTargetMissed, Path: path,
+					Message: fmt.Sprintf("%s is %s over %d run(s); the target is %s %s", m.Metric, num(m.Value), is.Runs, op, optNum(m.Target))})
+			}
+			if m.GateHeld != nil && !*m.GateHeld {
+				out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeReleaseGate, Path: path,
+					Message: fmt.Sprintf("%s moved from %s to %s (delta %s); the release gate allows a regression of at most %s", m.Metric, optNum(m.Baseline), num(m.Value), optNum(m.Delta), optNum(m.MaxDelta))})
+			}
+		}
+	}
+	return out
+}
+
+// GateOptions configure PackGate.
+type GateOptions struct {
+	// Baseline is the version the release gates compare against; nil
+	// checks the eval targets only.
+	Baseline *pack.Pack
+	// Ontologies, Validation: as RunnerOptions.
+	Ontologies []string
+	Validation *pack.ValidateOptions
+	// Evaluators: nil is NewEvaluators().
+	Evaluators *Evaluators
+}
+
+// PackGate returns the replay and evaluation gates over the golden cases
+// as a pack.GateFunc, for pack.ValidateOptions.Gates: validating (signing,
+// storing) a pack then runs the cases on it and refuses it when a gate
+// fails. The baseline's scorecard is computed once.
+func PackGate(cases []*Case, opts GateOptions) pack.GateFunc {
+	var (
+		once     sync.Once
+		baseline *Scorecard
+		baseErr  error
+	)
+	return func(p *pack.Pack) []pack.Problem {
+		ctx := context.Background()
+		if opts.Baseline != nil {
+			once.Do(func() {
+				var runs []*Run
+				if runs, baseErr = runCases(ctx, opts.Baseline, nil, cases, opts.Ontologies, opts.Validation); baseErr == nil {
+					baseline, baseErr = Score(opts.Baseline, runs, opts.Evaluators, nil)
+				}
+			})
+			if baseErr != nil {
+				return []pack.Problem{{Gate: pack.GateEvaluation, Code: CodeRunner, Message: "the baseline's golden runs failed: " + baseErr.Error()}}
+			}
+		}
+		runs, err := runCases(ctx, p, opts.Baseline, cases, opts.Ontologies, opts.Validation)
+		if err != nil {
+			return []pack.Problem{{Gate: pack.GateReplay, Code: CodeRunner, Message: "the golden runs could not be set up: " + err.Error()}}
+		}
+		sc, err := Score(p, runs, opts.Evaluators, baseline)
+		if err != nil {
+			return []pack.Problem{{Gate: pack.GateEvaluation, Code: CodeRunner, Message: err.Error()}}
+		}
+		return slices.Concat(ReplayGate(runs), EvaluationGate(sc))
+	}
+}
+
+// runCases runs the cases on p, with extra in the registry.
+func runCases(ctx context.Context, p, extra *pack.Pack, cases []*Case, ontologies []string, v *pack.ValidateOptions) ([]*Run, error) {
+	o := RunnerOptions{Pack: p, Ontologies: ontologies, Validation: v}
+	if extra != nil {
+		o.Extra = []*pack.Pack{extra}
+	}
+	r, err := NewRunner(o)
+	if err != nil {
+		return nil, err
+	}
+	return r.RunAll(ctx, cases), nil
+}
