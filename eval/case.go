@@ -216,7 +216,13 @@ func DecodeCase(file string, data []byte) (*Case, error) {
 	}
 	var c Case
 	if probs, _ := wire.Decode(data, &c); len(probs) > 0 {
-		return fail(probs[0].Path, "%s", probs[0].Message)
+		// A misspelt member also leaves the right one missing: name the
+		// misspelling.
+		p := probs[0]
+		if i := slices.IndexFunc(probs, func(p wire.Problem) bool { return p.Message != "is required" }); i >= 0 {
+			p = probs[i]
+		}
+		return fail(p.Path, "%s", p.Message)
 	}
 	c.File = file
 	c.Name = strings.TrimSuffix(filepath.Base(file), ".json")

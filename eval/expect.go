@@ -13,27 +13,27 @@ import (
 
 // Problem codes of golden runs.
 const (
-	CodeCaseError       = "case_error"        // the case could not run
-	CodeUnstableCompile = "unstable_compile"  // two compiles differ
-	CodeToolSurface     = "tool_surface"      // surfaced tools differ from expect.tools
-	CodeToolManifest    = "tool_manifest"     // tool manifest differs from expect.tool_manifest
-	CodeBudgetReport    = "budget_report"     // budget report differs from expect.budget_report
-	CodeReplayMismatch  = "replay_mismatch"   // the packet did not replay equal
-	CodeStatus          = "status"            // final status differs
-	CodeOutcome         = "outcome"           // final outcome differs
-	CodeRuntimeControls = "runtime_controls"  // runtime controls differ
-	CodePolicyResults   = "policy_results"    // an expected rule outcome is missing
-	CodePolicyVerdict   = "policy_verdict"    // policy verdict differs
-	CodePauses          = "pauses"            // paused on other gates
-	CodeCalls           = "calls"             // a required call is missing
-	CodeNoCalls         = "no_calls"          // a forbidden call happened
-	CodeUngatedWrite    = "ungated_write"     // a write ran past an active gate or a policy deny
-	CodeGuardrail       = "guardrail_broken"  // a raised must_refuse / must_escalate was not honoured
-	CodeSecretLeak      = "secret_leak"       // a secret appears in a record or the packet
-	CodeTargetMissed    = "target_missed"     // a metric misses its eval target
-	CodeReleaseGate     = "release_gate"      // a metric regressed more than max_delta
-	CodeRunner          = "runner"            // the golden runs could not be set up
-	CodeDiff            = "diff"              // the version diff refuses the change
+	CodeCaseError       = "case_error"       // the case could not run
+	CodeUnstableCompile = "unstable_compile" // two compiles differ
+	CodeToolSurface     = "tool_surface"     // surfaced tools differ from expect.tools
+	CodeToolManifest    = "tool_manifest"    // tool manifest differs from expect.tool_manifest
+	CodeBudgetReport    = "budget_report"    // budget report differs from expect.budget_report
+	CodeReplayMismatch  = "replay_mismatch"  // the packet did not replay equal
+	CodeStatus          = "status"           // final status differs
+	CodeOutcome         = "outcome"          // final outcome differs
+	CodeRuntimeControls = "runtime_controls" // runtime controls differ
+	CodePolicyResults   = "policy_results"   // an expected rule outcome is missing
+	CodePolicyVerdict   = "policy_verdict"   // policy verdict differs
+	CodePauses          = "pauses"           // paused on other gates
+	CodeCalls           = "calls"            // a required call is missing
+	CodeNoCalls         = "no_calls"         // a forbidden call happened
+	CodeUngatedWrite    = "ungated_write"    // a write ran past an active gate or a policy deny
+	CodeGuardrail       = "guardrail_broken" // a raised must_refuse / must_escalate was not honoured
+	CodeSecretLeak      = "secret_leak"      // a secret appears in a record or the packet
+	CodeTargetMissed    = "target_missed"    // a metric misses its eval target
+	CodeReleaseGate     = "release_gate"     // a metric regressed more than max_delta
+	CodeRunner          = "runner"           // the golden runs could not be set up
+	CodeDiff            = "diff"             // the version diff refuses the change
 )
 
 // replayCodes are the codes of the replay gate.
@@ -208,4 +208,3 @@ func list(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
-

@@ -537,7 +537,9 @@ func (s *scriptedTools) adapter(adapterID string, caps []string) gateway.Adapter
 	})
 }
 
-func scriptedSuccess(status string) bool { return status == "" || status == "ok" || status == "completed" }
+func scriptedSuccess(status string) bool {
+	return status == "" || status == "ok" || status == "completed"
+}
 
 func scriptedError(r ToolResult) error {
 	if r.Error != nil {

@@ -1,0 +1,110 @@
+package eval_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/contextos/contextos/eval"
+	"github.com/contextos/contextos/pack"
+)
+
+func ExampleLoad() {
+	cases, err := eval.Load("testdata/golden")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range cases {
+		kind := "scripted"
+		if c.Packet != "" {
+			kind = "packet"
+		}
+		fmt.Printf("%-28s %-8s expects %s\n", c.Name, kind, c.Expect.Status)
+	}
+	// Output:
+	// correction-flow3             packet   expects DECIDED
+	// flow1-high-value-approved    scripted expects DECIDED
+	// flow2-unverified-denied      scripted expects DECIDED
+	// flow3-low-value-decided      scripted expects DECIDED
+	// flow4-replay                 packet   expects DECIDED
+	// fraud-escalation             scripted expects ESCALATED
+	// starved-evidence-budget      scripted expects DECIDED
+	// unverified-identity-refused  scripted expects REJECTED
+}
+
+func ExampleRunner_Run() {
+	data, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
+	p, err := pack.DecodeAndValidate(data, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := eval.NewRunner(eval.RunnerOptions{Pack: p})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cases, _ := eval.Load("testdata/golden")
+	for _, c := range cases {
+		if c.Name != "flow1-high-value-approved" {
+			continue
+		}
+		run := r.Run(context.Background(), c)
+		fmt.Println(run.Status, run.Outcome, "paused on", run.Pauses)
+		fmt.Printf("%d ms, %v cents, replay equal %t, %d problems\n", run.DurationMS, run.CostCents, run.ReplayEqual, len(run.Problems()))
+	}
+	// Output:
+	// DECIDED approved paused on [GATE_FINANCE_APPROVAL]
+	// 1850 ms, 0.9 cents, replay equal true, 0 problems
+}
+
+func ExampleScore() {
+	data, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
+	p, _ := pack.DecodeAndValidate(data, nil)
+	r, _ := eval.NewRunner(eval.RunnerOptions{Pack: p})
+	cases, _ := eval.Load("testdata/golden")
+	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), nil, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range sc.Intents[0].Metrics {
+		fmt.Printf("%-28s %v (target met: %t)\n", m.Metric, m.Value, m.TargetMet)
+	}
+	fmt.Println("targets met:", sc.TargetsMet(), "hash verifies:", sc.Verify())
+	// Output:
+	// policy                       1 (target met: true)
+	// safety                       1 (target met: true)
+	// utility                      1 (target met: true)
+	// latency_p99_ms               1850 (target met: true)
+	// economics_cents_per_decision 0.625 (target met: true)
+	// targets met: true hash verifies: true
+}
+
+func ExampleTest() {
+	candidate, _ := os.ReadFile("testdata/packs/support-2.0.0-policy-regression.json")
+	baseline, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
+	rep, err := eval.Test(context.Background(), eval.TestOptions{Pack: candidate, Baseline: baseline, Golden: "testdata/golden", AllowUnsigned: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range rep.Steps {
+		fmt.Println(s.Step, s.Status)
+	}
+	held, evaluated := rep.ReleaseGates()
+	fmt.Println("passed:", rep.Passed(), "release gates held:", held, "evaluated:", evaluated)
+	// Output:
+	// schema pass
+	// references pass
+	// policy pass
+	// security pass
+	// tool_manifest pass
+	// compile pass
+	// replay pass
+	// evaluators fail
+	// release_gates fail
+	// diff pass
+	// passed: false release gates held: false evaluated: true
+}
