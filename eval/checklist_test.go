@@ -2,12 +2,15 @@ package eval
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"maps"
 	"slices"
 	"testing"
 
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/pack/packtest"
+	"github.com/contextos/contextos/runcontext"
 )
 
 var allCases = []string{"correction-flow3", "flow1-high-value-approved", "flow2-unverified-denied", "flow3-low-value-decided",
@@ -200,6 +203,24 @@ func TestTestInputs(t *testing.T) {
 	}
 	if _, err := Test(ctx, TestOptions{Pack: base, Baseline: base}); err == nil {
 		t.Error("Test with an unsigned baseline without AllowUnsigned: no error")
+	}
+	// A signed pack verifies with the key; with another key it fails the
+	// schema step and nothing else runs.
+	signer, other := packtest.NewSigner(1), packtest.NewSigner(2)
+	signed := signer.Sign(t, loadTestPack(t, baselineFile))
+	for _, tc := range []struct {
+		name string
+		key  packtest.Signer
+		pass bool
+	}{{"right key", signer, true}, {"wrong key", other, false}} {
+		keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{tc.key.Kid: tc.key.Public()})
+		rep, err := Test(ctx, TestOptions{Pack: signed, Keys: keys, Golden: goldenDir})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if rep.Passed() != tc.pass || (rep.Step(StepCompile).Status == StepPass) != tc.pass {
+			t.Errorf("%s: passed %t compile %s, want passed %t", tc.name, rep.Passed(), rep.Step(StepCompile).Status, tc.pass)
+		}
 	}
 	for name, doc := range map[string][]byte{"unsigned": base, "malformed": []byte("{"), "invalid": []byte(`{"pack_meta":{}}`)} {
 		rep, err := Test(ctx, TestOptions{Pack: doc, AllowUnsigned: name != "unsigned", Golden: goldenDir})
