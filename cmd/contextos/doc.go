@@ -15,6 +15,8 @@
 //	contextos pack sign --key KEYFILE [--redactors FILE] PACK
 //	contextos pack verify --pub PUBFILE [--pub PUBFILE…] [--redactors FILE] SIGNED
 //	contextos pack diff [--json] [--redactors FILE] OLD NEW
+//	contextos pack test [--baseline PACK] [--golden DIR] [--pub PUBFILE… | --allow-unsigned]
+//	    [--ontology NS@VERSION…] [--trigger TRIGGER…] [--redactors FILE] [--json] PACK
 //	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
 //	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
 //	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
@@ -66,6 +68,17 @@
 // minor, major or reject) with one "class: path: reason" line per change,
 // and whether the version bump is big enough; --json prints the same as
 // JSON. Signed pack files are diffed by their pack.
+//
+// pack test runs seed 003's CI checklist on PACK, in order: schema,
+// references, policy, security, the compiled tool surfaces against each
+// golden case's expected minimal surface, the golden compiles (stable
+// manifests and budget reports), the replay of incident and correction
+// packets, the evaluators against the pack's eval_targets, the release
+// gates against --baseline, and the diff by layer. It prints each step,
+// each golden case and the scorecard (--json: the report as JSON) and
+// exits 1 when a gate fails. --trigger runs only the checks the named
+// refresh trigger requires (package eval documents the golden case
+// format).
 //
 // compile resolves the packs (the first is primary) with the request and
 // run context into the CompiledContext and prints it as JSON. Signed packs

@@ -22,6 +22,7 @@ func packCommands() []command {
 		{"sign", "print the signed pack file of a pack", cmdPackSign},
 		{"verify", "verify a signed pack file", cmdPackVerify},
 		{"diff", "classify the change between two pack versions", cmdPackDiff},
+		{"test", "run the CI checklist: gates, golden cases, evaluators, release gates, diff", cmdPackTest},
 	}
 }
 
