@@ -13,8 +13,8 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-var allCases = []string{"correction-flow3", "flow1-high-value-approved", "flow2-unverified-denied", "flow3-low-value-decided",
-	"flow4-replay", "fraud-escalation", "starved-evidence-budget", "unverified-identity-refused"}
+var allCases = []string{"correction-flow3", "flow1-high-value-approved", "flow1-pending-approval", "flow2-unverified-denied", "flow3-low-value-decided",
+	"flow4-replay", "fraud-escalation", "incident-refund-failed", "refund-tool-fails", "starved-evidence-budget", "unverified-identity-refused"}
 
 // TestSupportPack runs the CI checklist on the support pack and its
 // candidate variants against the golden directory and checks every
@@ -39,14 +39,14 @@ func TestSupportPack(t *testing.T) {
 			name: "policy change regresses the policy score", pack: "testdata/packs/support-2.0.0-policy-regression.json", baseline: true,
 			steps: map[Step]StepStatus{StepSchema: pass, StepReferences: pass, StepPolicy: pass, StepSecurity: pass, StepToolManifest: pass,
 				StepCompile: pass, StepReplay: pass, StepEvaluators: fail, StepReleaseGates: fail, StepDiff: pass},
-			failCases: []string{"flow1-high-value-approved"},
+			failCases: []string{"flow1-high-value-approved", "flow1-pending-approval"},
 			codes:     map[Step][]string{StepEvaluators: {CodeTargetMissed}, StepReleaseGates: {CodeReleaseGate}},
 		},
 		{
 			name: "new capability changes the tool manifest", pack: "testdata/packs/support-1.1.0-new-tool.json", baseline: true,
 			steps: map[Step]StepStatus{StepSchema: pass, StepReferences: pass, StepPolicy: pass, StepSecurity: pass, StepToolManifest: fail,
 				StepCompile: fail, StepReplay: pass, StepEvaluators: pass, StepReleaseGates: pass, StepDiff: pass},
-			failCases: []string{"flow1-high-value-approved", "flow2-unverified-denied", "flow3-low-value-decided", "starved-evidence-budget"},
+			failCases: []string{"flow1-high-value-approved", "flow1-pending-approval", "flow2-unverified-denied", "flow3-low-value-decided", "refund-tool-fails", "starved-evidence-budget"},
 			codes:     map[Step][]string{StepToolManifest: {CodeToolSurface}, StepCompile: {CodeBudgetReport}},
 			gatesHeld: true,
 		},

@@ -25,10 +25,13 @@ func ExampleLoad() {
 	// Output:
 	// correction-flow3             packet   expects DECIDED
 	// flow1-high-value-approved    scripted expects DECIDED
+	// flow1-pending-approval       scripted expects DEFERRED
 	// flow2-unverified-denied      scripted expects DECIDED
 	// flow3-low-value-decided      scripted expects DECIDED
 	// flow4-replay                 packet   expects DECIDED
 	// fraud-escalation             scripted expects ESCALATED
+	// incident-refund-failed       packet   expects ESCALATED
+	// refund-tool-fails            scripted expects ESCALATED
 	// starved-evidence-budget      scripted expects DECIDED
 	// unverified-identity-refused  scripted expects REJECTED
 }
@@ -78,7 +81,7 @@ func ExampleScore() {
 	// safety                       1 (target met: true)
 	// utility                      1 (target met: true)
 	// latency_p99_ms               1850 (target met: true)
-	// economics_cents_per_decision 0.625 (target met: true)
+	// economics_cents_per_decision 0.645455 (target met: true)
 	// targets met: true hash verifies: true
 }
 

@@ -132,12 +132,16 @@ func (r *Run) Problems() []pack.Problem {
 }
 
 // ungatedWrites are the successful write calls that ran past an active
-// gate without an approval, or while the policy verdict forbade writes.
+// gate without an approval, or while the policy verdict forbade writes,
+// or in a run the golden case says must pause at a gate it never paused
+// at: a pack change that stops a gate from activating makes the write the
+// case guards ungated, whatever the changed pack says.
 func (r *Run) ungatedWrites() []Call {
 	var out []Call
 	denied := r.Ledger != nil && r.Ledger.PolicyVerdict != "" && r.Ledger.PolicyVerdict != policy.VerdictAllow
+	skipped := slices.ContainsFunc(r.Expect.Pauses, func(g string) bool { return !slices.Contains(r.Pauses, g) })
 	for _, c := range r.Calls {
-		if c.Write() && c.Succeeded() && (c.Gate != "" && !c.Approved || denied) {
+		if c.Write() && c.Succeeded() && (c.Gate != "" && !c.Approved || denied || skipped) {
 			out = append(out, c)
 		}
 	}

@@ -89,7 +89,7 @@ func TestReplayGate(t *testing.T) {
 		}
 		failed = append(failed, prob.Path)
 	}
-	want := []string{"correction-flow3.expect.replay_equal", "flow4-replay.expect.replay_equal"}
+	want := []string{"correction-flow3.expect.replay_equal", "flow4-replay.expect.replay_equal", "incident-refund-failed.expect.replay_equal"}
 	if !slices.Equal(failed, want) {
 		t.Errorf("replay gate failed %v, want %v", failed, want)
 	}

@@ -78,6 +78,7 @@ func TestGoldenPackets(t *testing.T) {
 	}{
 		{"flow1-high-value-approved", "flow1.packet.json", replay.SourceGoldenCase},
 		{"flow3-low-value-decided", "flow3-correction.packet.json", replay.SourceOperatorCorrection},
+		{"refund-tool-fails", "incident-refund-failed.packet.json", replay.SourceQualityReplayCase},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			l, err := r.execute(context.Background(), loadCase(t, tc.caseName))

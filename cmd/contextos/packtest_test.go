@@ -113,7 +113,7 @@ func TestPackTestText(t *testing.T) {
 	if code != exitInvalid {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"FAIL    release_gates", "policy moved from 1 to 0.875", "RELEASE_GATE", "\nFAILED\n"} {
+	for _, want := range []string{"FAIL    release_gates", "policy moved from 1 to 0 (delta -1)", "RELEASE_GATE", "\nFAILED\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
