@@ -63,7 +63,7 @@ type collected struct {
 func renderAttrs(s attribute.Set) string {
 	var parts []string
 	for _, kv := range s.ToSlice() {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(parts, ",")
 }
@@ -112,7 +112,7 @@ func collectMetrics(t *testing.T, r *sdkmetric.ManualReader) (map[string]collect
 			}
 			for _, s := range sets {
 				for _, kv := range s.ToSlice() {
-					values = append(values, kv.Value.Emit())
+					values = append(values, kv.Value.String())
 				}
 			}
 			out[m.Name] = c

@@ -38,7 +38,7 @@ import (
 const RuntimeContractVersion = "1.0.0"
 
 // Options tunes a Runtime. The zero value is ready to use: in-memory
-// stores, a no-op tracer, a discarding logger, the wall clock. The
+// stores, a no-op tracer and meter, a discarding logger, the wall clock. The
 // in-memory checkpoint, decision and packet stores keep everything for the
 // life of the process (the default transcript keeps the last
 // 10,000 runs): they suit tests and
