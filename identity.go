@@ -69,8 +69,16 @@ func (rt *Runtime) verifyIdentity(ctx context.Context, rc *runcontext.RunContext
 // setupRun sets the run up to execute (packs, compile, gateway) and then
 // checks that a run whose packs allow delegated or destructive work
 // carries a verified claim, or that the host waived it.
-func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) error {
-	if err := r.setup(ctx, pack.UseExecute, chain); err != nil {
+func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) (err error) {
+	defer func() {
+		if err != nil {
+			failSpan(r.span, "run failed: "+errorType(err))
+		}
+	}()
+	start := r.rt.compileStart(ctx)
+	err = r.setup(ctx, pack.UseExecute, chain)
+	r.observeCompile(ctx, start, err)
+	if err != nil {
 		return err
 	}
 	if r.rc.Agent.IdentityClaim != nil {

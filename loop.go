@@ -35,6 +35,7 @@ func (r *run) run(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	res, err := r.loop(ctx, resume)
 	if err != nil {
 		r.rt.recorder.Forget(r.rc.RunID)
+		failSpan(r.span, "run failed: "+errorType(err))
 	}
 	return res, err
 }
@@ -47,6 +48,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	// Guardrails fired at compile time end the run before any planning.
 	switch r.cc.ContextLedger.PolicyVerdict {
 	case policy.VerdictRefuse:
+		r.observeGuardrailRefusal(ctx)
 		return r.finish(ctx, decision.Rejected, nil, "must_refuse guardrail fired: "+strings.Join(r.cc.ContextLedger.GuardrailsRaised.MustRefuse, ", "))
 	case policy.VerdictEscalate:
 		return r.finish(ctx, decision.Escalated, nil, "must_escalate guardrail fired: "+strings.Join(r.cc.ContextLedger.GuardrailsRaised.MustEscalate, ", "))
@@ -139,6 +141,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				}
 			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
+			r.observeCall(ctx, res)
 			if err != nil {
 				// The call may have run: its result joins the run's, and
 				// the run stops with a record and a resumable checkpoint.
@@ -175,6 +178,9 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return r.hardStop(ctx, why)
 			}
 			if fired, status := r.guardrailFired(res); fired != "" {
+				if status == decision.Rejected {
+					r.observeGuardrailRefusal(ctx)
+				}
 				return r.finish(ctx, status, nil, fired)
 			}
 		}
@@ -586,6 +592,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
+	r.observeRecord(ctx, stored)
 	r.event(Event{Kind: EventPause, Pause: res.Approval})
 	r.event(Event{Kind: EventDecision, Record: stored})
 	return &Result{RunID: r.rc.RunID, Status: decision.Deferred, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(res), Pending: res.Approval}, nil
@@ -606,6 +613,7 @@ func (r *run) snapshotInto(cp *checkpointState) {
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint.
 func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
+	failSpan(r.span, "run stopped: "+stopCode(why))
 	r.cp.Stopped, r.cp.Active = why, false
 	r.snapshotInto(r.cp)
 	sctx, cancel := detached(ctx)
@@ -681,6 +689,7 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	}
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
+	r.observeRecord(ctx, stored)
 	if r.capture(stored) {
 		// The record is stored: a packet that cannot be captured is logged
 		// and the result says none was (ReplayPacketID empty).

@@ -38,7 +38,11 @@ import (
 // result is invalid with a tamper difference and the error wraps
 // replay.ErrTamper. An error without a result means the packet could not
 // be replayed at all.
-func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (*replay.Report, error) {
+//
+// Each replay counts in the contextos.replays metric by its status (its
+// replay_equal share is the replay determinism rate).
+func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay.Report, err error) {
+	defer func() { rt.observeReplay(ctx, p, report) }()
 	if err := p.CheckIntegrity(); err != nil {
 		if errors.Is(err, replay.ErrTamper) {
 			return &replay.Report{Status: replay.Invalid, Diffs: []replay.Diff{{Kind: replay.DiffTamper, Step: -1, Detail: err.Error()}}}, err
@@ -131,6 +135,9 @@ func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback
 	o.Evidence = compiler.StaticEvidence(p.Evidence)
 	o.Memory = recordedMemory(p.Memory)
 	o.Checkpoints, o.Decisions, o.Replays, o.Transcripts = nil, nil, nil, nil
+	// The replay's run is not live traffic: it records no metric (the
+	// replay itself counts, on rt's metrics).
+	o.MeterProvider = nil
 	rp, err := newRuntime(planner, rt.packs, o)
 	if err != nil {
 		return nil, err

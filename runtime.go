@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -23,6 +24,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/ontology"
+	"github.com/contextos/contextos/internal/opmetrics"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/pack"
@@ -36,7 +38,7 @@ import (
 const RuntimeContractVersion = "1.0.0"
 
 // Options tunes a Runtime. The zero value is ready to use: in-memory
-// stores, a no-op tracer, a discarding logger, the wall clock. The
+// stores, a no-op tracer and meter, a discarding logger, the wall clock. The
 // in-memory checkpoint, decision and packet stores keep everything for the
 // life of the process (the default transcript keeps the last
 // 10,000 runs): they suit tests and
@@ -82,6 +84,15 @@ type Options struct {
 	ReplaySampleRate float64
 	// TracerProvider makes the spans. Default: no-op.
 	TracerProvider trace.TracerProvider
+	// MeterProvider receives the operational metrics (seed 003: compile
+	// results and latency, tool-surface size, policy rule evaluations,
+	// bucket truncations, required-evidence resolution, replay
+	// determinism, runs by status, gateway call latency, refusals), made
+	// once per Runtime under the scope "github.com/contextos/contextos".
+	// Attributes are pack refs, intents and names the packs declare, never
+	// tenant, subject, request or run ids, amounts or arguments. Default:
+	// no-op (nothing is measured, and the clock is not read for it).
+	MeterProvider metric.MeterProvider
 	// Logger receives one line per stage. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -212,6 +223,7 @@ type Runtime struct {
 	transcripts TranscriptStore
 	recorder    *playback.Recorder
 	tracer      trace.Tracer
+	metrics     *opmetrics.Metrics
 	builtin     builtinCritic
 	// schemas are the registered capabilities' argument schemas, for
 	// PlanRequest.Tools.
@@ -315,6 +327,10 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	}
 	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	var err error
+	if rt.metrics, err = opmetrics.New(o.MeterProvider); err != nil {
+		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrConfig, err)
+	}
 	// Packs may name the host's redaction rules: the names must be valid.
 	hv := hostValidation(o)
 	if err := hv.Check(); err != nil {
@@ -470,6 +486,8 @@ type run struct {
 	identity decision.ClaimVerification
 	// decisions are the pack's decisions for the planner (decisionOptions).
 	decisions []DecisionOption
+	// lab are the run's metric labels (labels).
+	lab opmetrics.Labels
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -620,10 +638,15 @@ func (rt *Runtime) startRunSpan(ctx context.Context, req *runcontext.InvokeReque
 
 // setup resolves the packs, compiles and binds the gateway; chain, when
 // set, continues a paused run's transcript chain.
-func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) error {
+func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) (err error) {
 	rt := r.rt
 	_, span := rt.tracer.Start(ctx, "compile")
 	defer span.End()
+	defer func() {
+		if err != nil {
+			failSpan(span, "compile failed: "+errorType(err))
+		}
+	}()
 	r.inputs = r.inputs[:0]
 	key := ""
 	for _, ref := range r.req.ContextPackRefs {
