@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/contextos/contextos/internal/opmetrics"
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/pack"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // Step is one step of the CI checklist (seed 003), in the order Test runs
@@ -149,6 +152,11 @@ type TestOptions struct {
 	// Validation tunes pack validation (redaction rule names). Its Gates
 	// are not run: Test runs the replay and evaluation gates itself.
 	Validation *pack.ValidateOptions
+	// MeterProvider receives the release-gate pass rate: one
+	// contextos.release_gate.evaluations count per release gate the
+	// candidate was held to, with the gated metric and pass or fail.
+	// Default: no-op.
+	MeterProvider metric.MeterProvider
 }
 
 // StepStatus is a step's result.
@@ -279,7 +287,7 @@ func (r *Report) Text() string {
 			if !c.Passed {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(&b, "  %s %s (%s) %s %s\n", mark, c.Case, c.Kind, c.Status, c.Outcome)
+			fmt.Fprintf(&b, "  %s %s (%s) %s\n", mark, c.Case, c.Kind, strings.TrimSpace(c.Status+" "+c.Outcome))
 		}
 	}
 	if r.Scorecard != nil {
@@ -330,11 +338,35 @@ func Test(ctx context.Context, opts TestOptions) (*Report, error) {
 		ref, _ := base.Ref()
 		t.report.Baseline = ref.String()
 	}
+	mp := opts.MeterProvider
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m, err := opmetrics.New(mp)
+	if err != nil {
+		return nil, fmt.Errorf("eval: TestOptions.MeterProvider: %w", err)
+	}
 	t.load()
 	for _, s := range steps {
 		t.report.Steps = append(t.report.Steps, t.step(s))
 	}
+	t.recordReleaseGates(m)
 	return t.report, nil
+}
+
+// recordReleaseGates counts each release gate the candidate was held to,
+// once the release-gate step ran.
+func (t *tester) recordReleaseGates(m *opmetrics.Metrics) {
+	if _, evaluated := t.report.ReleaseGates(); !evaluated || t.report.Scorecard == nil {
+		return
+	}
+	for _, is := range t.report.Scorecard.Intents {
+		for _, ms := range is.Metrics {
+			if ms.GateHeld != nil {
+				m.ReleaseGate(t.ctx, t.report.Pack, ms.Metric, *ms.GateHeld)
+			}
+		}
+	}
 }
 
 func validation(v *pack.ValidateOptions) *pack.ValidateOptions {

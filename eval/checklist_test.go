@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/pack"
@@ -233,5 +235,15 @@ func TestTestInputs(t *testing.T) {
 		if s := rep.Step(StepCompile); s.Status != StepSkipped {
 			t.Errorf("%s: compile = %s, want skipped", name, s.Status)
 		}
+	}
+}
+
+// The README shows the report of the policy regression: it is this
+// golden file, byte for byte.
+func TestREADMEShowsTheReport(t *testing.T) {
+	readme := string(readTestFile(t, filepath.Join("..", "README.md")))
+	report := string(readTestFile(t, "testdata/report.golden.txt"))
+	if !strings.Contains(readme, "```\n"+report+"```\n") {
+		t.Error("README.md's Pack CI section does not show testdata/report.golden.txt; copy it there")
 	}
 }
