@@ -18,18 +18,20 @@ import (
 // DirRegistry is a Registry in a directory: one file per version,
 // <root>/<pack_id>/<version>.json holding the document and
 // <root>/<pack_id>/<version>.state.json holding state, reason and content
-// hash. Writes are atomic (a temporary file renamed into place; a new
-// version is linked in, so two writers never both create it). All file
-// access goes through os.Root, so no pack id can reach outside the
-// directory. One process should write a directory at a time; reads are
-// safe from any number.
+// hash, its review sign-offs; <root>/.pins/<env>/<pack_id>.json holds an
+// environment's pin history of a pack. Writes are atomic (a temporary file
+// renamed into place; a new version is linked in, so two writers never
+// both create it). All file access goes through os.Root, so no pack id or
+// environment can reach outside the directory. One process should write a
+// directory at a time (its writes, pins included, serialize under one
+// lock); reads are safe from any number.
 type DirRegistry struct {
 	opts *ValidateOptions
 	root *os.Root
 	mu   sync.Mutex
 }
 
-var _ Registry = (*DirRegistry)(nil)
+var _ LifecycleRegistry = (*DirRegistry)(nil)
 
 // OpenDirRegistry opens (creating it if needed) a directory registry that
 // validates the packs it stores with opts (nil: the defaults of
@@ -49,10 +51,11 @@ func OpenDirRegistry(dir string, opts *ValidateOptions) (*DirRegistry, error) {
 func (d *DirRegistry) Close() error { return d.root.Close() }
 
 type stateFile struct {
-	State       State  `json:"state"`
-	Reason      string `json:"reason,omitempty"`
-	ContentHash string `json:"content_hash"`
-	Signed      bool   `json:"signed"`
+	State       State     `json:"state"`
+	Reason      string    `json:"reason,omitempty"`
+	ContentHash string    `json:"content_hash"`
+	Signed      bool      `json:"signed"`
+	Reviews     []Signoff `json:"reviews,omitempty"`
 }
 
 // packDir validates a pack id for use as a directory name.
@@ -149,7 +152,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	if err := json.Unmarshal(sb, &st); err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: %w", ref, err)
 	}
-	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Document: doc}
+	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Reviews: st.Reviews, Document: doc}
 	// The stored document must still be what the state file describes.
 	check, err := inspect(doc, d.opts)
 	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
@@ -177,6 +180,169 @@ func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason st
 		return Entry{}, err
 	}
 	return e, nil
+}
+
+// Review implements LifecycleRegistry.
+func (d *DirRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, err := d.read(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e, err = e.SignOff(d.opts, signoffs...); err != nil {
+		return Entry{}, err
+	}
+	_, statePath, _ := files(ref)
+	if err := d.writeState(statePath, e); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// pinsDir is the directory of env's pin histories.
+func pinsDir(env string) (string, error) {
+	if err := CheckEnvironment(env); err != nil {
+		return "", err
+	}
+	return path.Join(".pins", env), nil
+}
+
+// pinFile is the file of env's pin history of packID.
+func pinFile(env, packID string) (string, error) {
+	dir, err := pinsDir(env)
+	if err != nil {
+		return "", err
+	}
+	if _, err := packDir(packID); err != nil {
+		return "", err
+	}
+	return path.Join(dir, packID+".json"), nil
+}
+
+func (d *DirRegistry) readPins(name string) ([]Pin, error) {
+	b, err := d.root.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	var h []Pin
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("pack: registry: pin history %s is corrupt: %w", name, err)
+	}
+	for i, p := range h {
+		if p.Seq != int64(i+1) {
+			return nil, fmt.Errorf("pack: registry: pin history %s is corrupt: entry %d has seq %d", name, i+1, p.Seq)
+		}
+	}
+	return h, nil
+}
+
+// ApplyPin implements LifecycleRegistry.
+func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return Pin{}, err
+	}
+	name, err := pinFile(c.Env(), c.Ref().ID)
+	if err != nil {
+		return Pin{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	target, err := d.read(c.Ref())
+	if err != nil {
+		return Pin{}, err
+	}
+	hist, err := d.readPins(name)
+	if err != nil {
+		return Pin{}, err
+	}
+	var last Pin
+	if len(hist) > 0 {
+		last = hist[len(hist)-1]
+	}
+	next, e, write, err := c.Apply(last, target)
+	if err != nil || !write {
+		return next, err
+	}
+	b, err := json.Marshal(append(hist, next))
+	if err != nil {
+		return Pin{}, err
+	}
+	if err := d.root.MkdirAll(path.Dir(name), 0o755); err != nil {
+		return Pin{}, fmt.Errorf("pack: registry: %w", err)
+	}
+	// The entry's state moves first: a crash before the history is
+	// written leaves a version marked pinned that no environment pins yet,
+	// never a pin of a version still marked published.
+	if e.State != target.State {
+		_, statePath, _ := files(e.Ref)
+		if err := d.writeState(statePath, e); err != nil {
+			return Pin{}, err
+		}
+	}
+	if err := d.writeAtomic(name, b); err != nil {
+		return Pin{}, err
+	}
+	return next, nil
+}
+
+// PinHistory implements LifecycleRegistry.
+func (d *DirRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, err := pinFile(env, packID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // no such pack id can have been pinned
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.readPins(name)
+}
+
+// Pins implements LifecycleRegistry.
+func (d *DirRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := pinsDir(env)
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Pin{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	out := []Pin{}
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		h, err := d.readPins(path.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		if len(h) > 0 {
+			out = append(out, h[len(h)-1])
+		}
+	}
+	sortPins(out)
+	return out, nil
 }
 
 // Versions implements Registry.
@@ -224,7 +390,7 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 }
 
 func (d *DirRegistry) writeState(name string, e Entry) error {
-	b, err := json.Marshal(stateFile{State: e.State, Reason: e.Reason, ContentHash: e.ContentHash, Signed: e.Signed})
+	b, err := json.Marshal(stateFile{State: e.State, Reason: e.Reason, ContentHash: e.ContentHash, Signed: e.Signed, Reviews: e.Reviews})
 	if err != nil {
 		return err
 	}

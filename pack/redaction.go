@@ -34,6 +34,11 @@ type ValidateOptions struct {
 	// most 64 bytes of printable UTF-8 without spaces; otherwise validation
 	// fails with an error matching ErrRedactionRuleName.
 	RedactionRules []string
+	// ReviewRoles are the roles whose sign-off a registry validating with
+	// these options requires before a version is reviewed (see
+	// Entry.SignOff). Each is a lower-case identifier. Default (nil or
+	// empty): DefaultReviewRoles, so a review is never skipped.
+	ReviewRoles []ReviewRole
 }
 
 // clone returns a copy of o that later changes by the caller do not
@@ -42,12 +47,13 @@ func (o *ValidateOptions) clone() *ValidateOptions {
 	if o == nil {
 		return nil
 	}
-	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules)}
+	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), ReviewRoles: slices.Clone(o.ReviewRoles)}
 }
 
 // Check reports an invalid option: a redaction rule name that is empty,
 // longer than 64 bytes, or not printable UTF-8 without spaces (the error
-// matches ErrRedactionRuleName). Everything that validates checks its
+// matches ErrRedactionRuleName), or a review role that is not a
+// lower-case identifier (ErrReview). Everything that validates checks its
 // options first; a host calls Check to refuse bad options at
 // construction. A nil *ValidateOptions is valid.
 func (o *ValidateOptions) Check() error {
@@ -63,7 +69,7 @@ func (o *ValidateOptions) Check() error {
 			return fmt.Errorf("%w: %q", ErrRedactionRuleName, clip(n))
 		}
 	}
-	return nil
+	return o.checkReviewRoles()
 }
 
 // knownRedactionRule reports whether validation with o accepts the rule
