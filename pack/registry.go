@@ -184,7 +184,7 @@ func bareDocument(e Entry) []byte {
 type MemoryRegistry struct {
 	opts    *ValidateOptions
 	mu      sync.RWMutex
-	entries map[string]map[Ref]Entry // pack id → ref → entry
+	entries map[string]map[Ref]Entry    // pack id → ref → entry
 	pins    map[string]map[string][]Pin // env → pack id → history
 }
 
