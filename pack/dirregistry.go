@@ -11,20 +11,23 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
 
-// DirRegistry is a Registry in a directory: one file per version,
-// <root>/<pack_id>/<version>.json holding the document and
-// <root>/<pack_id>/<version>.state.json holding state, reason and content
-// hash, its review sign-offs; <root>/.pins/<env>/<pack_id>.json holds an
-// environment's pin history of a pack. Writes are atomic (a temporary file
-// renamed into place; a new version is linked in, so two writers never
-// both create it). All file access goes through os.Root, so no pack id or
-// environment can reach outside the directory. One process should write a
-// directory at a time (its writes, pins included, serialize under one
-// lock); reads are safe from any number.
+// DirRegistry is a Registry and LifecycleRegistry in a directory: one file
+// per version, <root>/<pack_id>/<version>.json holding the document and
+// <root>/<pack_id>/<version>.state.json holding state, reason, content
+// hash and review sign-offs; <root>/.pins/<env>/<pack_id>/<seq>.json is
+// one entry of an environment's pin history of a pack. Writes are atomic
+// (a temporary file renamed into place; a new version, and each pin
+// history entry, is linked in, so two writers never both create it). All
+// file access goes through os.Root, so no pack id or environment can
+// reach outside the directory. Pins are safe from several processes (the
+// loser of a race for a history position decides again); otherwise one
+// process should write a directory at a time; reads are safe from any
+// number.
 type DirRegistry struct {
 	opts *ValidateOptions
 	root *os.Root
@@ -211,8 +214,9 @@ func pinsDir(env string) (string, error) {
 	return path.Join(".pins", env), nil
 }
 
-// pinFile is the file of env's pin history of packID.
-func pinFile(env, packID string) (string, error) {
+// historyDir is the directory of env's pin history of packID: one file
+// per entry, <seq>.json.
+func historyDir(env, packID string) (string, error) {
 	dir, err := pinsDir(env)
 	if err != nil {
 		return "", err
@@ -220,76 +224,115 @@ func pinFile(env, packID string) (string, error) {
 	if _, err := packDir(packID); err != nil {
 		return "", err
 	}
-	return path.Join(dir, packID+".json"), nil
+	return path.Join(dir, packID), nil
 }
 
-func (d *DirRegistry) readPins(name string) ([]Pin, error) {
-	b, err := d.root.ReadFile(name)
+// readPins reads the history in dir, oldest first.
+func (d *DirRegistry) readPins(dir string) ([]Pin, error) {
+	f, err := d.root.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pack: registry: %w", err)
 	}
-	var h []Pin
-	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("pack: registry: pin history %s is corrupt: %w", name, err)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
 	}
+	var h []Pin
+	for _, n := range names {
+		num, ok := strings.CutSuffix(n, ".json")
+		seq, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || strings.HasPrefix(n, ".") {
+			continue
+		}
+		b, err := d.root.ReadFile(path.Join(dir, n))
+		if err != nil {
+			return nil, fmt.Errorf("pack: registry: %w", err)
+		}
+		var p Pin
+		if err := json.Unmarshal(b, &p); err != nil || p.Seq != seq {
+			return nil, fmt.Errorf("pack: registry: pin history entry %s/%s is corrupt", dir, n)
+		}
+		h = append(h, p)
+	}
+	slices.SortFunc(h, func(a, b Pin) int {
+		if a.Seq < b.Seq {
+			return -1
+		}
+		if a.Seq > b.Seq {
+			return 1
+		}
+		return 0
+	})
 	for i, p := range h {
 		if p.Seq != int64(i+1) {
-			return nil, fmt.Errorf("pack: registry: pin history %s is corrupt: entry %d has seq %d", name, i+1, p.Seq)
+			return nil, fmt.Errorf("pack: registry: pin history %s is missing entry %d", dir, i+1)
 		}
 	}
 	return h, nil
 }
 
-// ApplyPin implements LifecycleRegistry.
+// ApplyPin implements LifecycleRegistry. Each history entry is a file
+// created exclusively, so two processes appending the same position
+// cannot both succeed: the loser decides again on the longer history (a
+// pin lands after the other; a promotion or rollback then fails with
+// ErrPinConflict).
 func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
-	if err := ctx.Err(); err != nil {
-		return Pin{}, err
-	}
-	name, err := pinFile(c.Env(), c.Ref().ID)
+	dir, err := historyDir(c.Env(), c.Ref().ID)
 	if err != nil {
 		return Pin{}, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	target, err := d.read(c.Ref())
-	if err != nil {
-		return Pin{}, err
-	}
-	hist, err := d.readPins(name)
-	if err != nil {
-		return Pin{}, err
-	}
-	var last Pin
-	if len(hist) > 0 {
-		last = hist[len(hist)-1]
-	}
-	next, e, write, err := c.Apply(last, target)
-	if err != nil || !write {
-		return next, err
-	}
-	b, err := json.Marshal(append(hist, next))
-	if err != nil {
-		return Pin{}, err
-	}
-	if err := d.root.MkdirAll(path.Dir(name), 0o755); err != nil {
-		return Pin{}, fmt.Errorf("pack: registry: %w", err)
-	}
-	// The entry's state moves first: a crash before the history is
-	// written leaves a version marked pinned that no environment pins yet,
-	// never a pin of a version still marked published.
-	if e.State != target.State {
-		_, statePath, _ := files(e.Ref)
-		if err := d.writeState(statePath, e); err != nil {
+	for {
+		if err := ctx.Err(); err != nil {
 			return Pin{}, err
 		}
+		target, err := d.read(c.Ref())
+		if err != nil {
+			return Pin{}, err
+		}
+		hist, err := d.readPins(dir)
+		if err != nil {
+			return Pin{}, err
+		}
+		var last Pin
+		if len(hist) > 0 {
+			last = hist[len(hist)-1]
+		}
+		next, e, write, err := c.Apply(last, target)
+		if err != nil || !write {
+			return next, err
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return Pin{}, err
+		}
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
+			return Pin{}, fmt.Errorf("pack: registry: %w", err)
+		}
+		// The entry's state moves first: a crash before the history
+		// entry is written leaves a version marked pinned that no
+		// environment pins yet, never a pin of a version still marked
+		// published.
+		if e.State != target.State {
+			_, statePath, _ := files(e.Ref)
+			if err := d.writeState(statePath, e); err != nil {
+				return Pin{}, err
+			}
+		}
+		err = d.createExclusive(path.Join(dir, strconv.FormatInt(next.Seq, 10)+".json"), b)
+		if errors.Is(err, ErrImmutable) {
+			continue // another process appended this position first
+		}
+		if err != nil {
+			return Pin{}, err
+		}
+		return next, nil
 	}
-	if err := d.writeAtomic(name, b); err != nil {
-		return Pin{}, err
-	}
-	return next, nil
 }
 
 // PinHistory implements LifecycleRegistry.
@@ -297,14 +340,14 @@ func (d *DirRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	name, err := pinFile(env, packID)
+	dir, err := historyDir(env, packID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil // no such pack id can have been pinned
 	}
 	if err != nil {
 		return nil, err
 	}
-	return d.readPins(name)
+	return d.readPins(dir)
 }
 
 // Pins implements LifecycleRegistry.
@@ -330,7 +373,7 @@ func (d *DirRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
 	}
 	out := []Pin{}
 	for _, n := range names {
-		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
+		if _, err := packDir(n); err != nil {
 			continue
 		}
 		h, err := d.readPins(path.Join(dir, n))

@@ -13,6 +13,9 @@ import (
 
 func TestMemoryRegistryConformance(t *testing.T) {
 	packtest.RunRegistryTests(t, canonical(t), func(t *testing.T) pack.Registry { return pack.NewMemoryRegistry(nil) })
+	packtest.RunLifecycleTests(t, canonical(t), func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+		return pack.NewMemoryRegistry(opts), nil
+	})
 }
 
 func newDirRegistry(t *testing.T) (*pack.DirRegistry, string) {
@@ -29,6 +32,18 @@ func TestDirRegistryConformance(t *testing.T) {
 	packtest.RunRegistryTests(t, canonical(t), func(t *testing.T) pack.Registry {
 		reg, _ := newDirRegistry(t)
 		return reg
+	})
+	packtest.RunLifecycleTests(t, canonical(t), func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+		dir := t.TempDir()
+		open := func(t *testing.T) pack.LifecycleRegistry {
+			reg, err := pack.OpenDirRegistry(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { reg.Close() })
+			return reg
+		}
+		return open(t), open
 	})
 }
 
