@@ -54,7 +54,11 @@ func ExampleResolver() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, ""); err != nil {
+	// A stored signed file is linted; it is published only after every
+	// required role has signed off.
+	if _, err := pack.Publish(ctx, reg, entry.Ref, "release",
+		pack.Signoff{Reviewer: "ana", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "sam", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "dee", Role: pack.RoleData}, pack.Signoff{Reviewer: "eva", Role: pack.RoleEvaluation}); err != nil {
 		log.Fatal(err)
 	}
 

@@ -51,13 +51,8 @@ func TestDirRegistryLayoutAndPersistence(t *testing.T) {
 	reg, dir := newDirRegistry(t)
 	s := packtest.NewSigner(1)
 	doc := s.Sign(t, canonical(t))
-	if _, err := reg.Put(ctx, doc); err != nil {
-		t.Fatal(err)
-	}
+	packtest.Publish(t, reg, doc, "rev")
 	ref := pack.MustParseRef("ctxpack.support@1.0.0")
-	if _, err := reg.SetState(ctx, ref, pack.StatePublished, ""); err != nil {
-		t.Fatal(err)
-	}
 	onDisk, err := os.ReadFile(filepath.Join(dir, "ctxpack.support", "1.0.0.json"))
 	if err != nil || string(onDisk) != string(doc) {
 		t.Fatalf("document not stored as one file per version: %v", err)
