@@ -186,7 +186,11 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 			t.Fatalf("contextostest: registry: %v", err)
 			return nil
 		}
-		if _, err := h.Registry.SetState(context.Background(), e.Ref, pack.StatePublished, "contextostest"); err != nil {
+		var review []pack.Signoff
+		for _, role := range pack.DefaultReviewRoles() {
+			review = append(review, pack.Signoff{Reviewer: "contextostest", Role: role})
+		}
+		if _, err := pack.Publish(context.Background(), h.Registry, e.Ref, "contextostest", review...); err != nil {
 			t.Fatalf("contextostest: publish: %v", err)
 			return nil
 		}

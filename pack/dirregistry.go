@@ -11,25 +11,30 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
 
-// DirRegistry is a Registry in a directory: one file per version,
-// <root>/<pack_id>/<version>.json holding the document and
-// <root>/<pack_id>/<version>.state.json holding state, reason and content
-// hash. Writes are atomic (a temporary file renamed into place; a new
-// version is linked in, so two writers never both create it). All file
-// access goes through os.Root, so no pack id can reach outside the
-// directory. One process should write a directory at a time; reads are
-// safe from any number.
+// DirRegistry is a Registry and LifecycleRegistry in a directory: one file
+// per version, <root>/<pack_id>/<version>.json holding the document and
+// <root>/<pack_id>/<version>.state.json holding state, reason, content
+// hash and review sign-offs; <root>/.pins/<env>/<pack_id>/<seq>.json is
+// one entry of an environment's pin history of a pack. Writes are atomic
+// (a temporary file renamed into place; a new version, and each pin
+// history entry, is linked in, so two writers never both create it). All
+// file access goes through os.Root, so no pack id or environment can
+// reach outside the directory. Pins are safe from several processes (the
+// loser of a race for a history position decides again); otherwise one
+// process should write a directory at a time; reads are safe from any
+// number.
 type DirRegistry struct {
 	opts *ValidateOptions
 	root *os.Root
 	mu   sync.Mutex
 }
 
-var _ Registry = (*DirRegistry)(nil)
+var _ LifecycleRegistry = (*DirRegistry)(nil)
 
 // OpenDirRegistry opens (creating it if needed) a directory registry that
 // validates the packs it stores with opts (nil: the defaults of
@@ -49,10 +54,11 @@ func OpenDirRegistry(dir string, opts *ValidateOptions) (*DirRegistry, error) {
 func (d *DirRegistry) Close() error { return d.root.Close() }
 
 type stateFile struct {
-	State       State  `json:"state"`
-	Reason      string `json:"reason,omitempty"`
-	ContentHash string `json:"content_hash"`
-	Signed      bool   `json:"signed"`
+	State       State     `json:"state"`
+	Reason      string    `json:"reason,omitempty"`
+	ContentHash string    `json:"content_hash"`
+	Signed      bool      `json:"signed"`
+	Reviews     []Signoff `json:"reviews,omitempty"`
 }
 
 // packDir validates a pack id for use as a directory name.
@@ -149,7 +155,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	if err := json.Unmarshal(sb, &st); err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: %w", ref, err)
 	}
-	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Document: doc}
+	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Reviews: st.Reviews, Document: doc}
 	// The stored document must still be what the state file describes.
 	check, err := inspect(doc, d.opts)
 	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
@@ -177,6 +183,209 @@ func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason st
 		return Entry{}, err
 	}
 	return e, nil
+}
+
+// Review implements LifecycleRegistry.
+func (d *DirRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, err := d.read(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e, err = e.SignOff(d.opts, signoffs...); err != nil {
+		return Entry{}, err
+	}
+	_, statePath, _ := files(ref)
+	if err := d.writeState(statePath, e); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// pinsDir is the directory of env's pin histories.
+func pinsDir(env string) (string, error) {
+	if err := CheckEnvironment(env); err != nil {
+		return "", err
+	}
+	return path.Join(".pins", env), nil
+}
+
+// historyDir is the directory of env's pin history of packID: one file
+// per entry, <seq>.json.
+func historyDir(env, packID string) (string, error) {
+	dir, err := pinsDir(env)
+	if err != nil {
+		return "", err
+	}
+	if _, err := packDir(packID); err != nil {
+		return "", err
+	}
+	return path.Join(dir, packID), nil
+}
+
+// readPins reads the history in dir, oldest first.
+func (d *DirRegistry) readPins(dir string) ([]Pin, error) {
+	f, err := d.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	var h []Pin
+	for _, n := range names {
+		num, ok := strings.CutSuffix(n, ".json")
+		seq, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || strings.HasPrefix(n, ".") {
+			continue
+		}
+		b, err := d.root.ReadFile(path.Join(dir, n))
+		if err != nil {
+			return nil, fmt.Errorf("pack: registry: %w", err)
+		}
+		var p Pin
+		if err := json.Unmarshal(b, &p); err != nil || p.Seq != seq {
+			return nil, fmt.Errorf("pack: registry: pin history entry %s/%s is corrupt", dir, n)
+		}
+		h = append(h, p)
+	}
+	slices.SortFunc(h, func(a, b Pin) int {
+		if a.Seq < b.Seq {
+			return -1
+		}
+		if a.Seq > b.Seq {
+			return 1
+		}
+		return 0
+	})
+	for i, p := range h {
+		if p.Seq != int64(i+1) {
+			return nil, fmt.Errorf("pack: registry: pin history %s is missing entry %d", dir, i+1)
+		}
+	}
+	return h, nil
+}
+
+// ApplyPin implements LifecycleRegistry. Each history entry is a file
+// created exclusively, so two processes appending the same position
+// cannot both succeed: the loser decides again on the longer history (a
+// pin lands after the other; a promotion or rollback then fails with
+// ErrPinConflict).
+func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
+	dir, err := historyDir(c.Env(), c.Ref().ID)
+	if err != nil {
+		return Pin{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return Pin{}, err
+		}
+		target, err := d.read(c.Ref())
+		if err != nil {
+			return Pin{}, err
+		}
+		hist, err := d.readPins(dir)
+		if err != nil {
+			return Pin{}, err
+		}
+		var last Pin
+		if len(hist) > 0 {
+			last = hist[len(hist)-1]
+		}
+		next, e, write, err := c.Apply(last, target)
+		if err != nil || !write {
+			return next, err
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return Pin{}, err
+		}
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
+			return Pin{}, fmt.Errorf("pack: registry: %w", err)
+		}
+		// The entry's state moves first: a crash before the history
+		// entry is written leaves a version marked pinned that no
+		// environment pins yet, never a pin of a version still marked
+		// published.
+		if e.State != target.State {
+			_, statePath, _ := files(e.Ref)
+			if err := d.writeState(statePath, e); err != nil {
+				return Pin{}, err
+			}
+		}
+		err = d.createExclusive(path.Join(dir, strconv.FormatInt(next.Seq, 10)+".json"), b)
+		if errors.Is(err, ErrImmutable) {
+			continue // another process appended this position first
+		}
+		if err != nil {
+			return Pin{}, err
+		}
+		return next, nil
+	}
+}
+
+// PinHistory implements LifecycleRegistry.
+func (d *DirRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := historyDir(env, packID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // no such pack id can have been pinned
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.readPins(dir)
+}
+
+// Pins implements LifecycleRegistry.
+func (d *DirRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := pinsDir(env)
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Pin{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("pack: registry: %w", err)
+	}
+	out := []Pin{}
+	for _, n := range names {
+		if _, err := packDir(n); err != nil {
+			continue
+		}
+		h, err := d.readPins(path.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		if len(h) > 0 {
+			out = append(out, h[len(h)-1])
+		}
+	}
+	sortPins(out)
+	return out, nil
 }
 
 // Versions implements Registry.
@@ -224,7 +433,7 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 }
 
 func (d *DirRegistry) writeState(name string, e Entry) error {
-	b, err := json.Marshal(stateFile{State: e.State, Reason: e.Reason, ContentHash: e.ContentHash, Signed: e.Signed})
+	b, err := json.Marshal(stateFile{State: e.State, Reason: e.Reason, ContentHash: e.ContentHash, Signed: e.Signed, Reviews: e.Reviews})
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,15 @@
 // Context plane: the ten-layer document (context-pack.v2) and its strict
 // decoding, pinned refs (pack_id@MAJOR.MINOR.PATCH), the validation gates,
 // content hashing and Ed25519 signing, compatibility checks, the Registry
-// interface with in-memory and directory implementations and lifecycle
-// states, a caching Resolver, environment overlays, and the version-class
+// interface with in-memory and directory implementations, lifecycle
+// states with recorded reviews and per-environment pins, a caching
+// Resolver, environment overlays, and the version-class
 // Diff.
 //
 // The nouns of this package: a Pack is the document; a Ref names one
 // version of it; an Entry is a version stored in a Registry, with its
-// State in the publishing lifecycle; a Resolved pack is one the Resolver
+// State in the publishing lifecycle and the Signoffs of its review; a Pin
+// is one entry of an environment's pin history; a Resolved pack is one the Resolver
 // fetched, verified, validated and checked for a Use (execute or replay);
 // a Problem is one validation failure, and a ValidationError lists them;
 // an Overlay constrains a pack for one environment, and AppliedOverlay
@@ -36,6 +38,25 @@
 // of the same capability (a deny always wins),
 // arg_constraints the gateway does not enforce, and a pack without a
 // decision spec.
+//
+// # Publishing lifecycle
+//
+// A version moves draft → linted → reviewed → signed → published (seed
+// 003, "Publishing lifecycle"). Reviewed needs a recorded Signoff —
+// reviewer and role — in every role the registry requires
+// (ValidateOptions.ReviewRoles; default architecture, security, data and
+// evaluation), so no version is signed or published unreviewed: a signed
+// pack file Put for a new version keeps its signature but lands in linted
+// (it passed every gate) and goes on through Review like any other.
+// Publish runs review, signing and publication in one call.
+//
+// A published version is then pinned per environment (Deployments.Pin),
+// promoted there once its golden replay verifies (Promote, with a
+// VerifyFunc; a failing replay blocks it with ErrPromotionBlocked), or
+// rolled back: Rollback re-pins the prior version of that environment's pin
+// history, replays it, and reports how long that took. The registries of
+// this module record reviews and pins (LifecycleRegistry), each change in
+// one transaction.
 //
 // # Versions and overlays
 //

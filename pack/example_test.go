@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
@@ -54,7 +55,11 @@ func ExampleResolver() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, ""); err != nil {
+	// A stored signed file is linted; it is published only after every
+	// required role has signed off.
+	if _, err := pack.Publish(ctx, reg, entry.Ref, "release",
+		pack.Signoff{Reviewer: "ana", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "sam", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "dee", Role: pack.RoleData}, pack.Signoff{Reviewer: "eva", Role: pack.RoleEvaluation}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -130,4 +135,73 @@ func ExampleApplyOverlay() {
 	// Output:
 	// internal://orders-staging ov_staging
 	// pack: overlay ov_bad refused: lower_approval_mode: adapter_approval_modes.adp_payments: cannot lower adapter adp_payments's approval mode from destructive to read_only
+}
+
+// Deployments pins a published version per environment, promotes it once
+// its golden replay verifies, and rolls back to the prior version.
+func ExampleDeployments() {
+	ctx := context.Background()
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // use a real key
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	reg := pack.NewMemoryRegistry(nil)
+	review := []pack.Signoff{
+		{Reviewer: "ana", Role: pack.RoleArchitecture}, {Reviewer: "sam", Role: pack.RoleSecurity},
+		{Reviewer: "dee", Role: pack.RoleData}, {Reviewer: "eva", Role: pack.RoleEvaluation},
+	}
+	var refs []pack.Ref
+	for _, version := range []string{"1.0.0", "1.1.0"} {
+		p, err := pack.Decode(fixture.SupportPack())
+		if err != nil {
+			log.Fatal(err)
+		}
+		p.PackMeta.PackVersion = version
+		signed, err := pack.Sign(p, kid, key, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		e, err := reg.Put(ctx, signed)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if e, err = pack.Publish(ctx, reg, e.Ref, "release", review...); err != nil {
+			log.Fatal(err)
+		}
+		refs = append(refs, e.Ref)
+	}
+
+	now := time.Date(2026, 5, 9, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	d := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock})
+	for _, r := range refs {
+		if _, err := d.Pin(ctx, "prod", r, "rollout"); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// The golden replay (package eval) finds a different manifest: the
+	// promotion is blocked.
+	replayDiffers := func(ctx context.Context, env string, ref pack.Ref) error {
+		return errors.New("golden run 7: tool_manifest differs")
+	}
+	_, err := d.Promote(ctx, "prod", refs[1], "", replayDiffers)
+	fmt.Println(errors.Is(err, pack.ErrPromotionBlocked))
+
+	// Roll back: the prior version is pinned again and replayed.
+	replayOK := func(ctx context.Context, env string, ref pack.Ref) error {
+		now = now.Add(90 * time.Second) // the replay takes 90s
+		return nil
+	}
+	res, err := d.Rollback(ctx, "prod", refs[0].ID, "incident 42", replayOK)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Pin.Action, res.Pin.Ref, "replacing", res.Pin.Previous, "in", res.Duration)
+	cur, _ := d.Pinned(ctx, "prod", refs[0].ID)
+	fmt.Println(cur.Ref)
+	_, err = d.Pinned(ctx, "staging", refs[0].ID)
+	fmt.Println(errors.Is(err, pack.ErrNotPinned))
+	// Output:
+	// true
+	// rollback ctxpack.support@1.0.0 replacing ctxpack.support@1.1.0 in 1m30s
+	// ctxpack.support@1.0.0
+	// true
 }

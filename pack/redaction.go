@@ -40,6 +40,11 @@ type ValidateOptions struct {
 	// may compile and run the pack). Everything that validates runs them,
 	// so Sign and the registries' Put refuse a pack that fails them.
 	Gates []GateFunc
+	// ReviewRoles are the roles whose sign-off a registry validating with
+	// these options requires before a version is reviewed (see
+	// Entry.SignOff). Each is a lower-case identifier. Default (nil or
+	// empty): DefaultReviewRoles, so a review is never skipped.
+	ReviewRoles []ReviewRole
 }
 
 // GateFunc is a validation gate a host adds (ValidateOptions.Gates): it
@@ -52,12 +57,13 @@ func (o *ValidateOptions) clone() *ValidateOptions {
 	if o == nil {
 		return nil
 	}
-	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), Gates: slices.Clone(o.Gates)}
+	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), Gates: slices.Clone(o.Gates), ReviewRoles: slices.Clone(o.ReviewRoles)}
 }
 
 // Check reports an invalid option: a redaction rule name that is empty,
 // longer than 64 bytes, or not printable UTF-8 without spaces (the error
-// matches ErrRedactionRuleName). Everything that validates checks its
+// matches ErrRedactionRuleName), or a review role that is not a
+// lower-case identifier (ErrReview). Everything that validates checks its
 // options first; a host calls Check to refuse bad options at
 // construction. A nil *ValidateOptions is valid.
 func (o *ValidateOptions) Check() error {
@@ -73,7 +79,7 @@ func (o *ValidateOptions) Check() error {
 			return fmt.Errorf("%w: %q", ErrRedactionRuleName, clip(n))
 		}
 	}
-	return nil
+	return o.checkReviewRoles()
 }
 
 // knownRedactionRule reports whether validation with o accepts the rule

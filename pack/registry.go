@@ -15,15 +15,24 @@ import (
 //   - immutability: Put of different content under an existing
 //     pack_id@version fails with ErrImmutable; Put of the same content is a
 //     no-op, except that a signed file may replace the bare document of the
-//     same content;
+//     same content (the state is kept);
 //   - lifecycle: SetState allows only CheckTransition's moves, keeps the
-//     reason, and refuses to publish what is not signed;
+//     reason, refuses to publish what is not signed, refuses reviewed
+//     until the recorded sign-offs cover every role the registry requires
+//     (Entry.SignOff), and refuses pinned (pins are per environment:
+//     Deployments.Pin);
+//   - no version reaches signed or published without a recorded review:
+//     a signed pack file Put for a new ref is stored with its signature
+//     but in state linted (it passed every gate), and goes on only through
+//     reviewed;
 //   - Get and Versions return ErrNotFound for unknown refs and ids.
 //
-// RunRegistryTests in package packtest checks all of this.
+// Recording reviews and pins is the optional LifecycleRegistry
+// capability; every Registry of this module has it. RunRegistryTests and
+// RunLifecycleTests in package packtest check all of this.
 type Registry interface {
 	// Put stores a pack version: a bare pack document (state draft) or a
-	// signed pack file (state signed; the pack must pass every gate).
+	// signed pack file (state linted; the pack must pass every gate).
 	Put(ctx context.Context, doc []byte) (Entry, error)
 	// Get returns the stored entry of ref, whatever its state.
 	Get(ctx context.Context, ref Ref) (Entry, error)
@@ -41,6 +50,8 @@ type Entry struct {
 	Reason      string `json:"reason,omitempty"`
 	ContentHash string `json:"content_hash"`
 	Signed      bool   `json:"signed"`
+	// Reviews are the recorded review sign-offs, in the order recorded.
+	Reviews []Signoff `json:"reviews,omitempty"`
 	// Document is the stored bytes: the signed pack file when Signed, else
 	// the bare pack document.
 	Document []byte `json:"-"`
@@ -75,7 +86,9 @@ func inspect(doc []byte, opts *ValidateOptions) (Entry, error) {
 		if err != nil || h != sp.ContentHash {
 			return Entry{}, fmt.Errorf("%w: content hash does not match the pack", ErrSignature)
 		}
-		return Entry{Ref: ref, State: StateSigned, ContentHash: h, Signed: true, Document: slices.Clone(doc)}, nil
+		// Every gate passed, which is what linting checks; the version
+		// still needs its review before it can be signed or published.
+		return Entry{Ref: ref, State: StateLinted, ContentHash: h, Signed: true, Document: slices.Clone(doc)}, nil
 	}
 	p, err := Decode(doc)
 	if err != nil {
@@ -93,7 +106,7 @@ func inspect(doc []byte, opts *ValidateOptions) (Entry, error) {
 }
 
 // NewEntry runs the checks a Registry's Put runs on doc — a signed pack
-// file (structure, every validation gate, content hash; state signed) or a
+// file (structure, every validation gate, content hash; state linted) or a
 // bare pack document (state draft) — and returns the entry Put stores for
 // a ref it does not hold yet. A durable Registry stores what it returns.
 func NewEntry(doc []byte, opts *ValidateOptions) (Entry, error) { return inspect(doc, opts) }
@@ -106,8 +119,10 @@ func (cur Entry) Merge(next Entry) (Entry, bool, error) { return merge(cur, next
 
 // Transition applies SetState's rules to the stored entry e: only
 // CheckTransition's moves, a reason where one is required, no signed or
-// published state without a signed document, linting for linted. It
-// returns the entry to store.
+// published state without a signed document, linting for linted, sign-offs
+// of every required role for reviewed, no pinned (Deployments pins per
+// environment); a move back to draft clears the sign-offs. It returns the
+// entry to store.
 func (e Entry) Transition(to State, reason string, opts *ValidateOptions) (Entry, error) {
 	return transition(e, to, reason, opts)
 }
@@ -133,10 +148,22 @@ func transition(e Entry, to State, reason string, opts *ValidateOptions) (Entry,
 	if (to == StateSigned || to == StatePublished) && !e.Signed {
 		return e, fmt.Errorf("%w: %s has no signed document; Put the signed pack file first", ErrTransition, e.Ref)
 	}
-	if to == StateLinted {
+	switch to {
+	case StateLinted:
 		if _, err := DecodeAndValidate(bareDocument(e), opts); err != nil {
 			return e, fmt.Errorf("%w: %s does not pass linting: %w", ErrTransition, e.Ref, err)
 		}
+	case StateReviewed:
+		if err := opts.Check(); err != nil {
+			return e, err
+		}
+		if missing := missingRoles(e, opts.reviewRoles()); len(missing) > 0 {
+			return e, fmt.Errorf("%w: %s has no recorded sign-off in roles %v (Review records them)", ErrTransition, e.Ref, missing)
+		}
+	case StatePinned:
+		return e, fmt.Errorf("%w: %s: a version is pinned in an environment (Deployments.Pin), not by SetState", ErrTransition, e.Ref)
+	case StateDraft:
+		e.Reviews = nil
 	}
 	e.State, e.Reason = to, reason
 	return e, nil
@@ -153,19 +180,20 @@ func bareDocument(e Entry) []byte {
 	return sp.Pack
 }
 
-// MemoryRegistry is the in-memory Registry.
+// MemoryRegistry is the in-memory Registry and LifecycleRegistry.
 type MemoryRegistry struct {
 	opts    *ValidateOptions
 	mu      sync.RWMutex
-	entries map[string]map[Ref]Entry // pack id → ref → entry
+	entries map[string]map[Ref]Entry    // pack id → ref → entry
+	pins    map[string]map[string][]Pin // env → pack id → history
 }
 
-var _ Registry = (*MemoryRegistry)(nil)
+var _ LifecycleRegistry = (*MemoryRegistry)(nil)
 
 // NewMemoryRegistry returns an empty in-memory registry that validates the
 // packs it stores with opts (nil: the defaults of ValidateOptions).
 func NewMemoryRegistry(opts *ValidateOptions) *MemoryRegistry {
-	return &MemoryRegistry{opts: opts.clone(), entries: map[string]map[Ref]Entry{}}
+	return &MemoryRegistry{opts: opts.clone(), entries: map[string]map[Ref]Entry{}, pins: map[string]map[string][]Pin{}}
 }
 
 // Put implements Registry.
@@ -250,7 +278,86 @@ func (m *MemoryRegistry) Versions(ctx context.Context, packID string) ([]Entry, 
 	return out, nil
 }
 
+// Review implements LifecycleRegistry.
+func (m *MemoryRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[ref.ID][ref]
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+	}
+	e, err := e.SignOff(m.opts, signoffs...)
+	if err != nil {
+		return Entry{}, err
+	}
+	m.entries[ref.ID][ref] = e
+	return copyEntry(e), nil
+}
+
+// ApplyPin implements LifecycleRegistry.
+func (m *MemoryRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return Pin{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	target, ok := m.entries[c.Ref().ID][c.Ref()]
+	if !ok {
+		return Pin{}, fmt.Errorf("%w: %s", ErrNotFound, c.Ref())
+	}
+	hist := m.pins[c.Env()][c.Ref().ID]
+	var last Pin
+	if len(hist) > 0 {
+		last = hist[len(hist)-1]
+	}
+	next, e, write, err := c.Apply(last, target)
+	if err != nil || !write {
+		return next, err
+	}
+	if m.pins[c.Env()] == nil {
+		m.pins[c.Env()] = map[string][]Pin{}
+	}
+	m.pins[c.Env()][c.Ref().ID] = append(hist, next)
+	m.entries[c.Ref().ID][c.Ref()] = e
+	return next, nil
+}
+
+// PinHistory implements LifecycleRegistry.
+func (m *MemoryRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckEnvironment(env); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.pins[env][packID]), nil
+}
+
+// Pins implements LifecycleRegistry.
+func (m *MemoryRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckEnvironment(env); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := []Pin{}
+	for _, h := range m.pins[env] {
+		out = append(out, h[len(h)-1])
+	}
+	sortPins(out)
+	return out, nil
+}
+
 func copyEntry(e Entry) Entry {
 	e.Document = slices.Clone(e.Document)
+	e.Reviews = slices.Clone(e.Reviews)
 	return e
 }

@@ -13,6 +13,9 @@ import (
 
 func TestMemoryRegistryConformance(t *testing.T) {
 	packtest.RunRegistryTests(t, canonical(t), func(t *testing.T) pack.Registry { return pack.NewMemoryRegistry(nil) })
+	packtest.RunLifecycleTests(t, canonical(t), func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+		return pack.NewMemoryRegistry(opts), nil
+	})
 }
 
 func newDirRegistry(t *testing.T) (*pack.DirRegistry, string) {
@@ -30,19 +33,26 @@ func TestDirRegistryConformance(t *testing.T) {
 		reg, _ := newDirRegistry(t)
 		return reg
 	})
+	packtest.RunLifecycleTests(t, canonical(t), func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+		dir := t.TempDir()
+		open := func(t *testing.T) pack.LifecycleRegistry {
+			reg, err := pack.OpenDirRegistry(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { reg.Close() })
+			return reg
+		}
+		return open(t), open
+	})
 }
 
 func TestDirRegistryLayoutAndPersistence(t *testing.T) {
 	reg, dir := newDirRegistry(t)
 	s := packtest.NewSigner(1)
 	doc := s.Sign(t, canonical(t))
-	if _, err := reg.Put(ctx, doc); err != nil {
-		t.Fatal(err)
-	}
+	packtest.Publish(t, reg, doc, "rev")
 	ref := pack.MustParseRef("ctxpack.support@1.0.0")
-	if _, err := reg.SetState(ctx, ref, pack.StatePublished, ""); err != nil {
-		t.Fatal(err)
-	}
 	onDisk, err := os.ReadFile(filepath.Join(dir, "ctxpack.support", "1.0.0.json"))
 	if err != nil || string(onDisk) != string(doc) {
 		t.Fatalf("document not stored as one file per version: %v", err)

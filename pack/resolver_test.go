@@ -32,12 +32,7 @@ var host = pack.Host{"runtime": "1.0.0", "ontology": "1.0.0"}
 
 func publishedRegistry(t *testing.T, s packtest.Signer) *pack.MemoryRegistry {
 	reg := pack.NewMemoryRegistry(nil)
-	if _, err := reg.Put(ctx, s.Sign(t, canonical(t))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.SetState(ctx, pack.MustParseRef("ctxpack.support@1.0.0"), pack.StatePublished, ""); err != nil {
-		t.Fatal(err)
-	}
+	packtest.Publish(t, reg, s.Sign(t, canonical(t)), "rev")
 	return reg
 }
 
@@ -125,7 +120,11 @@ func TestResolverStatesAndRefusals(t *testing.T) {
 		{"deprecated resolves for replay", func(reg *pack.MemoryRegistry) {
 			reg.SetState(ctx, ref, pack.StateDeprecated, "superseded")
 		}, keysFor(s), host, pack.UseReplay, nil},
-		{"pinned executes", func(reg *pack.MemoryRegistry) { reg.SetState(ctx, ref, pack.StatePinned, "") }, keysFor(s), host, pack.UseExecute, nil},
+		{"pinned executes", func(reg *pack.MemoryRegistry) {
+			if _, err := pack.NewDeployments(reg, nil).Pin(ctx, "prod", ref, ""); err != nil {
+				t.Fatal(err)
+			}
+		}, keysFor(s), host, pack.UseExecute, nil},
 		{"unknown signer", nil, keysFor(other), host, pack.UseExecute, pack.ErrSignature},
 		{"old runtime", nil, keysFor(s), pack.Host{"runtime": "0.9.0", "ontology": "1.0.0"}, pack.UseExecute, pack.ErrIncompatible},
 		{"host without ontology", nil, keysFor(s), pack.Host{"runtime": "1.0.0"}, pack.UseExecute, pack.ErrIncompatible},

@@ -8,7 +8,13 @@ import (
 // State is a pack version's lifecycle state in a registry.
 type State string
 
-// Lifecycle states (seed 003, "Publishing lifecycle").
+// Lifecycle states (seed 003, "Publishing lifecycle"). A version moves
+// draft → linted → reviewed → signed → published → pinned; reviewed needs
+// the sign-offs of every role the registry requires (Entry.SignOff), and
+// pinned is reached only by pinning the version in an environment
+// (Deployments.Pin). Pinned means some environment has pinned it; which
+// environments pin it now, and whether it was promoted or rolled back
+// there, is the environments' pin history (Deployments).
 const (
 	StateDraft      State = "draft"
 	StateLinted     State = "linted"
@@ -30,13 +36,15 @@ func (s *State) UnmarshalText(b []byte) error { return setEnum(s, "state", State
 
 // transitions are the allowed lifecycle moves. Authoring states can go
 // back to draft; any state but revoked can be revoked; revoked is final.
+// Reviewed needs recorded sign-offs and pinned an environment (Transition
+// checks both), so neither a signed nor a pinned version skips them.
 var transitions = map[State][]State{
 	StateDraft:      {StateLinted, StateRevoked},
 	StateLinted:     {StateReviewed, StateDraft, StateRevoked},
 	StateReviewed:   {StateSigned, StateDraft, StateRevoked},
 	StateSigned:     {StatePublished, StateDraft, StateRevoked},
 	StatePublished:  {StatePinned, StateDeprecated, StateRevoked},
-	StatePinned:     {StatePublished, StateDeprecated, StateRevoked},
+	StatePinned:     {StateDeprecated, StateRevoked},
 	StateDeprecated: {StateRevoked},
 	StateRevoked:    nil,
 }

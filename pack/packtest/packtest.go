@@ -4,7 +4,10 @@
 // A host with its own registry (a database, an artifact store) runs:
 //
 //	func TestMyRegistry(t *testing.T) {
-//		packtest.RunRegistryTests(t, func(t *testing.T) pack.Registry { return newMyRegistry(t) })
+//		packtest.RunRegistryTests(t, base, func(t *testing.T) pack.Registry { return newMyRegistry(t) })
+//		packtest.RunLifecycleTests(t, base, func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+//			return newMyRegistry(t, opts), nil // or a function opening the same storage again
+//		})
 //	}
 package packtest
 
@@ -72,6 +75,38 @@ func Bare(t testing.TB, p *pack.Pack) []byte {
 	return b
 }
 
+// Signoffs returns reviewer's sign-off in every role a registry requires
+// by default.
+func Signoffs(reviewer string) []pack.Signoff {
+	var out []pack.Signoff
+	for _, r := range pack.DefaultReviewRoles() {
+		out = append(out, pack.Signoff{Reviewer: reviewer, Role: r})
+	}
+	return out
+}
+
+// Publish stores the signed pack file doc in reg and takes it through
+// review (reviewer signing off in every default role), signing and
+// publication; it returns the published entry.
+func Publish(t testing.TB, reg pack.Registry, doc []byte, reviewer string) pack.Entry {
+	t.Helper()
+	ctx := context.Background()
+	e, err := reg.Put(ctx, doc)
+	if err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	e, err = pack.Publish(ctx, reg, e.Ref, "packtest", Signoffs(reviewer)...)
+	if err != nil {
+		t.Fatalf("Publish %s: %v", e.Ref, err)
+	}
+	return e
+}
+
+// show formats an entry for a test message, without its document.
+func show(e pack.Entry) string {
+	return fmt.Sprintf("{%s %s signed=%t reason=%q reviews=%v}", e.Ref, e.State, e.Signed, e.Reason, e.Reviews)
+}
+
 // RunRegistryTests checks the Registry contract against fresh registries
 // from newRegistry, using base (a pack that passes every gate) to build
 // versions.
@@ -94,24 +129,41 @@ func RunRegistryTests(t *testing.T, base *pack.Pack, newRegistry func(t *testing
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.State != pack.StateSigned || !e.Signed || e.Ref != ref(base) {
-			t.Errorf("Put = %+v, want a signed entry for %s", e, ref(base))
+		// A signed file passed every gate but is not reviewed yet: it is
+		// stored with its signature, in state linted.
+		if e.State != pack.StateLinted || !e.Signed || e.Ref != ref(base) || len(e.Reviews) != 0 {
+			t.Errorf("Put = %s, want a linted entry with the signed document for %s", show(e), ref(base))
 		}
 		got, err := reg.Get(ctx, ref(base))
 		if err != nil || string(got.Document) != string(doc) || got.ContentHash != e.ContentHash {
-			t.Errorf("Get = %+v, %v; want the stored document back", got, err)
+			t.Errorf("Get = %s, %v; want the stored document back", show(got), err)
+		}
+	})
+	t.Run("SignedPutSkipsNoReview", func(t *testing.T) {
+		reg := newRegistry(t)
+		e, err := reg.Put(ctx, signer.Sign(t, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range []pack.State{pack.StateReviewed, pack.StateSigned, pack.StatePublished, pack.StatePinned} {
+			if got, err := reg.SetState(ctx, e.Ref, to, "skip"); !errors.Is(err, pack.ErrTransition) {
+				t.Errorf("SetState(%s) of an unreviewed signed file = %s, %v; want ErrTransition", to, show(got), err)
+			}
+		}
+		if got, err := reg.Get(ctx, e.Ref); err != nil || got.State != pack.StateLinted {
+			t.Errorf("after refused moves Get = %s, %v; want linted", show(got), err)
 		}
 	})
 	t.Run("PutBareIsDraft", func(t *testing.T) {
 		reg := newRegistry(t)
 		e, err := reg.Put(ctx, Bare(t, base))
 		if err != nil || e.State != pack.StateDraft || e.Signed {
-			t.Fatalf("Put(bare) = %+v, %v; want draft", e, err)
+			t.Fatalf("Put(bare) = %s, %v; want draft", show(e), err)
 		}
 		// Signing later attaches the signed file to the same version.
 		e, err = reg.Put(ctx, signer.Sign(t, base))
 		if err != nil || !e.Signed || e.State != pack.StateDraft {
-			t.Errorf("Put(signed same content) = %+v, %v; want signed document, state kept", e, err)
+			t.Errorf("Put(signed same content) = %s, %v; want signed document, state kept", show(e), err)
 		}
 	})
 	t.Run("Immutable", func(t *testing.T) {
@@ -167,19 +219,28 @@ func RunRegistryTests(t *testing.T, base *pack.Pack, newRegistry func(t *testing
 				return
 			}
 			if err != nil || e.State != to || e.Reason != reason {
-				t.Errorf("SetState(%s) = %+v, %v", to, e, err)
+				t.Errorf("SetState(%s) = %s, %v", to, show(e), err)
 			}
 		}
 		step(pack.StatePublished, "", pack.ErrTransition) // draft cannot skip to published
 		step(pack.StateLinted, "", nil)
-		step(pack.StateReviewed, "", nil)
+		step(pack.StateReviewed, "", pack.ErrTransition) // no sign-off recorded
+		lr, ok := reg.(pack.LifecycleRegistry)
+		if !ok {
+			// Without recorded reviews nothing gets further.
+			step(pack.StateSigned, "", pack.ErrTransition)
+			return
+		}
+		if e, err := lr.Review(ctx, r, Signoffs("rev")...); err != nil || e.State != pack.StateReviewed {
+			t.Fatalf("Review = %s, %v; want reviewed", show(e), err)
+		}
 		step(pack.StateSigned, "", pack.ErrTransition) // nothing signed yet
 		if _, err := reg.Put(ctx, signer.Sign(t, base)); err != nil {
 			t.Fatal(err)
 		}
 		step(pack.StateSigned, "", nil)
 		step(pack.StatePublished, "", nil)
-		step(pack.StatePinned, "", nil)
+		step(pack.StatePinned, "", pack.ErrTransition)     // pins are per environment
 		step(pack.StateDeprecated, "", pack.ErrTransition) // needs a reason
 		step(pack.StateDeprecated, "superseded by 1.1.0", nil)
 		step(pack.StatePublished, "", pack.ErrTransition) // no way back
@@ -187,7 +248,7 @@ func RunRegistryTests(t *testing.T, base *pack.Pack, newRegistry func(t *testing
 		step(pack.StateDraft, "", pack.ErrTransition) // revoked is final
 		got, err := reg.Get(ctx, r)
 		if err != nil || got.State != pack.StateRevoked || got.Reason != "refund threshold bug" {
-			t.Errorf("Get after revoke = %+v, %v; want revoked with reason kept", got, err)
+			t.Errorf("Get after revoke = %s, %v; want revoked with reason kept", show(got), err)
 		}
 	})
 	t.Run("LintRequiresValidPack", func(t *testing.T) {

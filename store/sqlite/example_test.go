@@ -60,7 +60,10 @@ func service(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := reg.SetState(ctx, entry.Ref, pack.StatePublished, "deploy"); err != nil {
+	// Review (every required role signs off), sign and publish.
+	if _, err := pack.Publish(ctx, reg, entry.Ref, "deploy",
+		pack.Signoff{Reviewer: "release-manager", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "release-manager", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "release-manager", Role: pack.RoleData}, pack.Signoff{Reviewer: "release-manager", Role: pack.RoleEvaluation}); err != nil {
 		return err
 	}
 	res, err := rt.Invoke(ctx, h.req, h.runCtx)

@@ -64,5 +64,8 @@ func (s *Store) Proposals(ctx context.Context) ([]contextos.MemoryProposal, erro
 }
 
 // Registry returns the pack registry; opts validates the packs it stores
-// (nil: pack's defaults).
+// (nil: pack's defaults) and names the review roles it requires. The value
+// is also a pack.LifecycleRegistry: it records review sign-offs and each
+// environment's pin history (pack.NewDeployments pins, promotes and rolls
+// back over it), each change in one transaction, safe across processes.
 func (s *Store) Registry(opts *pack.ValidateOptions) pack.Registry { return s.db.Registry(opts) }

@@ -117,6 +117,19 @@ func RunTests(t *testing.T, newDB func(t *testing.T) Opener) {
 			t.Fatal(err)
 		}
 		packtest.RunRegistryTests(t, base, func(t *testing.T) pack.Registry { return fresh(t).Registry(nil) })
+		packtest.RunLifecycleTests(t, base, func(t *testing.T, opts *pack.ValidateOptions) (pack.LifecycleRegistry, func(*testing.T) pack.LifecycleRegistry) {
+			open := newDB(t)
+			handle := func(t *testing.T) pack.LifecycleRegistry {
+				s := open(t, Options{})
+				t.Cleanup(func() { _ = s.Close() })
+				lr, ok := s.Registry(opts).(pack.LifecycleRegistry)
+				if !ok {
+					t.Fatalf("%T is not a pack.LifecycleRegistry", s.Registry(opts))
+				}
+				return lr
+			}
+			return handle(t), handle
+		})
 	})
 	t.Run("Durability", func(t *testing.T) { runDurability(t, newDB) })
 }
