@@ -2,8 +2,10 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/contextos/contextos/pack"
@@ -113,4 +115,73 @@ func runCases(ctx context.Context, p, extra *pack.Pack, cases []*Case, ontologie
 		return nil, err
 	}
 	return r.RunAll(ctx, cases), nil
+}
+
+// VerifierOptions configure Verifier.
+type VerifierOptions struct {
+	// Ontologies, Validation: as RunnerOptions.
+	Ontologies []string
+	Validation *pack.ValidateOptions
+}
+
+// ErrVerify is a golden replay that did not hold for a version being
+// promoted or restored; the error is a *VerifyError.
+var ErrVerify = errors.New("eval: golden replay does not hold")
+
+// VerifyError lists the replay problems of the version verified.
+type VerifyError struct {
+	Ref      pack.Ref
+	Problems []pack.Problem
+}
+
+func (e *VerifyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: golden replay of %s: %d problem(s)", ErrVerify.Error(), e.Ref, len(e.Problems))
+	for i, p := range e.Problems {
+		if i == 3 {
+			fmt.Fprintf(&b, "; …")
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %s", p.Path, p.Message)
+	}
+	return b.String()
+}
+
+// Unwrap makes a VerifyError match ErrVerify.
+func (e *VerifyError) Unwrap() error { return ErrVerify }
+
+// Verifier returns the golden replay a registry's Deployments run before
+// promoting a pinned version and after rolling back to one
+// (pack.VerifyFunc): it reads the version from reg, runs the golden cases
+// on it and fails with a *VerifyError when the replay gate does (a compile
+// that is not stable, a tool manifest or budget report other than the
+// case expects, a packet that does not replay equal). The environment
+// does not change the cases.
+func Verifier(reg pack.Registry, cases []*Case, opts VerifierOptions) pack.VerifyFunc {
+	return func(ctx context.Context, _ string, ref pack.Ref) error {
+		e, err := reg.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		doc := e.Document
+		if e.Signed {
+			sp, err := pack.ParseSigned(doc)
+			if err != nil {
+				return err
+			}
+			doc = sp.Pack
+		}
+		p, err := pack.DecodeAndValidate(doc, validation(opts.Validation))
+		if err != nil {
+			return err
+		}
+		runs, err := runCases(ctx, p, nil, cases, opts.Ontologies, opts.Validation)
+		if err != nil {
+			return err
+		}
+		if probs := ReplayGate(runs); len(probs) > 0 {
+			return &VerifyError{Ref: ref, Problems: probs}
+		}
+		return nil
+	}
 }

@@ -171,7 +171,10 @@ func ExampleDeployments() {
 
 	now := time.Date(2026, 5, 9, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	d := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock})
+	d, err := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock})
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, r := range refs {
 		if _, err := d.Pin(ctx, "prod", r, "rollout"); err != nil {
 			log.Fatal(err)
@@ -182,7 +185,7 @@ func ExampleDeployments() {
 	replayDiffers := func(ctx context.Context, env string, ref pack.Ref) error {
 		return errors.New("golden run 7: tool_manifest differs")
 	}
-	_, err := d.Promote(ctx, "prod", refs[1], "", replayDiffers)
+	_, err = d.Promote(ctx, "prod", refs[1], "", replayDiffers)
 	fmt.Println(errors.Is(err, pack.ErrPromotionBlocked))
 
 	// Roll back: the prior version is pinned again and replayed.

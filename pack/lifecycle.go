@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/contextos/contextos/internal/opmetrics"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Sentinel errors of the review and environment lifecycle.
@@ -370,6 +373,11 @@ func (e *VerifyError) Unwrap() []error {
 type DeploymentOptions struct {
 	// Now stamps pin entries and times rollbacks. Default: time.Now.
 	Now func() time.Time
+	// MeterProvider receives the rollback time: each rollback that
+	// re-pinned a version records its Duration in the
+	// contextos.pack.rollback.duration histogram (seconds; pack id and
+	// environment as attributes). Default: no-op.
+	MeterProvider metric.MeterProvider
 }
 
 // Deployments pins, promotes and rolls back pack versions per environment
@@ -402,12 +410,14 @@ type DeploymentOptions struct {
 //     (*VerifyError, ErrRollbackUnverified) so the caller opens an
 //     incident. Duration runs from the call to the end of the replay.
 type Deployments struct {
-	reg LifecycleRegistry
-	now func() time.Time
+	reg     LifecycleRegistry
+	now     func() time.Time
+	metrics *opmetrics.Metrics
 }
 
-// NewDeployments returns the Deployments over reg.
-func NewDeployments(reg LifecycleRegistry, opts *DeploymentOptions) *Deployments {
+// NewDeployments returns the Deployments over reg. It fails only when
+// opts.MeterProvider cannot make the rollback-time instrument.
+func NewDeployments(reg LifecycleRegistry, opts *DeploymentOptions) (*Deployments, error) {
 	var o DeploymentOptions
 	if opts != nil {
 		o = *opts
@@ -415,7 +425,11 @@ func NewDeployments(reg LifecycleRegistry, opts *DeploymentOptions) *Deployments
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Deployments{reg: reg, now: o.Now}
+	m, err := opmetrics.New(o.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("pack: DeploymentOptions.MeterProvider: %w", err)
+	}
+	return &Deployments{reg: reg, now: o.Now, metrics: m}, nil
 }
 
 // Pin makes ref env's current version of its pack and returns the pin.
@@ -536,6 +550,7 @@ func (d *Deployments) Rollback(ctx context.Context, env, packID, reason string, 
 	}
 	verr := verify(ctx, env, target)
 	res := RollbackResult{Pin: pin, Duration: d.now().Sub(start)}
+	d.metrics.Rollback(ctx, packID, env, res.Duration)
 	if verr != nil {
 		return res, &VerifyError{Action: ActionRollback, Env: env, Ref: target, Err: verr}
 	}

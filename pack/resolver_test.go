@@ -121,7 +121,11 @@ func TestResolverStatesAndRefusals(t *testing.T) {
 			reg.SetState(ctx, ref, pack.StateDeprecated, "superseded")
 		}, keysFor(s), host, pack.UseReplay, nil},
 		{"pinned executes", func(reg *pack.MemoryRegistry) {
-			if _, err := pack.NewDeployments(reg, nil).Pin(ctx, "prod", ref, ""); err != nil {
+			d, err := pack.NewDeployments(reg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Pin(ctx, "prod", ref, ""); err != nil {
 				t.Fatal(err)
 			}
 		}, keysFor(s), host, pack.UseExecute, nil},

@@ -88,7 +88,11 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 	fresh := func(t *testing.T) (pack.LifecycleRegistry, *pack.Deployments, *Clock) {
 		reg, _ := newRegistry(t, nil)
 		clock := NewClock(epoch)
-		return reg, pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock.Now}), clock
+		d, err := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg, d, clock
 	}
 	// publish stores and publishes the given versions of base.
 	publish := func(t *testing.T, reg pack.Registry, versions ...string) []pack.Ref {
@@ -533,7 +537,10 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Skip("in-memory registry: nothing to reopen")
 		}
 		clock := NewClock(epoch)
-		d := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock.Now})
+		d, err := pack.NewDeployments(reg, &pack.DeploymentOptions{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
 		refs := publish(t, reg, "1.0.0", "1.1.0")
 		for _, r := range refs {
 			clock.Advance(time.Second)
@@ -566,7 +573,10 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Errorf("staging pins through another handle = %+v, %v", ps, err)
 		}
 		// Two handles pinning at once keep one consistent history.
-		od := pack.NewDeployments(other, &pack.DeploymentOptions{Now: clock.Now})
+		od, err := pack.NewDeployments(other, &pack.DeploymentOptions{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
 		more := publish(t, reg, "2.0.0", "2.1.0", "2.2.0", "2.3.0")
 		var wg sync.WaitGroup
 		for i, r := range more {
