@@ -51,7 +51,13 @@ const (
 	// is not built in: a host supplies it in ValidateOptions.Gates (package
 	// eval's PackGate).
 	GateReplay = "replay"
+	// GateHost names the problems of a host gate (ValidateOptions.Gates)
+	// that panicked or named no known gate.
+	GateHost = "host"
 )
+
+// CodeGatePanicked is a host gate that panicked: the pack fails it.
+const CodeGatePanicked = "gate_panicked"
 
 // Gates returns the validation gates in order.
 func Gates() []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/pack"
@@ -61,6 +62,53 @@ func TestValidateOptionsGates(t *testing.T) {
 				if _, err := pack.NewMemoryRegistry(opts).Put(context.Background(), signed); !errors.Is(err, pack.ErrInvalid) {
 					t.Errorf("Put = %v, want ErrInvalid", err)
 				}
+			}
+		})
+	}
+}
+
+// A host gate fails closed: one that panics fails the pack (Sign and Put
+// refuse it; the panic value, which may hold anything, is not repeated),
+// and a problem naming no known gate is filed under GateHost.
+func TestHostGateFailsClosed(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	panics := func(*pack.Pack) []pack.Problem { panic("sk-live-secret") }
+	unnamed := func(*pack.Pack) []pack.Problem {
+		return []pack.Problem{{Code: "custom", Message: "host check"}, {Gate: "made-up", Code: "custom"}, {Gate: pack.GateReplay, Code: "custom"}}
+	}
+	for _, tc := range []struct {
+		name  string
+		gate  pack.GateFunc
+		gates []string
+		code  pack.Code
+	}{
+		{"panic", panics, []string{pack.GateHost}, pack.CodeGatePanicked},
+		{"unknown gate names", unnamed, []string{pack.GateHost, pack.GateHost, pack.GateReplay}, "custom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := &pack.ValidateOptions{Gates: []pack.GateFunc{tc.gate}}
+			err := pack.Validate(canonical(t), opts)
+			var ve *pack.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != len(tc.gates) {
+				t.Fatalf("Validate: %v", err)
+			}
+			for i, p := range ve.Problems {
+				if p.Gate != tc.gates[i] || p.Code != tc.code {
+					t.Errorf("problem %d: %+v, want gate %s code %s", i, p, tc.gates[i], tc.code)
+				}
+			}
+			if strings.Contains(err.Error(), "sk-live") {
+				t.Errorf("the panic value leaked: %v", err)
+			}
+			if _, err := pack.Sign(canonical(t), "k1", key, opts); !errors.As(err, &ve) {
+				t.Errorf("Sign: %v", err)
+			}
+			signed, err := pack.Sign(canonical(t), "k1", key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pack.NewMemoryRegistry(opts).Put(context.Background(), signed); !errors.As(err, &ve) {
+				t.Errorf("Put: %v", err)
 			}
 		})
 	}

@@ -99,9 +99,9 @@ func Validate(p *Pack, opts *ValidateOptions) error {
 	v.security()
 	v.evaluation()
 	if len(v.probs) == 0 && opts != nil {
-		for _, g := range opts.Gates {
+		for i, g := range opts.Gates {
 			if g != nil {
-				v.probs = append(v.probs, g(p)...)
+				v.probs = append(v.probs, runGate(i, g, p)...)
 			}
 		}
 	}
@@ -109,6 +109,24 @@ func Validate(p *Pack, opts *ValidateOptions) error {
 		return nil
 	}
 	return invalid(v.probs)
+}
+
+// runGate runs host gate i and fails closed: a panic is a problem of
+// GateHost (the panic value is not repeated: it may hold anything), and a
+// problem naming no known gate is filed under GateHost.
+func runGate(i int, g GateFunc, p *Pack) (probs []Problem) {
+	defer func() {
+		if r := recover(); r != nil {
+			probs = []Problem{{Gate: GateHost, Code: CodeGatePanicked, Path: "", Message: fmt.Sprintf("host gate %d panicked; the pack fails it", i)}}
+		}
+	}()
+	probs = g(p)
+	for j := range probs {
+		if !slices.Contains(Gates(), probs[j].Gate) && probs[j].Gate != GateReplay {
+			probs[j].Gate = GateHost
+		}
+	}
+	return probs
 }
 
 type validator struct {
