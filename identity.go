@@ -77,7 +77,10 @@ func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) (err erro
 	}()
 	start := r.rt.compileStart(ctx)
 	err = r.setup(ctx, pack.UseExecute, chain)
-	r.observeCompile(ctx, start, err)
+	// A resumed run (chain != nil) compiles again: its compile counts, but
+	// its tool surface, rule evaluations and truncations were counted when
+	// it began.
+	r.observeCompile(ctx, start, err, chain == nil)
 	if err != nil {
 		return err
 	}

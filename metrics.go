@@ -58,9 +58,10 @@ func (rt *Runtime) compileStart(ctx context.Context) time.Time {
 }
 
 // observeCompile records a run's compile (begun at start) that ended with
-// err: its result and latency, and, for a success, the tool-surface size,
-// the policy rules evaluated and the buckets truncated.
-func (r *run) observeCompile(ctx context.Context, start time.Time, err error) {
+// err: its result and latency, and, for a successful first compile of the
+// run (first), the tool-surface size, the policy rules evaluated and the
+// buckets truncated, so a run that pauses and resumes counts them once.
+func (r *run) observeCompile(ctx context.Context, start time.Time, err error, first bool) {
 	m := r.rt.metrics
 	if !m.Enabled(ctx) {
 		return
@@ -72,6 +73,9 @@ func (r *run) observeCompile(ctx context.Context, start time.Time, err error) {
 	}
 	l := r.labels()
 	m.Compile(ctx, l.PackRef, "", d)
+	if !first {
+		return
+	}
 	ledger := &r.cc.ContextLedger
 	m.ToolSurface(ctx, l, len(ledger.Tools))
 	for _, pd := range ledger.PolicyResults {

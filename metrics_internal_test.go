@@ -68,8 +68,8 @@ func TestStopCodeIsTheReasonsLeadingWord(t *testing.T) {
 // observeAll calls every recording hook of the runtime once.
 func observeAll(ctx context.Context, r *run) {
 	start := r.rt.compileStart(ctx)
-	r.observeCompile(ctx, start, nil)
-	r.observeCompile(ctx, start, pack.ErrNotFound)
+	r.observeCompile(ctx, start, nil, true)
+	r.observeCompile(ctx, start, pack.ErrNotFound, true)
 	r.observeCall(ctx, &gateway.ToolResultEnvelope{CapabilityID: "adp_orders.lookup", Status: gateway.StatusBlocked})
 	r.observeGuardrailRefusal(ctx)
 	r.observeRecord(ctx, &decision.Record{Status: decision.Decided})
