@@ -190,7 +190,10 @@ func New(opts Options) (*Planner, error) {
 // on (cut off, refused, text only, malformed arguments) is a plan with
 // Replan set. A failed call returns an error that errors.As matches
 // against *anthropic.Error (an API error status, or an error event in a
-// stream); its message names the status and the error type, never the
+// stream), a *contextos.PlanUsageError with the usage a stream reported
+// before it failed, when it did; an answer without usage (a message, or
+// a stream's message_start or message_delta, without its usage member)
+// returns an error matching contextos.ErrUsageUnknown; its message names the status and the error type, never the
 // key nor the server's text. When ctx ends first, the error is ctx's.
 func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
 	conv, err := planner.Render(req, &p.opts.Render)
@@ -222,8 +225,15 @@ func (p *Planner) batch(ctx context.Context, params anthropic.MessageNewParams) 
 	if msg == nil { // a body of null
 		return nil, errNoMessage
 	}
+	if !msg.JSON.Usage.Valid() {
+		return nil, errNoUsage
+	}
 	return p.response(msg, nil), nil
 }
+
+// errNoUsage is an answer without its usage: the turn fails closed rather
+// than charging the run nothing for it.
+var errNoUsage = fmt.Errorf("anthropic: messages: the answer reports no usage: %w", contextos.ErrUsageUnknown)
 
 // callError wraps a failed call's error. The context's own error is
 // returned as is, so the runtime tells a plan timeout from a failure.
