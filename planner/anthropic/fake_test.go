@@ -43,11 +43,11 @@ type reply struct {
 	// event is an SSE error event's data, sent after message_start.
 	event string
 	// cut ends a streamed answer before message_stop.
-	cut  bool
+	cut bool
 	// noUsage leaves the usage out of the message, or of a stream's
 	// message_delta.
 	noUsage bool
-	slow bool
+	slow    bool
 }
 
 // answer is a scripted model answer.
