@@ -93,6 +93,11 @@ type Options struct {
 	// 0 leaves the SDK's (10 minutes for a batch call, none for a stream)
 	// under the run's plan timeout, which bounds all attempts.
 	RequestTimeout time.Duration
+	// MaxResponseBytes bounds each response body the planner reads (an
+	// answer, an error reply, a whole stream): a longer one fails the
+	// turn with an error matching planner.ErrResponseTooLarge. 0 is
+	// planner.DefaultMaxResponseBytes (8 MiB); negative is invalid.
+	MaxResponseBytes int64
 	// HTTPClient sends the requests (a proxy, a test transport); nil is
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -158,6 +163,10 @@ func New(opts Options) (*Planner, error) {
 	if model, err := provider.Prices(opts.Prices); err != nil {
 		return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
 	}
+	maxBody, err := provider.MaxResponseBytes(opts.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	p := &Planner{opts: opts}
 	p.price, p.priced = opts.Prices[opts.Model]
 
@@ -171,6 +180,7 @@ func New(opts Options) (*Planner, error) {
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
+	ro = append(ro, option.WithMiddleware(provider.LimitBody(maxBody)))
 	switch {
 	case opts.MaxRetries < 0:
 		ro = append(ro, option.WithMaxRetries(0))

@@ -240,9 +240,20 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 		}
 		return &contextos.PlanUsageError{Usage: p.usage(msg.Usage), Err: err}
 	}
+	// texts are the text blocks' deltas by content index: the SDK's
+	// Accumulate adds each to a string, which takes time quadratic in
+	// the text's length (seconds for a few MiB a server streams).
+	texts := map[int]*strings.Builder{}
 	for s.Next() {
 		ev := s.Current()
-		if err := msg.Accumulate(ev); err != nil {
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Index >= 0 && ev.Index < int64(len(msg.Content)) {
+			b, ok := texts[int(ev.Index)]
+			if !ok {
+				b = &strings.Builder{}
+				texts[int(ev.Index)] = b
+			}
+			b.WriteString(ev.Delta.Text)
+		} else if err := msg.Accumulate(ev); err != nil {
 			return nil, failed(&apiError{err: err})
 		}
 		switch ev.Type {
@@ -289,6 +300,9 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	}
 	if !started || !delta {
 		return nil, errNoUsage
+	}
+	for i, b := range texts {
+		msg.Content[i].Text += b.String()
 	}
 	return p.response(&msg, args), nil
 }
