@@ -29,7 +29,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	values := []any{
 		nil, "", "plain", "quote \" backslash \\ <html> & \u2028 \u2029 \x00 \x1f \t\n\r\b\f", "bad \xff utf8", "é 日本",
 		true, false, 0, -1, math.MaxInt64, int64(math.MinInt64), int32(7), uint64(math.MaxUint64),
-		0.0, -0.0, 1.5, 1e-7, 1e21, 123456789.125, 1e20, 5e-324, math.MaxFloat64, -2.5e-9,
+		0.0, math.Copysign(0, -1), 1.5, 1e-7, 1e21, 123456789.125, 1e20, 5e-324, math.MaxFloat64, -2.5e-9,
 		json.Number("12"), json.Number("-0.5e+10"), json.Number(""), json.Number("01"), json.Number("1."), json.Number("abc"),
 		map[string]any(nil), map[string]any{}, map[string]any{"b": 1, "a": []any{"x", 2.5, nil, map[string]any{"z": true}}, "é": "é"},
 		[]any(nil), []any{}, []string(nil), []string{"a", "b"},
