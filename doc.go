@@ -65,8 +65,9 @@
 //     verify; accept, retry, replan or escalate at score.
 //     policy.Verdict is the outcome of a pack's policy rules.
 //   - PlanUsage is one planner turn's model usage (tokens, cost), charged
-//     to the run budget; runcontext.Usage is the budget meter's reading
-//     for the whole run.
+//     to the run budget once, whether the turn gave a plan (Plan.Usage)
+//     or failed after the model answered (PlanUsageError);
+//     runcontext.Usage is the budget meter's reading for the whole run.
 //   - Outcome, in a DecisionProposal, is the decision's outcome from the
 //     decision spec's allowed outcomes ("approved"); gateway.Outcome is an
 //     adapter's answer to one call.

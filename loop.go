@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,13 +222,8 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 
 // invalidPlan says why a plan cannot be taken, or "".
 func invalidPlan(p *Plan) string {
-	u := p.Usage
-	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
-		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
-	}
-	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedInputTokens < 0 || u.CachedInputTokens > u.InputTokens {
-		return fmt.Sprintf("invalid_usage: the planner reported %d input, %d output and %d cached input tokens; counts must not be negative and cached input is part of input",
-			u.InputTokens, u.OutputTokens, u.CachedInputTokens)
+	if why := invalidUsage(p.Usage); why != "" {
+		return why
 	}
 	if d := p.Decision; d != nil && (d.Confidence < 0 || d.Confidence > 1) {
 		return "invalid_plan: the decision's confidence is outside 0 to 1"
@@ -329,6 +323,9 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 			why = rp.reason
 		case errors.Is(err, ErrPanic):
 			why = "planner_panic: " + err.Error()
+		case errors.Is(err, ErrUsageUnknown):
+			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
+			why = "planner_failed: usage_unknown: the provider did not report the turn's usage"
 		case ctx.Err() != nil:
 			why = "canceled: " + ctx.Err().Error()
 		case pctx.Err() != nil:
@@ -343,7 +340,14 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 				why = "planner_failed: the planner timed out"
 			}
 		}
-		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
+		// A failed turn's reported usage is charged (and recorded with
+		// the failure, for replay).
+		pe := replay.PlannerError{Call: call, Reason: failedTurnReason(why, err)}
+		why = pe.Reason
+		if u, ok := failedTurnUsage(err); ok {
+			why = r.chargeFailedTurn(&pe, u)
+		}
+		cp.PlannerErrors = append(cp.PlannerErrors, pe)
 		return nil, errors.New(why)
 	}
 	if plan == nil {
@@ -354,7 +358,11 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	// infinity in arguments, outputs or confidence), or nothing could
 	// record it. Such a plan is a planner failure, recorded as one.
 	if why := invalidPlan(plan); why != "" {
-		cp.PlannerErrors = append(cp.PlannerErrors, replay.PlannerError{Call: call, Reason: why})
+		pe := replay.PlannerError{Call: call, Reason: why}
+		if invalidUsage(plan.Usage) == "" {
+			why = r.chargeFailedTurn(&pe, plan.Usage) // the model answered
+		}
+		cp.PlannerErrors = append(cp.PlannerErrors, pe)
 		return nil, errors.New(why)
 	}
 	plan.Replan = boundReason(plan.Replan)
@@ -369,21 +377,17 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 // off at its deadline and its late plan discarded. A panic is a
 // *PanicError.
 func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
-	type answer struct {
-		plan *Plan
-		err  error
-	}
-	done := make(chan answer, 1)
+	done := make(chan planAnswer, 1)
 	var deltas chan PlanDelta // nil (never ready) when the run is not streamed
 	if req.deltas != nil {
 		deltas = req.deltas.ch
 		defer req.deltas.close()
 	}
 	go func() {
-		var a answer
+		var a planAnswer
 		defer func() {
 			if p := recover(); p != nil {
-				a = answer{err: r.rt.recovered(p, "planner", r.rc.RunID)}
+				a = planAnswer{err: r.rt.recovered(p, "planner", r.rc.RunID)}
 			}
 			done <- a
 		}()
@@ -401,12 +405,16 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 			}
 		case a := <-done:
 			if a.err == nil && ctx.Err() != nil {
-				// Answered, but after its deadline: the plan is not used.
-				return nil, ctx.Err()
+				// Answered, but after its deadline: the plan is not used
+				// (its usage is charged).
+				return nil, lateAnswer(ctx, a)
 			}
 			return a.plan, a.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			if req.deltas != nil {
+				req.deltas.close() // a late Emit must not hold the planner
+			}
+			return nil, awaitAbandoned(ctx, done)
 		}
 	}
 }

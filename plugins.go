@@ -17,7 +17,12 @@ import (
 // Planner proposes the next plan of a run: tool calls and at most one
 // decision. It sees the compiled context, the step results so far and why
 // it is asked again. It must honour ctx (its deadline is plan_timeout_ms)
-// and report its usage, which is charged to the run budget.
+// and report its usage, which is charged to the run budget: a plan's in
+// Plan.Usage, a turn that fails after the model answered in a
+// *PlanUsageError, and a turn whose usage the provider did not report as
+// an error matching ErrUsageUnknown (the run stops rather than charge
+// nothing). An answer after ctx ends is not used; its usage is charged
+// when it comes within LateTurnGrace.
 type Planner interface {
 	Plan(ctx context.Context, req *PlanRequest) (*Plan, error)
 }

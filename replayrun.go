@@ -68,9 +68,9 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 				Detail: fmt.Sprintf("pack %s has content hash %s in the registry, the packet pins %s", ref, res.ContentHash, want)})
 		}
 	}
-	planner := &recordedPlanner{outputs: p.PlannerOutput, errs: map[int]string{}}
+	planner := &recordedPlanner{outputs: p.PlannerOutput, errs: map[int]replay.PlannerError{}}
 	for _, e := range p.PlannerErrors {
-		planner.errs[e.Call] = e.Reason
+		planner.errs[e.Call] = e
 	}
 	pb := playback.NewPlayback(p.Outcomes)
 	rp, err := rt.replayRuntime(p, planner, pb)
@@ -240,19 +240,24 @@ func membersDiffering(a, b []byte) []string {
 // recorded failures at their calls, the recorded plans in between.
 type recordedPlanner struct {
 	outputs []json.RawMessage
-	errs    map[int]string
+	errs    map[int]replay.PlannerError
 	next    int
 }
 
 // replayedPlanError is a recorded planner failure; its reason is the
-// live run's hard-stop reason, verbatim.
-type replayedPlanError struct{ reason string }
+// live run's hard-stop reason, verbatim, and tokens and cents the usage
+// the live run charged for the turn.
+type replayedPlanError struct {
+	reason string
+	tokens int
+	cents  float64
+}
 
 func (e *replayedPlanError) Error() string { return e.reason }
 
 func (p *recordedPlanner) Plan(ctx context.Context, req *PlanRequest) (*Plan, error) {
-	if why, ok := p.errs[req.call]; ok {
-		return nil, &replayedPlanError{reason: why}
+	if e, ok := p.errs[req.call]; ok {
+		return nil, &replayedPlanError{reason: e.Reason, tokens: e.Tokens, cents: e.CostCents}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -16,6 +16,14 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight plain bytes at a time: the text of a context block is
+		// mostly plain ASCII.
+		for i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if b >= 0x20 && b != '"' && b != '\\' {
 				i++
@@ -61,6 +69,23 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plain8 reports whether the 8 bytes of s are all ASCII a JSON string
+// writes as they are: none ≥ 0x80, below 0x20, '"' or '\\'.
+func plain8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	if x&highs != 0 {
+		return false
+	}
+	// With every byte below 0x80, (x - n·ones) &^ x & highs marks the
+	// bytes below n, and a byte equal to c is a zero byte of x ^ c·ones.
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	return (x-ones*0x20)&^x&highs == 0 &&
+		(quote-ones)&^quote&highs == 0 &&
+		(backslash-ones)&^backslash&highs == 0
 }
 
 // appendStrings appends ss as a JSON array of strings.

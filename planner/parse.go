@@ -191,12 +191,14 @@ func decodeDecision(text string) (*contextos.DecisionProposal, error) {
 	if err := strictText(text); err != nil {
 		return nil, err
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(text), &members); err != nil {
+	// The text is one valid JSON object (decodeStrict): its members'
+	// names are split out without decoding it again.
+	members, ok := topLevel([]byte(strings.TrimSpace(text)))
+	if !ok {
 		return nil, &argsError{"are not a JSON object"}
 	}
-	for k := range members {
-		if !decisionFields[k] {
+	for _, m := range members {
+		if !decisionFields[m.key] {
 			// Only a case variant of a known field gets here (unknown
 			// fields are refused by the decoder); it is not quoted.
 			return nil, &argsError{"are not a JSON object: a field's name differs in letter case from the tool's schema"}

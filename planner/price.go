@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/contextos/contextos"
 )
@@ -68,4 +70,32 @@ func (p Price) Cents(u contextos.PlanUsage, cacheWriteTokens int) float64 {
 	usd := (float64(plain)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(written)*writeRate +
 		float64(max(u.OutputTokens, 0))*p.OutputUSDPerMTok) / 1e6
 	return usd * 100
+}
+
+// ParsePrice parses a model's price as a command line gives it:
+// "MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]", US dollars per million tokens
+// of input, output, input read from the prompt cache and input written
+// to it (a part left out, or 0, prices those tokens as input), as in
+// "gpt-4.1=2/8/0.5". The model is everything before the last "=" (a model
+// name may hold one). An error wraps ErrInvalidPrice and names the part
+// that is wrong.
+func ParsePrice(spec string) (model string, p Price, err error) {
+	i := strings.LastIndexByte(spec, '=')
+	if i <= 0 {
+		return "", Price{}, fmt.Errorf("%w: %.80q: want MODEL=IN/OUT[/CACHED[/CACHE_WRITE]] (USD per million tokens)", ErrInvalidPrice, spec)
+	}
+	model, parts := spec[:i], strings.Split(spec[i+1:], "/")
+	if len(parts) < 2 || len(parts) > 4 {
+		return "", Price{}, fmt.Errorf("%w: %.80q: want 2 to 4 prices after %q (IN/OUT[/CACHED[/CACHE_WRITE]]), got %d", ErrInvalidPrice, spec, model+"=", len(parts))
+	}
+	names := []string{"IN", "OUT", "CACHED", "CACHE_WRITE"}
+	fields := []*float64{&p.InputUSDPerMTok, &p.OutputUSDPerMTok, &p.CachedInputUSDPerMTok, &p.CacheWriteUSDPerMTok}
+	for j, s := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return "", Price{}, fmt.Errorf("%w: %.80q: %s is %.40q, want a finite number ≥ 0", ErrInvalidPrice, model, names[j], s)
+		}
+		*fields[j] = v
+	}
+	return model, p, nil
 }

@@ -74,7 +74,9 @@ func Render(req *contextos.PlanRequest, opts *Options) (*Conversation, error) {
 	c.System = system(req, o.Instructions)
 	specs := req.Tools()
 	decisions := req.Decisions()
+	c.Messages = make([]Message, 0, 2+2*len(req.Results))
 	c.Messages = append(c.Messages, Message{Role: RoleUser, Text: userText(req, decisions), Cache: true})
+	c.Tools = make([]Tool, 0, len(specs)+1)
 
 	taken := map[string]bool{DecisionTool: true}
 	for _, s := range specs {
@@ -119,6 +121,7 @@ func (c *Conversation) nameOf(id string) string {
 // the planner's rules and the host's instructions.
 func system(req *contextos.PlanRequest, instructions string) string {
 	var b strings.Builder
+	b.Grow(len(req.Compiled.CompiledPrompt.System) + len(req.Compiled.CompiledPrompt.Developer) + len(plannerRules) + len(instructions) + 32)
 	for _, part := range []string{req.Compiled.CompiledPrompt.System, req.Compiled.CompiledPrompt.Developer} {
 		if part = strings.TrimSpace(part); part != "" {
 			b.WriteString(part)
@@ -172,7 +175,7 @@ func userText(req *contextos.PlanRequest, decisions []contextos.DecisionOption) 
 	if len(decisions) > 0 {
 		b = append(b, "\n## Decisions\nThe decisions you may propose with "+DecisionTool+", one JSON object per line: the outcomes allowed, those that refuse or escalate, and the evidence required before the decision is taken.\n"...)
 		for _, d := range decisions {
-			b = append(b, marshal(d)...)
+			b = appendDecisionOption(b, &d)
 			b = append(b, '\n')
 		}
 	}
@@ -191,7 +194,9 @@ func replanText(reason string) string {
 // describe is a capability tool's description.
 func describe(s contextos.ToolSpec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Capability %s", s.Name)
+	b.Grow(128)
+	b.WriteString("Capability ")
+	b.WriteString(s.Name)
 	var facts []string
 	if s.Kind != "" {
 		facts = append(facts, "kind "+s.Kind)
@@ -207,7 +212,9 @@ func describe(s contextos.ToolSpec) string {
 	}
 	b.WriteString(".")
 	if s.GateActive && s.ApprovalGate != "" {
-		fmt.Fprintf(&b, " A call pauses for approval gate %s: it runs once a human approves it.", s.ApprovalGate)
+		b.WriteString(" A call pauses for approval gate ")
+		b.WriteString(s.ApprovalGate)
+		b.WriteString(": it runs once a human approves it.")
 	}
 	return b.String()
 }
@@ -220,11 +227,16 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 // them), typed as an object; any object when there is none.
 func parameters(schema json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(schema)) == 0 {
-		return anyObject
+		return slices.Clone(anyObject)
 	}
+	return schemas.rewrite(schema, rewriteSchema)
+}
+
+// rewriteSchema is parameters' rewriting of a schema, uncached.
+func rewriteSchema(schema []byte) json.RawMessage {
 	out, ok := objectWithout(schema, "$schema", "$id")
 	if !ok {
-		return anyObject
+		return slices.Clone(anyObject)
 	}
 	return out
 }
@@ -245,13 +257,14 @@ func decisionTool(decisions []contextos.DecisionOption) Tool {
 				outcomes = append(outcomes, oc)
 			}
 		}
-		per = append(per, fmt.Sprintf("%s: %s", d.DecisionKey, strings.Join(d.AllowedOutcomes, ", ")))
+		per = append(per, d.DecisionKey+": "+strings.Join(d.AllowedOutcomes, ", "))
 	}
 	if len(decisions) > 1 {
 		desc += " Outcomes allowed per decision key: " + strings.Join(per, "; ") + "."
 	}
 	// The properties in key order, as a JSON object's members sorted.
-	b := []byte(`{"additionalProperties":false,"properties":{"confidence":{"maximum":1,"minimum":0,"type":"number"},"decision_key":{"description":"the decision's key",`)
+	b := make([]byte, 0, 1024)
+	b = append(b, `{"additionalProperties":false,"properties":{"confidence":{"maximum":1,"minimum":0,"type":"number"},"decision_key":{"description":"the decision's key",`...)
 	if len(decisions) > 0 {
 		b = append(b, `"enum":`...)
 		b = appendStrings(b, keys)
@@ -326,8 +339,8 @@ type errorDoc struct {
 // history renders the results: per turn (and per run of its steps) an
 // assistant message with the calls, then one tool message per result.
 func history(results []contextos.StepResult, nameOf func(string) string, limit int) []Message {
-	var out []Message
-	used := map[string]bool{}
+	out := make([]Message, 0, 2*len(results))
+	used := make(map[string]bool, len(results))
 	asst := -1 // index in out of the current assistant message
 	var tools []Message
 	lastTurn, lastIndex := -1, -1
@@ -431,16 +444,4 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// marshal is compact JSON without HTML escaping, keys of maps sorted. A
-// value that cannot be encoded (a NaN in a result) is encoded as null.
-func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return []byte("null")
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

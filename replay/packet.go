@@ -250,10 +250,14 @@ type Interrupt struct {
 }
 
 // PlannerError is a planner call that failed (the Call-th call of the run,
-// from 0) and the hard-stop reason it gave.
+// from 0) and the hard-stop reason it gave. Tokens and CostCents are the
+// usage the run charged for the failed turn (the model answered, or
+// answered late), which a replay charges again.
 type PlannerError struct {
-	Call   int    `json:"call"`
-	Reason string `json:"reason"`
+	Call      int     `json:"call"`
+	Reason    string  `json:"reason"`
+	Tokens    int     `json:"tokens,omitempty"`
+	CostCents float64 `json:"cost_cents,omitempty"`
 }
 
 // Resume is what one resume of the run was given.

@@ -20,14 +20,14 @@
 //	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
 //	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
 //	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
-//	    (--plan FILE | --planner openai:MODEL|anthropic:MODEL) --tools FILE [--overlay FILE]
+//	    (--plan FILE | --planner openai:MODEL|anthropic:MODEL [--price MODEL=IN/OUT…]) --tools FILE [--overlay FILE]
 //	    [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
 //	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
 //	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE]
 //	contextos replay --pack FILE… [--pub PUBFILE… | --allow-unsigned] [--overlay FILE]
 //	    [--ontology NS@VERSION…] [--redactors FILE] [--claim-pub PUBFILE…] [--store STORE] PACKET
 //	contextos resume RUN_ID --store STORE --approve GATE=APPROVER:ROLE… --pack FILE…
-//	    [--pub PUBFILE… | --allow-unsigned] (--plan FILE | --planner P:MODEL) --tools FILE [--overlay FILE] [--evidence FILE]
+//	    [--pub PUBFILE… | --allow-unsigned] (--plan FILE | --planner P:MODEL [--price MODEL=IN/OUT…]) --tools FILE [--overlay FILE] [--evidence FILE]
 //	    [--memory FILE] [--ontology NS@VERSION…] [--record OUT] [--replay-packet OUT] [--now RFC3339]
 //	    [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…]
 //	contextos records list --store STORE [--run ID] [--tenant ID] [--status STATUS]
@@ -160,6 +160,13 @@
 // planner/anthropic (anthropic:MODEL; ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL). The model's calls are governed like any plan's,
 // and the replay packet records its turns, so replay never calls it.
+// Each turn's tokens are charged to the run's token budget; --price
+// MODEL=IN/OUT[/CACHED[/CACHE_WRITE]] (US dollars per million tokens of
+// input, output, cached input and input written to the cache, as in
+// gpt-4.1=2/8/0.5) prices them, so the turns are charged to the cost
+// budget (max_cost_cents) too and a run past it stops budget_exceeded.
+// Without --price the model's tokens cost nothing against it, which run
+// warns about on standard error.
 //
 // The tools file (run --tools) is a JSON object from capability id
 // ("adp_orders.lookup") to the list of results its successive calls get

@@ -215,7 +215,10 @@ type runFlags struct {
 	// planner is --planner PROVIDER:MODEL, the model planner run uses
 	// instead of the --plan turns (planner.go).
 	planner string
-	store   storeFlag // store.go
+	// price is --price MODEL=IN/OUT[/CACHED[/CACHE_WRITE]], the
+	// --planner model's price (planner.ParsePrice).
+	price string
+	store storeFlag // store.go
 }
 
 // register registers run's flags: the shared ones and --request and
@@ -237,6 +240,7 @@ func (f *runFlags) registerShared(fs *flag.FlagSet) {
 	fs.Var(&f.approves, "approve", "answer a pause on a gate: `GATE=APPROVER:ROLE` (repeatable)")
 	fs.StringVar(&f.plan, "plan", "", "plan `FILE`: a JSON array of planner turns")
 	fs.StringVar(&f.planner, "planner", "", "plan with a model instead of --plan: `openai:MODEL` or anthropic:MODEL (key and base URL from OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL)")
+	fs.StringVar(&f.price, "price", "", "the --planner model's price, USD per million tokens: `MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]` (without it the model's tokens cost 0 against max_cost_cents)")
 	fs.StringVar(&f.tools, "tools", "", "tools `FILE`: capability id → the results of its successive calls")
 	fs.StringVar(&f.evidence, "evidence", "", "evidence `FILE`: a JSON array of items")
 	fs.StringVar(&f.memory, "memory", "", "memory `FILE`: a JSON array of items")
@@ -283,7 +287,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       (--plan FILE | --planner openai:MODEL|anthropic:MODEL) --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner (or a model's) and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       (--plan FILE | --planner openai:MODEL|anthropic:MODEL [--price MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]]) --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner (or a model's) and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -486,8 +490,11 @@ func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, st durableSto
 		opts.Memory = fileMemory{mem}
 	}
 	var planner contextos.Planner
+	if f.price != "" && f.planner == "" {
+		return nil, exitf(exitUsage, "--price prices the --planner model: give --planner")
+	}
 	if f.planner != "" {
-		if planner, err = modelPlanner(f.planner, os.Getenv); err != nil {
+		if planner, err = modelPlanner(f.planner, f.price, os.Getenv, stderr); err != nil {
 			return nil, exitf(exitUsage, "%v", err)
 		}
 	} else {

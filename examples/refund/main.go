@@ -30,6 +30,11 @@
 //
 //	OPENAI_BASE_URL=http://127.0.0.1:11434/v1 go run ./examples/refund -planner openai:qwen3
 //
+// Each turn's tokens are charged to the run's token budget; -price
+// MODEL=IN/OUT[/CACHED[/CACHE_WRITE]] (USD per million tokens, as in
+// -price gpt-4.1=2/8/0.5) prices them, so they are charged to the cost
+// budget (max_cost_cents, 25 cents here) too.
+//
 // The model proposes; the pack, the critic and the gateway decide what
 // runs, and flow 4 replays its run from the recorded turns without asking
 // the model again.
@@ -61,6 +66,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/planner"
 	"github.com/contextos/contextos/planner/anthropic"
 	"github.com/contextos/contextos/planner/openai"
 	"github.com/contextos/contextos/runcontext"
@@ -98,6 +104,9 @@ type config struct {
 	// planner is "" (the rule-based planner) or a model planner,
 	// openai:MODEL or anthropic:MODEL.
 	planner string
+	// price is the model's price, MODEL=IN/OUT[/CACHED[/CACHE_WRITE]] in
+	// USD per million tokens (planner.ParsePrice), "" for none.
+	price string
 }
 
 // errUsage reports flags that do not go together.
@@ -114,11 +123,16 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.pause, "pause", false, "run flow 1 until it pauses for finance approval and exit, leaving the run in -store")
 	fs.StringVar(&cfg.resume, "resume", "", "approve the finance gate of the paused run `RUN_ID` in -store as the finance lead and continue it")
 	fs.StringVar(&cfg.planner, "planner", "", "plan with a model instead of the rule-based planner: `openai:MODEL` (OPENAI_API_KEY, OPENAI_BASE_URL: OpenAI or any OpenAI-compatible server) or anthropic:MODEL (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)")
+	fs.StringVar(&cfg.price, "price", "", "the -planner model's price, USD per million tokens: `MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]` (e.g. gpt-4.1=2/8/0.5); the turns are then charged to the run's cost budget (max_cost_cents)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "refund: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if cfg.price != "" && cfg.planner == "" {
+		fmt.Fprintln(stderr, "refund: -price prices the -planner model: give -planner")
 		return 2
 	}
 	if *serve != "" {
@@ -395,7 +409,7 @@ func newRuntime(ctx context.Context, cfg config) (*contextos.Runtime, durable, *
 	planner := contextos.Planner(contextos.PlannerFunc(plan))
 	if cfg.planner != "" {
 		var err error
-		if planner, err = modelPlanner(cfg.planner); err != nil {
+		if planner, err = modelPlanner(cfg.planner, cfg.price); err != nil {
 			if st != nil {
 				_ = st.Close()
 			}
@@ -581,15 +595,26 @@ func (p *paymentsAdapter) Call(ctx context.Context, c *gateway.Call) (*gateway.O
 
 // modelPlanner builds the model planner -planner names, with the
 // provider's key and base URL from the environment.
-func modelPlanner(spec string) (contextos.Planner, error) {
+func modelPlanner(spec, price string) (contextos.Planner, error) {
 	provider, model, ok := strings.Cut(spec, ":")
+	var prices map[string]planner.Price
+	if price != "" {
+		priced, p, err := planner.ParsePrice(price)
+		if err != nil {
+			return nil, fmt.Errorf("-price: %w", err)
+		}
+		if priced != model {
+			return nil, fmt.Errorf("-price prices model %.80q, -planner plans with %.80q", priced, model)
+		}
+		prices = map[string]planner.Price{model: p}
+	}
 	switch {
 	case !ok || model == "":
 		return nil, fmt.Errorf("%.80q: want openai:MODEL or anthropic:MODEL", spec)
 	case provider == "openai":
-		return openai.New(openai.Options{Model: model})
+		return openai.New(openai.Options{Model: model, Prices: prices})
 	case provider == "anthropic":
-		return anthropic.New(anthropic.Options{Model: model})
+		return anthropic.New(anthropic.Options{Model: model, Prices: prices})
 	}
 	return nil, fmt.Errorf("%.80q: the provider is openai or anthropic", spec)
 }

@@ -329,3 +329,53 @@ func TestModelPlannerFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// -price prices the model's turns against the run's cost budget (25
+// cents): at 2/8/0.5 USD per million tokens the flows run as without it;
+// at 1000/1000 the first turn costs 126 cents and every flow stops
+// budget_exceeded before a tool is called.
+func TestModelPlannerPrice(t *testing.T) {
+	for _, tc := range []struct {
+		price string
+		must  []string
+		calls int
+	}{
+		{"gpt-test=2/8/0.5", []string{"decision DECIDED approved (payments called 1 time)", "decision DECIDED denied"}, 8},
+		{"gpt-test=1000/1000", []string{"budget_exceeded"}, 3},
+	} {
+		t.Run(tc.price, func(t *testing.T) {
+			model := &refundmodel.OpenAI{APIKey: "sk-test"}
+			srv := httptest.NewServer(model)
+			defer srv.Close()
+			t.Setenv("OPENAI_BASE_URL", srv.URL)
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			var buf bytes.Buffer
+			if err := run(context.Background(), &buf, config{planner: "openai:gpt-test", price: tc.price}); err != nil {
+				t.Fatalf("%v\n%s", err, buf.String())
+			}
+			for _, must := range tc.must {
+				if !strings.Contains(buf.String(), must) {
+					t.Errorf("output lacks %q:\n%s", must, buf.String())
+				}
+			}
+			if n := model.Requests(); n != tc.calls {
+				t.Errorf("the model was asked %d times, want %d", n, tc.calls)
+			}
+		})
+	}
+}
+
+// -price must price the -planner model, and needs -planner.
+func TestModelPlannerPriceErrors(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	for _, args := range [][]string{
+		{"-price", "gpt-test=2/8"},
+		{"-planner", "openai:gpt-test", "-price", "gpt-other=2/8"},
+		{"-planner", "openai:gpt-test", "-price", "gpt-test=2"},
+	} {
+		var stderr bytes.Buffer
+		if code := cli(context.Background(), args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "price") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}

@@ -93,6 +93,11 @@ type Options struct {
 	// 0 leaves the SDK's (10 minutes for a batch call, none for a stream)
 	// under the run's plan timeout, which bounds all attempts.
 	RequestTimeout time.Duration
+	// MaxResponseBytes bounds each response body the planner reads (an
+	// answer, an error reply, a whole stream): a longer one fails the
+	// turn with an error matching planner.ErrResponseTooLarge. 0 is
+	// planner.DefaultMaxResponseBytes (8 MiB); negative is invalid.
+	MaxResponseBytes int64
 	// HTTPClient sends the requests (a proxy, a test transport); nil is
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -158,6 +163,10 @@ func New(opts Options) (*Planner, error) {
 	if model, err := provider.Prices(opts.Prices); err != nil {
 		return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
 	}
+	maxBody, err := provider.MaxResponseBytes(opts.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	p := &Planner{opts: opts}
 	p.price, p.priced = opts.Prices[opts.Model]
 
@@ -171,6 +180,7 @@ func New(opts Options) (*Planner, error) {
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
+	ro = append(ro, option.WithMiddleware(provider.LimitBody(maxBody)))
 	switch {
 	case opts.MaxRetries < 0:
 		ro = append(ro, option.WithMaxRetries(0))
@@ -190,7 +200,10 @@ func New(opts Options) (*Planner, error) {
 // on (cut off, refused, text only, malformed arguments) is a plan with
 // Replan set. A failed call returns an error that errors.As matches
 // against *anthropic.Error (an API error status, or an error event in a
-// stream); its message names the status and the error type, never the
+// stream), a *contextos.PlanUsageError with the usage a stream reported
+// before it failed, when it did; an answer without usage (a message, or
+// a stream's message_start or message_delta, without its usage member)
+// returns an error matching contextos.ErrUsageUnknown; its message names the status and the error type, never the
 // key nor the server's text. When ctx ends first, the error is ctx's.
 func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
 	conv, err := planner.Render(req, &p.opts.Render)
@@ -222,8 +235,15 @@ func (p *Planner) batch(ctx context.Context, params anthropic.MessageNewParams) 
 	if msg == nil { // a body of null
 		return nil, errNoMessage
 	}
+	if !msg.JSON.Usage.Valid() {
+		return nil, errNoUsage
+	}
 	return p.response(msg, nil), nil
 }
+
+// errNoUsage is an answer without its usage: the turn fails closed rather
+// than charging the run nothing for it.
+var errNoUsage = fmt.Errorf("anthropic: messages: the answer reports no usage: %w", contextos.ErrUsageUnknown)
 
 // callError wraps a failed call's error. The context's own error is
 // returned as is, so the runtime tells a plan timeout from a failure.

@@ -230,12 +230,37 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	args := map[int]*strings.Builder{} // the tool_use blocks' argument fragments by content index
 	tools := map[int]int{}             // the tool_use blocks' positions among the calls by content index
 	stopped := false
+	// started and delta report the usage of message_start (the input) and
+	// message_delta (the output's total); a failure after message_start
+	// reports the usage so far.
+	started, delta := false, false
+	failed := func(err error) error {
+		if !started {
+			return err
+		}
+		return &contextos.PlanUsageError{Usage: p.usage(msg.Usage), Err: err}
+	}
+	// texts are the text blocks' deltas by content index: the SDK's
+	// Accumulate adds each to a string, which takes time quadratic in
+	// the text's length (seconds for a few MiB a server streams).
+	texts := map[int]*strings.Builder{}
 	for s.Next() {
 		ev := s.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, &apiError{err: err}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Index >= 0 && ev.Index < int64(len(msg.Content)) {
+			b, ok := texts[int(ev.Index)]
+			if !ok {
+				b = &strings.Builder{}
+				texts[int(ev.Index)] = b
+			}
+			b.WriteString(ev.Delta.Text)
+		} else if err := msg.Accumulate(ev); err != nil {
+			return nil, failed(&apiError{err: err})
 		}
 		switch ev.Type {
+		case "message_start":
+			started = ev.Message.JSON.Usage.Valid()
+		case "message_delta":
+			delta = delta || ev.JSON.Usage.Valid()
 		case "content_block_start":
 			switch cb := ev.ContentBlock; cb.Type {
 			case "text":
@@ -265,13 +290,19 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, callError(ctx, err)
+		return nil, failed(callError(ctx, err))
 	}
 	if !stopped {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, failed(err)
 		}
-		return nil, errStreamCut
+		return nil, failed(errStreamCut)
+	}
+	if !started || !delta {
+		return nil, errNoUsage
+	}
+	for i, b := range texts {
+		msg.Content[i].Text += b.String()
 	}
 	return p.response(&msg, args), nil
 }

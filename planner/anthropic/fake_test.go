@@ -43,8 +43,11 @@ type reply struct {
 	// event is an SSE error event's data, sent after message_start.
 	event string
 	// cut ends a streamed answer before message_stop.
-	cut  bool
-	slow bool
+	cut bool
+	// noUsage leaves the usage out of the message, or of a stream's
+	// message_delta.
+	noUsage bool
+	slow    bool
 }
 
 // answer is a scripted model answer.
@@ -153,7 +156,14 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("request-id", "req_fake")
-		_, _ = w.Write(messageJSON(req.Model, rp.answer))
+		raw := messageJSON(req.Model, rp.answer)
+		if rp.noUsage {
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &m)
+			delete(m, "usage")
+			raw, _ = json.Marshal(m)
+		}
+		_, _ = w.Write(raw)
 	}
 }
 
@@ -297,9 +307,13 @@ func writeStream(w http.ResponseWriter, model string, rp reply) {
 	if rp.cut {
 		return
 	}
-	send("message_delta", map[string]any{"type": "message_delta",
+	md := map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": nil, "stop_details": refusalOf(a)},
-		"usage": json.RawMessage(`{"output_tokens":` + strconv.Itoa(a.out) + `}`)})
+		"usage": json.RawMessage(`{"output_tokens":` + strconv.Itoa(a.out) + `}`)}
+	if rp.noUsage {
+		delete(md, "usage")
+	}
+	send("message_delta", md)
 	send("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -161,23 +161,37 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	defer s.Close()
 	var acc openai.ChatCompletionAccumulator
 	e := emitter{req: req, conv: conv}
+	// usage is the usage the stream reported (its last chunk's, when
+	// stream_options.include_usage is honoured), nil until it does.
+	var usage *openai.CompletionUsage
 	for s.Next() {
 		chunk := s.Current()
 		if !acc.AddChunk(chunk) {
-			return nil, errors.New("openai: chat completion: the stream sent a chunk that does not continue the completion")
+			return nil, p.failed(errors.New("openai: chat completion: the stream sent a chunk that does not continue the completion"), usage)
+		}
+		if chunk.JSON.Usage.Valid() {
+			usage = &acc.Usage
 		}
 		e.chunk(&chunk)
 	}
 	if err := s.Err(); err != nil {
-		return nil, callError(ctx, err)
+		return nil, p.failed(callError(ctx, err), usage)
 	}
 	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
 		// The connection ended before the answer did: its calls may be
 		// a part of them.
-		return nil, errors.New("openai: chat completion: the stream ended before the answer's finish reason")
+		return nil, p.failed(errors.New("openai: chat completion: the stream ended before the answer's finish reason"), usage)
+	}
+	if usage == nil {
+		return nil, errNoStreamUsage
 	}
 	return p.response(&acc.ChatCompletion), nil
 }
+
+// errNoStreamUsage is a stream that finished without a usage chunk (a
+// server that ignores stream_options.include_usage): the turn fails
+// closed rather than charging the run nothing for it.
+var errNoStreamUsage = fmt.Errorf("openai: chat completion: the stream finished without a usage chunk: %w", contextos.ErrUsageUnknown)
 
 // emitter turns a stream's chunks into plan deltas.
 type emitter struct {

@@ -36,6 +36,9 @@ type reply struct {
 	streamError string
 	// cut ends a stream before its finish reason (a dropped connection).
 	cut bool
+	// noUsage leaves the usage out: of a completion, and of a stream (as
+	// a server that ignores stream_options.include_usage).
+	noUsage bool
 
 	text, refusal string
 	calls         []call
@@ -132,7 +135,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case in.Stream:
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunks := f.chunks(rep, in.StreamOptions.IncludeUsage)
+		chunks := f.chunks(rep, in.StreamOptions.IncludeUsage && !rep.noUsage)
 		if rep.cut {
 			for len(chunks) > 0 && !bytes.Contains(chunks[len(chunks)-1], []byte(`"finish_reason":"`)) {
 				chunks = chunks[:len(chunks)-1]
@@ -178,13 +181,17 @@ func completion(rep reply) []byte {
 		}
 		msg["tool_calls"] = calls
 	}
-	return mustJSON(map[string]any{
+	cc := map[string]any{
 		"id": fakeID, "object": "chat.completion", "created": fakeCreated, "model": fakeModelName,
 		"choices":            []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": rep.finish}},
 		"usage":              usageJSON(rep.usage),
 		"service_tier":       "default",
 		"system_fingerprint": "fp_b705f0c291",
-	})
+	}
+	if rep.noUsage {
+		delete(cc, "usage")
+	}
+	return mustJSON(cc)
 }
 
 func usageJSON(u usage) map[string]any {

@@ -80,6 +80,11 @@ type Options struct {
 	// an attempt that times out is not retried); 0 leaves only the run's
 	// plan timeout, which bounds all attempts.
 	RequestTimeout time.Duration
+	// MaxResponseBytes bounds each response body the planner reads (an
+	// answer, an error reply, a whole stream): a longer one fails the
+	// turn with an error matching planner.ErrResponseTooLarge. 0 is
+	// planner.DefaultMaxResponseBytes (8 MiB); negative is invalid.
+	MaxResponseBytes int64
 	// HTTPClient sends the requests (a proxy, a test transport); nil is
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -135,6 +140,10 @@ func New(opts Options) (*Planner, error) {
 	if model, err := provider.Prices(opts.Prices); err != nil {
 		return nil, fmt.Errorf("%w: Prices[%q]: %w", ErrConfig, model, err)
 	}
+	maxBody, err := provider.MaxResponseBytes(opts.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	p := &Planner{opts: opts}
 	p.price, p.priced = opts.Prices[opts.Model]
 
@@ -151,6 +160,7 @@ func New(opts Options) (*Planner, error) {
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
+	ro = append(ro, option.WithMiddleware(provider.LimitBody(maxBody)))
 	switch {
 	case opts.MaxRetries < 0:
 		ro = append(ro, option.WithMaxRetries(0))
@@ -169,7 +179,10 @@ func New(opts Options) (*Planner, error) {
 // conversation parses from the answer. An answer the runtime cannot act
 // on (cut off, refused, text only, malformed arguments) is a plan with
 // Replan set. A failed call, or a stream that ends before the answer's
-// finish reason, returns an error; errors.As matches an API error status
+// finish reason, returns an error (a *contextos.PlanUsageError with the
+// usage the server reported for the turn, when it did); an answer
+// without usage (a server that ignores stream_options.include_usage)
+// returns an error matching contextos.ErrUsageUnknown; errors.As matches an API error status
 // against the SDK's *openai.Error and an error event in a stream against
 // *ssestream.StreamError. The error's message names no key and quotes
 // none of the server's text (an OpenAI 401 message quotes part of the
@@ -204,7 +217,23 @@ func (p *Planner) batch(ctx context.Context, params openai.ChatCompletionNewPara
 	if cc == nil {
 		return nil, errors.New("openai: chat completion: the API answered null")
 	}
+	if !cc.JSON.Usage.Valid() {
+		return nil, errNoUsage
+	}
 	return p.response(cc), nil
+}
+
+// errNoUsage is an answer without its usage: the turn fails closed
+// rather than charging the run nothing for it.
+var errNoUsage = fmt.Errorf("openai: chat completion: the answer reports no usage: %w", contextos.ErrUsageUnknown)
+
+// failed is err with the usage the server reported for the turn, which
+// the runtime charges (nil u: none was reported).
+func (p *Planner) failed(err error, u *openai.CompletionUsage) error {
+	if u == nil {
+		return err
+	}
+	return &contextos.PlanUsageError{Usage: p.usage(*u), Err: err}
 }
 
 // callError wraps a failed call's error. The context's own error is
