@@ -42,7 +42,9 @@ func ExampleOptions_meterProvider() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := registry.SetState(ctx, entry.Ref, pack.StatePublished, "release"); err != nil {
+	if _, err := pack.Publish(ctx, registry, entry.Ref, "release",
+		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
 		log.Fatal(err)
 	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
