@@ -67,7 +67,7 @@ func ExampleScore() {
 	p, _ := pack.DecodeAndValidate(data, nil)
 	r, _ := eval.NewRunner(eval.RunnerOptions{Pack: p})
 	cases, _ := eval.Load("testdata/golden")
-	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), nil, nil)
+	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), eval.ScoreOptions{Cases: cases})
 	if err != nil {
 		fmt.Println(err)
 		return
