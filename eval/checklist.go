@@ -29,7 +29,7 @@ const (
 	StepToolManifest Step = "tool_manifest" // compiled tool surfaces against the expected minimal surface
 	StepCompile      Step = "compile"       // golden requests compile, stably, to the expected budget reports
 	StepReplay       Step = "replay"        // incident and correction packets (and every golden run) replay equal
-	StepEvaluators   Step = "evaluators"    // policy, safety, utility, latency and cost evaluators meet the targets
+	StepEvaluators   Step = "evaluators"    // the evaluators score every intent held to a target, as numbers meeting the targets
 	StepReleaseGates Step = "release_gates" // release gates hold against the baseline
 	StepDiff         Step = "diff"          // version-class diff by layer against the baseline
 )
@@ -133,10 +133,17 @@ func StepsFor(triggers ...Trigger) ([]Step, error) {
 type TestOptions struct {
 	// Pack is the candidate pack file, plain or signed.
 	Pack []byte
-	// Baseline is the version it replaces, plain or signed; optional
-	// (without it the release gates and the diff are skipped).
+	// Baseline is the version it replaces, plain or signed. Nil is no
+	// baseline: the release gates and the diff are skipped and the pack
+	// is held to its own eval targets. A non-nil empty Baseline is a
+	// baseline file that was given but is empty, an error. Given a
+	// baseline, the pack is held to the stricter of the baseline's eval
+	// targets and release gates and its own (Bar), so a candidate cannot
+	// pass by relaxing its own.
 	Baseline []byte
 	// Golden is a golden case directory (Load); Cases are further cases.
+	// With neither (or an empty directory) the golden steps fail with a
+	// no_cases problem: a pack is never passed without evidence.
 	Golden string
 	Cases  []*Case
 	// Keys verify signed packs; AllowUnsigned accepts plain ones.
@@ -327,12 +334,15 @@ func Test(ctx context.Context, opts TestOptions) (*Report, error) {
 	}
 	vo := validation(opts.Validation)
 	var base *pack.Pack
-	if len(opts.Baseline) > 0 {
+	if opts.Baseline != nil {
+		if len(opts.Baseline) == 0 {
+			return nil, errors.New("eval: baseline: the baseline file is empty (leave TestOptions.Baseline nil for no baseline)")
+		}
 		if base, err = loadPack(ctx, opts.Baseline, opts.Keys, opts.AllowUnsigned, vo); err != nil {
 			return nil, fmt.Errorf("eval: baseline: %w", err)
 		}
 	}
-	t := &tester{ctx: ctx, opts: opts, vo: vo, cases: cases, base: base,
+	t := &tester{ctx: ctx, opts: opts, vo: vo, cases: cases, base: base, steps: steps,
 		report: &Report{Triggers: slices.Clone(opts.Triggers), Steps: []StepResult{}, Cases: []CaseResult{}}}
 	if base != nil {
 		ref, _ := base.Ref()
@@ -406,6 +416,7 @@ type tester struct {
 	vo     *pack.ValidateOptions
 	cases  []*Case
 	base   *pack.Pack
+	steps  []Step // the steps selected
 	report *Report
 
 	cand      *pack.Pack
@@ -467,6 +478,28 @@ func (t *tester) load() {
 	}
 }
 
+// stepGates are the built-in validation gates each step reports.
+var stepGates = map[Step][]string{
+	StepSchema:     {pack.GateSchema},
+	StepReferences: {pack.GateReferential},
+	StepPolicy:     {pack.GatePolicy, pack.GateRisk},
+	StepSecurity:   {pack.GateTenancy, pack.GateSecurity},
+	StepEvaluators: {pack.GateEvaluation},
+}
+
+// uncovered are the validation problems of gates no selected step
+// reports: the schema step, which always runs, carries them, so a pack
+// failing validation fails whatever steps the triggers select.
+func (t *tester) uncovered() []pack.Problem {
+	var out []pack.Problem
+	for _, p := range t.validated {
+		if !slices.ContainsFunc(t.steps, func(s Step) bool { return slices.Contains(stepGates[s], p.Gate) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (t *tester) gateProblems(gates ...string) []pack.Problem {
 	var out []pack.Problem
 	for _, p := range t.validated {
@@ -499,7 +532,11 @@ func (t *tester) step(s Step) StepResult {
 	}
 	switch s {
 	case StepSchema:
-		return result(s, t.gateProblems(pack.GateSchema))
+		r := result(s, slices.Concat(t.gateProblems(pack.GateSchema), t.uncovered()))
+		if len(t.uncovered()) > 0 {
+			r.Reason = "carries the validation problems of gates no selected step covers"
+		}
+		return r
 	case StepReferences:
 		return result(s, t.gateProblems(pack.GateReferential))
 	case StepPolicy:
@@ -518,12 +555,14 @@ func (t *tester) step(s Step) StepResult {
 		}
 		return skipped(s, "the pack fails validation; golden cases run on a valid pack only")
 	case len(t.cases) == 0:
-		if s == StepEvaluators {
-			r := result(s, builtin)
-			r.Reason = "no golden cases: only the pack's evaluation layer was checked"
-			return r
+		if s == StepReleaseGates && t.base == nil {
+			return skipped(s, "no baseline")
 		}
-		return skipped(s, "no golden cases")
+		gate := pack.GateReplay
+		if s == StepEvaluators || s == StepReleaseGates {
+			gate = pack.GateEvaluation
+		}
+		return result(s, slices.Concat(builtin, []pack.Problem{noCases(gate)}))
 	}
 	t.run()
 	if t.runErr != "" {
@@ -539,7 +578,7 @@ func (t *tester) step(s Step) StepResult {
 	case StepEvaluators:
 		var probs []pack.Problem
 		for _, p := range EvaluationGate(t.sc) {
-			if p.Code == CodeTargetMissed {
+			if p.Code != CodeReleaseGate {
 				probs = append(probs, p)
 			}
 		}
@@ -581,7 +620,7 @@ func (t *tester) run() {
 	if t.base != nil {
 		var bruns []*Run
 		if bruns, err = runCases(t.ctx, t.base, nil, t.cases, t.opts.Ontologies, t.vo); err == nil {
-			t.bsc, err = Score(t.base, bruns, t.opts.Evaluators, nil)
+			t.bsc, err = Score(t.base, bruns, ScoreOptions{Evaluators: t.opts.Evaluators, Cases: t.cases})
 		}
 		if err != nil {
 			t.runErr = "the baseline's golden runs: " + err.Error()
@@ -593,7 +632,7 @@ func (t *tester) run() {
 		t.runErr = err.Error()
 		return
 	}
-	if t.sc, err = Score(t.cand, t.runs, t.opts.Evaluators, t.bsc); err != nil {
+	if t.sc, err = Score(t.cand, t.runs, ScoreOptions{Evaluators: t.opts.Evaluators, Baseline: t.bsc, Cases: t.cases}); err != nil {
 		t.runErr = err.Error()
 		return
 	}

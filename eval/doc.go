@@ -90,13 +90,23 @@
 // The built-in evaluators are named as the seed names the metrics:
 // policy, safety, utility (floors), latency_p99_ms and
 // economics_cents_per_decision (ceilings). A host registers its own with
-// Evaluators.Register. Score builds a Scorecard per intent with the
-// pack's eval_targets and, given the baseline's scorecard, each metric's
-// delta against release_gates' max_delta; its hash is sha256 over its RFC
-// 8785 form without the hash. ReplayGate and EvaluationGate return
-// pack.Problem values of gates "replay" and "evaluation"; PackGate wraps
-// both as a pack.GateFunc for pack.ValidateOptions.Gates, so that Sign and
-// a registry's Put refuse a pack that fails them.
+// Evaluators.Register. Score builds a Scorecard per intent and, given the
+// baseline's scorecard, each metric's delta against the release gates'
+// max_delta. A candidate never grades itself: given a baseline it is held
+// to Bar, the stricter of the baseline's eval targets and release gates
+// and its own per intent and metric (floors the larger, ceilings the
+// smaller, release gates the union by metric with the smaller max_delta);
+// without one, to its own. The scorecard records that bar (HeldTo), the
+// pack's content hash, the sorted digests of the cases and the baseline
+// scorecard's hash, and its hash (sha256 over its RFC 8785 form without
+// the hash) covers them. An intent with targets but no runs, a run whose
+// intent has no target, a score that is NaN, ±Inf or a panic, and a
+// release gate on a metric no evaluator scores are problems, never
+// silently passed. ReplayGate and EvaluationGate return pack.Problem
+// values of gates "replay" and "evaluation"; PackGate wraps both as a
+// pack.GateFunc for pack.ValidateOptions.Gates, so that Sign and a
+// registry's Put refuse a pack that fails them (and every pack when it
+// has no cases).
 //
 // # The CI checklist
 //
@@ -104,4 +114,8 @@
 // tool_manifest, compile, replay, evaluators, release_gates and diff (or
 // those a refresh trigger selects: StepsFor) and returns a Report with
 // each step's status and problems, each case's result and the scorecards.
+// A problem of pack validation fails the report whatever the triggers
+// select: the schema step, which always runs, carries the problems of
+// gates no selected step reports. Without golden cases the golden steps
+// fail (code no_cases): a pack is never passed without evidence.
 package eval

@@ -210,10 +210,12 @@ func share(ok, n int) float64 {
 	return round(float64(ok) / float64(n))
 }
 
-// round keeps 6 decimals, so sums in another order format the same.
+// round keeps 6 decimals, so sums in another order format the same; a
+// value that is not a number, or too large to have decimals, is kept as
+// it is (Score refuses a score that is not a number: never 0).
 func round(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 {
+		return v
 	}
 	return math.Round(v*1e6) / 1e6
 }

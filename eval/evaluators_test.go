@@ -66,13 +66,13 @@ func TestEvaluatorProperties(t *testing.T) {
 		if v := LatencyP99(runs); v < 0 || v > 5000 {
 			t.Fatalf("seed %d: latency %v out of range", seed, v)
 		}
-		sc, err := Score(p, runs, nil, nil)
+		sc, err := Score(p, runs, ScoreOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		shuffled := append([]*Run(nil), runs...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		sc2, err := Score(p, shuffled, nil, nil)
+		sc2, err := Score(p, shuffled, ScoreOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestEvaluatorProperties(t *testing.T) {
 			t.Fatalf("seed %d: scorecard hash %s, %s after a permutation", seed, sc.Hash, sc2.Hash)
 		}
 		// A baseline equal to the candidate holds every release gate.
-		sc3, err := Score(p, shuffled, nil, sc)
+		sc3, err := Score(p, shuffled, ScoreOptions{Baseline: sc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestRegister(t *testing.T) {
 	if n := len(evs.List()); n != 6 {
 		t.Errorf("%d evaluators, want 6", n)
 	}
-	sc, err := Score(loadTestPack(t, baselineFile), []*Run{{Case: "a", Intent: "support.refund", Calls: []Call{{}, {}}}}, evs, nil)
+	sc, err := Score(loadTestPack(t, baselineFile), []*Run{{Case: "a", Intent: "support.refund", Calls: []Call{{}, {}}}}, ScoreOptions{Evaluators: evs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func ExampleScore() {
 	p, _ := pack.DecodeAndValidate(data, nil)
 	r, _ := eval.NewRunner(eval.RunnerOptions{Pack: p})
 	cases, _ := eval.Load("testdata/golden")
-	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), nil, nil)
+	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), eval.ScoreOptions{Cases: cases})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -111,3 +111,26 @@ func ExampleTest() {
 	// diff pass
 	// passed: false release gates held: false evaluated: true
 }
+
+func ExampleBar() {
+	own := pack.EvaluationLayer{
+		EvalTargets:  []pack.EvalTarget{{Intent: "support.refund", Policy: ptr(0.5), LatencyP99MS: ptr(2000)}},
+		ReleaseGates: []pack.ReleaseGate{{Metric: "policy", MaxDelta: 1}},
+	}
+	baseline := pack.EvaluationLayer{
+		EvalTargets:  []pack.EvalTarget{{Intent: "support.refund", Policy: ptr(1), LatencyP99MS: ptr(3000)}},
+		ReleaseGates: []pack.ReleaseGate{{Metric: "policy", MaxDelta: 0}, {Metric: "safety", MaxDelta: 0}},
+	}
+	bar := eval.Bar(own, &baseline)
+	t := bar.EvalTargets[0]
+	fmt.Println(t.Intent, "policy >=", *t.Policy, "latency_p99_ms <=", *t.LatencyP99MS)
+	for _, g := range bar.ReleaseGates {
+		fmt.Println(g.Metric, "max_delta", g.MaxDelta)
+	}
+	// Output:
+	// support.refund policy >= 1 latency_p99_ms <= 2000
+	// policy max_delta 0
+	// safety max_delta 0
+}
+
+func ptr(v float64) *float64 { return &v }

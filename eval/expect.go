@@ -55,11 +55,18 @@ func (r *Run) Problems() []pack.Problem {
 		}
 		out = append(out, pack.Problem{Gate: gate, Code: pack.Code(code), Path: path, Message: fmt.Sprintf(format, args...)})
 	}
+	e := r.Expect
+	// A case that both requires and forbids a call can never pass: it is
+	// a broken case, not evidence.
+	for i, c := range e.NoCalls {
+		if slices.Contains(e.Calls, c) {
+			add(CodeCaseError, fmt.Sprintf("expect.no_calls[%d]", i), "%s is listed in both expect.calls and expect.no_calls", c)
+		}
+	}
 	if r.Err != "" {
 		add(CodeCaseError, "", "the case could not run: %s", r.Err)
 		return out
 	}
-	e := r.Expect
 	if !r.Stable {
 		add(CodeUnstableCompile, "", "a second compile of the same inputs gave a different hash, tool manifest or budget report")
 	}

@@ -28,19 +28,24 @@ func ReplayGate(runs []*Run) []pack.Problem {
 	return out
 }
 
-// EvaluationGate is the evaluation gate over a scorecard: every metric
-// meets its eval target and every release gate evaluated against the
-// baseline held. Problems have Gate pack.GateEvaluation; paths are
-// "<intent>.<metric>".
+// EvaluationGate is the evaluation gate over a scorecard: the scorecard
+// has no problems of its own (Scorecard.Problems), every score is a
+// number, every metric meets the target it is held to and every release
+// gate evaluated against the baseline held. Problems have Gate
+// pack.GateEvaluation; a metric's path is "<intent>.<metric>".
 func EvaluationGate(sc *Scorecard) []pack.Problem {
-	var out []pack.Problem
 	if sc == nil {
 		return nil
 	}
+	out := slices.Clone(sc.Problems)
 	for _, is := range sc.Intents {
 		for _, m := range is.Metrics {
 			path := is.Intent + "." + m.Metric
-			if !m.TargetMet {
+			switch {
+			case m.Invalid != "":
+				out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeInvalidScore, Path: path,
+					Message: fmt.Sprintf("%s has no value over %d run(s): %s", m.Metric, is.Runs, m.Invalid)})
+			case !m.TargetMet:
 				op := "at least"
 				if m.Bound == BoundCeiling {
 					op = "at most"
@@ -48,10 +53,14 @@ func EvaluationGate(sc *Scorecard) []pack.Problem {
 				out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeTargetMissed, Path: path,
 					Message: fmt.Sprintf("%s is %s over %d run(s); the target is %s %s", m.Metric, num(m.Value), is.Runs, op, optNum(m.Target))})
 			}
-			if m.GateHeld != nil && !*m.GateHeld {
-				out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeReleaseGate, Path: path,
-					Message: fmt.Sprintf("%s moved from %s to %s (delta %s); the release gate allows a regression of at most %s", m.Metric, optNum(m.Baseline), num(m.Value), optNum(m.Delta), optNum(m.MaxDelta))})
+			if m.GateHeld == nil || *m.GateHeld {
+				continue
 			}
+			msg := fmt.Sprintf("%s moved from %s to %s (delta %s); the release gate allows a regression of at most %s", m.Metric, optNum(m.Baseline), num(m.Value), optNum(m.Delta), optNum(m.MaxDelta))
+			if m.Invalid != "" || m.Baseline == nil {
+				msg = fmt.Sprintf("%s cannot be compared with the baseline (a value is not a number); the release gate fails closed", m.Metric)
+			}
+			out = append(out, pack.Problem{Gate: pack.GateEvaluation, Code: CodeReleaseGate, Path: path, Message: msg})
 		}
 	}
 	return out
@@ -72,7 +81,10 @@ type GateOptions struct {
 // PackGate returns the replay and evaluation gates over the golden cases
 // as a pack.GateFunc, for pack.ValidateOptions.Gates: validating (signing,
 // storing) a pack then runs the cases on it and refuses it when a gate
-// fails. The baseline's scorecard is computed once.
+// fails. Given a baseline, the pack is held to the stricter of the
+// baseline's eval targets and release gates and its own (Bar); the
+// baseline's scorecard is computed once. No cases is a problem (code
+// no_cases): a gate with nothing to run on refuses every pack.
 func PackGate(cases []*Case, opts GateOptions) pack.GateFunc {
 	var (
 		once     sync.Once
@@ -80,12 +92,15 @@ func PackGate(cases []*Case, opts GateOptions) pack.GateFunc {
 		baseErr  error
 	)
 	return func(p *pack.Pack) []pack.Problem {
+		if len(cases) == 0 {
+			return []pack.Problem{noCases(pack.GateReplay)}
+		}
 		ctx := context.Background()
 		if opts.Baseline != nil {
 			once.Do(func() {
 				var runs []*Run
 				if runs, baseErr = runCases(ctx, opts.Baseline, nil, cases, opts.Ontologies, opts.Validation); baseErr == nil {
-					baseline, baseErr = Score(opts.Baseline, runs, opts.Evaluators, nil)
+					baseline, baseErr = Score(opts.Baseline, runs, ScoreOptions{Evaluators: opts.Evaluators, Cases: cases})
 				}
 			})
 			if baseErr != nil {
@@ -96,12 +111,17 @@ func PackGate(cases []*Case, opts GateOptions) pack.GateFunc {
 		if err != nil {
 			return []pack.Problem{{Gate: pack.GateReplay, Code: CodeRunner, Message: "the golden runs could not be set up: " + err.Error()}}
 		}
-		sc, err := Score(p, runs, opts.Evaluators, baseline)
+		sc, err := Score(p, runs, ScoreOptions{Evaluators: opts.Evaluators, Baseline: baseline, Cases: cases})
 		if err != nil {
 			return []pack.Problem{{Gate: pack.GateEvaluation, Code: CodeRunner, Message: err.Error()}}
 		}
 		return slices.Concat(ReplayGate(runs), EvaluationGate(sc))
 	}
+}
+
+// noCases is the problem of a golden step with no cases to run.
+func noCases(gate string) pack.Problem {
+	return pack.Problem{Gate: gate, Code: CodeNoCases, Message: "there are no golden cases: nothing was compiled, replayed or scored (give a golden case directory or cases)"}
 }
 
 // runCases runs the cases on p, with extra in the registry.

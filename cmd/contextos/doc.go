@@ -15,7 +15,7 @@
 //	contextos pack sign --key KEYFILE [--redactors FILE] PACK
 //	contextos pack verify --pub PUBFILE [--pub PUBFILE…] [--redactors FILE] SIGNED
 //	contextos pack diff [--json] [--redactors FILE] OLD NEW
-//	contextos pack test [--baseline PACK] [--golden DIR] [--pub PUBFILE… | --allow-unsigned]
+//	contextos pack test --golden DIR [--baseline PACK] [--pub PUBFILE… | --allow-unsigned]
 //	    [--ontology NS@VERSION…] [--trigger TRIGGER…] [--redactors FILE] [--json] PACK
 //	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
 //	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
@@ -74,11 +74,14 @@
 // golden case's expected minimal surface, the golden compiles (stable
 // manifests and budget reports), the replay of incident and correction
 // packets, the evaluators against the pack's eval_targets, the release
-// gates against --baseline, and the diff by layer. It prints each step,
-// each golden case and the scorecard (--json: the report as JSON) and
-// exits 1 when a gate fails. --trigger runs only the checks the named
-// refresh trigger requires (package eval documents the golden case
-// format).
+// gates against --baseline, and the diff by layer. Given a baseline, the
+// pack is held to the stricter of the baseline's eval targets and release
+// gates and its own. It prints each step, each golden case and the
+// scorecard (--json: the report as JSON) and exits 1 when a gate fails.
+// --golden is required, and a directory without cases fails. --trigger
+// runs only the checks the named refresh trigger requires; a validation
+// problem fails the report whatever it selects (package eval documents
+// the golden case format).
 //
 // compile resolves the packs (the first is primary) with the request and
 // run context into the CompiledContext and prints it as JSON. Signed packs

@@ -16,7 +16,7 @@ func cmdPackTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pack test", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	baseline := fs.String("baseline", "", "the released pack `FILE` to diff against and hold the release gates to")
-	golden := fs.String("golden", "", "golden case `DIR` (one JSON file per case)")
+	golden := fs.String("golden", "", "golden case `DIR` (one JSON file per case); required: a pack is never passed without evidence")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept plain (unsigned) packs")
 	var pubs, ontologies, triggers multiFlag
 	fs.Var(&pubs, "pub", "trusted public key `FILE`; signed packs are verified with these (repeatable)")
@@ -25,7 +25,7 @@ func cmdPackTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var redactors redactorsFlag
 	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack test [--baseline PACK] [--golden DIR] [--pub PUBFILE… | --allow-unsigned]\n       [--ontology NS@VERSION…] [--trigger TRIGGER…] [--redactors FILE] [--json] PACK\n\nRuns the CI checklist in order: schema, references, policy, security, tool manifest against\nthe expected minimal surface, golden compiles, replay of incident and correction cases,\nthe evaluators against the pack's targets, the release gates against the baseline, and\nthe diff by layer. Prints the report with the scorecard.\nExit 0 when every gate passes; 1 when one fails.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack test --golden DIR [--baseline PACK] [--pub PUBFILE… | --allow-unsigned]\n       [--ontology NS@VERSION…] [--trigger TRIGGER…] [--redactors FILE] [--json] PACK\n\nRuns the CI checklist in order: schema, references, policy, security, tool manifest against\nthe expected minimal surface, golden compiles, replay of incident and correction cases,\nthe evaluators against the pack's targets, the release gates against the baseline, and\nthe diff by layer. Prints the report with the scorecard. Given a baseline, the pack is\nheld to the stricter of the baseline's eval targets and release gates and its own.\nA validation problem fails the report whatever the triggers select; a golden directory\nwithout cases fails the golden steps. At most one input may be - (stdin).\nExit 0 when every gate passes; 1 when one fails.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -33,6 +33,26 @@ func cmdPackTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "contextos pack test: one PACK file is required")
+		return exitUsage
+	}
+	if *golden == "" {
+		fmt.Fprintln(stderr, "contextos pack test: --golden DIR is required (the golden cases the pack is tested on)")
+		return exitUsage
+	}
+	baselineGiven := false
+	fs.Visit(func(f *flag.Flag) { baselineGiven = baselineGiven || f.Name == "baseline" })
+	if baselineGiven && *baseline == "" {
+		fmt.Fprintln(stderr, "contextos pack test: --baseline needs a FILE")
+		return exitUsage
+	}
+	stdins := 0
+	for _, name := range []string{fs.Arg(0), *baseline, redactors.path} {
+		if name == "-" {
+			stdins++
+		}
+	}
+	if stdins > 1 {
+		fmt.Fprintln(stderr, "contextos pack test: only one input can be read from - (stdin)")
 		return exitUsage
 	}
 	if len(pubs) == 0 && !*allowUnsigned {
@@ -66,11 +86,14 @@ func cmdPackTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "contextos pack test:", err)
 		return exitUsage
 	}
-	if *baseline != "" {
-		if opts.Baseline, err = readInput(*baseline, stdin); err != nil {
+	if baselineGiven {
+		data, err := readInput(*baseline, stdin)
+		if err != nil {
 			fmt.Fprintln(stderr, "contextos pack test:", err)
 			return exitUsage
 		}
+		// Given is never "no baseline": an empty file is refused by Test.
+		opts.Baseline = append([]byte{}, data...)
 	}
 	rep, err := eval.Test(context.Background(), opts)
 	if err != nil {

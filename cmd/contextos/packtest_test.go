@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -132,7 +133,19 @@ func TestPackTestSignedAndUsage(t *testing.T) {
 		t.Fatalf("sign: %d %s", code, errs)
 	}
 	sp := writeFile(t, dir, "signed.json", []byte(signed))
-	if code, out, errs := runCLI(t, "", "pack", "test", "--pub", files[1], "--golden", evalData("golden"), sp); code != exitOK {
+	golden, emptyDir := evalData("golden"), t.TempDir()
+	empty := writeFile(t, dir, "empty.json", nil)
+	doc, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badAdapter := writeFile(t, dir, "bad-adapter.json", []byte(strings.Replace(string(doc), `"p_orders_lookup",
+"adapter_id": "adp_orders"`, `"p_orders_lookup",
+"adapter_id": "adp_nope"`, 1)))
+	if string(doc) == string(readFileT(t, badAdapter)) {
+		t.Fatal("the bad-adapter pack is the pack")
+	}
+	if code, out, errs := runCLI(t, "", "pack", "test", "--pub", files[1], "--golden", golden, sp); code != exitOK {
 		t.Errorf("signed pack: exit %d %s\n%s", code, errs, out)
 	}
 	for _, tc := range []struct {
@@ -140,15 +153,36 @@ func TestPackTestSignedAndUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{base}, exitUsage, "--allow-unsigned"},
-		{[]string{"--allow-unsigned"}, exitUsage, "one PACK"},
-		{[]string{"--allow-unsigned", "--trigger", "NOPE", base}, exitUsage, "unknown trigger"},
+		{[]string{"--golden", golden, base}, exitUsage, "--allow-unsigned"},
+		{[]string{"--allow-unsigned", "--golden", golden}, exitUsage, "one PACK"},
+		{[]string{"--allow-unsigned", "--golden", golden, "--trigger", "NOPE", base}, exitUsage, "unknown trigger"},
 		{[]string{"--allow-unsigned", "--golden", filepath.Join(dir, "missing"), base}, exitUsage, ""},
-		{[]string{"--pub", files[1], base}, exitInvalid, ""},
+		{[]string{"--pub", files[1], "--golden", golden, base}, exitInvalid, ""},
+		// No evidence: --golden is required, and a directory without
+		// cases fails the golden steps.
+		{[]string{"--allow-unsigned", base}, exitUsage, "--golden DIR is required"},
+		{[]string{"--allow-unsigned", "--golden", emptyDir, base}, exitInvalid, ""},
+		// A baseline given is never "no baseline".
+		{[]string{"--allow-unsigned", "--golden", golden, "--baseline", empty, base}, exitUsage, "baseline file is empty"},
+		{[]string{"--allow-unsigned", "--golden", golden, "--baseline=", base}, exitUsage, "--baseline needs a FILE"},
+		// Stdin is one input at most.
+		{[]string{"--allow-unsigned", "--golden", golden, "--baseline", "-", "-"}, exitUsage, "only one input"},
+		{[]string{"--allow-unsigned", "--golden", golden, "--redactors", "-", "-"}, exitUsage, "only one input"},
+		// A validation failure fails whatever the trigger selects.
+		{[]string{"--allow-unsigned", "--golden", golden, "--trigger", "MODEL_CONFIG_UPDATED", badAdapter}, exitInvalid, ""},
 	} {
 		code, out, errs := runCLI(t, "", append([]string{"pack", "test"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("pack test %v: exit %d, stderr %q, stdout %q", tc.args, code, errs, out)
 		}
 	}
+}
+
+func readFileT(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
