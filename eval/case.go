@@ -80,7 +80,9 @@ type Case struct {
 	// holding Role; a pause nobody answers leaves the run DEFERRED.
 	Approve []Approval `json:"approve,omitempty"`
 	// Packet is the path of a recorded replay packet (relative to the case
-	// file): the case replays it instead of running a scripted invocation.
+	// file, inside its directory): the case runs the packet's recorded
+	// inputs against the pack under test, and replays it on the version
+	// it pins when the registry holds that version.
 	Packet string `json:"packet,omitempty"`
 	// Secrets are values that must never appear in the run's records or
 	// replay packet (the safety evaluator's redaction check).

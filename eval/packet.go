@@ -95,6 +95,13 @@ func readPacket(c *Case) (*replay.Packet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("packet %s %w", c.Packet, err)
 	}
+	return decodePacket(c.Packet, data)
+}
+
+// decodePacket decodes a packet file strictly (wire.Decode): a duplicate
+// member, an unknown one, a wrong type or malformed JSON is refused, the
+// error naming the packet and the JSON path.
+func decodePacket(name string, data []byte) (*replay.Packet, error) {
 	var p replay.Packet
 	if probs, _ := wire.Decode(data, &p); len(probs) > 0 {
 		q := probs[0]
@@ -102,7 +109,7 @@ func readPacket(c *Case) (*replay.Packet, error) {
 		if field == "" {
 			field = "(document)"
 		}
-		return nil, fmt.Errorf("packet %s: %s: %s", c.Packet, field, safeMessage(q.Message))
+		return nil, fmt.Errorf("packet %s: %s: %s", name, field, safeMessage(q.Message))
 	}
 	return &p, nil
 }

@@ -49,13 +49,12 @@ type Run struct {
 	// store order (a DEFERRED record, its CLOSED record, the final one).
 	Record  *decision.Record   `json:"-"`
 	Records []*decision.Record `json:"-"`
-	// Compiled is the run's compiled context (scripted cases; nil for a
-	// packet). Ledger is its ledger, or the packet's.
+	// Compiled is the run's compiled context; Ledger its ledger.
 	Compiled *compiler.CompiledContext `json:"-"`
 	Ledger   *compiler.ContextLedger   `json:"-"`
 	// Stable reports that a second, independent run of the case compiled
 	// to the same compiled_context_hash, tool manifest and budget report
-	// (always true for a packet: Replay compares the hash itself).
+	// (a packet case's recorded inputs are run twice too).
 	Stable bool `json:"stable"`
 	// Calls are the tool calls the run made, in transcript order.
 	Calls []Call `json:"calls"`
@@ -63,14 +62,17 @@ type Run struct {
 	Pauses []string `json:"pauses,omitempty"`
 	// DurationMS is the simulated time from the start of the run to its
 	// end (planner turns and tool calls advance the clock by their
-	// scripted latencies); a packet's, from its recorded clock readings.
+	// scripted latencies); a packet case's, from the recorded clock
+	// readings its run read.
 	DurationMS int64 `json:"duration_ms"`
 	// CostCents is the cost charged to the final record.
 	CostCents float64 `json:"cost_cents"`
-	// Packet is the run's replay packet (captured after a scripted run).
+	// Packet is the run's replay packet, captured after the run (for a
+	// packet case, its run on the pack under test).
 	Packet *replay.Packet `json:"-"`
-	// ReplayEqual is whether the packet replayed equal; ReplayDiffs are
-	// the differences otherwise.
+	// ReplayEqual is whether the packet replayed equal (for a packet
+	// case, also the recorded packet on the version it pins, when the
+	// registry holds it); ReplayDiffs are the differences otherwise.
 	ReplayEqual bool          `json:"replay_equal"`
 	ReplayDiffs []replay.Diff `json:"replay_diffs,omitempty"`
 }
@@ -216,7 +218,9 @@ func (r *Runner) RunAll(ctx context.Context, cases []*Case) []*Run {
 
 // Run runs one case: a scripted case twice on fresh runtimes (the second
 // run checks the compile is stable), then its captured packet through
-// Runtime.Replay; a packet case through Runtime.Replay.
+// Runtime.Replay; a packet case the same way with the packet's recorded
+// inputs as its script, and its packet through Runtime.Replay on the
+// version it pins when the registry holds it.
 func (r *Runner) Run(ctx context.Context, c *Case) *Run {
 	run := &Run{Case: c.Name, Intent: c.Intent, Expect: c.Expect, Secrets: slices.Clone(c.Secrets), Kind: KindScripted, Calls: []Call{}}
 	var err error
