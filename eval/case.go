@@ -80,7 +80,9 @@ type Case struct {
 	// holding Role; a pause nobody answers leaves the run DEFERRED.
 	Approve []Approval `json:"approve,omitempty"`
 	// Packet is the path of a recorded replay packet (relative to the case
-	// file): the case replays it instead of running a scripted invocation.
+	// file, inside its directory): the case runs the packet's recorded
+	// inputs against the pack under test, and replays it on the version
+	// it pins when the registry holds that version.
 	Packet string `json:"packet,omitempty"`
 	// Secrets are values that must never appear in the run's records or
 	// replay packet (the safety evaluator's redaction check).
@@ -157,24 +159,46 @@ type PolicyResult struct {
 var defaultStart = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
 
 // Load reads every *.json file directly in dir (not subdirectories, where
-// packet files live), in name order, as golden cases. Any file that is not
-// a valid case fails the load (fail closed): the error is a *CaseError.
+// packet files live), in name order, as golden cases. Files are read
+// through an os.Root on dir: a symbolic link leading out of dir, a file
+// that is not a regular file (a named pipe, a device) or one larger than
+// MaxCaseBytes fails the load. A file whose extension is ".json" in
+// another case (".JSON", ".Json") is refused rather than skipped: it was
+// meant as a case, and would not run. Any file that is not a valid case
+// fails the load (fail closed): the error is a *CaseError, which names the
+// file and never quotes its content.
 func Load(dir string) ([]*Case, error) {
-	ents, err := os.ReadDir(dir)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("eval: golden directory: %w", err)
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("eval: golden directory: %w", err)
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("eval: golden directory: %w", err)
 	}
 	var names []string
 	for _, e := range ents {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
-			names = append(names, e.Name())
+		n := e.Name()
+		ext := filepath.Ext(n)
+		switch {
+		case e.IsDir() || !strings.EqualFold(ext, ".json"):
+			continue
+		case ext != ".json":
+			return nil, &CaseError{File: filepath.Join(dir, n), Message: "a golden case file's extension must be .json in lower case"}
 		}
+		names = append(names, n)
 	}
 	slices.Sort(names)
 	cases := make([]*Case, 0, len(names))
 	for _, n := range names {
 		path := filepath.Join(dir, n)
-		data, err := readBounded(path, MaxCaseBytes)
+		data, err := readRooted(root, n, MaxCaseBytes)
 		if err != nil {
 			return nil, &CaseError{File: path, Message: err.Error()}
 		}
@@ -185,21 +209,6 @@ func Load(dir string) ([]*Case, error) {
 		cases = append(cases, c)
 	}
 	return cases, nil
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, errors.New("cannot be read")
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("is larger than %d bytes", limit)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, errors.New("cannot be read")
-	}
-	return data, nil
 }
 
 // DecodeCase decodes one golden case file strictly: unknown or misspelt
@@ -222,7 +231,7 @@ func DecodeCase(file string, data []byte) (*Case, error) {
 		if i := slices.IndexFunc(probs, func(p wire.Problem) bool { return p.Message != "is required" }); i >= 0 {
 			p = probs[i]
 		}
-		return fail(p.Path, "%s", p.Message)
+		return fail(p.Path, "%s", safeMessage(p.Message))
 	}
 	c.File = file
 	c.Name = strings.TrimSuffix(filepath.Base(file), ".json")
@@ -259,7 +268,7 @@ func DecodeCase(file string, data []byte) (*Case, error) {
 		switch {
 		case len(c.Request) > 0, len(c.RunContext) > 0, len(c.Turns) > 0, len(c.Tools) > 0, len(c.Evidence) > 0, len(c.Memory) > 0, len(c.Approve) > 0, c.PlannerLatencyMS != 0:
 			return fail("packet", "a packet case replays what the packet recorded: request, run_context, evidence, memory, turns, tools, approve and planner_latency_ms must be left out")
-		case filepath.IsAbs(c.Packet) || strings.Contains(filepath.ToSlash(c.Packet), ".."):
+		case !filepath.IsLocal(filepath.FromSlash(c.Packet)):
 			return fail("packet", "must be a path relative to the case file, inside its directory")
 		}
 		return &c, nil

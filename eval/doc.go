@@ -81,8 +81,17 @@
 // durations are reproducible. The request's context_pack_refs naming the
 // pack's id are re-pinned to the version under test. A scripted case runs
 // twice (the second compile must give the same hash, tool manifest and
-// budget report), then its run is captured and replayed; a packet case
-// goes through Runtime.Replay against the pack version it pins. The
+// budget report), then its run is captured and replayed. A packet case
+// is replayed (Runtime.Replay) on the pack version it pins when the
+// registry holds it — the audit's determinism check — and its recorded
+// inputs (request, run context, evidence, memory, planner outputs and
+// failures, adapter outcomes per capability in order, clock readings,
+// approvals re-bound to the run's pause on the same gate) are run, like a
+// scripted case, against the pack under test: that run is held to the
+// case's expect, so a candidate that changes the packet's outcome fails
+// it. A packet that cannot be read or run is a case_error of gate replay.
+// Case and packet files are read through an os.Root on their directory
+// (no link out of it), must be regular files, and are read bounded. The
 // result is a Run: pure data the evaluators read.
 //
 // # Evaluators, scorecards, gates

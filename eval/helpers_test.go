@@ -81,7 +81,11 @@ func TestGoldenPackets(t *testing.T) {
 		{"refund-tool-fails", "incident-refund-failed.packet.json", replay.SourceQualityReplayCase},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			l, err := r.execute(context.Background(), loadCase(t, tc.caseName))
+			s, _, err := loadCase(t, tc.caseName).script()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := r.execute(context.Background(), s)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -50,13 +49,12 @@ type Run struct {
 	// store order (a DEFERRED record, its CLOSED record, the final one).
 	Record  *decision.Record   `json:"-"`
 	Records []*decision.Record `json:"-"`
-	// Compiled is the run's compiled context (scripted cases; nil for a
-	// packet). Ledger is its ledger, or the packet's.
+	// Compiled is the run's compiled context; Ledger its ledger.
 	Compiled *compiler.CompiledContext `json:"-"`
 	Ledger   *compiler.ContextLedger   `json:"-"`
 	// Stable reports that a second, independent run of the case compiled
 	// to the same compiled_context_hash, tool manifest and budget report
-	// (always true for a packet: Replay compares the hash itself).
+	// (a packet case's recorded inputs are run twice too).
 	Stable bool `json:"stable"`
 	// Calls are the tool calls the run made, in transcript order.
 	Calls []Call `json:"calls"`
@@ -64,14 +62,17 @@ type Run struct {
 	Pauses []string `json:"pauses,omitempty"`
 	// DurationMS is the simulated time from the start of the run to its
 	// end (planner turns and tool calls advance the clock by their
-	// scripted latencies); a packet's, from its recorded clock readings.
+	// scripted latencies); a packet case's, from the recorded clock
+	// readings its run read.
 	DurationMS int64 `json:"duration_ms"`
 	// CostCents is the cost charged to the final record.
 	CostCents float64 `json:"cost_cents"`
-	// Packet is the run's replay packet (captured after a scripted run).
+	// Packet is the run's replay packet, captured after the run (for a
+	// packet case, its run on the pack under test).
 	Packet *replay.Packet `json:"-"`
-	// ReplayEqual is whether the packet replayed equal; ReplayDiffs are
-	// the differences otherwise.
+	// ReplayEqual is whether the packet replayed equal (for a packet
+	// case, also the recorded packet on the version it pins, when the
+	// registry holds it); ReplayDiffs are the differences otherwise.
 	ReplayEqual bool          `json:"replay_equal"`
 	ReplayDiffs []replay.Diff `json:"replay_diffs,omitempty"`
 }
@@ -217,7 +218,9 @@ func (r *Runner) RunAll(ctx context.Context, cases []*Case) []*Run {
 
 // Run runs one case: a scripted case twice on fresh runtimes (the second
 // run checks the compile is stable), then its captured packet through
-// Runtime.Replay; a packet case through Runtime.Replay.
+// Runtime.Replay; a packet case the same way with the packet's recorded
+// inputs as its script, and its packet through Runtime.Replay on the
+// version it pins when the registry holds it.
 func (r *Runner) Run(ctx context.Context, c *Case) *Run {
 	run := &Run{Case: c.Name, Intent: c.Intent, Expect: c.Expect, Secrets: slices.Clone(c.Secrets), Kind: KindScripted, Calls: []Call{}}
 	var err error
@@ -239,80 +242,124 @@ type live struct {
 	res     *contextos.Result
 	pauses  []string
 	records *decision.MemoryStore
-	clock   *simClock
 }
 
-// execute runs the case once on a fresh runtime, answering pauses.
-func (r *Runner) execute(ctx context.Context, c *Case) (*live, error) {
+// script is what one execution runs: the request and run context, the
+// compiler's inputs, the planner, the tools, the clock and how pauses are
+// answered. A fresh one is built for each execution.
+type script struct {
+	req      *runcontext.InvokeRequest
+	rc       *runcontext.RunContext
+	evidence compiler.EvidenceSource
+	memory   contextos.MemoryStore
+	planner  contextos.Planner
+	adapter  func(adapterID string, caps []string) gateway.Adapter
+	now      func() time.Time
+	// answer returns the resume that answers a pause, or false to leave
+	// the run paused.
+	answer func(p *gateway.ApprovalRequest, now time.Time) (contextos.ResumeInput, bool)
+}
+
+// script is a scripted case's script (and the clock it runs on).
+func (c *Case) script() (*script, runClock, error) {
 	req, err := runcontext.DecodeInvokeRequest(c.Request)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rc, err := runcontext.DecodeRunContext(c.RunContext)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for i, s := range req.ContextPackRefs {
-		if id, _, ok := strings.Cut(s, "@"); ok && id == r.ref.ID {
-			req.ContextPackRefs[i] = r.ref.String()
-		}
-	}
-	l := &live{clock: &simClock{t: c.start}, records: decision.NewMemoryStore()}
-	tools := &scriptedTools{clock: l.clock, results: c.Tools, next: map[string]int{}}
-	o := &contextos.Options{
-		Adapters:         r.registrations(tools),
-		Decisions:        l.records,
-		Ontologies:       slices.Clone(r.ontologies),
-		ReplaySampleRate: 0,
-		Now:              l.clock.Now,
-		Identity:         contextos.IdentityOptions{AllowUnclaimed: true},
-	}
+	clock := &simClock{t: c.start, start: c.start}
+	tools := &scriptedTools{clock: clock, results: c.Tools, next: map[string]int{}}
+	s := &script{req: req, rc: rc, adapter: tools.adapter, now: clock.Now,
+		planner: &scriptedPlanner{turns: c.Turns, clock: clock, latency: c.PlannerLatencyMS}}
 	if c.Evidence != nil {
-		o.Evidence = c.Evidence
+		s.evidence = c.Evidence
 	}
 	if c.Memory != nil {
-		o.Memory = recalled{c.Memory}
-	}
-	planner := &scriptedPlanner{turns: c.Turns, clock: l.clock, latency: c.PlannerLatencyMS}
-	if l.rt, err = contextos.New(planner, r.reg, r.keys, o); err != nil {
-		return nil, err
-	}
-	if l.res, err = l.rt.Invoke(ctx, req, rc); err != nil {
-		return nil, err
+		s.memory = recalled{c.Memory}
 	}
 	approvals := slices.Clone(c.Approve)
-	for l.res.Pending != nil {
-		p := l.res.Pending
-		l.pauses = append(l.pauses, p.GateID)
+	s.answer = func(p *gateway.ApprovalRequest, now time.Time) (contextos.ResumeInput, bool) {
 		i := slices.IndexFunc(approvals, func(a Approval) bool { return a.GateID == p.GateID })
 		if i < 0 {
-			break
+			return contextos.ResumeInput{}, false
 		}
 		a := approvals[i]
 		approvals = slices.Delete(approvals, i, i+1)
-		ap := gateway.Approval{ApprovalID: "apr_" + p.ToolCallID, GateID: p.GateID, ActionDigest: p.ActionDigest,
-			Approver: a.Approver, ApproverRole: a.Role, DecidedAt: l.clock.Now()}
-		if l.res, err = l.rt.Resume(ctx, l.res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}}); err != nil {
+		return contextos.ResumeInput{Approvals: []gateway.Approval{{ApprovalID: "apr_" + p.ToolCallID, GateID: p.GateID, ActionDigest: p.ActionDigest,
+			Approver: a.Approver, ApproverRole: a.Role, DecidedAt: now}}}, true
+	}
+	return s, clock, nil
+}
+
+// execute runs a script once on a fresh runtime, answering pauses; the
+// request's refs to the pack under test are pinned to its version.
+func (r *Runner) execute(ctx context.Context, s *script) (*live, error) {
+	req := s.req
+	for i, ref := range req.ContextPackRefs {
+		if id, _, ok := strings.Cut(ref, "@"); ok && id == r.ref.ID {
+			req.ContextPackRefs[i] = r.ref.String()
+		}
+	}
+	l := &live{records: decision.NewMemoryStore()}
+	o := &contextos.Options{
+		Adapters:         r.registrations(s.adapter),
+		Decisions:        l.records,
+		Ontologies:       slices.Clone(r.ontologies),
+		ReplaySampleRate: 0,
+		Now:              s.now,
+		Identity:         contextos.IdentityOptions{AllowUnclaimed: true},
+		Evidence:         s.evidence,
+		Memory:           s.memory,
+	}
+	var err error
+	if l.rt, err = contextos.New(s.planner, r.reg, r.keys, o); err != nil {
+		return nil, err
+	}
+	if l.res, err = l.rt.Invoke(ctx, req, s.rc); err != nil {
+		return nil, err
+	}
+	for l.res.Pending != nil {
+		p := l.res.Pending
+		l.pauses = append(l.pauses, p.GateID)
+		in, ok := s.answer(p, s.now())
+		if !ok {
+			break
+		}
+		if l.res, err = l.rt.Resume(ctx, l.res.RunID, in); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
 }
 
-func (r *Runner) registrations(tools *scriptedTools) []gateway.Registration {
+func (r *Runner) registrations(adapter func(adapterID string, caps []string) gateway.Adapter) []gateway.Registration {
 	regs := make([]gateway.Registration, 0, len(r.adapters))
 	for _, a := range r.adapters {
 		caps := map[string]gateway.Capability{}
 		for _, c := range a.caps {
 			caps[c] = gateway.Capability{}
 		}
-		regs = append(regs, gateway.Registration{AdapterID: a.id, Adapter: tools.adapter(a.id, a.caps), Capabilities: caps})
+		regs = append(regs, gateway.Registration{AdapterID: a.id, Adapter: adapter(a.id, a.caps), Capabilities: caps})
 	}
 	return regs
 }
 
 func (r *Runner) runScripted(ctx context.Context, c *Case, run *Run) error {
-	first, err := r.execute(ctx, c)
+	return r.runScript(ctx, run, c.script)
+}
+
+// runScript executes a script twice on fresh runtimes (the second
+// execution checks the compile is stable), fills run from the first, and
+// replays the first's captured packet.
+func (r *Runner) runScript(ctx context.Context, run *Run, build func() (*script, runClock, error)) error {
+	s, clock, err := build()
+	if err != nil {
+		return err
+	}
+	first, err := r.execute(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -324,11 +371,15 @@ func (r *Runner) runScripted(ctx context.Context, c *Case, run *Run) error {
 	if res.Compiled != nil {
 		run.Ledger = &res.Compiled.ContextLedger
 	}
-	run.DurationMS = first.clock.elapsed(c.start)
+	run.DurationMS = clock.elapsed()
 	if run.Records, err = first.records.List(ctx, decision.Filter{RunID: res.RunID}); err != nil {
 		return err
 	}
-	second, err := r.execute(ctx, c)
+	s2, _, err := build()
+	if err != nil {
+		return err
+	}
+	second, err := r.execute(ctx, s2)
 	if err != nil {
 		return fmt.Errorf("second run: %w", err)
 	}
@@ -377,50 +428,6 @@ func (r *Runner) replay(ctx context.Context, rt *contextos.Runtime, p *replay.Pa
 	return nil
 }
 
-func (r *Runner) runPacket(ctx context.Context, c *Case, run *Run) error {
-	path := filepath.Join(filepath.Dir(c.File), filepath.FromSlash(c.Packet))
-	data, err := readBounded(path, 64<<20)
-	if err != nil {
-		return fmt.Errorf("packet %s %w", c.Packet, err)
-	}
-	var p replay.Packet
-	if err := json.Unmarshal(data, &p); err != nil {
-		return fmt.Errorf("packet %s: %w", c.Packet, err)
-	}
-	run.Packet = &p
-	var rec decision.Record
-	if err := json.Unmarshal(p.Record, &rec); err != nil {
-		return fmt.Errorf("packet %s: decision record: %w", c.Packet, err)
-	}
-	run.Record, run.Records = &rec, []*decision.Record{&rec}
-	run.Status, run.Outcome, run.CostCents = rec.Status, rec.Outcome, rec.BudgetUsage.CostUSDCents
-	run.Ledger = p.Ledger
-	run.Stable = true
-	if run.Intent == "" {
-		if req, err := runcontext.DecodeInvokeRequest(p.Invoke); err == nil {
-			run.Intent = req.Input.Intent
-		}
-	}
-	if len(p.Clock) > 0 {
-		run.DurationMS = p.Clock[len(p.Clock)-1].Sub(p.Clock[0]).Milliseconds()
-	}
-	for _, e := range p.Transcript {
-		if e.Kind == "result" && e.Result != nil && e.Result.Approval != nil {
-			run.Pauses = append(run.Pauses, e.Result.Approval.GateID)
-		}
-	}
-	run.Calls = r.calls(p.Transcript, p.Ledger)
-	clock := &simClock{t: defaultStart}
-	tools := &scriptedTools{clock: clock, next: map[string]int{}}
-	rt, err := contextos.New(&scriptedPlanner{clock: clock}, r.reg, r.keys, &contextos.Options{
-		Adapters: r.registrations(tools), Ontologies: slices.Clone(r.ontologies), Now: clock.Now,
-		Identity: contextos.IdentityOptions{AllowUnclaimed: true}})
-	if err != nil {
-		return err
-	}
-	return r.replay(ctx, rt, &p, run)
-}
-
 // calls lists the transcript's calls with their approval mode, the gate
 // guarding them when active, and whether they used an approval.
 func (r *Runner) calls(entries []gateway.TranscriptEntry, ledger *compiler.ContextLedger) []Call {
@@ -460,8 +467,16 @@ func (r *Runner) calls(entries []gateway.TranscriptEntry, ledger *compiler.Conte
 // simClock is a run's simulated clock: it moves only when a planner turn
 // or a tool call advances it by its scripted latency.
 type simClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu    sync.Mutex
+	t     time.Time
+	start time.Time
+}
+
+// runClock is an execution's clock: Now serves the runtime, elapsed is
+// the simulated time since the execution started.
+type runClock interface {
+	Now() time.Time
+	elapsed() int64
 }
 
 func (c *simClock) Now() time.Time {
@@ -476,7 +491,7 @@ func (c *simClock) advance(ms int64) {
 	c.t = c.t.Add(time.Duration(ms) * time.Millisecond)
 }
 
-func (c *simClock) elapsed(start time.Time) int64 { return c.Now().Sub(start).Milliseconds() }
+func (c *simClock) elapsed() int64 { return c.Now().Sub(c.start).Milliseconds() }
 
 // scriptedPlanner answers turn i with the i-th scripted plan; asked for a
 // turn it has no script for, it fails (the runtime escalates).
