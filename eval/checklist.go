@@ -570,11 +570,16 @@ func (t *tester) step(s Step) StepResult {
 	}
 	switch s {
 	case StepToolManifest:
-		return result(s, t.runProblems(CodeToolSurface, CodeToolManifest))
+		return result(s, t.runProblems(func(_ *Run, code string) bool { return code == CodeToolSurface || code == CodeToolManifest }))
 	case StepCompile:
-		return result(s, t.runProblems(CodeCaseError, CodeUnstableCompile, CodeBudgetReport))
+		// A packet that cannot run is a replay failure, not a compile one.
+		return result(s, t.runProblems(func(r *Run, code string) bool {
+			return code == CodeUnstableCompile || code == CodeBudgetReport || code == CodeCaseError && r.Kind != KindPacket
+		}))
 	case StepReplay:
-		return result(s, t.runProblems(CodeReplayMismatch))
+		return result(s, t.runProblems(func(r *Run, code string) bool {
+			return code == CodeReplayMismatch || code == CodeCaseError && r.Kind == KindPacket
+		}))
 	case StepEvaluators:
 		var probs []pack.Problem
 		for _, p := range EvaluationGate(t.sc) {
@@ -598,11 +603,11 @@ func (t *tester) step(s Step) StepResult {
 	return skipped(s, "unknown step")
 }
 
-func (t *tester) runProblems(codes ...string) []pack.Problem {
+func (t *tester) runProblems(keep func(r *Run, code string) bool) []pack.Problem {
 	var out []pack.Problem
 	for _, r := range t.runs {
 		for _, p := range r.Problems() {
-			if slices.Contains(codes, string(p.Code)) {
+			if keep(r, string(p.Code)) {
 				out = append(out, p)
 			}
 		}

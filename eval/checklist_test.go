@@ -41,7 +41,7 @@ func TestSupportPack(t *testing.T) {
 			name: "policy change regresses the policy score", pack: "testdata/packs/support-2.0.0-policy-regression.json", baseline: true,
 			steps: map[Step]StepStatus{StepSchema: pass, StepReferences: pass, StepPolicy: pass, StepSecurity: pass, StepToolManifest: pass,
 				StepCompile: pass, StepReplay: pass, StepEvaluators: fail, StepReleaseGates: fail, StepDiff: pass},
-			failCases: []string{"flow1-high-value-approved", "flow1-pending-approval"},
+			failCases: []string{"flow1-high-value-approved", "flow1-pending-approval", "flow4-replay"},
 			codes:     map[Step][]string{StepEvaluators: {CodeTargetMissed}, StepReleaseGates: {CodeReleaseGate}},
 		},
 		{
