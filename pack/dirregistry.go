@@ -24,10 +24,11 @@ import (
 // (a temporary file renamed into place; a new version, and each pin
 // history entry, is linked in, so two writers never both create it). All
 // file access goes through os.Root, so no pack id or environment can
-// reach outside the directory. Pins are safe from several processes (the
-// loser of a race for a history position decides again); otherwise one
-// process should write a directory at a time; reads are safe from any
-// number.
+// reach outside the directory. Every write is a read-modify-write under a
+// writer lock (an flock(2) on <root>/.lock on Unix systems), so any number
+// of processes may write one directory; elsewhere only the in-process
+// mutex and the exclusive creation of new files guard it, and one process
+// should write a directory at a time. Reads are safe from any number.
 type DirRegistry struct {
 	opts *ValidateOptions
 	root *os.Root
@@ -48,6 +49,20 @@ func OpenDirRegistry(dir string, opts *ValidateOptions) (*DirRegistry, error) {
 		return nil, fmt.Errorf("pack: open registry: %w", err)
 	}
 	return &DirRegistry{opts: opts.clone(), root: r}, nil
+}
+
+// lock takes the in-process mutex and then the directory's writer lock
+// (an flock on <root>/.lock where the system has one), so a
+// read-modify-write of a state file or a pin history cannot interleave
+// with another process's.
+func (d *DirRegistry) lock(ctx context.Context) (func(), error) {
+	d.mu.Lock()
+	unlock, err := d.lockWriters(ctx)
+	if err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	return func() { unlock(); d.mu.Unlock() }, nil
 }
 
 // Close releases the directory.
@@ -86,8 +101,11 @@ func (d *DirRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
 	docPath, statePath, err := files(next.Ref)
 	if err != nil {
 		return Entry{}, err
@@ -113,8 +131,21 @@ func (d *DirRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("pack: registry: %w", err)
 	}
 	// The document is linked in first; a version without its state file is
-	// not yet visible (read reports it not found), so a crash in between
-	// leaves nothing half-applied that a reader could use.
+	// not yet visible (read reports it not found, Versions skips it), so a
+	// crash in between leaves nothing half-applied that a reader could use.
+	// Such an orphaned document was never a version: under the writer lock
+	// no other Put is half-way, so this Put replaces it.
+	if _, err := d.root.Stat(statePath); errors.Is(err, fs.ErrNotExist) {
+		if _, err := d.root.Lstat(docPath); err == nil {
+			if err := d.writeAtomic(docPath, next.Document); err != nil {
+				return Entry{}, err
+			}
+			if err := d.writeState(statePath, next); err != nil {
+				return Entry{}, err
+			}
+			return next, nil
+		}
+	}
 	if err := d.createExclusive(docPath, next.Document); err != nil {
 		return Entry{}, err
 	}
@@ -161,6 +192,19 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
 		return Entry{}, fmt.Errorf("%w: %s on disk does not match its recorded content hash", ErrImmutable, ref)
 	}
+	// The state file may not claim more than the document holds: a
+	// signature it does not carry, or a sign-off no Review could record.
+	// (A signed document under an unsigned state is a Put cut off between
+	// its two writes; the entry stays unsigned until the signed file is
+	// Put again.)
+	if st.Signed && !check.Signed {
+		return Entry{}, fmt.Errorf("%w: the state of %s records a signed document but the document on disk is unsigned", ErrImmutable, ref)
+	}
+	for i, r := range st.Reviews {
+		if !reviewerPattern.MatchString(r.Reviewer) || checkRoleName(r.Role) != nil {
+			return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: review %d is not a valid sign-off", ref, i)
+		}
+	}
 	return e, nil
 }
 
@@ -169,8 +213,11 @@ func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason st
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
 	e, err := d.read(ref)
 	if err != nil {
 		return Entry{}, err
@@ -190,8 +237,11 @@ func (d *DirRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) 
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
 	e, err := d.read(ref)
 	if err != nil {
 		return Entry{}, err
@@ -285,8 +335,11 @@ func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
 	if err != nil {
 		return Pin{}, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lock(ctx)
+	if err != nil {
+		return Pin{}, err
+	}
+	defer unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return Pin{}, err
@@ -420,6 +473,9 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 			continue
 		}
 		e, err := d.read(ref)
+		if errors.Is(err, ErrNotFound) {
+			continue // its state is not written: not a version yet
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -263,11 +263,11 @@ func (c PinChange) Apply(last Pin, target Entry) (next Pin, e Entry, write bool,
 	next = Pin{Env: c.env, Ref: c.ref, Seq: last.Seq + 1, Action: c.action, Previous: last.Ref, Reason: c.reason, At: c.at}
 	switch c.action {
 	case ActionPin:
-		if last.Seq != 0 && last.Ref == c.ref {
-			return last, target, false, nil
-		}
 		if target.State != StatePublished && target.State != StatePinned {
 			return last, target, false, fmt.Errorf("%w: %s is %s; only a published version can be pinned", ErrTransition, c.ref, target.State)
+		}
+		if last.Seq != 0 && last.Ref == c.ref {
+			return last, target, false, nil
 		}
 	case ActionPromote:
 		if last.Seq != c.expect || last.Ref != c.ref {
@@ -277,6 +277,9 @@ func (c PinChange) Apply(last Pin, target Entry) (next Pin, e Entry, write bool,
 			return last, target, false, fmt.Errorf("%w: %s is %s; only a pinned version can be promoted", ErrTransition, c.ref, target.State)
 		}
 	case ActionRollback:
+		if c.ref == c.from {
+			return last, target, false, fmt.Errorf("%w: %s is the version rolled back", ErrNoRollbackTarget, c.ref)
+		}
 		if last.Seq != c.expect || last.Ref != c.from {
 			return last, target, false, fmt.Errorf("%w: %s in %s: now at %s (entry %d), rollback was decided at entry %d", ErrPinConflict, c.ref.ID, c.env, last.Ref, last.Seq, c.expect)
 		}
@@ -403,7 +406,8 @@ type DeploymentOptions struct {
 //     nearest one below the top of the stack that can still take traffic
 //     (published or pinned; deprecated and revoked ones are passed over),
 //     so rolling back twice after pinning v1, v2, v3 returns to v2, then v1,
-//     and never back to a version already rolled back. The re-pin is
+//     and never back to a version already rolled back nor to the current
+//     version (pinned v1, v2, v1 with v2 revoked has no rollback target). The re-pin is
 //     recorded first (one transaction), then the hook replays the restored
 //     version: a hook error leaves the re-pin in place — the version rolled
 //     back from is the suspect one — and is returned with the result
@@ -496,6 +500,15 @@ func (d *Deployments) Promote(ctx context.Context, env string, ref Ref, reason s
 		return Pin{}, fmt.Errorf("%w: %s pins %s, not %s", ErrNotPinned, env, cur.Ref, ref)
 	}
 	if cur.Promoted() {
+		// Still only a version that can take traffic: a promoted version
+		// revoked or deprecated since is not reported promoted again.
+		e, err := d.reg.Get(ctx, ref)
+		if err != nil {
+			return Pin{}, err
+		}
+		if e.State != StatePinned {
+			return Pin{}, fmt.Errorf("%w: %s is %s; only a pinned version can be promoted", ErrTransition, ref, e.State)
+		}
 		return cur, nil
 	}
 	if err := verify(ctx, env, ref); err != nil {
@@ -533,6 +546,9 @@ func (d *Deployments) Rollback(ctx context.Context, env, packID, reason string, 
 	stack := pinStack(h)
 	var target Ref
 	for i := len(stack) - 2; i >= 0 && target == (Ref{}); i-- {
+		if stack[i] == cur.Ref {
+			continue // pinned again later: rolling back to it changes nothing
+		}
 		e, err := d.reg.Get(ctx, stack[i])
 		if err != nil {
 			return RollbackResult{}, err

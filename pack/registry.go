@@ -120,7 +120,7 @@ func (cur Entry) Merge(next Entry) (Entry, bool, error) { return merge(cur, next
 // Transition applies SetState's rules to the stored entry e: only
 // CheckTransition's moves, a reason where one is required, no signed or
 // published state without a signed document, linting for linted, sign-offs
-// of every required role for reviewed, no pinned (Deployments pins per
+// of every required role for reviewed, signed and published, no pinned (Deployments pins per
 // environment); a move back to draft clears the sign-offs. It returns the
 // entry to store.
 func (e Entry) Transition(to State, reason string, opts *ValidateOptions) (Entry, error) {
@@ -148,17 +148,22 @@ func transition(e Entry, to State, reason string, opts *ValidateOptions) (Entry,
 	if (to == StateSigned || to == StatePublished) && !e.Signed {
 		return e, fmt.Errorf("%w: %s has no signed document; Put the signed pack file first", ErrTransition, e.Ref)
 	}
-	switch to {
-	case StateLinted:
-		if _, err := DecodeAndValidate(bareDocument(e), opts); err != nil {
-			return e, fmt.Errorf("%w: %s does not pass linting: %w", ErrTransition, e.Ref, err)
-		}
-	case StateReviewed:
+	if to == StateReviewed || to == StateSigned || to == StatePublished {
+		// Every state past reviewed carries the review: an entry that
+		// reached signed without recorded sign-offs (a registry written
+		// before reviews were recorded, or a hand-edited one) cannot move on
+		// without them.
 		if err := opts.Check(); err != nil {
 			return e, err
 		}
 		if missing := missingRoles(e, opts.reviewRoles()); len(missing) > 0 {
 			return e, fmt.Errorf("%w: %s has no recorded sign-off in roles %v (Review records them)", ErrTransition, e.Ref, missing)
+		}
+	}
+	switch to {
+	case StateLinted:
+		if _, err := DecodeAndValidate(bareDocument(e), opts); err != nil {
+			return e, fmt.Errorf("%w: %s does not pass linting: %w", ErrTransition, e.Ref, err)
 		}
 	case StatePinned:
 		return e, fmt.Errorf("%w: %s: a version is pinned in an environment (Deployments.Pin), not by SetState", ErrTransition, e.Ref)

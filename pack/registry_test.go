@@ -104,3 +104,103 @@ func TestDirRegistryRefusesEscapingIDs(t *testing.T) {
 		t.Error("a file was written outside the registry directory")
 	}
 }
+
+func TestDirRegistryRecoversAPutCutOffBeforeItsState(t *testing.T) {
+	reg, dir := newDirRegistry(t)
+	doc := packtest.NewSigner(1).Sign(t, canonical(t))
+	ref := pack.MustParseRef("ctxpack.support@1.0.0")
+	// A crash after the document was linked in and before its state
+	// file: the version is not visible, and Versions does not fail on it.
+	if err := os.MkdirAll(filepath.Join(dir, "ctxpack.support"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ctxpack.support", "1.0.0.json"), []byte(`{"half":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Get(ctx, ref); !errors.Is(err, pack.ErrNotFound) {
+		t.Errorf("Get of the orphaned document = %v, want ErrNotFound", err)
+	}
+	if _, err := reg.Versions(ctx, ref.ID); !errors.Is(err, pack.ErrNotFound) {
+		t.Errorf("Versions with only an orphaned document = %v, want ErrNotFound", err)
+	}
+	// Putting the version again completes it.
+	e, err := reg.Put(ctx, doc)
+	if err != nil || e.State != pack.StateLinted {
+		t.Fatalf("Put over the orphaned document = %+v, %v; want it stored linted", e.Ref, err)
+	}
+	vs, err := reg.Versions(ctx, ref.ID)
+	if err != nil || len(vs) != 1 || vs[0].ContentHash != e.ContentHash {
+		t.Errorf("Versions after the recovered Put = %d entries, %v", len(vs), err)
+	}
+	if _, err := reg.Put(ctx, doc); err != nil {
+		t.Errorf("Put of the same document again = %v, want nil", err)
+	}
+}
+
+func TestDirRegistryStateFileCannotClaimMoreThanTheDocument(t *testing.T) {
+	reg, dir := newDirRegistry(t)
+	e, err := reg.Put(ctx, packtest.Bare(t, canonical(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statePath := filepath.Join(dir, "ctxpack.support", "1.0.0.state.json")
+	for name, state := range map[string]string{
+		"signed but the document is bare": `{"state":"signed","content_hash":"` + e.ContentHash + `","signed":true}`,
+		"a sign-off with no reviewer":     `{"state":"linted","content_hash":"` + e.ContentHash + `","reviews":[{"reviewer":"","role":"security"}]}`,
+		"a sign-off in a malformed role":  `{"state":"linted","content_hash":"` + e.ContentHash + `","reviews":[{"reviewer":"ana","role":"Sec urity"}]}`,
+		"an unknown state":                `{"state":"approved","content_hash":"` + e.ContentHash + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(statePath, []byte(state), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := reg.Get(ctx, e.Ref); err == nil {
+				t.Errorf("Get = state %s signed=%t, want the state file refused", got.State, got.Signed)
+			}
+			if _, err := reg.SetState(ctx, e.Ref, pack.StatePublished, "go"); err == nil {
+				t.Error("SetState(published) succeeded on a corrupt state file")
+			}
+		})
+	}
+}
+
+func TestSignedWithoutReviewsCannotBePublished(t *testing.T) {
+	// A registry written before reviews were recorded holds a signed
+	// version with no sign-offs: it cannot move on to published, through
+	// any registry (they all apply Entry.Transition).
+	signed, err := pack.NewEntry(packtest.NewSigner(1).Sign(t, canonical(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed.State = pack.StateSigned
+	_, err = signed.Transition(pack.StatePublished, "go", nil)
+	if !errors.Is(err, pack.ErrTransition) || !strings.Contains(err.Error(), "sign-off") {
+		t.Errorf("Transition(signed without reviews → published) = %v, want ErrTransition naming the sign-offs", err)
+	}
+	signed.State = pack.StateReviewed
+	if _, err := signed.Transition(pack.StateSigned, "", nil); !errors.Is(err, pack.ErrTransition) {
+		t.Errorf("Transition(reviewed without reviews → signed) = %v, want ErrTransition", err)
+	}
+	for _, r := range pack.DefaultReviewRoles() {
+		signed.Reviews = append(signed.Reviews, pack.Signoff{Reviewer: "ana", Role: r})
+	}
+	signed.State = pack.StateSigned
+	if e, err := signed.Transition(pack.StatePublished, "go", nil); err != nil || e.State != pack.StatePublished {
+		t.Errorf("Transition(signed with every role → published) = %s, %v", e.State, err)
+	}
+
+	// The same through a directory registry whose state file says signed.
+	reg, dir := newDirRegistry(t)
+	doc := packtest.NewSigner(1).Sign(t, canonical(t))
+	e, err := reg.Put(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"state":"signed","content_hash":"` + e.ContentHash + `","signed":true}`
+	if err := os.WriteFile(filepath.Join(dir, "ctxpack.support", "1.0.0.state.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.SetState(ctx, e.Ref, pack.StatePublished, "go"); !errors.Is(err, pack.ErrTransition) {
+		t.Errorf("directory registry: signed without reviews → published = %v, want ErrTransition", err)
+	}
+}

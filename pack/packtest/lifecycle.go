@@ -503,6 +503,79 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Errorf("Rollback after the manual pin = %+v, %v; want v2 (the version before the manual pin)", res.Pin, err)
 		}
 	})
+	t.Run("RollbackNeverToTheCurrentVersion", func(t *testing.T) {
+		reg, d, _ := fresh(t)
+		refs := publish(t, reg, "1.0.0", "1.1.0")
+		for _, r := range []pack.Ref{refs[0], refs[1], refs[0]} {
+			if _, err := d.Pin(ctx, "prod", r, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := reg.SetState(ctx, refs[1], pack.StateRevoked, "bad threshold"); err != nil {
+			t.Fatal(err)
+		}
+		h := &hook{}
+		if res, err := d.Rollback(ctx, "prod", refs[0].ID, "", h.verify); !errors.Is(err, pack.ErrNoRollbackTarget) {
+			t.Errorf("Rollback with only the current version below = %+v, %v; want ErrNoRollbackTarget", res.Pin, err)
+		}
+		if got := history(t, d, "prod", refs[0].ID); !slices.Equal(got, []string{"pin:1.0.0", "pin:1.1.0", "pin:1.0.0"}) || len(h.got()) != 0 {
+			t.Errorf("history after the refused rollback = %v (hook calls %v)", got, h.got())
+		}
+	})
+	t.Run("RevokedVersionIsNeitherPinnedNorPromoted", func(t *testing.T) {
+		reg, d, _ := fresh(t)
+		v1 := publish(t, reg, "1.0.0")[0]
+		if _, err := d.Pin(ctx, "prod", v1, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Promote(ctx, "prod", v1, "", (&hook{}).verify); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.SetState(ctx, v1, pack.StateRevoked, "leaks card numbers"); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := d.Pin(ctx, "prod", v1, ""); !errors.Is(err, pack.ErrTransition) {
+			t.Errorf("Pin(revoked current version) = %+v, %v; want ErrTransition", p, err)
+		}
+		if p, err := d.Promote(ctx, "prod", v1, "", (&hook{}).verify); !errors.Is(err, pack.ErrTransition) {
+			t.Errorf("Promote(revoked promoted version) = %+v, %v; want ErrTransition", p, err)
+		}
+	})
+	t.Run("RevokeRacingPins", func(t *testing.T) {
+		// A revocation is never lost to a pin written at the same time,
+		// through this handle or (for a durable registry) another one.
+		reg, reopen := newRegistry(t, nil)
+		other := reg
+		if reopen != nil {
+			other = reopen(t)
+		}
+		d, err := pack.NewDeployments(reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var versions []string
+		for i := range 6 {
+			versions = append(versions, fmt.Sprintf("3.%d.0", i))
+		}
+		refs := publish(t, reg, versions...)
+		var wg sync.WaitGroup
+		for _, r := range refs {
+			for _, env := range []string{"prod", "staging", "canary"} {
+				wg.Go(func() { _, _ = d.Pin(ctx, env, r, "") })
+			}
+			wg.Go(func() {
+				if _, err := other.SetState(ctx, r, pack.StateRevoked, "recalled"); err != nil {
+					t.Errorf("revoke %s: %v", r, err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range refs {
+			if e, err := reg.Get(ctx, r); err != nil || e.State != pack.StateRevoked {
+				t.Errorf("%s after racing pins = %s, %v; want revoked", r, e.State, err)
+			}
+		}
+	})
 	t.Run("ConcurrentPins", func(t *testing.T) {
 		reg, d, _ := fresh(t)
 		var versions []string
