@@ -23,6 +23,9 @@ const maxBreakpoints = 4
 // errStreamCut is a stream that ended before its message_stop event.
 var errStreamCut = errors.New("anthropic: messages: the stream ended before message_stop")
 
+// errSecondStart is a stream that started a second message.
+var errSecondStart = errors.New("anthropic: messages: the stream started a second message")
+
 // params turns conv into the Messages request of a turn.
 //
 // The system text is one system block with a cache breakpoint; a message
@@ -244,8 +247,18 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	// Accumulate adds each to a string, which takes time quadratic in
 	// the text's length (seconds for a few MiB a server streams).
 	texts := map[int]*strings.Builder{}
+	begun := false // a message_start arrived
 	for s.Next() {
 		ev := s.Current()
+		// One message a stream: a second message_start would replace the
+		// message under the content and argument fragments gathered so
+		// far.
+		if ev.Type == "message_start" {
+			if begun {
+				return nil, failed(errSecondStart)
+			}
+			begun = true
+		}
 		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Index >= 0 && ev.Index < int64(len(msg.Content)) {
 			b, ok := texts[int(ev.Index)]
 			if !ok {
@@ -302,7 +315,9 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 		return nil, errNoUsage
 	}
 	for i, b := range texts {
-		msg.Content[i].Text += b.String()
+		if i >= 0 && i < len(msg.Content) {
+			msg.Content[i].Text += b.String()
+		}
 	}
 	return p.response(&msg, args), nil
 }

@@ -44,6 +44,9 @@ type reply struct {
 	event string
 	// cut ends a streamed answer before message_stop.
 	cut bool
+	// restart sends a second message_start, with no content, after the
+	// answer's blocks.
+	restart bool
 	// noUsage leaves the usage out of the message, or of a stream's
 	// message_delta.
 	noUsage bool
@@ -306,6 +309,9 @@ func writeStream(w http.ResponseWriter, model string, rp reply) {
 	}
 	if rp.cut {
 		return
+	}
+	if rp.restart {
+		send("message_start", map[string]any{"type": "message_start", "message": start})
 	}
 	md := map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": nil, "stop_details": refusalOf(a)},

@@ -42,6 +42,11 @@ func TestTurnUsageErrors(t *testing.T) {
 				t.Errorf("the SDK's error is lost: %v", err)
 			}
 		}},
+		{"second message_start", true, reply{answer: a, restart: true}, false, &startUsage, func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "started a second message") {
+				t.Errorf("error %v", err)
+			}
+		}},
 		{"stream cut after message_start", true, reply{answer: a, cut: true}, false, &startUsage, func(t *testing.T, err error) {
 			if !strings.Contains(err.Error(), "ended before message_stop") {
 				t.Errorf("error %v", err)

@@ -161,8 +161,10 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	defer s.Close()
 	var acc openai.ChatCompletionAccumulator
 	e := emitter{req: req, conv: conv}
-	// usage is the usage the stream reported (its last chunk's, when
-	// stream_options.include_usage is honoured), nil until it does.
+	// usage is the usage the stream reported, nil until it does: the
+	// last chunk's that carries one. OpenAI sends it once, in the final
+	// chunk; servers that send running totals in every chunk (vLLM's
+	// continuous usage stats) are not summed, as the accumulator would.
 	var usage *openai.CompletionUsage
 	for s.Next() {
 		chunk := s.Current()
@@ -170,7 +172,8 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 			return nil, p.failed(errors.New("openai: chat completion: the stream sent a chunk that does not continue the completion"), usage)
 		}
 		if chunk.JSON.Usage.Valid() {
-			usage = &acc.Usage
+			u := chunk.Usage
+			usage = &u
 		}
 		e.chunk(&chunk)
 	}
@@ -185,6 +188,7 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	if usage == nil {
 		return nil, errNoStreamUsage
 	}
+	acc.Usage = *usage
 	return p.response(&acc.ChatCompletion), nil
 }
 

@@ -39,6 +39,9 @@ type reply struct {
 	// noUsage leaves the usage out: of a completion, and of a stream (as
 	// a server that ignores stream_options.include_usage).
 	noUsage bool
+	// runningUsage puts the running totals in every chunk (as vLLM's
+	// continuous usage stats do), the final totals in the usage chunk.
+	runningUsage bool
 
 	text, refusal string
 	calls         []call
@@ -206,12 +209,17 @@ func usageJSON(u usage) map[string]any {
 // the refusal and each call in fragments of f.chunkBytes, the finish
 // reason, then the usage.
 func (f *fakeServer) chunks(rep reply, includeUsage bool) [][]byte {
+	sent := 0 // the chunks sent so far, as running completion tokens
 	chunk := func(delta map[string]any, finish any) []byte {
 		c := map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModelName,
 			"service_tier": "default", "system_fingerprint": "fp_b705f0c291",
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
 		if includeUsage {
 			c["usage"] = nil
+			if rep.runningUsage {
+				sent++
+				c["usage"] = usageJSON(usage{prompt: rep.usage.prompt, completion: min(sent, rep.usage.completion), cached: rep.usage.cached})
+			}
 		}
 		return mustJSON(c)
 	}

@@ -72,6 +72,24 @@ func TestTurnUsageErrors(t *testing.T) {
 	}
 }
 
+// A server that sends running usage totals in every chunk is charged its
+// final totals once, not their sum.
+func TestStreamRunningUsageChargedOnce(t *testing.T) {
+	u := usage{prompt: 1800, completion: 25, cached: 512}
+	f := newFake(t, reply{text: strings.Repeat("the order was shipped; ", 8), finish: "stop", usage: u, runningUsage: true})
+	p := newPlanner(t, f, func(o *openai.Options) { o.Stream = true })
+	plan, err := p.Plan(context.Background(), planRequest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := contextos.PlanUsage{InputTokens: 1800, OutputTokens: 25, CachedInputTokens: 512}
+	want.CostCents = testPrice.Cents(want, 0)
+	want.Tokens = plan.Usage.Tokens
+	if plan.Usage != want || plan.Usage.Tokens != 1825 {
+		t.Errorf("usage %+v, want %+v (1825 tokens)", plan.Usage, want)
+	}
+}
+
 // Over generated runs of random answers (replans with usage, answers
 // without usage, streams that fail after their usage), each failed turn
 // resumed: the run's budget is charged exactly the usage the server
