@@ -84,3 +84,28 @@ func TestVerifierBlocksPromotionAndVerifiesRollback(t *testing.T) {
 		t.Errorf("attributes %v", got[0].Attributes)
 	}
 }
+
+// A verifier with no golden cases verifies nothing, so it blocks the
+// promotion rather than passing it.
+func TestVerifierWithoutCasesBlocksPromotion(t *testing.T) {
+	ctx := context.Background()
+	reg := pack.NewMemoryRegistry(nil)
+	ref := packtest.Publish(t, reg, packtest.NewSigner(3).Sign(t, loadTestPack(t, baselineFile)), "release-board").Ref
+	d, err := pack.NewDeployments(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pin(ctx, "prod", ref, "release"); err != nil {
+		t.Fatal(err)
+	}
+	for _, cases := range [][]*Case{nil, {}} {
+		_, err := d.Promote(ctx, "prod", ref, "observed", Verifier(reg, cases, VerifierOptions{}))
+		var ve *VerifyError
+		if !errors.Is(err, pack.ErrPromotionBlocked) || !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Code != CodeNoCases {
+			t.Errorf("Promote with %d cases = %v, want blocked with no_cases", len(cases), err)
+		}
+	}
+	if p, err := d.Pinned(ctx, "prod", ref.ID); err != nil || p.Promoted() {
+		t.Errorf("pin after the blocked promotions = %+v, %v; want not promoted", p, err)
+	}
+}

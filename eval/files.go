@@ -42,7 +42,7 @@ func readRooted(root *os.Root, name string, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("is larger than %d bytes", limit)
 	}
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, openFlags, 0)
 	if err != nil {
 		return nil, statReason(err)
 	}

@@ -3,6 +3,7 @@
 package eval
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -24,5 +25,28 @@ func TestLoadRefusesNamedPipe(t *testing.T) {
 	}
 	if _, err := readPacket(c); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
 		t.Fatalf("readPacket = %v, want a refused named pipe", err)
+	}
+}
+
+// A golden file swapped for a named pipe after its check opens without
+// blocking (openFlags), so the check after the open refuses it rather
+// than the read hanging for a writer.
+func TestOpenFlagsDoNotBlockOnANamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "a.json"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile("a.json", openFlags, 0) // blocks for a writer without O_NONBLOCK
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Mode().IsRegular() {
+		t.Errorf("stat of the opened pipe = %v, %v", fi, err)
 	}
 }

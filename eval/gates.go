@@ -175,10 +175,15 @@ func (e *VerifyError) Unwrap() error { return ErrVerify }
 // (pack.VerifyFunc): it reads the version from reg, runs the golden cases
 // on it and fails with a *VerifyError when the replay gate does (a compile
 // that is not stable, a tool manifest or budget report other than the
-// case expects, a packet that does not replay equal). The environment
-// does not change the cases.
+// case expects, a packet that does not replay equal). No cases fails too
+// (code no_cases). The environment does not change the cases.
 func Verifier(reg pack.Registry, cases []*Case, opts VerifierOptions) pack.VerifyFunc {
 	return func(ctx context.Context, _ string, ref pack.Ref) error {
+		if len(cases) == 0 {
+			// Nothing replayed is nothing verified: a promotion never
+			// passes without evidence.
+			return &VerifyError{Ref: ref, Problems: []pack.Problem{noCases(pack.GateReplay)}}
+		}
 		e, err := reg.Get(ctx, ref)
 		if err != nil {
 			return err

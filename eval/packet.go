@@ -130,9 +130,9 @@ func packetScript(p *replay.Packet) (*script, runClock, error) {
 			return nil, nil, fmt.Errorf("planner_outputs[%d] does not decode as a plan", i)
 		}
 	}
-	planner := &packetPlanner{plans: plans, errs: map[int]string{}}
+	planner := &packetPlanner{plans: plans, errs: map[int]replay.PlannerError{}}
 	for _, e := range p.PlannerErrors {
-		planner.errs[e.Call] = e.Reason
+		planner.errs[e.Call] = e
 	}
 	clock := &packetClock{readings: slices.Clone(p.Clock)}
 	s := &script{req: req, rc: rc, planner: planner, now: clock.Now, adapter: newPacketTools(p.Outcomes).adapter}
@@ -176,11 +176,11 @@ func packetScript(p *replay.Packet) (*script, runClock, error) {
 }
 
 // packetPlanner serves a packet's planner outcomes by call: the recorded
-// failures at their calls, the recorded plans in between; past them it
-// fails (the run escalates).
+// failures at their calls (with the usage they were charged), the
+// recorded plans in between; past them it fails (the run escalates).
 type packetPlanner struct {
 	plans []contextos.Plan
-	errs  map[int]string
+	errs  map[int]replay.PlannerError
 	call  int
 	next  int
 }
@@ -188,8 +188,13 @@ type packetPlanner struct {
 func (p *packetPlanner) Plan(ctx context.Context, _ *contextos.PlanRequest) (*contextos.Plan, error) {
 	call := p.call
 	p.call++
-	if why, ok := p.errs[call]; ok {
-		return nil, errors.New(why)
+	if e, ok := p.errs[call]; ok {
+		// A failed turn the model answered was charged its usage: the run
+		// on the pack under test is charged the same.
+		if e.Tokens != 0 || e.CostCents != 0 {
+			return nil, &contextos.PlanUsageError{Usage: contextos.PlanUsage{Tokens: e.Tokens, CostCents: e.CostCents}, Err: errors.New(e.Reason)}
+		}
+		return nil, errors.New(e.Reason)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

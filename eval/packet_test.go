@@ -3,12 +3,14 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 )
@@ -247,5 +249,67 @@ func TestPacketUnrunnable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// usageFailingPlanner fails its first turn after the model answered
+// (usage reported with the error), then plans as next does.
+type usageFailingPlanner struct {
+	next  contextos.Planner
+	calls int
+}
+
+func (p *usageFailingPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	p.calls++
+	if p.calls == 1 {
+		return nil, &contextos.PlanUsageError{Usage: contextos.PlanUsage{Tokens: 700, CostCents: 5}, Err: errors.New("stream cut")}
+	}
+	return p.next.Plan(ctx, req)
+}
+
+// A packet whose run failed a turn the model had answered re-runs on the
+// pack under test charged that turn's usage, as the recorded run was.
+func TestPacketFailedTurnUsageCharged(t *testing.T) {
+	r, err := NewRunner(RunnerOptions{Pack: loadTestPack(t, baselineFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := loadCase(t, "flow3-low-value-decided").script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.planner = &usageFailingPlanner{next: s.planner}
+	l, err := r.execute(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.res.Record == nil || l.res.Record.BudgetUsage.CostUSDCents < 5 {
+		t.Fatalf("the live run's record %+v: want the failed turn's 5 cents charged", l.res.Record)
+	}
+	p, err := l.rt.Capture(context.Background(), l.res.RunID, replay.SourceQualityReplayCase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.PlannerErrors) != 1 || p.PlannerErrors[0].Tokens != 700 || p.PlannerErrors[0].CostCents != 5 {
+		t.Fatalf("packet planner errors %+v", p.PlannerErrors)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "packets", "failed-turn.packet.json"), b)
+	path := filepath.Join(dir, "incident-failed-turn.json")
+	writeFile(t, path, []byte(`{"packet":"packets/failed-turn.packet.json","expect":{"status":"`+string(l.res.Record.Status)+`"}}`))
+	c, err := DecodeCase(path, readTestFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := r.Run(context.Background(), c)
+	if run.Err != "" || len(run.Problems()) > 0 {
+		t.Fatalf("packet case: err %q problems %v", run.Err, run.Problems())
+	}
+	if run.CostCents != l.res.Record.BudgetUsage.CostUSDCents {
+		t.Errorf("the packet's run on the pack under test charged %v cents, the recorded run %v", run.CostCents, l.res.Record.BudgetUsage.CostUSDCents)
 	}
 }
