@@ -176,7 +176,9 @@ func (e *VerifyError) Unwrap() error { return ErrVerify }
 // on it and fails with a *VerifyError when the replay gate does (a compile
 // that is not stable, a tool manifest or budget report other than the
 // case expects, a packet that does not replay equal). No cases fails too
-// (code no_cases). The environment does not change the cases.
+// (code no_cases): a promotion through it is blocked, and a rollback
+// through it re-pins and reports pack.ErrRollbackUnverified. The
+// environment does not change the cases.
 func Verifier(reg pack.Registry, cases []*Case, opts VerifierOptions) pack.VerifyFunc {
 	return func(ctx context.Context, _ string, ref pack.Ref) error {
 		if len(cases) == 0 {

@@ -17,7 +17,9 @@ import (
 // other processes and other DirRegistry values on the same directory. It
 // waits for the lock until ctx is done.
 func (d *DirRegistry) lockWriters(ctx context.Context) (func(), error) {
-	f, err := d.root.OpenFile(".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	// Read-only: flock needs no write access, so users who may write the
+	// directory share the lock file whoever created it.
+	f, err := d.root.OpenFile(".lock", os.O_RDONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("pack: registry: open lock file: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // DirRegistry is a Registry and LifecycleRegistry in a directory: one file
@@ -25,14 +24,17 @@ import (
 // history entry, is linked in, so two writers never both create it). All
 // file access goes through os.Root, so no pack id or environment can
 // reach outside the directory. Every write is a read-modify-write under a
-// writer lock (an flock(2) on <root>/.lock on Unix systems), so any number
-// of processes may write one directory; elsewhere only the in-process
-// mutex and the exclusive creation of new files guard it, and one process
-// should write a directory at a time. Reads are safe from any number.
+// writer lock (an flock(2) on <root>/.lock on Linux, macOS and the BSDs),
+// so any number of processes may write one directory; elsewhere only the
+// in-process lock and the exclusive creation of new files guard it, and
+// one process should write a directory at a time. Reads are safe from any
+// number.
 type DirRegistry struct {
 	opts *ValidateOptions
 	root *os.Root
-	mu   sync.Mutex
+	// sem is the in-process writer lock: a one-slot semaphore, so a
+	// writer waiting for it still honours its ctx.
+	sem chan struct{}
 }
 
 var _ LifecycleRegistry = (*DirRegistry)(nil)
@@ -48,21 +50,25 @@ func OpenDirRegistry(dir string, opts *ValidateOptions) (*DirRegistry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pack: open registry: %w", err)
 	}
-	return &DirRegistry{opts: opts.clone(), root: r}, nil
+	return &DirRegistry{opts: opts.clone(), root: r, sem: make(chan struct{}, 1)}, nil
 }
 
-// lock takes the in-process mutex and then the directory's writer lock
-// (an flock on <root>/.lock where the system has one), so a
+// lock takes the in-process writer lock and then the directory's writer
+// lock (an flock on <root>/.lock where the system has one), so a
 // read-modify-write of a state file or a pin history cannot interleave
-// with another process's.
+// with another process's. Waiting for either ends when ctx is done.
 func (d *DirRegistry) lock(ctx context.Context) (func(), error) {
-	d.mu.Lock()
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	unlock, err := d.lockWriters(ctx)
 	if err != nil {
-		d.mu.Unlock()
+		<-d.sem
 		return nil, err
 	}
-	return func() { unlock(); d.mu.Unlock() }, nil
+	return func() { unlock(); <-d.sem }, nil
 }
 
 // Close releases the directory.
@@ -133,10 +139,15 @@ func (d *DirRegistry) Put(ctx context.Context, doc []byte) (Entry, error) {
 	// The document is linked in first; a version without its state file is
 	// not yet visible (read reports it not found, Versions skips it), so a
 	// crash in between leaves nothing half-applied that a reader could use.
-	// Such an orphaned document was never a version: under the writer lock
-	// no other Put is half-way, so this Put replaces it.
+	// A Put of the same content completes such a version. Other content is
+	// refused: a document without its state file may also be a version
+	// whose state file was lost (deleted, left out of a restore), which
+	// pins and records still name.
 	if _, err := d.root.Stat(statePath); errors.Is(err, fs.ErrNotExist) {
-		if _, err := d.root.Lstat(docPath); err == nil {
+		if orphan, err := d.root.ReadFile(docPath); err == nil {
+			if o, err := inspect(orphan, d.opts); err != nil || o.ContentHash != next.ContentHash || o.Ref != next.Ref {
+				return Entry{}, fmt.Errorf("%w: %s has a document on disk with other content and no state file; restore its state file or remove the document", ErrImmutable, next.Ref)
+			}
 			if err := d.writeAtomic(docPath, next.Document); err != nil {
 				return Entry{}, err
 			}
@@ -202,7 +213,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	}
 	for i, r := range st.Reviews {
 		if !reviewerPattern.MatchString(r.Reviewer) || checkRoleName(r.Role) != nil {
-			return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: review %d is not a valid sign-off", ref, i)
+			return Entry{}, fmt.Errorf("%w: the state of %s is corrupt: review %d is not a valid sign-off", ErrImmutable, ref, i)
 		}
 	}
 	return e, nil

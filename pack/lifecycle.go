@@ -143,7 +143,10 @@ func missingRoles(e Entry, required []ReviewRole) []ReviewRole {
 
 // SignOff applies a Review to the stored entry e: each sign-off must name
 // a reviewer identifier and a role the registry requires, and e must be
-// linted or reviewed. New sign-offs are appended in order (one already
+// linted, reviewed or signed (a version signed before its registry
+// recorded reviews, or before it required a role it now requires, takes
+// the missing sign-offs without going back to draft; publishing needs
+// them). New sign-offs are appended in order (one already
 // recorded is not repeated); a linted entry whose recorded sign-offs now
 // cover every required role moves to reviewed. It returns the entry to
 // store. A durable Registry calls it inside the transaction that stores
@@ -155,8 +158,8 @@ func (e Entry) SignOff(opts *ValidateOptions, signoffs ...Signoff) (Entry, error
 	if len(signoffs) == 0 {
 		return e, fmt.Errorf("%w: %s: a review needs at least one sign-off", ErrReview, e.Ref)
 	}
-	if e.State != StateLinted && e.State != StateReviewed {
-		return e, fmt.Errorf("%w: %s is %s; only a linted or reviewed version takes sign-offs", ErrReview, e.Ref, e.State)
+	if e.State != StateLinted && e.State != StateReviewed && e.State != StateSigned {
+		return e, fmt.Errorf("%w: %s is %s; only a linted, reviewed or signed version takes sign-offs", ErrReview, e.Ref, e.State)
 	}
 	required := opts.reviewRoles()
 	reviews := slices.Clone(e.Reviews)
@@ -486,7 +489,8 @@ func (d *Deployments) history(ctx context.Context, env, packID string) ([]Pin, e
 // and records the promotion. A hook error blocks it with a *VerifyError
 // (ErrPromotionBlocked); a pin that changed while verify ran fails with
 // ErrPinConflict. Promoting a promoted version again returns its pin
-// without calling verify.
+// without calling verify, while the version is still pinned (one revoked
+// or deprecated since is ErrTransition).
 func (d *Deployments) Promote(ctx context.Context, env string, ref Ref, reason string, verify VerifyFunc) (Pin, error) {
 	if verify == nil {
 		return Pin{}, ErrNoVerifier

@@ -109,12 +109,13 @@ func TestDirRegistryRecoversAPutCutOffBeforeItsState(t *testing.T) {
 	reg, dir := newDirRegistry(t)
 	doc := packtest.NewSigner(1).Sign(t, canonical(t))
 	ref := pack.MustParseRef("ctxpack.support@1.0.0")
+	docPath := filepath.Join(dir, "ctxpack.support", "1.0.0.json")
 	// A crash after the document was linked in and before its state
 	// file: the version is not visible, and Versions does not fail on it.
-	if err := os.MkdirAll(filepath.Join(dir, "ctxpack.support"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(docPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ctxpack.support", "1.0.0.json"), []byte(`{"half":`), 0o644); err != nil {
+	if err := os.WriteFile(docPath, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := reg.Get(ctx, ref); !errors.Is(err, pack.ErrNotFound) {
@@ -123,7 +124,17 @@ func TestDirRegistryRecoversAPutCutOffBeforeItsState(t *testing.T) {
 	if _, err := reg.Versions(ctx, ref.ID); !errors.Is(err, pack.ErrNotFound) {
 		t.Errorf("Versions with only an orphaned document = %v, want ErrNotFound", err)
 	}
-	// Putting the version again completes it.
+	// A Put of other content under the version is refused: the document
+	// may be a version whose state file was lost.
+	other := canonical(t)
+	other.PackMeta.Description = "different content, same version"
+	if _, err := reg.Put(ctx, packtest.NewSigner(1).Sign(t, other)); !errors.Is(err, pack.ErrImmutable) {
+		t.Errorf("Put of other content over the orphaned document = %v, want ErrImmutable", err)
+	}
+	if got, err := os.ReadFile(docPath); err != nil || string(got) != string(doc) {
+		t.Errorf("the orphaned document was changed: %v", err)
+	}
+	// Putting the same version again completes it.
 	e, err := reg.Put(ctx, doc)
 	if err != nil || e.State != pack.StateLinted {
 		t.Fatalf("Put over the orphaned document = %+v, %v; want it stored linted", e.Ref, err)
@@ -134,6 +145,28 @@ func TestDirRegistryRecoversAPutCutOffBeforeItsState(t *testing.T) {
 	}
 	if _, err := reg.Put(ctx, doc); err != nil {
 		t.Errorf("Put of the same document again = %v, want nil", err)
+	}
+}
+
+// A version pinned in an environment whose state file is lost is never
+// replaced by other content under its version.
+func TestDirRegistryLostStateFileKeepsThePinnedContent(t *testing.T) {
+	reg, dir := newDirRegistry(t)
+	e := packtest.Publish(t, reg, packtest.NewSigner(1).Sign(t, canonical(t)), "rev")
+	d, err := pack.NewDeployments(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pin(ctx, "prod", e.Ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ctxpack.support", "1.0.0.state.json")); err != nil {
+		t.Fatal(err)
+	}
+	other := canonical(t)
+	other.PackMeta.Description = "different content, same version"
+	if e2, err := reg.Put(ctx, packtest.NewSigner(1).Sign(t, other)); !errors.Is(err, pack.ErrImmutable) {
+		t.Errorf("Put of other content = %s, %v; want ErrImmutable (%s is pinned in prod)", e2.ContentHash, err, e.Ref)
 	}
 }
 
@@ -181,12 +214,32 @@ func TestSignedWithoutReviewsCannotBePublished(t *testing.T) {
 	if _, err := signed.Transition(pack.StateSigned, "", nil); !errors.Is(err, pack.ErrTransition) {
 		t.Errorf("Transition(reviewed without reviews → signed) = %v, want ErrTransition", err)
 	}
-	for _, r := range pack.DefaultReviewRoles() {
-		signed.Reviews = append(signed.Reviews, pack.Signoff{Reviewer: "ana", Role: r})
-	}
+	// The signed version takes the missing sign-offs without going back
+	// to draft, and then publishes.
 	signed.State = pack.StateSigned
-	if e, err := signed.Transition(pack.StatePublished, "go", nil); err != nil || e.State != pack.StatePublished {
+	var all []pack.Signoff
+	for _, r := range pack.DefaultReviewRoles() {
+		all = append(all, pack.Signoff{Reviewer: "ana", Role: r})
+	}
+	reviewed, err := signed.SignOff(nil, all...)
+	if err != nil || reviewed.State != pack.StateSigned || len(reviewed.Reviews) != 4 {
+		t.Fatalf("SignOff on a signed version = %s with %d sign-offs, %v; want it signed with all four", reviewed.State, len(reviewed.Reviews), err)
+	}
+	if e, err := reviewed.Transition(pack.StatePublished, "go", nil); err != nil || e.State != pack.StatePublished {
 		t.Errorf("Transition(signed with every role → published) = %s, %v", e.State, err)
+	}
+	// A registry that now requires another role: the signed version
+	// takes that sign-off too.
+	more := &pack.ValidateOptions{ReviewRoles: append(pack.DefaultReviewRoles(), "legal")}
+	if _, err := reviewed.Transition(pack.StatePublished, "go", more); !errors.Is(err, pack.ErrTransition) {
+		t.Errorf("Transition(published) missing the legal sign-off = %v, want ErrTransition", err)
+	}
+	legal, err := reviewed.SignOff(more, pack.Signoff{Reviewer: "lea", Role: "legal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := legal.Transition(pack.StatePublished, "go", more); err != nil {
+		t.Errorf("Transition(published) with the legal sign-off = %v", err)
 	}
 
 	// The same through a directory registry whose state file says signed.

@@ -162,9 +162,10 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	var acc openai.ChatCompletionAccumulator
 	e := emitter{req: req, conv: conv}
 	// usage is the usage the stream reported, nil until it does: the
-	// last chunk's that carries one. OpenAI sends it once, in the final
-	// chunk; servers that send running totals in every chunk (vLLM's
-	// continuous usage stats) are not summed, as the accumulator would.
+	// largest of each count over the chunks that carry one. OpenAI sends
+	// it once, in the final chunk; servers that send running totals in
+	// every chunk (vLLM's continuous usage stats) are not summed, as the
+	// accumulator would, and a later, smaller report does not lower it.
 	var usage *openai.CompletionUsage
 	for s.Next() {
 		chunk := s.Current()
@@ -172,8 +173,7 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 			return nil, p.failed(errors.New("openai: chat completion: the stream sent a chunk that does not continue the completion"), usage)
 		}
 		if chunk.JSON.Usage.Valid() {
-			u := chunk.Usage
-			usage = &u
+			usage = maxUsage(usage, chunk.Usage)
 		}
 		e.chunk(&chunk)
 	}
@@ -190,6 +190,19 @@ func (p *Planner) stream(ctx context.Context, req *contextos.PlanRequest, conv *
 	}
 	acc.Usage = *usage
 	return p.response(&acc.ChatCompletion), nil
+}
+
+// maxUsage returns the usage holding the larger of each count of cur
+// (nil: none yet) and u.
+func maxUsage(cur *openai.CompletionUsage, u openai.CompletionUsage) *openai.CompletionUsage {
+	if cur == nil {
+		return &u
+	}
+	cur.PromptTokens = max(cur.PromptTokens, u.PromptTokens)
+	cur.CompletionTokens = max(cur.CompletionTokens, u.CompletionTokens)
+	cur.TotalTokens = max(cur.TotalTokens, u.TotalTokens)
+	cur.PromptTokensDetails.CachedTokens = max(cur.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CachedTokens)
+	return cur
 }
 
 // errNoStreamUsage is a stream that finished without a usage chunk (a

@@ -42,6 +42,9 @@ type reply struct {
 	// runningUsage puts the running totals in every chunk (as vLLM's
 	// continuous usage stats do), the final totals in the usage chunk.
 	runningUsage bool
+	// shrinkingUsage sends, after the usage chunk, another reporting
+	// smaller counts (a broken server).
+	shrinkingUsage bool
 
 	text, refusal string
 	calls         []call
@@ -241,6 +244,10 @@ func (f *fakeServer) chunks(rep reply, includeUsage bool) [][]byte {
 	if includeUsage {
 		out = append(out, mustJSON(map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModelName,
 			"service_tier": "default", "system_fingerprint": "fp_b705f0c291", "choices": []any{}, "usage": usageJSON(rep.usage)}))
+		if rep.shrinkingUsage {
+			out = append(out, mustJSON(map[string]any{"id": fakeID, "object": "chat.completion.chunk", "created": fakeCreated, "model": fakeModelName,
+				"choices": []any{}, "usage": usageJSON(usage{prompt: 1, completion: 1})}))
+		}
 	}
 	return out
 }

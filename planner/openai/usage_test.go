@@ -73,20 +73,27 @@ func TestTurnUsageErrors(t *testing.T) {
 }
 
 // A server that sends running usage totals in every chunk is charged its
-// final totals once, not their sum.
+// final totals once, not their sum; one that reports smaller counts after
+// its usage chunk is not charged less.
 func TestStreamRunningUsageChargedOnce(t *testing.T) {
 	u := usage{prompt: 1800, completion: 25, cached: 512}
-	f := newFake(t, reply{text: strings.Repeat("the order was shipped; ", 8), finish: "stop", usage: u, runningUsage: true})
-	p := newPlanner(t, f, func(o *openai.Options) { o.Stream = true })
-	plan, err := p.Plan(context.Background(), planRequest(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := contextos.PlanUsage{InputTokens: 1800, OutputTokens: 25, CachedInputTokens: 512}
-	want.CostCents = testPrice.Cents(want, 0)
-	want.Tokens = plan.Usage.Tokens
-	if plan.Usage != want || plan.Usage.Tokens != 1825 {
-		t.Errorf("usage %+v, want %+v (1825 tokens)", plan.Usage, want)
+	for _, rep := range []reply{
+		{text: strings.Repeat("the order was shipped; ", 8), finish: "stop", usage: u, runningUsage: true},
+		{text: "the order was shipped", finish: "stop", usage: u, shrinkingUsage: true},
+		{text: "the order was shipped", finish: "stop", usage: u, runningUsage: true, shrinkingUsage: true},
+	} {
+		f := newFake(t, rep)
+		p := newPlanner(t, f, func(o *openai.Options) { o.Stream = true })
+		plan, err := p.Plan(context.Background(), planRequest(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := contextos.PlanUsage{InputTokens: 1800, OutputTokens: 25, CachedInputTokens: 512}
+		want.CostCents = testPrice.Cents(want, 0)
+		want.Tokens = plan.Usage.Tokens
+		if plan.Usage != want || plan.Usage.Tokens != 1825 {
+			t.Errorf("running %t shrinking %t: usage %+v, want %+v (1825 tokens)", rep.runningUsage, rep.shrinkingUsage, plan.Usage, want)
+		}
 	}
 }
 
