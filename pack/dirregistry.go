@@ -221,30 +221,17 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 
 // SetState implements Registry.
 func (d *DirRegistry) SetState(ctx context.Context, ref Ref, to State, reason string) (Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, err
-	}
-	unlock, err := d.lock(ctx)
-	if err != nil {
-		return Entry{}, err
-	}
-	defer unlock()
-	e, err := d.read(ref)
-	if err != nil {
-		return Entry{}, err
-	}
-	if e, err = transition(e, to, reason, d.opts); err != nil {
-		return Entry{}, err
-	}
-	_, statePath, _ := files(ref)
-	if err := d.writeState(statePath, e); err != nil {
-		return Entry{}, err
-	}
-	return e, nil
+	return d.update(ctx, ref, func(e Entry) (Entry, error) { return transition(e, to, reason, d.opts) })
 }
 
 // Review implements LifecycleRegistry.
 func (d *DirRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) (Entry, error) {
+	return d.update(ctx, ref, func(e Entry) (Entry, error) { return e.SignOff(d.opts, signoffs...) })
+}
+
+// update applies f to ref's stored entry under the writer lock and
+// stores the state of the entry it returns.
+func (d *DirRegistry) update(ctx context.Context, ref Ref, f func(Entry) (Entry, error)) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
@@ -257,7 +244,7 @@ func (d *DirRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) 
 	if err != nil {
 		return Entry{}, err
 	}
-	if e, err = e.SignOff(d.opts, signoffs...); err != nil {
+	if e, err = f(e); err != nil {
 		return Entry{}, err
 	}
 	_, statePath, _ := files(ref)

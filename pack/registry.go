@@ -247,6 +247,12 @@ func (m *MemoryRegistry) Get(ctx context.Context, ref Ref) (Entry, error) {
 
 // SetState implements Registry.
 func (m *MemoryRegistry) SetState(ctx context.Context, ref Ref, to State, reason string) (Entry, error) {
+	return m.update(ctx, ref, func(e Entry) (Entry, error) { return transition(e, to, reason, m.opts) })
+}
+
+// update applies f to ref's entry under the lock and stores the entry it
+// returns.
+func (m *MemoryRegistry) update(ctx context.Context, ref Ref, f func(Entry) (Entry, error)) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, err
 	}
@@ -256,7 +262,7 @@ func (m *MemoryRegistry) SetState(ctx context.Context, ref Ref, to State, reason
 	if !ok {
 		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
 	}
-	e, err := transition(e, to, reason, m.opts)
+	e, err := f(e)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -285,21 +291,7 @@ func (m *MemoryRegistry) Versions(ctx context.Context, packID string) ([]Entry, 
 
 // Review implements LifecycleRegistry.
 func (m *MemoryRegistry) Review(ctx context.Context, ref Ref, signoffs ...Signoff) (Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[ref.ID][ref]
-	if !ok {
-		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
-	}
-	e, err := e.SignOff(m.opts, signoffs...)
-	if err != nil {
-		return Entry{}, err
-	}
-	m.entries[ref.ID][ref] = e
-	return copyEntry(e), nil
+	return m.update(ctx, ref, func(e Entry) (Entry, error) { return e.SignOff(m.opts, signoffs...) })
 }
 
 // ApplyPin implements LifecycleRegistry.
