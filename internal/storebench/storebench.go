@@ -24,19 +24,13 @@ import (
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/store/storetest"
 )
 
-// Engine is what the benchmarks use of a durable store.
+// Engine is what the benchmarks use of a durable store: its stores, and
+// Configure to wire them into a runtime.
 type Engine interface {
-	Checkpoints() contextos.CheckpointStore
-	Packets() contextos.PacketStore
-	Records() decision.Store
-	Idempotency() gateway.IdempotencyStore
-	Approvals() gateway.ApprovalLog
-	Transcripts() contextos.TranscriptStore
-	Memory() contextos.MemoryStore
-	PutMemory(ctx context.Context, tenantID string, items ...compiler.MemoryItem) error
-	Registry(opts *pack.ValidateOptions) pack.Registry
+	storetest.Stores
 	Configure(o *contextos.Options)
 }
 
