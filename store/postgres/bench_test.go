@@ -1,6 +1,6 @@
 package postgres_test
 
-// The store benchmarks: the bodies are internal/storebench's, which
+// The store benchmarks: the bodies are internal/storekit's, which
 // store/sqlite runs on SQLite too. They need a server
 // (CONTEXTOS_POSTGRES_URL; each benchmark gets a fresh schema). The figures and
 // commands are in the README's Benchmarks section:
@@ -23,7 +23,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/internal/pgtest"
-	"github.com/contextos/contextos/internal/storebench"
+	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/store/postgres"
 )
 
@@ -45,11 +45,11 @@ func openURL(b *testing.B, url string) *postgres.Store {
 }
 
 func BenchmarkStore(b *testing.B) {
-	storebench.Stores(b, func(b *testing.B) storebench.Engine { return benchStore(b) })
+	storekit.Stores(b, func(b *testing.B) storekit.Engine { return benchStore(b) })
 }
 
 func BenchmarkInvokeRefund(b *testing.B) {
-	storebench.InvokeRefund(b, func(b *testing.B) storebench.Engine { return benchStore(b) })
+	storekit.InvokeRefund(b, func(b *testing.B) storekit.Engine { return benchStore(b) })
 }
 
 // Scaling across processes sharing one database: BenchmarkInvokeRefundProcesses
@@ -175,8 +175,8 @@ func refundChild(b *testing.B, url string) {
 	prefix := os.Getenv(childPrefixEnv)
 	var opts contextos.Options
 	openURL(b, url).Configure(&opts)
-	h := storebench.RefundHarness(b, opts)
-	req, rc := storebench.Request(b)
+	h := storekit.RefundHarness(b, opts)
+	req, rc := storekit.Request(b)
 	ctx := context.Background()
 	fmt.Println("refund-child ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {

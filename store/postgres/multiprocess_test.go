@@ -8,7 +8,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,18 +16,9 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/pgtest"
+	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/store/postgres"
 )
-
-// financeLead approves the refund gate.
-var financeLead = contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}
-
-// mpContext bounds a multi-process test.
-func mpContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // openParent opens the test's database in the parent, to check what the
 // children left in it.
@@ -42,59 +32,15 @@ func openParent(t *testing.T, ctx context.Context, url string) *postgres.Store {
 	return st
 }
 
-// assertRecords checks the run's stored records have statuses want, in
-// order, and the whole chain verifies.
-func assertRecords(t *testing.T, ctx context.Context, st *postgres.Store, runID string, want ...decision.Status) {
-	t.Helper()
-	recs, err := st.Records().List(ctx, decision.Filter{RunID: runID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []decision.Status
-	for _, r := range recs {
-		got = append(got, r.Status)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("records of %s = %v, want %v", runID, got, want)
-	}
-	if err := st.Records().Verify(ctx); err != nil {
-		t.Errorf("Verify = %v", err)
-	}
-}
-
-// assertOneEffect checks the payments service saw requests raw requests,
-// all under one idempotency key, and performed its effect once; it
-// returns the key.
-func assertOneEffect(t *testing.T, p *payments, requests int) string {
-	t.Helper()
-	keys, effects := p.counts()
-	if len(keys) != requests {
-		t.Errorf("payments got %d raw requests, want %d", len(keys), requests)
-	}
-	if len(keys) == 0 {
-		t.Fatal("payments was never called")
-	}
-	for _, k := range keys {
-		if k != keys[0] {
-			t.Errorf("payments requests carry keys %q, want one key", keys)
-			break
-		}
-	}
-	if len(effects) != 1 || effects[keys[0]] != 1 {
-		t.Errorf("payments effects = %v, want one effect under %s", effects, keys[0])
-	}
-	return keys[0]
-}
-
 // pause invokes the refund of 4200 in a child process: it pauses on the
 // finance gate. It returns what the run awaits.
-func pause(t *testing.T, ctx context.Context, url string, p *payments, runID string) *gateway.ApprovalRequest {
+func pause(t *testing.T, ctx context.Context, url string, p *storekit.Payments, runID string) *gateway.ApprovalRequest {
 	t.Helper()
-	out := runChildren(t, ctx, mpJob{Role: roleInvoke, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 4200, Goroutines: 1})[0][0]
+	out := runChildren(t, ctx, mpJob{Role: roleInvoke, DB: url, Payments: p.URL(), RunID: runID, Amount: 4200, Goroutines: 1})[0][0]
 	if out.Err != "" || out.Status != string(decision.Deferred) || out.Pending == nil || out.Pending.GateID != "GATE_FINANCE_APPROVAL" {
 		t.Fatalf("invoke = %+v, want DEFERRED awaiting GATE_FINANCE_APPROVAL", out)
 	}
-	if keys, _ := p.counts(); len(keys) != 0 {
+	if keys, _ := p.Counts(); len(keys) != 0 {
 		t.Fatalf("the paused run called payments %d times before its approval", len(keys))
 	}
 	return out.Pending
@@ -105,19 +51,19 @@ func pause(t *testing.T, ctx context.Context, url string, p *payments, runID str
 // paused call was given.
 func TestMPPausedInOneProcessResumedInAnother(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
-	p := newPayments(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
 	pending := pause(t, ctx, url, p, "run_mp_a")
-	approval := contextostest.Approval(pending, financeLead, contextostest.FixedTime())
-	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: "run_mp_a", Amount: 4200, Goroutines: 1,
+	approval := contextostest.Approval(pending, storekit.FinanceLead, contextostest.FixedTime())
+	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: "run_mp_a", Amount: 4200, Goroutines: 1,
 		Approvals: []gateway.Approval{approval}})[0][0]
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" {
 		t.Fatalf("resume in the second process = %+v, want DECIDED with txn_1", out)
 	}
-	if key := assertOneEffect(t, p, 1); key != pending.IdempotencyKey {
+	if key := p.AssertOneEffect(t, 1); key != pending.IdempotencyKey {
 		t.Errorf("payments key = %s, want the paused call's %s", key, pending.IdempotencyKey)
 	}
-	assertRecords(t, ctx, openParent(t, ctx, url), "run_mp_a", decision.Deferred, decision.Decided, decision.Closed)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), "run_mp_a", decision.Deferred, decision.Decided, decision.Closed)
 }
 
 // TestMPConcurrentResumesContinueOnce: resumes of one paused run from
@@ -126,11 +72,11 @@ func TestMPPausedInOneProcessResumedInAnother(t *testing.T) {
 // and payments runs once.
 func TestMPConcurrentResumesContinueOnce(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
-	p := newPayments(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
 	pending := pause(t, ctx, url, p, "run_mp_b")
-	approval := contextostest.Approval(pending, financeLead, contextostest.FixedTime())
-	job := mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: "run_mp_b", Amount: 4200, Goroutines: 4, Approvals: []gateway.Approval{approval}}
+	approval := contextostest.Approval(pending, storekit.FinanceLead, contextostest.FixedTime())
+	job := mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: "run_mp_b", Amount: 4200, Goroutines: 4, Approvals: []gateway.Approval{approval}}
 	all := runChildren(t, ctx, job, job, job)
 	n := tally(all)
 	t.Logf("resume outcomes: %v", n)
@@ -144,8 +90,8 @@ func TestMPConcurrentResumesContinueOnce(t *testing.T) {
 			}
 		}
 	}
-	assertOneEffect(t, p, 1)
-	assertRecords(t, ctx, openParent(t, ctx, url), "run_mp_b", decision.Deferred, decision.Decided, decision.Closed)
+	p.AssertOneEffect(t, 1)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), "run_mp_b", decision.Deferred, decision.Decided, decision.Closed)
 }
 
 // TestMPIdenticalWritesExecuteOnce: 100 identical writes at once, spread
@@ -155,14 +101,14 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 	split := []int{34, 33, 33}
 	t.Run("gateway calls under one idempotency key", func(t *testing.T) {
 		url := pgtest.URL(t)
-		ctx := mpContext(t)
-		p := newPayments(t)
+		ctx := storekit.Context(t)
+		p := storekit.NewPayments(t)
 		var jobs []mpJob
 		for _, n := range split {
-			jobs = append(jobs, mpJob{Role: roleWrite, DB: url, Payments: p.srv.URL, RunID: "run_mp_c", Amount: 1200, Goroutines: n})
+			jobs = append(jobs, mpJob{Role: roleWrite, DB: url, Payments: p.URL(), RunID: "run_mp_c", Amount: 1200, Goroutines: n})
 		}
 		all := runChildren(t, ctx, jobs...)
-		key := assertOneEffect(t, p, 1)
+		key := p.AssertOneEffect(t, 1)
 		executed := 0
 		for i, outs := range all {
 			for _, o := range outs {
@@ -180,14 +126,14 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 	})
 	t.Run("invokes of one request", func(t *testing.T) {
 		url := pgtest.URL(t)
-		ctx := mpContext(t)
-		p := newPayments(t)
+		ctx := storekit.Context(t)
+		p := storekit.NewPayments(t)
 		var jobs []mpJob
 		for _, n := range split {
-			jobs = append(jobs, mpJob{Role: roleInvoke, DB: url, Payments: p.srv.URL, RunID: "run_mp_c", Amount: 1200, Goroutines: n})
+			jobs = append(jobs, mpJob{Role: roleInvoke, DB: url, Payments: p.URL(), RunID: "run_mp_c", Amount: 1200, Goroutines: n})
 		}
 		all := runChildren(t, ctx, jobs...)
-		assertOneEffect(t, p, 1)
+		p.AssertOneEffect(t, 1)
 		n := tally(all)
 		t.Logf("invoke outcomes: %v", n)
 		if n[""] < 1 || n[""]+n[errInProgress] != 100 {
@@ -200,7 +146,7 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 				}
 			}
 		}
-		assertRecords(t, ctx, openParent(t, ctx, url), "run_mp_c", decision.Decided)
+		storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), "run_mp_c", decision.Decided)
 	})
 }
 
@@ -209,7 +155,7 @@ func TestMPIdenticalWritesExecuteOnce(t *testing.T) {
 // every record once, and a record id all of them append is stored once.
 func TestMPConcurrentAppendsKeepOneChain(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
+	ctx := storekit.Context(t)
 	const procs, goroutines, each = 3, 8, 5
 	job := mpJob{Role: roleAppend, DB: url, Goroutines: goroutines, PerGoroutine: each}
 	all := runChildren(t, ctx, job, job, job)
@@ -264,7 +210,7 @@ func TestMPConcurrentAppendsKeepOneChain(t *testing.T) {
 // returns nil, every other ErrApprovalUsed.
 func TestMPApprovalConsumedOnce(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
+	ctx := storekit.Context(t)
 	job := mpJob{Role: roleConsume, DB: url, Goroutines: 10, ApprovalID: tenant + "/apr_mp_once"}
 	n := tally(runChildren(t, ctx, job, job, job))
 	if n[""] != 1 || n[errApprovalUsed] != 29 {
@@ -281,39 +227,35 @@ func TestMPApprovalConsumedOnce(t *testing.T) {
 // the run ends DECIDED with its record stored and the chain verifying.
 func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
-	p := newPayments(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
 	const runID, ttl = "run_mp_f", 2 * time.Second
-	a := startChild(t, "process A", mpJob{Role: roleInvoke, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 1200, Goroutines: 1, ClaimTTL: ttl})
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1, ClaimTTL: ttl})
 	var killed sync.Once
-	p.mu.Lock()
-	p.onEffect = func(string) { killed.Do(a.kill) }
-	p.mu.Unlock()
-	release(t, ctx, a)
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
 	select {
-	case <-a.done:
+	case <-a.Done():
 	case <-ctx.Done():
 		t.Fatalf("process A did not stop: %v", ctx.Err())
 	}
-	a.mu.Lock()
-	result, exit := a.result, a.err
-	a.mu.Unlock()
+	result, exit := a.Exit()
 	if result != "" || exit == nil {
-		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.output())
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
 	}
-	first := assertOneEffect(t, p, 1)
+	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, url)
-	assertRecords(t, ctx, st, runID) // A died before storing the record
+	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
 
-	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 1200, Goroutines: 1,
+	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1,
 		Takeover: true, ClaimTTL: ttl})[0][0]
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != first {
 		t.Fatalf("takeover in process B = %+v, want DECIDED with the first answer txn_1 under key %s", out, first)
 	}
 	// B's call reached payments again (A's claim lapsed uncompleted) with
 	// the same key; the service deduplicated it.
-	assertOneEffect(t, p, 2)
-	assertRecords(t, ctx, st, runID, decision.Decided)
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, st.Records(), runID, decision.Decided)
 }
 
 // TestMPCrashDuringApprovedResume: process A resumes the paused refund of
@@ -325,33 +267,31 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 // and the run ends DECIDED with its records chained.
 func TestMPCrashDuringApprovedResume(t *testing.T) {
 	url := pgtest.URL(t)
-	ctx := mpContext(t)
-	p := newPayments(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
 	const runID, ttl = "run_mp_g", 2 * time.Second
 	pending := pause(t, ctx, url, p, runID)
-	approval := contextostest.Approval(pending, financeLead, contextostest.FixedTime())
-	a := startChild(t, "process A", mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 4200, Goroutines: 1,
+	approval := contextostest.Approval(pending, storekit.FinanceLead, contextostest.FixedTime())
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 4200, Goroutines: 1,
 		ClaimTTL: ttl, Approvals: []gateway.Approval{approval}})
 	var killed sync.Once
-	p.mu.Lock()
-	p.onEffect = func(string) { killed.Do(a.kill) }
-	p.mu.Unlock()
-	release(t, ctx, a)
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
 	select {
-	case <-a.done:
+	case <-a.Done():
 	case <-ctx.Done():
 		t.Fatalf("process A did not stop: %v", ctx.Err())
 	}
-	if key := assertOneEffect(t, p, 1); key != pending.IdempotencyKey {
+	if key := p.AssertOneEffect(t, 1); key != pending.IdempotencyKey {
 		t.Fatalf("payments key = %s, want the paused call's %s", key, pending.IdempotencyKey)
 	}
 	again := approval
 	again.ApprovalID = "apr_again"
-	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.srv.URL, RunID: runID, Amount: 4200, Goroutines: 1,
+	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 4200, Goroutines: 1,
 		Takeover: true, ClaimTTL: ttl, Approvals: []gateway.Approval{again}})[0][0]
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != pending.IdempotencyKey {
 		t.Fatalf("takeover in process B = %+v, want DECIDED with the first answer txn_1 under key %s", out, pending.IdempotencyKey)
 	}
-	assertOneEffect(t, p, 2)
-	assertRecords(t, ctx, openParent(t, ctx, url), runID, decision.Deferred, decision.Decided, decision.Closed)
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), runID, decision.Deferred, decision.Decided, decision.Closed)
 }

@@ -1,6 +1,6 @@
 package sqlite_test
 
-// The store benchmarks: the bodies are internal/storebench's, which
+// The store benchmarks: the bodies are internal/storekit's, which
 // store/postgres runs on PostgreSQL too. The figures and
 // commands are in the README's Benchmarks section:
 //
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/contextos/contextos/internal/storebench"
+	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/store/sqlite"
 )
 
@@ -27,9 +27,9 @@ func benchStore(b *testing.B) *sqlite.Store {
 }
 
 func BenchmarkStore(b *testing.B) {
-	storebench.Stores(b, func(b *testing.B) storebench.Engine { return benchStore(b) })
+	storekit.Stores(b, func(b *testing.B) storekit.Engine { return benchStore(b) })
 }
 
 func BenchmarkInvokeRefund(b *testing.B) {
-	storebench.InvokeRefund(b, func(b *testing.B) storebench.Engine { return benchStore(b) })
+	storekit.InvokeRefund(b, func(b *testing.B) storekit.Engine { return benchStore(b) })
 }

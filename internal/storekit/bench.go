@@ -1,10 +1,4 @@
-// Package storebench holds the benchmark bodies store/sqlite and
-// store/postgres run on their engines: each store operation on a fresh
-// database (Stores) and the canonical 1200 refund end to end with the
-// runtime's stores in the database (InvokeRefund). RefundHarness and
-// Request are the refund run a benchmark drives. The figures and commands
-// are in the README's Benchmarks section.
-package storebench
+package storekit
 
 import (
 	"bytes"
@@ -312,24 +306,8 @@ func transcriptEntry(b *testing.B, runID string, seq int, prev string) gateway.T
 // 1200 refund's two planner turns, with opts's stores.
 func RefundHarness(b *testing.B, opts contextos.Options) *contextostest.Harness {
 	b.Helper()
-	var ev compiler.StaticEvidence
-	if err := json.Unmarshal(fixture.Evidence(), &ev); err != nil {
-		b.Fatal(err)
-	}
-	opts.Evidence = ev
-	lookup := &contextos.Plan{Steps: []contextos.Step{
-		{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}},
-		{CapabilityID: "adp_policy.eval", Args: map[string]any{"order_id": "ord_881"}},
-	}, Usage: contextos.PlanUsage{Tokens: 900, CostCents: 0.4}}
-	refund := &contextos.Plan{
-		Steps: []contextos.Step{{CapabilityID: "adp_payments.issue_refund", Args: map[string]any{"order_id": "ord_881", "amount_inr": 1200, "currency": "INR"}}},
-		Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "approved",
-			Outputs:   map[string]any{"refund_amount_inr": 1200, "currency": "INR"},
-			Rationale: "Order delivered, within the refund window, identity verified.", Confidence: 0.95,
-			SubjectIDs: []string{"customer:cus_77", "order:ord_881"}, EvidenceRefs: []string{"kg:order:ord_881#snapshot_kg_2026_05_03_T0930"}},
-		Usage: contextos.PlanUsage{Tokens: 700, CostCents: 0.3},
-	}
-	h := contextostest.New(b, contextostest.NewPlanner(lookup, refund), [][]byte{fixture.SupportPack()},
+	opts.Evidence = Evidence(b)
+	h := contextostest.New(b, contextostest.NewPlanner(LookupPlan(), RefundPlan(1200)), [][]byte{fixture.SupportPack()},
 		&contextostest.Options{Runtime: opts, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
 	h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
 	h.Adapter("adp_policy").On("eval").ReturnOutput(map[string]any{"eligible": true})
@@ -340,17 +318,7 @@ func RefundHarness(b *testing.B, opts contextos.Options) *contextostest.Harness 
 // Request is the canonical 1200 refund, identity verified.
 func Request(b *testing.B) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	b.Helper()
-	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := runcontext.DecodeRunContext(fixture.RunContext())
-	if err != nil {
-		b.Fatal(err)
-	}
-	req.Input.Context["refund_amount"] = 1200
-	req.Input.Context["identity_verified"] = true
-	return req, rc
+	return RefundRequest(b, "", 1200)
 }
 
 // InvokeRefund is the root package's BenchmarkInvokeRefund (the 1200
