@@ -202,16 +202,12 @@ func (p *packetPlanner) Plan(ctx context.Context, _ *contextos.PlanRequest) (*co
 	if p.next >= len(p.plans) {
 		return nil, fmt.Errorf("eval: the packet recorded %d plans; another was asked for", len(p.plans))
 	}
-	b, err := json.Marshal(p.plans[p.next])
+	out, err := jsonCopy(&p.plans[p.next])
 	if err != nil {
 		return nil, err
 	}
 	p.next++
-	var out contextos.Plan
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return out, nil
 }
 
 // packetClock serves a packet's clock readings in order, repeating the
@@ -313,7 +309,7 @@ func (a *packetAdapter) Call(_ context.Context, call *gateway.Call) (*gateway.Ou
 		e := *o.Error
 		return nil, &e
 	case o.Outcome != nil:
-		out, err := cloneOutcome(o.Outcome)
+		out, err := jsonCopy(o.Outcome)
 		if err != nil {
 			return nil, err
 		}
@@ -344,14 +340,15 @@ func (a *packetAdapter) RedactedAttempt(call *gateway.Call) bool {
 	return ok && o.Redacted
 }
 
-// cloneOutcome deep-copies an outcome (its output is shared by the
-// packet's two executions).
-func cloneOutcome(o *gateway.Outcome) (*gateway.Outcome, error) {
-	b, err := json.Marshal(o)
+// jsonCopy deep-copies v by a JSON round trip: what a planner or an
+// adapter hands the runtime is the runtime's to change, while the case or
+// packet it came from is run again (its copy is shared by the runs).
+func jsonCopy[T any](v *T) (*T, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	var out gateway.Outcome
+	var out T
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, err
 	}

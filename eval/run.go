@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -509,15 +508,7 @@ func (p *scriptedPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) 
 		return nil, fmt.Errorf("eval: the case has %d planner turns; turn %d was asked for", len(p.turns), req.Turn+1)
 	}
 	p.clock.advance(p.latency)
-	b, err := json.Marshal(p.turns[req.Turn])
-	if err != nil {
-		return nil, err
-	}
-	var out contextos.Plan
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return jsonCopy(&p.turns[req.Turn])
 }
 
 // scriptedTools serves a case's scripted results through one

@@ -275,19 +275,27 @@ func historyDir(env, packID string) (string, error) {
 	return path.Join(dir, packID), nil
 }
 
-// readPins reads the history in dir, oldest first.
-func (d *DirRegistry) readPins(dir string) ([]Pin, error) {
+// names lists the names in dir; ok is false when dir does not exist.
+func (d *DirRegistry) names(dir string) (names []string, ok bool, err error) {
 	f, err := d.root.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
+		return nil, false, fmt.Errorf("pack: registry: %w", err)
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
+	defer f.Close()
+	if names, err = f.Readdirnames(-1); err != nil {
+		return nil, false, fmt.Errorf("pack: registry: %w", err)
+	}
+	return names, true, nil
+}
+
+// readPins reads the history in dir, oldest first.
+func (d *DirRegistry) readPins(dir string) ([]Pin, error) {
+	names, ok, err := d.names(dir)
+	if err != nil || !ok {
+		return nil, err
 	}
 	var h []Pin
 	for _, n := range names {
@@ -350,11 +358,7 @@ func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
 		if err != nil {
 			return Pin{}, err
 		}
-		var last Pin
-		if len(hist) > 0 {
-			last = hist[len(hist)-1]
-		}
-		next, e, write, err := c.Apply(last, target)
+		next, e, write, err := c.Apply(currentPin(hist), target)
 		if err != nil || !write {
 			return next, err
 		}
@@ -410,17 +414,9 @@ func (d *DirRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := d.root.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return []Pin{}, nil
-	}
+	names, _, err := d.names(dir)
 	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
+		return nil, err
 	}
 	out := []Pin{}
 	for _, n := range names {
@@ -432,7 +428,7 @@ func (d *DirRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
 			return nil, err
 		}
 		if len(h) > 0 {
-			out = append(out, h[len(h)-1])
+			out = append(out, currentPin(h))
 		}
 	}
 	sortPins(out)
@@ -448,17 +444,12 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 	if err != nil {
 		return nil, err
 	}
-	f, err := d.root.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	names, ok, err := d.names(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("pack: registry: %w", err)
 	}
 	var out []Entry
 	for _, n := range names {

@@ -454,7 +454,7 @@ func (d *Deployments) Pinned(ctx context.Context, env, packID string) (Pin, erro
 	if err != nil {
 		return Pin{}, err
 	}
-	return h[len(h)-1], nil
+	return currentPin(h), nil
 }
 
 // Pins returns env's current pin of every pack, by pack id.
@@ -499,7 +499,7 @@ func (d *Deployments) Promote(ctx context.Context, env string, ref Ref, reason s
 	if err != nil {
 		return Pin{}, err
 	}
-	cur := h[len(h)-1]
+	cur := currentPin(h)
 	if cur.Ref != ref {
 		return Pin{}, fmt.Errorf("%w: %s pins %s, not %s", ErrNotPinned, env, cur.Ref, ref)
 	}
@@ -546,7 +546,7 @@ func (d *Deployments) Rollback(ctx context.Context, env, packID, reason string, 
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	cur := h[len(h)-1]
+	cur := currentPin(h)
 	stack := pinStack(h)
 	var target Ref
 	for i := len(stack) - 2; i >= 0 && target == (Ref{}); i-- {
@@ -596,6 +596,16 @@ func pinStack(h []Pin) []Ref {
 		}
 	}
 	return stack
+}
+
+// currentPin is the last entry of a pin history: the environment's
+// current pin, or the zero Pin for an empty history (PinChange.Apply's
+// "never pinned").
+func currentPin(h []Pin) Pin {
+	if len(h) == 0 {
+		return Pin{}
+	}
+	return h[len(h)-1]
 }
 
 // sortPins orders current pins by pack id.

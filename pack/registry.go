@@ -306,11 +306,7 @@ func (m *MemoryRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error)
 		return Pin{}, fmt.Errorf("%w: %s", ErrNotFound, c.Ref())
 	}
 	hist := m.pins[c.Env()][c.Ref().ID]
-	var last Pin
-	if len(hist) > 0 {
-		last = hist[len(hist)-1]
-	}
-	next, e, write, err := c.Apply(last, target)
+	next, e, write, err := c.Apply(currentPin(hist), target)
 	if err != nil || !write {
 		return next, err
 	}
@@ -347,7 +343,7 @@ func (m *MemoryRegistry) Pins(ctx context.Context, env string) ([]Pin, error) {
 	defer m.mu.RUnlock()
 	out := []Pin{}
 	for _, h := range m.pins[env] {
-		out = append(out, h[len(h)-1])
+		out = append(out, currentPin(h))
 	}
 	sortPins(out)
 	return out, nil
