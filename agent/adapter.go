@@ -121,7 +121,10 @@ type AdapterOptions struct {
 //	}
 //
 // usage and cost_usd are present when the completion data reports them
-// (see UsageOf); the cost is charged to the run budget (Outcome.CostCents).
+// (see UsageOf). The cost and the input and output tokens are charged to
+// the run's budget (Outcome.CostCents, Outcome.Tokens), also when the run
+// fails (a non-success exit, a timeout): what an agent spent before it
+// failed was spent.
 // The agent's text output is not kept: only the final text, counts, names
 // and the last few error and status messages, each clipped. The mutation
 // is "agent_run:<kind>:<tool_call_id>".
@@ -322,8 +325,10 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 		sum.add(ev)
 	}
 	comp, err := a.wait(ctx, run)
+	spent := spentOn(comp)
 	if err != nil {
-		return nil, a.runError(ctx, err, sum)
+		// A failed run is charged what it reported spending.
+		return spent, a.runError(ctx, err, sum)
 	}
 	kind := string(a.backend.Kind())
 	out := map[string]any{
@@ -336,22 +341,42 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 	if comp.FinalText != "" {
 		out["final_text"] = truncate(comp.FinalText, a.opts.FinalTextBytes)
 	}
-	u, hasUsage := UsageOf(comp)
-	cost := 0.0
-	if hasUsage {
+	if u, ok := UsageOf(comp); ok {
 		if u.InputTokens > 0 || u.OutputTokens > 0 || u.CachedInputTokens > 0 {
 			out["usage"] = map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cached_input_tokens": u.CachedInputTokens}
 		}
 		if u.CostUSD != nil {
 			out["cost_usd"] = *u.CostUSD
-			cost = centsOf(*u.CostUSD)
 		}
 	}
 	if !comp.Status.Success() {
 		details := map[string]any{"exit": exitOutput(comp.Status), "events": sum.output(), "tool_calls": sum.toolCalls}
-		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "the agent run ended with "+comp.Status.String(), details)
+		return spent, gateway.NewToolError(gateway.CodeExecutionFailed, false, "the agent run ended with "+comp.Status.String(), details)
 	}
-	return &gateway.Outcome{Output: out, CostCents: cost, Mutations: []string{"agent_run:" + kind + ":" + call.Envelope.ToolCallID}}, nil
+	res := &gateway.Outcome{Output: out, Mutations: []string{"agent_run:" + kind + ":" + call.Envelope.ToolCallID}}
+	if spent != nil {
+		res.CostCents, res.Tokens = spent.CostCents, spent.Tokens
+	}
+	return res, nil
+}
+
+// spentOn returns what a run's completion reports it spent (its cost and
+// its input and output tokens) as the outcome the gateway charges to the
+// run's budget, whether the run succeeded or not; nil when it reports
+// neither.
+func spentOn(comp Completion) *gateway.Outcome {
+	u, ok := UsageOf(comp)
+	if !ok {
+		return nil
+	}
+	o := &gateway.Outcome{Tokens: int(min(u.Tokens(), math.MaxInt))}
+	if u.CostUSD != nil {
+		o.CostCents = centsOf(*u.CostUSD)
+	}
+	if o.CostCents == 0 && o.Tokens == 0 {
+		return nil
+	}
+	return o
 }
 
 // wait waits for the completion. When ctx ends first (the call's timeout,

@@ -284,3 +284,72 @@ func TestGovernedAgentCancelledWithTheRun(t *testing.T) {
 		t.Errorf("the agent ran %d times, want 1", n)
 	}
 }
+
+// spendScript ends with exit code code after reporting what the run spent.
+func spendScript(code int, data string) script {
+	return func(ctx context.Context, p *agent.Prepared, out *agent.Emitter) (agent.Completion, error) {
+		out.Emit(agent.Event{Kind: agent.EventError, Channel: "error", Message: "tests failed"})
+		return agent.Completion{Status: agent.ExitStatus{Code: code}, FinalText: "done", Data: json.RawMessage(data)}, nil
+	}
+}
+
+// What an agent run spent is charged to the run's budget, whether the run
+// succeeded or failed: its cost and its input and output tokens reach the
+// call's metadata, the meter and the record, and the replay charges them
+// again as the run did.
+func TestGovernedAgentSpendIsCharged(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const spent = `{"usage":{"input_tokens":2400,"output_tokens":84,"cached_input_tokens":2000},"cost_usd":0.25}`
+	// baseline is a run whose agent reports no spend.
+	baseline := func(t *testing.T, code int) decision.BudgetUsage {
+		ad := agent.NewAdapter(newTestBackend("coder", spendScript(code, `{}`)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
+		req, rc := coderRequest(t)
+		return h.Approve(h.Invoke(req, rc), techLead).Record.BudgetUsage
+	}
+	for _, tc := range []struct {
+		name   string
+		code   int
+		status gateway.Status
+	}{
+		{"succeeded", 0, gateway.StatusCompleted},
+		{"non-zero exit", 3, gateway.StatusFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := baseline(t, tc.code)
+			ad := agent.NewAdapter(newTestBackend("coder", spendScript(tc.code, spent)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+			h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
+			req, rc := coderRequest(t)
+			done := h.Approve(h.Invoke(req, rc), techLead)
+			last := done.ToolResults[len(done.ToolResults)-1]
+			if last.Status != tc.status || last.Metadata.Tokens != 2484 || last.Metadata.CostCents != 25 {
+				t.Fatalf("result %s: tokens %d, cost %v cents (want %s, 2484, 25)", last.Status, last.Metadata.Tokens, last.Metadata.CostCents, tc.status)
+			}
+			got := done.Record.BudgetUsage
+			if got.Tokens != base.Tokens+2484 || got.CostUSDCents != base.CostUSDCents+25 {
+				t.Errorf("record budget %+v, want the baseline %+v plus 2484 tokens and 25 cents", got, base)
+			}
+			rep := h.Replay(done)
+			contextostest.AssertReplayEqual(t, rep)
+		})
+	}
+	t.Run("over the token budget", func(t *testing.T) {
+		base := baseline(t, 0)
+		const big = `{"usage":{"input_tokens":1000000,"output_tokens":1}}`
+		ad := agent.NewAdapter(newTestBackend("coder", spendScript(0, big)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
+		req, rc := coderRequest(t)
+		if base.Tokens+1000001 <= rc.RunBudget.TotalTokens {
+			t.Fatalf("the agent's tokens fit the budget of %d", rc.RunBudget.TotalTokens)
+		}
+		done := h.Approve(h.Invoke(req, rc), techLead)
+		contextostest.AssertStatus(t, done, decision.Escalated)
+		if !strings.Contains(done.Record.Rationale.Summary, "tokens") {
+			t.Errorf("rationale %q does not name the token budget", done.Record.Rationale.Summary)
+		}
+		if done.Record.BudgetUsage.Tokens != base.Tokens+1000001 {
+			t.Errorf("record tokens %d, want %d", done.Record.BudgetUsage.Tokens, base.Tokens+1000001)
+		}
+		contextostest.AssertReplayEqual(t, h.Replay(done))
+	})
+}

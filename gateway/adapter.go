@@ -15,6 +15,12 @@ import (
 // retryable; any other error is a non-retryable execution failure. Errors
 // and outputs must not carry secrets; outputs are redacted by the gateway
 // before they go anywhere.
+//
+// A failed attempt may still have cost something (an agent that ran for
+// minutes and then exited non-zero): Call may return an Outcome together
+// with its error, and the gateway then reads only that Outcome's CostCents
+// and Tokens, which it charges to the run as it charges a successful
+// attempt's. The rest of such an Outcome is ignored.
 type Adapter interface {
 	Call(ctx context.Context, call *Call) (*Outcome, error)
 }
@@ -47,7 +53,8 @@ type Call struct {
 	Delegation *runcontext.Delegation
 }
 
-// Outcome is what an adapter returns for a successful attempt.
+// Outcome is what an adapter returns for a successful attempt (and, for a
+// failed one, what the attempt cost: see Adapter).
 type Outcome struct {
 	Output    map[string]any `json:"output,omitempty"`
 	Mutations []string       `json:"mutations,omitempty"`
@@ -61,6 +68,12 @@ type Outcome struct {
 	// budget (the attempt was made). A cost that is negative, NaN or
 	// infinite makes the outcome invalid.
 	CostCents float64 `json:"cost_cents,omitempty"`
+	// Tokens counts the model tokens this attempt consumed (a delegated
+	// agent's input and output tokens). They are charged to the run's
+	// total token budget as the planner's own are: even when they take the
+	// run over it (they were spent). A negative count makes the outcome
+	// invalid.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Capability declares one capability of a registered adapter.

@@ -14,9 +14,11 @@ import (
 // Attempt is one adapter attempt as the gateway took it, reported to
 // RunOptions.Observe after the gateway checked and redacted it: what a
 // recorder keeps (a replay packet, a checkpoint) is never the adapter's
-// raw value. At most one of Outcome and Error is set, and neither when the
-// adapter panicked; Invalid names what made an outcome one the gateway
-// refused, and Outcome then holds only its finite cost.
+// raw value. Neither Outcome nor Error is set when the adapter panicked;
+// Invalid names what made an outcome one the gateway refused, and Outcome
+// then holds only its valid cost and tokens. Both are set for a failed
+// attempt that spent something: Outcome then holds only that cost and
+// those tokens.
 type Attempt struct {
 	RunID        string
 	ToolCallID   string
@@ -24,7 +26,8 @@ type Attempt struct {
 	// Attempt counts from 1.
 	Attempt int
 	// Outcome is the adapter's outcome, redacted, when the gateway took
-	// it; for an outcome refused as Invalid, only its cost (when finite).
+	// it; for an outcome refused as Invalid or a failed attempt, only what
+	// the attempt spent (CostCents and Tokens, when valid).
 	Outcome *Outcome
 	// Error is the attempt's failure, redacted: the adapter's (bounded by
 	// max_payload_bytes) or the gateway's (a timeout, an outcome larger
@@ -33,8 +36,9 @@ type Attempt struct {
 	// Panicked reports an adapter that panicked (its value is not kept).
 	Panicked bool
 	// Invalid names what made the outcome one the gateway refused:
-	// "output" (a number that is not finite, or no JSON form) or
-	// "cost_cents" (a cost that is not a finite number ≥ 0).
+	// "output" (a number that is not finite, or no JSON form),
+	// "cost_cents" (a cost that is not a finite number ≥ 0) or "tokens"
+	// (a negative count).
 	Invalid []string
 	// Canceled reports that the caller's context was done when the attempt
 	// returned: the gateway made no further attempt.
@@ -66,7 +70,7 @@ func reportsRedaction(ad Adapter, call *Call) bool {
 // lists; the cost is kept as is.
 func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
 	c := dst
-	*c = Outcome{CostCents: out.CostCents}
+	*c = Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
 	v, changed := redactValue(out.Output, rules)
 	c.Output, _ = v.(map[string]any)
 	var ch [5]bool
@@ -325,6 +329,9 @@ func (m *meter) uint(u uint64) sizeVerdict {
 func checkOutcome(out *Outcome, max int64) (*ToolError, []string) {
 	if !validCost(out.CostCents) {
 		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"}), []string{"cost_cents"}
+	}
+	if out.Tokens < 0 {
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: tokens must not be negative", map[string]any{"field": "tokens"}), []string{"tokens"}
 	}
 	m := newMeter(max)
 	v := m.value(out.Output, 0)

@@ -339,6 +339,9 @@ func appendResultMetadata(dst []byte, m *ResultMetadata) ([]byte, error) {
 		o.bool(`"retryable":`, *m.Retryable)
 	}
 	o.strsOmit(`"signals":`, m.Signals)
+	if m.Tokens != 0 {
+		o.int(`"tokens":`, int64(m.Tokens))
+	}
 	o.strOmit(`"tool_code":`, m.ToolCode)
 	o.strOmit(`"tool_reason":`, m.ToolReason)
 	o.strOmit(`"tool_status":`, m.ToolStatus)

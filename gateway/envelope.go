@@ -109,24 +109,27 @@ type ToolResultEnvelope struct {
 
 // ResultMetadata is the result envelope's metadata.
 type ResultMetadata struct {
-	Approver                     string   `json:"approver,omitempty"`
-	ApprovalID                   string   `json:"approval_id,omitempty"` // the approval the call used (each is used once)
-	ApprovalGateID               string   `json:"approval_gate_id,omitempty"`
-	ApprovedAt                   string   `json:"approved_at,omitempty"`
-	ApprovalEvidenceSnapshotHash string   `json:"approval_evidence_snapshot_hash,omitempty"`
-	ToolTranscriptID             string   `json:"tool_transcript_id,omitempty"`
-	RedactionApplied             bool     `json:"redaction_applied"`
-	Retries                      int      `json:"retries"`
-	Attempts                     int      `json:"attempts"`
-	CostCents                    float64  `json:"cost_cents"`
-	IdempotencyKey               string   `json:"idempotency_key,omitempty"`
-	Duplicate                    bool     `json:"duplicate,omitempty"`
-	Signals                      []string `json:"signals,omitempty"`
-	EvidenceHashes               []string `json:"evidence_hashes,omitempty"`
-	ToolStatus                   string   `json:"tool_status,omitempty"`
-	ToolCode                     string   `json:"tool_code,omitempty"`
-	ToolReason                   string   `json:"tool_reason,omitempty"`
-	Retryable                    *bool    `json:"retryable,omitempty"`
+	Approver                     string  `json:"approver,omitempty"`
+	ApprovalID                   string  `json:"approval_id,omitempty"` // the approval the call used (each is used once)
+	ApprovalGateID               string  `json:"approval_gate_id,omitempty"`
+	ApprovedAt                   string  `json:"approved_at,omitempty"`
+	ApprovalEvidenceSnapshotHash string  `json:"approval_evidence_snapshot_hash,omitempty"`
+	ToolTranscriptID             string  `json:"tool_transcript_id,omitempty"`
+	RedactionApplied             bool    `json:"redaction_applied"`
+	Retries                      int     `json:"retries"`
+	Attempts                     int     `json:"attempts"`
+	CostCents                    float64 `json:"cost_cents"`
+	// Tokens counts the model tokens the call's attempts reported spending
+	// (Outcome.Tokens), charged to the run's token budget.
+	Tokens         int      `json:"tokens,omitempty"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	Duplicate      bool     `json:"duplicate,omitempty"`
+	Signals        []string `json:"signals,omitempty"`
+	EvidenceHashes []string `json:"evidence_hashes,omitempty"`
+	ToolStatus     string   `json:"tool_status,omitempty"`
+	ToolCode       string   `json:"tool_code,omitempty"`
+	ToolReason     string   `json:"tool_reason,omitempty"`
+	Retryable      *bool    `json:"retryable,omitempty"`
 }
 
 // DecodeCallEnvelope strictly decodes and checks a call envelope received

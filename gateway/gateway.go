@@ -454,6 +454,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	panicked := false
 	attempts := 0
 	cost := 0.0
+	tokens := 0
 	invalid := false  // the adapter's outcome was refused as invalid
 	redacted := false // redaction changed the attempt's outcome or error
 	for attempt := 1; ; attempt++ {
@@ -465,6 +466,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		t := r.take(ad, call, out, te, &x.outcome)
 		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
 		cost = addCost(cost, t.cost)
+		tokens = addTokens(tokens, t.tokens)
 		if r.observe != nil {
 			a := Attempt{RunID: env.RunID, ToolCallID: env.ToolCallID, CapabilityID: env.CapabilityID, Attempt: attempt,
 				Outcome: out, Error: te, Panicked: panicked, Invalid: t.invalid, Canceled: canceled, Redacted: redacted}
@@ -472,8 +474,11 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			case panicked:
 				a.Error = nil
 			case invalid:
-				// What is left of an invalid outcome: its cost, when finite.
-				a.Error, a.Outcome = nil, &Outcome{CostCents: t.cost}
+				// What is left of an invalid outcome: its cost and tokens, when valid.
+				a.Error, a.Outcome = nil, &Outcome{CostCents: t.cost, Tokens: t.tokens}
+			case te != nil && (t.cost != 0 || t.tokens != 0):
+				// A failed attempt that spent something: the error, and what it spent.
+				a.Outcome = &Outcome{CostCents: t.cost, Tokens: t.tokens}
 			}
 			r.observe(a)
 		}
@@ -496,6 +501,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	// Exceeded, which the runtime checks after every call; the call's
 	// result stands (its side effect happened).
 	_ = r.meter.ChargeIncurredCost(cost)
+	_ = r.meter.ChargeIncurredTokens(tokens)
 	startResult(&x.res, c, polID)
 	res := &x.res.env
 	if c.approved != nil {
@@ -503,7 +509,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	}
 	res.Metadata.EvidenceHashes = c.attHashes
 	res.Metadata.Attempts, res.Metadata.Retries, res.Metadata.CostCents, res.Metadata.IdempotencyKey = attempts, attempts-1, cost, key
-	res.Metadata.RedactionApplied = redacted
+	res.Metadata.RedactionApplied, res.Metadata.Tokens = redacted, tokens
 	if te != nil {
 		res.Error, res.Status = te, failureStatus(te.Code)
 		if invalid {
@@ -548,6 +554,7 @@ type taken struct {
 	te       *ToolError // the attempt's error, redacted and bounded, or nil
 	invalid  []string   // what made the outcome invalid (te refuses it)
 	cost     float64    // the outcome's cost to charge
+	tokens   int        // the outcome's tokens to charge
 	redacted bool       // redaction changed the outcome or the error
 }
 
@@ -567,12 +574,17 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 		max = runcontext.DefaultRunBudget().MaxPayloadBytes
 	}
 	switch {
+	case te != nil:
+		t.te = boundError(te, max)
+		t.redacted = redactError(t.te, r.redact)
+		if out != nil {
+			// What the failed attempt spent: only its cost and tokens are read.
+			t.cost, t.tokens = spent(out)
+		}
 	case out != nil:
 		refusal, bad := checkOutcome(out, max)
 		if refusal == nil || bad != nil {
-			if validCost(out.CostCents) {
-				t.cost = out.CostCents
-			}
+			t.cost, t.tokens = spent(out)
 		}
 		if refusal != nil {
 			t.te, t.invalid = refusal, bad
@@ -580,15 +592,28 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 			// A taken outcome ends the call's attempts: dst holds it.
 			t.out, t.redacted = dst, redactOutcome(dst, out, r.redact)
 		}
-	case te != nil:
-		t.te = boundError(te, max)
-		t.redacted = redactError(t.te, r.redact)
 	}
 	t.redacted = t.redacted || reportsRedaction(ad, call)
 	return t
 }
 
 func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
+
+// spent returns the cost and tokens of out to charge: each only when valid.
+func spent(out *Outcome) (cost float64, tokens int) {
+	if validCost(out.CostCents) {
+		cost = out.CostCents
+	}
+	return cost, max(out.Tokens, 0)
+}
+
+// addTokens adds token counts, saturating instead of wrapping.
+func addTokens(a, b int) int {
+	if b > math.MaxInt-a {
+		return math.MaxInt
+	}
+	return a + b
+}
 
 // retryStopper is an optional, module-internal interface of an Adapter that knows, after an
 // attempt, that no further attempt may be made: replay's playback stops
@@ -691,8 +716,11 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 		return nil, NewToolError(CodeExecutionFailed, false, "the adapter returned no outcome", nil), false
 	}
 	if res.err != nil {
+		// An outcome returned with the error is what the failed attempt
+		// spent: take reads only its cost and tokens.
+		spent := res.out
 		if actx.Err() != nil && ctx.Err() == nil && errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout), false
+			return spent, contextError(ctx, timeout), false
 		}
 		var te *ToolError
 		if errors.As(res.err, &te) {
@@ -703,13 +731,13 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			if c.Details == nil {
 				c.Details = map[string]any{}
 			}
-			return nil, &c, false
+			return spent, &c, false
 		}
 		if errors.Is(res.err, context.Canceled) || errors.Is(res.err, context.DeadlineExceeded) {
-			return nil, contextError(ctx, timeout), false
+			return spent, contextError(ctx, timeout), false
 		}
 		// A plain error's text may carry backend output; it is not echoed.
-		return nil, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil), false
+		return spent, NewToolError(CodeExecutionFailed, false, "the adapter failed", nil), false
 	}
 	return res.out, nil, false
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
@@ -75,6 +76,8 @@ func TestInvalidOutcomeRefused(t *testing.T) {
 		{"+Inf cost", gateway.Outcome{Output: map[string]any{}, CostCents: inf}, "cost_cents", 0.5},
 		{"-Inf cost", gateway.Outcome{Output: map[string]any{}, CostCents: -inf}, "cost_cents", 0.5},
 		{"negative cost", gateway.Outcome{Output: map[string]any{}, CostCents: -1}, "cost_cents", 0.5},
+		{"negative tokens", gateway.Outcome{Output: map[string]any{}, CostCents: 0.25, Tokens: -1}, "tokens", 0.75},
+		{"most negative tokens", gateway.Outcome{Output: map[string]any{}, Tokens: math.MinInt}, "tokens", 0.5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +112,92 @@ func TestInvalidOutcomeRefused(t *testing.T) {
 			}
 			if got := meter.Usage().CostCents; got != tc.charge || res.Metadata.CostCents != tc.charge {
 				t.Errorf("charged %v, metadata cost %v, want %v", got, res.Metadata.CostCents, tc.charge)
+			}
+			if got := meter.Usage().Tokens; got != 0 || res.Metadata.Tokens != 0 {
+				t.Errorf("charged %d tokens, metadata %d, want none", got, res.Metadata.Tokens)
+			}
+		})
+	}
+}
+
+// A failed attempt that spent something (a model's tokens, a paid call)
+// is charged what it spent, however it failed, across retries, and even
+// past the budget: its valid cost and tokens reach the meter, the
+// result's metadata and the observer (a recorder keeps them beside the
+// error); the rest of what it returned with its error is never read.
+func TestFailedAttemptSpendIsCharged(t *testing.T) {
+	spent := func(cost float64, tokens int) *gateway.Outcome {
+		return &gateway.Outcome{Output: map[string]any{"card": hostileCard}, Mutations: []string{"m"}, CostCents: cost, Tokens: tokens}
+	}
+	tests := []struct {
+		name     string
+		attempts int // MaxAttempts
+		call     func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error)
+		code     string
+		cost     float64 // charged, the cost model's 0.5 per attempt included
+		tokens   int
+	}{
+		{"tool error", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return spent(20, 2484), gateway.NewToolError(gateway.CodeExecutionFailed, false, "exit 3", nil)
+		}, gateway.CodeExecutionFailed, 20.5, 2484},
+		{"plain error", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return spent(1, 10), errors.New("boom " + hostileCard)
+		}, gateway.CodeExecutionFailed, 1.5, 10},
+		{"timeout", 1, func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+			<-ctx.Done()
+			return spent(2, 20), ctx.Err()
+		}, gateway.CodeTimeout, 2.5, 20},
+		{"retried", 3, func(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+			return spent(1, 100), gateway.NewToolError(gateway.CodeExecutionFailed, true, "busy", nil)
+		}, gateway.CodeExecutionFailed, 4.5, 300},
+		{"invalid spend", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return spent(math.NaN(), -5), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
+		}, gateway.CodeExecutionFailed, 0.5, 0},
+		{"over the budget", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return spent(0, math.MaxInt), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
+		}, gateway.CodeExecutionFailed, 0.5, math.MaxInt},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			var seen []gateway.Attempt
+			gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(tc.call),
+				Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, HonorsContext: true, MaxAttempts: tc.attempts, Timeout: 20 * time.Millisecond, CostCents: 0.5}}}},
+				&gateway.Options{Transcript: canonChecked{t, f.recorder}, Sleep: func(context.Context, time.Duration) error { return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meter := runcontext.NewMeter(f.rc.RunBudget, f.now)
+			run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: meter},
+				&gateway.RunOptions{Observe: func(a gateway.Attempt) { seen = append(seen, a) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run.Call(ctx, lookupCall())
+			if err != nil || res.Error == nil || res.Error.Code != tc.code || res.Output != nil || len(res.Mutations) != 0 {
+				t.Fatalf("Call = %s %+v output %v mutations %v, %v; want a %s failure and nothing of the outcome", res.Status, res.Error, res.Output, res.Mutations, err, tc.code)
+			}
+			u := meter.Usage()
+			if u.CostCents != tc.cost || u.Tokens != tc.tokens || res.Metadata.CostCents != tc.cost || res.Metadata.Tokens != tc.tokens {
+				t.Errorf("charged %v cents %d tokens, metadata %v cents %d tokens; want %v, %d", u.CostCents, u.Tokens, res.Metadata.CostCents, res.Metadata.Tokens, tc.cost, tc.tokens)
+			}
+			var be *runcontext.BudgetError
+			if over := tc.tokens > f.rc.RunBudget.TotalTokens; over != (errors.As(meter.Exceeded(), &be) && be.Dimension == runcontext.DimTokens) {
+				t.Errorf("meter.Exceeded() = %v, over the token budget: %v", meter.Exceeded(), over)
+			}
+			if len(seen) != tc.attempts {
+				t.Fatalf("observed %d attempts, want %d", len(seen), tc.attempts)
+			}
+			for _, a := range seen {
+				if a.Error == nil {
+					t.Errorf("attempt %d: no error", a.Attempt)
+				}
+				if o := a.Outcome; tc.tokens > 0 && (o == nil || o.Output != nil || o.Mutations != nil || o.Tokens != tc.tokens/tc.attempts) {
+					t.Errorf("attempt %d: observed outcome %+v, want only what it spent", a.Attempt, o)
+				}
+			}
+			if b, _ := json.Marshal(f.recorder.Entries()); strings.Contains(string(b), hostileCard) {
+				t.Errorf("the transcript holds what the failed attempt returned")
 			}
 		})
 	}

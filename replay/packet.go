@@ -269,10 +269,11 @@ type Resume struct {
 // AdapterOutcome is one recorded adapter attempt (adapter_outcomes): what
 // the adapter returned for a call (by tool call id and attempt) as the
 // gateway took it — checked, bounded and redacted (see gateway.Attempt) —
-// or that it panicked. At
-// most one of Outcome, Error and Panic is set; none means the adapter
-// returned no outcome and no error (packets recorded before the gateway's
-// own error for it was recorded).
+// or that it panicked. Panic
+// excludes the others; Outcome and Error are both set for a failed attempt
+// that spent something, and Outcome then holds only its cost_cents and
+// tokens; none means the adapter returned no outcome and no error (packets
+// recorded before the gateway's own error for it was recorded).
 type AdapterOutcome struct {
 	ToolCallID   string             `json:"tool_call_id"`
 	CapabilityID string             `json:"capability_id"`
@@ -285,8 +286,9 @@ type AdapterOutcome struct {
 	Panic bool `json:"panic,omitempty"`
 	// Invalid names what made the outcome one the gateway refuses
 	// ("output": a number that is not finite; "cost_cents": a cost that is
-	// not finite): such a value has no JSON form, so the outcome is kept
-	// without it and playback serves an equally invalid one.
+	// not finite; "tokens": a negative count): such a value has no JSON
+	// form or is not kept, so the outcome is kept without it and playback
+	// serves an equally invalid one.
 	Invalid []string `json:"invalid,omitempty"`
 	// Canceled records that the caller's context was done when the
 	// attempt returned: the gateway made no further attempt, and neither

@@ -55,11 +55,24 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 	if !ok {
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "replay: no recorded outcome for this call; live calls are not allowed", nil)
 	}
+	return Serve(o)
+}
+
+// Serve returns what a recorded attempt returned, as an adapter returns
+// it: its outcome (made as invalid as it was, see
+// replay.AdapterOutcome.Invalid), its error together with what the
+// attempt spent, or a panic with ErrRecordedPanic. The outcome is a
+// shallow copy of the recorded one.
+func Serve(o replay.AdapterOutcome) (*gateway.Outcome, error) {
 	switch {
 	case o.Panic:
 		panic(ErrRecordedPanic)
 	case o.Error != nil:
 		c := *o.Error
+		if o.Outcome != nil {
+			// What the failed attempt spent, charged again as it was.
+			return &gateway.Outcome{CostCents: o.Outcome.CostCents, Tokens: o.Outcome.Tokens}, &c
+		}
 		return nil, &c
 	case o.Outcome != nil:
 		// The recorded outcome is the gateway's redacted copy: served as
@@ -72,6 +85,8 @@ func (p *Playback) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome
 				c.Output = map[string]any{"invalid": math.NaN()}
 			case "cost_cents":
 				c.CostCents = math.NaN()
+			case "tokens":
+				c.Tokens = -1
 			}
 		}
 		return &c, nil

@@ -63,6 +63,12 @@ func TestRecorderKeepsWhatTheGatewayTook(t *testing.T) {
 			Outcome: &gateway.Outcome{CostCents: 0.5}}},
 		{"invalid cost without an outcome", attempt("tool_a", 1, func(a *gateway.Attempt) { a.Invalid = []string{"cost_cents"} }),
 			replay.AdapterOutcome{ToolCallID: "tool_a", CapabilityID: "adp.x", Attempt: 1, Invalid: []string{"cost_cents"}, Outcome: &gateway.Outcome{}}},
+		{"invalid tokens with a valid cost", attempt("tool_a", 1, func(a *gateway.Attempt) {
+			a.Invalid, a.Outcome = []string{"tokens"}, &gateway.Outcome{Output: map[string]any{"card": card}, CostCents: 0.5}
+		}), replay.AdapterOutcome{ToolCallID: "tool_a", CapabilityID: "adp.x", Attempt: 1, Invalid: []string{"tokens"}, Outcome: &gateway.Outcome{CostCents: 0.5}}},
+		{"failed attempt with what it spent", attempt("tool_a", 1, func(a *gateway.Attempt) {
+			a.Error, a.Outcome = timeout, &gateway.Outcome{Output: map[string]any{"card": card}, Signals: []string{card}, CostCents: 25, Tokens: 2484}
+		}), replay.AdapterOutcome{ToolCallID: "tool_a", CapabilityID: "adp.x", Attempt: 1, Error: timeout, Outcome: &gateway.Outcome{CostCents: 25, Tokens: 2484}}},
 		{"no outcome and no error", attempt("tool_a", 1, nil),
 			replay.AdapterOutcome{ToolCallID: "tool_a", CapabilityID: "adp.x", Attempt: 1}},
 	}
@@ -136,6 +142,12 @@ func TestPlaybackServesWhatWasRecorded(t *testing.T) {
 			a.Invalid, a.Outcome = []string{"output", "cost_cents"}, &gateway.Outcome{Output: map[string]any{"x": 1}}
 		}),
 		attempt("tool_d", 1, nil),
+		attempt("tool_e", 1, func(a *gateway.Attempt) {
+			a.Error, a.Outcome = gateway.NewToolError(gateway.CodeExecutionFailed, false, "exit 3", nil), &gateway.Outcome{CostCents: 25, Tokens: 2484}
+		}),
+		attempt("tool_f", 1, func(a *gateway.Attempt) {
+			a.Invalid, a.Outcome = []string{"tokens"}, &gateway.Outcome{Output: map[string]any{"x": 1}, Tokens: 7}
+		}),
 	} {
 		rec.Observe(a)
 	}
@@ -154,6 +166,8 @@ func TestPlaybackServesWhatWasRecorded(t *testing.T) {
 		Output    map[string]any
 		NaNOutput bool
 		NaNCost   bool
+		Cost      float64
+		Tokens    int
 		Code      string
 		Panic     any
 		Redacted  bool
@@ -175,6 +189,10 @@ func TestPlaybackServesWhatWasRecorded(t *testing.T) {
 				s.Output = out.Output
 			}
 			s.NaNCost = math.IsNaN(out.CostCents)
+			if !s.NaNCost {
+				s.Cost = out.CostCents
+			}
+			s.Tokens = out.Tokens
 		}
 		s.Redacted, s.StopRetry = pb.RedactedAttempt(c), pb.StopRetrying(c)
 		return s
@@ -189,6 +207,8 @@ func TestPlaybackServesWhatWasRecorded(t *testing.T) {
 		{"recorded panic", call("tool_b", 1), served{Panic: playback.ErrRecordedPanic}},
 		{"recorded invalid outcome", call("tool_c", 1), served{NaNOutput: true, NaNCost: true}},
 		{"recorded nothing", call("tool_d", 1), served{}},
+		{"recorded failure that spent", call("tool_e", 1), served{Code: gateway.CodeExecutionFailed, Cost: 25, Tokens: 2484}},
+		{"recorded invalid tokens", call("tool_f", 1), served{Tokens: -1}},
 		{"not recorded", call("tool_a", 3), served{Code: gateway.CodeExecutionFailed}},
 	}
 	// Sequential: the cases share the playback, whose Unserved is checked after.

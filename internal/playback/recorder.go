@@ -24,7 +24,8 @@ func NewRecorder() *Recorder { return &Recorder{outcomes: map[string][]replay.Ad
 
 // Observe records one attempt; pass it as gateway.RunOptions.Observe. A
 // panicked attempt is recorded without its value; an invalid outcome with
-// only its finite cost and what made it invalid.
+// only its valid cost and tokens and what made it invalid; a failed
+// attempt with its error and what it spent.
 func (r *Recorder) Observe(a gateway.Attempt) {
 	o := replay.AdapterOutcome{ToolCallID: a.ToolCallID, CapabilityID: a.CapabilityID, Attempt: a.Attempt, Canceled: a.Canceled, Redacted: a.Redacted}
 	switch {
@@ -34,10 +35,13 @@ func (r *Recorder) Observe(a gateway.Attempt) {
 		o.Invalid = slices.Clone(a.Invalid)
 		o.Outcome = &gateway.Outcome{}
 		if a.Outcome != nil {
-			o.Outcome.CostCents = a.Outcome.CostCents
+			o.Outcome.CostCents, o.Outcome.Tokens = a.Outcome.CostCents, a.Outcome.Tokens
 		}
 	case a.Error != nil:
 		o.Error = a.Error
+		if a.Outcome != nil {
+			o.Outcome = &gateway.Outcome{CostCents: a.Outcome.CostCents, Tokens: a.Outcome.Tokens}
+		}
 	case a.Outcome != nil:
 		o.Outcome = a.Outcome
 	}
