@@ -191,15 +191,31 @@ func TestAgentPlannerUnsurfacedToolIsRefusedByTheCritic(t *testing.T) {
 }
 
 // A planner agent that fails (a non-zero exit) fails the turn: the run
-// stops ESCALATED, without a crash.
+// stops ESCALATED, without a crash, charged what the agent reported
+// spending before it failed (nothing when it reported nothing).
 func TestAgentPlannerFailedRun(t *testing.T) {
-	be := newTestBackend("planner", exitScript(3))
-	h := newHarness(t, agent.NewPlanner(be, nil), repoRegistration())
-	req, rc := planRequest(t)
-	res := h.Invoke(req, rc)
-	contextostest.AssertStatus(t, res, decision.Escalated)
-	if !strings.Contains(res.Record.Rationale.Summary, "planner_failed") {
-		t.Errorf("summary %q", res.Record.Rationale.Summary)
+	for _, tc := range []struct {
+		name   string
+		script script
+		tokens int
+		cents  float64
+	}{
+		{"reported nothing", exitScript(3), 0, 0},
+		{"reported its usage", spendScript(3, `{"usage":{"input_tokens":700,"output_tokens":5},"cost_usd":0.02}`), 705, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, agent.NewPlanner(newTestBackend("planner", tc.script), nil), repoRegistration())
+			req, rc := planRequest(t)
+			res := h.Invoke(req, rc)
+			contextostest.AssertStatus(t, res, decision.Escalated)
+			if !strings.Contains(res.Record.Rationale.Summary, "planner_failed") {
+				t.Errorf("summary %q", res.Record.Rationale.Summary)
+			}
+			if u := res.Record.BudgetUsage; u.Tokens != tc.tokens || u.CostUSDCents != tc.cents {
+				t.Errorf("record budget %+v, want %d tokens and %v cents", u, tc.tokens, tc.cents)
+			}
+			contextostest.AssertReplayEqual(t, h.Replay(res))
+		})
 	}
 }
 

@@ -70,7 +70,9 @@ type PlannerOptions struct {
 // planner's. Usage and cost reported in the completion data (UsageOf) of
 // every attempt go to Plan.Usage, which the runtime charges to the run
 // budget. A run that fails (a refused request, a non-zero exit, a backend
-// error) fails the turn with an error; the runtime stops the run.
+// error) fails the turn with an error; the runtime stops the run. What
+// the turn's runs reported spending before it failed comes with that
+// error as a *contextos.PlanUsageError, so the runtime still charges it.
 type Planner struct {
 	backend Backend
 	opts    PlannerOptions
@@ -103,6 +105,10 @@ func (p *Planner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contex
 		usage.Tokens = int(min(int64(usage.Tokens)+int64(u.Tokens), math.MaxInt32))
 		usage.CostCents = min(usage.CostCents+u.CostCents, math.MaxFloat64)
 		if err != nil {
+			if usage != (contextos.PlanUsage{}) {
+				// What the turn's runs spent before it failed is charged.
+				return nil, &contextos.PlanUsageError{Usage: usage, Err: err}
+			}
 			return nil, err
 		}
 		plan, why := ParsePlan(text)
