@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/schemas"
 )
 
 const fixPrompt = "Fix the rounding bug in internal/refund/calc.go and add a test."
@@ -352,4 +354,75 @@ func TestGovernedAgentSpendIsCharged(t *testing.T) {
 		}
 		contextostest.AssertReplayEqual(t, h.Replay(done))
 	})
+}
+
+// bigAnswerScript succeeds with a final text too large for a small
+// max_payload_bytes after reporting what the run spent.
+func bigAnswerScript(data string) script {
+	return func(ctx context.Context, p *agent.Prepared, out *agent.Emitter) (agent.Completion, error) {
+		return agent.Completion{Status: agent.ExitStatus{Code: 0}, FinalText: strings.Repeat("x", 8000), Data: json.RawMessage(data)}, nil
+	}
+}
+
+// An agent run whose result the gateway refuses for its size still ran:
+// what it spent is charged, and spending past the token budget stops the
+// run ESCALATED on that budget.
+func TestOversizeAgentResultIsCharged(t *testing.T) {
+	t.Run("charged", func(t *testing.T) {
+		ad := agent.NewAdapter(newTestBackend("coder", bigAnswerScript(`{"usage":{"input_tokens":2400,"output_tokens":84},"cost_usd":0.25}`)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
+		req, rc := coderRequest(t)
+		rc.RunBudget.MaxPayloadBytes = 4096
+		done := h.Approve(h.Invoke(req, rc), techLead)
+		last := done.ToolResults[len(done.ToolResults)-1]
+		if last.Error == nil || last.Metadata.Tokens != 2484 || last.Metadata.CostCents != 25 {
+			t.Errorf("result %s %+v: %d tokens, %v cents charged; want a refusal charged 2484 tokens and 25 cents", last.Status, last.Error, last.Metadata.Tokens, last.Metadata.CostCents)
+		}
+		contextostest.AssertReplayEqual(t, h.Replay(done))
+	})
+	t.Run("over the token budget", func(t *testing.T) {
+		ad := agent.NewAdapter(newTestBackend("coder", bigAnswerScript(`{"usage":{"input_tokens":1000000,"output_tokens":1}}`)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+		again := fixPlan(nil)
+		again.Steps = nil
+		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt}), again, again, again, again), ad.Registration())
+		req, rc := coderRequest(t)
+		rc.RunBudget.MaxPayloadBytes = 4096
+		done := h.Approve(h.Invoke(req, rc), techLead)
+		contextostest.AssertStatus(t, done, decision.Escalated)
+		if s := done.Record.Rationale.Summary; !strings.Contains(s, "budget_exceeded") || !strings.Contains(s, "tokens") {
+			t.Errorf("the agent spent 1000001 tokens past the budget; the run stopped for %q", s)
+		}
+		if done.Record.BudgetUsage.Tokens < 1000001 {
+			t.Errorf("record tokens %d, want the agent's 1000001 included", done.Record.BudgetUsage.Tokens)
+		}
+		contextostest.AssertReplayEqual(t, h.Replay(done))
+	})
+}
+
+// Hostile token counts and cost saturate instead of wrapping: the run
+// stops on its token budget, its packet is valid against replay-packet.v1
+// and it replays equal, whether the agent succeeded or failed.
+func TestAgentMaximalSpend(t *testing.T) {
+	const spent = `{"usage":{"input_tokens":9223372036854775807,"output_tokens":9223372036854775807},"cost_usd":1e308}`
+	for _, code := range []int{0, 3} {
+		t.Run(fmt.Sprintf("exit %d", code), func(t *testing.T) {
+			ad := agent.NewAdapter(newTestBackend("coder", spendScript(code, spent)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
+			h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
+			req, rc := coderRequest(t)
+			done := h.Approve(h.Invoke(req, rc), techLead)
+			contextostest.AssertStatus(t, done, decision.Escalated)
+			if done.Record.BudgetUsage.Tokens <= 0 {
+				t.Errorf("record tokens %d: wrapped", done.Record.BudgetUsage.Tokens)
+			}
+			contextostest.AssertReplayEqual(t, h.Replay(done))
+			p, err := h.Replays.Get(context.Background(), done.ReplayPacketID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(p)
+			if err := schemas.Validate("replay-packet.v1.schema.json", b); err != nil {
+				t.Errorf("packet schema: %v", err)
+			}
+		})
+	}
 }

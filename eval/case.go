@@ -101,7 +101,8 @@ type Case struct {
 // ToolResult is one scripted result of a capability, the shape of the
 // CLI's tools file: a status (ok, completed or empty succeed; failed,
 // error, blocked, rejected, denied fail), the output, a tool error, the
-// mutations of a write, the simulated latency and the cost charged.
+// mutations of a write, the simulated latency, and what the attempt spent
+// (cost and model tokens), charged whether it succeeded or failed.
 type ToolResult struct {
 	Status    string             `json:"status,omitempty"`
 	Output    map[string]any     `json:"output,omitempty"`
@@ -109,6 +110,7 @@ type ToolResult struct {
 	Mutations []string           `json:"mutations,omitempty"`
 	LatencyMS int64              `json:"latency_ms,omitempty"`
 	CostCents float64            `json:"cost_cents,omitempty"`
+	Tokens    int                `json:"tokens,omitempty"`
 }
 
 // Approval answers a pause on a gate.
@@ -296,8 +298,8 @@ func DecodeCase(file string, data []byte) (*Case, error) {
 			if !slices.Contains(scriptedStatuses, r.Status) {
 				return fail(wire.Index(wire.Join("tools", id), i)+".status", "%q is not one of %s", problem.Clip(r.Status), strings.Join(scriptedStatuses[1:], ", "))
 			}
-			if r.LatencyMS < 0 || r.CostCents < 0 {
-				return fail(wire.Index(wire.Join("tools", id), i), "latency_ms and cost_cents must be ≥ 0")
+			if r.LatencyMS < 0 || r.CostCents < 0 || r.Tokens < 0 {
+				return fail(wire.Index(wire.Join("tools", id), i), "latency_ms, cost_cents and tokens must be ≥ 0")
 			}
 		}
 	}

@@ -3,8 +3,11 @@ package eval
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/pack"
@@ -130,5 +133,39 @@ func TestRunMeasures(t *testing.T) {
 	}
 	if _, err := NewRunner(RunnerOptions{}); err == nil {
 		t.Error("NewRunner without a pack: no error")
+	}
+}
+
+// A scripted result that fails after spending (a paid call, an agent's
+// tokens) is charged like a live adapter's failed attempt: its cost
+// reaches the record and the run replays equal.
+func TestScriptedFailureIsCharged(t *testing.T) {
+	r, err := NewRunner(RunnerOptions{Pack: loadTestPack(t, baselineFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(cost float64, tokens int) *Run {
+		c := loadCase(t, "refund-tool-fails")
+		rs := c.Tools["adp_payments.issue_refund"]
+		rs[0].CostCents, rs[0].Tokens = cost, tokens
+		got := r.Run(context.Background(), c)
+		if got.Err != "" || !got.ReplayEqual || !got.Stable {
+			t.Fatalf("run: %s, replay equal %t, stable %t", got.Err, got.ReplayEqual, got.Stable)
+		}
+		return got
+	}
+	free, paid := run(0, 0), run(0.75, 300)
+	if d := paid.CostCents - free.CostCents; d != 0.75 {
+		t.Errorf("the failed refund's 0.75 cents added %v cents to the record", d)
+	}
+	path := filepath.Join(goldenDir, "refund-tool-fails.json")
+	var doc map[string]any
+	if err := json.Unmarshal(readTestFile(t, path), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["tools"].(map[string]any)["adp_payments.issue_refund"].([]any)[0].(map[string]any)["tokens"] = -1
+	b, _ := json.Marshal(doc)
+	if _, err := DecodeCase(path, b); !errors.Is(err, ErrCase) || !strings.Contains(err.Error(), "tokens") {
+		t.Errorf("negative tokens: %v, want ErrCase naming tokens", err)
 	}
 }

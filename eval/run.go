@@ -531,10 +531,10 @@ func (s *scriptedTools) adapter(adapterID string, caps []string) gateway.Adapter
 		sc := sa.On(c)
 		for _, r := range rs {
 			if r.Error != nil || !scriptedSuccess(r.Status) {
-				sc.FailWith(scriptedError(r))
+				sc.FailWith(scriptedError(r)).Spending(r.CostCents, r.Tokens)
 				continue
 			}
-			sc.Return(&gateway.Outcome{Output: r.Output, Mutations: r.Mutations, CostCents: r.CostCents})
+			sc.Return(&gateway.Outcome{Output: r.Output, Mutations: r.Mutations, CostCents: r.CostCents, Tokens: r.Tokens})
 		}
 	}
 	return gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {

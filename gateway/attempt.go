@@ -67,7 +67,7 @@ func reportsRedaction(ad Adapter, call *Call) bool {
 // redactOutcome writes a redacted copy of out to dst: every member an
 // adapter supplies text in (output values and keys, mutations, artifacts,
 // citations, risk tags, signals) goes through the rules. The copy owns its
-// lists; the cost is kept as is.
+// lists; the cost and tokens are kept as they are.
 func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
 	c := dst
 	*c = Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
@@ -320,7 +320,8 @@ func (m *meter) uint(u uint64) sizeVerdict {
 
 // checkOutcome returns the error of an outcome the gateway refuses, and
 // the fields it names when the outcome is invalid (as opposed to too
-// large): one whose cost is not a finite number ≥ 0; whose output holds a
+// large): one whose cost is not a finite number ≥ 0; whose tokens are
+// negative; whose output holds a
 // number that is not finite or has no JSON form; whose output nests deeper
 // than the gateway reads; or whose members together are larger than
 // max_payload_bytes (max; ≤ 0: unbounded). An outcome is measured, not

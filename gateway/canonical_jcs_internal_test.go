@@ -135,3 +135,27 @@ func validModes(v any) bool {
 	return !ok || (e.ApprovalModeRequested == "" || e.ApprovalModeRequested.Valid()) && (e.ApprovalModeEffective == "" || e.ApprovalModeEffective.Valid()) &&
 		(e.ApprovalModeHighest == "" || e.ApprovalModeHighest.Valid())
 }
+
+// metadata.tokens encodes as RFC 8785 does, omitted when zero (so results
+// recorded before it existed hash as they did), alone or among every
+// other member.
+func TestResultMetadataTokensCanonical(t *testing.T) {
+	yes := true
+	for _, n := range []int{0, 1, -1, 2484, 1<<53 - 1, 1 << 53, 1<<53 + 1, 1e15, math.MaxInt, math.MinInt} {
+		for _, full := range []bool{false, true} {
+			e := &ToolResultEnvelope{Metadata: ResultMetadata{Tokens: n}}
+			if full {
+				e.Metadata = ResultMetadata{Approver: "a", ApprovalGateID: "g", ApprovedAt: "t", ApprovalEvidenceSnapshotHash: "h", ToolTranscriptID: "x#1",
+					RedactionApplied: true, Retries: 2, Attempts: 3, CostCents: 0.31, IdempotencyKey: "ik", Duplicate: true, Signals: []string{"s"},
+					EvidenceHashes: []string{"sha256:x"}, ToolStatus: "paused", ToolCode: "c", ToolReason: "r", Retryable: &yes, Tokens: n}
+			}
+			got, err := encodeEnvelope(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := jcsOf(t, e); string(want) != string(got) {
+				t.Errorf("tokens %d, all members %v:\n got %s\nwant %s", n, full, got, want)
+			}
+		}
+	}
+}

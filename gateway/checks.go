@@ -198,6 +198,13 @@ func (r *Run) checkDelegation(_ context.Context, c *callRecord) (*result, error)
 }
 
 func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
+	var be *runcontext.BudgetError
+	if err := r.meter.Exceeded(); errors.As(err, &be) && strings.HasPrefix(be.Dimension, runcontext.DimTokens) {
+		// Tokens are charged after the fact (a delegated agent's, a planner
+		// turn's): a run already over its token budget runs no further call.
+		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "token budget exhausted: "+err.Error(),
+			map[string]any{"dimension": be.Dimension}), c.env.PolicyDecisionID), nil
+	}
 	callsLeft, costLeft := r.meter.Left()
 	if callsLeft <= 0 {
 		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, fmt.Sprintf("tool-call budget exhausted (max_tool_calls %d)", r.rc.RunBudget.MaxToolCalls),

@@ -17,8 +17,9 @@
 // # Outcome, Status and Result
 //
 // An Outcome is what an Adapter returns for one successful attempt: its
-// output, mutations, citations and cost, before the gateway checks,
-// bounds and redacts it. A Status is the gateway's verdict on a whole call
+// output, mutations, citations, cost and tokens, before the gateway
+// checks, bounds and redacts it (for a failed attempt, returned beside
+// the error, only what the attempt spent: its cost and tokens). A Status is the gateway's verdict on a whole call
 // (its retries included), one of seven: ok and completed (a read, a
 // governed write with its side effects in mutations) succeeded; paused
 // awaits an approval (the result carries the ApprovalRequest); blocked
@@ -58,8 +59,9 @@
 //  10. delegation — a delegated or destructive call has the user's
 //     delegation, its token_ref and its scopes (blocked,
 //     permission_denied);
-//  11. budget — tool calls and cost are left (blocked,
-//     runtime_policy_invalid);
+//  11. budget — the run is not over its token budget (tokens are charged
+//     after the fact: a delegated agent's, a planner turn's), and tool
+//     calls and cost are left (blocked, runtime_policy_invalid);
 //  12. approval — an active approval gate has a valid approval, or the
 //     call pauses (paused, approval_pending); an approval given for
 //     another action, role or gate, past its TTL, by the requesting user,

@@ -561,9 +561,10 @@ type taken struct {
 // take checks, bounds and redacts one attempt's outcome or error, right
 // after the attempt, so nothing that follows (the result, the transcript,
 // an observer) sees the adapter's raw value. An outcome the gateway
-// refuses is not kept: it becomes the refusal's error, and only its cost
-// is charged (not when the outcome is larger than max_payload_bytes: such
-// an outcome is not read further). Results are bounded by the run
+// refuses (invalid, too large, too deep) is not kept: it becomes the
+// refusal's error, and only what it spent (its valid cost and tokens) is
+// charged; so is what a failed attempt returned beside its error.
+// Results are bounded by the run
 // budget's max_payload_bytes, or runcontext.DefaultRunBudget().MaxPayloadBytes when it
 // sets none.
 func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
@@ -583,9 +584,10 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 		}
 	case out != nil:
 		refusal, bad := checkOutcome(out, max)
-		if refusal == nil || bad != nil {
-			t.cost, t.tokens = spent(out)
-		}
+		// What the attempt spent is two scalars, read without walking the
+		// output: charged whether the outcome is taken, invalid or refused
+		// for its size or depth (the attempt ran).
+		t.cost, t.tokens = spent(out)
 		if refusal != nil {
 			t.te, t.invalid = refusal, bad
 		} else {

@@ -222,3 +222,67 @@ func TestInvalidWriteOutcomeKept(t *testing.T) {
 		t.Errorf("transcript chain: %v", err)
 	}
 }
+
+// An outcome the gateway refuses for its size or its depth was still
+// produced by an attempt that ran: what it reports spending is two
+// scalars, read without walking the output, and is charged.
+func TestOutcomeRefusedForSizeIsCharged(t *testing.T) {
+	for name, output := range map[string]map[string]any{
+		"too large": {"text": strings.Repeat("x", 8192)},
+		"too deep":  nested(1100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+				rc.RunBudget.MaxPayloadBytes = 2048
+			})
+			run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				return &gateway.Outcome{Output: output, CostCents: 20, Tokens: 2484}, nil
+			}), gateway.Capability{ArgsSchema: lookupSchema, HonorsContext: true, CostCents: 0.5}, nil)
+			res, err := run.Call(ctx, lookupCall())
+			if err != nil || res.Error == nil {
+				t.Fatalf("Call = %s %+v, %v; want a refusal", res.Status, res.Error, err)
+			}
+			u := meter.Usage()
+			if u.Tokens != 2484 || u.CostCents != 20.5 || res.Metadata.Tokens != 2484 || res.Metadata.CostCents != 20.5 {
+				t.Errorf("charged %d tokens %v cents, metadata %d tokens %v cents; want 2484 and 20.5", u.Tokens, u.CostCents, res.Metadata.Tokens, res.Metadata.CostCents)
+			}
+		})
+	}
+}
+
+// A run whose meter is already over its token budget (restored from a
+// checkpoint, or charged by an earlier call) gets no further tool call:
+// it is blocked naming the dimension before the adapter runs.
+func TestCallOverTokenBudgetIsBlocked(t *testing.T) {
+	f := newFixture(t)
+	calls := 0
+	run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+		calls++
+		return &gateway.Outcome{Output: map[string]any{}}, nil
+	}), gateway.Capability{ArgsSchema: lookupSchema, HonorsContext: true}, nil)
+	_ = meter.ChargeIncurredTokens(f.rc.RunBudget.TotalTokens + 1)
+	res, err := run.Call(ctx, lookupCall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 || res.Status != gateway.StatusBlocked || res.Error == nil || res.Error.Code != gateway.CodeRuntimePolicyInvalid || res.Error.Details["dimension"] != runcontext.DimTokens {
+		t.Errorf("Call over the token budget = %s %+v (adapter ran %d times), want blocked on %s before the adapter runs", res.Status, res.Error, calls, runcontext.DimTokens)
+	}
+}
+
+// An adapter that ignores its context and returns what it spent with its
+// error within the grace is charged for it.
+func TestSpendReturnedWithinGraceIsCharged(t *testing.T) {
+	f := newFixture(t)
+	run, meter := meteredRun(t, f, gateway.AdapterFunc(func(ctx context.Context, _ *gateway.Call) (*gateway.Outcome, error) {
+		<-ctx.Done() // returns after its timeout, inside the grace
+		return &gateway.Outcome{CostCents: 3, Tokens: 30}, ctx.Err()
+	}), gateway.Capability{ArgsSchema: lookupSchema, Timeout: 10 * time.Millisecond, MaxAttempts: 1}, &gateway.Options{Grace: time.Minute})
+	res, err := run.Call(ctx, lookupCall())
+	if err != nil || res.Error == nil || res.Error.Code != gateway.CodeTimeout {
+		t.Fatalf("Call = %s %+v, %v", res.Status, res.Error, err)
+	}
+	if u := meter.Usage(); u.Tokens != 30 || u.CostCents != 3 {
+		t.Errorf("charged %+v, want 30 tokens and 3 cents", u)
+	}
+}

@@ -149,7 +149,8 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 }
 
 // ChargeIncurredTokens charges n tokens (≥ 0) to the total that were
-// already used (a planner turn that happened): they are applied whatever
+// already used (a planner turn that happened, a delegated agent's run,
+// a tool attempt that reported them): they are applied whatever
 // the budget says, the total saturating instead of overflowing, and a
 // *BudgetError (DimTokens) says when the total is now over the limit.
 func (m *Meter) ChargeIncurredTokens(n int) error {

@@ -176,7 +176,11 @@
 // (the last one repeats); each result is
 //
 //	{"status": …, "output": {…}, "error": {"code", "reason", "retryable", "message", "details"},
-//	 "mutations": […], "latency_ms": …, "cost_cents": …}
+//	 "mutations": […], "latency_ms": …, "cost_cents": …, "tokens": …}
+//
+// cost_cents and tokens are what the attempt spent (a paid call, a
+// delegated agent's model tokens), charged to the run's budget whether the
+// call succeeds or fails.
 //
 // Status ok, completed or none succeeds; failed fails the call with
 // execution_failed; error, blocked, rejected and denied fail it with

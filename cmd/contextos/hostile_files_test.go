@@ -43,6 +43,7 @@ func TestHostileFiles(t *testing.T) {
 		{"plan with an escaped duplicate", "run", "--plan", edit(plan, `"currency": "INR"}}`, `"currency": "INR", "\u0063urrency": "USD"}}`), []string{"[1].steps[0].args.currency", "more than once"}},
 		{"plan with invalid UTF-8", "run", "--plan", edit(plan, `"Delivered order`, "\"Delivered \xff order"), []string{"[1].decision.rationale", "not valid UTF-8"}},
 		{"tools file with a duplicated status", "run", "--tools", edit(tools, `[{"status": "ok", "output": {"transaction_id"`, `[{"status": "error", "status": "ok", "output": {"transaction_id"`), []string{"adp_payments.issue_refund[0].status", "more than once"}},
+		{"tools file with negative tokens", "run", "--tools", edit(tools, `[{"status": "ok", "output": {"transaction_id"`, `[{"status": "ok", "tokens": -5, "output": {"transaction_id"`), []string{"adp_payments.issue_refund[0]", "tokens must be ≥ 0"}},
 		{"tools file with a lone surrogate", "run", "--tools", edit(tools, `"delivered"`, `"deliv\udfffered"`), []string{"adp_orders.lookup[0].output.status", "lone UTF-16 surrogate"}},
 		{"request with a duplicated refund amount", "run", "--request", edit(req, `"refund_amount": 4200,`, `"refund_amount": 10, "refund_amount": 4200,`), []string{"input.context.refund_amount", "more than once"}},
 		{"request with a byte order mark", "run", "--request", "\xef\xbb\xbf" + req, []string{"byte order mark"}},

@@ -115,6 +115,7 @@ type scriptedResult struct {
 	Mutations []string           `json:"mutations,omitempty"`
 	LatencyMS int                `json:"latency_ms,omitempty"`
 	CostCents float64            `json:"cost_cents,omitempty"`
+	Tokens    int                `json:"tokens,omitempty"`
 }
 
 // scriptedStatuses are the statuses a tools-file result may give: ok and
@@ -151,17 +152,19 @@ func (s *scriptedTools) adapter(adapterID string) gateway.Adapter {
 		}
 		r := rs[min(i, len(rs)-1)]
 		if r.Error != nil || !scriptedSuccess(r.Status) {
+			// A failed attempt is charged what it spent.
+			spent := &gateway.Outcome{CostCents: r.CostCents, Tokens: r.Tokens}
 			if r.Error == nil {
 				code := gateway.CodeExecutionFailed
 				if r.Status != "failed" {
 					code = gateway.CodePermissionDenied
 				}
-				return nil, gateway.NewToolError(code, false, "scripted "+r.Status, nil)
+				return spent, gateway.NewToolError(code, false, "scripted "+r.Status, nil)
 			}
 			e := *r.Error
-			return nil, &e
+			return spent, &e
 		}
-		return &gateway.Outcome{Output: r.Output, Mutations: r.Mutations, CostCents: r.CostCents}, nil
+		return &gateway.Outcome{Output: r.Output, Mutations: r.Mutations, CostCents: r.CostCents, Tokens: r.Tokens}, nil
 	})
 }
 
@@ -407,6 +410,9 @@ func (s *scriptedTools) decode(b []byte) error {
 		for i, r := range rs {
 			if !slices.Contains(scriptedStatuses, r.Status) {
 				return fmt.Errorf("%s[%d].status: %.40q is not one of %s", id, i, r.Status, strings.Join(scriptedStatuses[1:], ", "))
+			}
+			if r.LatencyMS < 0 || r.CostCents < 0 || r.Tokens < 0 {
+				return fmt.Errorf("%s[%d]: latency_ms, cost_cents and tokens must be ≥ 0", id, i)
 			}
 		}
 	}

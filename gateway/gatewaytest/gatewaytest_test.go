@@ -96,3 +96,23 @@ func TestScriptedAdapterMatchersAndSequences(t *testing.T) {
 		t.Error("Reset kept calls")
 	}
 }
+
+// Spending makes a step report what its attempt spent: a failing step
+// returns it beside its error, a succeeding one on its outcome; a step
+// without it reports nothing.
+func TestScriptedAdapterSpending(t *testing.T) {
+	a := gatewaytest.NewScriptedAdapter()
+	a.On("run").Fail("exit 3").Spending(25, 2484).ReturnOutput(map[string]any{"ok": true}).Spending(1, 7).Fail("plain")
+	call := func() (*gateway.Outcome, error) {
+		return a.Call(t.Context(), &gateway.Call{Capability: "run", Envelope: &gateway.ToolCallEnvelope{}})
+	}
+	if out, err := call(); err == nil || out == nil || out.CostCents != 25 || out.Tokens != 2484 || out.Output != nil {
+		t.Errorf("failing step: %+v, %v; want its error and 25 cents, 2484 tokens beside it", out, err)
+	}
+	if out, err := call(); err != nil || out.Output["ok"] != true || out.CostCents != 1 || out.Tokens != 7 {
+		t.Errorf("succeeding step: %+v, %v", out, err)
+	}
+	if out, err := call(); err == nil || out != nil {
+		t.Errorf("step without Spending: %+v, %v; want only its error", out, err)
+	}
+}

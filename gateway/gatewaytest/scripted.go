@@ -51,6 +51,7 @@ type step struct {
 	ignoreCtx bool
 	panics    bool
 	block     chan struct{}
+	spent     *gateway.Outcome // Spending's cost and tokens
 }
 
 // On starts a script for a capability (its name without the adapter id).
@@ -119,6 +120,17 @@ func (sc *Script) Delay(d time.Duration) *Script {
 	return sc
 }
 
+// Spending makes the last step report what its attempt spent: a step
+// that returns an outcome returns it with this cost and these tokens; a
+// failing step returns them beside its error, as an attempt that failed
+// after spending does (see gateway.Adapter), so a test can check that a
+// failure is still charged.
+func (sc *Script) Spending(costCents float64, tokens int) *Script {
+	s := &sc.steps[len(sc.steps)-1]
+	s.spent = &gateway.Outcome{CostCents: costCents, Tokens: tokens}
+	return sc
+}
+
 // IgnoreContext makes the last step wait for release (or its delay)
 // without honouring the context, as a misbehaving adapter does. Close
 // release to let it return.
@@ -165,9 +177,16 @@ func (s *ScriptedAdapter) Call(ctx context.Context, call *gateway.Call) (*gatewa
 		panic("scripted panic")
 	}
 	if st.err != nil {
+		if st.spent != nil {
+			return &gateway.Outcome{CostCents: st.spent.CostCents, Tokens: st.spent.Tokens}, st.err
+		}
 		return nil, st.err
 	}
-	return cloneOutcome(st.out), nil
+	out := cloneOutcome(st.out)
+	if st.spent != nil {
+		out.CostCents, out.Tokens = st.spent.CostCents, st.spent.Tokens
+	}
+	return out, nil
 }
 
 func cloneOutcome(o *gateway.Outcome) *gateway.Outcome {

@@ -20,7 +20,8 @@ var ErrRecordedPanic = errors.New("replay: the recorded adapter attempt panicked
 // attempt, and never calls a live system: a call it has no outcome for is
 // refused (and reported by Unserved). Where the recorded attempt panicked,
 // Call panics with [ErrRecordedPanic]; where it returned neither an
-// outcome nor an error, Call does the same.
+// outcome nor an error, Call returns neither (which the gateway refuses
+// as it refused the recorded attempt).
 type Playback struct {
 	mu       sync.Mutex
 	outcomes map[string]replay.AdapterOutcome
