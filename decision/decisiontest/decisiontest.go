@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/contextos/contextos/decision"
@@ -37,7 +38,8 @@ func sampleIn(run, id string, status decision.Status) *decision.Record {
 // RunStoreTests checks the Store contract: appended records come back
 // equal with hashes set, chained in order; ids are unique; List filters;
 // Verify passes on an untouched store; concurrent appends keep every
-// record and a valid chain; a cancelled context is honoured by every
+// record and a valid chain, and of concurrent appends of one id exactly
+// one is stored and the others are ErrDuplicate; a cancelled context is honoured by every
 // method; a refused append leaves no trace in the chain; records handed in
 // and out are copies; a record's replay handle is kept, with
 // replay.record_hash set to the record_hash.
@@ -116,6 +118,43 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 		}
 		if err := s.Verify(ctx); err != nil {
 			t.Errorf("Verify after concurrent appends = %v", err)
+		}
+	})
+	t.Run("ConcurrentDuplicateAppends", func(t *testing.T) {
+		// Writers racing with the same ids onto a chain that has a head:
+		// each id is stored once, every other append of it is
+		// ErrDuplicate, and the chain stays one chain.
+		s := newStore(t)
+		if _, err := s.Append(ctx, Sample("dr_0", decision.Decided)); err != nil {
+			t.Fatal(err)
+		}
+		const ids, writers = 6, 4
+		var stored [ids]atomic.Int32
+		var wg sync.WaitGroup
+		for i := range ids * writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := i % ids
+				switch _, err := s.Append(ctx, sampleIn("run_d", fmt.Sprintf("dr_d%d", id), decision.Decided)); {
+				case err == nil:
+					stored[id].Add(1)
+				case !errors.Is(err, decision.ErrDuplicate):
+					t.Errorf("append of dr_d%d = %v, want success or ErrDuplicate", id, err)
+				}
+			}()
+		}
+		wg.Wait()
+		for id := range stored {
+			if n := stored[id].Load(); n != 1 {
+				t.Errorf("dr_d%d stored %d times, want once", id, n)
+			}
+		}
+		if all, err := s.List(ctx, decision.Filter{}); err != nil || len(all) != ids+1 {
+			t.Errorf("List = %d records, %v; want %d", len(all), err, ids+1)
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify after racing duplicate appends = %v", err)
 		}
 	})
 	t.Run("CancelledContext", func(t *testing.T) {

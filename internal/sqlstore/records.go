@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/contextos/contextos/decision"
 )
@@ -24,6 +25,17 @@ func (s *DB) Records() *Records { return &Records{db: s} }
 var _ decision.Store = (*Records)(nil)
 
 // Append implements decision.Store.
+//
+// On PostgreSQL an append first tries optimistically: it seals the record
+// after the head it last saw (or reads the head), and writes the record
+// in the one statement that moves the head, only if the head is still
+// that one (the head row's lock orders concurrent writers; one whose head
+// moved writes nothing). In a process that is the chain's only writer
+// that is one round trip and one commit. An append whose head moved
+// reads the head and tries once more; one that loses again, meets a
+// duplicate id, or starts the chain takes the locked path every engine
+// uses: one transaction under the chain's lock that reads the head,
+// checks the id and writes both.
 func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -31,20 +43,131 @@ func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Re
 	if r == nil || r.RecordID == "" {
 		return nil, fmt.Errorf("%w: a record needs a record_id", decision.ErrDuplicate)
 	}
+	if rs.db.dialect == Postgres {
+		stored, ok, err := rs.appendAtHead(ctx, r)
+		if err != nil || ok {
+			return stored, err
+		}
+	}
+	return rs.appendLocked(ctx, r)
+}
+
+// chainHead is the chain's head as this process last saw it: a guess the
+// optimistic append checks in the database, never trusted on its own.
+type chainHead struct {
+	mu   sync.Mutex
+	seq  int64
+	hash string
+}
+
+func (h *chainHead) get() (int64, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq, h.hash
+}
+
+// set records a head this process wrote; an older one than it knows (a
+// slower writer's) does not move it back.
+func (h *chainHead) set(seq int64, hash string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seq > h.seq {
+		h.seq, h.hash = seq, hash
+	}
+}
+
+// appendAtHead is PostgreSQL's optimistic append: ok is false when the
+// record was not written and the locked path must decide (no head yet,
+// the head moved since it was read, or the id or sequence number is
+// taken).
+func (rs *Records) appendAtHead(ctx context.Context, r *decision.Record) (*decision.Record, bool, error) {
+	seq, prev := rs.db.head.get()
+	for cached := seq != 0; ; cached = false {
+		if !cached {
+			switch err := rs.db.sql.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&seq, &prev); {
+			case errors.Is(err, sql.ErrNoRows):
+				return nil, false, nil
+			case err != nil:
+				return nil, false, storeErr(ctx, "read the chain head", err)
+			}
+		}
+		c, ok, err := rs.writeAtHead(ctx, r, seq, prev)
+		if errors.Is(err, errTaken) {
+			return nil, false, nil
+		}
+		if err != nil || ok || !cached {
+			return c, ok, err
+		}
+	}
+}
+
+// errTaken is writeAtHead's report that the record's id (or its sequence
+// number) is already in the chain: the locked path says which.
+var errTaken = errors.New("sqlstore: record id or sequence number taken")
+
+// writeAtHead writes r sealed after the head (seq, prev) in one statement
+// that moves the head, if the head is still that one.
+func (rs *Records) writeAtHead(ctx context.Context, r *decision.Record, seq int64, prev string) (*decision.Record, bool, error) {
+	c, b, err := decision.Seal(r, prev)
+	if err != nil {
+		return nil, false, err
+	}
+	res, err := rs.db.sql.ExecContext(ctx, `WITH head AS (
+    UPDATE contextos_record_head SET seq = $1, record_hash = $7 WHERE id = 1 AND seq = $1 - 1 AND record_hash = $6 RETURNING seq
+)
+INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
+		seq+1, c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b)
+	if err != nil {
+		if uniqueViolation(err) {
+			return nil, false, errTaken
+		}
+		return nil, false, storeErr(ctx, "append record", err)
+	}
+	switch n, err := res.RowsAffected(); {
+	case err != nil:
+		return nil, false, storeErr(ctx, "append record", err)
+	case n != 1:
+		return nil, false, nil
+	}
+	rs.db.head.set(seq+1, c.RecordHash)
+	return c, true, nil
+}
+
+// uniqueViolation reports whether err is PostgreSQL's unique_violation
+// (SQLSTATE 23505), through the SQLState method its driver's errors have.
+func uniqueViolation(err error) bool {
+	var pe interface{ SQLState() string }
+	return errors.As(err, &pe) && pe.SQLState() == "23505"
+}
+
+// appendLocked appends r in one transaction under the chain's lock. On
+// PostgreSQL the head is read FOR UPDATE as well, so an optimistic append
+// (which takes the head row's lock, not the chain's) cannot move it
+// between the read and the write.
+func (rs *Records) appendLocked(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	head := `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`
+	if rs.db.dialect == Postgres {
+		head += ` FOR UPDATE`
+	}
 	var stored *decision.Record
+	var written int64
 	err := rs.db.writeTx(ctx, lockRecords, func(tx *sql.Tx) error {
+		// The head first: once its row is locked no optimistic append
+		// commits until this one has, and the id check below sees every
+		// one that committed before.
+		seq, prev := int64(0), decision.GenesisHash
+		switch err := tx.QueryRowContext(ctx, head).Scan(&seq, &prev); {
+		case errors.Is(err, sql.ErrNoRows):
+			seq, prev = 0, decision.GenesisHash
+		case err != nil:
+			return err
+		}
 		var exists int
 		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM contextos_records WHERE record_id = $1`, r.RecordID).Scan(&exists); {
 		case err == nil:
 			return fmt.Errorf("%w: %q", decision.ErrDuplicate, clip(r.RecordID))
 		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		seq, prev := int64(0), decision.GenesisHash
-		switch err := tx.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&seq, &prev); {
-		case errors.Is(err, sql.ErrNoRows):
-			seq, prev = 0, decision.GenesisHash
-		case err != nil:
 			return err
 		}
 		c, b, err := decision.Seal(r, prev)
@@ -59,12 +182,13 @@ func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Re
 ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, record_hash = excluded.record_hash`, seq+1, c.RecordHash); err != nil {
 			return storeErr(ctx, "move the chain head", err)
 		}
-		stored = c
+		stored, written = c, seq+1
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	rs.db.head.set(written, stored.RecordHash)
 	return stored, nil
 }
 

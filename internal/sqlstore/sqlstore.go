@@ -71,6 +71,7 @@ type DB struct {
 	dialect Dialect
 	cfg     Config
 	idem    *Idempotency
+	head    chainHead
 }
 
 //go:embed migrations

@@ -1,0 +1,129 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/decision/decisiontest"
+	"github.com/contextos/contextos/internal/pgtest"
+)
+
+// TestAppendWhoseHeadMovedChainsAfterTheNewHead makes PostgreSQL's
+// optimistic append lose its race on purpose: another writer holds the
+// head row while the append seals after the head it knows, then appends
+// a record of its own and commits. The append must write nothing where it
+// sealed, and chain after the other writer's record.
+func TestAppendWhoseHeadMovedChainsAfterTheNewHead(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Postgres, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := s.Records()
+	first, err := rs.Append(ctx, decisiontest.Sample("dr_1", decision.Decided))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	var otherPID int
+	if err := other.QueryRowContext(ctx, `SELECT pg_backend_pid() FROM contextos_record_head WHERE id = 1 FOR UPDATE`).Scan(&otherPID); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		r   *decision.Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := rs.Append(ctx, decisiontest.Sample("dr_3", decision.Decided))
+		done <- result{r, err}
+	}()
+	// The append has sealed after dr_1 once it waits for the head row.
+	for waiting := 0; waiting == 0; {
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, otherPID).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("the append finished while the head row was held: %+v, %v", res.r, res.err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	c, b, err := decision.Seal(decisiontest.Sample("dr_2", decision.Decided), first.RecordHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data) VALUES (2, $1, $2, $3, $4, $5, $6, $7)`,
+		c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `UPDATE contextos_record_head SET seq = 2, record_hash = $1 WHERE id = 1`, c.RecordHash); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	res := <-done
+	if res.err != nil || res.r.PrevRecordHash != c.RecordHash {
+		t.Fatalf("append after the head moved = %+v, %v; want it chained after dr_2 (%s)", res.r, res.err, c.RecordHash)
+	}
+	all, err := rs.List(ctx, decision.Filter{})
+	if err != nil || len(all) != 3 || all[0].RecordID != "dr_1" || all[1].RecordID != "dr_2" || all[2].RecordID != "dr_3" {
+		t.Fatalf("List = %d records, %v", len(all), err)
+	}
+	if err := rs.Verify(ctx); err != nil {
+		t.Errorf("Verify = %v", err)
+	}
+}
+
+// TestWritersWithStaleHeadsKeepOneChain alternates appends between two
+// stores over one database, as two replicas do: each store's remembered
+// head is stale at every append but its first, and every record must
+// still chain onto the one before it.
+func TestWritersWithStaleHeadsKeepOneChain(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	var stores [2]*Records
+	for i := range stores {
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		s, err := Open(ctx, db, Postgres, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s.Records()
+	}
+	prev := decision.GenesisHash
+	for i := range 10 {
+		r, err := stores[i%2].Append(ctx, decisiontest.Sample(fmt.Sprintf("dr_%d", i), decision.Decided))
+		if err != nil || r.PrevRecordHash != prev {
+			t.Fatalf("append %d = %+v, %v; want it chained after %s", i, r, err, prev)
+		}
+		prev = r.RecordHash
+		if _, err := stores[(i+1)%2].Append(ctx, decisiontest.Sample(fmt.Sprintf("dr_%d", i), decision.Decided)); !errors.Is(err, decision.ErrDuplicate) {
+			t.Fatalf("the other store's append of dr_%d = %v, want ErrDuplicate", i, err)
+		}
+	}
+	if err := stores[0].Verify(ctx); err != nil {
+		t.Errorf("Verify = %v", err)
+	}
+}
