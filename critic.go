@@ -46,15 +46,32 @@ func (builtinCritic) verify(in *CriticInput, cp *checkpointState) Judgement {
 		return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan has no steps and no decision"}
 	}
 	// Loop guard: the same steps again after they already ran.
-	if len(in.Plan.Steps) > 0 && in.Plan.Decision == nil && len(cp.Plans) >= 2 {
-		prev := cp.Plans[len(cp.Plans)-2]
-		a, _ := canon.Digest(prev.Steps)
-		b, _ := canon.Digest(in.Plan.Steps)
-		if a == b && prev.Decision == nil {
-			return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan repeats the previous steps"}
+	if len(in.Plan.Steps) > 0 && in.Plan.Decision == nil {
+		if prev := lastRun(cp); prev != nil && prev.Decision == nil {
+			a, _ := canon.Digest(prev.Steps)
+			b, _ := canon.Digest(in.Plan.Steps)
+			if a == b {
+				return Judgement{Verdict: VerdictReplan, Reason: "loop_guard: the plan repeats the previous steps"}
+			}
 		}
 	}
 	return Judgement{Verdict: VerdictOK}
+}
+
+// lastRun is the plan the loop guard compares with: the latest one before
+// the plan being verified (the last of cp.Plans) that proposed a decision
+// or whose steps ran, or nil. Plans of steps that never ran are passed
+// over: the turn that took the run over its budget, say, asked again on
+// a resume with a larger one, is not a loop when proposed again, and a
+// plan the loop guard sent back never ran either, so proposing the steps
+// that ran again and again is still one.
+func lastRun(cp *checkpointState) *Plan {
+	for turn := len(cp.Plans) - 2; turn >= 0; turn-- {
+		if cp.Plans[turn].Decision != nil || slices.ContainsFunc(cp.Results, func(r StepResult) bool { return r.Turn == turn }) {
+			return cp.Plans[turn]
+		}
+	}
+	return nil
 }
 
 // score judges a plan's results against the run's policy result and the

@@ -68,6 +68,12 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		if err := r.meter.CheckWallClock(now); err != nil {
 			return r.hardStop(ctx, err.Error())
 		}
+		if err := r.meter.Exceeded(); err != nil {
+			// A run over a budget (resumed without a larger one) asks the
+			// planner nothing more, calls nothing more and is not judged
+			// DECIDED: its last step may have been the one that spent it.
+			return r.hardStop(ctx, "budget_exceeded: "+err.Error())
+		}
 		if r.long {
 			// A long_running run past its session stops before it plans
 			// or calls anything more; otherwise it checkpoints (and

@@ -132,3 +132,81 @@ func TestFailedAttemptSpendSurvivesResume(t *testing.T) {
 		t.Error("no packet was replayed")
 	}
 }
+
+// TestResumeOverBudgetStaysStopped: whichever turn or step took a run over
+// its token or cost budget — the planner's turn, a plan's first step, or
+// the last step of the plan that decides — a resume without a larger
+// budget asks the planner nothing, calls no tool and ends ESCALATED again
+// with the same usage (never DECIDED); a resume with a larger budget then
+// finishes the run, the refund issued once; every run replays equal.
+func TestResumeOverBudgetStaysStopped(t *testing.T) {
+	for _, where := range []string{"planner turn", "first step", "last step"} {
+		for _, dim := range []string{"tokens", "cost_cents"} {
+			t.Run(where+"/"+dim, func(t *testing.T) {
+				big := contextos.PlanUsage{Tokens: 50000} // total_tokens is 12000
+				if dim == "cost_cents" {
+					big = contextos.PlanUsage{CostCents: 100} // max_cost_cents is 25
+				}
+				plans := []*contextos.Plan{lookupPlan(), refundPlan(1200)}
+				if where == "planner turn" {
+					// The turn's plan is not verified: the resume that
+					// may spend more plans again.
+					spent := lookupPlan()
+					spent.Usage = big
+					plans = append([]*contextos.Plan{spent}, plans...)
+				}
+				p := contextostest.NewPlanner(plans...).RepeatLast()
+				h := bareHarness(t, p, nil)
+				scriptDefaults(h, map[string]string{"first step": "adp_orders", "last step": "adp_payments"}[where])
+				t.Cleanup(func() { h.ReplayAll() })
+				out := &gateway.Outcome{Tokens: big.Tokens, CostCents: big.CostCents}
+				switch where {
+				case "first step":
+					out.Output = map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
+					h.Adapter("adp_orders").On("lookup").Return(out)
+				case "last step":
+					out.Output, out.Mutations = map[string]any{"transaction_id": "txn_q9"}, []string{"refund:txn_q9"}
+					h.Adapter("adp_payments").On("issue_refund").Return(out)
+				}
+				req, rc := refundRequest(t, 1200, true)
+				res := h.Invoke(req, rc)
+				contextostest.AssertStatus(t, res, decision.Escalated)
+				if s := res.Record.Rationale.Summary; !strings.Contains(s, "budget_exceeded") || !strings.Contains(s, dim) {
+					t.Fatalf("rationale %q, want the %s budget named", s, dim)
+				}
+				turns := len(p.Requests())
+				calls := func() [3]int {
+					return [3]int{h.Adapter("adp_orders").CallCount("lookup"), h.Adapter("adp_policy").CallCount("eval"), h.Adapter("adp_payments").CallCount("issue_refund")}
+				}
+				before, usage := calls(), res.Record.BudgetUsage
+				for range 2 {
+					again, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					contextostest.AssertStatus(t, again, decision.Escalated)
+					if s := again.Record.Rationale.Summary; !strings.Contains(s, "budget_exceeded") {
+						t.Errorf("resumed rationale %q, want budget_exceeded", s)
+					}
+					if n := len(p.Requests()); n != turns {
+						t.Errorf("the planner was asked %d more times on a resume over the budget", n-turns)
+					}
+					if got := calls(); got != before {
+						t.Errorf("tool calls %v after the resume, %v before", got, before)
+					}
+					if got := again.Record.BudgetUsage; got.Tokens != usage.Tokens || got.CostUSDCents != usage.CostUSDCents {
+						t.Errorf("usage %+v after the resume, %+v before", got, usage)
+					}
+				}
+				budget := rc.RunBudget
+				budget.TotalTokens, budget.MaxCostCents = 100000, 1000
+				done, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{Budget: &budget})
+				if err != nil {
+					t.Fatal(err)
+				}
+				contextostest.AssertStatus(t, done, decision.Decided)
+				contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+			})
+		}
+	}
+}

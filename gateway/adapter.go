@@ -20,7 +20,11 @@ import (
 // minutes and then exited non-zero): Call may return an Outcome together
 // with its error, and the gateway then reads only that Outcome's CostCents
 // and Tokens, which it charges to the run as it charges a successful
-// attempt's. The rest of such an Outcome is ignored.
+// attempt's. The rest of such an Outcome is ignored, and so is a cost that
+// is negative, NaN or infinite or a negative token count beside an error
+// (nothing to charge; the attempt has failed already). An answer that
+// comes after the grace that follows the timeout, when the adapter does
+// not honour its context, is dropped, spend included.
 type Adapter interface {
 	Call(ctx context.Context, call *Call) (*Outcome, error)
 }

@@ -59,9 +59,10 @@
 //  10. delegation — a delegated or destructive call has the user's
 //     delegation, its token_ref and its scopes (blocked,
 //     permission_denied);
-//  11. budget — the run is not over its token budget (tokens are charged
-//     after the fact: a delegated agent's, a planner turn's), and tool
-//     calls and cost are left (blocked, runtime_policy_invalid);
+//  11. budget — the run is not over its total token budget or a token
+//     bucket's (tokens are charged after the fact: a delegated agent's,
+//     a planner turn's), and tool calls and cost are left (blocked,
+//     runtime_policy_invalid);
 //  12. approval — an active approval gate has a valid approval, or the
 //     call pauses (paused, approval_pending); an approval given for
 //     another action, role or gate, past its TTL, by the requesting user,
