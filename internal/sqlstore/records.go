@@ -14,9 +14,10 @@ import (
 
 // Records is the durable decision.Store: records are sealed with
 // decision.Seal after the chain's head and stored as their canonical
-// bytes, one append at a time across every process (an advisory lock on
-// PostgreSQL, the write lock on SQLite), so the chain stays one chain.
-// Nothing updates or deletes a record.
+// bytes, one append at a time across every process (on PostgreSQL the
+// head row's lock, and the chain's advisory lock on the locked path; the
+// write lock on SQLite), so the chain stays one chain. Nothing updates or
+// deletes a record.
 type Records struct{ db *DB }
 
 // Records returns the decision record store.
