@@ -1,6 +1,8 @@
 package gatewaytest_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -114,5 +116,14 @@ func TestScriptedAdapterSpending(t *testing.T) {
 	}
 	if out, err := call(); err == nil || out != nil {
 		t.Errorf("step without Spending: %+v, %v; want only its error", out, err)
+	}
+	// A step its context cuts off during its delay returns its spend
+	// beside the context's error.
+	slow := gatewaytest.NewScriptedAdapter()
+	slow.On("run").ReturnOutput(map[string]any{"ok": true}).Delay(time.Hour).Spending(3, 40)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if out, err := slow.Call(ctx, &gateway.Call{Capability: "run", Envelope: &gateway.ToolCallEnvelope{}}); !errors.Is(err, context.Canceled) || out == nil || out.CostCents != 3 || out.Tokens != 40 || out.Output != nil {
+		t.Errorf("cut-off step: %+v, %v; want context.Canceled and 3 cents, 40 tokens beside it", out, err)
 	}
 }

@@ -122,9 +122,10 @@ func (sc *Script) Delay(d time.Duration) *Script {
 
 // Spending makes the last step report what its attempt spent: a step
 // that returns an outcome returns it with this cost and these tokens; a
-// failing step returns them beside its error, as an attempt that failed
-// after spending does (see gateway.Adapter), so a test can check that a
-// failure is still charged.
+// failing step, or one whose Delay its context cuts off, returns them
+// beside its error, as an attempt that failed after spending does (see
+// gateway.Adapter), so a test can check that a failure is still charged.
+// A step that panics spends nothing: a panic returns nothing.
 func (sc *Script) Spending(costCents float64, tokens int) *Script {
 	s := &sc.steps[len(sc.steps)-1]
 	s.spent = &gateway.Outcome{CostCents: costCents, Tokens: tokens}
@@ -170,6 +171,9 @@ func (s *ScriptedAdapter) Call(ctx context.Context, call *gateway.Call) (*gatewa
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if st.spent != nil {
+				return &gateway.Outcome{CostCents: st.spent.CostCents, Tokens: st.spent.Tokens}, ctx.Err()
+			}
 			return nil, ctx.Err()
 		}
 	}
