@@ -202,6 +202,14 @@ func TestAgentPlannerFailedRun(t *testing.T) {
 	}{
 		{"reported nothing", exitScript(3), 0, 0},
 		{"reported its usage", spendScript(3, `{"usage":{"input_tokens":700,"output_tokens":5},"cost_usd":0.02}`), 705, 2},
+		// A run that answered a valid plan without saying what it spent
+		// fails closed: the turn is not charged as free.
+		{"succeeded without reporting its usage", func(ctx context.Context, p *agent.Prepared, out *agent.Emitter) (agent.Completion, error) {
+			return agent.Completion{FinalText: abandonPlan}, nil
+		}, 0, 0},
+		{"succeeded with an unreadable usage", func(ctx context.Context, p *agent.Prepared, out *agent.Emitter) (agent.Completion, error) {
+			return agent.Completion{FinalText: abandonPlan, Data: json.RawMessage(`{"usage":{"input_tokens":-4},"cost_usd":"free"}`)}, nil
+		}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, agent.NewPlanner(newTestBackend("planner", tc.script), nil), repoRegistration())
@@ -210,6 +218,9 @@ func TestAgentPlannerFailedRun(t *testing.T) {
 			contextostest.AssertStatus(t, res, decision.Escalated)
 			if !strings.Contains(res.Record.Rationale.Summary, "planner_failed") {
 				t.Errorf("summary %q", res.Record.Rationale.Summary)
+			}
+			if strings.HasPrefix(tc.name, "succeeded") && !strings.Contains(res.Record.Rationale.Summary, "usage_unknown") {
+				t.Errorf("summary %q, want usage_unknown", res.Record.Rationale.Summary)
 			}
 			if u := res.Record.BudgetUsage; u.Tokens != tc.tokens || u.CostUSDCents != tc.cents {
 				t.Errorf("record budget %+v, want %d tokens and %v cents", u, tc.tokens, tc.cents)

@@ -73,6 +73,10 @@ type PlannerOptions struct {
 // error) fails the turn with an error; the runtime stops the run. What
 // the turn's runs reported spending before it failed comes with that
 // error as a *contextos.PlanUsageError, so the runtime still charges it.
+// A run that succeeds without reporting its usage fails the turn with an
+// error matching contextos.ErrUsageUnknown (the run stops with
+// planner_failed: usage_unknown): a planning agent's tokens are never
+// charged as 0 because its backend did not count them.
 type Planner struct {
 	backend Backend
 	opts    PlannerOptions
@@ -145,7 +149,8 @@ func (p *Planner) ask(ctx context.Context, req *contextos.PlanRequest, prompt st
 	// outlives its turn.
 	comp, err := waitGrace(ctx, run, DefaultAdapterGrace)
 	var usage contextos.PlanUsage
-	if u, ok := UsageOf(comp); ok {
+	u, reported := UsageOf(comp)
+	if reported {
 		usage.Tokens = int(min(u.Tokens(), math.MaxInt32))
 		if u.CostUSD != nil {
 			usage.CostCents = centsOf(*u.CostUSD)
@@ -156,6 +161,12 @@ func (p *Planner) ask(ctx context.Context, req *contextos.PlanRequest, prompt st
 	}
 	if !comp.Status.Success() {
 		return "", usage, BackendError("the planner agent ended with " + comp.Status.String())
+	}
+	if !reported {
+		// An agent that answered spent tokens: a turn whose usage its
+		// backend did not report fails closed, as a model planner's does,
+		// rather than be charged nothing.
+		return "", usage, fmt.Errorf("agent: the planner agent's run reported no usage: %w", contextos.ErrUsageUnknown)
 	}
 	return comp.FinalText, usage, nil
 }
