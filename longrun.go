@@ -125,7 +125,7 @@ func (r *run) checkpoint(ctx context.Context, now time.Time, progress string) er
 	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
 		return fmt.Errorf("contextos: checkpoint: %w", err)
 	}
-	stored, err := r.rt.opts.Decisions.Append(sctx, rec)
+	stored, err := r.append(sctx, rec)
 	if err != nil {
 		return fmt.Errorf("contextos: store in-flight record: %w", err)
 	}

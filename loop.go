@@ -598,7 +598,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint before pause: %w", err)
 	}
-	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
+	stored, err := r.append(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
@@ -658,6 +658,28 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 	return r.store(ctx, rec)
 }
 
+// append appends rec to the decision store. A store can fail after it
+// stored the record (the commit's answer lost, the caller's wait given
+// up): an append that fails is looked up by its id, and a stored record
+// that is rec sealed after its predecessor is rec stored, so the run is
+// not left "not recorded" with its record in the chain (its resume would
+// meet its own record as a duplicate id).
+func (r *run) append(ctx context.Context, rec *decision.Record) (*decision.Record, error) {
+	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
+	if err == nil {
+		return stored, nil
+	}
+	got, gerr := r.rt.opts.Decisions.Get(ctx, rec.RecordID)
+	if gerr != nil || got == nil {
+		return nil, err
+	}
+	if sealed, _, serr := decision.Seal(rec, got.PrevRecordHash); serr != nil || sealed.RecordHash != got.RecordHash {
+		return nil, err
+	}
+	r.rt.opts.Logger.Warn("the decision store failed an append it had stored", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+	return got, nil
+}
+
 // store stores the run's terminal record (see finish).
 func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) {
 	ctx, cancel := detached(ctx)
@@ -665,7 +687,7 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	if err := r.nameReplayPacket(rec); err != nil {
 		return nil, err
 	}
-	stored, err := r.rt.opts.Decisions.Append(ctx, rec)
+	stored, err := r.append(ctx, rec)
 	if err != nil {
 		// No record: the run stays resumable (a resume plans again and
 		// ends with its record), never claimed forever.
@@ -684,7 +706,7 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 		closed.Status, closed.Closes = decision.Closed, open
 		closed.SetReplayPacketID("") // the run's packet pins rec, not this copy
 		closed.RecordID, _ = decisionspec.RecordID(r.rc.RunID, rec.DecisionKey, string(decision.Closed), r.cp.Seq)
-		if _, err := r.rt.opts.Decisions.Append(ctx, &closed); err != nil {
+		if _, err := r.append(ctx, &closed); err != nil {
 			return nil, fmt.Errorf("contextos: store closing record: %w", err)
 		}
 		r.cp.Seq++

@@ -322,3 +322,90 @@ func TestTranscriptFailureAfterAWriteIsRecorded(t *testing.T) {
 	}
 	assertResumesWithoutRefundingAgain(t, h, res.RunID)
 }
+
+// lostAnswerDecisions stores every append and answers the first with an
+// error, as a store whose commit's answer was lost does; with getFails,
+// its Get fails too.
+type lostAnswerDecisions struct {
+	*decision.MemoryStore
+	getFails bool
+	failed   atomic.Bool
+}
+
+func (f *lostAnswerDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	stored, err := f.MemoryStore.Append(ctx, r)
+	if err == nil && !f.failed.Swap(true) {
+		return nil, errors.New("connection reset after commit")
+	}
+	return stored, err
+}
+
+func (f *lostAnswerDecisions) Get(ctx context.Context, id string) (*decision.Record, error) {
+	if f.getFails {
+		return nil, errors.New("db down")
+	}
+	return f.MemoryStore.Get(ctx, id)
+}
+
+// A record the decision store stored but answered with an error is the
+// run's record: the run ends with it (not "record not stored", which a
+// resume could never end, its record id taken). When the store cannot
+// say, the run is left resumable as for any store failure.
+func TestRecordStoredDespiteAnErrorIsTheRunsRecord(t *testing.T) {
+	t.Run("found", func(t *testing.T) {
+		store := &lostAnswerDecisions{MemoryStore: decision.NewMemoryStore()}
+		h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+		req, rc := refundRequest(t, 1200, true)
+		res, err := h.Runtime.Invoke(context.Background(), req, rc)
+		if err != nil {
+			t.Fatalf("Invoke = %v", err)
+		}
+		contextostest.AssertStatus(t, res, decision.Decided)
+		recs, err := store.List(context.Background(), decision.Filter{})
+		if err != nil || len(recs) != 1 || recs[0].RecordHash != res.Record.RecordHash {
+			t.Fatalf("stored %d records (%v); want the result's one", len(recs), err)
+		}
+		if err := store.Verify(context.Background()); err != nil {
+			t.Error(err)
+		}
+		cp, err := loadState(context.Background(), h.Checkpoints, rc.RunID)
+		if err != nil || !cp.Terminal || cp.Active || cp.Stopped != "" {
+			t.Errorf("checkpoint %+v (%v); want the run ended", cp, err)
+		}
+	})
+	t.Run("store cannot say", func(t *testing.T) {
+		store := &lostAnswerDecisions{MemoryStore: decision.NewMemoryStore(), getFails: true}
+		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+		scriptDefaults(h, "")
+		req, rc := refundRequest(t, 1200, true)
+		if _, err := h.Runtime.Invoke(context.Background(), req, rc); err == nil {
+			t.Fatal("the failed append was not reported")
+		}
+		cp, err := loadState(context.Background(), h.Checkpoints, rc.RunID)
+		if err != nil || cp.Terminal || cp.Active || !strings.HasPrefix(cp.Stopped, "record_not_stored") {
+			t.Errorf("checkpoint %+v (%v); want the run resumable, not recorded", cp, err)
+		}
+	})
+	t.Run("another record under the id", func(t *testing.T) {
+		// A store answering with an error after storing something else
+		// under the record's id: that is not the run's record.
+		store := &lostAnswerDecisions{MemoryStore: decision.NewMemoryStore()}
+		store.failed.Store(true)
+		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+		scriptDefaults(h, "")
+		req, rc := refundRequest(t, 1200, true)
+		first, err := h.Runtime.Invoke(context.Background(), req, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same run id again on a fresh runtime over the same store,
+		// with another amount: its record id is taken by the first.
+		h2 := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(900)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+		scriptDefaults(h2, "")
+		req2, rc2 := refundRequest(t, 900, true)
+		rc2.RunID = rc.RunID
+		if res, err := h2.Runtime.Invoke(context.Background(), req2, rc2); err == nil {
+			t.Fatalf("a run whose record id holds another record ended with %+v (first %s)", res.Record, first.Record.RecordHash)
+		}
+	})
+}

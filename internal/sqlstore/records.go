@@ -28,15 +28,16 @@ var _ decision.Store = (*Records)(nil)
 // Append implements decision.Store.
 //
 // On PostgreSQL an append first tries optimistically: it seals the record
-// after the head it last saw (or reads the head), and writes the record
-// in the one statement that moves the head, only if the head is still
-// that one (the head row's lock orders concurrent writers; one whose head
-// moved writes nothing). In a process that is the chain's only writer
-// that is one round trip and one commit. An append whose head moved
-// reads the head and tries once more; one that loses again, meets a
-// duplicate id, or starts the chain takes the locked path every engine
-// uses: one transaction under the chain's lock that reads the head,
-// checks the id and writes both.
+// after the head this store last wrote (or, with none, the head it reads)
+// and writes the record in the one statement that moves the head, only
+// if the head is still that one and no other append holds it (a writer
+// that finds it moved or held writes nothing). In a process that is the
+// chain's only writer that is one round trip and one commit. A try made
+// after the remembered head reads the head and tries once more (three
+// round trips); a try after a head read that loses, a duplicate id, and
+// the chain's first record take the locked path every engine uses: one
+// transaction under the chain's lock that reads the head, checks the id
+// and writes both.
 func (rs *Records) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -113,12 +114,18 @@ func (rs *Records) writeAtHead(ctx context.Context, r *decision.Record, seq int6
 	if err != nil {
 		return nil, false, err
 	}
-	res, err := rs.db.sql.ExecContext(ctx, `WITH head AS (
-    UPDATE contextos_record_head SET seq = $1, record_hash = $7 WHERE id = 1 AND seq = $1 - 1 AND record_hash = $6 RETURNING seq
+	// The head row is taken without waiting (SKIP LOCKED): a head another
+	// append holds is a lost race, and this statement — which commits on
+	// its own — never sits in a lock wait its caller may give up on while
+	// the server goes on to commit it.
+	res, err := rs.db.sql.ExecContext(ctx, `WITH cur AS (
+    SELECT id FROM contextos_record_head WHERE id = 1 AND seq = $9 AND record_hash = $6 FOR UPDATE SKIP LOCKED
+), head AS (
+    UPDATE contextos_record_head h SET seq = $1, record_hash = $7 FROM cur WHERE h.id = cur.id RETURNING h.seq
 )
 INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
-		seq+1, c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b)
+		seq+1, c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b, seq)
 	if err != nil {
 		if uniqueViolation(err) {
 			return nil, false, errTaken

@@ -15,9 +15,10 @@ import (
 
 // TestAppendWhoseHeadMovedChainsAfterTheNewHead makes PostgreSQL's
 // optimistic append lose its race on purpose: another writer holds the
-// head row while the append seals after the head it knows, then appends
-// a record of its own and commits. The append must write nothing where it
-// sealed, and chain after the other writer's record.
+// head row while the append seals after the head it knows (the append
+// then waits, on its locked path), appends a record of its own and
+// commits. The append must write nothing where it sealed, and chain after
+// the other writer's record.
 func TestAppendWhoseHeadMovedChainsAfterTheNewHead(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("pgx", pgtest.URL(t))
@@ -125,5 +126,105 @@ func TestWritersWithStaleHeadsKeepOneChain(t *testing.T) {
 	}
 	if err := stores[0].Verify(ctx); err != nil {
 		t.Errorf("Verify = %v", err)
+	}
+}
+
+// TestAppendGivenUpIsNotStored: an append whose caller gives up while
+// another writer holds the chain's head must not be stored later behind
+// the caller's back (a statement that commits on its own, left waiting
+// for the row, would be), so a retry appends it and the chain verifies.
+func TestAppendGivenUpIsNotStored(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Postgres, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := s.Records()
+	if _, err := rs.Append(ctx, decisiontest.Sample("dr_1", decision.Decided)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `SELECT 1 FROM contextos_record_head WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := rs.Append(cctx, decisiontest.Sample("dr_2", decision.Decided)); err == nil {
+		t.Fatal("an append behind a held head finished within its caller's deadline")
+	}
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever was queued for the head row goes first; once this
+	// transaction has the row, nothing of the abandoned append can commit.
+	after, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.ExecContext(ctx, `SELECT 1 FROM contextos_record_head WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rs.Get(ctx, "dr_2"); err == nil {
+		t.Fatalf("the append that returned an error was stored (%s)", got.RecordHash)
+	}
+	if _, err := rs.Append(ctx, decisiontest.Sample("dr_2", decision.Decided)); err != nil {
+		t.Fatalf("retry = %v", err)
+	}
+	if err := rs.Verify(ctx); err != nil {
+		t.Errorf("Verify = %v", err)
+	}
+}
+
+// TestAppendPastInt32Sequence: sequence numbers are 64-bit on every path
+// (a chain 2^31 records long appends like a short one).
+func TestAppendPastInt32Sequence(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Postgres, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Records().Append(ctx, decisiontest.Sample("dr_1", decision.Decided)); err != nil {
+		t.Fatal(err)
+	}
+	// The chain as if it were 2^31-1 records long.
+	for _, q := range []string{`UPDATE contextos_records SET seq = 2147483647`, `UPDATE contextos_record_head SET seq = 2147483647`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, rs := range []*Records{s.Records(), s.Records()} {
+		// The first append uses the head this store remembers (stale:
+		// it reads it again), the second the one it wrote.
+		r, err := rs.Append(ctx, decisiontest.Sample(fmt.Sprintf("dr_%d", i+2), decision.Decided))
+		if err != nil {
+			t.Fatalf("append %d past 2^31: %v", i, err)
+		}
+		var seq int64
+		if err := db.QueryRowContext(ctx, `SELECT seq FROM contextos_records WHERE record_id = $1`, r.RecordID).Scan(&seq); err != nil || seq != 2147483648+int64(i) {
+			t.Errorf("%s stored at seq %d, %v", r.RecordID, seq, err)
+		}
+	}
+	fresh, err := Open(ctx, db, Postgres, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Records().Append(ctx, decisiontest.Sample("dr_4", decision.Decided)); err != nil {
+		t.Fatalf("append past 2^31 by a store with no head remembered: %v", err)
 	}
 }
