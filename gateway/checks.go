@@ -198,12 +198,16 @@ func (r *Run) checkDelegation(_ context.Context, c *callRecord) (*result, error)
 }
 
 func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
-	var be *runcontext.BudgetError
-	if err := r.meter.Exceeded(); errors.As(err, &be) && strings.HasPrefix(be.Dimension, runcontext.DimTokens) {
-		// Tokens are charged after the fact (a delegated agent's, a planner
-		// turn's): a run already over its token budget runs no further call.
-		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "token budget exhausted: "+err.Error(),
-			map[string]any{"dimension": be.Dimension}), c.env.PolicyDecisionID), nil
+	// Tokens are charged after the fact (a delegated agent's, a planner
+	// turn's): a run already over its token budget runs no further call.
+	// (errors.As only on an error: its target escapes, an allocation per
+	// call otherwise.)
+	if err := r.meter.Exceeded(); err != nil {
+		var be *runcontext.BudgetError
+		if errors.As(err, &be) && strings.HasPrefix(be.Dimension, runcontext.DimTokens) {
+			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "token budget exhausted: "+err.Error(),
+				map[string]any{"dimension": be.Dimension}), c.env.PolicyDecisionID), nil
+		}
 	}
 	callsLeft, costLeft := r.meter.Left()
 	if callsLeft <= 0 {
