@@ -669,15 +669,23 @@ func (r *run) append(ctx context.Context, rec *decision.Record) (*decision.Recor
 	if err == nil {
 		return stored, nil
 	}
-	got, gerr := r.rt.opts.Decisions.Get(ctx, rec.RecordID)
+	// The lookup gets its own time: the append may have failed because
+	// ctx ran out, after the store had committed.
+	lctx, cancel := detached(ctx)
+	defer cancel()
+	got, gerr := r.rt.opts.Decisions.Get(lctx, rec.RecordID)
 	if gerr != nil || got == nil {
 		return nil, err
 	}
-	if sealed, _, serr := decision.Seal(rec, got.PrevRecordHash); serr != nil || sealed.RecordHash != got.RecordHash {
+	// The store's copy is checked, not trusted: it must hash to its own
+	// record_hash, and that must be this record's sealed after the
+	// predecessor it names. The run goes on with its own sealed copy.
+	sealed, _, serr := decision.Seal(rec, got.PrevRecordHash)
+	if h, herr := decision.Hash(got); serr != nil || herr != nil || h != got.RecordHash || sealed.RecordHash != got.RecordHash {
 		return nil, err
 	}
 	r.rt.opts.Logger.Warn("the decision store failed an append it had stored", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
-	return got, nil
+	return sealed, nil
 }
 
 // store stores the run's terminal record (see finish).
@@ -693,7 +701,10 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 		// ends with its record), never claimed forever.
 		r.cp.Stopped, r.cp.Active = "record_not_stored: the decision store failed", false
 		r.snapshotInto(r.cp)
-		if serr := r.rt.saveCheckpoint(ctx, r.cp); serr != nil {
+		// Its own time too: ctx may be what ran out.
+		sctx, cancel := detached(ctx)
+		defer cancel()
+		if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
 			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "error", serr.Error())
 		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)

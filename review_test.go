@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -329,12 +330,17 @@ func TestTranscriptFailureAfterAWriteIsRecorded(t *testing.T) {
 type lostAnswerDecisions struct {
 	*decision.MemoryStore
 	getFails bool
+	forge    bool // Get answers the stored record's hash on another body
 	failed   atomic.Bool
+	deadline atomic.Pointer[time.Time] // the failed append's
 }
 
 func (f *lostAnswerDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
 	stored, err := f.MemoryStore.Append(ctx, r)
 	if err == nil && !f.failed.Swap(true) {
+		if d, ok := ctx.Deadline(); ok {
+			f.deadline.Store(&d)
+		}
 		return nil, errors.New("connection reset after commit")
 	}
 	return stored, err
@@ -344,7 +350,16 @@ func (f *lostAnswerDecisions) Get(ctx context.Context, id string) (*decision.Rec
 	if f.getFails {
 		return nil, errors.New("db down")
 	}
-	return f.MemoryStore.Get(ctx, id)
+	// The append may have failed because its context ran out: the lookup
+	// must not run on what is left of it.
+	if d, ok := ctx.Deadline(); f.deadline.Load() != nil && (!ok || !d.After(*f.deadline.Load())) {
+		return nil, errors.New("the lookup ran on the failed append's context")
+	}
+	got, err := f.MemoryStore.Get(ctx, id)
+	if err == nil && f.forge {
+		got.Outcome = "denied"
+	}
+	return got, err
 }
 
 // A record the decision store stored but answered with an error is the
@@ -384,6 +399,17 @@ func TestRecordStoredDespiteAnErrorIsTheRunsRecord(t *testing.T) {
 		cp, err := loadState(context.Background(), h.Checkpoints, rc.RunID)
 		if err != nil || cp.Terminal || cp.Active || !strings.HasPrefix(cp.Stopped, "record_not_stored") {
 			t.Errorf("checkpoint %+v (%v); want the run resumable, not recorded", cp, err)
+		}
+	})
+	t.Run("forged body", func(t *testing.T) {
+		// The store answers the record's hash on another outcome: the
+		// run does not take the store's word for what it decided.
+		store := &lostAnswerDecisions{MemoryStore: decision.NewMemoryStore(), forge: true}
+		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+		scriptDefaults(h, "")
+		req, rc := refundRequest(t, 1200, true)
+		if res, err := h.Runtime.Invoke(context.Background(), req, rc); err == nil {
+			t.Fatalf("a forged record was taken as the run's: %s %s", res.Status, res.Record.Outcome)
 		}
 	})
 	t.Run("another record under the id", func(t *testing.T) {

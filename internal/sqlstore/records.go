@@ -130,6 +130,11 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
 		if uniqueViolation(err) {
 			return nil, false, errTaken
 		}
+		if serializationFailure(err) {
+			// A server whose default isolation is above read committed
+			// refuses the head another append moved: a lost race.
+			return nil, false, nil
+		}
 		return nil, false, storeErr(ctx, "append record", err)
 	}
 	switch n, err := res.RowsAffected(); {
@@ -140,6 +145,13 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
 	}
 	rs.db.head.set(seq+1, c.RecordHash)
 	return c, true, nil
+}
+
+// serializationFailure reports whether err is PostgreSQL's
+// serialization_failure (SQLSTATE 40001).
+func serializationFailure(err error) bool {
+	var pe interface{ SQLState() string }
+	return errors.As(err, &pe) && pe.SQLState() == "40001"
 }
 
 // uniqueViolation reports whether err is PostgreSQL's unique_violation

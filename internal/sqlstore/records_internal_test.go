@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +229,60 @@ func TestAppendPastInt32Sequence(t *testing.T) {
 	}
 	if _, err := fresh.Records().Append(ctx, decisiontest.Sample("dr_4", decision.Decided)); err != nil {
 		t.Fatalf("append past 2^31 by a store with no head remembered: %v", err)
+	}
+}
+
+// TestAppendsUnderRepeatableReadDefault: a server (or role) whose default
+// isolation is repeatable read still appends every record from writers
+// racing on two stores: the locked path runs read committed, and the
+// one-statement append's serialization failure is a lost race.
+func TestAppendsUnderRepeatableReadDefault(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("default_transaction_isolation", "repeatable read")
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	var stores [2]*Records
+	for i := range stores {
+		db, err := sql.Open("pgx", u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var iso string
+		if err := db.QueryRowContext(ctx, `SHOW default_transaction_isolation`).Scan(&iso); err != nil || iso != "repeatable read" {
+			t.Fatalf("default_transaction_isolation = %q, %v", iso, err)
+		}
+		s, err := Open(ctx, db, Postgres, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s.Records()
+	}
+	const writers, each = 3, 30
+	var wg sync.WaitGroup
+	for p := range stores {
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					if _, err := stores[p].Append(ctx, decisiontest.Sample(fmt.Sprintf("dr_%d_%d_%d", p, w, i), decision.Decided)); err != nil {
+						t.Errorf("append: %v", err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if all, err := stores[0].List(ctx, decision.Filter{}); err != nil || len(all) != len(stores)*writers*each {
+		t.Errorf("List = %d records, %v; want %d", len(all), err, len(stores)*writers*each)
+	}
+	if err := stores[1].Verify(ctx); err != nil {
+		t.Errorf("Verify = %v", err)
 	}
 }

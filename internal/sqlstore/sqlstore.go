@@ -225,7 +225,14 @@ const (
 // database's write lock, which every write transaction takes at BEGIN),
 // committing when fn returns nil and rolling back otherwise.
 func (s *DB) writeTx(ctx context.Context, lock int64, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := s.sql.BeginTx(ctx, nil)
+	var opts *sql.TxOptions
+	if s.dialect == Postgres {
+		// Read committed whatever the server's default: each statement
+		// after the lock sees what committed before it was taken (under
+		// repeatable read a write behind the lock fails to serialize).
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := s.sql.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
