@@ -86,7 +86,7 @@ func (rs *Records) appendAtHead(ctx context.Context, r *decision.Record) (*decis
 	seq, prev := rs.db.head.get()
 	for cached := seq != 0; ; cached = false {
 		if !cached {
-			switch err := rs.db.sql.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&seq, &prev); {
+			switch err := rs.db.sql.QueryRowContext(ctx, headQuery).Scan(&seq, &prev); {
 			case errors.Is(err, sql.ErrNoRows):
 				return nil, false, nil
 			case err != nil:
@@ -102,6 +102,9 @@ func (rs *Records) appendAtHead(ctx context.Context, r *decision.Record) (*decis
 		}
 	}
 }
+
+// headQuery reads the chain's head: its sequence number and record hash.
+const headQuery = `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`
 
 // errTaken is writeAtHead's report that the record's id (or its sequence
 // number) is already in the chain: the locked path says which.
@@ -127,10 +130,10 @@ INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_h
 SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
 		seq+1, c.RecordID, c.RunID, c.TenantID, string(c.Status), c.PrevRecordHash, c.RecordHash, b, seq)
 	if err != nil {
-		if uniqueViolation(err) {
+		switch sqlState(err) {
+		case uniqueViolation:
 			return nil, false, errTaken
-		}
-		if serializationFailure(err) {
+		case serializationFailure:
 			// A server whose default isolation is above read committed
 			// refuses the head another append moved: a lost race.
 			return nil, false, nil
@@ -147,18 +150,20 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM head`,
 	return c, true, nil
 }
 
-// serializationFailure reports whether err is PostgreSQL's
-// serialization_failure (SQLSTATE 40001).
-func serializationFailure(err error) bool {
-	var pe interface{ SQLState() string }
-	return errors.As(err, &pe) && pe.SQLState() == "40001"
-}
+// PostgreSQL's SQLSTATE codes the optimistic append tells apart.
+const (
+	uniqueViolation      = "23505"
+	serializationFailure = "40001"
+)
 
-// uniqueViolation reports whether err is PostgreSQL's unique_violation
-// (SQLSTATE 23505), through the SQLState method its driver's errors have.
-func uniqueViolation(err error) bool {
+// sqlState is err's PostgreSQL SQLSTATE, through the SQLState method its
+// driver's errors have, or "".
+func sqlState(err error) string {
 	var pe interface{ SQLState() string }
-	return errors.As(err, &pe) && pe.SQLState() == "23505"
+	if errors.As(err, &pe) {
+		return pe.SQLState()
+	}
+	return ""
 }
 
 // appendLocked appends r in one transaction under the chain's lock. On
@@ -166,7 +171,7 @@ func uniqueViolation(err error) bool {
 // (which takes the head row's lock, not the chain's) cannot move it
 // between the read and the write.
 func (rs *Records) appendLocked(ctx context.Context, r *decision.Record) (*decision.Record, error) {
-	head := `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`
+	head := headQuery
 	if rs.db.dialect == Postgres {
 		head += ` FOR UPDATE`
 	}
@@ -344,7 +349,7 @@ func verifyIn(ctx context.Context, tx *sql.Tx) error {
 	}
 	var headSeq int64
 	var headHash string
-	switch err := tx.QueryRowContext(ctx, `SELECT seq, record_hash FROM contextos_record_head WHERE id = 1`).Scan(&headSeq, &headHash); {
+	switch err := tx.QueryRowContext(ctx, headQuery).Scan(&headSeq, &headHash); {
 	case errors.Is(err, sql.ErrNoRows):
 		headSeq, headHash = 0, decision.GenesisHash
 	case err != nil:

@@ -24,15 +24,7 @@ import (
 // the other writer's record.
 func TestAppendWhoseHeadMovedChainsAfterTheNewHead(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("pgx", pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Postgres, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openPostgres(t, pgtest.URL(t))
 	rs := s.Records()
 	first, err := rs.Append(ctx, decisiontest.Sample("dr_1", decision.Decided))
 	if err != nil {
@@ -105,15 +97,7 @@ func TestWritersWithStaleHeadsKeepOneChain(t *testing.T) {
 	url := pgtest.URL(t)
 	var stores [2]*Records
 	for i := range stores {
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		s, err := Open(ctx, db, Postgres, Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, s := openPostgres(t, url)
 		stores[i] = s.Records()
 	}
 	prev := decision.GenesisHash
@@ -138,15 +122,7 @@ func TestWritersWithStaleHeadsKeepOneChain(t *testing.T) {
 // for the row, would be), so a retry appends it and the chain verifies.
 func TestAppendGivenUpIsNotStored(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("pgx", pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Postgres, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openPostgres(t, pgtest.URL(t))
 	rs := s.Records()
 	if _, err := rs.Append(ctx, decisiontest.Sample("dr_1", decision.Decided)); err != nil {
 		t.Fatal(err)
@@ -193,15 +169,7 @@ func TestAppendGivenUpIsNotStored(t *testing.T) {
 // (a chain 2^31 records long appends like a short one).
 func TestAppendPastInt32Sequence(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("pgx", pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Postgres, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := openPostgres(t, pgtest.URL(t))
 	if _, err := s.Records().Append(ctx, decisiontest.Sample("dr_1", decision.Decided)); err != nil {
 		t.Fatal(err)
 	}
@@ -247,18 +215,10 @@ func TestAppendsUnderRepeatableReadDefault(t *testing.T) {
 	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 	var stores [2]*Records
 	for i := range stores {
-		db, err := sql.Open("pgx", u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db, s := openPostgres(t, u.String())
 		var iso string
 		if err := db.QueryRowContext(ctx, `SHOW default_transaction_isolation`).Scan(&iso); err != nil || iso != "repeatable read" {
 			t.Fatalf("default_transaction_isolation = %q, %v", iso, err)
-		}
-		s, err := Open(ctx, db, Postgres, Config{})
-		if err != nil {
-			t.Fatal(err)
 		}
 		stores[i] = s.Records()
 	}
@@ -285,4 +245,19 @@ func TestAppendsUnderRepeatableReadDefault(t *testing.T) {
 	if err := stores[1].Verify(ctx); err != nil {
 		t.Errorf("Verify = %v", err)
 	}
+}
+
+// openPostgres opens url and the store over it, closed when t ends.
+func openPostgres(t *testing.T, url string) (*sql.DB, *DB) {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := Open(context.Background(), db, Postgres, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s
 }
