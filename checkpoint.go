@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/replay"
@@ -106,15 +107,28 @@ var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from t
 // struct of the runtimes before checkpoints were versioned (its "rev"
 // member is ignored: the store's Revision is the revision). Version 2 is
 // the JSON of checkpointState: version 1 without "rev", with
-// "ledger_packs" (the run's pinned packs and overlays).
+// "ledger_packs" (the run's pinned packs and overlays). Version 3 is
+// version 2 with "unconfirmed_record": a run whose terminal record the
+// decision store did not confirm. A runtime that reads only versions 1
+// and 2 must refuse it (it would plan the run again and could record a
+// second decision), so a checkpoint holding one is written at version 3
+// and every other at version 2, which such a runtime still reads.
 const (
-	checkpointV1      = 1
-	checkpointV2      = 2
-	checkpointVersion = checkpointV2
+	checkpointV1 = 1
+	checkpointV2 = 2
+	checkpointV3 = 3
 )
 
 // checkpointVersions lists the versions this runtime reads, oldest first.
-func checkpointVersions() []int { return []int{checkpointV1, checkpointV2} }
+func checkpointVersions() []int { return []int{checkpointV1, checkpointV2, checkpointV3} }
+
+// unconfirmedRecord is a run's terminal record that the decision store
+// failed without saying whether it stored it, and the stop the run was
+// at when it was built (a hard stop's, or none).
+type unconfirmedRecord struct {
+	Record  *decision.Record `json:"record"`
+	Stopped string           `json:"stopped,omitempty"`
+}
 
 // checkpointState is a paused or long-running run's resumable state, as
 // the runtime encodes it into Checkpoint.Data.
@@ -186,6 +200,11 @@ type checkpointState struct {
 	PlannerErrors []replay.PlannerError `json:"planner_errors,omitempty"`
 	Checks        int                   `json:"checks"`
 	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
+	// Unconfirmed is the run's terminal record when the decision store
+	// failed it and could not say whether it stored it (the run stopped
+	// record_not_stored). The run's decision is made: a resume or a
+	// repeated Invoke settles it by storing this very record.
+	Unconfirmed *unconfirmedRecord `json:"unconfirmed_record,omitempty"`
 }
 
 // planTurn is the turn the plan in progress was made at.
@@ -198,7 +217,11 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", st.RunID, err)
 	}
-	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: checkpointVersion, Data: b}, nil
+	v := checkpointV2
+	if st.Unconfirmed != nil {
+		v = checkpointV3
+	}
+	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b}, nil
 }
 
 // decodeCheckpoint decodes a stored checkpoint of any supported version.
@@ -206,8 +229,9 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	if !slices.Contains(checkpointVersions(), c.Version) {
 		return nil, &CheckpointVersionError{RunID: c.RunID, Version: c.Version, Supported: checkpointVersions()}
 	}
-	// Versions 1 and 2 share their members (version 1's "rev" is
-	// ignored, and it has no "ledger_packs"), so one decoder reads both.
+	// Versions 1 to 3 share their members (version 1's "rev" is ignored,
+	// and it has no "ledger_packs"; only version 3 has
+	// "unconfirmed_record"), so one decoder reads them all.
 	var st checkpointState
 	if err := json.Unmarshal(c.Data, &st); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", c.RunID, err)
@@ -217,6 +241,9 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	}
 	if c.Version == checkpointV1 {
 		st.LedgerPacks = ""
+	}
+	if c.Version < checkpointV3 {
+		st.Unconfirmed = nil
 	}
 	st.rev = c.Revision
 	return &st, nil

@@ -697,18 +697,39 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	}
 	stored, err := r.append(ctx, rec)
 	if err != nil {
-		// No record: the run stays resumable (a resume plans again and
-		// ends with its record), never claimed forever.
-		r.cp.Stopped, r.cp.Active = "record_not_stored: the decision store failed", false
-		r.snapshotInto(r.cp)
-		// Its own time too: ctx may be what ran out.
-		sctx, cancel := detached(ctx)
-		defer cancel()
-		if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
-			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "error", serr.Error())
-		}
-		return nil, fmt.Errorf("contextos: store record: %w", err)
+		return nil, r.unconfirmed(ctx, rec, err)
 	}
+	return r.recorded(ctx, rec, stored)
+}
+
+// stopNotStored is the stop of a run whose terminal record the decision
+// store failed to confirm.
+const stopNotStored = "record_not_stored: the decision store failed"
+
+// unconfirmed stops a run whose terminal record rec the decision store
+// failed with err and could not be found stored: the store may hold it
+// or not (its commit's answer lost, the store unreachable for the
+// lookup). The checkpoint keeps rec, so the run's decision is made once:
+// a resume or a repeated Invoke settles it (settle) by storing that very
+// record, never by planning again. It returns the error Invoke reports.
+func (r *run) unconfirmed(ctx context.Context, rec *decision.Record, err error) error {
+	r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
+	r.cp.Stopped, r.cp.Active = stopNotStored, false
+	r.snapshotInto(r.cp)
+	// Its own time: ctx may be what ran out.
+	sctx, cancel := detached(ctx)
+	defer cancel()
+	if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
+		r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", serr.Error())
+	}
+	return fmt.Errorf("contextos: store record: %w", err)
+}
+
+// recorded finishes a run whose terminal record rec the decision store
+// holds as stored: it closes the run's open records, saves the final
+// checkpoint, captures the replay packet when due and returns the result.
+func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Result, error) {
+	seq := r.cp.Seq
 	r.cp.Seq++
 	// Every IN_FLIGHT, DEFERRED (and earlier hard stop's ESCALATED) record
 	// of the run is closed, in order, by a CLOSED record naming it.
@@ -718,7 +739,12 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 		closed.SetReplayPacketID("") // the run's packet pins rec, not this copy
 		closed.RecordID, _ = decisionspec.RecordID(r.rc.RunID, rec.DecisionKey, string(decision.Closed), r.cp.Seq)
 		if _, err := r.append(ctx, &closed); err != nil {
-			return nil, fmt.Errorf("contextos: store closing record: %w", err)
+			// The run's record is stored and a closing one failed: the
+			// run is settled as one whose record is unconfirmed, from the
+			// same sequence number, so the settle derives the same ids and
+			// adopts what is already stored (rec, earlier closings).
+			r.cp.Seq = seq
+			return nil, r.unconfirmed(ctx, rec, fmt.Errorf("closing record of %s: %w", open, err))
 		}
 		r.cp.Seq++
 	}

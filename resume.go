@@ -21,6 +21,12 @@ import (
 // stores. Completed side effects are never repeated: finished steps are
 // not re-run, the paused call keeps its idempotency key, and approvals are
 // checked as in the gateway. The run ends as Invoke's would.
+//
+// A run stopped because the decision store failed its record and could
+// not say whether it kept it (record_not_stored) is settled, not
+// continued: Resume stores the record the run built (or adopts the copy
+// the store kept) and ends the run with it, without planning or calling
+// again and whatever in holds. Invoking the run again does the same.
 func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (res *Result, err error) {
 	defer rt.guard(&res, &err)
 	return rt.resume(ctx, runID, in, nil)
@@ -52,6 +58,12 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	}
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err
+	}
+	if cp.Unconfirmed != nil {
+		// The run decided; only its record's storage is in doubt. The
+		// resume stores that record and ends the run with it: no plan,
+		// no call, and the input (approvals, budget) is not used.
+		return rt.settle(ctx, cp, in.Takeover, emit)
 	}
 	if in.Budget != nil {
 		next := cp.Run.Clone()
@@ -120,6 +132,46 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	return r.run(ctx, &in)
 }
 
+// settle ends a run stopped record_not_stored (cp.Unconfirmed): it claims
+// the run, appends the very record the run built (run.append adopts the
+// store's copy when the store had kept it after all), then finishes as the
+// run would have: open records closed, final checkpoint, replay packet.
+// The record is never built again, so the run cannot record a second
+// decision, and nothing is planned or called. A store that fails again
+// leaves the run as it was, to settle later.
+func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover bool, emit func(Event)) (*Result, error) {
+	u := cp.Unconfirmed
+	r, err := rt.rebuild(ctx, cp, emit)
+	if err != nil {
+		return nil, err
+	}
+	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
+	defer r.span.End()
+	// The lease is read off the runtime's clock, not the run's: a replay
+	// of the run does not settle, so the reading is no replay input.
+	if err := rt.takeLease(cp, takeover, rt.opts.Now()); err != nil {
+		return nil, err
+	}
+	cp.Active = true
+	// Claim the run: a concurrent settle or resume elsewhere fails here
+	// with ErrCheckpointConflict.
+	if err := rt.saveCheckpoint(ctx, cp); err != nil {
+		return nil, fmt.Errorf("contextos: settle %s: %w", cp.RunID, err)
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	stored, err := r.append(ctx, u.Record)
+	if err != nil {
+		cp.Active = false
+		if serr := rt.saveCheckpoint(ctx, cp); serr != nil {
+			rt.opts.Logger.Error("checkpoint not saved after the record failed again", "run_id", cp.RunID, "error", serr.Error())
+		}
+		return nil, fmt.Errorf("contextos: store record: %w", err)
+	}
+	cp.Unconfirmed, cp.Stopped = nil, u.Stopped
+	return r.recorded(ctx, u.Record, stored)
+}
+
 // resumeBudget is the budget a resume with budget in gives a run whose
 // budget was prev: in, except that each optional limit in leaves unset (0:
 // max_session_duration_ms, plan_timeout_ms, max_payload_bytes, whose 0
@@ -168,6 +220,9 @@ func checkCheckpoint(cp *checkpointState) error {
 	}
 	if cp.Run.RunID != cp.RunID {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %s", cp.RunID, cp.Run.RunID)
+	}
+	if u := cp.Unconfirmed; u != nil && (u.Record == nil || u.Record.RunID != cp.RunID || cp.Terminal) {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: its unconfirmed record is missing, of another run, or beside a terminal state", cp.RunID)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, cp.StartedAt); err != nil {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)

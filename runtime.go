@@ -567,6 +567,10 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 		return nil, fmt.Errorf("%w: run %s was invoked with another request under request_id %s", ErrRequestConflict, runID, req.RequestID)
 	case cp.Active:
 		return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, runID)
+	case cp.Unconfirmed != nil:
+		// The run decided and its record's storage failed: the Invoke
+		// repeated stores that record, as a resume would.
+		return rt.settle(ctx, cp, false, emit)
 	}
 	r, rec, err := rt.reopen(ctx, cp, emit)
 	if err != nil {
@@ -598,14 +602,26 @@ func (rt *Runtime) reopen(ctx context.Context, cp *checkpointState, emit func(Ev
 	if rec == nil {
 		return nil, nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, cp.RunID)
 	}
+	r, err := rt.rebuild(ctx, cp, emit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, rec, nil
+}
+
+// rebuild rebuilds a run from its checkpoint to record what it already
+// did (reopen, settle): its packs resolved for replay, its context
+// compiled again, its transcript chain where the checkpoint left it. The
+// run is not continued: no plan, no call.
+func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(Event)) (*run, error) {
 	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
 	chain := cp.Chain
 	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return r, rec, nil
+	return r, nil
 }
 
 // sameRequest reports whether two invoke requests are the same request.

@@ -1,0 +1,213 @@
+package contextos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+)
+
+// downDecisions is a decision store that goes down: while down, an
+// append fails (after storing the record, when keeps is set, as a store
+// whose commit's answer was lost does) and a lookup fails, so the run
+// cannot tell whether its record is stored.
+type downDecisions struct {
+	*decision.MemoryStore
+	keeps bool
+	only  decision.Status // when set, only appends of this status fail
+	down  atomic.Bool
+}
+
+func (s *downDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	if !s.down.Load() || s.only != "" && r.Status != s.only {
+		return s.MemoryStore.Append(ctx, r)
+	}
+	if s.keeps {
+		if _, err := s.MemoryStore.Append(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("connection reset")
+}
+
+func (s *downDecisions) Get(ctx context.Context, id string) (*decision.Record, error) {
+	if s.down.Load() {
+		return nil, errors.New("db down")
+	}
+	return s.MemoryStore.Get(ctx, id)
+}
+
+// A run whose terminal record the decision store failed without saying
+// whether it kept it decides once: the resume (or the Invoke repeated)
+// stores the very record the run built, and never plans or calls again.
+// Before, the resume planned again: with the same decision it met its own
+// record id and could never end; with another it stored a second
+// terminal record for the run. The invariant is checked over every
+// combination: the store kept the record or not, the run paused for an
+// approval first or not, the first settle failed too or not, the settle
+// came from Resume or from Invoke. After an approval, the failing append
+// is either the run's record or the CLOSED record that closes its
+// DEFERRED one, stored after it.
+func TestUnconfirmedRecordIsSettledNotDecidedAgain(t *testing.T) {
+	for _, keeps := range []bool{false, true} {
+		for _, failing := range []decision.Status{"", decision.Closed} {
+			for _, failsAgain := range []bool{false, true} {
+				for _, via := range []string{"Resume", "Invoke"} {
+					for _, approval := range []bool{false, true} {
+						if failing == decision.Closed && !approval {
+							continue // nothing to close
+						}
+						name := fmt.Sprintf("keeps=%t/approval=%t/failing=%q/fails_again=%t/%s", keeps, approval, failing, failsAgain, via)
+						t.Run(name, func(t *testing.T) {
+							testSettle(t, keeps, approval, failing, failsAgain, via)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func testSettle(t *testing.T, keeps, approval bool, failing decision.Status, failsAgain bool, via string) {
+	ctx := context.Background()
+	amount := 1200
+	if approval {
+		amount = 4200 // above the finance gate's threshold
+	}
+	store := &downDecisions{MemoryStore: decision.NewMemoryStore(), keeps: keeps, only: failing}
+	// Asked again, the planner would refuse: a run that plans again
+	// records a second, different decision.
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(amount)).Then(deniedPlan()).RepeatLast()
+	h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+	req, rc := refundRequest(t, amount, true)
+	if approval {
+		paused := h.Invoke(req, rc)
+		contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+		a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+		store.down.Store(true)
+		if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}}); err == nil {
+			t.Fatal("the failed append was not reported")
+		}
+	} else {
+		store.down.Store(true)
+		if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+			t.Fatal("the failed append was not reported")
+		}
+	}
+	asked := len(planner.Requests())
+	raw, err := h.Checkpoints.Load(ctx, rc.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := contextos.DecodeCheckpoint(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Unconfirmed == nil || cp.Unconfirmed.Record.Status != decision.Decided || cp.Terminal || cp.Active || raw.Version != 3 {
+		t.Fatalf("checkpoint v%d unconfirmed=%v terminal=%t active=%t; want the record kept at version 3", raw.Version, cp.Unconfirmed != nil, cp.Terminal, cp.Active)
+	}
+	built := cp.Unconfirmed.Record
+	settle := func() (*contextos.Result, error) {
+		if via == "Invoke" {
+			return h.Runtime.Invoke(ctx, req, rc)
+		}
+		return h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+	}
+	if failsAgain {
+		if _, err := settle(); err == nil {
+			t.Fatal("a settle against a store still down succeeded")
+		}
+		again, err := loadState(ctx, h.Checkpoints, rc.RunID)
+		if err != nil || again.Unconfirmed == nil || again.Active || again.Unconfirmed.Record.RecordID != built.RecordID {
+			t.Fatalf("after a failed settle: %+v (%v); want the same record still unconfirmed", again, err)
+		}
+	}
+	store.down.Store(false)
+	res, err := settle()
+	if err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if res.Record.RecordID != built.RecordID || res.Record.Outcome != "approved" {
+		t.Errorf("settled with %s %s; want the run's own record %s", res.Record.RecordID, res.Record.Outcome, built.RecordID)
+	}
+	if got := len(planner.Requests()); got != asked {
+		t.Errorf("the settle asked the planner %d more times", got-asked)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	recs := listRecords(t, store, rc.RunID)
+	terminal := 0
+	for _, r := range recs {
+		if r.Status != decision.Closed && r.Status != decision.Deferred {
+			terminal++
+		}
+	}
+	if terminal != 1 {
+		t.Errorf("the run has %d terminal records; want 1", terminal)
+	}
+	assertClosedRecords(t, recs, res.Record.RecordID)
+	if err := store.Verify(ctx); err != nil {
+		t.Error(err)
+	}
+	end, err := h.Checkpoints.Load(ctx, rc.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := contextos.DecodeCheckpoint(end)
+	if err != nil || !final.Terminal || final.Active || final.Stopped != "" || final.Unconfirmed != nil || end.Version != 2 {
+		t.Errorf("final checkpoint v%d %+v (%v); want the run ended at version 2", end.Version, final, err)
+	}
+	// Once ended, the run answers with its record and stores nothing more.
+	n := len(recs)
+	if again, err := h.Runtime.Invoke(ctx, req, rc); err != nil || again.Record.RecordHash != res.Record.RecordHash {
+		t.Errorf("Invoke after the settle: %v", err)
+	}
+	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotResumable) {
+		t.Errorf("Resume after the settle = %v, want ErrNotResumable", err)
+	}
+	if got := len(listRecords(t, store, rc.RunID)); got != n {
+		t.Errorf("%d records after the run ended, want %d", got, n)
+	}
+}
+
+// A hard stop's ESCALATED record whose storage is unconfirmed settles as
+// the hard stop it was: the run stays resumable, and its resume with more
+// budget ends it, closing the settled record.
+func TestUnconfirmedHardStopSettlesResumable(t *testing.T) {
+	ctx := context.Background()
+	store := &downDecisions{MemoryStore: decision.NewMemoryStore(), keeps: true}
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
+	h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.MaxToolCalls = 2 // the refund is the third call
+	store.down.Store(true)
+	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+		t.Fatal("the failed append was not reported")
+	}
+	store.down.Store(false)
+	stopped, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, stopped, decision.Escalated)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	cp, err := loadState(ctx, h.Checkpoints, rc.RunID)
+	if err != nil || cp.Terminal || cp.Unconfirmed != nil || cp.Stopped == "" || cp.Stopped == "record_not_stored: the decision store failed" {
+		t.Fatalf("checkpoint %+v (%v); want the budget stop back", cp, err)
+	}
+	budget := rc.RunBudget
+	budget.MaxToolCalls = 5
+	done, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	assertClosedRecords(t, listRecords(t, store, rc.RunID), done.Record.RecordID)
+}
