@@ -599,10 +599,19 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		return nil, fmt.Errorf("contextos: checkpoint before pause: %w", err)
 	}
 	stored, err := r.append(ctx, rec)
+	cp.Seq++
 	if err != nil {
+		// The store may hold the record or not: the checkpoint keeps it,
+		// and the resume (or Invoke again) stores it or adopts the
+		// store's copy before it goes on (Runtime.confirmPause). The
+		// sequence counts it either way, so the run's later record ids
+		// are those of a run whose pause was stored.
+		cp.Unconfirmed = &unconfirmedRecord{Record: rec}
+		if serr := r.rt.saveCheckpoint(ctx, cp); serr != nil {
+			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", serr.Error())
+		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
-	cp.Seq++
 	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +118,12 @@ type propScenario struct {
 	Approvals []string `json:"approvals"`
 	// ResumeStops is how many times a hard-stopped run is resumed.
 	ResumeStops int `json:"resume_stops"`
+	// StoreFail is how the decision store fails the StoreFailAt-th append
+	// of the run: "down" (not stored, and the lookup after fails),
+	// "lost" (stored, the answer lost, and the lookup fails) or
+	// "lost_found" (stored, the answer lost, the lookup finds it).
+	StoreFail   string `json:"store_fail,omitempty"`
+	StoreFailAt int    `json:"store_fail_at,omitempty"`
 }
 
 func (sc *propScenario) String() string {
@@ -216,6 +223,9 @@ func genScenario(seed, idx uint64) *propScenario {
 		sc.Approvals = append(sc.Approvals, weighted(r, map[string]int{"right": 4, "wrong_role": 1, "denied": 1, "self": 1, "empty_approver": 1, "empty_id": 1, "expired": 1}))
 	}
 	sc.ResumeStops = r.IntN(3)
+	if sc.StoreFail = weighted(r, map[string]int{"": 10, "down": 1, "lost": 1, "lost_found": 1}); sc.StoreFail != "" {
+		sc.StoreFailAt = 1 + r.IntN(4)
+	}
 	return sc
 }
 
@@ -435,7 +445,10 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	if sc.Memory {
 		o.Runtime.Memory = newRawMemory(mem...)
 	}
+	store := &failOnceDecisions{MemoryStore: decision.NewMemoryStore(), mode: sc.StoreFail, at: sc.StoreFailAt}
+	o.Runtime.Decisions = store
 	h := contextostest.New(t, pl, [][]byte{pk}, &o)
+	h.Decisions = store.MemoryStore // the checks read the store as it is
 	for c, statuses := range sc.Scripts {
 		adapter, capName, _ := strings.Cut(c, ".")
 		a := h.Adapter(adapter)
@@ -466,6 +479,33 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 			}()
 			res, err = do(c)
 		}()
+		if err != nil && store.fired.Load() && !store.reported {
+			// The decision store's one failure: the run's checkpoint
+			// says how it goes on. A run whose record is in doubt is
+			// settled (its record stored once, nothing planned or
+			// called); a pause whose DEFERRED record failed is resumed
+			// with its approval.
+			store.reported = true
+			stats["store_failed"]++
+			cp, lerr := loadState(ctx, h.Checkpoints, rc.RunID)
+			switch {
+			case lerr != nil:
+				fail("%s = %v; checkpoint: %v", what, err, lerr)
+			case cp.Unconfirmed != nil && cp.Unconfirmed.Record.Status != decision.Deferred:
+				stats["settled"]++
+				calls, asked := h.Adapter("adp_payments").CallCount("issue_refund"), len(planner.Requests())
+				res, err = h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+				if err == nil && (h.Adapter("adp_payments").CallCount("issue_refund") != calls || len(planner.Requests()) != asked) {
+					fail("%s: the settle planned or called again", what)
+				}
+				what += " then settled"
+			case cp.Pending != nil && !cp.Active:
+				stats["pause_unconfirmed"]++
+				return &contextos.Result{RunID: rc.RunID, Status: decision.Deferred, Pending: cp.Pending}
+			default:
+				fail("%s = %v after the decision store failed, and the checkpoint (stopped %q, active %t) neither settles nor awaits an approval", what, err, cp.Stopped, cp.Active)
+			}
+		}
 		if err != nil || res == nil {
 			fail("%s = %v, %v", what, res, err)
 		}
@@ -661,6 +701,40 @@ func packetSummary(p *replay.Packet) string {
 
 // verifyHook is a host critic that accepts everything and calls hook in
 // each Verify.
+// failOnceDecisions fails the at-th append once, as mode says (see
+// propScenario.StoreFail); the lookup right after fails too, except for
+// "lost_found".
+type failOnceDecisions struct {
+	*decision.MemoryStore
+	mode     string
+	at       int
+	n        atomic.Int32
+	fired    atomic.Bool
+	getFails atomic.Bool
+	reported bool // by the scenario's call, once it handled the failure
+}
+
+func (s *failOnceDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	if s.mode == "" || int(s.n.Add(1)) != s.at {
+		return s.MemoryStore.Append(ctx, r)
+	}
+	s.fired.Store(true)
+	if s.mode != "down" {
+		if _, err := s.MemoryStore.Append(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	s.getFails.Store(s.mode != "lost_found")
+	return nil, errors.New("connection reset")
+}
+
+func (s *failOnceDecisions) Get(ctx context.Context, id string) (*decision.Record, error) {
+	if s.getFails.Swap(false) {
+		return nil, errors.New("db down")
+	}
+	return s.MemoryStore.Get(ctx, id)
+}
+
 type verifyHook func()
 
 func (f verifyHook) Verify(context.Context, *contextos.CriticInput) (contextos.Judgement, error) {

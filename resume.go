@@ -59,6 +59,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err
 	}
+	if err := rt.confirmPause(ctx, cp); err != nil {
+		return nil, err
+	}
 	if cp.Unconfirmed != nil {
 		// The run decided; only its record's storage is in doubt. The
 		// resume stores that record and ends the run with it: no plan,
@@ -170,6 +173,30 @@ func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover boo
 	}
 	cp.Unconfirmed, cp.Stopped = nil, u.Stopped
 	return r.recorded(ctx, u.Record, stored)
+}
+
+// confirmPause stores the DEFERRED record of a run whose pause the
+// decision store failed without saying whether it kept it
+// (cp.Unconfirmed holds a DEFERRED record), or adopts the store's copy,
+// and saves the checkpoint without it: the pause is then as if its
+// record had been stored at once. It does nothing for any other
+// checkpoint.
+func (rt *Runtime) confirmPause(ctx context.Context, cp *checkpointState) error {
+	u := cp.Unconfirmed
+	if u == nil || u.Record.Status != decision.Deferred {
+		return nil
+	}
+	dctx, cancel := detached(ctx)
+	defer cancel()
+	r := &run{rt: rt, rc: cp.Run}
+	if _, err := r.append(dctx, u.Record); err != nil {
+		return fmt.Errorf("contextos: store record: %w", err)
+	}
+	cp.Unconfirmed = nil
+	if err := rt.saveCheckpoint(dctx, cp); err != nil {
+		return fmt.Errorf("contextos: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // resumeBudget is the budget a resume with budget in gives a run whose

@@ -567,9 +567,14 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 		return nil, fmt.Errorf("%w: run %s was invoked with another request under request_id %s", ErrRequestConflict, runID, req.RequestID)
 	case cp.Active:
 		return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, runID)
-	case cp.Unconfirmed != nil:
-		// The run decided and its record's storage failed: the Invoke
-		// repeated stores that record, as a resume would.
+	}
+	// A record whose storage failed is stored now, as a resume would: a
+	// pause's before the pause is answered, the run's own by settling the
+	// run with it.
+	if err := rt.confirmPause(ctx, cp); err != nil {
+		return nil, err
+	}
+	if cp.Unconfirmed != nil {
 		return rt.settle(ctx, cp, false, emit)
 	}
 	r, rec, err := rt.reopen(ctx, cp, emit)

@@ -211,3 +211,62 @@ func TestUnconfirmedHardStopSettlesResumable(t *testing.T) {
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 	assertClosedRecords(t, listRecords(t, store, rc.RunID), done.Record.RecordID)
 }
+
+// A pause whose DEFERRED record the store failed without saying whether
+// it kept it goes on as a pause: the resume (or Invoke again) first
+// stores that record, or adopts the store's copy, then applies the
+// approval; the record is in the chain once, closed when the run ends,
+// and the run replays equal.
+func TestUnconfirmedPauseIsStoredBeforeTheResume(t *testing.T) {
+	for _, keeps := range []bool{false, true} {
+		for _, via := range []string{"Resume", "Invoke"} {
+			t.Run(fmt.Sprintf("keeps=%t/%s", keeps, via), func(t *testing.T) {
+				ctx := context.Background()
+				store := &downDecisions{MemoryStore: decision.NewMemoryStore(), keeps: keeps}
+				h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+				req, rc := refundRequest(t, 4200, true)
+				store.down.Store(true)
+				if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+					t.Fatal("the failed append was not reported")
+				}
+				cp, err := loadState(ctx, h.Checkpoints, rc.RunID)
+				if err != nil || cp.Pending == nil || cp.Unconfirmed == nil || cp.Unconfirmed.Record.Status != decision.Deferred {
+					t.Fatalf("checkpoint %+v (%v); want the pause with its record kept", cp, err)
+				}
+				deferred := cp.Unconfirmed.Record.RecordID
+				store.down.Store(false)
+				if via == "Invoke" {
+					paused, err := h.Runtime.Invoke(ctx, req, rc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+					if paused.Record.RecordID != deferred {
+						t.Errorf("Invoke again answered with %s, want the pause's record %s", paused.Record.RecordID, deferred)
+					}
+				}
+				a := contextostest.Approval(cp.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+				done, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				contextostest.AssertStatus(t, done, decision.Decided)
+				contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+				recs := listRecords(t, store, rc.RunID)
+				n := 0
+				for _, r := range recs {
+					if r.RecordID == deferred {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("the pause's record is stored %d times, want once", n)
+				}
+				assertClosedRecords(t, recs, done.Record.RecordID)
+				if err := store.Verify(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}
