@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -57,7 +58,7 @@ func (r *Run) checkSurfaced(_ context.Context, c *callRecord) (*result, error) {
 		return nil, nil
 	}
 	return r.refuse(c, StatusRejected, NewToolError(CodeUnsupportedTool, false,
-		fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", c.env.CapabilityID, strings.Join(sortStrings(keys(r.surfaced)), ", ")), nil), nil), nil
+		fmt.Sprintf("capability %s is not in the compiled tool manifest; surfaced: %s", c.env.CapabilityID, strings.Join(sortedkeys.Of(r.surfaced), ", ")), nil), nil), nil
 }
 
 func (r *Run) checkRegistered(_ context.Context, c *callRecord) (*result, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -206,14 +207,9 @@ func splitCapability(id string) (adapter, capability string, ok bool) {
 	return "", "", false
 }
 
-// clip bounds s, for a message: a longer s is cut to n bytes on a rune
-// boundary and marked with "…" (so the result is at most n+3 bytes).
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
+// clip bounds s, for a message: invalid UTF-8 dropped, a longer s cut to
+// n bytes on a rune boundary and marked with "…" (problem.ClipN).
+func clip(s string, n int) string { return problem.ClipN(strings.ToValidUTF8(s, ""), n) }
 
 // maxQuoted bounds what a message quotes of a caller's value, in bytes.
 const maxQuoted = 64

@@ -11,7 +11,6 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -846,16 +845,6 @@ func missing(have, want []string) []string {
 	}
 	return out
 }
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func sortStrings(s []string) []string { sort.Strings(s); return s }
 
 func clonePtr[T any](p *T) *T {
 	if p == nil {

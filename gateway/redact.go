@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/sortedkeys"
 )
 
 // Redactor replaces the sensitive parts of a string and reports whether it
@@ -324,9 +325,5 @@ func applyRules(s string, rules []Redactor) (string, bool) {
 
 // joinKnown lists rule names for error messages.
 func joinKnown(m map[string]Redactor) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	return strings.Join(sortStrings(names), ", ")
+	return strings.Join(sortedkeys.Of(m), ", ")
 }

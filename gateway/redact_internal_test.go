@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/contextos/contextos/internal/sortedkeys"
+	"github.com/google/go-cmp/cmp"
 )
 
 // redactValue copies, normalizes and redacts in one pass: what it returns
@@ -36,8 +38,11 @@ func TestRedactValueNormalizes(t *testing.T) {
 	} {
 		before, _ := json.Marshal(c.in)
 		got, changed := redactValue(c.in, rules)
-		if !reflect.DeepEqual(got, c.want) || changed != c.changed {
-			t.Errorf("%s: redactValue = %#v, %v; want %#v, %v", c.name, got, changed, c.want, c.changed)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s: redactValue mismatch (-want +got):\n%s", c.name, diff)
+		}
+		if changed != c.changed {
+			t.Errorf("%s: redactValue changed = %v, want %v", c.name, changed, c.changed)
 		}
 		if after, _ := json.Marshal(c.in); string(after) != string(before) {
 			t.Errorf("%s: the input changed: %s → %s", c.name, before, after)
@@ -51,7 +56,7 @@ func allRules(t testing.TB) []Redactor {
 	t.Helper()
 	var rules []Redactor
 	b := BuiltinRedactors()
-	for _, name := range sortStrings(keys(b)) {
+	for _, name := range sortedkeys.Of(b) {
 		rules = append(rules, b[name])
 	}
 	host, err := RegexpRedactor(`[A-Z]{4,}|\d{3}`)
@@ -92,8 +97,11 @@ func TestRedactValueKeysNumbersSecrets(t *testing.T) {
 	} {
 		for range 20 { // map order must not matter
 			got, changed := redactValue(c.in, c.rules)
-			if !reflect.DeepEqual(got, c.want) || changed != c.changed {
-				t.Fatalf("%s: redactValue = %#v, %v; want %#v, %v", c.name, got, changed, c.want, c.changed)
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Fatalf("%s: redactValue mismatch (-want +got):\n%s", c.name, diff)
+			}
+			if changed != c.changed {
+				t.Fatalf("%s: redactValue changed = %v, want %v", c.name, changed, c.changed)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -426,13 +427,7 @@ func (r *Response) outputValue() map[string]any {
 // clip bounds text from a peer or a configuration for a message: valid
 // UTF-8, at most maxClip bytes cut at a rune boundary (clipRunes), an
 // ellipsis marking a cut.
-func clip(s string) string {
-	v := strings.ToValidUTF8(s, "\uFFFD")
-	if len(v) <= maxClip {
-		return v
-	}
-	return clipRunes(v, maxClip) + "…"
-}
+func clip(s string) string { return problem.ClipN(strings.ToValidUTF8(s, "\uFFFD"), maxClip) }
 
 // maxClip bounds a name or code quoted in a message, in bytes.
 const maxClip = 64

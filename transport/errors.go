@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/sensitive"
 )
 
@@ -65,16 +65,7 @@ func httpStatusError(status int, body []byte, details map[string]any) *gateway.T
 
 // clipRunes cuts s to at most n bytes without splitting a UTF-8
 // sequence, and replaces invalid UTF-8 (a tool's bytes become text).
-func clipRunes(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func clipRunes(s string, n int) string { return problem.Cut(strings.ToValidUTF8(s, "\uFFFD"), n) }
 
 // transportError maps an error from making a request: the context's
 // deadline is timeout (retryable), its cancellation canceled (not), and

@@ -107,13 +107,26 @@ const maxQuoted = 64
 // Clip bounds a caller's value quoted in a problem message: at most 64
 // bytes, cut at a rune boundary and marked with "…", so hostile input
 // cannot bloat an error and a cut never leaves invalid UTF-8.
-func Clip(s string) string {
-	if len(s) <= maxQuoted {
+func Clip(s string) string { return ClipN(s, maxQuoted) }
+
+// ClipN bounds s for a message: a longer s is cut to at most n bytes on a
+// rune boundary (Cut) and marked with "…", so the result is at most n+3
+// bytes. It is the one clip of the module's messages.
+func ClipN(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return Cut(s, n) + "…"
+}
+
+// Cut returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "…"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
