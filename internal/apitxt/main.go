@@ -5,9 +5,11 @@
 // A package is public when its import path has no "internal" element and
 // it is not a main package or an example. The listing covers exported
 // constants, variables, functions, types (with their exported fields and
-// embedded types) and the exported methods of exported types; it is built
-// from the syntax tree alone, so it needs no type checking and reads no
-// dependency.
+// embedded types) and the exported methods of exported types; an alias of
+// a type of one of the module's internal packages (type ValidationError =
+// problem.ValidationError) is followed by that type's exported fields and
+// methods, since they are public through the alias. It is built from the
+// syntax tree alone, so it needs no type checking and reads no dependency.
 //
 // Usage, from the module root:
 //
@@ -30,6 +32,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -59,6 +62,7 @@ func main() {
 func dump(root string) (lines []string, idents, fields int, err error) {
 	fset := token.NewFileSet()
 	var dirs []string
+	var internals []string
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -67,14 +71,28 @@ func dump(root string) (lines []string, idents, fields int, err error) {
 			return nil
 		}
 		name := d.Name()
-		if path != root && (name == "testdata" || name == "internal" || name == "examples" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+		if path != root && (name == "testdata" || name == "examples" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 			return filepath.SkipDir
 		}
-		dirs = append(dirs, path)
+		if slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "internal") {
+			internals = append(internals, path)
+		} else {
+			dirs = append(dirs, path)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, 0, 0, err
+	}
+	members := map[string][]string{} // "import/path.Type" → its exported fields and methods
+	for _, dir := range internals {
+		files, path, err := parseDir(fset, dir)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for k, v := range typeMembers(fset, path, files) {
+			members[k] = v
+		}
 	}
 	for _, dir := range dirs {
 		// The package's files as the go command builds them on this
@@ -90,31 +108,114 @@ func dump(root string) (lines []string, idents, fields int, err error) {
 		if bp.Name == "main" {
 			continue
 		}
-		files := make([]*ast.File, 0, len(bp.GoFiles))
-		for _, name := range bp.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			files = append(files, f)
+		files, path, err := parseDir(fset, dir)
+		if err != nil {
+			return nil, 0, 0, err
 		}
-		path := module
-		if rel := filepath.ToSlash(dir); rel != "." {
-			path += "/" + strings.TrimPrefix(rel, "./")
-		}
-		l, i, f := pkgAPI(fset, path, files)
+		l, i, f := pkgAPI(fset, path, files, members)
 		lines, idents, fields = append(lines, l...), idents+i, fields+f
 	}
 	sort.Strings(lines)
 	return lines, idents, fields, nil
 }
 
-func pkgAPI(fset *token.FileSet, path string, files []*ast.File) (lines []string, idents, fields int) {
-	src := func(n ast.Node) string {
-		var b bytes.Buffer
-		printer.Fprint(&b, fset, n)
-		return strings.Join(strings.Fields(b.String()), " ")
+// parseDir parses the files of the package in dir as the go command
+// builds them on this platform (build tags and file-name constraints
+// applied) and returns them with the package's import path; a directory
+// without Go files gives none.
+func parseDir(fset *token.FileSet, dir string) ([]*ast.File, string, error) {
+	path := module
+	if rel := filepath.ToSlash(dir); rel != "." {
+		path += "/" + strings.TrimPrefix(rel, "./")
 	}
+	bp, err := build.Default.ImportDir(dir, 0)
+	if err != nil {
+		var none *build.NoGoError
+		if errors.As(err, &none) {
+			return nil, path, nil
+		}
+		return nil, "", err
+	}
+	files := make([]*ast.File, 0, len(bp.GoFiles))
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, "", err
+		}
+		files = append(files, f)
+	}
+	return files, path, nil
+}
+
+func printed(fset *token.FileSet, n ast.Node) string {
+	var b bytes.Buffer
+	printer.Fprint(&b, fset, n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// typeMembers lists, for each exported type of an internal package, its
+// exported fields and the exported methods of its method set, keyed by
+// "import/path.Type".
+func typeMembers(fset *token.FileSet, path string, files []*ast.File) map[string][]string {
+	out := map[string][]string{}
+	for _, file := range files {
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil || !d.Name.IsExported() {
+					continue
+				}
+				recv := printed(fset, d.Recv.List[0].Type)
+				base := strings.TrimPrefix(recv, "*")
+				if i := strings.IndexByte(base, '['); i >= 0 {
+					base = base[:i]
+				}
+				if ast.IsExported(base) {
+					k := path + "." + base
+					out[k] = append(out[k], "method ("+recv+") "+d.Name.Name+strings.TrimPrefix(printed(fset, d.Type), "func"))
+				}
+			case *ast.GenDecl:
+				for _, sp := range d.Specs {
+					ts, ok := sp.(*ast.TypeSpec)
+					if !ok || !ts.Name.IsExported() {
+						continue
+					}
+					st, ok := ts.Type.(*ast.StructType)
+					if !ok {
+						continue
+					}
+					k := path + "." + ts.Name.Name
+					for _, f := range st.Fields.List {
+						for _, fn := range f.Names {
+							if fn.IsExported() {
+								out[k] = append(out[k], "field "+fn.Name+" "+printed(fset, f.Type))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// importPath is the import path file imports under name, or "".
+func importPath(file *ast.File, name string) string {
+	for _, im := range file.Imports {
+		p := strings.Trim(im.Path.Value, `"`)
+		n := p[strings.LastIndexByte(p, '/')+1:]
+		if im.Name != nil {
+			n = im.Name.Name
+		}
+		if n == name {
+			return p
+		}
+	}
+	return ""
+}
+
+func pkgAPI(fset *token.FileSet, path string, files []*ast.File, members map[string][]string) (lines []string, idents, fields int) {
+	src := func(n ast.Node) string { return printed(fset, n) }
 	add := func(s string) { lines = append(lines, path+": "+s) }
 	for _, file := range files {
 		for _, d := range file.Decls {
@@ -215,7 +316,17 @@ func pkgAPI(fset *token.FileSet, path string, files []*ast.File) (lines []string
 								}
 							}
 						default:
-							add("type " + s.Name.Name + tp + assign + src(s.Type))
+							decl := "type " + s.Name.Name + tp + assign + src(s.Type)
+							add(decl)
+							// An alias of an internal type makes its
+							// fields and methods public.
+							if sel, ok := s.Type.(*ast.SelectorExpr); ok && s.Assign.IsValid() {
+								if x, ok := sel.X.(*ast.Ident); ok {
+									for _, m := range members[importPath(file, x.Name)+"."+sel.Sel.Name] {
+										add(decl + ", " + m)
+									}
+								}
+							}
 						}
 					}
 				}

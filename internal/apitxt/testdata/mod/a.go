@@ -1,7 +1,11 @@
 // Package root is a fixture for apitxt.
 package root
 
-import "context"
+import (
+	"context"
+
+	"github.com/contextos/contextos/testdata/mod/internal/hidden"
+)
 
 const Exported, unexported = 1, 2
 
@@ -26,6 +30,9 @@ type other struct{}
 type ID string
 
 type Alias = Record
+
+// Problem is public through the alias: its fields and methods are listed.
+type Problem = hidden.Problem
 
 func New(a, b string) *Record { return nil }
 

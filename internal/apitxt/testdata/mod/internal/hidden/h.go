@@ -1,3 +1,12 @@
 package hidden
 
 func Hidden() {}
+
+// Problem is exported only through an alias of the parent package.
+type Problem struct {
+	Path    string
+	private int
+}
+
+func (p Problem) String() string { return p.Path }
+func (p Problem) hidden()        {}
