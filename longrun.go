@@ -47,24 +47,24 @@ func sessionLimit(b runcontext.RunBudget) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// sessionOver says why a long_running run's session is over at now, or "".
-// The session counts from the run's start (the checkpoint's started_at),
-// pauses included.
-func (r *run) sessionOver(now time.Time) string {
+// sessionOver is the stop of a long_running run whose session is over at
+// now, or no stop. The session counts from the run's start (the
+// checkpoint's started_at), pauses included.
+func (r *run) sessionOver(now time.Time) stop {
 	if !r.long {
-		return ""
+		return stop{}
 	}
 	limit := sessionLimit(r.rc.RunBudget)
 	start, err := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
 	if err != nil {
 		// checkCheckpoint refuses such a checkpoint; fail closed anyway.
-		return "session_expired: the run's start time is unreadable, so its session cannot be bounded"
+		return stopped(stopSession, "the run's start time is unreadable, so its session cannot be bounded")
 	}
 	if elapsed := now.Sub(start); elapsed > limit {
-		return fmt.Sprintf("session_expired: the long_running session has lasted %d ms since it started at %s, over max_session_duration_ms %d; no further tool call is made",
-			elapsed.Milliseconds(), r.cp.StartedAt, limit.Milliseconds())
+		return stopped(stopSession, fmt.Sprintf("the long_running session has lasted %d ms since it started at %s, over max_session_duration_ms %d; no further tool call is made",
+			elapsed.Milliseconds(), r.cp.StartedAt, limit.Milliseconds()))
 	}
-	return ""
+	return stop{}
 }
 
 // renewLease sets a long_running run's lease to now plus the heartbeat TTL.

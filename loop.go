@@ -61,25 +61,25 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		return cp.Replans <= maxReplans
 	}
 	for {
-		if why := r.interrupted(ctx); why != "" {
-			return r.hardStop(ctx, why)
+		if s := r.interrupted(ctx); !s.none() {
+			return r.hardStop(ctx, s)
 		}
 		now := r.clock.Now()
 		if err := r.meter.CheckWallClock(now); err != nil {
-			return r.hardStop(ctx, err.Error())
+			return r.hardStop(ctx, stop{kind: stopBudget, why: err.Error()})
 		}
 		if err := r.meter.Exceeded(); err != nil {
 			// A run over a budget (resumed without a larger one) asks the
 			// planner nothing more, calls nothing more and is not judged
 			// DECIDED: its last step may have been the one that spent it.
-			return r.hardStop(ctx, "budget_exceeded: "+err.Error())
+			return r.hardStop(ctx, stopped(stopBudget, err.Error()))
 		}
 		if r.long {
 			// A long_running run past its session stops before it plans
 			// or calls anything more; otherwise it checkpoints (and
 			// heartbeats) before each planner turn.
-			if why := r.sessionOver(now); why != "" {
-				return r.hardStop(ctx, why)
+			if s := r.sessionOver(now); !s.none() {
+				return r.hardStop(ctx, s)
 			}
 			if err := r.checkpoint(ctx, now, ""); err != nil {
 				return nil, err
@@ -88,22 +88,22 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		plan := cp.Plan
 		if plan == nil || cp.StepIndex == 0 && resume == nil {
 			if cp.Turn >= r.rt.opts.MaxTurns {
-				return r.hardStop(ctx, fmt.Sprintf("loop_guard: %d planner turns without a decision", cp.Turn))
+				return r.hardStop(ctx, stopped(stopLoopGuard, fmt.Sprintf("%d planner turns without a decision", cp.Turn)))
 			}
 			var err error
 			if plan, err = r.plan(ctx, reason); err != nil {
 				if werr := r.meter.CheckWallClock(r.clock.Now()); werr != nil {
-					return r.hardStop(ctx, werr.Error())
+					return r.hardStop(ctx, stop{kind: stopBudget, why: werr.Error()})
 				}
-				return r.hardStop(ctx, err.Error())
+				return r.hardStop(ctx, stopOf(err, stopPlanner))
 			}
-			if why := r.charge(plan.Usage); why != "" {
-				return r.hardStop(ctx, why)
+			if s := r.charge(plan.Usage); !s.none() {
+				return r.hardStop(ctx, s)
 			}
 			j, _, err := r.judge(ctx, true, plan)
 			if err != nil {
 				// The plan was not verified: a resume plans again.
-				return r.hardStop(ctx, err.Error())
+				return r.hardStop(ctx, stopOf(err, stopCritic))
 			}
 			switch j.Verdict {
 			case VerdictOK, VerdictAccept:
@@ -136,13 +136,13 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			}
 			// A caller that went away stops the run before the next call
 			// (resumable: the call runs on resume).
-			if why := r.interrupted(ctx); why != "" {
-				return r.hardStop(ctx, why)
+			if s := r.interrupted(ctx); !s.none() {
+				return r.hardStop(ctx, s)
 			}
 			// No tool call starts once a long_running session is over.
 			if r.long {
-				if why := r.sessionOver(r.clock.Now()); why != "" {
-					return r.hardStop(ctx, why)
+				if s := r.sessionOver(r.clock.Now()); !s.none() {
+					return r.hardStop(ctx, s)
 				}
 			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
@@ -163,14 +163,14 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			if dim := budgetDimension(res); dim != "" {
 				// A spent budget is a hard stop, not a reason to replan; the
 				// refused step runs again if the run is resumed with more.
-				return r.hardStop(ctx, fmt.Sprintf("budget_exceeded: %s (%s)", dim, res.Error.Message))
+				return r.hardStop(ctx, stopped(stopBudget, fmt.Sprintf("%s (%s)", dim, res.Error.Message)))
 			}
 			approvals = nil
 			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res, PolicyDecisions: r.gwRun.CallDecisions(res.ToolCallID)})
 			cp.StepIndex++
 			if err := r.meter.Exceeded(); err != nil {
 				// The call ran and cost more than was left.
-				return r.hardStop(ctx, "budget_exceeded: "+err.Error())
+				return r.hardStop(ctx, stopped(stopBudget, err.Error()))
 			}
 			if r.long {
 				if err := r.checkpoint(ctx, r.clock.Now(), fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))); err != nil {
@@ -179,8 +179,8 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			}
 			// A caller that went away stops the run after the step that
 			// ran (resumable), not after the rest of the plan.
-			if why := r.interrupted(ctx); why != "" {
-				return r.hardStop(ctx, why)
+			if s := r.interrupted(ctx); !s.none() {
+				return r.hardStop(ctx, s)
 			}
 			if fired, status := r.guardrailFired(res); fired != "" {
 				if status == decision.Rejected {
@@ -191,7 +191,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		}
 		j, cont, err := r.judge(ctx, false, plan)
 		if err != nil {
-			return r.hardStop(ctx, err.Error())
+			return r.hardStop(ctx, stopOf(err, stopCritic))
 		}
 		cp.Plan, cp.StepIndex = nil, 0
 		switch j.Verdict {
@@ -227,20 +227,20 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 }
 
 // invalidPlan says why a plan cannot be taken, or "".
-func invalidPlan(p *Plan) string {
+func invalidPlan(p *Plan) stop {
 	if why := invalidUsage(p.Usage); why != "" {
-		return why
+		return stop{kind: stopInvalidUsage, why: why}
 	}
 	if d := p.Decision; d != nil && (d.Confidence < 0 || d.Confidence > 1) {
-		return "invalid_plan: the decision's confidence is outside 0 to 1"
+		return stopped(stopInvalidPlan, "the decision's confidence is outside 0 to 1")
 	}
 	if p.Replan != "" && (len(p.Steps) > 0 || p.Decision != nil) {
-		return "invalid_plan: a plan that asks to be replanned (replan) carries steps or a decision"
+		return stopped(stopInvalidPlan, "a plan that asks to be replanned (replan) carries steps or a decision")
 	}
 	if !finitePlan(p) {
-		return "invalid_plan: the plan carries a NaN or infinite number, which has no JSON form"
+		return stopped(stopInvalidPlan, "the plan carries a NaN or infinite number, which has no JSON form")
 	}
-	return ""
+	return stop{}
 }
 
 // finitePlan reports whether every number of a plan is finite (JSON has no
@@ -264,31 +264,31 @@ func finitePlan(p *Plan) bool {
 
 // charge charges a planner turn's (valid) usage to the run budget: it was
 // spent, so all of it is charged, and the run stops when it is over.
-func (r *run) charge(u PlanUsage) string {
+func (r *run) charge(u PlanUsage) stop {
 	errT, errC := r.meter.ChargeIncurredTokens(u.charged()), r.meter.ChargeIncurredCost(u.CostCents)
 	for _, err := range []error{errT, errC} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
-			return "budget_exceeded: the planner's usage exceeds the run budget: " + err.Error()
+			return stopped(stopBudget, "the planner's usage exceeds the run budget: "+err.Error())
 		}
 		if err != nil {
-			return "invalid_usage: " + err.Error()
+			return stopped(stopInvalidUsage, err.Error())
 		}
 	}
-	return ""
+	return stop{}
 }
 
 // gatewayFailure says why a gateway call that failed as a whole stops the
 // run, without the store's or the adapter's own words (which may carry
 // secrets; they go to the log).
-func (r *run) gatewayFailure(capability string, err error) string {
+func (r *run) gatewayFailure(capability string, err error) stop {
 	r.rt.opts.Logger.Error("tool call failed", "run_id", r.rc.RunID, "capability", capability, "error", err.Error())
 	switch {
 	case errors.Is(err, gateway.ErrAdapterPanic):
-		return "adapter_panic: the adapter of " + capability + " panicked"
+		return stopped(stopAdapterPanic, "the adapter of "+capability+" panicked")
 	case errors.Is(err, gateway.ErrTranscript):
-		return "transcript_unavailable: the result of " + capability + " could not be recorded"
+		return stopped(stopTranscript, "the result of "+capability+" could not be recorded")
 	}
-	return "gateway_store_failed: a store the call of " + capability + " needs failed"
+	return stopped(stopGatewayStore, "a store the call of "+capability+" needs failed")
 }
 
 // problemList says a record's problems in one line.
@@ -323,38 +323,39 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	plan, err := r.askPlanner(pctx, preq)
 	if err != nil {
 		var rp *replayedPlanError
-		why := ""
+		var st stop
 		switch {
 		case errors.As(err, &rp):
-			why = rp.reason
+			// A packet keeps the reason only.
+			st = stop{kind: stopKindOf(rp.reason), why: rp.reason}
 		case errors.Is(err, ErrPanic):
-			why = "planner_panic: " + err.Error()
+			st = stopped(stopPlannerPanic, err.Error())
 		case errors.Is(err, ErrUsageUnknown):
 			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
-			why = "planner_failed: usage_unknown: the provider did not report the turn's usage"
+			st = stopped(stopPlanner, "usage_unknown: the provider did not report the turn's usage")
 		case ctx.Err() != nil:
-			why = "canceled: " + ctx.Err().Error()
+			st = stopped(stopCanceled, ctx.Err().Error())
 		case pctx.Err() != nil:
-			why = fmt.Sprintf("plan_timeout: the planner did not answer within %d ms", timeout.Milliseconds())
+			st = stopped(stopPlanTimeout, fmt.Sprintf("the planner did not answer within %d ms", timeout.Milliseconds()))
 		default:
 			// The planner's own words may carry a secret (an upstream
 			// error with a key in it): they go to the log, not the record.
 			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
-			why = "planner_failed: the planner returned an error"
+			st = stopped(stopPlanner, "the planner returned an error")
 			var te interface{ Timeout() bool }
 			if errors.As(err, &te) && te.Timeout() {
-				why = "planner_failed: the planner timed out"
+				st = stopped(stopPlanner, "the planner timed out")
 			}
 		}
 		// A failed turn's reported usage is charged (and recorded with
 		// the failure, for replay).
-		pe := replay.PlannerError{Call: call, Reason: failedTurnReason(why, err)}
-		why = pe.Reason
+		st.why = failedTurnReason(st.why, err)
+		pe := replay.PlannerError{Call: call, Reason: st.why}
 		if u, ok := failedTurnUsage(err); ok {
-			why = r.chargeFailedTurn(&pe, u)
+			st = r.chargeFailedTurn(&pe, u, st.kind)
 		}
 		cp.PlannerErrors = append(cp.PlannerErrors, pe)
-		return nil, errors.New(why)
+		return nil, &stopError{st}
 	}
 	if plan == nil {
 		plan = &Plan{}
@@ -363,13 +364,13 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	// that is not negative, and the plan must have a JSON form (no NaN or
 	// infinity in arguments, outputs or confidence), or nothing could
 	// record it. Such a plan is a planner failure, recorded as one.
-	if why := invalidPlan(plan); why != "" {
-		pe := replay.PlannerError{Call: call, Reason: why}
+	if st := invalidPlan(plan); !st.none() {
+		pe := replay.PlannerError{Call: call, Reason: st.why}
 		if invalidUsage(plan.Usage) == "" {
-			why = r.chargeFailedTurn(&pe, plan.Usage) // the model answered
+			st = r.chargeFailedTurn(&pe, plan.Usage, st.kind) // the model answered
 		}
 		cp.PlannerErrors = append(cp.PlannerErrors, pe)
-		return nil, errors.New(why)
+		return nil, &stopError{st}
 	}
 	plan.Replan = boundReason(plan.Replan)
 	cp.Plans = append(cp.Plans, plan)
@@ -464,9 +465,9 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 			// The critic's own words go to the log, not the record.
 			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())
 			if errors.Is(err, ErrPanic) {
-				return Judgement{}, false, errors.New("critic_failed: the host critic panicked")
+				return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic panicked")}
 			}
-			return Judgement{}, false, errors.New("critic_failed: the host critic returned an error")
+			return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic returned an error")}
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
 			j, cont = hj, false
@@ -502,23 +503,23 @@ func budgetDimension(res *gateway.ToolResultEnvelope) string {
 // interrupted is the run's interruption check: a live run reports (and
 // records) a cancelled context; a replay stops at the checks the live run
 // stopped at.
-func (r *run) interrupted(ctx context.Context) string {
+func (r *run) interrupted(ctx context.Context) stop {
 	n := r.cp.Checks
 	r.cp.Checks++
 	if r.rt.isReplay {
 		for _, in := range r.rt.replayInterrupts {
 			if in.Check == n {
-				return in.Reason
+				return stop{kind: stopCanceled, why: in.Reason}
 			}
 		}
-		return ""
+		return stop{}
 	}
 	if err := ctx.Err(); err != nil {
-		why := "canceled: " + err.Error()
-		r.cp.Interrupts = append(r.cp.Interrupts, replay.Interrupt{Check: n, Reason: why})
-		return why
+		s := stopped(stopCanceled, err.Error())
+		r.cp.Interrupts = append(r.cp.Interrupts, replay.Interrupt{Check: n, Reason: s.why})
+		return s
 	}
-	return ""
+	return stop{}
 }
 
 // guardrailFired reports a tool result that raises a guardrail label: why
@@ -583,7 +584,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	if res.Approval == nil {
 		// Only approval gates pause today; a pause on anything else (an
 		// external dependency) fails closed until a transport brings one.
-		return r.hardStop(ctx, "paused on "+res.CapabilityID+" without an approval request; external-dependency pauses are not supported")
+		return r.hardStop(ctx, stop{kind: stopPause, why: "paused on " + res.CapabilityID + " without an approval request; external-dependency pauses are not supported"})
 	}
 	cp.Pending, cp.Active = res.Approval, false
 	// The record reads the clock before the snapshot, so the packet keeps
@@ -635,8 +636,9 @@ func (r *run) snapshotInto(cp *checkpointState) {
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint.
-func (r *run) hardStop(ctx context.Context, why string) (*Result, error) {
-	failSpan(r.span, "run stopped: "+stopCode(why))
+func (r *run) hardStop(ctx context.Context, s stop) (*Result, error) {
+	why := s.why
+	failSpan(r.span, "run stopped: "+string(s.kind))
 	r.cp.Stopped, r.cp.Active = why, false
 	r.snapshotInto(r.cp)
 	sctx, cancel := detached(ctx)

@@ -3,7 +3,6 @@ package contextos
 import (
 	"context"
 	"errors"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -265,16 +264,4 @@ func failSpan(span trace.Span, msg string) {
 	}
 	span.SetStatus(codes.Error, msg)
 	span.RecordError(errors.New(msg))
-}
-
-// stopWord is a hard stop's leading reason word ("budget_exceeded: …").
-var stopWord = regexp.MustCompile(`^[a-z][a-z_]{0,39}:`)
-
-// stopCode is the class of a hard stop's reason: its leading word, or
-// "hard_stop".
-func stopCode(why string) string {
-	if w := stopWord.FindString(why); w != "" {
-		return strings.TrimSuffix(w, ":")
-	}
-	return "hard_stop"
 }

@@ -48,20 +48,32 @@ func TestErrorTypeIsAClosedSet(t *testing.T) {
 	}
 }
 
-func TestStopCodeIsTheReasonsLeadingWord(t *testing.T) {
-	for _, tc := range []struct{ why, want string }{
-		{"budget_exceeded: tool_calls (tool-call budget exhausted)", "budget_exceeded"},
-		{"planner_failed: the planner returned an error", "planner_failed"},
-		{"canceled: context canceled", "canceled"},
-		{"loop_guard: 16 planner turns without a decision", "loop_guard"},
-		{"paused on adp_x.y without an approval request; external-dependency pauses are not supported", "hard_stop"},
-		{"Secret: sk-live-123", "hard_stop"},
-		{"", "hard_stop"},
-		{"a_very_long_word_that_is_longer_than_forty_letters: x", "hard_stop"},
-	} {
-		if got := stopCode(tc.why); got != tc.want {
-			t.Errorf("stopCode(%q) = %q, want %q", tc.why, got, tc.want)
+// A stop's reason begins with its kind's word, and a reason read back
+// from a packet has the kind it began with (planner_failed for any other
+// text), so the span label of a replayed stop is the live run's.
+func TestStopKinds(t *testing.T) {
+	for _, k := range stopKinds() {
+		s := stopped(k, "detail")
+		if s.kind != k || s.why != string(k)+": detail" || stopKindOf(s.why) != k {
+			t.Errorf("stopped(%s) = %+v, kind read back %s", k, s, stopKindOf(s.why))
 		}
+	}
+	for _, tc := range []struct {
+		why  string
+		want stopKind
+	}{
+		{"budget_exceeded: tool_calls (tool-call budget exhausted)", stopBudget},
+		{"planner_failed: usage_unknown: the provider did not report the turn's usage", stopPlanner},
+		{"invalid_usage: the planner reported -1 tokens", stopInvalidUsage},
+		{"Secret: sk-live-123", stopPlanner},
+		{"", stopPlanner},
+	} {
+		if got := stopKindOf(tc.why); got != tc.want {
+			t.Errorf("stopKindOf(%q) = %q, want %q", tc.why, got, tc.want)
+		}
+	}
+	if (stop{}).none() != true || stopped(stopBudget, "x").none() {
+		t.Error("none() is not the zero stop")
 	}
 }
 

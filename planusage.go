@@ -124,20 +124,20 @@ func failedTurnReason(why string, err error) string {
 	return why
 }
 
-// chargeFailedTurn charges the usage u of a failed turn (recorded as pe,
-// so a replay charges the same) and returns the turn's stop reason: pe's,
-// with the budget the charge exhausted, if any. Usage that is not valid
-// is not charged: the turn fails with invalid_usage.
-func (r *run) chargeFailedTurn(pe *replay.PlannerError, u PlanUsage) string {
+// chargeFailedTurn charges the usage u of a failed turn of kind (recorded
+// as pe, so a replay charges the same) and returns the turn's stop: pe's
+// reason, with the budget the charge exhausted, if any. Usage that is not
+// valid is not charged: the turn fails with invalid_usage.
+func (r *run) chargeFailedTurn(pe *replay.PlannerError, u PlanUsage, kind stopKind) stop {
 	if why := invalidUsage(u); why != "" {
 		pe.Reason = why
-		return why
+		return stop{kind: stopInvalidUsage, why: why}
 	}
 	pe.Tokens, pe.CostCents = u.charged(), u.CostCents
-	if why := r.charge(u); why != "" {
-		return pe.Reason + "; " + why
+	if s := r.charge(u); !s.none() {
+		return stop{kind: kind, why: pe.Reason + "; " + s.why}
 	}
-	return pe.Reason
+	return stop{kind: kind, why: pe.Reason}
 }
 
 // invalidUsage says why usage cannot be charged, or "".
