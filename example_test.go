@@ -75,7 +75,9 @@ func Example() {
 	}
 	var evidence compiler.StaticEvidence
 	b := fixture.Evidence()
-	json.Unmarshal(b, &evidence)
+	if err := json.Unmarshal(b, &evidence); err != nil {
+		log.Fatal(err)
+	}
 
 	rt, err := contextos.New(planner, registry, keys, &contextos.Options{
 		Adapters: []gateway.Registration{
@@ -89,8 +91,7 @@ func Example() {
 		Identity: contextos.IdentityOptions{Keys: idKeys},
 	})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 
 	b = fixture.Invoke()
@@ -110,13 +111,14 @@ func Example() {
 	claim := &runcontext.IdentityClaim{Iss: "https://id.example", Sub: rc.Agent.AgentURN, RunID: rc.RunID, TenantID: rc.TenantID,
 		PrincipalChain: rc.PrincipalChain(), Scopes: []string{"tools:read", "tools:write"},
 		Nbf: time.Now().Add(-time.Minute).Unix(), Exp: time.Now().Add(5 * time.Minute).Unix()}
-	runcontext.SignClaim(claim, "kid_identity_1", idKey)
+	if err := runcontext.SignClaim(claim, "kid_identity_1", idKey); err != nil {
+		log.Fatal(err)
+	}
 	rc.Agent.IdentityClaim = claim
 
 	res, err := rt.Invoke(ctx, req, rc)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println(res.Status, res.Record.Outcome, len(res.ToolResults), "tool calls")
 	fmt.Println("trace:", res.Record.TraceID)

@@ -127,4 +127,54 @@
 // select: the schema step, which always runs, carries the problems of
 // gates no selected step reports. Without golden cases the golden steps
 // fail (code no_cases): a pack is never passed without evidence.
+//
+// # Nouns
+//
+// The package's nouns, and the same words elsewhere in the module:
+//
+//   - Case is one golden case file: its inputs (scripted, or a recorded
+//     packet) and Expect, what its run must give.
+//   - ToolResult is one scripted answer of a capability in a case (the
+//     CLI's tools file): what the case's adapter returns for one call, a
+//     gateway.Outcome or, for a failing status or a scripted error, a
+//     *gateway.ToolError, with what the attempt spent. It is an input, not
+//     the gateway's result: the gateway still checks, redacts and records
+//     the call and answers with its own gateway.ToolResultEnvelope, whose
+//     gateway.Status is its verdict on the call (Call.Status). A call the
+//     gateway refuses before its adapter runs uses up no scripted result.
+//   - PolicyResult, in an Expect, is one rule's expected outcome (rule id;
+//     allow, deny or not_applicable), looked for among the policy.Decision
+//     values of the run's context ledger (the compile's policy
+//     evaluation). It is an expectation; the evaluation's own record of a
+//     rule is the policy.Decision.
+//   - Approval, in a case, answers a pause on a gate; the Runner resumes
+//     the run with the gateway.Approval it makes of it.
+//   - Run is what one golden case gave, pure data the evaluators and gates
+//     read: the final decision record's Status (a decision.Status) and
+//     outcome, the Calls, the pauses, the simulated duration and cost,
+//     whether the compile was stable and whether the run's packet
+//     replayed equal. It is not one governed run (a scripted case runs
+//     twice, each time on a fresh contextos.Runtime), nor an agent.Run.
+//     Call is one of its tool calls, in transcript order, with the
+//     gateway's Status for it; gateway.Call is what an adapter is handed
+//     for one attempt.
+//   - Problems are pack.Problem values throughout, each naming its gate:
+//     a Run's (Run.Problems: gate replay or evaluation), a Scorecard's, a
+//     StepResult's.
+//   - Scorecard is a pack version's scores per intent and metric
+//     (IntentScore, MetricScore) against the bar it is held to (HeldTo),
+//     with each metric's delta against a baseline scorecard, and a Hash
+//     over the pack, the cases, the bar and the baseline.
+//   - Step is one step of the CI checklist (schema … diff), StepStatus
+//     its status (pass, fail or skipped) and StepResult its result: the
+//     status, why it was skipped, its problems and, for diff, the changes
+//     per layer (LayerDiff). contextos.Step is one tool call of a plan.
+//   - CaseResult is one golden case's line in a Report: its Run summed up,
+//     passed when the Run has no problems, with the final status and
+//     outcome.
+//   - Report is the CI checklist's result (Test): a StepResult per step
+//     selected, a CaseResult per case and the scorecards. replay.Report
+//     is what one replay of a packet found (replay equal, or the
+//     differences); a Run keeps what its replays found as ReplayEqual and
+//     ReplayDiffs.
 package eval

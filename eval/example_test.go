@@ -3,17 +3,18 @@ package eval_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/contextos/contextos/eval"
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 )
 
 func ExampleLoad() {
 	cases, err := eval.Load("testdata/golden")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	for _, c := range cases {
 		kind := "scripted"
@@ -37,18 +38,18 @@ func ExampleLoad() {
 }
 
 func ExampleRunner_Run() {
-	data, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
-	p, err := pack.DecodeAndValidate(data, nil)
+	p, err := pack.DecodeAndValidate(fixture.SupportPack(), nil) // ctxpack.support@1.0.0
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	r, err := eval.NewRunner(eval.RunnerOptions{Pack: p})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	cases, _ := eval.Load("testdata/golden")
+	cases, err := eval.Load("testdata/golden")
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, c := range cases {
 		if c.Name != "flow1-high-value-approved" {
 			continue
@@ -63,14 +64,21 @@ func ExampleRunner_Run() {
 }
 
 func ExampleScore() {
-	data, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
-	p, _ := pack.DecodeAndValidate(data, nil)
-	r, _ := eval.NewRunner(eval.RunnerOptions{Pack: p})
-	cases, _ := eval.Load("testdata/golden")
+	p, err := pack.DecodeAndValidate(fixture.SupportPack(), nil) // ctxpack.support@1.0.0
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := eval.NewRunner(eval.RunnerOptions{Pack: p})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cases, err := eval.Load("testdata/golden")
+	if err != nil {
+		log.Fatal(err)
+	}
 	sc, err := eval.Score(p, r.RunAll(context.Background(), cases), eval.ScoreOptions{Cases: cases})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	for _, m := range sc.Intents[0].Metrics {
 		fmt.Printf("%-28s %v (target met: %t)\n", m.Metric, m.Value, m.TargetMet)
@@ -86,12 +94,14 @@ func ExampleScore() {
 }
 
 func ExampleTest() {
-	candidate, _ := os.ReadFile("testdata/packs/support-2.0.0-policy-regression.json")
-	baseline, _ := os.ReadFile("testdata/packs/support-1.0.0.json")
+	candidate, err := os.ReadFile("testdata/packs/support-2.0.0-policy-regression.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	baseline := fixture.SupportPack() // ctxpack.support@1.0.0
 	rep, err := eval.Test(context.Background(), eval.TestOptions{Pack: candidate, Baseline: baseline, Golden: "testdata/golden", AllowUnsigned: true})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	for _, s := range rep.Steps {
 		fmt.Println(s.Step, s.Status)

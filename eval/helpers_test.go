@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 )
@@ -16,12 +17,37 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files and the golden packets")
 
 const (
-	goldenDir    = "testdata/golden"
-	baselineFile = "testdata/packs/support-1.0.0.json"
+	goldenDir = "testdata/golden"
+	// baselineFile is the baseline pack, ctxpack.support@1.0.0: the
+	// module's shared support pack, which readTestFile reads from
+	// internal/fixture.
+	baselineFile = fixture.PackFile
+	// cliBaselineFile is the same pack as a file, for what takes a path:
+	// `contextos pack test --baseline` in the README and cmd/contextos's
+	// tests. This package's tests do not read it.
+	cliBaselineFile = "testdata/packs/support-1.0.0.json"
 )
 
+// TestCLIBaselineIsTheSharedPack checks the baseline pack file kept for
+// the CLI is the shared support pack, byte for byte: a change to the
+// fixture is made there too.
+func TestCLIBaselineIsTheSharedPack(t *testing.T) {
+	got, err := os.ReadFile(cliBaselineFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, fixture.SupportPack()) {
+		t.Errorf("%s differs from internal/fixture's %s; copy it there", cliBaselineFile, fixture.PackFile)
+	}
+}
+
+// readTestFile returns the file at name, or for the file name of a shared
+// fixture (such as baselineFile) a fresh copy of that fixture.
 func readTestFile(t testing.TB, name string) []byte {
 	t.Helper()
+	if b, err := fixture.Bytes(name); err == nil {
+		return b
+	}
 	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)

@@ -198,7 +198,10 @@ func ExampleDeployments() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Pin.Action, res.Pin.Ref, "replacing", res.Pin.Previous, "in", res.Duration)
-	cur, _ := d.Pinned(ctx, "prod", refs[0].ID)
+	cur, err := d.Pinned(ctx, "prod", refs[0].ID)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(cur.Ref)
 	_, err = d.Pinned(ctx, "staging", refs[0].ID)
 	fmt.Println(errors.Is(err, pack.ErrNotPinned))

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -290,13 +292,11 @@ func TestIDOf(t *testing.T) {
 }
 
 // The golden vectors pin the canonical form and digest of a representative
-// document: a change to canonicalization is a wire change and shows here.
+// document, the shared support RunContext (internal/fixture): a change to
+// canonicalization is a wire change and shows here. (So does an edit of
+// that fixture; rewrite the golden with -update then.)
 func TestGoldenVectors(t *testing.T) {
-	in, err := os.ReadFile(filepath.Join("testdata", "vector.input.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := JSON(json.RawMessage(in))
+	c, err := JSON(json.RawMessage(fixture.RunContext()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/contextos/contextos/internal/fixture"
 	"github.com/gowebpki/jcs"
 )
 
@@ -133,15 +132,11 @@ func TestEncodeMatchesSlow(t *testing.T) {
 			A int `json:"b"`
 			B int `json:"a"`
 		}{1, 2}}
-	for _, name := range []string{"vector.input.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc any
-		json.Unmarshal(b, &doc)
-		values = append(values, doc)
+	var doc any // the shared support RunContext, a representative document
+	if err := json.Unmarshal(fixture.RunContext(), &doc); err != nil {
+		t.Fatal(err)
 	}
+	values = append(values, doc)
 	for i, v := range values {
 		slow, serr := reference(v)
 		fast, ferr := encode(v)

@@ -3,10 +3,10 @@ package canon
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/contextos/contextos/internal/fixture"
 )
 
 // FuzzJSON: canonicalization never panics, accepts exactly what
@@ -14,9 +14,7 @@ import (
 // idempotent, and produces valid JSON equal in meaning to its input.
 func FuzzJSON(f *testing.F) {
 	seeds := []string{`{"b":1,"a":[true,null,"x"]}`, `1E30`, `"\u20ac\u000f"`, `{"\ud83d\ude00":1,"\ufb33":2}`, `-0`, `[]`, `{"a":{"b":{"c":0.000001}}}`}
-	if b, err := os.ReadFile(filepath.Join("testdata", "vector.input.json")); err == nil {
-		seeds = append(seeds, string(b))
-	}
+	seeds = append(seeds, string(fixture.RunContext()))
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}

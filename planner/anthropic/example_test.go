@@ -44,8 +44,14 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 
-	req, _ := runcontext.DecodeInvokeRequest(fixture.Invoke())
-	rc, _ := runcontext.DecodeRunContext(fixture.RunContext())
+	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(fixture.RunContext())
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := rt.Invoke(context.Background(), req, rc)
 	if err != nil {
 		log.Fatal(err)
@@ -73,13 +79,19 @@ func fakeClaude() *httptest.Server {
 		"stop_reason":"tool_use","stop_sequence":null,
 		"usage":{"input_tokens":420,"cache_creation_input_tokens":0,"cache_read_input_tokens":1800,"output_tokens":120}}`
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		if bytes.Contains(body, []byte(`"tool_result"`)) {
-			io.WriteString(w, deny)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		io.WriteString(w, lookup)
+		answer := lookup
+		if bytes.Contains(body, []byte(`"tool_result"`)) {
+			answer = deny
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := io.WriteString(w, answer); err != nil {
+			log.Print(err) // the client sees a cut-off answer and fails the run
+		}
 	}))
 }
 

@@ -68,18 +68,28 @@ func fakeModel() *httptest.Server {
 		var in struct {
 			Stream bool `json:"stream"`
 		}
-		json.NewDecoder(r.Body).Decode(&in)
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		rep := answers[min(int(turn.Add(1))-1, len(answers)-1)]
 		if !in.Stream {
 			w.Header().Set("Content-Type", "application/json")
-			w.Write(completion(rep))
+			if _, err := w.Write(completion(rep)); err != nil {
+				log.Print(err) // the client sees a cut-off answer and fails the run
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, c := range f.chunks(rep, true) {
-			fmt.Fprintf(w, "data: %s\n\n", c)
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", c); err != nil {
+				log.Print(err)
+				return
+			}
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		if _, err := fmt.Fprint(w, "data: [DONE]\n\n"); err != nil {
+			log.Print(err)
+		}
 	}))
 }
 
@@ -152,7 +162,9 @@ func supportRequest(amount int) (*runcontext.InvokeRequest, *runcontext.RunConte
 	claim := &runcontext.IdentityClaim{Iss: "https://id.example", Sub: rc.Agent.AgentURN, RunID: rc.RunID, TenantID: rc.TenantID,
 		PrincipalChain: rc.PrincipalChain(), Scopes: []string{"tools:read", "tools:write"},
 		Nbf: time.Now().Add(-time.Minute).Unix(), Exp: time.Now().Add(5 * time.Minute).Unix()}
-	runcontext.SignClaim(claim, "kid_identity_1", identityKey())
+	if err := runcontext.SignClaim(claim, "kid_identity_1", identityKey()); err != nil {
+		log.Fatal(err)
+	}
 	rc.Agent.IdentityClaim = claim
 	return req, rc
 }
