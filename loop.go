@@ -596,23 +596,22 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	r.snapshotInto(cp)
 	cp.Deferred = rec.RecordID
 	cp.Open = append(cp.Open, rec.RecordID)
+	// The checkpoint is saved first, holding the record as unconfirmed
+	// and counting it in the sequence: if the append fails, or the
+	// process dies before its answer, the store may hold the record or
+	// not, and the resume (or Invoke again) stores it or adopts the
+	// store's copy before it goes on (Runtime.confirmPause). The run's
+	// later record ids are those of a run whose pause was stored.
+	cp.Seq++
+	cp.Unconfirmed = &unconfirmedRecord{Record: rec}
 	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint before pause: %w", err)
 	}
 	stored, err := r.append(ctx, rec)
-	cp.Seq++
 	if err != nil {
-		// The store may hold the record or not: the checkpoint keeps it,
-		// and the resume (or Invoke again) stores it or adopts the
-		// store's copy before it goes on (Runtime.confirmPause). The
-		// sequence counts it either way, so the run's later record ids
-		// are those of a run whose pause was stored.
-		cp.Unconfirmed = &unconfirmedRecord{Record: rec}
-		if serr := r.rt.saveCheckpoint(ctx, cp); serr != nil {
-			r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", serr.Error())
-		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
+	cp.Unconfirmed = nil
 	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}

@@ -270,3 +270,53 @@ func TestUnconfirmedPauseIsStoredBeforeTheResume(t *testing.T) {
 		}
 	}
 }
+
+// failingSaves fails one checkpoint save (the at-th), as a process that
+// dies after its record's append and before its next save leaves the
+// checkpoint.
+type failingSaves struct {
+	*contextos.InMemoryCheckpoints
+	at, n int
+}
+
+func (f *failingSaves) Save(ctx context.Context, c *contextos.Checkpoint) error {
+	if f.n++; f.n == f.at {
+		return errors.New("checkpoint store down")
+	}
+	return f.InMemoryCheckpoints.Save(ctx, c)
+}
+
+// The checkpoint a pause saves before its record's append holds the
+// record, unconfirmed: when the save after the append is lost, the
+// resume adopts the stored record and goes on, and the run's record ids
+// are those of its replay.
+func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
+	ctx := context.Background()
+	// Saves: the claim, the pause's before its append, the pause's after.
+	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), at: 3}
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
+	req, rc := refundRequest(t, 4200, true)
+	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+		t.Fatal("the lost checkpoint save was not reported")
+	}
+	c, err := saves.Load(ctx, rc.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := contextos.DecodeCheckpoint(c)
+	if err != nil || cp.Pending == nil || cp.Unconfirmed == nil {
+		t.Fatalf("checkpoint %+v (%v); want the pause with its record unconfirmed", cp, err)
+	}
+	a := contextostest.Approval(cp.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+	done, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	recs := listRecords(t, h.Decisions, rc.RunID)
+	if len(recs) != 3 { // DEFERRED, DECIDED, CLOSED
+		t.Errorf("%d records, want the pause's, the decision and its closing one", len(recs))
+	}
+	assertClosedRecords(t, recs, done.Record.RecordID)
+}
