@@ -43,6 +43,8 @@ func FuzzReplayPacket(f *testing.F) {
 func FuzzCheckpoint(f *testing.F) {
 	f.Add([]byte(`{"run_id":"run_1","request":null,"run_context":null,"pending":{"gate_id":"G"}}`))
 	f.Add([]byte(`{"run_id":"run_1","stopped":"x","started_at":"bad"}`))
+	f.Add([]byte(`{"run_id":"run_1","stopped":"record_not_stored: x","unconfirmed_record":{"record":{"run_id":"run_1","status":"DECIDED","record_id":"dr_1"}}}`))
+	f.Add([]byte(`{"run_id":"run_1","pending":{"gate_id":"G"},"unconfirmed_record":{"record":null},"seq":-1}`))
 	store := contextos.NewInMemoryCheckpoints()
 	h := bareHarness(f, contextostest.NewPlanner(), &contextostest.Options{Runtime: contextos.Options{Checkpoints: store}})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -53,9 +55,9 @@ func FuzzCheckpoint(f *testing.F) {
 			return
 		}
 		// The data is stored as one of the versions the runtime reads (1
-		// or 2, by the input's length); a run the store already holds is
+		// to 3, by the input's length); a run the store already holds is
 		// a conflict and is skipped.
-		cp := &contextos.Checkpoint{RunID: head.RunID, Version: 1 + len(data)%2, Data: data}
+		cp := &contextos.Checkpoint{RunID: head.RunID, Version: 1 + len(data)%3, Data: data}
 		if err := store.Save(context.Background(), cp); err != nil {
 			return
 		}

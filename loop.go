@@ -634,19 +634,12 @@ func (r *run) snapshotInto(cp *checkpointState) {
 	r.clock = playback.RecordingClockFrom(r.clock)
 }
 
-// hardStop fails closed: an ESCALATED record and a resumable checkpoint.
+// hardStop fails closed: an ESCALATED record and a resumable checkpoint
+// (store saves the checkpoint, with the record, before the append).
 func (r *run) hardStop(ctx context.Context, s stop) (*Result, error) {
-	why := s.why
 	failSpan(r.span, "run stopped: "+string(s.kind))
-	r.cp.Stopped, r.cp.Active = why, false
-	r.snapshotInto(r.cp)
-	sctx, cancel := detached(ctx)
-	defer cancel()
-	if err := r.rt.saveCheckpoint(sctx, r.cp); err != nil {
-		// The record is still written: what ran is never left without one.
-		r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "error", err.Error())
-	}
-	return r.finish(ctx, decision.Escalated, nil, why)
+	r.cp.Stopped, r.cp.Active = s.why, false
+	return r.finish(ctx, decision.Escalated, nil, s.why)
 }
 
 func (r *run) toolResults(extra ...*gateway.ToolResultEnvelope) []*gateway.ToolResultEnvelope {
@@ -663,6 +656,17 @@ func (r *run) toolResults(extra ...*gateway.ToolResultEnvelope) []*gateway.ToolR
 func (r *run) finish(ctx context.Context, status decision.Status, prop *DecisionProposal, why string) (*Result, error) {
 	rec, err := r.record(ctx, status, prop, why)
 	if err != nil {
+		if r.cp.Stopped != "" {
+			// A hard stop without its record still leaves the run
+			// resumable.
+			r.cp.Active = false
+			r.snapshotInto(r.cp)
+			sctx, cancel := detached(ctx)
+			defer cancel()
+			if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
+				r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "error", serr.Error())
+			}
+		}
 		return nil, err
 	}
 	return r.store(ctx, rec)
@@ -704,6 +708,19 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	defer cancel()
 	if err := r.nameReplayPacket(rec); err != nil {
 		return nil, err
+	}
+	// The checkpoint is saved first, holding the record as unconfirmed
+	// (and the run not active): if the append fails, or the process dies
+	// before the record's bookkeeping is saved, a Resume or the same
+	// Invoke again settles the run with this very record (settle), and
+	// the run never decides twice. A checkpoint store that fails here does
+	// not keep the record from being stored: what ran is never left
+	// without one.
+	r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
+	r.cp.Active = false
+	r.snapshotInto(r.cp)
+	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
+		r.rt.opts.Logger.Error("checkpoint before the record not saved", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
 	}
 	stored, err := r.append(ctx, rec)
 	if err != nil {
@@ -758,7 +775,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 		}
 		r.cp.Seq++
 	}
-	r.cp.Open, r.cp.Deferred = nil, ""
+	r.cp.Open, r.cp.Deferred, r.cp.Unconfirmed = nil, "", nil
 	// A hard-stopped run stays resumable; its ESCALATED record is closed
 	// by the record its resume ends with.
 	r.snapshotInto(r.cp)

@@ -3,6 +3,7 @@ package contextos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -51,7 +53,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		return nil, fmt.Errorf("%w: %s is being continued by another runtime (set Takeover if that runtime is gone)", ErrNotResumable, runID)
 	case cp.Stopped == notStarted:
 		return nil, fmt.Errorf("%w: %s never started; invoke it again", ErrNotResumable, runID)
-	case cp.Terminal || cp.Pending == nil && cp.Stopped == "" && !cp.Active:
+	case cp.Terminal || cp.Pending == nil && cp.Stopped == "" && !cp.Active && cp.Unconfirmed == nil:
 		// An active run with neither a pause nor a stop is one whose
 		// runtime died mid-run: a takeover continues it.
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
@@ -135,6 +137,39 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	return r.run(ctx, &in)
 }
 
+// checkUnconfirmed refuses an unconfirmed record the run could not have
+// built at the point its checkpoint stands: one of another run or tenant,
+// beside a terminal state, of a status other than a pause's DEFERRED (with
+// the approval it awaits) or a terminal DECIDED, REJECTED or ESCALATED, or
+// whose id is not the one derived from its decision key, status and the
+// run's sequence (the terminal record's is the checkpoint's seq, a pause's
+// the one before). A settle stores the record as it stands.
+func checkUnconfirmed(cp *checkpointState) error {
+	u := cp.Unconfirmed
+	if u == nil {
+		return nil
+	}
+	rec := u.Record
+	if rec == nil || cp.Terminal || rec.RunID != cp.RunID || rec.TenantID != cp.Run.TenantID {
+		return errors.New("its unconfirmed record is missing, of another run or tenant, or beside a terminal state")
+	}
+	seq := cp.Seq
+	switch rec.Status {
+	case decision.Deferred:
+		if cp.Pending == nil {
+			return errors.New("its unconfirmed record is DEFERRED and the run awaits no approval")
+		}
+		seq--
+	case decision.Decided, decision.Rejected, decision.Escalated:
+	default:
+		return fmt.Errorf("its unconfirmed record is %s, which no run ends or pauses with", rec.Status)
+	}
+	if id, err := decisionspec.RecordID(cp.RunID, rec.DecisionKey, string(rec.Status), seq); err != nil || id != rec.RecordID {
+		return fmt.Errorf("its unconfirmed record's id %s is not the run's record id at sequence %d", rec.RecordID, seq)
+	}
+	return nil
+}
+
 // settle ends a run stopped record_not_stored (cp.Unconfirmed): it claims
 // the run, appends the very record the run built (run.append adopts the
 // store's copy when the store had kept it after all), then finishes as the
@@ -156,15 +191,19 @@ func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover boo
 		return nil, err
 	}
 	cp.Active = true
-	// Claim the run: a concurrent settle or resume elsewhere fails here
-	// with ErrCheckpointConflict.
+	// Claim the run: a concurrent settle or resume elsewhere loses here.
 	if err := rt.saveCheckpoint(ctx, cp); err != nil {
+		failSpan(r.span, "run failed: "+errorType(err))
+		if errors.Is(err, ErrCheckpointConflict) {
+			return nil, fmt.Errorf("%w: run %s is being settled by another runtime: %w", ErrRunInProgress, cp.RunID, err)
+		}
 		return nil, fmt.Errorf("contextos: settle %s: %w", cp.RunID, err)
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	stored, err := r.append(ctx, u.Record)
 	if err != nil {
+		failSpan(r.span, "run failed: record_not_stored")
 		cp.Active = false
 		if serr := rt.saveCheckpoint(ctx, cp); serr != nil {
 			rt.opts.Logger.Error("checkpoint not saved after the record failed again", "run_id", cp.RunID, "error", serr.Error())
@@ -248,8 +287,8 @@ func checkCheckpoint(cp *checkpointState) error {
 	if cp.Run.RunID != cp.RunID {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %s", cp.RunID, cp.Run.RunID)
 	}
-	if u := cp.Unconfirmed; u != nil && (u.Record == nil || u.Record.RunID != cp.RunID || cp.Terminal) {
-		return fmt.Errorf("contextos: checkpoint of %s is corrupt: its unconfirmed record is missing, of another run, or beside a terminal state", cp.RunID)
+	if err := checkUnconfirmed(cp); err != nil {
+		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, cp.StartedAt); err != nil {
 		return fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", cp.RunID, err)
@@ -285,6 +324,11 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	}
 	if !cp.Terminal && cp.Pending == nil && (cp.Stopped == "" || cp.Stopped == notStarted) {
 		return nil, fmt.Errorf("%w: run %s has neither ended nor paused", ErrNotResumable, runID)
+	}
+	if cp.Unconfirmed != nil {
+		// Its last record may or may not be stored: a packet would pin
+		// the wrong one. Resume or Invoke settles the run first.
+		return nil, fmt.Errorf("%w: run %s has a record whose storage is unconfirmed; Resume or Invoke it to settle it, then capture", ErrRunInProgress, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err

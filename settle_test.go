@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/replay"
 )
 
 // downDecisions is a decision store that goes down: while down, an
@@ -271,16 +273,16 @@ func TestUnconfirmedPauseIsStoredBeforeTheResume(t *testing.T) {
 	}
 }
 
-// failingSaves fails one checkpoint save (the at-th), as a process that
-// dies after its record's append and before its next save leaves the
-// checkpoint.
+// failingSaves fails one checkpoint save (the at-th), and every save from
+// the from-th on when from is set, as a process that dies after its
+// record's append and before its next save leaves the checkpoint.
 type failingSaves struct {
 	*contextos.InMemoryCheckpoints
-	at, n int
+	at, from, n int
 }
 
 func (f *failingSaves) Save(ctx context.Context, c *contextos.Checkpoint) error {
-	if f.n++; f.n == f.at {
+	if f.n++; f.n == f.at || f.from > 0 && f.n >= f.from {
 		return errors.New("checkpoint store down")
 	}
 	return f.InMemoryCheckpoints.Save(ctx, c)
@@ -319,4 +321,165 @@ func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
 		t.Errorf("%d records, want the pause's, the decision and its closing one", len(recs))
 	}
 	assertClosedRecords(t, recs, done.Record.RecordID)
+}
+
+// The checkpoint saved before the run's own record's append holds the
+// record, unconfirmed, and the run not active: when the saves after the
+// append are lost (a process that dies there), the same Invoke again, or
+// a Resume, settles the run with the stored record. Before, the run was
+// left claimed: Invoke said ErrRunInProgress forever, and a takeover
+// planned the run again and stored a second decision (or, planning the
+// same, met its own record id forever).
+func TestTerminalCheckpointLostAfterTheAppend(t *testing.T) {
+	for _, via := range []string{"Invoke", "Resume"} {
+		t.Run(via, func(t *testing.T) {
+			ctx := context.Background()
+			// Saves: the claim, the one before the record's append,
+			// then every later one lost until the store heals.
+			saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 3}
+			planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
+			h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
+			req, rc := refundRequest(t, 1200, true)
+			if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+				t.Fatal("the lost checkpoint save was not reported")
+			}
+			asked := len(planner.Requests())
+			saves.from = 0
+			var res *contextos.Result
+			var err error
+			if via == "Invoke" {
+				res, err = h.Runtime.Invoke(ctx, req, rc)
+			} else {
+				res, err = h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			contextostest.AssertStatus(t, res, decision.Decided)
+			if res.Record.Outcome != "approved" || len(planner.Requests()) != asked {
+				t.Errorf("settled %q after %d more planner turns; want the run's own decision and none", res.Record.Outcome, len(planner.Requests())-asked)
+			}
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+			if recs := listRecords(t, h.Decisions, rc.RunID); len(recs) != 1 {
+				t.Errorf("%d records, want the run's one", len(recs))
+			}
+			cp, err := loadState(ctx, saves, rc.RunID)
+			if err != nil || !cp.Terminal || cp.Unconfirmed != nil {
+				t.Errorf("checkpoint %+v (%v); want the run ended", cp, err)
+			}
+		})
+	}
+}
+
+// A checkpoint whose unconfirmed record the run could not have built (a
+// corrupt or edited store) is refused, and nothing is stored: a settle
+// stores the record as it stands. (The checkpoint store is trusted with
+// the run's state; these checks catch corruption, not a forger who can
+// rewrite plans and results too.)
+func TestCorruptUnconfirmedRecordIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(cp *contextos.CheckpointState)
+	}{
+		{"CLOSED", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.Status = decision.Closed }},
+		{"IN_FLIGHT", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.Status = decision.InFlight }},
+		{"DEFERRED without a pause", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.Status = decision.Deferred }},
+		{"another status under the id", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.Status = decision.Rejected }},
+		{"another id", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.RecordID = "dr_0000000000000001" }},
+		{"another sequence", func(cp *contextos.CheckpointState) { cp.Seq++ }},
+		{"another run", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.RunID = "run_other" }},
+		{"another tenant", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record.TenantID = "tenant_other" }},
+		{"no record", func(cp *contextos.CheckpointState) { cp.Unconfirmed.Record = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := &downDecisions{MemoryStore: decision.NewMemoryStore()}
+			h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+			scriptDefaults(h, "")
+			req, rc := refundRequest(t, 1200, true)
+			store.down.Store(true)
+			if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+				t.Fatal("the failed append was not reported")
+			}
+			store.down.Store(false)
+			cp, err := loadState(ctx, h.Checkpoints, rc.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(cp)
+			if err := saveState(ctx, h.Checkpoints, cp); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); err == nil || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("Resume = %v, want the checkpoint refused as corrupt", err)
+			}
+			if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("Invoke = %v, want the checkpoint refused as corrupt", err)
+			}
+			if recs := listRecords(t, store, rc.RunID); len(recs) != 0 {
+				t.Errorf("%d records stored from a corrupt checkpoint", len(recs))
+			}
+		})
+	}
+}
+
+// Settles racing on one run (Invokes and Resumes from many callers) store
+// the record once: each caller gets the run's record or ErrRunInProgress,
+// and a run whose storage is unconfirmed is not captured until settled.
+func TestConcurrentSettles(t *testing.T) {
+	ctx := context.Background()
+	store := &downDecisions{MemoryStore: decision.NewMemoryStore(), keeps: true}
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast(), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+	req, rc := refundRequest(t, 1200, true)
+	store.down.Store(true)
+	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+		t.Fatal("the failed append was not reported")
+	}
+	if _, err := h.Runtime.Capture(ctx, rc.RunID, replay.SourceOperatorCorrection); !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("Capture of an unsettled run = %v, want ErrRunInProgress", err)
+	}
+	store.down.Store(false)
+	const n = 8
+	results := make(chan error, n)
+	hashes := make(chan string, n)
+	for i := range n {
+		go func() {
+			var res *contextos.Result
+			var err error
+			if i%2 == 0 {
+				res, err = h.Runtime.Invoke(ctx, req, rc)
+			} else {
+				res, err = h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+			}
+			if err == nil {
+				hashes <- res.Record.RecordHash
+			}
+			results <- err
+		}()
+	}
+	ok := 0
+	for range n {
+		err := <-results
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, contextos.ErrRunInProgress), errors.Is(err, contextos.ErrNotResumable):
+		default:
+			t.Errorf("a settle failed with %v", err)
+		}
+	}
+	close(hashes)
+	if ok == 0 {
+		t.Fatal("no settle succeeded")
+	}
+	recs := listRecords(t, store, rc.RunID)
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want one", len(recs))
+	}
+	for h := range hashes {
+		if h != recs[0].RecordHash {
+			t.Errorf("a caller got record %s, the store holds %s", h, recs[0].RecordHash)
+		}
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 }
