@@ -483,3 +483,55 @@ func TestConcurrentSettles(t *testing.T) {
 	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 }
+
+// blockingDecisions holds the first append of an ESCALATED record until
+// released, so a test can act while a hard stop's record is on its way.
+type blockingDecisions struct {
+	*decision.MemoryStore
+	entered, release chan struct{}
+	once             atomic.Bool
+}
+
+func (s *blockingDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	if r.Status == decision.Escalated && !s.once.Swap(true) {
+		close(s.entered)
+		<-s.release
+	}
+	return s.MemoryStore.Append(ctx, r)
+}
+
+// A resume that lands while a hard stop's ESCALATED record is being
+// appended settles the run with that record (it is in the checkpoint)
+// instead of going on without it: the record is then the run's, open,
+// and closed by the record its next resume ends with. Before, the resume
+// went on and the ESCALATED record, stored after, was never closed.
+func TestResumeDuringAHardStopsAppend(t *testing.T) {
+	ctx := context.Background()
+	store := &blockingDecisions{MemoryStore: decision.NewMemoryStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.MaxToolCalls = 2 // the refund is the third call
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Runtime.Invoke(ctx, req, rc)
+		done <- err
+	}()
+	<-store.entered
+	budget := rc.RunBudget
+	budget.MaxToolCalls = 5
+	early, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Budget: &budget})
+	close(store.release)
+	<-done // the Invoke may lose the checkpoint to the resume's settle
+	if err != nil {
+		t.Fatalf("Resume during the append = %v", err)
+	}
+	contextostest.AssertStatus(t, early, decision.Escalated)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	final, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, final, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	assertClosedRecords(t, listRecords(t, store.MemoryStore, rc.RunID), final.Record.RecordID)
+}
