@@ -11,6 +11,7 @@ import (
 // plans whose steps never ran — the turn that took the run over its
 // budget, a plan the guard itself sent back — are passed over.
 func TestLoopGuard(t *testing.T) {
+	t.Parallel()
 	a := []Step{{CapabilityID: "x.a"}}
 	b := []Step{{CapabilityID: "x.b"}}
 	steps := func(s []Step) *Plan { return &Plan{Steps: s} }
@@ -30,6 +31,7 @@ func TestLoopGuard(t *testing.T) {
 		{"after a sent-back plan of other steps", []*Plan{steps(a), steps(b)}, []int{0}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cp := &checkpointState{Plans: append(append([]*Plan{}, tc.prior...), steps(a))}
 			for _, turn := range tc.ran {
 				cp.Results = append(cp.Results, StepResult{Turn: turn})

@@ -9,6 +9,7 @@ import (
 )
 
 func TestUsageOf(t *testing.T) {
+	t.Parallel()
 	cost := func(f float64) *float64 { return &f }
 	for _, c := range []struct {
 		name, data string
@@ -26,6 +27,7 @@ func TestUsageOf(t *testing.T) {
 		{"not an object", `[1]`, agent.Usage{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			u, ok := agent.UsageOf(agent.Completion{Data: json.RawMessage(c.data)})
 			if ok != c.ok || u.InputTokens != c.want.InputTokens || u.OutputTokens != c.want.OutputTokens || u.CachedInputTokens != c.want.CachedInputTokens ||
 				(u.CostUSD == nil) != (c.want.CostUSD == nil) || u.CostUSD != nil && *u.CostUSD != *c.want.CostUSD {

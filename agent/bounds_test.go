@@ -26,6 +26,7 @@ func TestChannelOverBoundIsDropped(t *testing.T) {
 }
 
 func TestMessageOverBoundIsTruncatedWithSuffix(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		msg  string
@@ -37,6 +38,7 @@ func TestMessageOverBoundIsTruncatedWithSuffix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			for _, kind := range []EventKind{EventStatus, EventError, EventToolCall} {
 				got := bound("k", Event{Kind: kind, Message: c.msg})[0].Message
 				if len(got) > MaxMessageBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, TruncatedSuffix) {
@@ -101,6 +103,7 @@ func TestTextOverBoundIsSplitDeterministically(t *testing.T) {
 }
 
 func TestDataOverBoundIsReplacedWithDroppedReason(t *testing.T) {
+	t.Parallel()
 	str := func(n int, c string) json.RawMessage { return json.RawMessage(`"` + strings.Repeat(c, n) + `"`) }
 	cases := []struct {
 		name string
@@ -118,6 +121,7 @@ func TestDataOverBoundIsReplacedWithDroppedReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			for _, kind := range []EventKind{EventTextOutput, EventStatus, EventToolCall, EventError} {
 				got := bound("k", Event{Kind: kind, Message: "m", Data: c.data})[0]
 				if string(got.Data) != c.want {

@@ -112,6 +112,7 @@ func TestGovernedAgentCallBehindApprovalGate(t *testing.T) {
 // A plan calling the agent without a prompt, or with a field the schema
 // does not know, is refused by the gateway before any approval or run.
 func TestGovernedAgentArgsAreSchemaChecked(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string]map[string]any{
 		"no prompt":     {"working_dir": "/tmp"},
 		"empty prompt":  {"prompt": ""},
@@ -119,6 +120,7 @@ func TestGovernedAgentArgsAreSchemaChecked(t *testing.T) {
 		"bad extension": {"prompt": "x", "extensions": map[string]any{"NOT A KEY": true}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			be := newTestBackend("coder", codingScript("done"))
 			ad := agent.NewAdapter(be, &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
 			bad := fixPlan(args)
@@ -403,9 +405,11 @@ func TestOversizeAgentResultIsCharged(t *testing.T) {
 // stops on its token budget, its packet is valid against replay-packet.v1
 // and it replays equal, whether the agent succeeded or failed.
 func TestAgentMaximalSpend(t *testing.T) {
+	t.Parallel()
 	const spent = `{"usage":{"input_tokens":9223372036854775807,"output_tokens":9223372036854775807},"cost_usd":1e308}`
 	for _, code := range []int{0, 3} {
 		t.Run(fmt.Sprintf("exit %d", code), func(t *testing.T) {
+			t.Parallel()
 			ad := agent.NewAdapter(newTestBackend("coder", spendScript(code, spent)), &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
 			h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt})), ad.Registration())
 			req, rc := coderRequest(t)

@@ -194,6 +194,7 @@ func TestAgentPlannerUnsurfacedToolIsRefusedByTheCritic(t *testing.T) {
 // stops ESCALATED, without a crash, charged what the agent reported
 // spending before it failed (nothing when it reported nothing).
 func TestAgentPlannerFailedRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		script script
@@ -212,6 +213,7 @@ func TestAgentPlannerFailedRun(t *testing.T) {
 		}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, agent.NewPlanner(newTestBackend("planner", tc.script), nil), repoRegistration())
 			req, rc := planRequest(t)
 			res := h.Invoke(req, rc)

@@ -120,6 +120,7 @@ func TestParsePlanKeepsIntegerArgs(t *testing.T) {
 // directory or a fixed extension with another value refuses the call, and
 // the agent never runs; the same values pass.
 func TestHostFixedOptionsCannotBeOverridden(t *testing.T) {
+	t.Parallel()
 	const sandbox = "backend.coder.exec.sandbox_mode"
 	caps := agent.NewCapabilities(agent.CapFinalText, agent.CapNonInteractive, sandbox)
 	host := t.TempDir()
@@ -134,6 +135,7 @@ func TestHostFixedOptionsCannotBeOverridden(t *testing.T) {
 		{"same_values", map[string]any{"prompt": fixPrompt, "working_dir": host + "/.", "extensions": map[string]any{sandbox: "read-only"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			be := agenttest.New("coder", caps, agenttest.Script{Defaults: agent.Defaults{Keys: []string{sandbox}},
 				Completion: agent.Completion{FinalText: "done"}})
 			ad := agent.NewAdapter(be, &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}, WorkingDir: host,

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParsePlan(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, text string
 		steps      int
@@ -33,6 +34,7 @@ func TestParsePlan(t *testing.T) {
 		{"two documents", readStep + readStep, 0, false, "invalid_plan: the answer does not match plan.v1: (document): not a JSON document"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p, why := agent.ParsePlan(c.text)
 			if c.why != "" {
 				if p != nil || !strings.HasPrefix(why, c.why) {

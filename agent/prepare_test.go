@@ -63,6 +63,7 @@ func TestEmptyPromptShortCircuitsAllowlistAndPolicy(t *testing.T) {
 }
 
 func TestUnknownExtensionKeyIsRejected(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		r    agent.RunRequest
@@ -82,6 +83,7 @@ func TestUnknownExtensionKeyIsRejected(t *testing.T) {
 	caps := agent.NewCapabilities(agent.CapRun, agent.CapEvents, "backend.toy.flag", "toyflag", "other.flag")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := agent.Prepare(pk, caps, c.r, agent.Defaults{})
 			wantErr(t, err, agent.ErrUnsupportedCapability, "unsupported capability for toy: "+c.want)
 			var ae *agent.Error
@@ -122,6 +124,7 @@ func TestAllKeysAllowedPasses(t *testing.T) {
 }
 
 func TestEnvMergePrecedence(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		cfg, reqE map[string]string
@@ -135,6 +138,7 @@ func TestEnvMergePrecedence(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			before := os.Environ()
 			p, err := agent.Prepare(pk, allCaps, agent.RunRequest{Prompt: "p", Env: c.reqE}, agent.Defaults{Env: c.cfg})
 			if err != nil {
@@ -243,6 +247,7 @@ func TestModelID(t *testing.T) {
 }
 
 func TestAddDirs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, d := range []string{"a", "b", "a/c", "é"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -297,6 +302,7 @@ func TestAddDirs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p, err := agent.Prepare(pk, allCaps, agent.RunRequest{Prompt: "p", WorkingDir: c.wd, Extensions: ext(agent.CapAddDirs, c.value)}, agent.Defaults{})
 			if c.wantErr != "" {
 				wantErr(t, err, agent.ErrInvalidRequest, c.wantErr)
@@ -324,8 +330,10 @@ func TestAddDirs(t *testing.T) {
 }
 
 func TestSessionSelectors(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{agent.CapSessionResume, agent.CapSessionFork} {
 		t.Run(key, func(t *testing.T) {
+			t.Parallel()
 			get := func(p *agent.Prepared) *agent.SessionSelector {
 				if key == agent.CapSessionResume {
 					return p.Resume
@@ -378,6 +386,7 @@ func TestResumeForkContradiction(t *testing.T) {
 }
 
 func TestExternalSandbox(t *testing.T) {
+	t.Parallel()
 	p, err := agent.Prepare(pk, allCaps, req(agent.CapExternalSandbox, `true`, agent.CapNonInteractive, `true`, "backend.toy.flag", `1`), toyKeys)
 	if err != nil || !p.ExternalSandbox || !p.NonInteractive {
 		t.Fatalf("accepted: %+v, %v", p, err)
@@ -403,7 +412,10 @@ func TestExternalSandbox(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := agent.Prepare(pk, c.caps, c.r, toyKeys)
-		t.Run(c.name, func(t *testing.T) { wantErr(t, err, c.kind, c.msg) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			wantErr(t, err, c.kind, c.msg)
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 // runcontext.Materialize does: the same members, the same check, a typed
 // error naming the member.
 func TestCompileRefusesDisagreeingRunContext(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(rc *runcontext.RunContext)
@@ -33,6 +34,7 @@ func TestCompileRefusesDisagreeingRunContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := canonicalScenario(t)
 			tt.edit(s.rc)
 			_, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts)
@@ -68,6 +70,7 @@ func TestCompileRefusesDisagreeingRunContext(t *testing.T) {
 // later than it; an error about a missing ontology names the namespace and
 // says how to declare it.
 func TestOntologyVersionsAreSemantic(t *testing.T) {
+	t.Parallel()
 	compileWith := func(packVersion string, declared ...string) error {
 		s := canonicalScenario(t)
 		s.pack.IntelligenceRefs.Ontology.Version = packVersion
@@ -91,6 +94,7 @@ func TestOntologyVersionsAreSemantic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := compileWith(tt.pack, tt.declared...)
 			var ce *compiler.Error
 			if !errors.Is(err, compiler.ErrOntology) || !errors.As(err, &ce) || ce.Stage != 4 {
@@ -110,6 +114,7 @@ func TestOntologyVersionsAreSemantic(t *testing.T) {
 // block shows the run's, and the ledger records them and which were
 // defaulted.
 func TestEnvironmentDefaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		edit      func(s *scenario)
@@ -147,6 +152,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := canonicalScenario(t)
 			tt.edit(s)
 			cc := s.compile(t)

@@ -300,6 +300,7 @@ func TestEvidenceAndMemoryAdmission(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		edit  func(s *scenario)
@@ -324,6 +325,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := canonicalScenario(t)
 			tc.edit(s)
 			_, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts)

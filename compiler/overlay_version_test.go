@@ -15,6 +15,7 @@ import (
 // rules; the error names the pack id, the version asked for and the
 // versions the overlays are for.
 func TestOverlayForOtherVersionRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		overlays []*pack.Overlay
@@ -35,6 +36,7 @@ func TestOverlayForOtherVersionRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := canonicalScenario(t)
 			s.opts.Overlays = tc.overlays
 			cc, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts)

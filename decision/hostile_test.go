@@ -120,6 +120,7 @@ func recordWithIdentity(t *testing.T, mutate func(a *decision.AgentIdentity)) er
 var pathRE = regexp.MustCompile(`(?:/[^\s/:]+)+`)
 
 func TestHostileDecision(t *testing.T) {
+	t.Parallel()
 	type outcome struct {
 		is   error  // the sentinel the error matches
 		as   string // "log", "lock", "chain" or "" for the typed error
@@ -334,6 +335,7 @@ func TestHostileDecision(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			err := tc.run(t)
 			if err == nil {
 				t.Fatalf("no error, want %v", tc.want.is)

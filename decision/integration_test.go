@@ -172,6 +172,7 @@ func TestRecordWithoutApprovalIsNotDecided(t *testing.T) {
 }
 
 func TestValidateRules(t *testing.T) {
+	t.Parallel()
 	rr := runRefund(t, true)
 	done := rr.results[len(rr.results)-1]
 	good := []decision.Approval{{GateID: "GATE_FINANCE_APPROVAL", Approver: "user_finance_lead_77", ApproverRole: "finance_lead",
@@ -187,6 +188,7 @@ func TestValidateRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			in := rr.input(rr.facts(), slices.Clone(good))
 			tc.edit(&in)
 			_, err := decision.Build(in)

@@ -16,6 +16,7 @@ import (
 // (docs/evidence.md); Build makes a record that lacks one ESCALATED with a
 // problem naming the rule and the name.
 func TestBuildEnforcesAppliedRuleRequires(t *testing.T) {
+	t.Parallel()
 	rr := runRefund(t, true)
 	done := rr.results[len(rr.results)-1]
 	approvals := func() []decision.Approval {
@@ -49,6 +50,7 @@ func TestBuildEnforcesAppliedRuleRequires(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := rr.facts()
 			f.AppliedRules = tc.rules
 			for ref, kind := range tc.admit {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDecodeCase(t *testing.T) {
+	t.Parallel()
 	flow3 := string(readTestFile(t, filepath.Join(goldenDir, "flow3-low-value-decided.json")))
 	tests := []struct {
 		name, doc, field string
@@ -38,6 +39,7 @@ func TestDecodeCase(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := DecodeCase("golden/x.json", []byte(tc.doc))
 			var ce *CaseError
 			if !errors.Is(err, ErrCase) || !errors.As(err, &ce) {

@@ -22,6 +22,7 @@ var allCases = []string{"correction-flow3", "flow1-high-value-approved", "flow1-
 // candidate variants against the golden directory and checks every
 // step's status and every case's pass or fail.
 func TestSupportPack(t *testing.T) {
+	t.Parallel()
 	pass, fail, skip := StepPass, StepFail, StepSkipped
 	tests := []struct {
 		name      string
@@ -55,6 +56,7 @@ func TestSupportPack(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			opts := TestOptions{Pack: readTestFile(t, tc.pack), Golden: goldenDir, AllowUnsigned: true}
 			if tc.baseline {
 				opts.Baseline = readTestFile(t, baselineFile)

@@ -91,6 +91,7 @@ func TestEvaluatorProperties(t *testing.T) {
 }
 
 func TestEvaluators(t *testing.T) {
+	t.Parallel()
 	ok := func() *Run {
 		return &Run{Case: "a", Intent: "support.refund", Status: decision.Decided, Outcome: "approved", Stable: true, ReplayEqual: true,
 			Expect: Expect{Status: decision.Decided, Outcome: "approved"}, Record: &decision.Record{Status: decision.Decided},
@@ -133,6 +134,7 @@ func TestEvaluators(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got := []float64{Policy(tc.runs), Safety(tc.runs), Utility(tc.runs), LatencyP99(tc.runs), Economics(tc.runs)}
 			want := []float64{tc.policy, tc.safety, tc.utility, tc.latency, tc.economics}
 			for i, ev := range Builtin() {

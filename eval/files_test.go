@@ -12,6 +12,7 @@ import (
 // are not regular, oversized files and upper-case extensions fail the
 // load, naming the file and never quoting its content.
 func TestLoadFileSafety(t *testing.T) {
+	t.Parallel()
 	good := readTestFile(t, filepath.Join(goldenDir, "flow4-replay.json"))
 	for _, tc := range []struct {
 		name  string
@@ -43,6 +44,7 @@ func TestLoadFileSafety(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			tc.setup(t, dir)
 			_, err := Load(dir)

@@ -16,6 +16,7 @@ import (
 // TestPackGate: with the golden gates in ValidateOptions, signing and
 // storing refuse a candidate that fails them.
 func TestPackGate(t *testing.T) {
+	t.Parallel()
 	cases, err := Load(goldenDir)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestPackGate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := loadTestPack(t, tc.file)
 			signed, err := pack.Sign(p, "kid_test", key, opts)
 			if tc.codes == nil {

@@ -13,6 +13,7 @@ import (
 // gated metric and its result; a run without a baseline holds no gate
 // and counts nothing.
 func TestReleaseGateMetric(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		pack     string
@@ -24,6 +25,7 @@ func TestReleaseGateMetric(t *testing.T) {
 		{"policy regression", "testdata/packs/support-2.0.0-policy-regression.json", true, map[string]int64{"policy/fail": 1, "safety/fail": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			reader := sdkmetric.NewManualReader()
 			opts := TestOptions{Pack: readTestFile(t, tc.pack), Golden: goldenDir, AllowUnsigned: true,
 				MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}

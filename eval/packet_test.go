@@ -196,6 +196,7 @@ func TestPacketPinnedReplayHeld(t *testing.T) {
 // A packet that cannot run is a problem of gate replay that names the
 // packet and never quotes its content.
 func TestPacketUnrunnable(t *testing.T) {
+	t.Parallel()
 	packet := readTestFile(t, filepath.Join(goldenDir, "packets", "flow1.packet.json"))
 	for _, tc := range []struct {
 		name  string
@@ -227,6 +228,7 @@ func TestPacketUnrunnable(t *testing.T) {
 		}, "is not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			tc.write(dir)
 			c, err := DecodeCase(filepath.Join(dir, "c.json"), []byte(`{"packet":"p.json","expect":{"status":"DECIDED"}}`))

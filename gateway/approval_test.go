@@ -52,6 +52,7 @@ func allowSelfApproval(f *fixture, _ *runcontext.RunContext, _ *runcontext.Invok
 // the run's requesting user (unless the gate allows self-approval), is
 // refused before it is consumed or the adapter runs.
 func TestApprovalRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		opt    fixtureOption // nil for none
@@ -67,6 +68,7 @@ func TestApprovalRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			log := &consumeLog{ApprovalLog: gateway.NewMemoryApprovalLog()}
 			opts := []fixtureOption{withApprovalLog(log)}
 			if tc.opt != nil {

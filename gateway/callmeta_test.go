@@ -40,6 +40,7 @@ func digestOf(t *testing.T, schema string) string {
 // adapter's protocol and contract version in its metadata (seed 000
 // ToolCallEnvelope), deterministically.
 func TestCallEnvelopeMetadata(t *testing.T) {
+	t.Parallel()
 	lookupDigest := digestOf(t, string(lookupSchema))
 	ok := func() *gatewaytest.ScriptedAdapter {
 		a := gatewaytest.NewScriptedAdapter()
@@ -90,6 +91,7 @@ func TestCallEnvelopeMetadata(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, lowValue)
 			// Twice, on two gateways: the same metadata each time.
 			for range 2 {
@@ -145,6 +147,7 @@ func TestArgSchemaThatIsNotJSONIsAConfigError(t *testing.T) {
 // tool list): it is the arg_schema_ref only when it is a short URI with no
 // credentials, query or sensitive data; otherwise the schema's digest is.
 func TestArgSchemaRefTakesOnlyASafeID(t *testing.T) {
+	t.Parallel()
 	const tok = "tok_mcp_8c7b6a5f4e3d2c1b"
 	cases := []struct {
 		name, id string
@@ -167,6 +170,7 @@ func TestArgSchemaRefTakesOnlyASafeID(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			doc := map[string]any{"$id": tc.id, "type": "object"}
 			schema, _ := json.Marshal(doc)
 			a := gatewaytest.NewScriptedAdapter()
@@ -196,6 +200,7 @@ func TestArgSchemaRefTakesOnlyASafeID(t *testing.T) {
 // recorded safely is a configuration error naming the rule, never the
 // value; one an adapter reports likewise.
 func TestUnsafeContractMetadataIsAConfigError(t *testing.T) {
+	t.Parallel()
 	const tok = "tok_mcp_8c7b6a5f4e3d2c1b"
 	a := gatewaytest.NewScriptedAdapter()
 	cases := []struct {
@@ -215,6 +220,7 @@ func TestUnsafeContractMetadataIsAConfigError(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := gateway.New([]gateway.Registration{tc.reg}, nil)
 			if !errors.Is(err, gateway.ErrConfig) || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("New = %v, want ErrConfig saying %q", err, tc.says)

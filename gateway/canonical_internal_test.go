@@ -14,6 +14,7 @@ import (
 // encoder gives for every envelope the run built; an envelope that no
 // longer carries the run's ids or principal chain is encoded afresh.
 func TestRunMembers(t *testing.T) {
+	t.Parallel()
 	pol := "pol_1"
 	for _, session := range []string{"sess_1", ""} {
 		chain := []runcontext.Principal{{ID: "usr_1", Kind: "user", TenantID: "t"}, {ID: "agent:x@1.0.0", Kind: "agent"}}
@@ -41,6 +42,7 @@ func TestRunMembers(t *testing.T) {
 			{"another chain", func(e *ToolCallEnvelope, _ *ToolResultEnvelope) { e.PrincipalChain = chain[:1] }, false},
 		} {
 			t.Run(session+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
 				rec, res := build()
 				env := &rec.env
 				c.change(env, res)

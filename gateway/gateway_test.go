@@ -127,6 +127,7 @@ func TestRefundApprovalFlow(t *testing.T) {
 
 // Each refusal happens before the adapter and carries the seed's code.
 func TestRefusalsNeverCallTheAdapter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		opt    fixtureOption
@@ -164,6 +165,7 @@ func TestRefusalsNeverCallTheAdapter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var opts []fixtureOption
 			if tc.opt != nil {
 				opts = append(opts, tc.opt)

@@ -16,6 +16,7 @@ import (
 // write it reaches neither the result nor the transcript, with the pack's
 // redaction rules active; ordinary values are left alone.
 func TestHostileRedaction(t *testing.T) {
+	t.Parallel()
 	const card = "4111111111111111"
 	for _, c := range []struct {
 		name  string
@@ -54,6 +55,7 @@ func TestHostileRedaction(t *testing.T) {
 		{name: "card in an error message", rules: []string{"credit_card"}, fail: "card " + card + " declined", leaks: []string{card}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, func(fx *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 				fx.editPack = func(p *pack.Pack) { p.PolicyLayer.Guardrails.RedactionRules = c.rules }
 				fx.orders = gatewaytest.NewScriptedAdapter()

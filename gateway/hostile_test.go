@@ -81,6 +81,7 @@ func (claimsRedacted) RedactedAttempt(*gateway.Call) bool { return true }
 // value reaches the result, the transcript or what the gateway reports to
 // its observer (what a replay packet and a checkpoint keep).
 func TestHostileAdapterResults(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("x", 4096)
 	bigList := make([]string, 200)
 	for i := range bigList {
@@ -181,6 +182,7 @@ func TestHostileAdapterResults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, withEmailRedaction, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 				rc.RunBudget.MaxPayloadBytes = tc.max
 			})
@@ -242,6 +244,7 @@ func TestHostileAdapterResults(t *testing.T) {
 // token_ref (seed 000): an empty or blank token_ref blocks the call before
 // the adapter runs, with a message naming token_ref.
 func TestHostileDelegation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		tokenRef string
@@ -250,6 +253,7 @@ func TestHostileDelegation(t *testing.T) {
 		{"delegated call with a blank token_ref", " \t\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, lowValue, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 				rc.User.Delegation.TokenRef = tc.tokenRef
 			})

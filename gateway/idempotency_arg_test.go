@@ -48,6 +48,7 @@ const refundProps = `"properties":{"order_id":{"type":"string"},"amount_inr":{"t
 // argument. The permission's constraints on idempotency_key hold either
 // way, against the key the call carries.
 func TestIdempotencyKeyArgument(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		schema   string
@@ -70,6 +71,7 @@ func TestIdempotencyKeyArgument(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, lowValue, refundSchemaAs(tc.schema), keyConstraint(tc.named))
 			res, err := f.run.Call(ctx, refundCall(1200))
 			if err != nil {

@@ -32,6 +32,7 @@ func sharedStore(store gateway.IdempotencyStore) fixtureOption {
 // runs of one tenant that pick the same key, or make the same call, each
 // execute their write; a retry within the run is still a duplicate.
 func TestIdempotencyKeysAreScoped(t *testing.T) {
+	t.Parallel()
 	const run = "run_a1b2c3d4e5f60718"
 	tests := []struct {
 		name      string
@@ -48,6 +49,7 @@ func TestIdempotencyKeysAreScoped(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			store := gateway.NewMemoryIdempotency()
 			fa := newFixture(t, lowValue, sharedStore(store), tc.a)
 			fb := newFixture(t, lowValue, sharedStore(store), tc.b)

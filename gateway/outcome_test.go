@@ -54,6 +54,7 @@ func TestNewRefusesInvalidCostModel(t *testing.T) {
 // invalid cost is never charged, and a write's idempotency key keeps the
 // refused result.
 func TestInvalidOutcomeRefused(t *testing.T) {
+	t.Parallel()
 	nan, inf := math.NaN(), math.Inf(1)
 	tests := []struct {
 		name   string
@@ -81,6 +82,7 @@ func TestInvalidOutcomeRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			calls := 0
 			run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
@@ -227,11 +229,13 @@ func TestInvalidWriteOutcomeKept(t *testing.T) {
 // produced by an attempt that ran: what it reports spending is two
 // scalars, read without walking the output, and is charged.
 func TestOutcomeRefusedForSizeIsCharged(t *testing.T) {
+	t.Parallel()
 	for name, output := range map[string]map[string]any{
 		"too large": {"text": strings.Repeat("x", 8192)},
 		"too deep":  nested(1100),
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 				rc.RunBudget.MaxPayloadBytes = 2048
 			})

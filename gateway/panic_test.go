@@ -53,12 +53,14 @@ const panicValue = "boom: secret backend state 4111111111111111"
 // goroutine (an adapter that honours its context) and on the watchdog's;
 // the panic value and stack go to the log at Error level, nowhere else.
 func TestAdapterPanic(t *testing.T) {
+	t.Parallel()
 	for _, honors := range []bool{true, false} {
 		name := "watchdog goroutine"
 		if honors {
 			name = "caller's goroutine"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			logs := &syncBuffer{}
 			run := ordersRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {

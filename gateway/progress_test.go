@@ -16,6 +16,7 @@ import (
 // with a number that is not finite, reports made once the context is done,
 // and everything when nobody listens.
 func TestReportProgress(t *testing.T) {
+	t.Parallel()
 	call := &gateway.Call{Envelope: &gateway.ToolCallEnvelope{ToolCallID: "tool_0123456789abcdef", CapabilityID: "adp_orders.lookup"}, Attempt: 2}
 	long := strings.Repeat("x", 190) + " card 4111 1111 1111 1111 " + strings.Repeat("y", 100)
 	tests := []struct {
@@ -37,6 +38,7 @@ func TestReportProgress(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var got []gateway.Progress
 			c, cancel := context.WithCancel(gateway.WithProgress(ctx, func(p gateway.Progress) { got = append(got, p) }))
 			defer cancel()

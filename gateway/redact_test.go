@@ -91,12 +91,14 @@ func TestUnknownActiveRedactionRule(t *testing.T) {
 // caller's with a tracer provider, the caller's own span context with the
 // default no-op provider (which starts no span).
 func TestSpanContextReachesAdapter(t *testing.T) {
+	t.Parallel()
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 2}, TraceFlags: trace.FlagsSampled})
 	for _, c := range []struct {
 		name     string
 		exporter *tracetest.InMemoryExporter
 	}{{"no-op provider", nil}, {"sdk provider", tracetest.NewInMemoryExporter()}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			var seen trace.SpanContext
 			opts := &gateway.Options{Transcript: gateway.NewMemoryTranscript()}

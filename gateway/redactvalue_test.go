@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedactValue(t *testing.T) {
+	t.Parallel()
 	b := gateway.BuiltinRedactors()
 	for _, tc := range []struct {
 		name    string
@@ -24,6 +25,7 @@ func TestRedactValue(t *testing.T) {
 		{"no rules", map[string]any{"card": "4111 1111 1111 1111"}, nil, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			before, _ := json.Marshal(tc.in)
 			out, changed := gateway.RedactValue(tc.in, tc.rules)
 			got, _ := json.Marshal(out)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDiffClasses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string
@@ -66,6 +67,7 @@ func TestDiffClasses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			old := canonical(t)
 			next := mutated(t, tc.mutate)
 			next.PackMeta.PackVersion = tc.version
@@ -91,6 +93,7 @@ func TestDiffClasses(t *testing.T) {
 // Guard changes that provably only constrain stay minor: the monotonicity
 // check does not class every change as major.
 func TestDiffGuardTightening(t *testing.T) {
+	t.Parallel()
 	const amt = `{"var":"request.context.refund_amount"}`
 	const role = `{"==":[{"var":"user.role"},"support_agent"]}`
 	tests := []struct {
@@ -119,6 +122,7 @@ func TestDiffGuardTightening(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			old := canonical(t)
 			if tc.base != nil {
 				tc.base(old)

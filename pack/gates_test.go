@@ -71,6 +71,7 @@ func TestValidateOptionsGates(t *testing.T) {
 // refuse it; the panic value, which may hold anything, is not repeated),
 // and a problem naming no known gate is filed under GateHost.
 func TestHostGateFailsClosed(t *testing.T) {
+	t.Parallel()
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	panics := func(*pack.Pack) []pack.Problem { panic("sk-live-secret") }
 	unnamed := func(*pack.Pack) []pack.Problem {
@@ -86,6 +87,7 @@ func TestHostGateFailsClosed(t *testing.T) {
 		{"unknown gate names", unnamed, []string{pack.GateHost, pack.GateHost, pack.GateReplay}, "custom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			opts := &pack.ValidateOptions{Gates: []pack.GateFunc{tc.gate}}
 			err := pack.Validate(canonical(t), opts)
 			var ve *pack.ValidationError

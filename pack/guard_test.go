@@ -21,6 +21,7 @@ func foldGuard(raw json.RawMessage) truth {
 }
 
 func TestFoldGuard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		expr string
 		want truth
@@ -73,6 +74,7 @@ func TestFoldGuard(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
+			t.Parallel()
 			if got := foldGuard(json.RawMessage(tc.expr)); got != tc.want {
 				t.Errorf("fold(%s) = %d, want %d", tc.expr, got, tc.want)
 			}
@@ -90,6 +92,7 @@ func TestFoldGuard(t *testing.T) {
 }
 
 func TestCompareGuards(t *testing.T) {
+	t.Parallel()
 	const amt = `{"var":"request.context.refund_amount"}`
 	gt := func(n any) string { return fmt.Sprintf(`{">":[%s,%v]}`, amt, n) }
 	role := `{"==":[{"var":"user.role"},"support_agent"]}`
@@ -128,6 +131,7 @@ func TestCompareGuards(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if got := compareGuards(json.RawMessage(tc.old), json.RawMessage(tc.new)); got != tc.want {
 				t.Errorf("compareGuards(%s, %s) = %d, want %d", tc.old, tc.new, got, tc.want)
 			}

@@ -80,6 +80,7 @@ func denyRule(id, intent string) pack.Rule {
 // class, and never releasable as a minor version), or by ApplyOverlay (an
 // *OverlayError with rule at path).
 func TestHostilePacks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		base      func(p *pack.Pack)    // the base (old) pack, for diff and overlay cases; canonical when nil
@@ -260,6 +261,7 @@ func TestHostilePacks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			base := canonical(t)
 			if tc.base != nil {
 				tc.base(base)

@@ -16,6 +16,7 @@ import (
 // with the rule and its path, and secrets and raw PII written every way
 // are found by the scanner (gate security), which never echoes them.
 func TestHostilePackValidation(t *testing.T) {
+	t.Parallel()
 	const card = "4111111111111111"
 	host := &pack.ValidateOptions{RedactionRules: []string{"hostile_test_employee_id"}}
 	for _, c := range []struct {
@@ -65,6 +66,7 @@ func TestHostilePackValidation(t *testing.T) {
 		}, "", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			p := mutated(t, c.mutate)
 			err := pack.Validate(p, host)
 			if c.code == "" {

@@ -43,6 +43,7 @@ func TestCheckEnvironmentDoesNotEchoTheName(t *testing.T) {
 }
 
 func TestReviewRolesOption(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		opts  *ValidateOptions
@@ -56,6 +57,7 @@ func TestReviewRolesOption(t *testing.T) {
 		{"empty role", &ValidateOptions{ReviewRoles: []ReviewRole{""}}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			err := tc.opts.Check()
 			if tc.error {
 				if !errors.Is(err, ErrReview) {
@@ -77,6 +79,7 @@ func TestReviewRolesOption(t *testing.T) {
 }
 
 func TestPinStack(t *testing.T) {
+	t.Parallel()
 	v := func(minor uint64) Ref { return Ref{ID: "p", Major: 1, Minor: minor} }
 	pin := func(a PinAction, r Ref) Pin { return Pin{Action: a, Ref: r} }
 	for _, tc := range []struct {
@@ -93,6 +96,7 @@ func TestPinStack(t *testing.T) {
 		{"rollback to a version not on the stack", []Pin{pin(ActionPin, v(1)), pin(ActionRollback, v(9))}, []Ref{v(9)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if got := pinStack(tc.h); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("pinStack = %v, want %v", got, tc.want)
 			}
@@ -104,6 +108,7 @@ func TestPinStack(t *testing.T) {
 // transaction, including the races the public API cannot stage: a
 // promotion or rollback whose pin moved after it was decided.
 func TestPinChangeApply(t *testing.T) {
+	t.Parallel()
 	v1, v2 := Ref{ID: "p", Major: 1}, Ref{ID: "p", Major: 2}
 	at := time.Date(2026, 5, 9, 0, 0, 0, 0, time.UTC)
 	published := func(r Ref) Entry { return Entry{Ref: r, State: StatePublished} }
@@ -136,6 +141,7 @@ func TestPinChangeApply(t *testing.T) {
 		{"pin of another environment", PinChange{action: ActionPin, env: "prod", ref: v1}, Pin{Env: "staging", Ref: v2, Seq: 1}, published(v1), ErrTransition, false, StatePublished, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			next, e, write, err := tc.c.Apply(tc.last, tc.target)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || write {

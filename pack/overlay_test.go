@@ -62,6 +62,7 @@ func TestApplyOverlayAllowed(t *testing.T) {
 }
 
 func TestApplyOverlayRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(o *pack.Overlay)
@@ -110,6 +111,7 @@ func TestApplyOverlayRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			o := baseOverlay()
 			tc.mutate(o)
 			_, _, err := pack.ApplyOverlay(canonical(t), o, nil)

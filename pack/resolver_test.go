@@ -103,6 +103,7 @@ func testResolverLoadsOnce(t *testing.T) {
 }
 
 func TestResolverStatesAndRefusals(t *testing.T) {
+	t.Parallel()
 	s, other := packtest.NewSigner(1), packtest.NewSigner(2)
 	ref := pack.MustParseRef("ctxpack.support@1.0.0")
 	tests := []struct {
@@ -135,6 +136,7 @@ func TestResolverStatesAndRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			reg := publishedRegistry(t, s)
 			if tc.setup != nil {
 				tc.setup(reg)

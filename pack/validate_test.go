@@ -28,6 +28,7 @@ func TestCanonicalPackValidatesClean(t *testing.T) {
 // Each failure mode of seed 003 (the versioning "reject" row, the failure
 // modes table, the validation gates) produces exactly this error.
 func TestFailureModes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(p *pack.Pack)
@@ -132,6 +133,7 @@ func TestFailureModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			err := pack.Validate(mutated(t, tc.mutate), nil)
 			if !errors.Is(err, pack.ErrInvalid) {
 				t.Fatalf("Validate = %v, want ErrInvalid", err)
@@ -167,6 +169,7 @@ func TestValidateReportsAllInGateOrder(t *testing.T) {
 }
 
 func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
 	base := string(readFile(t, "ctxpack.support-1.0.0.json"))
 	tests := []struct {
 		name, from, to, path, msg string
@@ -180,6 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			doc := strings.Replace(base, tc.from, tc.to, 1)
 			_, err := pack.Decode([]byte(doc))
 			want := pack.Problem{Gate: "schema", Code: "decode", Path: tc.path, Message: tc.msg}

@@ -126,6 +126,7 @@ func TestGovernedRun(t *testing.T) {
 // "planner_replan: <reason>", is the next turn's reason, and the run goes
 // on to its decision.
 func TestGovernedReplans(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer func(c *planner.Conversation) *planner.Response
@@ -157,6 +158,7 @@ func TestGovernedReplans(t *testing.T) {
 		}, "violates_decision_spec: step 0 calls adp_payments__void, which is not in the tool manifest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			m := &model{}
 			m.script = func(turn int, c *planner.Conversation) *planner.Response {
 				switch turn {

@@ -38,6 +38,7 @@ func TestToolNameEdges(t *testing.T) {
 }
 
 func TestDecisionToolKeys(t *testing.T) {
+	t.Parallel()
 	type schema struct {
 		Properties map[string]struct {
 			Type string   `json:"type"`
@@ -61,6 +62,7 @@ func TestDecisionToolKeys(t *testing.T) {
 			"[a b]", "[approved denied escalated]", "Outcomes allowed per decision key: a: approved, denied; b: denied, escalated."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tool := decisionTool(tc.decisions)
 			var s schema
 			if err := json.Unmarshal(tool.Parameters, &s); err != nil {

@@ -2,15 +2,17 @@ package planner_test
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/planner"
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	c := render(t, canonicalRequests(t)[0], nil)
 	usage := contextos.PlanUsage{InputTokens: 1000, OutputTokens: 50, CachedInputTokens: 800, CostCents: 0.2}
 	long := strings.Repeat("x", 129)
@@ -88,6 +90,7 @@ func TestParse(t *testing.T) {
 		{name: "invalid UTF-8 name", resp: &planner.Response{ToolCalls: []planner.ToolCall{{Name: "a\xffb"}}}, replan: "malformed_tool_call: tool call 0 has a name that is not valid UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if tc.resp != nil {
 				tc.resp.Usage = usage
 			}
@@ -104,8 +107,14 @@ func TestParse(t *testing.T) {
 				}
 				return
 			}
-			if p.Replan != "" || !reflect.DeepEqual(p.Steps, tc.steps) || !reflect.DeepEqual(p.Decision, tc.dec) {
-				t.Errorf("plan %+v (decision %+v), want steps %+v, decision %+v", p, p.Decision, tc.steps, tc.dec)
+			if p.Replan != "" {
+				t.Errorf("replan %q, want none", p.Replan)
+			}
+			if diff := cmp.Diff(tc.steps, p.Steps); diff != "" {
+				t.Errorf("steps mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.dec, p.Decision); diff != "" {
+				t.Errorf("decision mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

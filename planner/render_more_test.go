@@ -38,6 +38,7 @@ func hostRequest(capabilities ...string) *contextos.PlanRequest {
 }
 
 func TestToolNames(t *testing.T) {
+	t.Parallel()
 	long := "adp_" + strings.Repeat("x", 70) + ".run"
 	for _, tc := range []struct {
 		name string
@@ -52,6 +53,7 @@ func TestToolNames(t *testing.T) {
 		{"an empty capability name", []string{"adp."}, map[string]string{"adp.": "adp__"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := render(t, hostRequest(tc.caps...), nil)
 			seen := map[string]bool{}
 			for _, tool := range c.Tools {
@@ -233,6 +235,7 @@ func TestHistory(t *testing.T) {
 }
 
 func TestResultBound(t *testing.T) {
+	t.Parallel()
 	big := map[string]any{"note": strings.Repeat("é\"<", 5000), "bad": "\xff\xfe", "n": 1}
 	for _, tc := range []struct {
 		name  string
@@ -247,6 +250,7 @@ func TestResultBound(t *testing.T) {
 		{"huge status", 256, &gateway.ToolResultEnvelope{Status: gateway.Status(strings.Repeat("s", 1000)), Error: &gateway.ToolError{Code: strings.Repeat("c", 1000)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			req := hostRequest("adp.read")
 			req.Results = []contextos.StepResult{result(0, 0, "adp.read", nil, tc.env)}
 			c := render(t, req, &planner.Options{ResultBytes: tc.limit})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRenderGolden(t *testing.T) {
+	t.Parallel()
 	reqs := canonicalRequests(t)
 	for _, tc := range []struct {
 		name string
@@ -19,6 +20,7 @@ func TestRenderGolden(t *testing.T) {
 		{"refund_turn2_replan.json", reqs[2]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got := conversationJSON(t, render(t, tc.req, &planner.Options{Instructions: "Answer in English."}))
 			golden(t, tc.name, got)
 			again := conversationJSON(t, render(t, tc.req, &planner.Options{Instructions: "Answer in English."}))

@@ -49,6 +49,7 @@ func wideList(n int, item string) string {
 // TestHostilePolicies: hostile expressions and data documents never make
 // the engine allow what it should not, crash it, or run without bound.
 func TestHostilePolicies(t *testing.T) {
+	t.Parallel()
 	million := numbers(1_000_000)
 	thousand := numbers(1000)
 	selfRef := []any{"x", nil}
@@ -115,6 +116,7 @@ func TestHostilePolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p, req, rc := load(t)
 			if tc.expr != "" {
 				setExpr(t, p, tc.where, tc.expr)

@@ -118,6 +118,7 @@ func TestApprovalGateThreshold(t *testing.T) {
 }
 
 func TestGuardrails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		signals []any
@@ -132,6 +133,7 @@ func TestGuardrails(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p, req, rc := load(t)
 			req.Input.Context["signals"] = tc.signals
 			req.Input.Context["identity_verified"] = tc.identOK
@@ -157,6 +159,7 @@ func TestGuardrails(t *testing.T) {
 }
 
 func TestFailsClosed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(req *runcontext.InvokeRequest, rc *runcontext.RunContext)
@@ -177,6 +180,7 @@ func TestFailsClosed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := evaluate(t, tc.edit)
 			var ee *policy.Error
 			if !errors.As(err, &ee) || !errors.Is(err, policy.ErrEvaluation) {

@@ -205,6 +205,7 @@ func TestUnsealedPacketIsInvalid(t *testing.T) {
 }
 
 func TestSealRefusesWhatCheckIntegrityRefuses(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		change func(p *replay.Packet)
 		want   error
@@ -216,6 +217,7 @@ func TestSealRefusesWhatCheckIntegrityRefuses(t *testing.T) {
 		"status":         {func(p *replay.Packet) { p.Expected.Status = "REJECTED" }, replay.ErrTamper},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			p := fullPacket(t)
 			p.PacketHash = ""
 			tc.change(p)

@@ -171,6 +171,7 @@ func TestMeterChargeCostHuge(t *testing.T) {
 // negative usage) and reports the run over its budget; a cost that is not
 // a finite number ≥ 0 is invalid and applies nothing.
 func TestMeterChargeIncurredCost(t *testing.T) {
+	t.Parallel()
 	const saturated = float64(math.MaxInt64) / 1e6
 	tests := []struct {
 		name     string
@@ -193,6 +194,7 @@ func TestMeterChargeIncurredCost(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			m := NewMeter(testBudget(), time.Unix(0, 0))
 			var err error
 			for _, c := range tc.charges {
@@ -229,6 +231,7 @@ func TestMeterChargeIncurredCost(t *testing.T) {
 // refused before they are spent never take a meter over; a usage restored
 // under a smaller budget can.
 func TestMeterExceeded(t *testing.T) {
+	t.Parallel()
 	m := NewMeter(testBudget(), time.Unix(0, 0))
 	for i := 0; i < 3; i++ {
 		m.ChargeToolCall()
@@ -254,6 +257,7 @@ func TestMeterExceeded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := testBudget()
 			tc.budget(&b)
 			err := RestoreMeter(b, time.Unix(0, 0), used).Exceeded()

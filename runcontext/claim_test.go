@@ -60,6 +60,7 @@ func TestClaimSignVerify(t *testing.T) {
 }
 
 func TestClaimVerifyFailures(t *testing.T) {
+	t.Parallel()
 	other := ed25519.NewKeyFromSeed(make([]byte, 32))
 	tests := []struct {
 		name   string
@@ -87,6 +88,7 @@ func TestClaimVerifyFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rc := fixtureRunContext(t)
 			c := validClaim(rc)
 			want := ClaimExpectations{Now: testNow, RunID: rc.RunID, TenantID: rc.TenantID, AgentURN: rc.Agent.AgentURN, SessionID: rc.SessionID}

@@ -19,6 +19,7 @@ func (shortKeys) PublicKey(context.Context, string) (ed25519.PublicKey, error) {
 // Hostile identity claims: each fails closed with a *ClaimError naming the
 // claim member at fault, and no error carries the signature or a key.
 func TestHostileIdentityClaims(t *testing.T) {
+	t.Parallel()
 	attacker := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	// resign re-signs c under the test key after mutate, as an issuer that
 	// minted the claim for something else would.
@@ -124,6 +125,7 @@ func TestHostileIdentityClaims(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rc := fixtureRunContext(t)
 			rc.Agent.IdentityClaim = validClaim(rc)
 			sig := rc.Agent.IdentityClaim.Sig

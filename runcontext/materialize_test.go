@@ -87,6 +87,7 @@ func TestMaterializeHintsOnlyTightenHostBudget(t *testing.T) {
 }
 
 func TestMaterializeConflicts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		host func(rc *RunContext)
@@ -104,6 +105,7 @@ func TestMaterializeConflicts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			host := fixtureRunContext(t)
 			tc.host(host)
 			_, err := Materialize(fixtureRequest(t), host, nil)

@@ -76,6 +76,7 @@ func TestSeedFixturesValidate(t *testing.T) {
 // Every rule of InvokeRequest validation, each with the failing mutation and
 // the passing variant.
 func TestInvokeRequestRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		bad, good func(r *InvokeRequest)
@@ -165,6 +166,7 @@ func TestInvokeRequestRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := fixtureRequest(t)
 			tc.bad(r)
 			ps := problemsOf(t, r.Validate())
@@ -206,6 +208,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestRunContextRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		bad, good func(rc *RunContext)
@@ -249,6 +252,7 @@ func TestRunContextRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rc := fixtureRunContext(t)
 			tc.bad(rc)
 			ps := problemsOf(t, rc.Validate())
@@ -265,6 +269,7 @@ func TestRunContextRules(t *testing.T) {
 }
 
 func TestStrictDecoding(t *testing.T) {
+	t.Parallel()
 	base := readFixture(t, "invoke.support-refund.json")
 	edit := func(f func(m map[string]any)) []byte {
 		var m map[string]any
@@ -296,6 +301,7 @@ func TestStrictDecoding(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := DecodeInvokeRequest(tc.doc)
 			ps := problemsOf(t, err)
 			found := false
@@ -411,6 +417,7 @@ func TestRequestIDPreIssue15StillValid(t *testing.T) {
 }
 
 func TestRequestIDHostile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, id string
 		rule     Code
@@ -454,6 +461,7 @@ func TestRequestIDHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := fixtureRequest(t)
 			r.RequestID = tt.id
 			err := r.Validate()

@@ -98,10 +98,12 @@ var seedExamples = []struct {
 // schema: each either validates or is refused at exactly its listed
 // members, for exactly its listed rules.
 func TestSeedExamples(t *testing.T) {
+	t.Parallel()
 	listed := map[string]bool{"README.md": true}
 	for _, ex := range seedExamples {
 		listed[ex.file] = true
 		t.Run(ex.file, func(t *testing.T) {
+			t.Parallel()
 			b, err := os.ReadFile(filepath.Join("testdata", "seeds", ex.file))
 			if err != nil {
 				t.Fatal(err)

@@ -92,6 +92,7 @@ func TestExternalRejectsNonContractReplies(t *testing.T) {
 }
 
 func TestHTTPTransport(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, reply string
 		status      int
@@ -112,6 +113,7 @@ func TestHTTPTransport(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ts := newToolServer(t, func(int, *http.Request, []byte) (int, string) { return c.status, c.reply })
 			out, err := newAdapter(t, transport.Endpoint{Transport: "http", URL: ts.URL + "/refund"}, nil).Call(bg, call(1))
 			if c.wantCode != "" {

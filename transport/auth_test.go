@@ -18,6 +18,7 @@ import (
 )
 
 func TestAuthProfiles(t *testing.T) {
+	t.Parallel()
 	secrets := transport.MapSecrets{"payments-token": "tok1", "search-key": "k-123", "svc": "user:pa:ss", "prod/db:password": "nsval", "nocolon": "justuser"}
 	cases := []struct {
 		name, header, want string
@@ -35,6 +36,7 @@ func TestAuthProfiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ts := newToolServer(t, echoEnvelope)
 			_, err := newAdapter(t, transport.Endpoint{Transport: "external", URL: ts.URL, Auth: c.auth}, &transport.Options{Secrets: secrets}).Call(bg, call(1))
 			if c.code != "" {
@@ -254,6 +256,7 @@ func TestOAuth2ConcurrentMissesExchangeOnce(t *testing.T) {
 // Two endpoints of one OAuth2 client that differ only in their scopes get
 // a token each; the same scope set (in any order, repeated) shares one.
 func TestOAuth2TokensAreCachedPerScopeSet(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		a, b      []string
@@ -266,6 +269,7 @@ func TestOAuth2TokensAreCachedPerScopeSet(t *testing.T) {
 		{"same set, other order, repeated", []string{"payments.refund", "payments.read"}, []string{"payments.read", "payments.refund", "payments.read"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tok := newTokenServer(t, 3600)
 			ts := newToolServer(t, echoEnvelope)
 			cache := &transport.TokenCache{}

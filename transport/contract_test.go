@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 )
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		req       transport.Request
@@ -27,6 +27,7 @@ func TestNormalize(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			r := c.req
 			te := transport.Normalize(&r)
 			if c.wantField == "" {
@@ -53,8 +54,8 @@ func TestNormalize(t *testing.T) {
 	}
 	want := transport.Request{ToolContractVersion: "v1", RequestID: "r", Tool: transport.Tool{Name: "t", Operation: "invoke", Capabilities: []string{"data.read", "network.read"}, RiskLevel: "high"},
 		Auth: &transport.AuthInfo{Profile: "bearer", Scopes: []string{"a"}}, Attempt: 1}
-	if !reflect.DeepEqual(r, want) {
-		t.Fatalf("normalised\n got %+v\nwant %+v", r, want)
+	if diff := cmp.Diff(want, r); diff != "" {
+		t.Fatalf("normalised request mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -74,6 +75,7 @@ func TestDecodeRequestAcceptsBothInputForms(t *testing.T) {
 }
 
 func TestDecodeResponse(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body string
 		wantErr    bool
@@ -130,6 +132,7 @@ func TestDecodeResponse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			r, err := transport.DecodeResponse([]byte(c.body))
 			if c.wantErr {
 				if !errors.Is(err, transport.ErrContract) {

@@ -243,6 +243,7 @@ func recordPeer(next http.Handler, mu *sync.Mutex, seen *[]orlojpeer.Request) ht
 // string details are read, and a reply of another major version is a
 // non-retryable invalid_input on every transport.
 func TestInteropOurClientToUpstreamServers(t *testing.T) {
+	t.Parallel()
 	strArgs := func(c *gateway.Call) { c.Envelope.Args = map[string]any{"order_id": "ord_881"} }
 	for _, tc := range []struct {
 		name     string
@@ -261,6 +262,7 @@ func TestInteropOurClientToUpstreamServers(t *testing.T) {
 		{name: "webhook-callback, polled", mode: "webhook-callback", inputRaw: true, result: `ok:{"amount_inr":1200,"order_id":"ord_881"}`, wantMode: "webhook-callback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var mu sync.Mutex
 			var seen []orlojpeer.Request
 			var h http.Handler = orlojpeer.Handler(peerTool)
@@ -307,6 +309,7 @@ func TestInteropOurClientToUpstreamServers(t *testing.T) {
 	v2 := `{"tool_contract_version":"v2","request_id":"tool_0123456789abcdef","status":"ok","output":{"result":"done"}}`
 	for _, mode := range []string{"http", "external", "webhook-callback", "webhook-callback polled"} {
 		t.Run("unknown major version/"+mode, func(t *testing.T) {
+			t.Parallel()
 			srv := newToolServer(t, func(n int, _ *http.Request, _ []byte) (int, string) {
 				if mode == "webhook-callback polled" && n == 0 {
 					return 202, ``

@@ -20,6 +20,7 @@ import (
 // sampled flag the tracer decided, or, with no tracer, on the caller's
 // span with the caller's flags; tracestate and baggage forwarded.
 func TestTraceContextReachesTheTool(t *testing.T) {
+	t.Parallel()
 	const (
 		tid   = "4bf92f3577b34da6a3ce929d0e0e4736"
 		state = "tenant=tenant_acme_prod,ctxpack=ctxpack.support@5.2.0"
@@ -49,6 +50,7 @@ func TestTraceContextReachesTheTool(t *testing.T) {
 	} {
 		for _, mode := range []string{"http", "external", "webhook"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
 				ts := newToolServer(t, func(n int, _ *http.Request, _ []byte) (int, string) {
 					if mode == "webhook" && n == 0 {
 						return 202, ``

@@ -66,6 +66,7 @@ const jobDone = `{"tool_contract_version":"v1","request_id":"tool_0123456789abcd
 // answer short of a terminal reply, the wait goes on, and a later attempt
 // of the same call polls the job instead of submitting it again.
 func TestWebhookNeverSubmitsTwice(t *testing.T) {
+	t.Parallel()
 	accepted := func(int) (int, string) { return 202, `` }
 	for _, tc := range []struct {
 		name   string
@@ -95,6 +96,7 @@ func TestWebhookNeverSubmitsTwice(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				s := &scripted{submit: tc.submit, poll: func(n int) (int, string, error) {
 					if n < len(tc.polls) {

@@ -181,6 +181,7 @@ func TestBackendDriverErrorAndTimeout(t *testing.T) {
 // TestCheckersCatchViolations shows the suite's checks fail on events and
 // completions that break the contract.
 func TestCheckersCatchViolations(t *testing.T) {
+	t.Parallel()
 	huge := json.RawMessage(`"` + strings.Repeat("x", agent.MaxDataBytes) + `"`)
 	cases := []struct {
 		name  string
@@ -234,6 +235,7 @@ func TestCheckersCatchViolations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			r := &recorder{TB: t}
 			c.check(r)
 			if len(r.errs) == 0 {

@@ -89,6 +89,7 @@ func assistant(id string, blocks ...string) string {
 const facetS1 = `{"schema":"agent_api.session.handle.v1","session":{"id":"s1"}}`
 
 func TestMapper(t *testing.T) {
+	t.Parallel()
 	msgStart := func(id string) string {
 		return streamEvent(`{"type":"message_start","message":{"id":"` + id + `"}}`)
 	}
@@ -235,6 +236,7 @@ func TestMapper(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m := newMapper()
 			got := brief(t, mapAll(m, tt.lines...))
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
@@ -276,6 +278,7 @@ func TestMapperSessionOversize(t *testing.T) {
 }
 
 func TestMapperCompletionData(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, line, want string
 	}{
@@ -287,6 +290,7 @@ func TestMapperCompletionData(t *testing.T) {
 			`{"schema":"agent_api.session.handle.v1","session":{"id":"<s>"},"cost_usd":0.0015}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m := newMapper()
 			mapAll(m, tt.line)
 			if _, data := m.completion(); string(data) != tt.want {
@@ -297,6 +301,7 @@ func TestMapperCompletionData(t *testing.T) {
 }
 
 func TestMapperParseErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ line, desc string }{
 		{`not json SECRET`, descInvalidJSON},
 		{`{"type":"assistant","SECRET"`, descInvalidJSON},
@@ -317,6 +322,7 @@ func TestMapperParseErrors(t *testing.T) {
 		{`{"type":"stream_event","session_id":"s","event":{"kind":"SECRET"}}`, descEventType},
 	} {
 		t.Run(tt.desc, func(t *testing.T) {
+			t.Parallel()
 			m := newMapper()
 			got := m.mapLine([]byte(tt.line))
 			want := parseErrorPrefix + tt.desc + " (line_bytes=" + strconv.Itoa(len(tt.line)) + ")"

@@ -15,6 +15,7 @@ import (
 )
 
 func TestKindAndCapabilities(t *testing.T) {
+	t.Parallel()
 	base := []string{
 		"agent_api.artifacts.final_text.v1", "agent_api.config.model.v1", "agent_api.control.cancel.v1",
 		"agent_api.events", "agent_api.events.live", "agent_api.exec.add_dirs.v1", "agent_api.exec.non_interactive",
@@ -32,6 +33,7 @@ func TestKindAndCapabilities(t *testing.T) {
 		{"external sandbox opt-in", Config{AllowExternalSandboxExec: true}, withSandbox},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			b := New(tt.cfg)
 			if b.Kind() != agent.KindClaudeCode {
 				t.Errorf("kind %q", b.Kind())

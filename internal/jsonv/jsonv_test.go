@@ -2,8 +2,9 @@ package jsonv
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestNormalize(t *testing.T) {
@@ -14,8 +15,8 @@ func TestNormalize(t *testing.T) {
 		"s": []string{"a"}, "nested": []any{map[string]any{"k": int32(1)}}, "struct": point{X: 1}, "nil": nil, "ch": make(chan int)}
 	want := map[string]any{"i": 3.0, "i64": 4.0, "f32": 1.5, "u": 2.0, "n": 7.25, "bad": "x",
 		"s": []any{"a"}, "nested": []any{map[string]any{"k": 1.0}}, "struct": map[string]any{"x": 1.0}, "nil": nil, "ch": nil}
-	if got := Normalize(in); !reflect.DeepEqual(got, want) {
-		t.Errorf("Normalize = %#v\nwant %#v", got, want)
+	if diff := cmp.Diff(want, Normalize(in)); diff != "" {
+		t.Errorf("Normalize mismatch (-want +got):\n%s", diff)
 	}
 	src := map[string]any{"a": []any{1.0}}
 	out := Normalize(src).(map[string]any)
@@ -47,7 +48,10 @@ func TestCyclicValuesEndInsteadOfOverflowing(t *testing.T) {
 		}
 	}
 	shallow := map[string]any{"a": []any{map[string]any{"b": 2.0}}}
-	if !Finite(shallow) || !reflect.DeepEqual(Normalize(shallow), shallow) {
-		t.Error("a shallow value changed")
+	if !Finite(shallow) {
+		t.Error("Finite(shallow) = false")
+	}
+	if diff := cmp.Diff(shallow, Normalize(shallow)); diff != "" {
+		t.Errorf("a shallow value changed (-want +got):\n%s", diff)
 	}
 }

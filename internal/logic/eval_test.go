@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func mustCompile(t testing.TB, expr string) *Program {
@@ -154,8 +155,8 @@ func TestEvalSemantics(t *testing.T) {
 			t.Errorf("%s on %s: %v", tc.expr, tc.data, err)
 			continue
 		}
-		if want := jsonValue(t, tc.want); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s on %s = %#v, want %#v", tc.expr, tc.data, got, want)
+		if diff := cmp.Diff(jsonValue(t, tc.want), got); diff != "" {
+			t.Errorf("%s on %s mismatch (-want +got):\n%s", tc.expr, tc.data, diff)
 		}
 	}
 }

@@ -60,8 +60,10 @@ func encodedForms() map[string]string {
 }
 
 func TestEncodedHiddenFormsRedacted(t *testing.T) {
+	t.Parallel()
 	for name, s := range encodedForms() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			out, changed := Redact("data: "+s+" end", All)
 			if !changed || strings.Contains(out, s) || !strings.Contains(out, Redacted) {
 				t.Errorf("not redacted: %q", out)

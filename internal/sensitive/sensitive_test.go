@@ -21,6 +21,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // Every kind is found where it is written, and only its value goes.
 func TestRedactKinds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, in, want string
 		kind           Kind
@@ -62,6 +63,7 @@ func TestRedactKinds(t *testing.T) {
 		{"base64url card", base64.RawURLEncoding.EncodeToString([]byte("card " + visa)), "[REDACTED]", Encoded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			got, changed := Redact(c.in, All)
 			if got != c.want || !changed {
 				t.Errorf("Redact(%q) = %q, %v; want %q", c.in, got, changed, c.want)

@@ -32,6 +32,7 @@ func spanCtx(t *testing.T, ctx context.Context, tid string, flags trace.TraceFla
 type headers struct{ TraceParent, TraceState, Baggage string }
 
 func TestOutbound(t *testing.T) {
+	t.Parallel()
 	const (
 		tid   = "4bf92f3577b34da6a3ce929d0e0e4736"
 		other = "0af7651916cd43dd8448eb211c80319c"
@@ -82,6 +83,7 @@ func TestOutbound(t *testing.T) {
 		{"nothing valid anywhere", runcontext.Trace{TraceID: tid}, bg, headers{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := http.Header{}
 			w3ctrace.Inject(w3ctrace.Outbound(tc.ctx, tc.caller), h.Set)
 			got := headers{h.Get(w3ctrace.HeaderTraceparent), h.Get(w3ctrace.HeaderTracestate), h.Get(w3ctrace.HeaderBaggage)}

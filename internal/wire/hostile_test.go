@@ -37,6 +37,7 @@ const callEnvelope = `{"envelope_version":"contextos.tool_call.v1","tool_call_id
 // at the expected JSON path, and no problem text carries the planted
 // secret.
 func TestHostileDocuments(t *testing.T) {
+	t.Parallel()
 	invoke := readFile(t, "invoke.support-refund.json")
 	pk := readFile(t, "ctxpack.support-1.0.0.json")
 	deep := func(open, close string, n int) []byte {
@@ -131,6 +132,7 @@ func TestHostileDocuments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dec := tc.decode
 			if dec == nil {
 				dec = wire.Strict

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 type color string
@@ -56,6 +58,7 @@ type withRequired struct {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		doc    string
@@ -81,10 +84,11 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, filled := Decode([]byte(tc.doc), tc.target)
 			// Problems come sorted by key within an object, depth first.
-			if !reflect.DeepEqual(normalize(got), normalize(tc.want)) {
-				t.Errorf("Decode(%s) = %v, want %v", tc.doc, got, tc.want)
+			if diff := cmp.Diff(normalize(tc.want), normalize(got)); diff != "" {
+				t.Errorf("Decode(%s) problems mismatch (-want +got):\n%s", tc.doc, diff)
 			}
 			if filled != tc.filled {
 				t.Errorf("filled = %v, want %v", filled, tc.filled)

@@ -25,6 +25,7 @@ func marshalParams(t *testing.T, p anthropic.MessageNewParams) string {
 
 // Conversations Render does not make, mapped as the API needs them.
 func TestParamsEdgeCases(t *testing.T) {
+	t.Parallel()
 	p := &Planner{opts: Options{Model: "m", MaxTokens: 100}}
 	for _, tc := range []struct {
 		name string
@@ -57,6 +58,7 @@ func TestParamsEdgeCases(t *testing.T) {
 				`{"content":[{"tool_use_id":"c1","cache_control":{"type":"ephemeral"},"content":[{"text":"{\"ok\":true}","type":"text"}],"type":"tool_result"}],"role":"user"}],"model":"m"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			params, err := p.params(&tc.conv)
 			if err != nil {
 				t.Fatal(err)

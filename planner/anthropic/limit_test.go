@@ -19,6 +19,7 @@ import (
 // stream that never ends (at the default bound), whose server handler
 // then returns (TestMain checks that no goroutine leaks).
 func TestResponseTooLarge(t *testing.T) {
+	t.Parallel()
 	delta := `event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + strings.Repeat("x", 512) + `"}}` + "\n\n"
 	for _, tc := range []struct {
 		name   string
@@ -48,6 +49,7 @@ func TestResponseTooLarge(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			done := make(chan struct{}, 4)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				defer func() { done <- struct{}{} }()

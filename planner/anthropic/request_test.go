@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -96,16 +96,18 @@ func decodeWire(t *testing.T, body []byte) wire {
 	return w
 }
 
-func jsonEqual(t *testing.T, a, b []byte) bool {
+// jsonDiff decodes want and got and returns their cmp.Diff, "" when the
+// two documents hold the same JSON value.
+func jsonDiff(t *testing.T, want, got []byte) string {
 	t.Helper()
 	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
+	if err := json.Unmarshal(want, &x); err != nil {
+		t.Fatalf("%s: %v", want, err)
 	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
+	if err := json.Unmarshal(got, &y); err != nil {
+		t.Fatalf("%s: %v", got, err)
 	}
-	return reflect.DeepEqual(x, y)
+	return cmp.Diff(x, y)
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -175,8 +177,11 @@ func TestRequest(t *testing.T) {
 		}
 		for j, tl := range conv.Tools {
 			got := w.Tools[j]
-			if got.Name != tl.Name || got.Description != tl.Description || !jsonEqual(t, got.InputSchema, tl.Parameters) {
-				t.Errorf("request %d: tool %d = %s %s, want %s %s", i, j, got.Name, got.InputSchema, tl.Name, tl.Parameters)
+			if got.Name != tl.Name || got.Description != tl.Description {
+				t.Errorf("request %d: tool %d = %s %q, want %s %q", i, j, got.Name, got.Description, tl.Name, tl.Description)
+			}
+			if diff := jsonDiff(t, tl.Parameters, got.InputSchema); diff != "" {
+				t.Errorf("request %d: tool %d (%s) input schema mismatch (-want +got):\n%s", i, j, tl.Name, diff)
 			}
 		}
 		// The context message first, with the breakpoint on its block.
@@ -189,8 +194,8 @@ func TestRequest(t *testing.T) {
 	for _, tl := range decodeWire(t, reqs[0].body).Tools {
 		names = append(names, tl.Name)
 	}
-	if want := []string{fnLookup, fnRefund, fnEval, fnDecision}; !reflect.DeepEqual(names, want) {
-		t.Errorf("tools %v, want %v", names, want)
+	if diff := cmp.Diff([]string{fnLookup, fnRefund, fnEval, fnDecision}, names); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
 	}
 
 	// Turn 1: context, the assistant's calls, then both results and the
@@ -238,8 +243,8 @@ func TestRequestMergesReplanIntoResults(t *testing.T) {
 	for _, m := range w.Messages {
 		roles = append(roles, m.Role)
 	}
-	if !reflect.DeepEqual(roles, []string{"user", "assistant", "user"}) {
-		t.Fatalf("roles %v", roles)
+	if diff := cmp.Diff([]string{"user", "assistant", "user"}, roles); diff != "" {
+		t.Fatalf("roles mismatch (-want +got):\n%s", diff)
 	}
 	last := w.Messages[2].Content
 	if len(last) != 3 || last[0].Type != "tool_result" || last[1].Type != "tool_result" || last[2].Type != "text" ||
@@ -313,17 +318,13 @@ func TestStreamMatchesBatch(t *testing.T) {
 		1: {0: {plannertest.Refund, `{"order_id":"ord_881","amount_inr":4200,"currency":"INR"}`}, 1: {planner.DecisionTool, refundAndDecide().blocks[1].args}},
 		2: {},
 	}
-	if !reflect.DeepEqual(calls, want) {
-		for turn, cs := range calls {
-			for i, c := range cs {
-				t.Logf("turn %d call %d: %+v", turn, i, *c)
-			}
-		}
-		t.Errorf("tool deltas differ")
+	if diff := cmp.Diff(want, calls, cmp.AllowUnexported(call{})); diff != "" {
+		t.Errorf("tool deltas mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestNewOptions(t *testing.T) {
+	t.Parallel()
 	noEnv := func(string) string { return "" }
 	tooHot, nan := 1.5, float64(0)
 	nan /= nan
@@ -347,6 +348,7 @@ func TestNewOptions(t *testing.T) {
 			Prices: map[string]planner.Price{"b": {}, "a": {OutputUSDPerMTok: -1}}}, `Prices["a"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p, err := anthropic.New(tc.o)
 			if !errors.Is(err, anthropic.ErrConfig) || !strings.Contains(err.Error(), tc.want) || p != nil {
 				t.Fatalf("New = %v, %v; want ErrConfig naming %q", p, err, tc.want)

@@ -23,6 +23,7 @@ const overloadedEvent = `{"type":"error","error":{"type":"overloaded_error","mes
 // stream that fails after message_start reports the usage it had (the
 // input, and the output so far) with the error.
 func TestTurnUsageErrors(t *testing.T) {
+	t.Parallel()
 	a := &answer{blocks: []block{tool("toolu_1", fnLookup, `{"order_id":"ord_881"}`)}, stop: "tool_use", in: 300, read: 1200, write: 100, out: 40}
 	startUsage := contextos.PlanUsage{InputTokens: 1600, CachedInputTokens: 1200, OutputTokens: 1}
 	startUsage.CostCents = testPrice.Cents(startUsage, 100)
@@ -54,6 +55,7 @@ func TestTurnUsageErrors(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFake(t, tc.rep)
 			p := newPlanner(t, f, tc.stream, nil)
 			plan, err := p.Plan(context.Background(), capturedRequest(t))
@@ -91,6 +93,7 @@ func TestTurnUsageErrors(t *testing.T) {
 // reported, and the run ends decided; it replays without asking the
 // model.
 func TestUsageChargedAsReported(t *testing.T) {
+	t.Parallel()
 	runs := 8
 	if testing.Short() {
 		runs = 3
@@ -98,6 +101,7 @@ func TestUsageChargedAsReported(t *testing.T) {
 	for seed := range runs {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprint(seed, "/stream=", stream), func(t *testing.T) {
+				t.Parallel()
 				rng := rand.New(rand.NewPCG(uint64(seed), 1920))
 				var script []reply
 				var wantTokens, wantStops int

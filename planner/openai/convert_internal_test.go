@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 
 	"github.com/contextos/contextos"
@@ -64,6 +64,7 @@ func cents(in, cached, out int) float64 {
 // Answers in the API's wire format (shapes of the API reference's and the
 // SDK's examples, and an Ollama answer) become the right responses.
 func TestResponses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		file string
 		want planner.Response
@@ -87,6 +88,7 @@ func TestResponses(t *testing.T) {
 			Usage: contextos.PlanUsage{InputTokens: 81, OutputTokens: 11, CostCents: cents(81, 0, 11)}}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
 			body, err := os.ReadFile(filepath.Join("testdata", tc.file))
 			if err != nil {
 				t.Fatal(err)
@@ -96,8 +98,8 @@ func TestResponses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(*got, tc.want) {
-				t.Errorf("response\n%+v\nwant\n%+v", *got, tc.want)
+			if diff := cmp.Diff(tc.want, *got); diff != "" {
+				t.Errorf("response mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 // stream that never ends (at the default bound), whose server handler
 // then returns (TestMain checks that no goroutine leaks).
 func TestResponseTooLarge(t *testing.T) {
+	t.Parallel()
 	chunk := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 512) + `"},"finish_reason":null}]}` + "\n\n"
 	for _, tc := range []struct {
 		name   string
@@ -45,6 +46,7 @@ func TestResponseTooLarge(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			done := make(chan struct{})
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				defer func() { done <- struct{}{} }()

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func ptr[T any](v T) *T { return &v }
 
 func TestNewOptions(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) func(string) string {
 		return func(k string) string {
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -62,6 +63,7 @@ func TestNewOptions(t *testing.T) {
 		{"negative retries turn them off", openai.Options{Model: "m", APIKey: "sk-secret", MaxRetries: -1, Getenv: noEnv}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p, err := openai.New(tc.opts)
 			if tc.want == "" {
 				if err != nil || p == nil {
@@ -268,6 +270,7 @@ func TestRequestStream(t *testing.T) {
 // A failed call's error matches the SDK's error type and never quotes
 // the key, even when the server's message does.
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	echo := `{"error":{"message":"Incorrect API key provided: ` + testKey + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 	for _, tc := range []struct {
 		name   string
@@ -310,6 +313,7 @@ func TestErrors(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFake(t, tc.rep)
 			p := newPlanner(t, f, func(o *openai.Options) { o.Stream = tc.stream })
 			plan, err := p.Plan(context.Background(), planRequest(t))

@@ -22,6 +22,7 @@ import (
 // stream that fails after its usage chunk reports that usage with the
 // error (*contextos.PlanUsageError), which keeps the SDK's error.
 func TestTurnUsageErrors(t *testing.T) {
+	t.Parallel()
 	u := usage{prompt: 1800, completion: 25, cached: 512}
 	for _, tc := range []struct {
 		name      string
@@ -38,6 +39,7 @@ func TestTurnUsageErrors(t *testing.T) {
 		{"stream cut before its usage", true, reply{calls: []call{lookupCall("c")}, finish: "tool_calls", usage: u, cut: true}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFake(t, tc.rep)
 			p := newPlanner(t, f, func(o *openai.Options) { o.Stream = tc.stream })
 			plan, err := p.Plan(context.Background(), planRequest(t))
@@ -103,6 +105,7 @@ func TestStreamRunningUsageChargedOnce(t *testing.T) {
 // reported — the sum over the answers that carried one — and the run
 // ends decided; every run replays without asking the model.
 func TestUsageChargedAsReported(t *testing.T) {
+	t.Parallel()
 	runs := 12
 	if testing.Short() {
 		runs = 4
@@ -110,6 +113,7 @@ func TestUsageChargedAsReported(t *testing.T) {
 	for seed := range runs {
 		for _, m := range modes {
 			t.Run(fmt.Sprint(seed, "/", m.name), func(t *testing.T) {
+				t.Parallel()
 				rng := rand.New(rand.NewPCG(uint64(seed), 1919))
 				var replies []reply
 				for range 1 + rng.IntN(6) {

@@ -40,6 +40,7 @@ func upstreamInvoke(t *testing.T, url string, req orlojpeer.Request) orlojpeer.R
 // with Orloj's types and pass the harness's envelope checks, refusals
 // included; arguments sent only in input_raw reach the executor decoded.
 func TestInteropUpstreamClientToRegister(t *testing.T) {
+	t.Parallel()
 	no := false
 	invalid := orlojpeer.Expect{Status: "error", Code: "invalid_input", Reason: "tool_invalid_input", Retryable: &no}
 	base := func(raw string) orlojpeer.Request {
@@ -62,6 +63,7 @@ func TestInteropUpstreamClientToRegister(t *testing.T) {
 		{"number details", base(`{"details":"numbers"}`), orlojpeer.Expect{Status: "error", Code: "timeout", Reason: "tool_execution_timeout"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var mu sync.Mutex
 			var seen []*transport.Request
 			url := serveTools(t, transport.ExecutorFunc(func(_ context.Context, req *transport.Request) *transport.Response {

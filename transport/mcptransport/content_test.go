@@ -106,6 +106,7 @@ func TestContentBlocksThroughGateway(t *testing.T) {
 // the gateway's typed payload error when the run allows less; a smaller
 // inline bound keeps the digest instead, and the call passes.
 func TestContentBlockBounds(t *testing.T) {
+	t.Parallel()
 	small := func(rc *runcontext.RunContext, _ *runcontext.InvokeRequest) { rc.RunBudget.MaxPayloadBytes = 16 << 10 }
 	tests := []struct {
 		name      string
@@ -128,6 +129,7 @@ func TestContentBlockBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			a := memAdapter(t, mediaServer(), transport.Endpoint{}, &mcptransport.Options{MaxInlineBytes: tc.maxInline})
 			call := lookupCall()
 			call.Args["order_id"] = tc.order
@@ -186,6 +188,7 @@ func golden(t *testing.T, name string, got []byte) {
 // media type and size and is marked redacted, with neither data nor a
 // digest. Binary data with nothing in it is kept inline.
 func TestContentBlocksCardInBinaryData(t *testing.T) {
+	t.Parallel()
 	const pan = "4111111111111111"
 	utf16le := []byte{0xff, 0xfe}
 	for _, c := range "Karte " + pan {
@@ -199,6 +202,7 @@ func TestContentBlocksCardInBinaryData(t *testing.T) {
 	}
 	for name, data := range payloads {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := mcp.NewServer(&mcp.Implementation{Name: "media", Version: "v1"}, nil)
 			s.AddTool(&mcp.Tool{Name: "lookup", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"order_id": map[string]any{"type": "string"}}}},
 				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

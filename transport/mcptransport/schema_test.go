@@ -21,8 +21,10 @@ import (
 // call envelopes' metadata, so none into the transcript: the capability's
 // arg_schema_ref is the digest of the schema's canonical JSON, bounded.
 func TestSchemaIDNeverCarriesToken(t *testing.T) {
+	t.Parallel()
 	for name, tail := range map[string]string{"short": "", "unbounded": ":" + strings.Repeat("A", 100000)} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var schema map[string]any
 			h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 				tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")

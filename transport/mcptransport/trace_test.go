@@ -25,6 +25,7 @@ const (
 // caller's trace (the transport's attempt span, when the host's tracer
 // records), and forwards tracestate and baggage.
 func TestTraceContextInMeta(t *testing.T) {
+	t.Parallel()
 	caller := func(flags string) runcontext.Trace {
 		return runcontext.Trace{TraceID: traceID, SpanID: callerSp, TraceFlags: flags, TraceState: "vendor=opaque", Baggage: "tenant=acme"}
 	}
@@ -56,6 +57,7 @@ func TestTraceContextInMeta(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			seen := &received{}
 			opts := &mcptransport.Options{}
 			rec := tracetest.NewSpanRecorder()

@@ -84,10 +84,12 @@ func TestLinesAreSplitTrimmedAndBounded(t *testing.T) {
 }
 
 func TestReadLinesTooLongIsReportedByLengthOnly(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("s", MaxLineBytes+10)
 	in := "a\n" + huge + "\nb\n" + huge // the last one without a newline
 	for name, r := range map[string]func() *strings.Reader{"whole": func() *strings.Reader { return strings.NewReader(in) }} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var lines []Line
 			readLines(iotest.HalfReader(r()), collect(&lines))
 			if len(lines) != 4 {

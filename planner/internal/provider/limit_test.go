@@ -16,6 +16,7 @@ import (
 // ErrResponseTooLarge after the bound's bytes, and keeps failing; the
 // body is closed through the wrapper.
 func TestLimitBody(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		size    int
@@ -32,6 +33,7 @@ func TestLimitBody(t *testing.T) {
 		{"far over", 1 << 20, 1024, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var r io.Reader = bytes.NewReader(bytes.Repeat([]byte("x"), tc.size))
 			if tc.oneByte {
 				r = iotest.OneByteReader(r)
