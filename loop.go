@@ -709,18 +709,24 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	if err := r.nameReplayPacket(rec); err != nil {
 		return nil, err
 	}
-	// The checkpoint is saved first, holding the record as unconfirmed
-	// (and the run not active): if the append fails, or the process dies
-	// before the record's bookkeeping is saved, a Resume or the same
-	// Invoke again settles the run with this very record (settle), and
-	// the run never decides twice. A checkpoint store that fails here does
-	// not keep the record from being stored: what ran is never left
-	// without one.
-	r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
-	r.cp.Active = false
-	r.snapshotInto(r.cp)
-	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
-		r.rt.opts.Logger.Error("checkpoint before the record not saved", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+	if r.cp.Stopped != "" {
+		// A hard stop's checkpoint is saved first (the run is resumable
+		// without waiting for its record), holding the record as
+		// unconfirmed: if the append fails, or the process dies before
+		// the record's bookkeeping is saved, a Resume or the same Invoke
+		// again settles the run with this very record (settle), and a
+		// resume cannot go on without it. A checkpoint store that fails
+		// here does not keep the record from being stored: what ran is
+		// never left without one. A run's final decision is not written
+		// ahead (that would be a checkpoint write on every run): if its
+		// runtime dies after the append, the run stays claimed and the
+		// takeover finds the record in the decision store (reconcile).
+		r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
+		r.cp.Active = false
+		r.snapshotInto(r.cp)
+		if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
+			r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+		}
 	}
 	stored, err := r.append(ctx, rec)
 	if err != nil {
@@ -790,7 +796,9 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
 	r.observeRecord(ctx, stored)
-	if r.capture(stored) {
+	if r.capture(stored) && r.inputsLost {
+		r.rt.opts.Logger.Error("replay packet not captured: the run's runtime died before it saved the run's replay inputs", "run_id", r.rc.RunID, "record_id", stored.RecordID)
+	} else if r.capture(stored) {
 		// The record is stored: a packet that cannot be captured is logged
 		// and the result says none was (ReplayPacketID empty).
 		p, err := r.packet(stored, replay.SourceDecisionRecord)

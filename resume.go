@@ -64,11 +64,23 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err := rt.confirmPause(ctx, cp); err != nil {
 		return nil, err
 	}
+	lost := false
+	if cp.Unconfirmed == nil && cp.Active && in.Takeover {
+		// The runtime that ran the run died: it may have stored the run's
+		// decision before it could save the checkpoint saying so.
+		rec, err := rt.reconcile(ctx, cp)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			cp.Unconfirmed, lost = &unconfirmedRecord{Record: rec, Stopped: cp.Stopped}, true
+		}
+	}
 	if cp.Unconfirmed != nil {
 		// The run decided; only its record's storage is in doubt. The
 		// resume stores that record and ends the run with it: no plan,
 		// no call, and the input (approvals, budget) is not used.
-		return rt.settle(ctx, cp, in.Takeover, emit)
+		return rt.settle(ctx, cp, in.Takeover, lost, emit)
 	}
 	if in.Budget != nil {
 		next := cp.Run.Clone()
@@ -177,12 +189,13 @@ func checkUnconfirmed(cp *checkpointState) error {
 // The record is never built again, so the run cannot record a second
 // decision, and nothing is planned or called. A store that fails again
 // leaves the run as it was, to settle later.
-func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover bool, emit func(Event)) (*Result, error) {
+func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover, inputsLost bool, emit func(Event)) (*Result, error) {
 	u := cp.Unconfirmed
 	r, err := rt.rebuild(ctx, cp, emit)
 	if err != nil {
 		return nil, err
 	}
+	r.inputsLost = inputsLost
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
 	// The lease is read off the runtime's clock, not the run's: a replay
@@ -236,6 +249,31 @@ func (rt *Runtime) confirmPause(ctx context.Context, cp *checkpointState) error 
 		return fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	return nil
+}
+
+// reconcile looks, for a takeover of a run whose runtime died, for the
+// run's decision stored before its checkpoint could say so: the last of
+// the run's records that is neither CLOSED, nor a pause's or a heartbeat's
+// (those are written ahead), nor one the checkpoint knows. Such a record
+// is the run's: the takeover settles the run with it rather than plan
+// again and decide twice. A decision store that cannot be read fails the
+// takeover; nil means there is none.
+func (rt *Runtime) reconcile(ctx context.Context, cp *checkpointState) (*decision.Record, error) {
+	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: cp.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("contextos: takeover of %s: the decision store cannot say whether the run decided: %w", cp.RunID, err)
+	}
+	known := append(cp.openRecords(), cp.InFlight)
+	var found *decision.Record
+	for _, rec := range recs {
+		switch rec.Status {
+		case decision.Decided, decision.Rejected, decision.Escalated:
+			if !slices.Contains(known, rec.RecordID) {
+				found = rec
+			}
+		}
+	}
+	return found, nil
 }
 
 // resumeBudget is the budget a resume with budget in gives a run whose

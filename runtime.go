@@ -488,6 +488,10 @@ type run struct {
 	decisions []DecisionOption
 	// lab are the run's metric labels (labels).
 	lab opmetrics.Labels
+	// inputsLost marks a run settled by a takeover from a checkpoint saved
+	// before its last part ran (the runtime that ran it died): its replay
+	// inputs are incomplete, so no packet is captured.
+	inputsLost bool
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -575,7 +579,7 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 		return nil, err
 	}
 	if cp.Unconfirmed != nil {
-		return rt.settle(ctx, cp, false, emit)
+		return rt.settle(ctx, cp, false, false, emit)
 	}
 	r, rec, err := rt.reopen(ctx, cp, emit)
 	if err != nil {

@@ -323,51 +323,53 @@ func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
 	assertClosedRecords(t, recs, done.Record.RecordID)
 }
 
-// The checkpoint saved before the run's own record's append holds the
-// record, unconfirmed, and the run not active: when the saves after the
-// append are lost (a process that dies there), the same Invoke again, or
-// a Resume, settles the run with the stored record. Before, the run was
-// left claimed: Invoke said ErrRunInProgress forever, and a takeover
-// planned the run again and stored a second decision (or, planning the
-// same, met its own record id forever).
-func TestTerminalCheckpointLostAfterTheAppend(t *testing.T) {
-	for _, via := range []string{"Invoke", "Resume"} {
-		t.Run(via, func(t *testing.T) {
-			ctx := context.Background()
-			// Saves: the claim, the one before the record's append,
-			// then every later one lost until the store heals.
-			saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 3}
-			planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
-			h := harness(t, planner, &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
-			req, rc := refundRequest(t, 1200, true)
-			if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
-				t.Fatal("the lost checkpoint save was not reported")
-			}
-			asked := len(planner.Requests())
-			saves.from = 0
-			var res *contextos.Result
-			var err error
-			if via == "Invoke" {
-				res, err = h.Runtime.Invoke(ctx, req, rc)
-			} else {
-				res, err = h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			contextostest.AssertStatus(t, res, decision.Decided)
-			if res.Record.Outcome != "approved" || len(planner.Requests()) != asked {
-				t.Errorf("settled %q after %d more planner turns; want the run's own decision and none", res.Record.Outcome, len(planner.Requests())-asked)
-			}
-			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
-			if recs := listRecords(t, h.Decisions, rc.RunID); len(recs) != 1 {
-				t.Errorf("%d records, want the run's one", len(recs))
-			}
-			cp, err := loadState(ctx, saves, rc.RunID)
-			if err != nil || !cp.Terminal || cp.Unconfirmed != nil {
-				t.Errorf("checkpoint %+v (%v); want the run ended", cp, err)
-			}
-		})
+// A runtime that dies after storing the run's decision and before saving
+// the checkpoint that says so (here: every save after the claim lost)
+// leaves the run claimed; the takeover finds the decision in the decision
+// store and ends the run with it. Before, the takeover planned the run
+// again and stored a second decision (or, planning the same, met its own
+// record id forever). No packet is captured: the replay inputs died with
+// the runtime.
+func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
+	ctx := context.Background()
+	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 2}
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
+	h := bareHarness(t, planner, &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 1200, true)
+	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+		t.Fatal("the lost checkpoint save was not reported")
+	}
+	asked := len(planner.Requests())
+	saves.from = 0
+	// The run's runtime may be alive: only a takeover goes on.
+	if _, err := h.Runtime.Invoke(ctx, req, rc); !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("Invoke of the claimed run = %v, want ErrRunInProgress", err)
+	}
+	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotResumable) {
+		t.Errorf("Resume of the claimed run = %v, want ErrNotResumable", err)
+	}
+	res, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if res.Record.Outcome != "approved" || len(planner.Requests()) != asked {
+		t.Errorf("took over with %q after %d more planner turns; want the run's own decision and none", res.Record.Outcome, len(planner.Requests())-asked)
+	}
+	if res.ReplayPacketID != "" {
+		t.Errorf("a packet %s was captured from incomplete replay inputs", res.ReplayPacketID)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	if recs := listRecords(t, h.Decisions, rc.RunID); len(recs) != 1 {
+		t.Errorf("%d records, want the run's one", len(recs))
+	}
+	cp, err := loadState(ctx, saves, rc.RunID)
+	if err != nil || !cp.Terminal || cp.Active || cp.Unconfirmed != nil {
+		t.Errorf("checkpoint %+v (%v); want the run ended", cp, err)
+	}
+	if again, err := h.Runtime.Invoke(ctx, req, rc); err != nil || again.Record.RecordHash != res.Record.RecordHash {
+		t.Errorf("Invoke after the takeover = %v", err)
 	}
 }
 
