@@ -44,10 +44,12 @@ type Options struct {
 	Memory MemoryRecall
 	// Tokenizer counts block tokens (stage 8). Default: EstimateTokenizer.
 	Tokenizer Tokenizer
-	// Now is the time evidence expiry is judged at (from the runtime's
-	// injected clock). Zero: evidence with an expires_at is omitted, since
-	// its freshness cannot be judged.
-	Now time.Time
+	// At is the instant evidence expiry is judged at (the run's start, on
+	// the runtime's injected clock). It is an input like the others, not
+	// a clock: the same instant gives the same compiled context and hash.
+	// Zero: evidence with an expires_at is omitted, since its freshness
+	// cannot be judged.
+	At time.Time
 	// KnowledgeSnapshot is the knowledge-graph snapshot the run is pinned
 	// to; "kg:" evidence from another snapshot is stale and omitted.
 	KnowledgeSnapshot string
@@ -191,7 +193,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 // time); the prepared packs and policy are shared.
 func (p *Prepared) At(now time.Time) *Prepared {
 	c := *p
-	c.opts.Now = now
+	c.opts.At = now
 	return &c
 }
 
@@ -565,9 +567,9 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 			switch {
 			case err != nil:
 				reason = "malformed: expires_at is not RFC 3339"
-			case p.opts.Now.IsZero():
+			case p.opts.At.IsZero():
 				reason = "expiry cannot be judged without a clock"
-			case !p.opts.Now.Before(exp):
+			case !p.opts.At.Before(exp):
 				reason = "expired at " + it.ExpiresAt
 			}
 		}

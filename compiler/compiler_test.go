@@ -264,7 +264,7 @@ func TestEvidenceAndMemoryAdmission(t *testing.T) {
 		compiler.EvidenceItem{EvidenceRef: "doc:legacy", Content: "a plain legacy string"},
 	)
 	s.opts.Evidence = ev
-	s.opts.Now = now
+	s.opts.At = now
 	s.opts.KnowledgeSnapshot = "kg_2026_05_03_T0930"
 	cc := s.compile(t)
 	reasons := map[string]string{}
@@ -286,7 +286,7 @@ func TestEvidenceAndMemoryAdmission(t *testing.T) {
 		t.Errorf("memory refs = %v", cc.ContextLedger.MemoryRefs)
 	}
 	// Without a clock, an item with an expiry cannot be admitted.
-	s.opts.Now = time.Time{}
+	s.opts.At = time.Time{}
 	cc = s.compile(t)
 	if slices.Contains(cc.ContextLedger.EvidenceRefs, "doc:sla#v3") {
 		t.Error("evidence with an expiry admitted without a clock")

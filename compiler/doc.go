@@ -10,7 +10,7 @@
 // The compiler is a pure function of its inputs: it does no I/O of its own
 // and reads no clock or randomness. Evidence and memories come from the
 // host's EvidenceSource and MemoryRecall; token counts from a Tokenizer;
-// time, when needed, from Options.Now. The same inputs give the same bytes
+// time, when needed, from Options.At (an instant, not a clock). The same inputs give the same bytes
 // and the same compiled_context_hash, on every machine and run.
 //
 // Prepare does the request-independent work once per pack set (merge,

@@ -47,7 +47,7 @@ func runSpecific(t *testing.T, s *scenario, rng *rand.Rand) {
 	if rng.IntN(2) == 0 {
 		s.req.Trace.TraceState = "tenant=tenant_acme_prod,r=" + hexOf(4)
 	}
-	s.opts.Now = s.opts.Now.Add(time.Duration(rng.IntN(3600)) * time.Second)
+	s.opts.At = s.opts.At.Add(time.Duration(rng.IntN(3600)) * time.Second)
 }
 
 // Property: pairs of runs that differ only in run-specific members have
@@ -57,11 +57,11 @@ func runSpecific(t *testing.T, s *scenario, rng *rand.Rand) {
 func TestCompiledHashIsRunIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 1))
 	base := canonicalScenario(t)
-	base.opts.Now = time.Date(2026, 5, 3, 9, 0, 0, 0, time.UTC)
+	base.opts.At = time.Date(2026, 5, 3, 9, 0, 0, 0, time.UTC)
 	want := base.compile(t)
 	for i := range 200 {
 		s := canonicalScenario(t)
-		s.opts.Now = base.opts.Now
+		s.opts.At = base.opts.At
 		runSpecific(t, s, rng)
 		cc := s.compile(t)
 		if cc.Hash() != want.Hash() {
