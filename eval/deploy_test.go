@@ -56,7 +56,7 @@ func TestVerifierBlocksPromotionAndVerifiesRollback(t *testing.T) {
 			t.Errorf("problem of gate %s: %v", p.Gate, p)
 		}
 	}
-	res, err := d.Rollback(ctx, "prod", refs[0].ID, "incident 7", verify)
+	res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "incident 7", verify)
 	if err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
@@ -105,7 +105,7 @@ func TestVerifierWithoutCasesBlocksPromotion(t *testing.T) {
 			t.Errorf("Promote with %d cases = %v, want blocked with no_cases", len(cases), err)
 		}
 	}
-	if p, err := d.Pinned(ctx, "prod", ref.ID); err != nil || p.Promoted() {
+	if p, err := d.Pinned(ctx, pack.Slot{Env: "prod", PackID: ref.ID}); err != nil || p.Promoted() {
 		t.Errorf("pin after the blocked promotions = %+v, %v; want not promoted", p, err)
 	}
 }

@@ -391,7 +391,8 @@ func (d *DirRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error) {
 }
 
 // PinHistory implements LifecycleRegistry.
-func (d *DirRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin, error) {
+func (d *DirRegistry) PinHistory(ctx context.Context, slot Slot) ([]Pin, error) {
+	env, packID := slot.Env, slot.PackID
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -193,17 +193,17 @@ func ExampleDeployments() {
 		now = now.Add(90 * time.Second) // the replay takes 90s
 		return nil
 	}
-	res, err := d.Rollback(ctx, "prod", refs[0].ID, "incident 42", replayOK)
+	res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "incident 42", replayOK)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Pin.Action, res.Pin.Ref, "replacing", res.Pin.Previous, "in", res.Duration)
-	cur, err := d.Pinned(ctx, "prod", refs[0].ID)
+	cur, err := d.Pinned(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(cur.Ref)
-	_, err = d.Pinned(ctx, "staging", refs[0].ID)
+	_, err = d.Pinned(ctx, pack.Slot{Env: "staging", PackID: refs[0].ID})
 	fmt.Println(errors.Is(err, pack.ErrNotPinned))
 	// Output:
 	// true

@@ -203,6 +203,14 @@ const (
 // PinActions returns the pin actions.
 func PinActions() []PinAction { return []PinAction{ActionPin, ActionPromote, ActionRollback} }
 
+// Slot is where a pack is pinned: one pack id in one environment. The
+// pin lookups and Rollback take it whole, so an environment and a pack id
+// cannot be passed in each other's place.
+type Slot struct {
+	Env    string
+	PackID string
+}
+
 // Pin is one entry of an environment's pin history of a pack. The last
 // entry is the environment's current pin: its Ref is the version the
 // environment runs, promoted when its Action is ActionPromote.
@@ -312,9 +320,10 @@ type LifecycleRegistry interface {
 	// the entry of c.Ref()) and returns the environment's current pin.
 	// An unknown version is ErrNotFound.
 	ApplyPin(ctx context.Context, c PinChange) (Pin, error)
-	// PinHistory returns env's pin history of packID, oldest first; it is
-	// empty (and the error nil) when env never pinned the pack.
-	PinHistory(ctx context.Context, env, packID string) ([]Pin, error)
+	// PinHistory returns the slot's pin history (its environment's pins
+	// of its pack id), oldest first; it is empty (and the error nil) when
+	// the environment never pinned the pack.
+	PinHistory(ctx context.Context, slot Slot) ([]Pin, error)
 	// Pins returns env's current pin of every pack it pins, by pack id.
 	Pins(ctx context.Context, env string) ([]Pin, error)
 }
@@ -447,9 +456,10 @@ func (d *Deployments) Pin(ctx context.Context, env string, ref Ref, reason strin
 	return d.reg.ApplyPin(ctx, PinChange{action: ActionPin, env: env, ref: ref, reason: reason, at: d.now()})
 }
 
-// Pinned returns env's current pin of packID, or an error wrapping
-// ErrNotPinned.
-func (d *Deployments) Pinned(ctx context.Context, env, packID string) (Pin, error) {
+// Pinned returns the slot's current pin (its environment's pin of its
+// pack id), or an error wrapping ErrNotPinned.
+func (d *Deployments) Pinned(ctx context.Context, slot Slot) (Pin, error) {
+	env, packID := slot.Env, slot.PackID
 	h, err := d.history(ctx, env, packID)
 	if err != nil {
 		return Pin{}, err
@@ -465,17 +475,18 @@ func (d *Deployments) Pins(ctx context.Context, env string) ([]Pin, error) {
 	return d.reg.Pins(ctx, env)
 }
 
-// History returns env's pin history of packID, oldest first (empty when
-// env never pinned it).
-func (d *Deployments) History(ctx context.Context, env, packID string) ([]Pin, error) {
+// History returns the slot's pin history, oldest first (empty when its
+// environment never pinned its pack).
+func (d *Deployments) History(ctx context.Context, slot Slot) ([]Pin, error) {
+	env := slot.Env
 	if err := CheckEnvironment(env); err != nil {
 		return nil, err
 	}
-	return d.reg.PinHistory(ctx, env, packID)
+	return d.reg.PinHistory(ctx, slot)
 }
 
 func (d *Deployments) history(ctx context.Context, env, packID string) ([]Pin, error) {
-	h, err := d.History(ctx, env, packID)
+	h, err := d.History(ctx, Slot{Env: env, PackID: packID})
 	if err != nil {
 		return nil, err
 	}
@@ -532,12 +543,14 @@ type RollbackResult struct {
 	Duration time.Duration
 }
 
-// Rollback re-pins the prior version of packID in env (see Deployments)
+// Rollback re-pins the prior version of the slot's pack in its
+// environment (see Deployments)
 // and replays it with verify. It fails before changing anything with
 // ErrNoVerifier, ErrNotPinned, ErrNoRollbackTarget or ErrPinConflict;
 // after the re-pin, a hook error is returned with the result as a
 // *VerifyError (ErrRollbackUnverified).
-func (d *Deployments) Rollback(ctx context.Context, env, packID, reason string, verify VerifyFunc) (RollbackResult, error) {
+func (d *Deployments) Rollback(ctx context.Context, slot Slot, reason string, verify VerifyFunc) (RollbackResult, error) {
+	env, packID := slot.Env, slot.PackID
 	start := d.now()
 	if verify == nil {
 		return RollbackResult{}, ErrNoVerifier

@@ -319,7 +319,8 @@ func (m *MemoryRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error)
 }
 
 // PinHistory implements LifecycleRegistry.
-func (m *MemoryRegistry) PinHistory(ctx context.Context, env, packID string) ([]Pin, error) {
+func (m *MemoryRegistry) PinHistory(ctx context.Context, slot Slot) ([]Pin, error) {
+	env, packID := slot.Env, slot.PackID
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func TestMigration2SendsUnreviewedVersionsBackToLinted(t *testing.T) {
 					t.Errorf("p@%s after migration = %s, ok %t, %v; want %s with no sign-offs", version, e.State, ok, err, state)
 				}
 			}
-			h, err := s.Registry(nil).PinHistory(ctx, "prod", "p")
+			h, err := s.Registry(nil).PinHistory(ctx, pack.Slot{Env: "prod", PackID: "p"})
 			if err != nil || len(h) != 0 {
 				t.Errorf("PinHistory after migration = %v, %v", h, err)
 			}

@@ -267,7 +267,8 @@ WHERE env = $1 AND pack_id = $2 ORDER BY seq DESC LIMIT 1`, c.Env(), c.Ref().ID)
 }
 
 // PinHistory implements pack.LifecycleRegistry.
-func (r *Registry) PinHistory(ctx context.Context, env, packID string) ([]pack.Pin, error) {
+func (r *Registry) PinHistory(ctx context.Context, slot pack.Slot) ([]pack.Pin, error) {
+	env, packID := slot.Env, slot.PackID
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 	}
 	history := func(t *testing.T, d *pack.Deployments, env, id string) []string {
 		t.Helper()
-		h, err := d.History(ctx, env, id)
+		h, err := d.History(ctx, pack.Slot{Env: env, PackID: id})
 		if err != nil {
 			t.Fatalf("History(%s): %v", env, err)
 		}
@@ -236,7 +236,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if e, err := reg.Get(ctx, v1); err != nil || e.State != pack.StatePinned {
 			t.Errorf("v1 after its first pin = %s, %v; want pinned", show(e), err)
 		}
-		if _, err := d.Pinned(ctx, "staging", v1.ID); !errors.Is(err, pack.ErrNotPinned) {
+		if _, err := d.Pinned(ctx, pack.Slot{Env: "staging", PackID: v1.ID}); !errors.Is(err, pack.ErrNotPinned) {
 			t.Errorf("Pinned(staging) = %v; a pin in prod is not a pin in staging", err)
 		}
 		if ps, err := d.Pins(ctx, "staging"); err != nil || len(ps) != 0 {
@@ -247,7 +247,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Fatal(err)
 		}
 		for env, want := range map[string]pack.Ref{"prod": v1, "staging": v2} {
-			got, err := d.Pinned(ctx, env, v1.ID)
+			got, err := d.Pinned(ctx, pack.Slot{Env: env, PackID: v1.ID})
 			if err != nil || got.Ref != want {
 				t.Errorf("Pinned(%s) = %+v, %v; want %s", env, got, err, want)
 			}
@@ -302,7 +302,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			if _, err := d.Pins(ctx, env); !errors.Is(err, pack.ErrEnvironment) {
 				t.Errorf("Pins(env %q) = %v, want ErrEnvironment", env, err)
 			}
-			if _, err := reg.PinHistory(ctx, env, v1.ID); !errors.Is(err, pack.ErrEnvironment) {
+			if _, err := reg.PinHistory(ctx, pack.Slot{Env: env, PackID: v1.ID}); !errors.Is(err, pack.ErrEnvironment) {
 				t.Errorf("PinHistory(env %q) = %v, want ErrEnvironment", env, err)
 			}
 		}
@@ -315,7 +315,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if _, err := reg.ApplyPin(ctx, pack.PinChange{}); !errors.Is(err, pack.ErrEnvironment) && !errors.Is(err, pack.ErrTransition) && !errors.Is(err, pack.ErrNotFound) {
 			t.Errorf("ApplyPin(zero change) = %v, want it refused", err)
 		}
-		if h, err := reg.PinHistory(ctx, "prod", v1.ID); err != nil || len(h) != 0 {
+		if h, err := reg.PinHistory(ctx, pack.Slot{Env: "prod", PackID: v1.ID}); err != nil || len(h) != 0 {
 			t.Errorf("history after refusals = %+v, %v; want empty", h, err)
 		}
 	})
@@ -345,7 +345,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if got := h.got(); fmt.Sprint(got) != fmt.Sprint([]verifyCall{{"prod", v1}}) {
 			t.Errorf("hook calls = %v, want one for prod %s", got, v1)
 		}
-		if p, err := d.Pinned(ctx, "prod", v1.ID); err != nil || p.Promoted() || p.Seq != 1 {
+		if p, err := d.Pinned(ctx, pack.Slot{Env: "prod", PackID: v1.ID}); err != nil || p.Promoted() || p.Seq != 1 {
 			t.Errorf("after a blocked promotion Pinned = %+v, %v; want the unpromoted pin", p, err)
 		}
 		if _, err := d.Promote(ctx, "prod", v2, "", (&hook{}).verify); !errors.Is(err, pack.ErrNotPinned) {
@@ -395,7 +395,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		reg, d, clock := fresh(t)
 		refs := publish(t, reg, "1.0.0", "1.1.0", "1.2.0")
 		v1, v2, v3 := refs[0], refs[1], refs[2]
-		if _, err := d.Rollback(ctx, "prod", v1.ID, "", (&hook{}).verify); !errors.Is(err, pack.ErrNotPinned) {
+		if _, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: v1.ID}, "", (&hook{}).verify); !errors.Is(err, pack.ErrNotPinned) {
 			t.Errorf("Rollback of an unpinned pack = %v, want ErrNotPinned", err)
 		}
 		for _, r := range refs {
@@ -409,12 +409,12 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if _, err := d.Promote(ctx, "prod", v3, "", (&hook{}).verify); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Rollback(ctx, "prod", v1.ID, "", nil); !errors.Is(err, pack.ErrNoVerifier) {
+		if _, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: v1.ID}, "", nil); !errors.Is(err, pack.ErrNoVerifier) {
 			t.Errorf("Rollback without a hook = %v, want ErrNoVerifier", err)
 		}
 		// The golden replay of the restored version takes 7 s of clock.
 		h := &hook{during: func(context.Context, string, pack.Ref) { clock.Advance(7 * time.Second) }}
-		res, err := d.Rollback(ctx, "prod", v1.ID, "incident 42", h.verify)
+		res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: v1.ID}, "incident 42", h.verify)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,15 +427,15 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if got := h.got(); fmt.Sprint(got) != fmt.Sprint([]verifyCall{{"prod", v2}}) {
 			t.Errorf("hook calls = %v, want the restored version's replay in prod", got)
 		}
-		if p, err := d.Pinned(ctx, "prod", v1.ID); err != nil || p.Ref != v2 {
+		if p, err := d.Pinned(ctx, pack.Slot{Env: "prod", PackID: v1.ID}); err != nil || p.Ref != v2 {
 			t.Errorf("Pinned(prod) = %+v, %v; want v2", p, err)
 		}
 		// A second rollback walks further back, never to v3 again.
-		res, err = d.Rollback(ctx, "prod", v1.ID, "", h.verify)
+		res, err = d.Rollback(ctx, pack.Slot{Env: "prod", PackID: v1.ID}, "", h.verify)
 		if err != nil || res.Pin.Ref != v1 || res.Pin.Previous != v2 {
 			t.Errorf("second Rollback = %+v, %v; want v1", res.Pin, err)
 		}
-		if _, err := d.Rollback(ctx, "prod", v1.ID, "", h.verify); !errors.Is(err, pack.ErrNoRollbackTarget) {
+		if _, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: v1.ID}, "", h.verify); !errors.Is(err, pack.ErrNoRollbackTarget) {
 			t.Errorf("Rollback past the first pin = %v, want ErrNoRollbackTarget", err)
 		}
 		if got := history(t, d, "prod", v1.ID); fmt.Sprint(got) != "[pin:1.0.0 pin:1.1.0 pin:1.2.0 promote:1.2.0 rollback:1.1.0 rollback:1.0.0]" {
@@ -457,7 +457,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if _, err := reg.SetState(ctx, refs[1], pack.StateRevoked, "bad threshold"); err != nil {
 			t.Fatal(err)
 		}
-		res, err := d.Rollback(ctx, "prod", refs[0].ID, "", (&hook{}).verify)
+		res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "", (&hook{}).verify)
 		if err != nil || res.Pin.Ref != refs[0] || res.Pin.Previous != refs[2] {
 			t.Errorf("Rollback = %+v, %v; want v1 (v2 is revoked)", res.Pin, err)
 		}
@@ -471,7 +471,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			}
 		}
 		mismatch := errors.New("tool_manifest differs")
-		res, err := d.Rollback(ctx, "prod", refs[0].ID, "", (&hook{err: mismatch}).verify)
+		res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "", (&hook{err: mismatch}).verify)
 		var ve *pack.VerifyError
 		if !errors.Is(err, pack.ErrRollbackUnverified) || !errors.Is(err, mismatch) || !errors.As(err, &ve) || ve.Ref != refs[0] {
 			t.Errorf("Rollback with a failing replay = %v, want a *VerifyError matching ErrRollbackUnverified", err)
@@ -480,7 +480,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Errorf("rollback error %v matches ErrPromotionBlocked", err)
 		}
 		// The re-pin stands: v2 is the suspect version.
-		if p, err := d.Pinned(ctx, "prod", refs[0].ID); err != nil || p.Ref != refs[0] || res.Pin != p {
+		if p, err := d.Pinned(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}); err != nil || p.Ref != refs[0] || res.Pin != p {
 			t.Errorf("Pinned after an unverified rollback = %+v, %v (result %+v); want v1", p, err, res.Pin)
 		}
 	})
@@ -498,7 +498,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if _, err := d.Pin(ctx, "prod", refs[0], "manual"); err != nil {
 			t.Fatal(err)
 		}
-		res, err := d.Rollback(ctx, "prod", refs[0].ID, "", (&hook{}).verify)
+		res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "", (&hook{}).verify)
 		if err != nil || res.Pin.Ref != refs[1] {
 			t.Errorf("Rollback after the manual pin = %+v, %v; want v2 (the version before the manual pin)", res.Pin, err)
 		}
@@ -515,7 +515,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Fatal(err)
 		}
 		h := &hook{}
-		if res, err := d.Rollback(ctx, "prod", refs[0].ID, "", h.verify); !errors.Is(err, pack.ErrNoRollbackTarget) {
+		if res, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "", h.verify); !errors.Is(err, pack.ErrNoRollbackTarget) {
 			t.Errorf("Rollback with only the current version below = %+v, %v; want ErrNoRollbackTarget", res.Pin, err)
 		}
 		if got := history(t, d, "prod", refs[0].ID); !slices.Equal(got, []string{"pin:1.0.0", "pin:1.1.0", "pin:1.0.0"}) || len(h.got()) != 0 {
@@ -624,20 +624,20 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 		if _, err := d.Promote(ctx, "prod", refs[1], "ok", (&hook{}).verify); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Rollback(ctx, "prod", refs[0].ID, "incident", (&hook{}).verify); err != nil {
+		if _, err := d.Rollback(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID}, "incident", (&hook{}).verify); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := d.Pin(ctx, "staging", refs[1], ""); err != nil {
 			t.Fatal(err)
 		}
-		wantHist, _ := reg.PinHistory(ctx, "prod", refs[0].ID)
+		wantHist, _ := reg.PinHistory(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID})
 		wantEntry, _ := reg.Get(ctx, refs[0])
 		other := reopen(t)
 		gotEntry, err := other.Get(ctx, refs[0])
 		if err != nil || gotEntry.State != wantEntry.State || !slices.Equal(gotEntry.Reviews, wantEntry.Reviews) || len(gotEntry.Reviews) != 4 {
 			t.Errorf("entry through another handle = %s, %v; want %s", show(gotEntry), err, show(wantEntry))
 		}
-		gotHist, err := other.PinHistory(ctx, "prod", refs[0].ID)
+		gotHist, err := other.PinHistory(ctx, pack.Slot{Env: "prod", PackID: refs[0].ID})
 		if err != nil || !samePins(gotHist, wantHist) || len(gotHist) != 4 {
 			t.Errorf("prod history through another handle = %+v, %v; want %+v", gotHist, err, wantHist)
 		}
@@ -672,7 +672,7 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 // in some order, seqs 1..n, each entry's Previous the entry before it.
 func checkChain(t *testing.T, reg pack.LifecycleRegistry, env string, refs []pack.Ref) {
 	t.Helper()
-	h, err := reg.PinHistory(context.Background(), env, refs[0].ID)
+	h, err := reg.PinHistory(context.Background(), pack.Slot{Env: env, PackID: refs[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
