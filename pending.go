@@ -14,15 +14,32 @@ import (
 	"github.com/contextos/contextos/internal/sortedkeys"
 )
 
-// CheckpointLister is an optional capability of a CheckpointStore: it
-// lists the run ids the store holds a checkpoint for, sorted, so a host
-// can find the runs that await an approval (Runtime.PendingApprovals). It
-// honours ctx like Save and Load.
+// CheckpointLister lists the runs to look at for pending approvals
+// (Runtime.PendingApprovals): a checkpoint store that lists the run ids it
+// holds a checkpoint for, sorted (honouring ctx like Save and Load), or a
+// RunList of given ids.
 type CheckpointLister interface {
 	RunIDs(ctx context.Context) ([]string, error)
 }
 
-var _ CheckpointLister = (*InMemoryCheckpoints)(nil)
+// ListingCheckpointStore is a CheckpointStore that also lists its runs:
+// the in-memory store and the durable stores' checkpoints are one, so a
+// host passes the store it configured to Runtime.PendingApprovals.
+type ListingCheckpointStore interface {
+	CheckpointStore
+	CheckpointLister
+}
+
+var _ ListingCheckpointStore = (*InMemoryCheckpoints)(nil)
+
+// RunList is a CheckpointLister of the given run ids: PendingApprovals
+// looks at those runs only (an unknown one is skipped), so one run that
+// cannot be described does not stop another's resume, and the store need
+// not list its runs.
+type RunList []string
+
+// RunIDs implements CheckpointLister: the ids, as given.
+func (l RunList) RunIDs(context.Context) ([]string, error) { return slices.Clone(l), nil }
 
 // RunIDs implements CheckpointLister: every run with a checkpoint, sorted.
 func (m *InMemoryCheckpoints) RunIDs(ctx context.Context) ([]string, error) {
@@ -76,22 +93,16 @@ type PendingApproval struct {
 // them. A run whose record names a rule this runtime does not know is an
 // error wrapping ErrConfig, as its resume would be.
 //
-// Given run ids, it looks at those runs only (an unknown one is skipped),
-// so one run that cannot be described does not stop another's resume,
-// and the store need not list its runs. Otherwise
-// the checkpoint store must implement CheckpointLister; one that does not
-// is an error wrapping ErrConfig.
-func (rt *Runtime) PendingApprovals(ctx context.Context, runIDs ...string) ([]PendingApproval, error) {
-	ids := slices.Clone(runIDs)
-	if len(ids) == 0 {
-		lister, ok := rt.opts.Checkpoints.(CheckpointLister)
-		if !ok {
-			return nil, fmt.Errorf("%w: Checkpoints (%T) cannot list its runs: it does not implement CheckpointLister", ErrConfig, rt.opts.Checkpoints)
-		}
-		var err error
-		if ids, err = lister.RunIDs(ctx); err != nil {
-			return nil, fmt.Errorf("contextos: list runs: %w", err)
-		}
+// It looks at the runs runs lists: every run of the runtime's checkpoint
+// store when that is passed (a ListingCheckpointStore), or given ids
+// (RunList). The checkpoints are loaded from the runtime's store.
+func (rt *Runtime) PendingApprovals(ctx context.Context, runs CheckpointLister) ([]PendingApproval, error) {
+	if runs == nil {
+		return nil, fmt.Errorf("%w: PendingApprovals needs the runs to look at (the checkpoint store, or a RunList)", ErrConfig)
+	}
+	ids, err := runs.RunIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("contextos: list runs: %w", err)
 	}
 	known := gateway.BuiltinRedactors()
 	maps.Copy(known, rt.opts.Gateway.Redactors)

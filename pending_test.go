@@ -61,7 +61,7 @@ func TestPendingApprovals(t *testing.T) {
 	resumed := h.Invoke(requestFor(t, "req_pending_c", 4200))
 	contextostest.AssertPending(t, resumed, "GATE_FINANCE_APPROVAL")
 
-	list, err := h.Runtime.PendingApprovals(ctx)
+	list, err := h.Runtime.PendingApprovals(ctx, h.Checkpoints)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPendingApprovals(t *testing.T) {
 	}
 	h.Approve(resumed, approver)
 
-	list, err = h.Runtime.PendingApprovals(ctx)
+	list, err = h.Runtime.PendingApprovals(ctx, h.Checkpoints)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPendingApprovals(t *testing.T) {
 	if err != nil || res.Status != decision.Decided {
 		t.Fatalf("resume with the listed digest: %v, %v", res, err)
 	}
-	if list, err := h.Runtime.PendingApprovals(ctx); err != nil || len(list) != 0 {
+	if list, err := h.Runtime.PendingApprovals(ctx, h.Checkpoints); err != nil || len(list) != 0 {
 		t.Errorf("pending after every resume = %+v, %v; want none", list, err)
 	}
 }
@@ -117,36 +117,16 @@ func jsonEqual(t *testing.T, a, b any) bool {
 	return string(x) == string(y)
 }
 
-// onlyCheckpoints is a CheckpointStore without the CheckpointLister
-// capability.
-type onlyCheckpoints struct{ contextos.CheckpointStore }
-
-func TestPendingApprovalsNeedsALister(t *testing.T) {
-	var opts contextostest.Options
-	opts.Runtime.Checkpoints = onlyCheckpoints{contextos.NewInMemoryCheckpoints()}
-	h := bareHarness(t, cardPlanner(), &opts)
-	_, err := h.Runtime.PendingApprovals(context.Background())
-	if !errors.Is(err, contextos.ErrConfig) || !strings.Contains(err.Error(), "CheckpointLister") {
-		t.Errorf("err = %v, want ErrConfig naming CheckpointLister", err)
+// The runs to look at are a typed argument (a store that lists its runs,
+// or a RunList), not a capability the runtime's store may lack; none is
+// ErrConfig.
+func TestPendingApprovalsNeedsTheRuns(t *testing.T) {
+	h := bareHarness(t, cardPlanner(), nil)
+	if _, err := h.Runtime.PendingApprovals(context.Background(), nil); !errors.Is(err, contextos.ErrConfig) {
+		t.Errorf("err = %v, want ErrConfig", err)
 	}
-}
-
-func TestInMemoryCheckpointsRunIDs(t *testing.T) {
-	ctx := context.Background()
-	s := contextos.NewInMemoryCheckpoints()
-	for _, id := range []string{"run_c", "run_a", "run_b"} {
-		if err := s.Save(ctx, &contextos.Checkpoint{RunID: id, Version: 2, Data: []byte(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ids, err := s.RunIDs(ctx)
-	if err != nil || strings.Join(ids, ",") != "run_a,run_b,run_c" {
-		t.Errorf("RunIDs = %v, %v; want sorted", ids, err)
-	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := s.RunIDs(cancelled); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
+	if list, err := h.Runtime.PendingApprovals(context.Background(), contextos.RunList{}); err != nil || len(list) != 0 {
+		t.Errorf("an empty RunList = %v, %v; want none", list, err)
 	}
 }
 
@@ -193,7 +173,7 @@ func TestPendingApprovalsRedactsByTheRunsRules(t *testing.T) {
 		{"no record, the rule unknown", other(nil, decision.NewMemoryStore()), "ord_881", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			list, err := tc.rt.PendingApprovals(ctx)
+			list, err := tc.rt.PendingApprovals(ctx, h.Checkpoints)
 			if tc.wantErr != "" {
 				if !errors.Is(err, contextos.ErrConfig) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("err = %v, want ErrConfig naming %s", err, tc.wantErr)
@@ -224,7 +204,7 @@ func TestPendingApprovalsOmitsARunBeingResumed(t *testing.T) {
 	}).ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9").IgnoreContext(release)
 	paused := h.Invoke(requestFor(t, "req_resuming", 4200))
 	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
-	if list, err := h.Runtime.PendingApprovals(ctx); err != nil || len(list) != 1 {
+	if list, err := h.Runtime.PendingApprovals(ctx, h.Checkpoints); err != nil || len(list) != 1 {
 		t.Fatalf("pending before the resume = %+v, %v", list, err)
 	}
 	done := make(chan error, 1)
@@ -234,7 +214,7 @@ func TestPendingApprovalsOmitsARunBeingResumed(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	list, err := h.Runtime.PendingApprovals(ctx)
+	list, err := h.Runtime.PendingApprovals(ctx, h.Checkpoints)
 	close(release)
 	if err != nil || len(list) != 0 {
 		t.Errorf("pending while the run is resumed = %+v, %v; want none", list, err)
@@ -244,19 +224,21 @@ func TestPendingApprovalsOmitsARunBeingResumed(t *testing.T) {
 	}
 }
 
-// Given run ids, PendingApprovals looks at those runs only: it needs no
-// lister, skips an unknown id, and leaves other runs out.
+// Given run ids (a RunList), PendingApprovals looks at those runs only:
+// the store need not list its runs, an unknown id is skipped, and other
+// runs are left out.
 func TestPendingApprovalsOfNamedRuns(t *testing.T) {
 	ctx := context.Background()
 	var opts contextostest.Options
-	opts.Runtime.Checkpoints = onlyCheckpoints{contextos.NewInMemoryCheckpoints()}
+	// A checkpoint store that cannot list its runs.
+	opts.Runtime.Checkpoints = struct{ contextos.CheckpointStore }{contextos.NewInMemoryCheckpoints()}
 	h := bareHarness(t, cardPlanner(), &opts)
 	scriptDefaults(h, "")
 	a := h.Invoke(requestFor(t, "req_named_a", 4200))
 	b := h.Invoke(requestFor(t, "req_named_b", 4200))
 	contextostest.AssertPending(t, a, "GATE_FINANCE_APPROVAL")
 	contextostest.AssertPending(t, b, "GATE_FINANCE_APPROVAL")
-	list, err := h.Runtime.PendingApprovals(ctx, b.RunID, "run_unknown")
+	list, err := h.Runtime.PendingApprovals(ctx, contextos.RunList{b.RunID, "run_unknown"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func cmdApprovalsList(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(exitf(exitUsage, "%v", err))
 	}
-	list, err := rt.PendingApprovals(ctx)
+	list, err := rt.PendingApprovals(ctx, s.Checkpoints())
 	if err != nil {
 		return fail(exitf(exitUsage, "%v", err))
 	}
@@ -278,7 +278,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // resumeRun answers the approval runID awaits with its --approve and
 // continues the run, answering each further pause an --approve answers.
 func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID string) (*runOutput, *contextos.Result, error) {
-	pending, err := rt.PendingApprovals(ctx, runID)
+	pending, err := rt.PendingApprovals(ctx, contextos.RunList{runID})
 	if err != nil {
 		return nil, nil, exitf(exitUsage, "%v", err)
 	}

@@ -30,6 +30,7 @@ type durableStore interface {
 	Configure(o *contextos.Options)
 	Records() decision.Store
 	Packets() contextos.PacketStore
+	Checkpoints() contextos.ListingCheckpointStore
 	Close() error
 }
 

@@ -25,8 +25,8 @@ func (s *Store) Configure(o *contextos.Options) {
 
 // Checkpoints returns the checkpoint store: a save succeeds only over the
 // revision it was loaded at, so one runtime at a time continues a run.
-// The value also lists stored runs (RunIDs).
-func (s *Store) Checkpoints() contextos.CheckpointStore { return s.db.Checkpoints() }
+// It also lists stored runs (RunIDs), for Runtime.PendingApprovals.
+func (s *Store) Checkpoints() contextos.ListingCheckpointStore { return s.db.Checkpoints() }
 
 // Packets returns the replay packet store.
 func (s *Store) Packets() contextos.PacketStore { return s.db.Packets() }
