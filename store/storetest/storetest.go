@@ -34,7 +34,7 @@ import (
 
 // Stores is what a durable store package's open store offers.
 type Stores interface {
-	Checkpoints() contextos.CheckpointStore
+	Checkpoints() contextos.ListingCheckpointStore
 	Packets() contextos.PacketStore
 	Records() decision.Store
 	Idempotency() gateway.IdempotencyStore
@@ -69,6 +69,26 @@ func RunTests(t *testing.T, newDB func(t *testing.T) Opener) {
 	}
 	t.Run("Checkpoints", func(t *testing.T) {
 		contextostest.RunCheckpointStoreTests(t, func(t *testing.T) contextos.CheckpointStore { return fresh(t).Checkpoints() })
+	})
+	t.Run("CheckpointRunIDs", func(t *testing.T) {
+		// The store lists its runs, sorted, for Runtime.PendingApprovals.
+		ctx := context.Background()
+		cps := fresh(t).Checkpoints()
+		for _, id := range []string{"run_b", "run_a", "run_c"} {
+			must(t, cps.Save(ctx, &contextos.Checkpoint{RunID: id, Version: 2, Data: []byte(`{}`)}))
+		}
+		ids, err := cps.RunIDs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"run_a", "run_b", "run_c"}, ids); diff != "" {
+			t.Errorf("RunIDs (-want +got):\n%s", diff)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := cps.RunIDs(cctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("RunIDs with a cancelled context = %v, want context.Canceled", err)
+		}
 	})
 	t.Run("Packets", func(t *testing.T) {
 		contextostest.RunPacketStoreTests(t, func(t *testing.T) contextos.PacketStore { return fresh(t).Packets() })
