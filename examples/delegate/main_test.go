@@ -67,3 +67,21 @@ func TestOutputIsDeterministic(t *testing.T) {
 		t.Error("two runs print different output")
 	}
 }
+
+// TestAgentTestdataMatches keeps the agent package's copies of this
+// example's pack, request and run context equal to the example's.
+func TestAgentTestdataMatches(t *testing.T) {
+	for _, name := range []string{"pack", "invoke", "run-context"} {
+		want, err := os.ReadFile(name + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("..", "..", "agent", "testdata", name+".coder.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("agent/testdata/%s.coder.json differs from examples/delegate/%s.json (-example +agent):\n%s", name, name, diff)
+		}
+	}
+}
