@@ -659,13 +659,7 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 		if r.cp.Stopped != "" {
 			// A hard stop without its record still leaves the run
 			// resumable.
-			r.cp.Active = false
-			r.snapshotInto(r.cp)
-			sctx, cancel := detached(ctx)
-			defer cancel()
-			if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
-				r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "error", serr.Error())
-			}
+			r.saveStopped(ctx, "checkpoint at hard stop not saved", "")
 		}
 		return nil, err
 	}
@@ -722,11 +716,7 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 		// runtime dies after the append, the run stays claimed and the
 		// takeover finds the record in the decision store (reconcile).
 		r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
-		r.cp.Active = false
-		r.snapshotInto(r.cp)
-		if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
-			r.rt.opts.Logger.Error("checkpoint at hard stop not saved", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
-		}
+		r.saveStopped(ctx, "checkpoint at hard stop not saved", rec.RecordID)
 	}
 	stored, err := r.append(ctx, rec)
 	if err != nil {
@@ -747,15 +737,23 @@ const stopNotStored = "record_not_stored: the decision store failed"
 // record, never by planning again. It returns the error Invoke reports.
 func (r *run) unconfirmed(ctx context.Context, rec *decision.Record, err error) error {
 	r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
-	r.cp.Stopped, r.cp.Active = stopNotStored, false
+	r.cp.Stopped = stopNotStored
+	r.saveStopped(ctx, "checkpoint not saved after the record failed", rec.RecordID)
+	return fmt.Errorf("contextos: store record: %w", err)
+}
+
+// saveStopped saves the checkpoint of a run that stops here (not active,
+// with what it recorded so far), on its own time (ctx may be what ran
+// out). A save that fails is logged as what: the caller goes on to store
+// or report the record, since what ran is never left without one.
+func (r *run) saveStopped(ctx context.Context, what, recordID string) {
+	r.cp.Active = false
 	r.snapshotInto(r.cp)
-	// Its own time: ctx may be what ran out.
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	if serr := r.rt.saveCheckpoint(sctx, r.cp); serr != nil {
-		r.rt.opts.Logger.Error("checkpoint not saved after the record failed", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", serr.Error())
+	if err := r.rt.saveCheckpoint(sctx, r.cp); err != nil {
+		r.rt.opts.Logger.Error(what, "run_id", r.rc.RunID, "record_id", recordID, "error", err.Error())
 	}
-	return fmt.Errorf("contextos: store record: %w", err)
 }
 
 // recorded finishes a run whose terminal record rec the decision store
@@ -796,9 +794,9 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
 	r.observeRecord(ctx, stored)
-	if r.capture(stored) && r.inputsLost {
+	if capture := r.capture(stored); capture && r.inputsLost {
 		r.rt.opts.Logger.Error("replay packet not captured: the run's runtime died before it saved the run's replay inputs", "run_id", r.rc.RunID, "record_id", stored.RecordID)
-	} else if r.capture(stored) {
+	} else if capture {
 		// The record is stored: a packet that cannot be captured is logged
 		// and the result says none was (ReplayPacketID empty).
 		p, err := r.packet(stored, replay.SourceDecisionRecord)
