@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -112,6 +113,10 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	if err := kit.CheckRetry(ep.Retry); err != nil {
 		return nil, err
 	}
+	if err := kit.CheckTools(&ep); err != nil {
+		return nil, err
+	}
+	ep.Tools = maps.Clone(ep.Tools) // the names checked are the names sent
 	var creds credentials.TransportCredentials
 	switch {
 	case strings.EqualFold(u.Scheme, "grpcs"):
@@ -154,7 +159,7 @@ func (a *Adapter) Capability() gateway.Capability { return kit.Capability(&a.ep)
 // ctx's error (errors.Is(err, context.Canceled)).
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
 	req := kit.RequestFor(call, transport.TransportGRPC, &a.ep)
-	return kit.Outcome(ctx, req, a.Execute(ctx, req))
+	return kit.Outcome(ctx, call, req, a.Execute(ctx, req))
 }
 
 // Execute makes one attempt of req; every failure is a response. A 401 to
