@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -87,6 +89,16 @@ func (machinery) CallError(ctx context.Context, err error, details map[string]an
 
 func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, value string)) {
 	traceHeaders(ctx, req, set)
+}
+
+func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }
+
+func (machinery) UnmarshalResponse(data []byte, r *Response) error {
+	var w wireResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+	}
+	return r.fromWire(&w)
 }
 
 func (machinery) CheckTools(ep *Endpoint) error { return checkTools(ep) }

@@ -40,6 +40,8 @@ type Machinery interface {
 	AuthHeaders(ctx context.Context, ep *transport.Endpoint, opts *transport.Options) (http.Header, *gateway.ToolError)
 	CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError
 	TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string))
+	MarshalResponse(r *transport.Response) []byte
+	UnmarshalResponse(data []byte, r *transport.Response) error
 	CheckTools(ep *transport.Endpoint) error
 }
 
@@ -125,6 +127,16 @@ func CallError(ctx context.Context, err error, details map[string]any) *gateway.
 func TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string)) {
 	m.TraceHeaders(ctx, req, set)
 }
+
+// MarshalResponse is r's wire form (transport.Response), or, when r
+// cannot be encoded, the wire form of the non-retryable execution_failed
+// that reports it (as transport.NewHandler answers). It never fails.
+func MarshalResponse(r *transport.Response) []byte { return m.MarshalResponse(r) }
+
+// UnmarshalResponse reads a response document (checked strict by the
+// caller) in either form (transport.Response) into r. Errors match
+// transport.ErrContract.
+func UnmarshalResponse(data []byte, r *transport.Response) error { return m.UnmarshalResponse(data, r) }
 
 // CheckTools reports a tools entry of ep that cannot work
 // (transport.ErrConfig, a *transport.ConfigError naming the field): a
