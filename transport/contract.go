@@ -151,8 +151,12 @@ type Response struct {
 // output.result is the JSON text of a value that is not a string.
 const resultEncodingJSON = "json"
 
-// wireResponse is a Response as it travels (see Response): its members,
-// and result_encoding.
+// plainResponse is a Response without its JSON methods: its members as
+// they are. A response whose result needs no rewriting is written as one.
+type plainResponse Response
+
+// wireResponse is a Response as it travels when its result is rewritten
+// (see Response): its members, and result_encoding.
 type wireResponse struct {
 	ToolContractVersion string         `json:"tool_contract_version,omitempty"`
 	RequestID           string         `json:"request_id,omitempty"`
@@ -164,38 +168,78 @@ type wireResponse struct {
 	Error               *Failure       `json:"error,omitempty"`
 }
 
+// responseDecoded is one allocation holding a response document as read
+// (wire, flat: encoding/json decodes a flat struct without the extra
+// allocation an embedded one costs) and the Response made of it.
+type responseDecoded struct {
+	wire wireResponse
+	resp Response
+}
+
+// decodeWire reads a response document (checked strict by the caller) in
+// either form (see Response). Errors match ErrContract.
+func decodeWire(data []byte) (*Response, error) {
+	d := new(responseDecoded)
+	if err := json.Unmarshal(data, &d.wire); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+	}
+	w := &d.wire
+	d.resp = Response{ToolContractVersion: w.ToolContractVersion, RequestID: w.RequestID, Status: w.Status, Output: w.Output,
+		Usage: w.Usage, Trace: w.Trace, Error: w.Error}
+	if err := d.resp.decodeResult(w.ResultEncoding); err != nil {
+		return nil, err
+	}
+	return &d.resp, nil
+}
+
+// decodeInto reads a response document into r, in either form (see
+// Response). Errors match ErrContract.
+func decodeInto(data []byte, r *Response) error {
+	resp, err := decodeWire(data)
+	if err != nil {
+		return err
+	}
+	*r = *resp
+	return nil
+}
+
 // MarshalJSON writes the response in its wire form (see Response): a
 // result that is not a string as its JSON text, marked by result_encoding
 // "json". It fails when the result has no JSON form.
 func (r Response) MarshalJSON() ([]byte, error) {
-	w, err := r.wire()
+	v, err := r.wireValue()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(&w)
+	return json.Marshal(v)
 }
 
 // UnmarshalJSON reads a response in either form (see Response).
-func (r *Response) UnmarshalJSON(data []byte) error {
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	return r.fromWire(&w)
-}
+func (r *Response) UnmarshalJSON(data []byte) error { return decodeInto(data, r) }
 
-// wire is r's wire form. The output map is copied only when its result is
-// rewritten; r is never changed.
-func (r *Response) wire() (wireResponse, error) {
-	w := wireResponse{ToolContractVersion: r.ToolContractVersion, RequestID: r.RequestID, Status: r.Status, Output: r.Output,
-		Usage: r.Usage, Trace: r.Trace, Error: r.Error}
+// wireValue is what encodes as r's wire form: r itself, without its JSON
+// methods, when its result is absent or a string (no copy is made), else
+// its wireResponse.
+func (r *Response) wireValue() (any, error) {
 	v, ok := r.Output["result"]
 	if !ok {
-		return w, nil
+		return (*plainResponse)(r), nil
 	}
 	if _, ok := v.(string); ok {
-		return w, nil
+		return (*plainResponse)(r), nil
 	}
+	w, err := r.wire(v)
+	if err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// wire is the wire form of r, whose result v is not a Go string: the
+// output map is copied with the result rewritten; r is never changed.
+func (r *Response) wire(v any) (wireResponse, error) {
+	w := wireResponse{ToolContractVersion: r.ToolContractVersion, RequestID: r.RequestID, Status: r.Status,
+		Usage: r.Usage, Trace: r.Trace, Error: r.Error}
 	text, isString, err := resultText(v)
 	if err != nil {
 		return w, fmt.Errorf("output.result has no JSON form: %w", err)
@@ -230,19 +274,17 @@ func resultText(v any) (text string, isString bool, err error) {
 	return string(raw), false, nil
 }
 
-// fromWire sets r from its wire form w, decoding a result that
-// result_encoding says is JSON text (see Response). Errors match
+// decodeResult decodes, in place, a result that encoding (a response's
+// result_encoding) says is JSON text (see Response). Errors match
 // ErrContract and never quote the result.
-func (r *Response) fromWire(w *wireResponse) error {
-	*r = Response{ToolContractVersion: w.ToolContractVersion, RequestID: w.RequestID, Status: w.Status, Output: w.Output,
-		Usage: w.Usage, Trace: w.Trace, Error: w.Error}
-	if w.ResultEncoding == "" {
+func (r *Response) decodeResult(encoding string) error {
+	if encoding == "" {
 		return nil
 	}
-	if enc := strings.ToLower(strings.TrimSpace(w.ResultEncoding)); enc != resultEncodingJSON {
-		return fmt.Errorf("%w: result_encoding %q is not %s", ErrContract, clip(w.ResultEncoding), resultEncodingJSON)
+	if enc := strings.ToLower(strings.TrimSpace(encoding)); enc != resultEncodingJSON {
+		return fmt.Errorf("%w: result_encoding %q is not %s", ErrContract, clip(encoding), resultEncodingJSON)
 	}
-	text, ok := w.Output["result"].(string)
+	text, ok := r.Output["result"].(string)
 	if !ok {
 		return fmt.Errorf("%w: result_encoding %s needs output.result to be a string", ErrContract, resultEncodingJSON)
 	}
@@ -250,7 +292,7 @@ func (r *Response) fromWire(w *wireResponse) error {
 	if err != nil {
 		return fmt.Errorf("%w: output.result is not the JSON text result_encoding says it is: %s", ErrContract, err)
 	}
-	r.Output["result"] = v // w.Output was decoded for r: nobody else holds it
+	r.Output["result"] = v // the output was decoded for r: nobody else holds it
 	return nil
 }
 
@@ -470,12 +512,8 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if err := wire.Strict(data); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrContract, strictProblem(err))
 	}
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
-	}
-	var r Response
-	if err := r.fromWire(&w); err != nil {
+	r, err := decodeWire(data)
+	if err != nil {
 		return nil, err
 	}
 	r.Status = strings.ToLower(strings.TrimSpace(r.Status))
@@ -489,7 +527,7 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if checkVersion(r.ToolContractVersion) != nil {
 		return nil, fmt.Errorf("%w: %w %q", ErrContract, ErrContractVersion, clip(r.ToolContractVersion))
 	}
-	return &r, nil
+	return r, nil
 }
 
 // strictProblem says what the strict scan refused (a duplicate member,

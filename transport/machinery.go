@@ -2,8 +2,6 @@ package transport
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -93,12 +91,6 @@ func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, v
 
 func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }
 
-func (machinery) UnmarshalResponse(data []byte, r *Response) error {
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
-	}
-	return r.fromWire(&w)
-}
+func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r) }
 
 func (machinery) CheckTools(ep *Endpoint) error { return checkTools(ep) }

@@ -48,11 +48,11 @@ func encodeWire(enc *json.Encoder, resp *Response) (err error) {
 			err = errUnwritable
 		}
 	}()
-	w, err := resp.wire()
+	v, err := resp.wireValue()
 	if err != nil {
 		return err
 	}
-	return enc.Encode(&w)
+	return enc.Encode(v)
 }
 
 // marshalWire is resp's wire form (see Response), or, when resp cannot be
@@ -73,11 +73,11 @@ func marshalChecked(resp *Response) (b []byte, err error) {
 			b, err = nil, errUnwritable
 		}
 	}()
-	w, err := resp.wire()
+	v, err := resp.wireValue()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(&w)
+	return json.Marshal(v)
 }
 
 // errUnwritable is a response whose encoding panicked.
