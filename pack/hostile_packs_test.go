@@ -110,6 +110,9 @@ func TestHostilePacks(t *testing.T) {
 		{name: "alias spelled in upper case with a trailing slash", pack: readOnlyAlias("INTERNAL://Payments/"), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
 		{name: "alias with a dot segment", pack: readOnlyAlias("internal://payments/./"), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
 		{name: "alias without the slashes", pack: readOnlyAlias("internal:payments"), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
+		{name: "alias with a trailing-dot host", pack: readOnlyAlias("internal://payments."), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
+		{name: "alias with a port", pack: readOnlyAlias("internal://payments:443"), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
+		{name: "alias with a port and a trailing dot, without the slashes", pack: readOnlyAlias("internal:Payments.:8443/"), code: pack.CodeSharedEndpoint, path: "tooling_layer.adapter_registry[3].endpoint_ref"},
 
 		// Validation: deny wins, so an allow next to a deny is refused.
 		{name: "deny after an allow of the same capability", pack: deny("p_no_refund", "issue_refund"), code: pack.CodeDenyOverridden, path: refundPerm + ".allow"},

@@ -3,6 +3,7 @@ package pack
 import (
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -31,7 +32,13 @@ func (v *validator) sharedEndpoints() {
 
 // endpointKey normalizes an endpoint reference so spellings of one
 // endpoint compare equal: scheme and host case, percent-encoding, dot
-// segments and trailing slashes do not matter.
+// segments and trailing slashes do not matter, nor does a trailing dot on
+// the host (payments. is the absolute form of payments) or a port that
+// does not choose another server: any port on a registry reference (it
+// names a service, not a socket) and the scheme's default port on http
+// (80) and https (443). The key only ever makes references compare equal
+// that might reach one endpoint, so a spelling cannot hide an alias; it
+// reaches nothing itself.
 func endpointKey(ref string) string {
 	if plainEndpoint(ref) {
 		return ref
@@ -47,15 +54,35 @@ func endpointKey(ref string) string {
 	if p != "" {
 		p = path.Clean("/" + p)
 	}
-	return strings.ToLower(u.Scheme + "://" + host + strings.TrimRight(p, "/"))
+	scheme := strings.ToLower(u.Scheme)
+	return scheme + "://" + endpointHost(scheme, host) + strings.ToLower(strings.TrimRight(p, "/"))
+}
+
+// endpointHost is the host[:port] of an endpoint reference as endpointKey
+// compares it: lower case, without trailing dots, and without a port that
+// does not choose another server.
+func endpointHost(scheme, hostport string) string {
+	host, port := hostport, ""
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.Contains(hostport[i:], "]") {
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	host = strings.TrimRight(strings.ToLower(host), ".")
+	switch {
+	case port == "", slices.Contains(registrySchemes(), scheme), scheme == "http" && port == "80", scheme == "https" && port == "443":
+		return host
+	}
+	return host + ":" + port
 }
 
 // plainEndpoint reports a reference already in the form endpointKey
 // returns: scheme://host[/path], lower case, no escapes, no dot segments,
-// no trailing slash.
+// no trailing slash, no port and no trailing dot on the host.
 func plainEndpoint(ref string) bool {
 	scheme, rest, ok := strings.Cut(ref, "://")
 	if !ok || scheme == "" || rest == "" || strings.HasSuffix(rest, "/") || strings.Contains(rest, "/.") || strings.Contains(rest, "//") {
+		return false
+	}
+	if host, _, _ := strings.Cut(rest, "/"); strings.Contains(host, ":") || strings.HasSuffix(host, ".") {
 		return false
 	}
 	for i := 0; i < len(ref); i++ {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -73,8 +74,9 @@ type Endpoint struct {
 	// Namespace and Agent fill the envelope's namespace and agent.
 	Namespace string `json:"namespace,omitempty"`
 	Agent     string `json:"agent,omitempty"`
-	// Tools declares each capability's labels and risk level, sent as
-	// tool.capabilities and tool.risk_level (keyed by capability name).
+	// Tools declares, per capability name, the tool.name sent for it and
+	// its labels and risk level, sent as tool.capabilities and
+	// tool.risk_level.
 	Tools map[string]ToolInfo `json:"tools,omitempty"`
 	// InputRaw makes the envelope transports (external, webhook, grpc)
 	// send the arguments only in input_raw, as JSON text, the layout
@@ -86,8 +88,17 @@ type Endpoint struct {
 	InputRaw bool `json:"input_raw,omitempty"`
 }
 
-// ToolInfo is a capability's contract labels.
+// ToolInfo is what a capability's requests say of their tool.
 type ToolInfo struct {
+	// Name is the tool.name sent for the capability (and the X-Tool-Name
+	// header of the http transport): the name the tool's server knows it
+	// by, so an upstream tool named web_search can serve capability
+	// adp_search.web_search. Default: the capability id
+	// (adapter_id.capability). It is a wire name only: results, records,
+	// mutations and idempotency keys name the capability id. Two
+	// capabilities of an endpoint cannot share one, and the mcp transport,
+	// which calls a server's tools by their own names, takes none.
+	Name         string   `json:"name,omitempty"`
 	Capabilities []string `json:"capabilities,omitempty"`
 	RiskLevel    string   `json:"risk_level,omitempty"`
 }
@@ -195,6 +206,10 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 	if err := ep.Retry.check(); err != nil {
 		return nil, err
 	}
+	if err := checkTools(&ep); err != nil {
+		return nil, err
+	}
+	ep.Tools = maps.Clone(ep.Tools) // the names checked are the names sent
 	o := opts.withDefaults()
 	if o.MaxRedirects < 0 {
 		return nil, fmt.Errorf("%w: max_redirects must not be negative", ErrConfig)
@@ -220,7 +235,8 @@ func capabilityOf(ep *Endpoint) gateway.Capability {
 
 // requestFor builds the contract request of one gateway attempt: the tool
 // call id as request_id (the same on every attempt), the run id as
-// task_id, the capability id as tool.name, the arguments as input, the
+// task_id, the capability id as tool.name (or the endpoint's wire name for
+// the capability, ToolInfo.Name), the arguments as input, the
 // attempt, the idempotency key and the trace (ids on the wire, the whole
 // W3C context in TraceContext). With ep.InputRaw the envelope transports
 // (external, webhook, grpc) send the arguments as JSON text in input_raw
@@ -236,6 +252,9 @@ func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 	}
 	if info, ok := ep.Tools[call.Capability]; ok {
 		req.Tool.Capabilities, req.Tool.RiskLevel = info.Capabilities, info.RiskLevel
+		if info.Name != "" {
+			req.Tool.Name = info.Name
+		}
 	}
 	if p := ep.Auth.profile(); p != "" {
 		req.Auth = &AuthInfo{Profile: p, SecretRef: ep.Auth.SecretRef, Scopes: ep.Auth.Scopes}
@@ -261,7 +280,7 @@ func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
 	req := requestFor(call, a.ep.Transport, &a.ep)
 	resp := a.Execute(ctx, req)
-	return outcome(ctx, req, resp)
+	return outcome(ctx, call, req, resp)
 }
 
 // Executor executes contract requests; it never fails with a Go error
@@ -279,21 +298,22 @@ func (f ExecutorFunc) Execute(ctx context.Context, req *Request) *Response { ret
 
 const tracerName = "github.com/contextos/contextos/transport"
 
-// outcome turns the response of an attempt made under ctx into the
-// gateway's outcome or error. A write's side effects are the response's
-// mutations; a tool that names none (an Orloj tool cannot) is recorded as
-// one effect under the call's idempotency key. The error is the
+// outcome turns the response of an attempt of call (req, made under ctx)
+// into the gateway's outcome or error. A write's side effects are the
+// response's mutations; a tool that names none (an Orloj tool cannot) is
+// recorded as one effect of the capability (its id, whatever tool.name
+// the wire carried) under the call's idempotency key. The error is the
 // response's *gateway.ToolError; when the attempt timed out or was
 // canceled because ctx ended, it also wraps ctx's cause, so
 // errors.Is(err, context.Canceled) (or context.DeadlineExceeded) holds
 // through the adapter while errors.As still finds the ToolError.
-func outcome(ctx context.Context, req *Request, resp *Response) (*gateway.Outcome, error) {
+func outcome(ctx context.Context, call *gateway.Call, req *Request, resp *Response) (*gateway.Outcome, error) {
 	if te := resp.err(); te != nil {
 		return nil, withCause(ctx, te)
 	}
 	out := &gateway.Outcome{Output: resp.outputValue()}
 	if req.IdempotencyKey != "" {
-		out.Mutations = []string{req.Tool.Name + ":" + req.IdempotencyKey}
+		out.Mutations = []string{call.Envelope.CapabilityID + ":" + req.IdempotencyKey}
 	}
 	return out, nil
 }

@@ -72,10 +72,13 @@ func (a *Auth) check(allowPrivate bool) error {
 	case ProfileBearer, ProfileBasic:
 	case ProfileAPIKeyHeader:
 		if strings.TrimSpace(a.HeaderName) == "" {
-			return fmt.Errorf("%w: auth profile api_key_header needs header_name", ErrConfig)
+			return &ConfigError{Field: "auth.header_name", Problem: "is required by auth profile api_key_header"}
 		}
 		if !validHeaderName(a.HeaderName) {
-			return fmt.Errorf("%w: auth header_name %q is not an HTTP header name", ErrConfig, clip(a.HeaderName))
+			return &ConfigError{Field: "auth.header_name", Problem: fmt.Sprintf("%q is not an HTTP header name", clip(a.HeaderName))}
+		}
+		if reservedHeader(a.HeaderName) {
+			return &ConfigError{Field: "auth.header_name", Problem: fmt.Sprintf("%q is a reserved header (HTTP's framing and connection headers, content headers, and the headers the transports write for a call cannot carry an API key)", clip(a.HeaderName)), Rule: ErrReservedHeader}
 		}
 	case ProfileOAuth2ClientCreds:
 		if strings.TrimSpace(a.TokenURL) == "" {
@@ -332,6 +335,11 @@ func applyAuth(ctx context.Context, a *Auth, secrets SecretResolver, tokens *Tok
 		if strings.TrimSpace(a.HeaderName) == "" {
 			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "auth profile api_key_header needs header_name", map[string]any{"auth_profile": st.profile})
 		}
+		if reservedHeader(a.HeaderName) {
+			// Checked when the adapter was built; the endpoint's Auth
+			// may have been changed since.
+			return st, newError(gateway.CodeRuntimePolicyInvalid, false, "auth header_name is a reserved header", map[string]any{"auth_profile": st.profile, "field": "auth.header_name"})
+		}
 		v, te := resolve("")
 		if te != nil {
 			return st, te
@@ -411,6 +419,40 @@ func tokenURLDetail(raw string) string {
 		return "(invalid)"
 	}
 	return clip(safeOrigin(u) + u.EscapedPath())
+}
+
+// reservedHeaders are the header names an api_key_header profile may not
+// use (lower case): HTTP's framing, connection and proxy headers, which an
+// API key would corrupt or smuggle a second request through; the headers
+// the transports read the reply by (Accept, Range); the headers they write
+// for every call (a key there would replace the call's identity, or be
+// replaced by it); and gRPC's and MCP's own.
+var reservedHeaders = []string{
+	"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive",
+	"http2-settings", "expect", "via", "max-forwards", "accept", "range",
+	"x-tool-contract-version", "x-tool-name", "x-tool-attempt", "x-request-id", "idempotency-key",
+	"traceparent", "tracestate", "baggage", "last-event-id",
+}
+
+// reservedPrefixes are the reserved header name prefixes: Proxy-*,
+// Content-*, Accept-*, Grpc-* and Mcp-*.
+var reservedPrefixes = []string{"proxy-", "content-", "accept-", "grpc-", "mcp-"}
+
+// reservedHeader reports a header name an api_key_header profile may not
+// use, in any case (reservedHeaders, reservedPrefixes).
+func reservedHeader(name string) bool {
+	name = strings.TrimSpace(name)
+	for _, h := range reservedHeaders {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	for _, p := range reservedPrefixes {
+		if len(name) >= len(p) && strings.EqualFold(name[:len(p)], p) {
+			return true
+		}
+	}
+	return false
 }
 
 // validHeaderName reports an RFC 9110 token: what an HTTP header name may

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/grpctransport"
+	"github.com/contextos/contextos/transport/mcptransport"
 )
 
 func TestAuthProfiles(t *testing.T) {
@@ -366,4 +370,87 @@ func TestOAuth2TokenCacheIsPerAdapterUnlessShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An api_key_header profile cannot name a header HTTP or the transports
+// own, in any case: every transport refuses it when built, with a
+// *ConfigError naming auth.header_name (ErrConfig, ErrReservedHeader);
+// ordinary key headers are accepted. An endpoint whose Auth is changed to
+// one after it was built is refused at the call, before anything is sent.
+func TestAPIKeyHeaderCannotNameAReservedHeader(t *testing.T) {
+	t.Parallel()
+	reserved := []string{"Host", "host", "HOST", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "TE", "te", "Trailer",
+		"Keep-Alive", "Proxy-Authorization", "proxy-connection", "Proxy-Anything", "Content-Type", "content-encoding", "Expect",
+		"Accept", "Accept-Encoding", "Range", "Via", "Max-Forwards", "HTTP2-Settings", "Idempotency-Key", "X-Tool-Name", "x-tool-attempt",
+		"X-Tool-Contract-Version", "X-Request-Id", "Traceparent", "tracestate", "Baggage", "Grpc-Timeout", "grpc-encoding",
+		"Mcp-Session-Id", "Last-Event-ID"}
+	build := map[string]func(ep transport.Endpoint) error{
+		"external": func(ep transport.Endpoint) error { _, err := transport.NewAdapter(ep, nil); return err },
+		"http": func(ep transport.Endpoint) error {
+			ep.Transport = "http"
+			_, err := transport.NewAdapter(ep, nil)
+			return err
+		},
+		"webhook": func(ep transport.Endpoint) error {
+			ep.Transport = "webhook"
+			_, err := transport.NewAdapter(ep, nil)
+			return err
+		},
+		"grpc": func(ep transport.Endpoint) error {
+			ep.Transport, ep.URL = "grpc", "grpcs://tools.example.com:443"
+			a, err := grpctransport.New(ep, nil)
+			if err == nil {
+				a.Close()
+			}
+			return err
+		},
+		"mcp": func(ep transport.Endpoint) error {
+			ep.Transport = "mcp"
+			ctx, cancel := context.WithCancel(bg)
+			cancel() // a configuration that passes would not connect
+			a, err := mcptransport.Connect(ctx, ep, nil)
+			if err == nil {
+				a.Close()
+			}
+			if err != nil && !errors.Is(err, transport.ErrConfig) {
+				return nil // got past the configuration checks
+			}
+			return err
+		},
+	}
+	for _, tr := range slices.Sorted(maps.Keys(build)) {
+		for _, h := range reserved {
+			t.Run(tr+"/"+h, func(t *testing.T) {
+				t.Parallel()
+				err := build[tr](transport.Endpoint{Transport: "external", URL: "https://tools.example.com/x",
+					Auth: &transport.Auth{Profile: "api_key_header", SecretRef: "search-key", HeaderName: h}})
+				var ce *transport.ConfigError
+				if !errors.Is(err, transport.ErrConfig) || !errors.Is(err, transport.ErrReservedHeader) || !errors.As(err, &ce) || ce.Field != "auth.header_name" {
+					t.Fatalf("got %v, want a ConfigError on auth.header_name matching ErrReservedHeader", err)
+				}
+			})
+		}
+		for _, h := range []string{"X-Api-Key", "Authorization", "api-key", "X-Tool-Key", "Hosts", "Contents", "Proxy"} {
+			t.Run(tr+"/accepts "+h, func(t *testing.T) {
+				t.Parallel()
+				err := build[tr](transport.Endpoint{Transport: "external", URL: "https://tools.example.com/x",
+					Auth: &transport.Auth{Profile: "api_key_header", SecretRef: "search-key", HeaderName: h}})
+				if err != nil {
+					t.Fatalf("%s refused: %v", h, err)
+				}
+			})
+		}
+	}
+
+	t.Run("changed after the adapter was built", func(t *testing.T) {
+		t.Parallel()
+		ts := newToolServer(t, echoEnvelope)
+		auth := &transport.Auth{Profile: "api_key_header", SecretRef: "search-key", HeaderName: "X-Api-Key"}
+		a := newAdapter(t, transport.Endpoint{Transport: "external", URL: ts.URL, Auth: auth}, &transport.Options{Secrets: transport.MapSecrets{"search-key": "k-123"}})
+		auth.HeaderName = "Transfer-Encoding"
+		_, err := a.Call(bg, call(1))
+		if te := toolErr(t, err); te.Code != gateway.CodeRuntimePolicyInvalid || te.Retryable || te.Details["field"] != "auth.header_name" || len(ts.requests()) != 0 {
+			t.Fatalf("%+v (requests %d)", te, len(ts.requests()))
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -70,6 +71,45 @@ func BenchmarkExternalAdapterBearer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := a.Call(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchHandler sends one request through NewHandler (decode, execute,
+// encode) without a network; the executor answers output.
+func benchHandler(b *testing.B, output map[string]any) {
+	h := transport.NewHandler(transport.ExecutorFunc(func(context.Context, *transport.Request) *transport.Response {
+		return &transport.Response{Status: transport.StatusOK, Output: output}
+	}))
+	body, _ := json.Marshal(transport.RequestFor(call(1), "external", &transport.Endpoint{}))
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Body.String())
+		}
+	}
+}
+
+// BenchmarkNewHandler: a reply whose result is a string (sent as is), and
+// one whose result is a number (sent as its JSON text).
+func BenchmarkNewHandler(b *testing.B) {
+	b.Run("string result", func(b *testing.B) {
+		benchHandler(b, map[string]any{"result": "refund issued", "transaction_id": "txn_1"})
+	})
+	b.Run("number result", func(b *testing.B) {
+		benchHandler(b, map[string]any{"result": 4200.0, "transaction_id": "txn_1"})
+	})
+}
+
+// BenchmarkDecodeResponse: a client reading a contract reply.
+func BenchmarkDecodeResponse(b *testing.B) {
+	reply := []byte(`{"tool_contract_version":"v1","request_id":"tool_0123456789abcdef","status":"ok","output":{"result":"refund issued","transaction_id":"txn_1"},"usage":{"duration_ms":3,"attempt":1},"trace":{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := transport.DecodeResponse(reply); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,7 +117,26 @@ type Trace struct {
 	SpanID  string `json:"span_id,omitempty"`
 }
 
-// Response is a ToolExecutionResponse.
+// Response is a ToolExecutionResponse. Output holds any JSON object (seed
+// 004); its "result" member is what Orloj's peers read, typed as a
+// string.
+//
+// On the wire (its JSON form, which NewHandler, ServeJSON's callers and
+// grpctransport.Register write) a result that is not a string — a number,
+// object, array, boolean or null — travels as its JSON text, and the
+// response's result_encoding member is "json", so a peer that types
+// output as {"result": string} decodes every reply:
+//
+//	"output": {"result": "{\"amount_inr\":4200}"}, "result_encoding": "json"
+//
+// A string result travels as is, with no result_encoding. Reading (our
+// clients, DecodeResponse, UnmarshalJSON) undoes exactly that: a result
+// is decoded from its JSON text only when result_encoding says "json", so
+// a string result without it stays that string, whatever it holds (an
+// Orloj tool's "42" or "{}" is text, as it always was). A result_encoding
+// other than "json", or one that does not hold for output.result (not a
+// string, or not one JSON value), makes the reply an invalid contract
+// response. Other output members are not changed (peers ignore them).
 type Response struct {
 	ToolContractVersion string         `json:"tool_contract_version,omitempty"`
 	RequestID           string         `json:"request_id,omitempty"`
@@ -125,6 +145,169 @@ type Response struct {
 	Usage               *AttemptUsage  `json:"usage,omitempty"`
 	Trace               *Trace         `json:"trace,omitempty"`
 	Error               *Failure       `json:"error,omitempty"`
+}
+
+// resultEncodingJSON is the result_encoding of a response whose
+// output.result is the JSON text of a value that is not a string.
+const resultEncodingJSON = "json"
+
+// plainResponse is a Response without its JSON methods: its members as
+// they are. A response whose result needs no rewriting is written as one.
+type plainResponse Response
+
+// wireResponse is a Response as it travels when its result is rewritten
+// (see Response): its members, and result_encoding.
+type wireResponse struct {
+	ToolContractVersion string         `json:"tool_contract_version,omitempty"`
+	RequestID           string         `json:"request_id,omitempty"`
+	Status              string         `json:"status,omitempty"`
+	Output              map[string]any `json:"output,omitempty"`
+	ResultEncoding      string         `json:"result_encoding,omitempty"`
+	Usage               *AttemptUsage  `json:"usage,omitempty"`
+	Trace               *Trace         `json:"trace,omitempty"`
+	Error               *Failure       `json:"error,omitempty"`
+}
+
+// responseDecoded is one allocation holding a response document as read
+// (wire, flat: encoding/json decodes a flat struct without the extra
+// allocation an embedded one costs) and the Response made of it.
+type responseDecoded struct {
+	wire wireResponse
+	resp Response
+}
+
+// decodeWire reads a response document (checked strict by the caller) in
+// either form (see Response). Errors match ErrContract.
+func decodeWire(data []byte) (*Response, error) {
+	d := new(responseDecoded)
+	if err := json.Unmarshal(data, &d.wire); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+	}
+	w := &d.wire
+	d.resp = Response{ToolContractVersion: w.ToolContractVersion, RequestID: w.RequestID, Status: w.Status, Output: w.Output,
+		Usage: w.Usage, Trace: w.Trace, Error: w.Error}
+	if err := d.resp.decodeResult(w.ResultEncoding); err != nil {
+		return nil, err
+	}
+	return &d.resp, nil
+}
+
+// decodeInto reads a response document into r, in either form (see
+// Response). Errors match ErrContract.
+func decodeInto(data []byte, r *Response) error {
+	resp, err := decodeWire(data)
+	if err != nil {
+		return err
+	}
+	*r = *resp
+	return nil
+}
+
+// MarshalJSON writes the response in its wire form (see Response): a
+// result that is not a string as its JSON text, marked by result_encoding
+// "json". It fails when the result has no JSON form.
+func (r Response) MarshalJSON() ([]byte, error) {
+	v, err := r.wireValue()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a response in either form (see Response).
+func (r *Response) UnmarshalJSON(data []byte) error { return decodeInto(data, r) }
+
+// wireValue is what encodes as r's wire form: r itself, without its JSON
+// methods, when its result is absent or a string (no copy is made), else
+// its wireResponse.
+func (r *Response) wireValue() (any, error) {
+	v, ok := r.Output["result"]
+	if !ok {
+		return (*plainResponse)(r), nil
+	}
+	if _, ok := v.(string); ok {
+		return (*plainResponse)(r), nil
+	}
+	w, err := r.wire(v)
+	if err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// wire is the wire form of r, whose result v is not a Go string: the
+// output map is copied with the result rewritten; r is never changed.
+func (r *Response) wire(v any) (wireResponse, error) {
+	w := wireResponse{ToolContractVersion: r.ToolContractVersion, RequestID: r.RequestID, Status: r.Status,
+		Usage: r.Usage, Trace: r.Trace, Error: r.Error}
+	text, isString, err := resultText(v)
+	if err != nil {
+		return w, fmt.Errorf("output.result has no JSON form: %w", err)
+	}
+	w.Output = maps.Clone(r.Output)
+	w.Output["result"] = text
+	if !isString {
+		w.ResultEncoding = resultEncodingJSON
+	}
+	return w, nil
+}
+
+// resultText is the wire text of a result that is not a Go string: its
+// JSON text (HTML characters unescaped), or, for a value whose JSON form
+// is a string (a named string type, a time), that string itself, which
+// travels as a plain string result.
+func resultText(v any) (text string, isString bool, err error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", false, err
+	}
+	raw := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	}
+	return string(raw), false, nil
+}
+
+// decodeResult decodes, in place, a result that encoding (a response's
+// result_encoding) says is JSON text (see Response). Errors match
+// ErrContract and never quote the result.
+func (r *Response) decodeResult(encoding string) error {
+	if encoding == "" {
+		return nil
+	}
+	if enc := strings.ToLower(strings.TrimSpace(encoding)); enc != resultEncodingJSON {
+		return fmt.Errorf("%w: result_encoding %q is not %s", ErrContract, clip(encoding), resultEncodingJSON)
+	}
+	text, ok := r.Output["result"].(string)
+	if !ok {
+		return fmt.Errorf("%w: result_encoding %s needs output.result to be a string", ErrContract, resultEncodingJSON)
+	}
+	v, err := decodeValue([]byte(text))
+	if err != nil {
+		return fmt.Errorf("%w: output.result is not the JSON text result_encoding says it is: %s", ErrContract, err)
+	}
+	r.Output["result"] = v // the output was decoded for r: nobody else holds it
+	return nil
+}
+
+// decodeValue decodes one JSON value, strictly (no duplicated member,
+// valid UTF-8, nothing after it). The error names the problem, never the
+// text.
+func decodeValue(b []byte) (any, error) {
+	if err := wire.Strict(b); err != nil {
+		return nil, errors.New(strictProblem(err))
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, errors.New(jsonProblem(err))
+	}
+	return v, nil
 }
 
 // AttemptUsage is a response's "usage" member: what one attempt of a tool
@@ -317,7 +500,8 @@ func decodeInput(r *Request) *gateway.ToolError {
 
 // DecodeResponse decodes a tool's contract response. It accepts seed
 // 004's forms (output and details hold any JSON) and Orloj's (output with
-// only a result string, string details). A body that is not a JSON
+// only a result string, string details), and decodes a result that
+// result_encoding "json" says is JSON text (see Response). A body that is not a JSON
 // object, or has no status, is an invalid contract response (ErrContract);
 // one with another major tool_contract_version is also ErrContractVersion.
 func DecodeResponse(data []byte) (*Response, error) {
@@ -328,9 +512,9 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if err := wire.Strict(data); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrContract, strictProblem(err))
 	}
-	var r Response
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+	r, err := decodeWire(data)
+	if err != nil {
+		return nil, err
 	}
 	r.Status = strings.ToLower(strings.TrimSpace(r.Status))
 	switch r.Status {
@@ -343,7 +527,7 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if checkVersion(r.ToolContractVersion) != nil {
 		return nil, fmt.Errorf("%w: %w %q", ErrContract, ErrContractVersion, clip(r.ToolContractVersion))
 	}
-	return &r, nil
+	return r, nil
 }
 
 // strictProblem says what the strict scan refused (a duplicate member,

@@ -13,15 +13,24 @@
 // On the wire it speaks with Orloj's own clients and servers as well as
 // seed 004's: error details are always written, every value as a string
 // (peers that type details as string → string decode them; either form is
-// read); a reply with another major tool_contract_version is refused as a
-// non-retryable invalid_input on every transport; the webhook runtime mode
-// is "webhook-callback". The server side (NewHandler, ServeJSON and
-// grpctransport.Register) echoes the version, request id, attempt and
-// trace in every response, refusals included, and decodes arguments sent
-// only in input_raw as a JSON object into Input (other input_raw text, such
-// as the upstream catalog's "tool=<tool> payload", reaches the executor as
-// InputRaw with an empty Input). Endpoint.InputRaw makes our clients send
-// arguments that way, for servers whose input is a string map. A webhook
+// read); an output.result that is not a string travels as its JSON text,
+// marked by result_encoding "json" (peers that type output as
+// {"result": string} decode every reply; our clients decode the text back
+// only where the marker says so, so a string result stays the string it
+// is — see Response); a reply with another major tool_contract_version is
+// refused as a non-retryable invalid_input on every transport; the
+// webhook runtime mode is "webhook-callback". The server side (NewHandler,
+// ServeJSON and grpctransport.Register) echoes the version, request id,
+// attempt and trace in every response, refusals included, answers an
+// executor that panics, or an output that cannot be encoded, with a
+// non-retryable execution_failed (never a dropped connection or a gRPC
+// status, which a peer retries, and never the panic's value), and decodes
+// arguments sent only in input_raw as a JSON object into Input (other
+// input_raw text, such as the upstream catalog's "tool=<tool> payload",
+// reaches the executor as InputRaw with an empty Input). Endpoint.InputRaw
+// makes our clients send arguments that way, for servers whose input is a
+// string map, and ToolInfo.Name sets the tool.name sent for a capability,
+// for a server that knows the tool by its own name. A webhook
 // job the tool accepted is never submitted again: pending replies and
 // failed polls keep the wait going, and a later attempt polls it. Each
 // attempt carries the caller's W3C trace context:
@@ -35,9 +44,11 @@
 // a 401 with a cached token evicts it and the attempt is made once more
 // with a fresh token (auth_expired when that is not possible).
 //
-// Calls stay where they were sent and give nothing back. Endpoints and
-// OAuth2 token URLs are checked when an adapter is built (an error
-// matching ErrConfig), and the dialer checks the address a name resolves to on
+// Calls stay where they were sent and give nothing back. Endpoints, OAuth2
+// token URLs, an api_key_header profile's header (never one HTTP or the
+// transports own: ErrReservedHeader) and wire tool names are checked when
+// an adapter is built (an error matching ErrConfig, a *ConfigError naming
+// the field where there is one), and the dialer checks the address a name resolves to on
 // every connection, so cloud metadata and link-local addresses are never
 // reached, and private ones only with AllowPrivate. Redirects are not
 // followed unless Options.MaxRedirects allows them, and then only within

@@ -26,7 +26,34 @@ var (
 	// ErrSecretNotFound is returned by a SecretResolver for an unknown
 	// secret.
 	ErrSecretNotFound = errors.New("transport: secret not found")
+	// ErrReservedHeader reports an api_key_header auth profile whose
+	// header_name is a header HTTP or the transports own (with ErrConfig,
+	// in a *ConfigError naming auth.header_name).
+	ErrReservedHeader = errors.New("reserved header")
 )
+
+// ConfigError is a configuration refusal that names the member it is
+// about. It matches ErrConfig, and Rule when set (errors.Is).
+type ConfigError struct {
+	// Field is the refused member, as the endpoints file spells it:
+	// "auth.header_name", "tools.web_search.name".
+	Field string
+	// Problem says what is wrong with it; it never quotes a secret.
+	Problem string
+	// Rule is the sentinel of the rule refused (ErrReservedHeader), or
+	// nil.
+	Rule error
+}
+
+func (e *ConfigError) Error() string { return ErrConfig.Error() + ": " + e.Field + " " + e.Problem }
+
+// Unwrap returns ErrConfig and Rule.
+func (e *ConfigError) Unwrap() []error {
+	if e.Rule == nil {
+		return []error{ErrConfig}
+	}
+	return []error{ErrConfig, e.Rule}
+}
 
 // newError is gateway.NewToolError: the transport's errors are the
 // gateway's ToolErrors, so they reach results unchanged.

@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net/http/httptest"
@@ -50,4 +51,57 @@ func ExampleNewAdapter() {
 	// Output:
 	// txn_q9 ik_77aa [adp_payments.issue_refund:ik_77aa]
 	// attempts: 3 wait after attempt 1: true
+}
+
+// A tool's output.result that is not a string travels as its JSON text,
+// marked by result_encoding, so a peer that types output as
+// {"result": string} decodes the reply; our clients read the value back.
+// A string result travels, and reads back, as itself.
+func ExampleResponse_MarshalJSON() {
+	resp := &transport.Response{ToolContractVersion: transport.ContractVersion, RequestID: "req-123", Status: transport.StatusOK,
+		Output: map[string]any{"result": map[string]any{"amount_inr": 4200, "refund": "issued"}}}
+	wire, err := json.Marshal(resp)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(wire))
+
+	back, err := transport.DecodeResponse(wire)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(back.Output["result"])
+
+	text, _ := transport.DecodeResponse([]byte(`{"status":"ok","output":{"result":"{\"amount_inr\":4200}"}}`))
+	fmt.Printf("%q\n", text.Output["result"])
+	// Output:
+	// {"tool_contract_version":"v1","request_id":"req-123","status":"ok","output":{"result":"{\"amount_inr\":4200,\"refund\":\"issued\"}"},"result_encoding":"json"}
+	// map[amount_inr:4200 refund:issued]
+	// "{\"amount_inr\":4200}"
+}
+
+// An upstream tool known by its own name (web_search) serves capability
+// adp_search.web_search: the endpoint names it, and the adapter sends that
+// name as tool.name; results keep naming the capability.
+func ExampleToolInfo() {
+	tool := httptest.NewServer(transport.NewHandler(transport.ExecutorFunc(func(ctx context.Context, req *transport.Request) *transport.Response {
+		return &transport.Response{Status: transport.StatusOK, Output: map[string]any{"result": "served by " + req.Tool.Name}}
+	})))
+	defer tool.Close()
+
+	search, err := transport.NewAdapter(transport.Endpoint{Transport: transport.TransportExternal, URL: tool.URL, AllowPrivate: true,
+		Tools: map[string]transport.ToolInfo{"web_search": {Name: "web_search", Capabilities: []string{"network.read"}}}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := search.Call(context.Background(), &gateway.Call{
+		Envelope:   &gateway.ToolCallEnvelope{ToolCallID: "tool_0123456789abcdef", RunID: "run_1", CapabilityID: "adp_search.web_search", Args: map[string]any{"query": "refund policy"}},
+		Capability: "web_search", Attempt: 1, IdempotencyKey: "ik_1",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Output["result"], out.Mutations)
+	// Output:
+	// served by web_search [adp_search.web_search:ik_1]
 }

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/transport"
+	"github.com/contextos/contextos/transport/internal/orlojpeer"
 )
 
 // FuzzDecodeResponse: any tool reply decodes to a response whose Err is
@@ -21,6 +24,10 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"status":"error","error":{"code":"timeout","reason":"tool_execution_timeout","retryable":true,"message":"m","details":{"timeout_ms":15000}}}`,
 		`{"status":"denied","error":{"code":"permission_denied","details":{"tool":"x"}}}`,
 		`{"tool_contract_version":"v1","status":"ok","output":{"result":"text"}}`, `{"status":"error"}`, `[]`, `"x"`,
+		`{"status":"ok","output":{"result":"{\"a\":[1,null]}"},"result_encoding":"json"}`,
+		`{"status":"ok","output":{"result":"nope"},"result_encoding":"json"}`,
+		`{"status":"ok","output":{"result":7},"result_encoding":"json"}`,
+		`{"status":"ok","output":{"result":"1"},"result_encoding":"hex"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -44,6 +51,41 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		if _, err := json.Marshal(r); err != nil {
 			t.Fatalf("a decoded response does not encode: %v", err)
+		}
+	})
+}
+
+// FuzzResultWireForm: any JSON value an executor puts in output.result
+// (and beside it) travels so a caller typed as Orloj's (output.result a
+// string) decodes the reply, a string result as that string, and our
+// client reads back the same value.
+func FuzzResultWireForm(f *testing.F) {
+	for _, s := range []string{`42`, `"x"`, `"42"`, `{"a":[1,null]}`, `null`, `true`, `"{\"a\":1}"`, `[]`, `"\u2028<&>"`, `-0`, `1e308`, `{"":{"":""}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		resp := &transport.Response{ToolContractVersion: "v1", RequestID: "r", Status: "ok", Output: map[string]any{"result": v, "beside": v}}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatalf("a JSON value has no wire form: %v", err)
+		}
+		var peer orlojpeer.Response
+		if err := json.Unmarshal(b, &peer); err != nil {
+			t.Fatalf("a caller typed as Orloj's cannot decode %s: %v", b, err)
+		}
+		if s, ok := v.(string); ok && peer.Output.Result != s {
+			t.Fatalf("the string result %q travelled as %q", s, peer.Output.Result)
+		}
+		got, err := transport.DecodeResponse(b)
+		if err != nil {
+			t.Fatalf("our client cannot read %s: %v", b, err)
+		}
+		if d := cmp.Diff(map[string]any{"result": v, "beside": v}, got.Output); d != "" {
+			t.Fatalf("read back (-want +got):\n%s", d)
 		}
 	})
 }

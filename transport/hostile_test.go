@@ -367,6 +367,16 @@ func TestHostileTransport(t *testing.T) {
 				_, err := transport.NewAdapter(transport.Endpoint{Transport: "http", URL: "http://localhost.:8080/"}, h.opts)
 				return nil, err
 			}},
+		{name: "endpoint at a loopback address with a trailing dot and its default port", code: "config", says: "loopback",
+			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
+				_, err := transport.NewAdapter(transport.Endpoint{Transport: "external", URL: "http://127.0.0.1.:80/"}, h.opts)
+				return nil, err
+			}},
+		{name: "endpoint at the metadata address with a trailing dot and a port", code: "config", says: "link-local or cloud metadata",
+			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
+				_, err := transport.NewAdapter(transport.Endpoint{Transport: "http", URL: "http://169.254.169.254.:80/latest", AllowPrivate: true}, h.opts)
+				return nil, err
+			}},
 		{name: "endpoint under .localhost", code: "config", says: "loopback",
 			run: func(t *testing.T, h *hostile) (*gateway.Outcome, error) {
 				_, err := transport.NewAdapter(transport.Endpoint{Transport: "http", URL: "http://admin.localhost/"}, h.opts)

@@ -63,6 +63,8 @@ func (h *host) Execute(_ context.Context, req *transport.Request) *transport.Res
 			Message: "the payments backend answered 502", Details: map[string]any{"http_status": 502, "timeout_ms": 15000.0, "nested": map[string]any{"a": 1.0}, "none": nil, "ok": true}}}
 	case "deny":
 		return &transport.Response{Status: "denied", Error: &transport.Failure{Code: "permission_denied", Reason: "tool_permission_denied", Message: "refunds above 4000 need approval"}}
+	case "object":
+		return &transport.Response{Status: "ok", Output: map[string]any{"result": map[string]any{"refund": "issued", "amount_inr": 4200}, "transaction_id": "txn_1"}}
 	}
 	return &transport.Response{Status: "ok", Output: map[string]any{"result": "refund issued"}}
 }
@@ -136,6 +138,12 @@ func upstreamCases() []upstreamCase {
 					if resp.Error.Details[k] != v {
 						t.Errorf("details %v, want %v", resp.Error.Details, want)
 					}
+				}
+			}},
+		{name: "object result", req: base(`{"case":"object"}`), want: orlojpeer.Expect{Status: "ok"}, input: map[string]any{"case": "object"},
+			check: func(t *testing.T, resp orlojpeer.Response) {
+				if resp.Output.Result != `{"amount_inr":4200,"refund":"issued"}` {
+					t.Errorf("output.result %q, want the object's JSON text", resp.Output.Result)
 				}
 			}},
 		{name: "denied", req: base(`{"case":"deny"}`), want: orlojpeer.Expect{Status: "denied", Code: "permission_denied", Reason: "tool_permission_denied", Retryable: &no},

@@ -2,8 +2,11 @@ package transport
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/contextos/contextos/runcontext"
 )
@@ -45,6 +48,42 @@ func CheckToolInfo(capability string, info ToolInfo, mode runcontext.ApprovalMod
 		if !need.AtMost(mode) {
 			return fmt.Errorf("%w: %s: risk level %s needs approval mode %s or higher; the pack declares %s", ErrConfig, capability, r, need, mode)
 		}
+	}
+	return nil
+}
+
+// maxToolName bounds a wire tool name, in bytes.
+const maxToolName = 256
+
+// checkTools refuses an endpoint's tools entry whose wire name cannot be
+// sent (a *ConfigError naming tools.<capability>.name): a name with
+// surrounding space, more than maxToolName bytes, invalid UTF-8, or a
+// control or format character (it travels in a header, a log line and a
+// span), and a name two capabilities share, which would send two
+// governed capabilities to one tool. Capabilities are checked in name
+// order, so the error is the same on every run.
+func checkTools(ep *Endpoint) error {
+	owner := map[string]string{}
+	for _, c := range slices.Sorted(maps.Keys(ep.Tools)) {
+		name := ep.Tools[c].Name
+		if name == "" {
+			continue
+		}
+		field := "tools." + clip(c) + ".name"
+		switch {
+		case strings.TrimSpace(name) != name:
+			return &ConfigError{Field: field, Problem: "has surrounding space"}
+		case len(name) > maxToolName:
+			return &ConfigError{Field: field, Problem: fmt.Sprintf("is longer than %d bytes", maxToolName)}
+		case !utf8.ValidString(name):
+			return &ConfigError{Field: field, Problem: "is not valid UTF-8"}
+		case strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
+			return &ConfigError{Field: field, Problem: "has a control or format character"}
+		}
+		if other, ok := owner[name]; ok {
+			return &ConfigError{Field: field, Problem: fmt.Sprintf("%q is also the name of capability %s; each capability needs its own tool", clip(name), clip(other))}
+		}
+		owner[name] = c
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ func (machinery) RequestFor(call *gateway.Call, mode string, ep *Endpoint) *Requ
 	return requestFor(call, mode, ep)
 }
 
-func (machinery) Outcome(ctx context.Context, req *Request, resp *Response) (*gateway.Outcome, error) {
-	return outcome(ctx, req, resp)
+func (machinery) Outcome(ctx context.Context, call *gateway.Call, req *Request, resp *Response) (*gateway.Outcome, error) {
+	return outcome(ctx, call, req, resp)
 }
 
 func (machinery) Attempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
@@ -88,3 +88,9 @@ func (machinery) CallError(ctx context.Context, err error, details map[string]an
 func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, value string)) {
 	traceHeaders(ctx, req, set)
 }
+
+func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }
+
+func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r) }
+
+func (machinery) CheckTools(ep *Endpoint) error { return checkTools(ep) }

@@ -209,9 +209,18 @@
 // allow_private (default true here: the file is the operator's own
 // configuration), namespace, agent, input_raw (true: send the arguments
 // only in input_raw, for envelope servers whose input is a string map, as
-// Orloj's are), and tools (capability labels and risk
-// levels per capability, checked against the adapter's approval mode). An
-// entry that matches no adapter is an error.
+// Orloj's are), and tools: per capability name, the tool.name sent for it
+// ("name", the tool's own name on its server; default the capability id,
+// adapter_id.capability; two capabilities cannot share one, and mcp takes
+// none) and its capability labels and risk level, checked against the
+// adapter's approval mode:
+//
+//	"tools": {"web_search": {"name": "web_search", "capabilities": ["network.read"], "risk_level": "low"}}
+//
+// An api_key_header auth profile's header_name cannot be a reserved header
+// (Host, Content-*, Transfer-Encoding, Connection, Proxy-*, … and the
+// headers the transports write for a call). An entry that matches no
+// adapter is an error.
 //
 // The secrets file (run --secrets) maps a secret name to its value, or to
 // an object of keys (for oauth2_client_credentials: client_id and

@@ -44,8 +44,9 @@ type endpointEntry struct {
 	// InputRaw sends the arguments only in input_raw, as JSON text, for
 	// envelope servers whose input is a string map (transport.Endpoint.InputRaw).
 	InputRaw bool `json:"input_raw,omitempty"`
-	// Tools declares capability labels and risk levels per capability
-	// name; they are checked against the adapter's approval mode.
+	// Tools declares, per capability name, the tool.name sent for it
+	// (name; default the capability id) and its labels and risk level,
+	// which are checked against the adapter's approval mode.
 	Tools map[string]transport.ToolInfo `json:"tools,omitempty"`
 }
 
@@ -129,6 +130,10 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 					return nil, fmt.Errorf("endpoint %s: %w", a.EndpointRef, err)
 				}
 			}
+			if err := distinctToolNames(a, ep.Tools); err != nil {
+				l.close()
+				return nil, fmt.Errorf("endpoint %s: %w", a.EndpointRef, err)
+			}
 			switch ep.Transport {
 			case transport.TransportGRPC:
 				var g *grpctransport.Adapter
@@ -168,6 +173,25 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 		}
 	}
 	return l, nil
+}
+
+// distinctToolNames refuses tools names that would send two of a's
+// capabilities to one tool: a name that is another capability's name, or
+// another's default (its capability id). The transports refuse two equal
+// names; only here are the adapter's capabilities known.
+func distinctToolNames(a pack.Adapter, tools map[string]transport.ToolInfo) error {
+	owner := map[string]string{}
+	for _, c := range a.Capabilities {
+		name := a.AdapterID + "." + c
+		if n := tools[c].Name; n != "" {
+			name = n
+		}
+		if other, ok := owner[name]; ok {
+			return &transport.ConfigError{Field: "tools." + c + ".name", Problem: fmt.Sprintf("sends capability %s to the tool capability %s is sent to (%q); each capability needs its own tool", c, other, name)}
+		}
+		owner[name] = c
+	}
+	return nil
 }
 
 // capability is the settings of one capability of a live adapter (nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/transport"
 )
 
@@ -85,6 +87,76 @@ func TestRunWithEndpoints(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "", runArgs("--secrets", secrets)...); code != exitUsage {
 		t.Errorf("--secrets without --endpoints: exit %d", code)
+	}
+}
+
+// TestRunWithEndpointToolNames: an endpoint's tools name sets the
+// tool.name its adapter sends for a capability, so an upstream tool named
+// issue_refund serves adp_payments.issue_refund; results still name the
+// capability. A name that cannot be sent, or an api_key_header profile on a
+// reserved header, is refused before the run, naming the field.
+func TestRunWithEndpointToolNames(t *testing.T) {
+	var mu sync.Mutex
+	var names []string
+	srv := httptest.NewServer(transport.NewHandler(transport.ExecutorFunc(func(ctx context.Context, req *transport.Request) *transport.Response {
+		mu.Lock()
+		names = append(names, req.Tool.Name)
+		mu.Unlock()
+		return &transport.Response{Status: "ok", Output: map[string]any{"transaction_id": "txn_live_1"}}
+	})))
+	defer srv.Close()
+	dir := t.TempDir()
+	endpoints := filepath.Join(dir, "endpoints.json")
+	secrets := filepath.Join(dir, "secrets.json")
+	os.WriteFile(secrets, []byte(`{"k": "key-1"}`), 0o644)
+	os.WriteFile(endpoints, []byte(`{"internal://payments": {"transport": "external", "url": "`+srv.URL+`/tools",
+		"tools": {"issue_refund": {"name": "issue_refund", "capabilities": ["external.side_effect"]}}}}`), 0o644)
+	code, out, errs := runCLI(t, "", runArgs("--approve", "GATE_FINANCE_APPROVAL=user_finance_lead_77:finance_lead", "--endpoints", endpoints)...)
+	if code != exitOK || !strings.Contains(out, `"DECIDED"`) || !strings.Contains(out, `"capability_id": "adp_payments.issue_refund"`) {
+		t.Fatalf("run: %d %s %s", code, out, errs)
+	}
+	if strings.Join(names, ",") != "issue_refund" {
+		t.Fatalf("the tool saw tool.name %v, want issue_refund", names)
+	}
+
+	for name, c := range map[string]struct{ body, says string }{
+		"reserved header_name":               {`{"internal://payments": {"transport": "external", "url": "` + srv.URL + `", "auth": {"profile": "api_key_header", "secret_ref": "k", "header_name": "Content-Length"}}}`, "auth.header_name"},
+		"reserved header_name, another case": {`{"internal://payments": {"transport": "external", "url": "` + srv.URL + `", "auth": {"profile": "api_key_header", "secret_ref": "k", "header_name": "transfer-encoding"}}}`, "auth.header_name"},
+		"proxy header_name":                  {`{"internal://payments": {"transport": "grpc", "url": "grpc://127.0.0.1:1", "auth": {"profile": "api_key_header", "secret_ref": "k", "header_name": "Proxy-Authorization"}}}`, "auth.header_name"},
+		"tool name with a line break":        {`{"internal://payments": {"transport": "external", "url": "` + srv.URL + `", "tools": {"issue_refund": {"name": "refund\r\nX-A: 1"}}}}`, "tools.issue_refund.name"},
+		"tool name on mcp":                   {`{"internal://payments": {"transport": "mcp", "command": ["x"], "tools": {"issue_refund": {"name": "refund"}}}}`, "tools.issue_refund.name"},
+	} {
+		os.WriteFile(endpoints, []byte(c.body), 0o644)
+		code, _, errs := runCLI(t, "", runArgs("--endpoints", endpoints, "--secrets", secrets)...)
+		if code != exitInvalid || !strings.Contains(errs, c.says) || strings.Contains(errs, "key-1") {
+			t.Errorf("%s: exit %d %s", name, code, errs)
+		}
+	}
+	if len(names) != 1 {
+		t.Errorf("a refused configuration reached the tool: %v", names)
+	}
+}
+
+// Two capabilities of an adapter cannot be sent to one tool: not with the
+// same name, nor with a name that is another capability's id.
+func TestDistinctToolNames(t *testing.T) {
+	a := pack.Adapter{AdapterID: "adp_orders", Capabilities: []string{"lookup", "cancel"}}
+	for _, c := range []struct {
+		name  string
+		tools map[string]transport.ToolInfo
+		field string // "" accepted
+	}{
+		{"defaults", nil, ""},
+		{"distinct names", map[string]transport.ToolInfo{"lookup": {Name: "get_order"}, "cancel": {Name: "cancel_order"}}, ""},
+		{"one name, one default", map[string]transport.ToolInfo{"lookup": {Name: "lookup"}}, ""},
+		{"a name that is another capability's id", map[string]transport.ToolInfo{"lookup": {Name: "adp_orders.cancel"}}, "tools.cancel.name"},
+		{"a shared name", map[string]transport.ToolInfo{"lookup": {Name: "orders"}, "cancel": {Name: "orders"}}, "tools.cancel.name"},
+	} {
+		err := distinctToolNames(a, c.tools)
+		var ce *transport.ConfigError
+		if c.field == "" && err != nil || c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, transport.ErrConfig)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -43,7 +44,16 @@ const (
 
 type jsonCodec struct{}
 
-func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+func (jsonCodec) Marshal(v any) ([]byte, error) {
+	if r, ok := v.(*transport.Response); ok {
+		// The response's wire form; one that cannot be encoded is answered
+		// with the non-retryable failure that says so, never a gRPC
+		// status, which a caller would take for a retryable failure and
+		// run the tool again.
+		return kit.MarshalResponse(r), nil
+	}
+	return json.Marshal(v)
+}
 func (jsonCodec) Unmarshal(data []byte, v any) error {
 	if r, ok := v.(*rawRequest); ok {
 		// The server reads the document itself (transport.ServeJSON), so a
@@ -55,6 +65,9 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 	// keep the last value.
 	if err := wire.Strict(data); err != nil {
 		return err
+	}
+	if r, ok := v.(*transport.Response); ok {
+		return kit.UnmarshalResponse(data, r)
 	}
 	return json.Unmarshal(data, v)
 }
@@ -112,6 +125,10 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 	if err := kit.CheckRetry(ep.Retry); err != nil {
 		return nil, err
 	}
+	if err := kit.CheckTools(&ep); err != nil {
+		return nil, err
+	}
+	ep.Tools = maps.Clone(ep.Tools) // the names checked are the names sent
 	var creds credentials.TransportCredentials
 	switch {
 	case strings.EqualFold(u.Scheme, "grpcs"):
@@ -154,7 +171,7 @@ func (a *Adapter) Capability() gateway.Capability { return kit.Capability(&a.ep)
 // ctx's error (errors.Is(err, context.Canceled)).
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
 	req := kit.RequestFor(call, transport.TransportGRPC, &a.ep)
-	return kit.Outcome(ctx, req, a.Execute(ctx, req))
+	return kit.Outcome(ctx, call, req, a.Execute(ctx, req))
 }
 
 // Execute makes one attempt of req; every failure is a response. A 401 to
@@ -233,13 +250,20 @@ func statusError(ctx context.Context, err error, details map[string]any) *gatewa
 
 // Register serves ex as orloj.tool.v1.ToolService on s, answering every
 // request as transport.ServeJSON does: a refusal is answered without calling
-// ex, arguments sent only in input_raw reach ex in Input, and every
+// ex, arguments sent only in input_raw reach ex in Input, every
 // response, refusals included, echoes the version, request id, attempt and
-// trace. A message that is not a request envelope is answered with a
-// non-retryable invalid_input response (echoing what could be read of
-// it), not a gRPC status, which an Orloj caller takes for a retryable
-// failure. The server's unary interceptors run around every call (the
-// request they see is opaque: the server decodes the message itself).
+// trace, and an executor that panics is answered with a non-retryable
+// execution_failed that says nothing of the panic (the server goes on
+// serving). Responses travel in their wire form (transport.Response: a
+// result that is not a string as its JSON text), so a caller typed as
+// Orloj's decodes every reply; one whose output cannot be encoded is
+// answered with a non-retryable execution_failed. A message that is not a
+// request envelope is answered with a non-retryable invalid_input
+// response (echoing what could be read of it). None of these is a gRPC
+// status, which an Orloj caller takes for a retryable failure and would
+// run the tool again. The server's unary interceptors run around every
+// call (the request they see is opaque: the server decodes the message
+// itself; the response is the *transport.Response).
 func Register(s grpc.ServiceRegistrar, ex transport.Executor) {
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: ServiceName,

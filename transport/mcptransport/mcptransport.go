@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -135,6 +136,14 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 	}
 	if err := kit.CheckRetry(ep.Retry); err != nil {
 		return nil, err
+	}
+	for _, c := range slices.Sorted(maps.Keys(ep.Tools)) {
+		if ep.Tools[c].Name != "" {
+			// MCP calls a server's tools by their own names, which are
+			// the capabilities (Capabilities): there is no wire name to
+			// choose, and a name that would be ignored is refused.
+			return nil, &transport.ConfigError{Field: "tools." + c + ".name", Problem: "is not used by the mcp transport, which calls the server's tools by their own names"}
+		}
 	}
 	var t mcp.Transport
 	switch {
@@ -265,7 +274,7 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 	resp := kit.Attempt(ctx, &a.opts.Options, transport.TransportMCP, a.ep.Auth, req, func(ctx context.Context) (*transport.Response, *gateway.ToolError) {
 		return a.callTool(ctx, call, req)
 	})
-	return kit.Outcome(ctx, req, resp)
+	return kit.Outcome(ctx, call, req, resp)
 }
 
 func (a *Adapter) callTool(ctx context.Context, call *gateway.Call, req *transport.Request) (*transport.Response, *gateway.ToolError) {

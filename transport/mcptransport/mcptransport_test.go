@@ -173,4 +173,11 @@ func TestConnectRefusesBadEndpoints(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// MCP calls a server's tools by their own names: a wire name would be
+	// ignored, so it is refused, naming the field.
+	_, err := mcptransport.Connect(bg, transport.Endpoint{Transport: "mcp", Command: []string{"x"}, Tools: map[string]transport.ToolInfo{"search": {Name: "web_search"}}}, nil)
+	var ce *transport.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "tools.search.name" {
+		t.Errorf("a wire tool name: %v", err)
+	}
 }

@@ -32,7 +32,7 @@ type Machinery interface {
 	Capability(ep *transport.Endpoint) gateway.Capability
 	HTTPClient(ep *transport.Endpoint, opts *transport.Options) *http.Client
 	RequestFor(call *gateway.Call, mode string, ep *transport.Endpoint) *transport.Request
-	Outcome(ctx context.Context, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error)
+	Outcome(ctx context.Context, call *gateway.Call, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error)
 	Attempt(ctx context.Context, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request,
 		f func(context.Context) (*transport.Response, *gateway.ToolError)) *transport.Response
 	AuthorizedAttempt(ctx context.Context, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request,
@@ -40,6 +40,9 @@ type Machinery interface {
 	AuthHeaders(ctx context.Context, ep *transport.Endpoint, opts *transport.Options) (http.Header, *gateway.ToolError)
 	CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError
 	TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string))
+	MarshalResponse(r *transport.Response) []byte
+	UnmarshalResponse(data []byte, r *transport.Response) error
+	CheckTools(ep *transport.Endpoint) error
 }
 
 // m is transport's implementation; transport's init stored it before this
@@ -80,12 +83,13 @@ func RequestFor(call *gateway.Call, mode string, ep *transport.Endpoint) *transp
 	return m.RequestFor(call, mode, ep)
 }
 
-// Outcome turns the response of an attempt made under ctx into the
-// gateway's outcome or its error: a *gateway.ToolError (errors.As), which
-// also wraps ctx's cause when the attempt timed out or was canceled
-// because ctx ended, so errors.Is(err, context.Canceled) holds.
-func Outcome(ctx context.Context, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error) {
-	return m.Outcome(ctx, req, resp)
+// Outcome turns the response of an attempt of call (req, made under ctx)
+// into the gateway's outcome or its error: a *gateway.ToolError
+// (errors.As), which also wraps ctx's cause when the attempt timed out or
+// was canceled because ctx ended, so errors.Is(err, context.Canceled)
+// holds.
+func Outcome(ctx context.Context, call *gateway.Call, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error) {
+	return m.Outcome(ctx, call, req, resp)
 }
 
 // Attempt runs one attempt f of req the way every transport does: a span
@@ -123,3 +127,19 @@ func CallError(ctx context.Context, err error, details map[string]any) *gateway.
 func TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string)) {
 	m.TraceHeaders(ctx, req, set)
 }
+
+// MarshalResponse is r's wire form (transport.Response), or, when r
+// cannot be encoded, the wire form of the non-retryable execution_failed
+// that reports it (as transport.NewHandler answers). It never fails.
+func MarshalResponse(r *transport.Response) []byte { return m.MarshalResponse(r) }
+
+// UnmarshalResponse reads a response document (checked strict by the
+// caller) in either form (transport.Response) into r. Errors match
+// transport.ErrContract.
+func UnmarshalResponse(data []byte, r *transport.Response) error { return m.UnmarshalResponse(data, r) }
+
+// CheckTools reports a tools entry of ep that cannot work
+// (transport.ErrConfig, a *transport.ConfigError naming the field): a
+// wire tool name that is empty, too long, not text, or another
+// capability's.
+func CheckTools(ep *transport.Endpoint) error { return m.CheckTools(ep) }

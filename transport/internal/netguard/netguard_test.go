@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"testing"
 
 	"github.com/contextos/contextos/transport/internal/netguard"
@@ -96,5 +97,34 @@ func TestDialChecksEveryResolvedAddress(t *testing.T) {
 	}
 	if err := dial(true); err == nil {
 		t.Error("a name with no address dialled")
+	}
+}
+
+// Origin: spellings of one server (a trailing-dot host, the scheme's
+// default port, case) are one origin, so a same-origin rule (redirects,
+// the MCP transport's auth headers) sees through them; another port,
+// scheme or host is another origin.
+func TestOrigin(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://tools.example.com/x", "https://tools.example.com:443/y", true},
+		{"https://tools.example.com/x", "https://TOOLS.example.com./y", true},
+		{"https://tools.example.com./x", "https://tools.example.com.:443/", true},
+		{"http://tools.example.com/x", "http://tools.example.com:80/x", true},
+		{"http://[::1]/x", "http://[::1]:80/x", true},
+		{"https://tools.example.com/x", "https://tools.example.com:8443/x", false},
+		{"https://tools.example.com/x", "http://tools.example.com:443/x", false},
+		{"https://tools.example.com/x", "https://tools.example.com.evil.com/x", false},
+		{"https://tools.example.com/x", "https://tools.example.com../x", false},
+		{"https://tools.example.com:443/x", "https://tools.example.com:0443/x", false},
+	} {
+		ua, _ := url.Parse(c.a)
+		ub, _ := url.Parse(c.b)
+		if got := netguard.Origin(ua) == netguard.Origin(ub); got != c.same {
+			t.Errorf("%s and %s: same origin %v, want %v (%s, %s)", c.a, c.b, got, c.same, netguard.Origin(ua), netguard.Origin(ub))
+		}
 	}
 }

@@ -314,6 +314,34 @@ func decode(body []byte) (Response, error) {
 	return resp, nil
 }
 
+// Governed is Orloj's governed runtime's retry loop around one tool call:
+// attempt n (1-based) runs call; a reply that could not be read (call's
+// error: an undecodable body, a transport failure — Orloj folds these into
+// a retryable execution_failed, a cancellation excepted) and an error
+// reply marked retryable are attempted again, up to maxAttempts; an ok
+// reply or a non-retryable one ends the loop. It returns the last reply,
+// the attempts made and the last error.
+func Governed(ctx context.Context, maxAttempts int, call func(ctx context.Context, attempt int) (Response, error)) (Response, int, error) {
+	var resp Response
+	var err error
+	n := 0
+	for n < maxAttempts {
+		n++
+		resp, err = call(ctx, n)
+		switch {
+		case err != nil && errors.Is(err, context.Canceled):
+			return resp, n, err
+		case err != nil:
+			continue
+		case strings.EqualFold(resp.Status, "ok"):
+			return resp, n, nil
+		case resp.Error == nil || !resp.Error.Retryable:
+			return resp, n, nil
+		}
+	}
+	return resp, n, err
+}
+
 // BaseRequest is the conformance catalog's base request: version v1,
 // namespace default, agent research-agent, operation invoke, input_raw
 // "tool=<tool> payload", trace id default/task/a001 with the request id
