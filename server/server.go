@@ -264,18 +264,28 @@ func (h *Handler) routes() {
 		{"POST", "/inbox/signout", h.signout},
 		{"GET", "/inbox/static/inbox.css", h.stylesheet},
 	}
-	methods := map[string][]string{}
+	byPath := map[string]map[string]http.HandlerFunc{}
+	var paths []string
 	for _, rt := range routes {
-		m.HandleFunc(rt.method+" "+rt.path, rt.fn)
-		methods[rt.path] = append(methods[rt.path], rt.method)
+		if byPath[rt.path] == nil {
+			byPath[rt.path] = map[string]http.HandlerFunc{}
+			paths = append(paths, rt.path)
+		}
+		byPath[rt.path][rt.method] = rt.fn
 	}
-	for path, ms := range methods {
-		allowed := slices.Clone(ms)
-		if slices.Contains(ms, "GET") {
+	for _, path := range paths {
+		fns := byPath[path]
+		allowed := sortedkeys.Of(fns)
+		if fns["GET"] != nil {
+			fns["HEAD"] = fns["GET"]
 			allowed = append(allowed, "HEAD")
 		}
 		allow := strings.Join(allowed, ", ")
 		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if fn := fns[r.Method]; fn != nil {
+				fn(w, r)
+				return
+			}
 			w.Header().Set("Allow", allow)
 			writeProblem(w, errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed here (allowed: %s)", clip(r.Method), allow))
 		})
