@@ -129,6 +129,11 @@ func planner(gate <-chan struct{}) contextos.Planner {
 		if r.Turn == 0 {
 			return storekit.LookupPlan(), nil
 		}
+		if r.Turn >= 2 {
+			// The refund was refused (an approver denied it): escalate.
+			return &contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "escalated",
+				Rationale: "The refund was not approved.", Confidence: 0.9}}, nil
+		}
 		if gate != nil {
 			select {
 			case <-gate:

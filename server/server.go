@@ -59,8 +59,8 @@ type Options struct {
 	// token without verifying its signature, for development on one
 	// machine: requests from any address but loopback are refused.
 	InsecureDev bool
-	// DevTokens is how an InsecureDev handler reads tokens (claim names,
-	// clock). Ignored with an Authenticator.
+	// DevTokens is how an InsecureDev handler reads tokens (claim names;
+	// its clock defaults to Now). Ignored with an Authenticator.
 	DevTokens *JWTOptions
 	// InvokeRoles, when set, are the roles of which a principal must hold
 	// one to start a run. Default: any principal of the request's tenant.
@@ -183,7 +183,11 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 	h := &Handler{rt: rt, stores: stores, o: o, auth: o.Authenticator, ledger: newLedger(stores.State), pending: o.Pending,
 		slots: make(chan struct{}, o.MaxRuns), runs: map[string]*runEntry{}, stop: make(chan struct{})}
 	if h.auth == nil && o.InsecureDev {
-		h.auth = &devAuth{opts: o.DevTokens.withDefaults()}
+		dev := o.DevTokens.withDefaults()
+		if o.DevTokens == nil || o.DevTokens.Now == nil {
+			dev.Now = o.Now
+		}
+		h.auth = &devAuth{opts: dev}
 	}
 	if h.pending == nil {
 		h.pending = runtimePending{rt: rt, runs: stores.Checkpoints}
