@@ -112,6 +112,13 @@ type envOptions struct {
 	// stores, when set, are a replica's: the runtime and the handler use
 	// them.
 	shared *shared
+	// runtime, when set, changes the runtime's options.
+	runtime func(*contextos.Options)
+}
+
+// newEnvWith is newEnv with the runtime's options changed by f.
+func newEnvWith(t *testing.T, f func(*contextos.Options)) *env {
+	return newEnv(t, &envOptions{runtime: f})
 }
 
 // shared are the stores replicas share.
@@ -164,6 +171,9 @@ func newEnv(t *testing.T, o *envOptions) *env {
 		e.gate = make(chan struct{})
 	}
 	ropts := contextos.Options{ReplaySampleRate: 1}
+	if o.runtime != nil {
+		o.runtime(&ropts)
+	}
 	var state gateway.IdempotencyStore
 	if s := o.shared; s != nil {
 		e.clock, e.payments, state = s.clock, s.payments, s.state

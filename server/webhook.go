@@ -67,6 +67,9 @@ type Webhook struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// ownClient: the client is the webhook's, closed with it.
+	ownClient bool
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -108,8 +111,10 @@ func NewWebhook(rawURL string, key []byte, opts *WebhookOptions) (*Webhook, erro
 	if opts != nil {
 		o = *opts
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	own := o.Client == nil
+	if own {
+		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 5
@@ -127,7 +132,7 @@ func NewWebhook(rawURL string, key []byte, opts *WebhookOptions) (*Webhook, erro
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	o.InboxURL = strings.TrimSuffix(o.InboxURL, "/")
-	w := &Webhook{url: rawURL, key: append([]byte(nil), key...), o: o, queue: make(chan webhookEvent, o.Queue), done: make(chan struct{})}
+	w := &Webhook{url: rawURL, key: append([]byte(nil), key...), o: o, queue: make(chan webhookEvent, o.Queue), done: make(chan struct{}), ownClient: own}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.loop()
 	return w, nil
@@ -187,15 +192,18 @@ func (w *Webhook) Close(ctx context.Context) error {
 		close(w.queue)
 	}
 	w.mu.Unlock()
+	var err error
 	select {
 	case <-w.done:
-		w.cancel()
-		return nil
 	case <-ctx.Done():
-		w.cancel()
-		<-w.done
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	w.cancel()
+	<-w.done
+	if w.ownClient {
+		w.o.Client.CloseIdleConnections()
+	}
+	return err
 }
 
 func (w *Webhook) loop() {
