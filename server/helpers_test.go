@@ -94,7 +94,7 @@ func signed(t testing.TB, key []byte, claims map[string]any) string {
 // env is a handler over a runtime with the support pack, an in-process
 // payments service, and a settable clock.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	clock    *clock
 	harness  *contextostest.Harness
 	payments *storekit.Payments
@@ -161,7 +161,9 @@ func planner(gate <-chan struct{}) contextos.Planner {
 	})
 }
 
-func newEnv(t *testing.T, o *envOptions) *env {
+func newEnv(t *testing.T, o *envOptions) *env { return newEnvTB(t, o) }
+
+func newEnvTB(t testing.TB, o *envOptions) *env {
 	t.Helper()
 	if o == nil {
 		o = &envOptions{}

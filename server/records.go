@@ -56,10 +56,7 @@ func (h *Handler) listRecords(w http.ResponseWriter, r *http.Request) {
 	if len(recs) > limit {
 		recs = recs[len(recs)-limit:]
 	}
-	if recs == nil {
-		recs = []*decision.Record{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
+	writeJSON(w, http.StatusOK, map[string]any{"records": h.records(recs)})
 }
 
 // getRecord answers GET /v1/records/{record_id}: a record of the caller's
@@ -81,7 +78,7 @@ func (h *Handler) getRecord(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, h.storeError("get record", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	writeJSON(w, http.StatusOK, h.record(rec))
 }
 
 // chainReport is what a verification found.

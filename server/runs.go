@@ -41,11 +41,23 @@ type runView struct {
 	RunID            string                        `json:"run_id"`
 	TenantID         string                        `json:"tenant_id"`
 	State            string                        `json:"state"`
-	Status           decision.Status               `json:"status,omitempty"`
-	Record           *decision.Record              `json:"decision_record"`
-	ToolResults      []*gateway.ToolResultEnvelope `json:"tool_results"`
-	Events           []json.RawMessage             `json:"events"`
-	PendingApprovals []*gateway.ApprovalRequest    `json:"pending_approvals"`
+	Status           decision.Status            `json:"status,omitempty"`
+	Record           json.RawMessage            `json:"decision_record"`
+	ToolResults      []json.RawMessage          `json:"tool_results"`
+	Events           []json.RawMessage          `json:"events"`
+	PendingApprovals []*gateway.ApprovalRequest `json:"pending_approvals"`
+	// RecordID and Outcome are the record's, for pages.
+	RecordID string `json:"-"`
+	Outcome  string `json:"-"`
+}
+
+// setRecord makes rec the view's record.
+func (h *Handler) setRecord(v *runView, rec *decision.Record) {
+	if rec == nil {
+		v.Record = json.RawMessage("null")
+		return
+	}
+	v.Record, v.RecordID, v.Outcome, v.Status = h.record(rec), rec.RecordID, rec.Outcome, rec.Status
 }
 
 // starter is who started a run through the handler: the ledger's entry
@@ -307,16 +319,17 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		defer h.release()
 		var view *runView
 		var aerr *apiError
+		seen := results{}
 		for ev, err := range part(h.base) {
 			if err != nil {
 				aerr = h.runError(e.runID, err)
 				break
 			}
 			if ev.Kind == contextos.EventResult {
-				view = h.viewOf(e.tenantID, ev.Final)
+				view = h.viewOf(e.tenantID, ev.Final, seen)
 				continue
 			}
-			e.add(h.redactEvent(ev))
+			e.add(h.event(ev, seen))
 		}
 		if view == nil && aerr == nil {
 			aerr = errorf(http.StatusInternalServerError, CodeInternal, "the run ended without a result")
@@ -362,9 +375,11 @@ var refusals = []error{
 }
 
 // viewOf is a run's view from its result.
-func (h *Handler) viewOf(tenantID string, res *contextos.Result) *runView {
-	v := &runView{RunID: res.RunID, TenantID: tenantID, State: StateEnded, Status: res.Status, Record: res.Record,
-		ToolResults: h.redactResults(res.ToolResults), Events: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+func (h *Handler) viewOf(tenantID string, res *contextos.Result, seen results) *runView {
+	v := &runView{RunID: res.RunID, TenantID: tenantID, State: StateEnded, ToolResults: h.results(res.ToolResults, seen),
+		Events: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+	h.setRecord(v, res.Record)
+	v.Status = res.Status
 	if res.Pending != nil {
 		v.State = StatePaused
 		v.PendingApprovals = append(v.PendingApprovals, res.Pending)
@@ -381,52 +396,6 @@ func (h *Handler) withEvents(e *runEntry, view *runView) *runView {
 		v.Events = []json.RawMessage{}
 	}
 	return &v
-}
-
-// redactEvent is ev as JSON, redacted by every rule the handler knows:
-// plans and steps carry the arguments the planner chose, which only the
-// gateway's results redact.
-func (h *Handler) redactEvent(ev contextos.Event) json.RawMessage {
-	if ev.Final != nil {
-		ev.Final = nil
-	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		b, _ = json.Marshal(map[string]any{"kind": ev.Kind, "run_id": ev.RunID})
-		return b
-	}
-	return h.redactJSON(b)
-}
-
-// redactJSON redacts a JSON document by every rule the handler knows.
-func (h *Handler) redactJSON(b []byte) json.RawMessage {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return json.RawMessage(`{}`)
-	}
-	if out, changed := gateway.RedactValue(v, h.rules); changed {
-		if rb, err := json.Marshal(out); err == nil {
-			return rb
-		}
-		return json.RawMessage(`{}`)
-	}
-	return b
-}
-
-func (h *Handler) redactResults(rs []*gateway.ToolResultEnvelope) []*gateway.ToolResultEnvelope {
-	out := make([]*gateway.ToolResultEnvelope, 0, len(rs))
-	for _, r := range rs {
-		b, err := json.Marshal(r)
-		if err != nil {
-			continue
-		}
-		var x gateway.ToolResultEnvelope
-		if err := json.Unmarshal(h.redactJSON(b), &x); err != nil {
-			continue
-		}
-		out = append(out, &x)
-	}
-	return out
 }
 
 // getRun answers GET /v1/runs/{run_id}.
@@ -465,7 +434,7 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runVi
 		var running bool
 		evs, running, local, failed, _ = e.snapshot(0)
 		if running {
-			return &runView{RunID: runID, TenantID: e.tenantID, State: StateRunning, Events: nonNil(evs), ToolResults: []*gateway.ToolResultEnvelope{},
+			return &runView{RunID: runID, TenantID: e.tenantID, State: StateRunning, Record: json.RawMessage("null"), Events: nonNil(evs), ToolResults: []json.RawMessage{},
 				PendingApprovals: []*gateway.ApprovalRequest{}}, nil
 		}
 	}
@@ -482,7 +451,7 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runVi
 		complete = e.complete
 		e.mu.Unlock()
 	}
-	if complete && local != nil && local.Record != nil && v.Record != nil && local.Record.RecordID == v.Record.RecordID {
+	if complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID {
 		v.Events = nonNil(evs)
 	}
 	return v, nil
@@ -526,7 +495,7 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 	if err != nil {
 		return nil, h.storeError("list records", err)
 	}
-	v := &runView{RunID: runID, TenantID: p.TenantID, Events: []json.RawMessage{}, ToolResults: []*gateway.ToolResultEnvelope{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+	v := &runView{RunID: runID, TenantID: p.TenantID, Record: json.RawMessage("null"), Events: []json.RawMessage{}, ToolResults: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
 	if len(recs) == 0 {
 		// Started here or on a replica, with no record yet.
 		if !started {
@@ -545,15 +514,13 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 	if recs[0].TenantID != p.TenantID {
 		return nil, errNoRun
 	}
+	last := recs[len(recs)-1]
 	for _, rec := range recs {
 		if rec.Status != decision.Closed {
-			v.Record = rec
+			last = rec
 		}
 	}
-	if v.Record == nil {
-		v.Record = recs[len(recs)-1]
-	}
-	v.Status = v.Record.Status
+	h.setRecord(v, last)
 	switch v.Status {
 	case decision.Deferred:
 		v.State = StateRunning // resumed, unless it still awaits its approval
@@ -562,9 +529,9 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 			return nil, h.storeError("pending approvals", err)
 		}
 		for _, pa := range pend {
-			if pa.RunID == runID && v.Record.Awaiting != nil {
+			if pa.RunID == runID && last.Awaiting != nil {
 				v.State = StatePaused
-				v.PendingApprovals = append(v.PendingApprovals, approvalRequest(pa, v.Record.Awaiting))
+				v.PendingApprovals = append(v.PendingApprovals, approvalRequest(pa, last.Awaiting))
 			}
 		}
 	case decision.InFlight:
@@ -572,7 +539,7 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 	default:
 		v.State = StateEnded
 	}
-	var results []*gateway.ToolResultEnvelope
+	var found []*gateway.ToolResultEnvelope
 	if h.stores.Transcripts != nil {
 		entries, err := h.stores.Transcripts.RunEntries(ctx, runID)
 		if err != nil {
@@ -580,12 +547,13 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 		}
 		for _, en := range entries {
 			if en.Kind == "result" && en.Result != nil {
-				results = append(results, en.Result)
+				found = append(found, en.Result)
 			}
 		}
 	}
-	v.ToolResults = h.redactResults(results)
-	v.Events = h.rebuildEvents(runID, recs, v.ToolResults)
+	seen := results{}
+	v.ToolResults = h.results(found, seen)
+	v.Events = h.rebuildEvents(runID, recs, found, seen)
 	return v, nil
 }
 
@@ -600,13 +568,11 @@ func approvalRequest(p contextos.PendingApproval, a *decision.Awaiting) *gateway
 // result for each DEFERRED record; a decision event for each other
 // record, in the order stored. Plans and verdicts are not stored: only
 // the handler that ran the run streams them.
-func (h *Handler) rebuildEvents(runID string, recs []*decision.Record, results []*gateway.ToolResultEnvelope) []json.RawMessage {
+func (h *Handler) rebuildEvents(runID string, recs []*decision.Record, found []*gateway.ToolResultEnvelope, seen results) []json.RawMessage {
 	var out []json.RawMessage
 	emit := func(ev contextos.Event) {
 		ev.RunID = runID
-		if b, err := json.Marshal(ev); err == nil {
-			out = append(out, b)
-		}
+		out = append(out, h.event(ev, seen))
 	}
 	deferred := map[string][]*decision.Record{}
 	var rest []*decision.Record
@@ -622,7 +588,7 @@ func (h *Handler) rebuildEvents(runID string, recs []*decision.Record, results [
 		return &gateway.ApprovalRequest{GateID: a.GateID, ApproverRole: a.ApproverRole, TTLSeconds: a.TTLSeconds, ActionDigest: a.ActionDigest,
 			EvidenceSnapshotHash: a.EvidenceSnapshotHash, ToolCallID: a.ToolCallID}
 	}
-	for _, res := range results {
+	for _, res := range found {
 		emit(contextos.Event{Kind: contextos.EventToolResult, Result: res})
 		if res.Status == gateway.StatusPaused && len(deferred[res.ToolCallID]) > 0 {
 			rec := deferred[res.ToolCallID][0]

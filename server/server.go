@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,7 @@ type Handler struct {
 	ledger  *ledger
 	pending PendingLister
 	rules   []gateway.Redactor
+	cache   redacted
 	mux     *http.ServeMux
 	root    http.Handler
 	pages   pages
@@ -181,7 +183,7 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 		stores.State = gateway.NewMemoryIdempotency()
 	}
 	h := &Handler{rt: rt, stores: stores, o: o, auth: o.Authenticator, ledger: newLedger(stores.State), pending: o.Pending,
-		slots: make(chan struct{}, o.MaxRuns), runs: map[string]*runEntry{}, stop: make(chan struct{})}
+		slots: make(chan struct{}, o.MaxRuns), runs: map[string]*runEntry{}, stop: make(chan struct{}), cache: redacted{records: map[string]json.RawMessage{}}}
 	if h.auth == nil && o.InsecureDev {
 		dev := o.DevTokens.withDefaults()
 		if o.DevTokens == nil || o.DevTokens.Now == nil {
