@@ -38,9 +38,9 @@ const (
 // (run_id, status, decision_record, tool_results, events,
 // pending_approvals) with the run's tenant and state.
 type runView struct {
-	RunID            string                        `json:"run_id"`
-	TenantID         string                        `json:"tenant_id"`
-	State            string                        `json:"state"`
+	RunID            string                     `json:"run_id"`
+	TenantID         string                     `json:"tenant_id"`
+	State            string                     `json:"state"`
 	Status           decision.Status            `json:"status,omitempty"`
 	Record           json.RawMessage            `json:"decision_record"`
 	ToolResults      []json.RawMessage          `json:"tool_results"`
