@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,7 +209,11 @@ func (h *Handler) runPage(ctx context.Context, p *Principal, runID string) (*pag
 				d.Evidence = rec.EvidenceRefs
 				d.Rationale = rec.Rationale.Summary
 				for _, pd := range rec.PolicyDecisions {
-					d.Rules = append(d.Rules, pd.RuleIDs...)
+					for _, id := range pd.RuleIDs {
+						if !slices.Contains(d.Rules, id) {
+							d.Rules = append(d.Rules, id)
+						}
+					}
 				}
 			}
 		}
