@@ -28,8 +28,8 @@ type serveFlags struct {
 	// jwks, oidc and hs256 name the authenticator; audience and issuer
 	// bind its tokens; claimTenant and claimRoles rename claims.
 	jwks, oidc, hs256, audience, issuer, claimTenant, claimRoles string
-	invokeRoles                                                 string
-	insecureDev                                                 bool
+	invokeRoles                                                  string
+	insecureDev                                                  bool
 	// webhook and webhookSecret are the pause webhook; inboxURL is the
 	// inbox's public URL its events link to.
 	webhook, webhookSecret, inboxURL string
