@@ -146,10 +146,10 @@ func NewJWKSAuthenticator(jwks []byte, opts *JWTOptions) (Authenticator, error) 
 		switch {
 		case k.KeyID == "":
 			return nil, fmt.Errorf("%w: JWKS: keys[%d] has no kid", ErrConfig, i)
-		case !k.Valid():
-			return nil, fmt.Errorf("%w: JWKS: keys[%d] (%s) is not a valid key", ErrConfig, i, clip(k.KeyID))
 		case !k.IsPublic():
 			return nil, fmt.Errorf("%w: JWKS: keys[%d] (%s) is a private or symmetric key; a JWKS file holds public keys only", ErrConfig, i, clip(k.KeyID))
+		case !k.Valid():
+			return nil, fmt.Errorf("%w: JWKS: keys[%d] (%s) is not a valid key", ErrConfig, i, clip(k.KeyID))
 		}
 	}
 	return &jwtAuth{opts: opts.withDefaults(), algs: asymmetricAlgs, key: set}, nil

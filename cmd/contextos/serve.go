@@ -188,12 +188,13 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 			invokeRoles = append(invokeRoles, role)
 		}
 	}
-	svc = &service{}
+	s := &service{}
 	defer func() {
 		if err != nil {
-			svc.close()
+			s.close() // what was opened before the failure
 		}
 	}()
+	svc = s
 	var wh *server.Webhook
 	if f.webhook != "" {
 		data, err := os.ReadFile(f.webhookSecret)
