@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -149,15 +148,4 @@ func TestReplicasDecideOnce(t *testing.T) {
 		t.Errorf("a's view: %v", m["status"])
 	}
 	a.decide(runID, lead2, server.DecisionApprove, "").problem(t, http.StatusConflict, server.CodeAlreadyDecided)
-}
-
-// closeAll closes a handler; used where a test stops a replica early.
-func closeAll(t *testing.T, hs ...*server.Handler) {
-	for _, h := range hs {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := h.Close(ctx); err != nil {
-			t.Error(err)
-		}
-		cancel()
-	}
 }

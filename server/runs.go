@@ -464,26 +464,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-var errNotStored = errors.New("server: no record stored")
-
-// lastRecord is the run's latest record that is not CLOSED.
-func (h *Handler) lastRecord(ctx context.Context, runID string) (*decision.Record, error) {
-	recs, err := h.stores.Records.List(ctx, decision.Filter{RunID: runID})
-	if err != nil {
-		return nil, err
-	}
-	var last *decision.Record
-	for _, rec := range recs {
-		if rec.Status != decision.Closed {
-			last = rec
-		}
-	}
-	if last == nil {
-		return nil, errNotStored
-	}
-	return last, nil
-}
-
 // storedView builds the run's view from the stores: its records, its
 // pending approval, its transcript's results, and events rebuilt from
 // them.
