@@ -616,6 +616,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	r.observeRecord(ctx, stored)
+	r.rt.notifyPause(ctx, cp)
 	r.event(Event{Kind: EventPause, Pause: res.Approval})
 	r.event(Event{Kind: EventDecision, Record: stored})
 	return &Result{RunID: r.rc.RunID, Status: decision.Deferred, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(res), Pending: res.Approval}, nil

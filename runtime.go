@@ -134,6 +134,14 @@ type Options struct {
 	// every run whose packs allow delegated or destructive work and, having
 	// no keys, refuses every claim.
 	Identity IdentityOptions
+	// OnPause, when set, is told of each pause on an approval gate once
+	// the pause is persisted (checkpoint saved, DEFERRED record stored),
+	// with the pending approval as PendingApprovals lists it (arguments
+	// redacted), so a host can notify approvers. It runs on the run's
+	// goroutine before Invoke or Resume returns, so it must not block;
+	// it cannot change the run, and its panic is recovered and logged. A
+	// replay never calls it.
+	OnPause func(ctx context.Context, p PendingApproval)
 }
 
 // TranscriptStore is where the gateway appends each run's transcript and

@@ -3,7 +3,8 @@
 // Packs, compiles a CompiledContext, drives one governed run with a
 // scripted planner, replays a replay packet offline, and, on a durable
 // store, resumes paused runs, lists what awaits an approval and lists,
-// shows and verifies the decision records.
+// shows and verifies the decision records; serve runs the runtime as an
+// HTTP service with an approvals inbox.
 //
 // Usage:
 //
@@ -36,6 +37,11 @@
 //	contextos approvals list --store STORE [--redactors FILE]
 //	contextos agent run --kind codex|claude_code [--model M] [--cd DIR] [--binary PATH]
 //	    [--timeout DURATION] [--ext KEY=JSON…] PROMPT
+//	contextos serve --pack FILE… [--pub PUBFILE… | --allow-unsigned] (--plan FILE | --planner P:MODEL [--price MODEL=IN/OUT…]) --tools FILE
+//	    (--auth-jwks FILE | --auth-oidc ISSUER --auth-audience AUD | --auth-hs256 FILE | --insecure-dev) [--auth-issuer ISS]
+//	    [--claim-tenant NAME] [--claim-roles NAME] [--invoke-roles ROLE,…] [--addr HOST:PORT] [--store STORE]
+//	    [--webhook URL --webhook-secret FILE [--inbox-url URL]] [--overlay FILE] [--evidence FILE] [--memory FILE]
+//	    [--ontology NS@VERSION…] [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--claim-pub PUBFILE…] [--now RFC3339]
 //
 // Every command prints its flags with -h. A FILE argument of "-" reads
 // standard input. Flags marked … may be repeated.
@@ -145,6 +151,26 @@
 // built-in redaction rule and by the run's own rules (--redactors gives
 // the host rules a pack names; a run naming a rule not given is an
 // error).
+//
+// serve runs the runtime as an HTTP service (package server): the /v1 API
+// (POST /v1/runs, GET /v1/runs/{run_id} and its events, GET /v1/approvals,
+// POST /v1/runs/{run_id}/approvals/{gate_id}, the records), the approvals
+// inbox at /inbox, and /healthz and /readyz, on --addr (default
+// 127.0.0.1:8080). It takes run's pack, planner, tool, evidence, memory,
+// endpoint and store flags; without --store it keeps everything in
+// sqlite:contextos.db, and replicas share a postgres:// store. Callers
+// authenticate with a bearer JWT verified against a JSON Web Key Set file
+// (--auth-jwks), an OpenID Connect issuer (--auth-oidc, with
+// --auth-audience) or an HS256 secret file (--auth-hs256); --auth-issuer
+// and --auth-audience bind the tokens; the sub claim is the caller, and
+// --claim-tenant (default tenant_id) and --claim-roles (default roles)
+// name the claims of its tenant and roles. --invoke-roles limits who may
+// start a run. --insecure-dev reads tokens without verifying them, on a
+// loopback --addr only. --webhook posts each pause, signed per the
+// Standard Webhooks specification with the --webhook-secret file
+// (whsec_…); --inbox-url makes its events link the run's inbox page.
+// SIGTERM or SIGINT stops it: no new requests, the runs in flight finish
+// for up to 30 s, exit 0. See docs/serve.md.
 //
 // # Files
 //

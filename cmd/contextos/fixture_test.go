@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	fixtureDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if builtDir != "" {
+		os.RemoveAll(builtDir) // serve_proc_test.go
+	}
 	os.Exit(code)
 }
 

@@ -48,6 +48,7 @@ func commands() []command {
 		{"records", "list, show and verify the decision records of a durable store (contextos records -h)", cmdRecords},
 		{"approvals", "list the runs of a durable store that await an approval (contextos approvals -h)", cmdApprovals},
 		{"agent", "run a coding-agent CLI through the Universal Agent API (contextos agent -h)", cmdAgent},
+		{"serve", "serve the runtime over HTTP: the /v1 API, the approvals inbox, health checks", cmdServe},
 	}
 }
 

@@ -280,6 +280,8 @@ type runInputs struct {
 	// approvals are the --approve answers by gate.
 	approvals map[string]approverFlag
 	now       func() time.Time
+	// onPause is the runtime's pause hook (serve's webhook).
+	onPause func(context.Context, contextos.PendingApproval)
 }
 
 // approverFlag is who an --approve flag names.
@@ -481,6 +483,7 @@ func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, st durableSto
 	}
 	opts.Adapters, opts.Ontologies, opts.Overlays, opts.ReplaySampleRate, opts.Now = registrationsWith(in.packs, in.tools.adapter, live), f.ontologies, in.overlays, 1, in.now
 	opts.Gateway.Redactors = f.packs.redactors.rules
+	opts.OnPause = in.onPause
 	var err error
 	if opts.Identity, err = f.claims.options(); err != nil {
 		return nil, exitf(exitUsage, "--claim-pub: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/store/postgres"
 	"github.com/contextos/contextos/store/sqlite"
@@ -31,6 +32,8 @@ type durableStore interface {
 	Records() decision.Store
 	Packets() contextos.PacketStore
 	Checkpoints() contextos.ListingCheckpointStore
+	Transcripts() contextos.TranscriptStore
+	Idempotency() gateway.IdempotencyStore
 	Close() error
 }
 

@@ -1,0 +1,58 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/contextos/contextos/internal/storekit"
+)
+
+// BenchmarkPostRun is the cost of POST /v1/runs over Runtime.Invoke: the
+// 1200 refund (no pause) invoked directly, and posted to the handler
+// (authentication, body decoding and checks, the run-starter entry, the
+// worker, event redaction, the answer) without a network in between.
+// The difference of the two ns/op is the handler's overhead.
+func BenchmarkPostRun(b *testing.B) {
+	b.Run("invoke", func(b *testing.B) {
+		e := benchEnv(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			req, rc := storekit.RefundRequest(b, fmt.Sprintf("run_bench_%d", i), 1200)
+			req.RequestID = fmt.Sprintf("req_bench_%d", i)
+			if _, err := e.harness.Runtime.Invoke(ctx, req, rc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("post", func(b *testing.B) {
+		e := benchEnv(b)
+		tok := "Bearer " + token(b, secret, agent, e.clock.Now())
+		bodies := make([][]byte, b.N)
+		for i := range bodies {
+			bodies[i] = refundBody(b, fmt.Sprintf("req_bench_%d", i), 1200)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			req := httptest.NewRequest("POST", "/v1/runs", bytes.NewReader(bodies[i]))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", tok)
+			rec := httptest.NewRecorder()
+			e.handler.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("%d %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}
+
+// benchEnv is newEnv for a benchmark.
+func benchEnv(b *testing.B) *env {
+	return newEnvTB(b, nil)
+}

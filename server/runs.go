@@ -1,0 +1,720 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/wire"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// CodeRunRefused: the runtime refused to start the run (its packs, its
+// compile, its budget).
+const CodeRunRefused = "run_refused"
+
+// Run states (a run view's "state").
+const (
+	StateRunning = "running"
+	StatePaused  = "paused"
+	StateEnded   = "ended"
+)
+
+// runView is a run as the API shows it: the members contextos run prints
+// (run_id, status, decision_record, tool_results, events,
+// pending_approvals) with the run's tenant and state.
+type runView struct {
+	RunID            string                     `json:"run_id"`
+	TenantID         string                     `json:"tenant_id"`
+	State            string                     `json:"state"`
+	Status           decision.Status            `json:"status,omitempty"`
+	Record           json.RawMessage            `json:"decision_record"`
+	ToolResults      []json.RawMessage          `json:"tool_results"`
+	Events           []json.RawMessage          `json:"events"`
+	PendingApprovals []*gateway.ApprovalRequest `json:"pending_approvals"`
+	// RecordID and Outcome are the record's, for pages.
+	RecordID string `json:"-"`
+	Outcome  string `json:"-"`
+}
+
+// setRecord makes rec the view's record.
+func (h *Handler) setRecord(v *runView, rec *decision.Record) {
+	if rec == nil {
+		v.Record = json.RawMessage("null")
+		return
+	}
+	v.Record, v.RecordID, v.Outcome, v.Status = h.record(rec), rec.RecordID, rec.Outcome, rec.Status
+}
+
+// starter is who started a run through the handler: the ledger's entry
+// for the run, which the self-approval rule reads.
+type starter struct {
+	TenantID string `json:"tenant_id"`
+	Subject  string `json:"sub"`
+	UserID   string `json:"user_id,omitempty"`
+}
+
+func runKey(tenantID, runID string) string { return ledgerKey("run", tenantID, runID) }
+
+// runEntry is a run this handler ran (or continued): its events, redacted,
+// and the outcome of its last part.
+type runEntry struct {
+	runID, tenantID string
+
+	mu sync.Mutex
+	// events are the run's events as JSON, redacted; from its start when
+	// complete.
+	events   []json.RawMessage
+	complete bool
+	running  bool
+	changed  chan struct{} // closed (and replaced) on every change
+	view     *runView      // the last part's outcome; nil while running or failed
+	err      *apiError     // the last part's failure to start
+}
+
+// maxEvents bounds the events an entry keeps.
+const maxEvents = 4096
+
+func (e *runEntry) notify() {
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+func (e *runEntry) add(ev json.RawMessage) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.events) < maxEvents {
+		e.events = append(e.events, ev)
+	}
+	e.notify()
+}
+
+// snapshot returns the entry's events from index from, whether it is
+// running, its outcome, and the channel its next change closes.
+func (e *runEntry) snapshot(from int) ([]json.RawMessage, bool, *runView, *apiError, <-chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var evs []json.RawMessage
+	if from < len(e.events) {
+		evs = slices.Clone(e.events[from:])
+	}
+	return evs, e.running, e.view, e.err, e.changed
+}
+
+// entry returns the handler's entry for runID, creating it when create.
+func (h *Handler) entry(runID, tenantID string, create bool) *runEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.runs[runID]
+	if e == nil && create {
+		e = &runEntry{runID: runID, tenantID: tenantID, changed: make(chan struct{})}
+		h.runs[runID] = e
+	}
+	return e
+}
+
+// ended records that e's part ended, forgetting the oldest ended entries
+// over RetainRuns.
+func (h *Handler) endedEntry(e *runEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = slices.DeleteFunc(h.ended, func(id string) bool { return id == e.runID })
+	h.ended = append(h.ended, e.runID)
+	for len(h.ended) > h.o.RetainRuns {
+		old := h.ended[0]
+		h.ended = h.ended[1:]
+		if x := h.runs[old]; x != nil {
+			x.mu.Lock()
+			running := x.running
+			x.mu.Unlock()
+			if !running {
+				delete(h.runs, old)
+			}
+		}
+	}
+}
+
+// runBody is POST /v1/runs's body.
+type runBody struct {
+	Request    json.RawMessage `json:"request"`
+	RunContext json.RawMessage `json:"run_context"`
+}
+
+func (h *Handler) postRun(w http.ResponseWriter, r *http.Request) {
+	p, aerr := h.authenticate(r, false)
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	if len(h.o.InvokeRoles) > 0 && !slices.ContainsFunc(h.o.InvokeRoles, p.HasRole) {
+		writeProblem(w, forbidden(RuleInvokeRole, "starting a run needs one of the roles %s", strings.Join(h.o.InvokeRoles, ", ")))
+		return
+	}
+	b, aerr := readBody(w, r, h.o.MaxBodyBytes)
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	req, rc, aerr := decodeRun(b)
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	if req.TenantID != p.TenantID {
+		writeProblem(w, forbidden(RuleTenant, "request.tenant_id is not the caller's tenant"))
+		return
+	}
+	if aerr := h.startRun(r.Context(), p, req, rc); aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	async := preferAsync(r)
+	e := h.entry(rc.RunID, p.TenantID, false)
+	if !async {
+		wait := time.NewTimer(h.o.SyncWait)
+		defer wait.Stop()
+		for {
+			_, running, view, rerr, changed := e.snapshot(maxEvents)
+			if !running {
+				if rerr != nil {
+					writeProblem(w, rerr)
+					return
+				}
+				if view != nil {
+					v := h.withEvents(e, view)
+					writeJSON(w, http.StatusOK, v)
+					return
+				}
+			}
+			select {
+			case <-changed:
+				continue
+			case <-wait.C:
+			case <-r.Context().Done():
+				return // the run goes on; its result is at its Location
+			}
+			break
+		}
+	}
+	loc := h.path("/v1/runs/" + rc.RunID)
+	w.Header().Set("Location", loc)
+	w.Header().Set("Preference-Applied", "respond-async")
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": rc.RunID, "tenant_id": p.TenantID, "state": StateRunning, "location": loc, "events": loc + "/events"})
+}
+
+// preferAsync reports "Prefer: respond-async".
+func preferAsync(r *http.Request) bool {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, pref := range strings.Split(v, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(pref), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeRun decodes and checks POST /v1/runs's body: the request, the
+// run context, and the run id the handler gives the run (derived from
+// tenant and request id, so no caller can take another tenant's).
+func decodeRun(b []byte) (*runcontext.InvokeRequest, *runcontext.RunContext, *apiError) {
+	var body runBody
+	if aerr := decodeStrict(b, &body); aerr != nil {
+		return nil, nil, aerr
+	}
+	if len(body.Request) == 0 || string(body.Request) == "null" {
+		return nil, nil, invalid(FieldError{Path: "request", Code: "required", Message: "is required (an invokeAgent request)"})
+	}
+	req, err := runcontext.DecodeInvokeRequest(body.Request)
+	if err != nil {
+		if fs, ok := fieldsOf("request", err); ok {
+			return nil, nil, invalid(fs...)
+		}
+		return nil, nil, invalid(FieldError{Path: "request", Code: "decode", Message: clipMsg(err.Error())})
+	}
+	rc := &runcontext.RunContext{}
+	if len(body.RunContext) > 0 && string(body.RunContext) != "null" {
+		if err := wire.Strict(body.RunContext); err != nil {
+			return nil, nil, invalid(FieldError{Path: "run_context", Code: "decode", Message: clipMsg(err.Error())})
+		}
+		if err := json.Unmarshal(body.RunContext, rc); err != nil {
+			f := decodeField(err)
+			f.Path = strings.TrimSuffix("run_context."+f.Path, ".")
+			return nil, nil, invalid(f)
+		}
+	}
+	derived, err := runcontext.Materialize(req, &runcontext.RunContext{TenantID: req.TenantID}, nil)
+	if err != nil {
+		if fs, ok := fieldsOf("request", err); ok {
+			return nil, nil, invalid(fs...)
+		}
+		return nil, nil, invalid(FieldError{Path: "request", Code: "invalid", Message: clipMsg(err.Error())})
+	}
+	if rc.RunID != "" && rc.RunID != derived.RunID {
+		return nil, nil, invalid(FieldError{Path: "run_context.run_id", Code: "run_id", Message: "the service derives run ids from tenant_id and request_id; leave run_id out"})
+	}
+	rc.RunID = derived.RunID
+	// The run context is checked as the run will be materialized.
+	if _, err := runcontext.Materialize(req, rc, nil); err != nil {
+		if fs, ok := fieldsOf("run_context", err); ok {
+			return nil, nil, invalid(fs...)
+		}
+		return nil, nil, invalid(FieldError{Path: "run_context", Code: "invalid", Message: clipMsg(err.Error())})
+	}
+	return req, rc, nil
+}
+
+// startRun records who starts the run and starts it on a worker, or
+// joins the worker already running it.
+func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.InvokeRequest, rc *runcontext.RunContext) *apiError {
+	if _, _, err := h.ledger.put(ctx, runKey(p.TenantID, rc.RunID), starter{TenantID: p.TenantID, Subject: p.Subject, UserID: req.User.UserID}); err != nil {
+		h.o.Logger.Error("run starter not recorded", "run_id", rc.RunID, "error", err.Error())
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the state store does not answer")
+	}
+	e := h.entry(rc.RunID, p.TenantID, true)
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return nil // the same request again: its caller waits for the same run
+	}
+	e.mu.Unlock()
+	if aerr := h.acquire(); aerr != nil {
+		return aerr
+	}
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		h.release()
+		return nil
+	}
+	e.running, e.view, e.err, e.events, e.complete = true, nil, nil, nil, true
+	e.notify()
+	e.mu.Unlock()
+	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] { return h.rt.Stream(ctx, req, rc) })
+	return nil
+}
+
+// work runs a part of e's run (its start or a resume) on a worker: its
+// events are redacted into e, its result becomes e's view. The worker
+// holds a slot, taken by the caller.
+func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[contextos.Event, error]) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer h.release()
+		var view *runView
+		var aerr *apiError
+		seen := results{}
+		for ev, err := range part(h.base) {
+			if err != nil {
+				aerr = h.runError(e.runID, err)
+				break
+			}
+			if ev.Kind == contextos.EventResult {
+				view = h.viewOf(e.tenantID, ev.Final, seen)
+				continue
+			}
+			e.add(h.event(ev, seen))
+		}
+		if view == nil && aerr == nil {
+			aerr = errorf(http.StatusInternalServerError, CodeInternal, "the run ended without a result")
+		}
+		e.mu.Lock()
+		e.running, e.view, e.err = false, view, aerr
+		e.notify()
+		e.mu.Unlock()
+		h.endedEntry(e)
+	}()
+}
+
+// runError maps the runtime's refusal to start or continue a run.
+func (h *Handler) runError(runID string, err error) *apiError {
+	switch {
+	case errors.Is(err, contextos.ErrRequestConflict):
+		return errorf(http.StatusConflict, CodeRunConflict, "request_id was already used with another request")
+	case errors.Is(err, contextos.ErrRunInProgress):
+		return errorf(http.StatusConflict, CodeRunConflict, "the run is in progress")
+	case errors.Is(err, contextos.ErrNotResumable), errors.Is(err, contextos.ErrCheckpointConflict):
+		return errorf(http.StatusConflict, CodeNotPending, "the run is not paused (it was continued elsewhere)")
+	}
+	if fs, ok := fieldsOf("request", err); ok {
+		return invalid(fs...)
+	}
+	for _, s := range refusals {
+		if errors.Is(err, s) {
+			return errorf(http.StatusUnprocessableEntity, CodeRunRefused, "%s", clipMsg(err.Error()))
+		}
+	}
+	h.o.Logger.Error("run failed", "run_id", runID, "error", err.Error())
+	return errorf(http.StatusInternalServerError, CodeInternal, "the run failed; the service log has the cause")
+}
+
+// refusals are the errors of a run the runtime refuses for what it was
+// given: its packs, context, policy or budget.
+var refusals = []error{
+	pack.ErrUnpinnedRef, pack.ErrInvalid, pack.ErrSignature, pack.ErrIncompatible, pack.ErrNotFound, pack.ErrNotUsable, pack.ErrOverlay,
+	compiler.ErrInput, compiler.ErrMerge, compiler.ErrTenant, compiler.ErrConflict, compiler.ErrIntent, compiler.ErrPolicy, compiler.ErrEvidence,
+	compiler.ErrBudget, compiler.ErrOverlayVersion, policy.ErrPrepare, policy.ErrEvaluation, policy.ErrBudget,
+	runcontext.ErrInvalid, runcontext.ErrConflict, runcontext.ErrClaim, runcontext.ErrBudgetExceeded, runcontext.ErrTraceContext, runcontext.ErrUnknownKey,
+	contextos.ErrResumeInput,
+}
+
+// viewOf is a run's view from its result.
+func (h *Handler) viewOf(tenantID string, res *contextos.Result, seen results) *runView {
+	v := &runView{RunID: res.RunID, TenantID: tenantID, State: StateEnded, ToolResults: h.results(res.ToolResults, seen),
+		Events: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+	h.setRecord(v, res.Record)
+	v.Status = res.Status
+	if res.Pending != nil {
+		v.State = StatePaused
+		v.PendingApprovals = append(v.PendingApprovals, res.Pending)
+	}
+	return v
+}
+
+// withEvents is view with e's events.
+func (h *Handler) withEvents(e *runEntry, view *runView) *runView {
+	evs, _, _, _, _ := e.snapshot(0)
+	v := *view
+	v.Events = evs
+	if v.Events == nil {
+		v.Events = []json.RawMessage{}
+	}
+	return &v
+}
+
+// getRun answers GET /v1/runs/{run_id}.
+func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) {
+	r, cancel := h.withTimeout(r)
+	defer cancel()
+	p, aerr := h.authenticate(r, false)
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	v, aerr := h.runOf(r.Context(), p, r.PathValue("run_id"))
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+var errNoRun = errorf(http.StatusNotFound, CodeNotFound, "no such run")
+
+// runOf is the run as the caller may see it: while this handler runs it,
+// what it has so far; else the view the stores give (they say whether a
+// replica continued the run), with this handler's events when it ran the
+// run up to the record the stores hold. A run of another tenant is not
+// found.
+func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runView, *apiError) {
+	e := h.entry(runID, "", false)
+	if e != nil && e.tenantID != p.TenantID {
+		e = nil
+	}
+	var evs []json.RawMessage
+	var local *runView
+	var failed *apiError
+	if e != nil {
+		var running bool
+		evs, running, local, failed, _ = e.snapshot(0)
+		if running {
+			return &runView{RunID: runID, TenantID: e.tenantID, State: StateRunning, Record: json.RawMessage("null"), Events: nonNil(evs), ToolResults: []json.RawMessage{},
+				PendingApprovals: []*gateway.ApprovalRequest{}}, nil
+		}
+	}
+	v, aerr := h.storedView(ctx, p, runID, failed == nil)
+	if aerr != nil {
+		if aerr == errNoRun && failed != nil {
+			return nil, failed // the run never started here: why
+		}
+		return nil, aerr
+	}
+	complete := false
+	if e != nil {
+		e.mu.Lock()
+		complete = e.complete
+		e.mu.Unlock()
+	}
+	if complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID {
+		v.Events = nonNil(evs)
+	}
+	return v, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// storedView builds the run's view from the stores: its records, its
+// pending approval, its transcript's results, and events rebuilt from
+// them.
+//
+// A run with no record yet is running when started is set and the ledger
+// says the handler or a replica started it.
+func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, started bool) (*runView, *apiError) {
+	recs, err := h.stores.Records.List(ctx, decision.Filter{RunID: runID})
+	if err != nil {
+		return nil, h.storeError("list records", err)
+	}
+	v := &runView{RunID: runID, TenantID: p.TenantID, Record: json.RawMessage("null"), Events: []json.RawMessage{}, ToolResults: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
+	if len(recs) == 0 {
+		// Started here or on a replica, with no record yet.
+		if !started {
+			return nil, errNoRun
+		}
+		raw, ok, err := h.ledger.get(ctx, runKey(p.TenantID, runID))
+		if err != nil {
+			return nil, h.storeError("read run", err)
+		}
+		if !ok || raw == nil {
+			return nil, errNoRun
+		}
+		v.State = StateRunning
+		return v, nil
+	}
+	if recs[0].TenantID != p.TenantID {
+		return nil, errNoRun
+	}
+	last := recs[len(recs)-1]
+	for _, rec := range recs {
+		if rec.Status != decision.Closed {
+			last = rec
+		}
+	}
+	h.setRecord(v, last)
+	switch v.Status {
+	case decision.Deferred:
+		v.State = StateRunning // resumed, unless it still awaits its approval
+		pend, err := h.rt.PendingApprovals(ctx, contextos.RunList{runID})
+		if err != nil {
+			return nil, h.storeError("pending approvals", err)
+		}
+		for _, pa := range pend {
+			if pa.RunID == runID && last.Awaiting != nil {
+				v.State = StatePaused
+				v.PendingApprovals = append(v.PendingApprovals, approvalRequest(pa, last.Awaiting))
+			}
+		}
+	case decision.InFlight:
+		v.State = StateRunning
+	default:
+		v.State = StateEnded
+	}
+	var found []*gateway.ToolResultEnvelope
+	if h.stores.Transcripts != nil {
+		entries, err := h.stores.Transcripts.RunEntries(ctx, runID)
+		if err != nil {
+			return nil, h.storeError("read transcript", err)
+		}
+		for _, en := range entries {
+			if en.Kind == "result" && en.Result != nil {
+				found = append(found, en.Result)
+			}
+		}
+	}
+	seen := results{}
+	v.ToolResults = h.results(found, seen)
+	v.Events = h.rebuildEvents(runID, recs, found, seen)
+	return v, nil
+}
+
+// approvalRequest is the pending approval as the run's result names it.
+func approvalRequest(p contextos.PendingApproval, a *decision.Awaiting) *gateway.ApprovalRequest {
+	return &gateway.ApprovalRequest{GateID: p.GateID, ApproverRole: p.ApproverRole, TTLSeconds: p.TTLSeconds, ActionDigest: p.ActionDigest,
+		EvidenceSnapshotHash: a.EvidenceSnapshotHash, ToolCallID: p.ToolCallID, RequestedAt: p.RequestedAt}
+}
+
+// rebuildEvents are the events of a run the stores keep: a tool_result
+// event per result; a pause and a decision event after the paused call's
+// result for each DEFERRED record; a decision event for each other
+// record, in the order stored. Plans and verdicts are not stored: only
+// the handler that ran the run streams them.
+func (h *Handler) rebuildEvents(runID string, recs []*decision.Record, found []*gateway.ToolResultEnvelope, seen results) []json.RawMessage {
+	var out []json.RawMessage
+	emit := func(ev contextos.Event) {
+		ev.RunID = runID
+		out = append(out, h.event(ev, seen))
+	}
+	deferred := map[string][]*decision.Record{}
+	var rest []*decision.Record
+	for _, rec := range recs {
+		if rec.Status == decision.Deferred && rec.Awaiting != nil && rec.Awaiting.ToolCallID != "" {
+			deferred[rec.Awaiting.ToolCallID] = append(deferred[rec.Awaiting.ToolCallID], rec)
+			continue
+		}
+		rest = append(rest, rec)
+	}
+	pauseOf := func(rec *decision.Record) *gateway.ApprovalRequest {
+		a := rec.Awaiting
+		return &gateway.ApprovalRequest{GateID: a.GateID, ApproverRole: a.ApproverRole, TTLSeconds: a.TTLSeconds, ActionDigest: a.ActionDigest,
+			EvidenceSnapshotHash: a.EvidenceSnapshotHash, ToolCallID: a.ToolCallID}
+	}
+	for _, res := range found {
+		emit(contextos.Event{Kind: contextos.EventToolResult, Result: res})
+		if res.Status == gateway.StatusPaused && len(deferred[res.ToolCallID]) > 0 {
+			rec := deferred[res.ToolCallID][0]
+			deferred[res.ToolCallID] = deferred[res.ToolCallID][1:]
+			emit(contextos.Event{Kind: contextos.EventPause, Pause: pauseOf(rec)})
+			emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
+		}
+	}
+	// DEFERRED records whose paused result is not in the transcript, then
+	// the others, in the order stored.
+	for _, rec := range recs {
+		if rec.Status == decision.Deferred && rec.Awaiting != nil && slices.Contains(deferred[rec.Awaiting.ToolCallID], rec) {
+			emit(contextos.Event{Kind: contextos.EventPause, Pause: pauseOf(rec)})
+			emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
+		}
+	}
+	for _, rec := range rest {
+		emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
+	}
+	if out == nil {
+		out = []json.RawMessage{}
+	}
+	return out
+}
+
+func (h *Handler) storeError(what string, err error) *apiError {
+	h.o.Logger.Error("store failed", "what", what, "error", err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the stores did not answer in time")
+	}
+	return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the stores did not answer")
+}
+
+// keepAlive is how often an idle event stream gets a comment.
+const keepAlive = 15 * time.Second
+
+// runEvents answers GET /v1/runs/{run_id}/events as server-sent events:
+// the run's events from the start (or after Last-Event-ID), live while
+// this handler runs the run, then a result event with the run's view.
+func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
+	p, aerr := h.authenticate(r, false)
+	if aerr != nil {
+		writeProblem(w, aerr)
+		return
+	}
+	runID := r.PathValue("run_id")
+	from := 0
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		n, err := strconv.Atoi(id)
+		if err != nil || n < 0 {
+			writeProblem(w, invalid(FieldError{Path: "Last-Event-ID", Code: "header", Message: "must be an event id this stream sent"}))
+			return
+		}
+		from = n + 1
+	}
+	e := h.entry(runID, "", false)
+	var live bool
+	if e != nil && e.tenantID == p.TenantID {
+		_, live, _, _, _ = e.snapshot(0)
+	}
+	var static *runView
+	if !live {
+		ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+		v, aerr := h.runOf(ctx, p, runID)
+		cancel()
+		if aerr != nil {
+			writeProblem(w, aerr)
+			return
+		}
+		static = v
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(id int, kind string, data []byte) bool {
+		var b strings.Builder
+		if id >= 0 {
+			fmt.Fprintf(&b, "id: %d\n", id)
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", kind, data)
+		if _, err := w.Write([]byte(b.String())); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	sendResult := func(v *runView) {
+		x := *v
+		x.Events = nil
+		b, _ := json.Marshal(x)
+		send(-1, string(contextos.EventResult), b)
+	}
+	if static != nil {
+		for i := from; i < len(static.Events); i++ {
+			if !send(i, eventKind(static.Events[i]), static.Events[i]) {
+				return
+			}
+		}
+		sendResult(static)
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	next := from
+	for {
+		evs, running, _, _, changed := e.snapshot(next)
+		for _, ev := range evs {
+			if !send(next, eventKind(ev), ev) {
+				return
+			}
+			next++
+		}
+		if !running {
+			ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+			v, aerr := h.runOf(ctx, p, runID)
+			cancel()
+			if aerr != nil {
+				b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
+				send(-1, string(contextos.EventError), b)
+				return
+			}
+			sendResult(v)
+			return
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// eventKind reads an event's kind.
+func eventKind(ev json.RawMessage) string {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(ev, &k) != nil || k.Kind == "" || strings.ContainsAny(k.Kind, "\r\n") {
+		return "message"
+	}
+	return k.Kind
+}
