@@ -452,6 +452,10 @@ func exitOutput(s ExitStatus) map[string]any {
 //
 //	{"usage": {"input_tokens": 2400, "output_tokens": 84, "cached_input_tokens": 2000}, "cost_usd": 0.0123}
 //
+// input_tokens counts every input token the run used, those read from or
+// written to a prompt cache included (a backend whose CLI reports cache
+// tokens apart adds them in); cached_input_tokens is the part read from a
+// cache. Tokens, what a run charges, is input plus output.
 // Both members are optional; other members of Data are the backend's own.
 // A token count that is not a whole number ≥ 0 counts as absent, and so
 // does a cost that is not a finite number ≥ 0.

@@ -88,7 +88,12 @@
 //	 "usage":{"input_tokens":n,"output_tokens":n,"cached_input_tokens":n,"cache_read_input_tokens":n,"cache_creation_input_tokens":n},
 //	 "cost_usd":x,"num_turns":n,"duration_ms":n}
 //
-// each member present when known. A non-zero exit is an Ok completion with
+// each member present when known. input_tokens counts every input token:
+// claude's input_tokens plus its cache reads and cache writes, which
+// claude reports apart (as planner/anthropic counts them), so
+// agent.UsageOf — and an agent.Adapter or agent.Planner charging the run
+// budget — counts the cached prompt too; cached_input_tokens is the cache
+// reads, and the two cache counts are also kept as reported. A non-zero exit is an Ok completion with
 // that status, after one trailing Error "claude_code exited non-zero:
 // code=<n> (output redacted)" (or signal=<name>). A resume or fork whose
 // session does not exist (a non-zero exit, no parse error, no assistant

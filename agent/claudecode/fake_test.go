@@ -79,6 +79,17 @@ var fakeScenarios = map[string]fakeScenario{
 	"argv":                      {output: argvOutput},
 	"env":                       {output: envOutput},
 	"marker":                    {output: func([]string) []string { return nil }},
+	// A run whose prompt came partly from claude's prompt cache: 120
+	// uncached input tokens, 2000 read from the cache, 300 written to it,
+	// 25 output tokens; its answer is a plan.
+	"cached_usage": {output: func([]string) []string {
+		return []string{
+			`{"type":"system","subtype":"init","session_id":"sess-cache"}`,
+			assistantLine(`{"decision":{"decision_key":"code.change.apply","outcome":"applied"}}`),
+			`{"type":"result","subtype":"success","is_error":false,"session_id":"sess-cache","num_turns":1,"total_cost_usd":0.01,` +
+				`"usage":{"input_tokens":120,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":25}}`,
+		}
+	}},
 	// agenttest.ScenarioMalformed: a malformed line holding the suite's
 	// secret mid-stream, then text.
 	"conformance_malformed": {output: func([]string) []string {
