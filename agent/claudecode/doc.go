@@ -33,7 +33,8 @@
 //
 // Every event message is a fixed text, or one built from numbers and
 // protocol tokens; no raw line, stderr or tool payload reaches an event,
-// an error or the completion.
+// an error or the completion. The assistant's text and the final text
+// pass the secret redactor, as every event and completion does.
 //
 //	system init / other       Status "system init" / "system <subtype>" ("system other" unless a plain token)
 //	assistant text block      TextOutput "assistant" — only what its stream deltas did not already emit

@@ -90,6 +90,20 @@ var fakeScenarios = map[string]fakeScenario{
 				`"usage":{"input_tokens":120,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":25}}`,
 		}
 	}},
+	// agenttest.ScenarioLeakedKey: claude 2.1's answer to a refused key
+	// (an api_retry, the synthetic assistant text, a failed result), with
+	// an API that echoes the key.
+	"leaked_key": {exit: 1, output: func([]string) []string {
+		msg := "Invalid API key · " + agenttest.APIKey + " is not valid"
+		res, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": true, "api_error_status": 401,
+			"session_id": "sess-key", "num_turns": 1, "result": msg, "errors": []string{"401 " + agenttest.APIKey}})
+		return []string{
+			`{"type":"system","subtype":"init","session_id":"sess-key","apiKeySource":"ANTHROPIC_API_KEY"}`,
+			`{"type":"system","subtype":"api_retry","attempt":1,"error_status":401,"error":"authentication_failed","session_id":"sess-key"}`,
+			assistantLine(msg),
+			string(res),
+		}
+	}},
 	// agenttest.ScenarioMalformed: a malformed line holding the suite's
 	// secret mid-stream, then text.
 	"conformance_malformed": {output: func([]string) []string {

@@ -41,7 +41,8 @@
 // aliases aggregated_output/output, error_output/err, patch) are mapped:
 // thread.started, turn.started, turn.completed and todo_list items become
 // status events; turn.failed a status "turn failed"; a top-level error and
-// an error item an error event with the CLI's message; agent_message and
+// an error item an error event with the CLI's message (its secrets, such
+// as the API key a 401 echoes, redacted as in every event); agent_message and
 // reasoning items assistant text (reasoning included, as upstream);
 // command_execution, file_change, mcp_tool_call, web_search and
 // collab_tool_call items tool_call (started, updated) and tool_result

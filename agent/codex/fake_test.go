@@ -149,6 +149,17 @@ func fakeCodex(scenario string, args []string) int {
 		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
 		fmt.Fprintln(os.Stderr, agenttest.Secret)
 		return 3
+	case "agenttest_leaked_key":
+		// An API that refuses the key and echoes it, as the CLI prints it
+		// (no_credentials.jsonl's shape).
+		msg := "unexpected status 401 Unauthorized: Incorrect API key provided: " + agenttest.APIKey + ", url: https://api.openai.com/v1/responses"
+		fmt.Println(`{"type":"thread.started","thread_id":"01a20acc-f75e-73e1-9d3c-b8497ce9c992"}`)
+		fmt.Println(`{"type":"turn.started"}`)
+		fmt.Printf("{\"type\":\"error\",\"message\":%q}\n", "Reconnecting... 1/5 ("+msg+")")
+		fmt.Printf("{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"error\",\"message\":%q}}\n", msg)
+		fmt.Printf("{\"type\":\"error\",\"message\":%q}\n", msg)
+		fmt.Printf("{\"type\":\"turn.failed\",\"error\":{\"message\":%q}}\n", msg)
+		return play("", "Reading prompt from stdin...", lastMessage, "", 1)
 	case "agenttest_malformed":
 		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
 		fmt.Println(`{"type":"turn.started"} ` + agenttest.Secret)
