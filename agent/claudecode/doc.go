@@ -105,5 +105,7 @@
 // that one terminal Error. A process that cannot start fails with
 // "claude_code error: cannot start process". Cancel, the run's timeout or
 // the end of the caller's context kill the process group; the completion
-// is then "cancelled" or "timeout".
+// is then "cancelled" or "timeout". On Linux the group also dies with this
+// process, however it dies (SIGKILL included): claude runs under a
+// supervisor that kills the group on this process's death.
 package claudecode

@@ -20,7 +20,9 @@
 // a private temporary directory removed after the run; and for a resume
 // `resume <id> -` or `resume --last -`. The prompt is never in argv: it is
 // written to stdin followed by a newline. The process runs in the
-// effective working directory, in its own process group, with this
+// effective working directory, in its own process group (on Linux under a
+// supervisor that kills the group when this process dies, SIGKILL
+// included), with this
 // process's environment plus CODEX_BINARY, CODEX_HOME (Config.Home, when
 // set), RUST_LOG=error (when this process has no RUST_LOG) and then the
 // configured and request env (request keys win).

@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/contextos/contextos/agent"
 	"github.com/contextos/contextos/agent/agenttest"
 )
 
@@ -51,6 +53,9 @@ type record struct {
 func TestMain(m *testing.M) {
 	if s := os.Getenv(envScenario); s != "" {
 		os.Exit(fakeCodex(s, os.Args[1:]))
+	}
+	if os.Getenv(envHost) != "" {
+		os.Exit(playHost())
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -269,4 +274,22 @@ func reportPID(pid int) {
 			f.Close()
 		}
 	}
+}
+
+// envHost makes this test binary a host process running one codex run
+// (of the fake CLI's slow scenario) that it never cancels.
+const envHost = "CODEX_TEST_HOST"
+
+// playHost is the host: it starts the run, reads its events and blocks
+// until it is killed.
+func playHost() int {
+	td, _ := filepath.Abs("testdata")
+	b := New(Config{Binary: os.Args[0], Env: map[string]string{envScenario: "slow", envTestdata: td}})
+	run, err := b.Run(context.Background(), agent.RunRequest{Prompt: "work forever"})
+	if err != nil {
+		return 3
+	}
+	for range run.Events() {
+	}
+	select {}
 }
