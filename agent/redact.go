@@ -33,9 +33,15 @@ func redactText(s string) string {
 // value of a member whose name says it holds a secret (api_key, token,
 // password, …) replaced whole; data itself when nothing changed.
 func redactData(data json.RawMessage) json.RawMessage {
-	if len(data) == 0 || bytes.Equal(data, oversizeData) || bytes.Equal(data, invalidData) {
+	if len(data) == 0 || bytes.Equal(data, oversizeData) || bytes.Equal(data, invalidData) || !mayHoldSecret(string(data)) {
 		return data
 	}
+	return redactDecoded(data)
+}
+
+// redactDecoded is redactData without its shortcut: data is decoded,
+// every string walked, and encoded again when anything changed.
+func redactDecoded(data json.RawMessage) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -52,6 +58,36 @@ func redactData(data json.RawMessage) json.RawMessage {
 	}
 	// A redaction may lengthen a string: bound the result again.
 	return boundData(out)
+}
+
+// mayHoldSecret reports whether compact JSON (boundData's output) may
+// need redaction: it has a string with an escape (decoded, it may read
+// differently), a string in which a secret is found, or a member whose
+// name says it holds a secret. A string without escapes is its own
+// decoded text, so for data without escapes the answer is exact, and the
+// common case (facets, counts) is decided without decoding anything.
+func mayHoldSecret(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '"' {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			if s[j] == '\\' {
+				return true
+			}
+			j++
+		}
+		str := s[i+1 : min(j, len(s))]
+		if _, found := sensitive.Detect(str, sensitive.Secrets); found {
+			return true
+		}
+		if j+1 < len(s) && s[j+1] == ':' && sensitive.IsSecretKey(str) {
+			return true
+		}
+		i = j
+	}
+	return false
 }
 
 // redactValue redacts the strings of a decoded JSON value; secretMember
