@@ -32,8 +32,8 @@ const AdapterCapability = "run"
 const AdapterArgsSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
 	`"required":["prompt"],"additionalProperties":false,"properties":{` +
 	`"prompt":{"type":"string","minLength":1,"description":"the task the agent carries out"},` +
-	`"working_dir":{"type":"string","minLength":1,"description":"the agent's working directory (default: the adapter's)"},` +
-	`"extensions":{"type":"object","description":"namespaced run options (agent_api.… or backend.<kind>.…) the backend advertises",` +
+	`"working_dir":{"type":"string","minLength":1,"description":"the agent's working directory: one the host allows (default: the host's)"},` +
+	`"extensions":{"type":"object","description":"namespaced run options (agent_api.… or backend.<kind>.…): only keys and values the host allows",` +
 	`"propertyNames":{"pattern":"^[a-z][a-z0-9_.-]*$"}},` +
 	`"idempotency_key":{"type":"string","description":"set by the gateway: the key the run executes once under"}}}`
 
@@ -61,17 +61,24 @@ type AdapterOptions struct {
 	// backend's kind.
 	AdapterID string
 	// WorkingDir is the working directory of every run. A call that names
-	// another one is refused (invalid_input): where an agent works is the
-	// host's decision, not the planner's. "" lets a call name it (else the
-	// backend's default applies).
+	// another one is refused (a *LimitError): where an agent works is the
+	// host's decision, not the planner's. "" is the backend's default (its
+	// configured directory, else this process's working directory), and a
+	// call may name only a directory Allow.WorkingDirs lists.
 	WorkingDir string
 	// Env is laid under every run's env (the trace headers win).
 	Env map[string]string
 	// Extensions are fixed options of every run, such as
 	// agent_api.exec.non_interactive or a backend's sandbox mode. A call
-	// that sets one of these keys to another value is refused
-	// (invalid_input): a proposed step never loosens what the host set.
+	// that sets one of these keys to another value is refused (a
+	// *LimitError): a proposed step never loosens what the host set.
 	Extensions map[string]json.RawMessage
+	// Allow is what a call may choose beyond what the host fixed. The zero
+	// value allows nothing: every run gets the host's working directory,
+	// no extra directories and the backend's own defaults (a codex run is
+	// sandboxed workspace-write, never danger-full-access), whatever the
+	// planner proposed.
+	Allow CallLimits
 	// Scopes are the delegation scopes a call needs (the pack's
 	// approval mode makes the call delegated; the user's delegation must
 	// grant them).
@@ -91,6 +98,87 @@ type AdapterOptions struct {
 	// FinalTextBytes bounds the final text in the output. Default:
 	// DefaultOutputFinalTextBytes.
 	FinalTextBytes int
+}
+
+// CallLimits are the run options a call may choose: the arguments of a
+// governed call are a planner's (a model's) choice, so every option that
+// widens what the agent may touch — where it works, which directories it
+// may write, its sandbox, any dangerous extension — is the host's to
+// allow. A call that chooses anything not allowed here is refused before
+// the backend is asked to run (nothing is spawned), with a *LimitError
+// naming the argument (matched by ErrNotAllowed; the gateway records it
+// as invalid_input).
+type CallLimits struct {
+	// WorkingDirs are the directories a call may name as working_dir
+	// (compared absolute and cleaned; a relative one is relative to this
+	// process's working directory). Unused when AdapterOptions.WorkingDir
+	// is set: then a call may name only that one.
+	WorkingDirs []string
+	// AddDirs are the directories a call may make writable with
+	// agent_api.exec.add_dirs.v1: every entry, resolved as the backend
+	// resolves it (against the run's working directory, cleaned), must be
+	// one of them (compared absolute and cleaned).
+	AddDirs []string
+	// Extensions lists, by key, the values a call may give any other
+	// extension (compared as JSON values): a backend's sandbox mode, the
+	// model, agent_api.exec.external_sandbox.v1. A key that is not listed,
+	// or a value not in its list, is refused. A call may always repeat the
+	// value of a key AdapterOptions.Extensions fixes.
+	Extensions map[string][]json.RawMessage
+}
+
+// ErrNotAllowed is matched by a *LimitError: a governed call chose a run
+// option the host's options do not allow.
+var ErrNotAllowed = errors.New("agent: run option not allowed by the host")
+
+// LimitError refuses a governed call that chose a run option the host did
+// not allow (CallLimits) or changed one it fixed (AdapterOptions
+// WorkingDir, Extensions). It names the argument, never its value; it
+// matches ErrNotAllowed and unwraps to the *gateway.ToolError the gateway
+// records (invalid_input, not retryable, details naming the field and
+// key).
+type LimitError struct {
+	// Field is the call's argument: "working_dir" or "extensions".
+	Field string
+	// Key is the extension key ("" for working_dir).
+	Key string
+	// Fixed says the host fixed the option to another value.
+	Fixed bool
+	tool  *gateway.ToolError
+}
+
+func (e *LimitError) Error() string {
+	return "agent: " + e.what() + " " + e.rule()
+}
+
+func (e *LimitError) what() string {
+	if e.Key != "" {
+		return e.Field + "[" + safeID(e.Key) + "]"
+	}
+	return e.Field
+}
+
+func (e *LimitError) rule() string {
+	if e.Fixed {
+		return "is fixed by the host to another value"
+	}
+	return "is not one the host allows"
+}
+
+// Is matches ErrNotAllowed.
+func (e *LimitError) Is(target error) bool { return target == ErrNotAllowed }
+
+// Unwrap returns the tool error the gateway records.
+func (e *LimitError) Unwrap() error { return e.tool }
+
+func limitError(field, key string, fixed bool) *LimitError {
+	e := &LimitError{Field: field, Key: key, Fixed: fixed}
+	details := map[string]any{"field": field}
+	if key != "" {
+		details["key"] = safeID(key)
+	}
+	e.tool = gateway.NewToolError(gateway.CodeInvalidInput, false, e.what()+" "+e.rule(), details)
+	return e
 }
 
 // Adapter runs an agent backend as a governed, delegated tool: a
@@ -132,9 +220,14 @@ type AdapterOptions struct {
 // An agent run has side effects, so the adapter runs only a write-class
 // call (one the gateway gave an idempotency key after its delegation,
 // scope and approval checks); a pack that marks the capability read_only
-// gets permission_denied, never an ungoverned run. A call may not loosen
-// what the host fixed (AdapterOptions.WorkingDir, AdapterOptions.Extensions):
-// such a call is invalid_input and the agent does not run.
+// gets permission_denied, never an ungoverned run. A call chooses only
+// the run options the host allows (AdapterOptions.Allow) and never
+// changes one it fixed (AdapterOptions.WorkingDir, AdapterOptions.Extensions):
+// another working directory, an extra writable directory, another sandbox
+// mode, a dangerous extension the host did not allow is a *LimitError
+// naming the argument (invalid_input), and the agent does not run. With
+// no options at all a run gets the host's working directory, no extra
+// directories and the backend's own defaults.
 //
 // A run that exits non-zero fails the call (execution_failed, with the
 // exit status and the event summary in the details); a run past its
@@ -233,20 +326,41 @@ func parseArgs(args map[string]any) (runArgs, error) {
 	return r, nil
 }
 
-// request builds the run's request from the call; a call that would
-// change what the host fixed (the working directory, a fixed extension) is
-// refused.
+// request builds the run's request from the call. The call chooses only
+// what the host allows: a working directory other than the host's, an
+// extension the host fixed to another value, or any option the host's
+// CallLimits do not list is refused (a *LimitError), before the backend
+// is asked to run.
 func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs) (RunRequest, error) {
-	req := RunRequest{Prompt: args.prompt, WorkingDir: args.workingDir, Env: maps.Clone(a.opts.Env)}
-	if a.opts.WorkingDir != "" {
-		if req.WorkingDir != "" && filepath.Clean(req.WorkingDir) != filepath.Clean(a.opts.WorkingDir) {
-			return req, gateway.NewToolError(gateway.CodeInvalidInput, false, "working_dir is fixed by the host", map[string]any{"field": "working_dir"})
+	req := RunRequest{Prompt: args.prompt, Env: maps.Clone(a.opts.Env)}
+	switch {
+	case a.opts.WorkingDir != "":
+		if args.workingDir != "" && !sameDir(args.workingDir, a.opts.WorkingDir) {
+			return req, limitError("working_dir", "", true)
 		}
 		req.WorkingDir = a.opts.WorkingDir
+	case args.workingDir != "":
+		if !slices.ContainsFunc(a.opts.Allow.WorkingDirs, func(d string) bool { return sameDir(args.workingDir, d) }) {
+			return req, limitError("working_dir", "", false)
+		}
+		req.WorkingDir = args.workingDir
 	}
 	for _, k := range slices.Sorted(maps.Keys(args.extensions)) {
-		if fixed, ok := a.opts.Extensions[k]; ok && !sameJSON(fixed, args.extensions[k]) {
-			return req, gateway.NewToolError(gateway.CodeInvalidInput, false, "an extension is fixed by the host", map[string]any{"field": "extensions", "key": k})
+		v := args.extensions[k]
+		if fixed, ok := a.opts.Extensions[k]; ok {
+			if !sameJSON(fixed, v) {
+				return req, limitError("extensions", k, true)
+			}
+			continue
+		}
+		if k == CapAddDirs {
+			if !a.addDirsAllowed(v, req.WorkingDir) {
+				return req, limitError("extensions", k, false)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(a.opts.Allow.Extensions[k], func(ok json.RawMessage) bool { return sameJSON(ok, v) }) {
+			return req, limitError("extensions", k, false)
 		}
 	}
 	if len(a.opts.Extensions) > 0 || len(args.extensions) > 0 {
@@ -258,6 +372,40 @@ func (a *Adapter) request(ctx context.Context, call *gateway.Call, args runArgs)
 	}
 	req.Env = withTrace(ctx, call.Trace, req.Env)
 	return req, nil
+}
+
+// addDirsAllowed reports whether every directory of an
+// agent_api.exec.add_dirs.v1 value, resolved as Prepare resolves it
+// against the run's working directory wd, is one Allow.AddDirs lists. A
+// value Prepare would refuse is not allowed either (fail closed); a
+// relative entry with no working directory named is not allowed (the
+// backend's default directory is not known here).
+func (a *Adapter) addDirsAllowed(raw json.RawMessage, wd string) bool {
+	if wd != "" {
+		abs, err := filepath.Abs(wd)
+		if err != nil {
+			return false
+		}
+		wd = abs
+	}
+	dirs, err := addDirsValue(bytes.TrimSpace(raw), wd)
+	if err != nil {
+		return false
+	}
+	for _, d := range dirs {
+		if !slices.ContainsFunc(a.opts.Allow.AddDirs, func(ok string) bool { return sameDir(d, ok) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameDir reports whether two paths name the same directory once made
+// absolute (against this process's working directory) and cleaned.
+func sameDir(a, b string) bool {
+	x, errA := filepath.Abs(a)
+	y, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && x == y
 }
 
 // sameJSON reports whether two JSON values are equal as values.
@@ -452,6 +600,10 @@ func exitOutput(s ExitStatus) map[string]any {
 //
 //	{"usage": {"input_tokens": 2400, "output_tokens": 84, "cached_input_tokens": 2000}, "cost_usd": 0.0123}
 //
+// input_tokens counts every input token the run used, those read from or
+// written to a prompt cache included (a backend whose CLI reports cache
+// tokens apart adds them in); cached_input_tokens is the part read from a
+// cache. Tokens, what a run charges, is input plus output.
 // Both members are optional; other members of Data are the backend's own.
 // A token count that is not a whole number ≥ 0 counts as absent, and so
 // does a cost that is not a finite number ≥ 0.

@@ -15,6 +15,8 @@
 // makes around its driver at once, before the process has started. Start
 // owns the run protocol: the bounded event pipe (32 events, with
 // backpressure), the bounds every event and completion passes, the
+// secret redactor every event, completion and error passes (an API key a
+// CLI echoes in its 401 error becomes [REDACTED]: see Redacted), the
 // completion gate (Wait resolves after the process exited and the stream
 // reached its end, was closed or was cancelled), explicit cancellation
 // (idempotent; "cancelled" wins ties; it still waits for the process), and

@@ -49,7 +49,12 @@ type Error struct {
 // Error returns "unknown backend: <kind>", "unsupported capability for
 // <kind>: <capability>", "invalid agent kind: …", "invalid request: …" or
 // "backend error: …".
-func (e *Error) Error() string {
+//
+// Whatever a backend put in Message, the text passes the secret redactor
+// (see Redacted).
+func (e *Error) Error() string { return redactText(e.text()) }
+
+func (e *Error) text() string {
 	switch e.kind {
 	case ErrUnknownBackend:
 		return "unknown backend: " + e.AgentKind

@@ -166,6 +166,9 @@ func reencode(b []byte) ([]byte, error) {
 // text into several events.
 func bound(kind Kind, ev Event) []Event {
 	ev.AgentKind = kind
+	// Secrets are redacted before any bound cuts a string: a cut never
+	// leaves part of a secret behind.
+	ev.Channel, ev.Message, ev.Text = redactText(ev.Channel), redactText(ev.Message), redactText(ev.Text)
 	switch ev.Kind {
 	case EventTextOutput, EventToolCall, EventToolResult, EventStatus, EventError, EventUnknown:
 	default:
@@ -174,7 +177,7 @@ func bound(kind Kind, ev Event) []Event {
 	if len(ev.Channel) > MaxChannelBytes || !utf8.ValidString(ev.Channel) {
 		ev.Channel = ""
 	}
-	ev.Data = boundData(ev.Data)
+	ev.Data = redactData(boundData(ev.Data))
 	switch ev.Kind {
 	case EventTextOutput:
 		ev.Message = ""

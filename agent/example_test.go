@@ -2,11 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/contextos/contextos/agent"
+	"github.com/contextos/contextos/gateway"
 )
 
 // shout is a host's own in-process agent: it answers the prompt in upper
@@ -78,4 +81,28 @@ func ExampleAdapter() {
 	fmt.Println(ad.CapabilityID(), c.ArgSchemaRef, c.Timeout, c.MaxAttempts, c.HonorsContext, c.Scopes)
 	// Output:
 	// adp_shout.run schema://contextos.agent.run.v1 5m0s 1 true [repo.write]
+}
+
+// A delegated call's arguments are the planner's choice, so the host says
+// what a call may choose: here a model, and one working directory. A call
+// that asks for anything else — another directory, an extra writable
+// directory, another sandbox mode — is refused before the agent runs.
+func ExampleCallLimits() {
+	ad := agent.NewAdapter(shout{}, &agent.AdapterOptions{
+		AdapterID: "adp_shout",
+		Scopes:    []string{"repo.write"},
+		Allow: agent.CallLimits{
+			WorkingDirs: []string{"/srv/repo"},
+			Extensions:  map[string][]json.RawMessage{agent.CapModel: {json.RawMessage(`"gpt-test"`)}},
+		},
+	})
+	call := &gateway.Call{Envelope: &gateway.ToolCallEnvelope{ToolCallID: "tc_1", CapabilityID: ad.CapabilityID(),
+		Args: map[string]any{"prompt": "fix it", "working_dir": "/"}}, Capability: agent.AdapterCapability, IdempotencyKey: "idem_1"}
+	_, err := ad.Call(context.Background(), call)
+	var le *agent.LimitError
+	fmt.Println(errors.Is(err, agent.ErrNotAllowed), errors.As(err, &le) && le.Field == "working_dir")
+	fmt.Println(err)
+	// Output:
+	// true true
+	// agent: working_dir is not one the host allows
 }

@@ -39,7 +39,8 @@ func TestGovernedAgentCallBehindApprovalGate(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	be := newTestBackend("coder", codingScript("Fixed: round half away from zero; added TestRound."))
 	ad := agent.NewAdapter(be, &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}, WorkingDir: t.TempDir(),
-		Extensions: map[string]json.RawMessage{agent.CapNonInteractive: json.RawMessage("true")}})
+		Extensions: map[string]json.RawMessage{agent.CapNonInteractive: json.RawMessage("true")},
+		Allow:      agent.CallLimits{Extensions: map[string][]json.RawMessage{agent.CapModel: {json.RawMessage(`"gpt-test"`)}}}})
 	planner := contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt, "extensions": map[string]any{agent.CapModel: "gpt-test"}}))
 	h := newHarness(t, planner, ad.Registration(), repoRegistration())
 	req, rc := coderRequest(t)
@@ -178,7 +179,9 @@ func TestAdapterFailures(t *testing.T) {
 		}
 	})
 	t.Run("unsupported capability", func(t *testing.T) {
-		ad := agent.NewAdapter(newTestBackend("coder", codingScript("x")), nil)
+		// The host allows the key; the backend does not know it.
+		ad := agent.NewAdapter(newTestBackend("coder", codingScript("x")), &agent.AdapterOptions{
+			Allow: agent.CallLimits{Extensions: map[string][]json.RawMessage{"backend.coder.sandbox": {json.RawMessage(`"none"`)}}}})
 		_, err := callAdapter(context.Background(), ad, map[string]any{"prompt": "x", "extensions": map[string]any{"backend.coder.sandbox": "none"}})
 		var te *gateway.ToolError
 		if !errors.As(err, &te) || te.Code != gateway.CodeInvalidInput || te.Retryable || te.Message != "unsupported capability for coder: backend.coder.sandbox" {

@@ -147,7 +147,7 @@ func safeError(err error) *Error {
 	if cp.kind == nil {
 		cp.kind = ErrBackend
 	}
-	cp.Message = clipSafe(cp.Message)
+	cp.Message = clipSafe(redactText(cp.Message))
 	if err != error(ae) {
 		cp.cause = append(slices.Clip(cp.cause), err)
 	}
@@ -162,7 +162,7 @@ func (r *Run) resolve(comp Completion, err error) {
 	if r.cancelled {
 		comp, err = Completion{}, cancelledError(r.cancelErr)
 	} else if err == nil {
-		comp = comp.bounded()
+		comp = redactedCompletion(comp)
 	} else {
 		comp = Completion{}
 	}

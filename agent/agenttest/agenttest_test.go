@@ -55,6 +55,17 @@ func scenarioScript(s Scenario) Script {
 		return Script{SpawnErr: fmt.Errorf("fork/exec /nonexistent/%s: no such file or directory", Secret)}
 	case ScenarioHugeText:
 		return Script{Events: []agent.Event{text(strings.Repeat("h", HugeTextBytes))}}
+	case ScenarioLeakedKey:
+		// The key everywhere a backend could put it.
+		return Script{
+			Events: []agent.Event{
+				{Kind: agent.EventError, Channel: "error", Message: "unexpected status 401 Unauthorized: Incorrect API key provided: " + APIKey},
+				{Kind: agent.EventStatus, Channel: "status " + APIKey, Message: "retrying", Data: json.RawMessage(`{"request":{"api_key":"short","header":"Bearer ` + APIKey + `"}}`)},
+				text("the provider said: Incorrect API key provided: " + APIKey),
+			},
+			Completion: agent.Completion{Status: agent.ExitStatus{Code: 1}, FinalText: "Invalid API key " + APIKey,
+				Data: json.RawMessage(`{"error":"401 ` + APIKey + `"}`)},
+		}
 	}
 	panic("unknown scenario " + string(s))
 }

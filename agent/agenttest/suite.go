@@ -31,10 +31,17 @@ const (
 	ScenarioSlow         Scenario = "slow"          // emits at least one event, writes Secret to stderr, then blocks until killed
 	ScenarioSpawnFailure Scenario = "spawn_failure" // the process cannot be started (e.g. a binary path that does not exist and contains Secret)
 	ScenarioHugeText     Scenario = "huge_text"     // one assistant text of 100000 bytes
+	ScenarioLeakedKey    Scenario = "leaked_key"    // answers as a CLI whose model API refused APIKey with a 401: an error (and any model text the backend passes on) whose message holds APIKey; exits non-zero
 )
 
 // Secret must never appear in any event, message, error or completion of a backend under test.
 const Secret = "AGENTTEST-SECRET-DO-NOT-LEAK"
+
+// APIKey is an API key as a CLI prints it inside a provider's 401 error
+// (the secret redactor recognises its sk- form). Like Secret it must
+// never appear in any event, message, error or completion: a backend's
+// output passes the redactor.
+const APIKey = "sk-agenttest-0123456789abcdefghijklmnopqrstuv"
 
 // PIDFileEnv names the environment variable the suite sets, for the slow
 // scenario, to a file path: a backend's fake process writes its process id
@@ -97,6 +104,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T, s Scenario) age
 	run("nonzero_exit", func(t *testing.T) { testNonZeroExit(t, newBackend(t, ScenarioNonZeroExit)) })
 	run("malformed_line", func(t *testing.T) { testMalformed(t, newBackend(t, ScenarioMalformed)) })
 	run("huge_text", func(t *testing.T) { testHugeText(t, newBackend(t, ScenarioHugeText)) })
+	run("leaked_key_is_redacted", func(t *testing.T) { testLeakedKey(t, newBackend(t, ScenarioLeakedKey)) })
 }
 
 // request is the suite's ordinary request.
@@ -343,6 +351,24 @@ func testHugeText(t *testing.T, b agent.Backend) {
 	}
 	if text.Len() < HugeTextBytes || pieces < 2 {
 		t.Errorf("text_output: %d pieces, %d bytes; want ≥ 2 pieces of at most %d bytes holding the %d bytes", pieces, text.Len(), agent.MaxTextBytes, HugeTextBytes)
+	}
+}
+
+// testLeakedKey checks that an API key a CLI prints in its errors and
+// text reaches no event, completion or error, and that the run still says
+// it failed.
+func testLeakedKey(t *testing.T, b agent.Backend) {
+	evs, comp, err := collect(t, b)
+	checkEvents(t, b, evs)
+	if err != nil {
+		return // wait checked the error's text
+	}
+	checkCompletion(t, comp)
+	if comp.Status.Success() {
+		t.Errorf("Status = %v, want the CLI's non-success status", comp.Status)
+	}
+	if countKind(evs, agent.EventError) == 0 {
+		t.Error("no error event: the 401 went unreported")
 	}
 }
 
@@ -642,6 +668,9 @@ func noSecret(t testing.TB, where, s string) {
 	t.Helper()
 	if strings.Contains(s, Secret) {
 		t.Errorf("%s contains the secret", where)
+	}
+	if strings.Contains(s, APIKey) {
+		t.Errorf("%s contains the API key", where)
 	}
 }
 

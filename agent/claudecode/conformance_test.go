@@ -17,6 +17,7 @@ func TestConformance(t *testing.T) {
 		agenttest.ScenarioMalformed:   "conformance_malformed",
 		agenttest.ScenarioSlow:        "slow",
 		agenttest.ScenarioHugeText:    "huge_text",
+		agenttest.ScenarioLeakedKey:   "leaked_key",
 	}
 	agenttest.RunBackendTests(t, func(t *testing.T, s agenttest.Scenario) agent.Backend {
 		if s == agenttest.ScenarioSpawnFailure {

@@ -33,7 +33,8 @@
 //
 // Every event message is a fixed text, or one built from numbers and
 // protocol tokens; no raw line, stderr or tool payload reaches an event,
-// an error or the completion.
+// an error or the completion. The assistant's text and the final text
+// pass the secret redactor, as every event and completion does.
 //
 //	system init / other       Status "system init" / "system <subtype>" ("system other" unless a plain token)
 //	assistant text block      TextOutput "assistant" — only what its stream deltas did not already emit
@@ -88,7 +89,12 @@
 //	 "usage":{"input_tokens":n,"output_tokens":n,"cached_input_tokens":n,"cache_read_input_tokens":n,"cache_creation_input_tokens":n},
 //	 "cost_usd":x,"num_turns":n,"duration_ms":n}
 //
-// each member present when known. A non-zero exit is an Ok completion with
+// each member present when known. input_tokens counts every input token:
+// claude's input_tokens plus its cache reads and cache writes, which
+// claude reports apart (as planner/anthropic counts them), so
+// agent.UsageOf — and an agent.Adapter or agent.Planner charging the run
+// budget — counts the cached prompt too; cached_input_tokens is the cache
+// reads, and the two cache counts are also kept as reported. A non-zero exit is an Ok completion with
 // that status, after one trailing Error "claude_code exited non-zero:
 // code=<n> (output redacted)" (or signal=<name>). A resume or fork whose
 // session does not exist (a non-zero exit, no parse error, no assistant
@@ -99,5 +105,7 @@
 // that one terminal Error. A process that cannot start fails with
 // "claude_code error: cannot start process". Cancel, the run's timeout or
 // the end of the caller's context kill the process group; the completion
-// is then "cancelled" or "timeout".
+// is then "cancelled" or "timeout". On Linux the group also dies with this
+// process, however it dies (SIGKILL included): claude runs under a
+// supervisor that kills the group on this process's death.
 package claudecode

@@ -16,9 +16,13 @@ type completionData struct {
 	DurationMS *int64         `json:"duration_ms,omitempty"`
 }
 
-// usage is the result line's token usage: the four counts, 0 when absent,
-// and cached_input_tokens (the cache reads) under the name agent.Usage
-// reads.
+// usage is the result line's token usage in the shape agent.Usage reads.
+// Claude reports input_tokens without the prompt-cache reads and writes,
+// which are input tokens too (and billed): input_tokens here is all three
+// (claude's input_tokens, cache_read_input_tokens and
+// cache_creation_input_tokens, saturating), so every input token is
+// charged; cached_input_tokens is the cache reads; the two cache counts
+// are kept as claude reported them. Absent counts are 0.
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`

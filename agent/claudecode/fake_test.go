@@ -79,6 +79,31 @@ var fakeScenarios = map[string]fakeScenario{
 	"argv":                      {output: argvOutput},
 	"env":                       {output: envOutput},
 	"marker":                    {output: func([]string) []string { return nil }},
+	// A run whose prompt came partly from claude's prompt cache: 120
+	// uncached input tokens, 2000 read from the cache, 300 written to it,
+	// 25 output tokens; its answer is a plan.
+	"cached_usage": {output: func([]string) []string {
+		return []string{
+			`{"type":"system","subtype":"init","session_id":"sess-cache"}`,
+			assistantLine(`{"decision":{"decision_key":"code.change.apply","outcome":"applied"}}`),
+			`{"type":"result","subtype":"success","is_error":false,"session_id":"sess-cache","num_turns":1,"total_cost_usd":0.01,` +
+				`"usage":{"input_tokens":120,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300,"output_tokens":25}}`,
+		}
+	}},
+	// agenttest.ScenarioLeakedKey: claude 2.1's answer to a refused key
+	// (an api_retry, the synthetic assistant text, a failed result), with
+	// an API that echoes the key.
+	"leaked_key": {exit: 1, output: func([]string) []string {
+		msg := "Invalid API key · " + agenttest.APIKey + " is not valid"
+		res, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": true, "api_error_status": 401,
+			"session_id": "sess-key", "num_turns": 1, "result": msg, "errors": []string{"401 " + agenttest.APIKey}})
+		return []string{
+			`{"type":"system","subtype":"init","session_id":"sess-key","apiKeySource":"ANTHROPIC_API_KEY"}`,
+			`{"type":"system","subtype":"api_retry","attempt":1,"error_status":401,"error":"authentication_failed","session_id":"sess-key"}`,
+			assistantLine(msg),
+			string(res),
+		}
+	}},
 	// agenttest.ScenarioMalformed: a malformed line holding the suite's
 	// secret mid-stream, then text.
 	"conformance_malformed": {output: func([]string) []string {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -641,14 +642,22 @@ func parseUsage(raw json.RawMessage) *usage {
 		}
 		return 0
 	}
-	read := count(u.CacheReadInputTokens)
+	read, write := count(u.CacheReadInputTokens), count(u.CacheCreationInputTokens)
 	return &usage{
-		InputTokens:              count(u.InputTokens),
+		InputTokens:              addCount(addCount(count(u.InputTokens), read), write),
 		OutputTokens:             count(u.OutputTokens),
 		CachedInputTokens:        read,
 		CacheReadInputTokens:     read,
-		CacheCreationInputTokens: count(u.CacheCreationInputTokens),
+		CacheCreationInputTokens: write,
 	}
+}
+
+// addCount adds two counts ≥ 0, saturating: hostile counts never wrap.
+func addCount(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // notFoundPhrase reports whether an error text says a session was not

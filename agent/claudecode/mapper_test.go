@@ -284,7 +284,12 @@ func TestMapperCompletionData(t *testing.T) {
 	}{
 		{"none", `{"type":"system","subtype":"init","session_id":""}`, ``},
 		{"usage with bad members", `{"type":"result","subtype":"success","session_id":"","usage":{"input_tokens":-1,"output_tokens":2.5,"cache_read_input_tokens":"7","cache_creation_input_tokens":3},"total_cost_usd":-1,"num_turns":-2,"duration_ms":1.5}`,
-			`{"usage":{"input_tokens":0,"output_tokens":0,"cached_input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":3}}`},
+			`{"usage":{"input_tokens":3,"output_tokens":0,"cached_input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":3}}`},
+		// Cache reads and writes are input tokens: input_tokens counts them.
+		{"cache reads and writes", `{"type":"result","subtype":"success","session_id":"","usage":{"input_tokens":120,"output_tokens":25,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300}}`,
+			`{"usage":{"input_tokens":2420,"output_tokens":25,"cached_input_tokens":2000,"cache_read_input_tokens":2000,"cache_creation_input_tokens":300}}`},
+		{"hostile counts saturate", `{"type":"result","subtype":"success","session_id":"","usage":{"input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807,"cache_creation_input_tokens":5}}`,
+			`{"usage":{"input_tokens":9223372036854775807,"output_tokens":0,"cached_input_tokens":9223372036854775807,"cache_read_input_tokens":9223372036854775807,"cache_creation_input_tokens":5}}`},
 		{"cost overflow", `{"type":"result","subtype":"success","session_id":"","total_cost_usd":1e999}`, ``},
 		{"usage not an object", `{"type":"result","subtype":"success","session_id":"<s>","usage":[1],"total_cost_usd":1.5e-3}`,
 			`{"schema":"agent_api.session.handle.v1","session":{"id":"<s>"},"cost_usd":0.0015}`},

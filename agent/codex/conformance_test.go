@@ -19,6 +19,7 @@ func TestConformance(t *testing.T) {
 			agenttest.ScenarioSlow:         "slow",
 			agenttest.ScenarioSpawnFailure: "must_not_spawn",
 			agenttest.ScenarioHugeText:     "huge_text",
+			agenttest.ScenarioLeakedKey:    "agenttest_leaked_key",
 		}[s]
 		if scenario == "" {
 			t.Skipf("no fake CLI scenario for %q", s)

@@ -20,7 +20,9 @@
 // a private temporary directory removed after the run; and for a resume
 // `resume <id> -` or `resume --last -`. The prompt is never in argv: it is
 // written to stdin followed by a newline. The process runs in the
-// effective working directory, in its own process group, with this
+// effective working directory, in its own process group (on Linux under a
+// supervisor that kills the group when this process dies, SIGKILL
+// included), with this
 // process's environment plus CODEX_BINARY, CODEX_HOME (Config.Home, when
 // set), RUST_LOG=error (when this process has no RUST_LOG) and then the
 // configured and request env (request keys win).
@@ -41,7 +43,8 @@
 // aliases aggregated_output/output, error_output/err, patch) are mapped:
 // thread.started, turn.started, turn.completed and todo_list items become
 // status events; turn.failed a status "turn failed"; a top-level error and
-// an error item an error event with the CLI's message; agent_message and
+// an error item an error event with the CLI's message (its secrets, such
+// as the API key a 401 echoes, redacted as in every event); agent_message and
 // reasoning items assistant text (reasoning included, as upstream);
 // command_execution, file_change, mcp_tool_call, web_search and
 // collab_tool_call items tool_call (started, updated) and tool_result

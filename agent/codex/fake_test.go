@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/contextos/contextos/agent"
 	"github.com/contextos/contextos/agent/agenttest"
 )
 
@@ -51,6 +53,9 @@ type record struct {
 func TestMain(m *testing.M) {
 	if s := os.Getenv(envScenario); s != "" {
 		os.Exit(fakeCodex(s, os.Args[1:]))
+	}
+	if os.Getenv(envHost) != "" {
+		os.Exit(playHost())
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -149,6 +154,17 @@ func fakeCodex(scenario string, args []string) int {
 		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
 		fmt.Fprintln(os.Stderr, agenttest.Secret)
 		return 3
+	case "agenttest_leaked_key":
+		// An API that refuses the key and echoes it, as the CLI prints it
+		// (no_credentials.jsonl's shape).
+		msg := "unexpected status 401 Unauthorized: Incorrect API key provided: " + agenttest.APIKey + ", url: https://api.openai.com/v1/responses"
+		fmt.Println(`{"type":"thread.started","thread_id":"01a20acc-f75e-73e1-9d3c-b8497ce9c992"}`)
+		fmt.Println(`{"type":"turn.started"}`)
+		fmt.Printf("{\"type\":\"error\",\"message\":%q}\n", "Reconnecting... 1/5 ("+msg+")")
+		fmt.Printf("{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"error\",\"message\":%q}}\n", msg)
+		fmt.Printf("{\"type\":\"error\",\"message\":%q}\n", msg)
+		fmt.Printf("{\"type\":\"turn.failed\",\"error\":{\"message\":%q}}\n", msg)
+		return play("", "Reading prompt from stdin...", lastMessage, "", 1)
 	case "agenttest_malformed":
 		fmt.Println(`{"type":"thread.started","thread_id":"thread-1"}`)
 		fmt.Println(`{"type":"turn.started"} ` + agenttest.Secret)
@@ -258,4 +274,22 @@ func reportPID(pid int) {
 			f.Close()
 		}
 	}
+}
+
+// envHost makes this test binary a host process running one codex run
+// (of the fake CLI's slow scenario) that it never cancels.
+const envHost = "CODEX_TEST_HOST"
+
+// playHost is the host: it starts the run, reads its events and blocks
+// until it is killed.
+func playHost() int {
+	td, _ := filepath.Abs("testdata")
+	b := New(Config{Binary: os.Args[0], Env: map[string]string{envScenario: "slow", envTestdata: td}})
+	run, err := b.Run(context.Background(), agent.RunRequest{Prompt: "work forever"})
+	if err != nil {
+		return 3
+	}
+	for range run.Events() {
+	}
+	select {}
 }

@@ -172,3 +172,42 @@ func TestAgentRunSpawnFailureIsAnError(t *testing.T) {
 		t.Fatalf("stderr %q stdout %q", stderr.String(), stdout.String())
 	}
 }
+
+// An agent CLI whose provider refused its API key and echoed it in the
+// 401 error: the key reaches neither the printed events nor the
+// completion, and the run still ends as failed.
+func TestAgentRunRedactsAPIKey(t *testing.T) {
+	const key = "sk-proj-Qw3rTy7uI0oP2aS5dF8gH1jK4lZ6xC9v"
+	const msg = "unexpected status 401 Unauthorized: Incorrect API key provided: " + key + ", url: https://api.openai.com/v1/responses"
+	for _, tc := range []struct{ kind, body string }{
+		{"codex", `cat > /dev/null
+echo '{"type":"thread.started","thread_id":"t-1"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"error","message":"Reconnecting... 1/5 (` + msg + `)"}'
+echo '{"type":"error","message":"` + msg + `"}'
+echo '{"type":"turn.failed","error":{"message":"` + msg + `"}}'
+exit 1
+`},
+		{"claude_code", `echo '{"type":"system","subtype":"init","session_id":"s-1"}'
+echo '{"type":"assistant","session_id":"s-1","message":{"content":[{"type":"text","text":"Invalid API key · ` + key + `"}]}}'
+echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"session_id":"s-1","result":"` + msg + `","num_turns":1}'
+exit 1
+`},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			bin, _ := fakeCLI(t, tc.body)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"agent", "run", "--kind", tc.kind, "--binary", bin, "--cd", t.TempDir(), "fix the bug"}, strings.NewReader(""), &stdout, &stderr)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want %d; stderr %s", code, exitInvalid, stderr.String())
+			}
+			all := stdout.String() + stderr.String()
+			if strings.Contains(all, key[:12]) {
+				t.Fatalf("the API key was printed:\n%s", all)
+			}
+			if !strings.Contains(stdout.String(), "[REDACTED]") {
+				t.Fatalf("no redacted message printed:\n%s", all)
+			}
+		})
+	}
+}

@@ -4,6 +4,15 @@
 // each stdout line to the backend's mapper, keeps a bounded prefix of
 // stderr for classification only, kills the whole group when the run's
 // context ends, and waits for the exit.
+//
+// On Linux the group also dies with this process, whatever kills it
+// (SIGKILL, a SIGTERM it does not handle, an exit that did not cancel the
+// run): the CLI runs under a small supervisor — this executable
+// re-executed, recognised by this package's init before the program's
+// main runs — that leads the group and kills it on this process's death
+// (a parent-death signal, bound to an OS thread kept for the supervisor's
+// whole life). Other systems have no parent-death signal: there the group
+// dies with the run's context, not with this process.
 package cliproc
 
 import (
@@ -72,7 +81,8 @@ const ExitGrace = 5 * time.Second
 // the CLI started outlives the run: once the process exited, its process
 // group is killed (at once if stdout has ended, else after ExitGrace). A
 // panic in onLine kills the group and waits for the exit before it goes
-// on up.
+// on up. On Linux the group also dies with this process, however it
+// dies (see the package doc).
 func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, errors.Join(ErrSpawn, err)
@@ -89,9 +99,11 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 		path = abs
 	}
 	cmd := exec.Command(path, c.Args...)
+	if cmd.Err != nil {
+		return Result{}, errors.Join(ErrSpawn, cmd.Err)
+	}
 	cmd.Dir = c.Dir
 	cmd.Env = Environ(c.Env)
-	setGroup(cmd)
 	// stdin is our own pipe too: a CLI that exits without reading its
 	// prompt, while a job it left holds stdin, must not hold Wait.
 	var inW *os.File
@@ -107,25 +119,32 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 	// CLI left behind still holds stdout or stderr open.
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		if inW != nil {
+			inW.Close()
+		}
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
 	er, ew, err := os.Pipe()
 	if err != nil {
-		pr.Close()
-		pw.Close()
-		return Result{}, errors.Join(ErrSpawn, err)
-	}
-	cmd.Stdout, cmd.Stderr = pw, ew
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{pr, pw, er, ew, inW} {
+		for _, f := range []*os.File{pr, pw, inW} {
 			if f != nil {
 				f.Close()
 			}
 		}
 		return Result{}, errors.Join(ErrSpawn, err)
 	}
+	cmd.Stdout, cmd.Stderr = pw, ew
+	ch, err := start(ctx, cmd)
 	pw.Close()
 	ew.Close()
+	if err != nil {
+		for _, f := range []*os.File{pr, er, inW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return Result{}, errors.Join(ErrSpawn, err)
+	}
 	stdinDone := make(chan struct{})
 	if inW != nil {
 		go func() {
@@ -142,46 +161,66 @@ func Run(ctx context.Context, c Cmd, onLine func(Line)) (res Result, err error) 
 		io.Copy(stderr, er)
 		close(stderrDone)
 	}()
-	exited := make(chan struct{})
 	readDone := make(chan struct{})
-	var werr error
+	reaped := make(chan struct{})
 	go func() {
-		werr = cmd.Wait()
-		close(exited)
+		defer close(reaped)
+		<-ch.exited
 		grace := time.NewTimer(ExitGrace)
 		defer grace.Stop()
 	wait:
-		for _, ch := range []chan struct{}{readDone, stderrDone} {
+		for _, done := range []chan struct{}{readDone, stderrDone} {
 			select {
-			case <-ch:
+			case <-done:
 			case <-grace.C:
 				break wait
 			}
 		}
-		killGroup(cmd)
+		killGroup(ch.cmd)
 		pr.Close() // unblocks reads held open by a process outside the group
 		er.Close()
 		if inW != nil {
 			inW.Close() // unblocks a prompt write nobody reads
 		}
+		<-ch.waited
 	}()
-	stopKill := context.AfterFunc(ctx, func() { killGroup(cmd) })
+	stopKill := context.AfterFunc(ctx, func() { killGroup(ch.cmd) })
 	defer func() {
 		if p := recover(); p != nil {
-			killGroup(cmd)
+			killGroup(ch.cmd)
 			close(readDone)
-			<-exited
+			<-reaped
 			stopKill()
 			panic(p)
 		}
 	}()
 	readLines(pr, onLine)
 	close(readDone)
-	<-exited
+	<-reaped
 	<-stderrDone
 	<-stdinDone
 	stopKill()
-	return Result{Status: exitStatus(cmd, werr), Stderr: stderr.Bytes()}, nil
+	return Result{Status: ch.status(), Stderr: stderr.Bytes()}, nil
+}
+
+// proc is a started CLI: what start returns.
+type proc struct {
+	cmd *exec.Cmd // the process started: the CLI, or its supervisor
+	// exited is closed once the CLI exited; waited once cmd's process
+	// was waited for (after exited; a supervisor stays until its group
+	// is killed).
+	exited, waited chan struct{}
+	werr           error             // cmd.Wait's, once waited is closed
+	reported       *agent.ExitStatus // the CLI's exit as its supervisor reported it, once exited is closed
+}
+
+// status is how the CLI ended: its supervisor's report, else how the
+// process started ended.
+func (c *proc) status() agent.ExitStatus {
+	if c.reported != nil {
+		return *c.reported
+	}
+	return exitStatus(c.cmd, c.werr)
 }
 
 // readLines splits r into lines, removing one trailing \r and skipping

@@ -1,11 +1,13 @@
 package cliproc
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -51,8 +53,42 @@ func TestMain(m *testing.M) {
 		select {}
 	case "sleep":
 		select {}
+	case "host":
+		os.Exit(playHost())
+	case "argv0":
+		os.Stdout.WriteString(os.Args[0] + "|" + os.Getenv("CONTEXTOS_CLIPROC_SUPERVISOR") + "\n")
+		os.Exit(0)
 	}
 	os.Exit(99)
+}
+
+// fakeAgentScript is the agent CLI of the host scenario: it starts a
+// grandchild in its process group, prints its parent's pid, its own and
+// the grandchild's, and sleeps.
+const fakeAgentScript = `sleep 300 & echo "$PPID $$ $!"; wait`
+
+// playHost is the host scenario: a process running an agent CLI through
+// Run, as a host does, that never cancels the run. It prints the line the
+// CLI prints (the pids of the CLI's processes) and blocks until it is
+// killed.
+func playHost() int {
+	if os.Getenv("CLIPROC_HOST_ON_TERM") == "exit" {
+		// A host that handles SIGTERM by exiting, without cancelling its
+		// runs.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() {
+			<-term
+			os.Exit(0)
+		}()
+	}
+	printed := make(chan struct{})
+	go Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", fakeAgentScript}}, func(l Line) {
+		os.Stdout.WriteString(string(l.Bytes) + "\n")
+		close(printed)
+	})
+	<-printed
+	select {}
 }
 
 func child(t *testing.T, scenario string, env map[string]string) Cmd {
@@ -329,5 +365,109 @@ func TestRelativeBinaryIsResolvedAgainstTheCaller(t *testing.T) {
 	}
 	if len(lines) != 1 || string(lines[0].Bytes) != "caller" {
 		t.Fatalf("ran %v, want the caller's ./fake", lines)
+	}
+}
+
+// A CLI backend's process group dies with the host process, however the
+// host dies: SIGKILL (no code of the host runs) or SIGTERM with the
+// default disposition (a host that did not cancel the run). The host is
+// this test binary re-executed; its CLI is a shell script with a child of
+// its own. Every process of the CLI's group is gone within the bound,
+// polled, never slept on.
+func TestHostDeathKillsTheProcessGroup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a parent-death signal is Linux's")
+	}
+	for _, tc := range []struct {
+		name   string
+		sig    syscall.Signal
+		onTerm string // the host's SIGTERM handling: "" the default (death), "exit"
+	}{
+		{"sigkill", syscall.SIGKILL, ""},
+		{"sigterm", syscall.SIGTERM, ""},
+		{"sigterm_handled_by_exiting", syscall.SIGTERM, "exit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			host := exec.Command(os.Args[0])
+			host.Env = append(os.Environ(), "CLIPROC_CHILD=host", "CLIPROC_HOST_ON_TERM="+tc.onTerm)
+			out, err := host.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := host.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				host.Process.Kill()
+				host.Wait()
+				t.Fatalf("the host printed %q: %v", line, err)
+			}
+			var pids []int
+			for _, f := range strings.Fields(line) {
+				pid, err := strconv.Atoi(f)
+				if err != nil || pid <= 1 {
+					t.Fatalf("the CLI printed %q", line)
+				}
+				pids = append(pids, pid)
+			}
+			if len(pids) != 3 {
+				t.Fatalf("the CLI printed %q, want its parent's, its own and its child's pid", line)
+			}
+			t.Cleanup(func() {
+				for _, pid := range pids {
+					if alive(pid) {
+						syscall.Kill(pid, syscall.SIGKILL) // a failed test leaves nothing behind
+					}
+				}
+			})
+			for _, pid := range pids {
+				if !alive(pid) {
+					t.Fatalf("process %d is gone before the host died", pid)
+				}
+			}
+			if err := host.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := host.Wait(); (err == nil) != (tc.onTerm == "exit") {
+				t.Fatalf("the host ended with %v", err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for _, pid := range pids {
+				for alive(pid) {
+					if time.Now().After(deadline) {
+						t.Fatalf("process %d (of %v: the supervisor, the CLI, its child) outlived the host", pid, pids)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// alive reports whether pid runs (a zombie awaiting its reaping does not).
+func alive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) && !zombie(pid)
+}
+
+// The CLI gets its own argv[0] and none of the supervisor's marks.
+func TestTheCLISeesNoSupervisor(t *testing.T) {
+	var lines []Line
+	c := child(t, "argv0", nil)
+	if _, err := Run(context.Background(), c, collect(&lines)); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || string(lines[0].Bytes) != os.Args[0]+"|" {
+		t.Fatalf("the CLI saw %v, want its own path and no mark", lines)
+	}
+}
+
+// A signal that ends the CLI is reported as the CLI's, not the
+// supervisor's.
+func TestSignalExitIsTheCLIs(t *testing.T) {
+	res, err := Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", "kill -TERM $$"}}, func(Line) {})
+	if err != nil || res.Status.Signal != "terminated" || res.Status.Code != -1 {
+		t.Fatalf("Run = %+v, %v; want terminated", res.Status, err)
 	}
 }

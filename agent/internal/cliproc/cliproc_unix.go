@@ -9,8 +9,6 @@ import (
 	"github.com/contextos/contextos/agent"
 )
 
-func setGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
-
 // killGroup kills the process and everything it started.
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
