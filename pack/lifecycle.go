@@ -138,7 +138,9 @@ func (o *ValidateOptions) checkReviewRoles() error {
 // and those left unmatched are missing.
 func (o *ValidateOptions) missingRoles(e Entry) []ReviewRole {
 	required := o.reviewRoles()
-	signed := func(r ReviewRole) bool { return slices.ContainsFunc(e.Reviews, func(s Signoff) bool { return s.Role == r }) }
+	signed := func(r ReviewRole) bool {
+		return slices.ContainsFunc(e.Reviews, func(s Signoff) bool { return s.Role == r })
+	}
 	if o != nil && o.AllowMultiRoleReviewer {
 		var out []ReviewRole
 		for _, r := range required {
