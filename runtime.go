@@ -35,7 +35,7 @@ import (
 
 // RuntimeContractVersion is the runtime contract this SDK implements; packs
 // check it through contract_meta.compatibility.requires.runtime.
-const RuntimeContractVersion = "1.0.0"
+const RuntimeContractVersion = pack.RuntimeContractVersion
 
 // Options tunes a Runtime. The zero value is ready to use: in-memory
 // stores, a no-op tracer and meter, a discarding logger, the wall clock. The
@@ -683,7 +683,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		key += res.Ref.String() + "=" + res.ContentHash + ";"
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
-	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Host: rt.packs.Host(), Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
 	rt.mu.Lock()
 	prepared := rt.prepared[key]
 	rt.mu.Unlock()
