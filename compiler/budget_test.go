@@ -9,6 +9,7 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
 )
 
 func setRule(s *scenario, ruleID, expr string) {
@@ -33,6 +34,9 @@ func TestPolicyBudget(t *testing.T) {
 	s := canonicalScenario(t)
 	setRule(s, "R_HIGH_VALUE_REQUIRES_APPROVAL", `{"some":[{"var":"request.context.items"},{"<":[{"var":""},0]}]}`)
 	s.req.Input.Context["items"] = items
+	// The request context is compiled into the session bucket whole: it
+	// gets room for the items.
+	s.rc.RunBudget.BucketTokens[runcontext.BucketSession] = 10_000_000
 	_, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts)
 	var ce *compiler.Error
 	if !errors.As(err, &ce) || ce.Stage != 5 || !errors.Is(err, compiler.ErrPolicy) || !errors.Is(err, policy.ErrBudget) || !strings.Contains(err.Error(), "R_HIGH_VALUE_REQUIRES_APPROVAL") {

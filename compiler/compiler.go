@@ -362,8 +362,12 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	}
 	form := p.opts.Form.resolve()
 	env := p.environment(req, rc, form)
+	reqContext, err := requestContext(req)
+	if err != nil {
+		return nil, fail(0, ErrInput, err, "input.context has no canonical form")
+	}
 	// The user message is bounded first, before any work on it.
-	session, task := sessionBlock(req, rc, env), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
+	session, task := sessionBlock(req, rc, env, reqContext, form), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
 	if err := p.checkSession(session, task, rc.RunBudget.BucketTokens); err != nil {
 		return nil, err
 	}
