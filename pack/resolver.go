@@ -10,7 +10,8 @@ import (
 )
 
 // Resolved is a pack ready for use: fetched, signature-verified, validated
-// and compatibility-checked, with its registry state at fetch time.
+// and compatibility-checked, with the lifecycle state the resolve decided
+// on (for UseReplay, the state when the document was fetched).
 type Resolved struct {
 	Ref         Ref
 	Pack        *Pack
