@@ -26,11 +26,13 @@ func TestTokenRefRefusesRawTokens(t *testing.T) {
 		{"credentials in a URL", "vault://svc:hunter2hunter2@vault.internal/payments"},
 		{"opaque access token", "ya29.a0AfH6SMBx3kQpZ7uVh2R9tLmNcW4eYd8sPq1Rz0Ab9"},
 		{"opaque token alone", "Qm9vb0hvb0hvb0hvb0hvb0hvb0h2Z3ZnX2pLlMn0p9"},
+		{"random 32-character key", "kQ3mZ8pR2vX7nL4tY9wB6cH1jF5sD0gK"},
 	}
 	accepted := []string{"", "tok_user_7a", "tok_agent_92", "vault://kv/data/payments/refund-agent#token",
 		"arn:aws:secretsmanager:ap-south-1:123456789012:secret:PaymentsRefundToken-AbCdEf",
 		"secret/payments.refund.ServiceAccountToken2026", "tok_3f2a9c1e5b7d4a60b8c2e1f09d7a6b5c4e3f2a1b",
-		"projects/acme/secrets/refund-agent/versions/7"}
+		"projects/acme/secrets/refund-agent/versions/7", "projects/acme/secrets/RefundAgentServiceAccountToken2026/versions/7",
+		"kv/PaymentsRefundServiceAccountTokenV2"}
 	for _, tc := range refused {
 		for _, at := range []string{"user.delegation.token_ref", "agent.token_ref"} {
 			t.Run(tc.name+"/"+at, func(t *testing.T) {

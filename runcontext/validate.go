@@ -497,17 +497,20 @@ func checkTokenRef(ps *problems, path, ref string) {
 var tokenSecrets = sensitive.Of(sensitive.PrivateKey, sensitive.Credential, sensitive.APIKey, sensitive.URLCredential, sensitive.Encoded)
 
 // minOpaqueToken is the length from which a run of token characters that
-// mixes upper case, lower case and digits is taken for an opaque access
-// token (a reference is a name: short, or separated by . / : _).
+// mixes upper case, lower case and digits, changing between them at
+// least every two and a half characters on average, is taken for an
+// opaque access token. A reference is a name: short, separated by . / :
+// _, or made of words ("RefundAgentServiceAccountToken2026" changes class
+// 10 times in 34 characters; a random 32-character token about 20).
 const minOpaqueToken = 32
 
 // tokenShape reports whether s looks like a credential rather than a
 // reference, and what it looks like: a bearer or basic credential, a
 // vendor API key, a private key, credentials in a URL, base64 wrapping one
-// of those, a
-// JSON Web Token (dot-separated base64url parts, the first a JSON
-// object), or an opaque token (a run of at least minOpaqueToken letters,
-// digits and - + / = ~ mixing upper case, lower case and digits).
+// of those, a JSON Web Token (dot-separated base64url parts, the first a
+// JSON object), or an opaque token (a run of at least minOpaqueToken
+// letters, digits and - + / = ~ mixing upper case, lower case and digits
+// as random text does).
 func tokenShape(s string) (string, bool) {
 	if s == "" {
 		return "", false
@@ -518,29 +521,34 @@ func tokenShape(s string) (string, bool) {
 	if jwtShape(s) {
 		return "a JSON Web Token", true
 	}
-	run, upper, lower, digit := 0, false, false, false
+	const other = 3
+	run, switches, prev := 0, 0, other
+	var seen [4]bool
 	for i := 0; i <= len(s); i++ {
+		class := -1 // ends the run
 		if i < len(s) {
-			c := s[i]
-			switch {
+			switch c := s[i]; {
 			case c >= 'A' && c <= 'Z':
-				run, upper = run+1, true
-				continue
+				class = 0
 			case c >= 'a' && c <= 'z':
-				run, lower = run+1, true
-				continue
+				class = 1
 			case c >= '0' && c <= '9':
-				run, digit = run+1, true
-				continue
+				class = 2
 			case c == '-' || c == '+' || c == '/' || c == '=' || c == '~':
-				run++
-				continue
+				class = other
 			}
 		}
-		if run >= minOpaqueToken && upper && lower && digit {
+		if class >= 0 {
+			if run > 0 && class != prev {
+				switches++
+			}
+			run, prev, seen[class] = run+1, class, true
+			continue
+		}
+		if run >= minOpaqueToken && seen[0] && seen[1] && seen[2] && switches*5 >= run*2 {
 			return "an opaque access token", true
 		}
-		run, upper, lower, digit = 0, false, false, false
+		run, switches, prev, seen = 0, 0, other, [4]bool{}
 	}
 	return "", false
 }
