@@ -76,7 +76,17 @@ func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) (err erro
 		}
 	}()
 	start := r.rt.compileStart(ctx)
-	err = r.setup(ctx, pack.UseExecute, chain)
+	// A new run needs a published or pinned pack; a resumed run (chain !=
+	// nil) may finish on a deprecated one, never on a revoked one; a
+	// replay re-runs a recorded run on any pack it was recorded with.
+	use := pack.UseExecute
+	switch {
+	case r.rt.isReplay:
+		use = pack.UseReplay
+	case chain != nil:
+		use = pack.UseResume
+	}
+	err = r.setup(ctx, use, chain)
 	// A resumed run (chain != nil) compiles again: its compile counts, but
 	// its tool surface, rule evaluations and truncations were counted when
 	// it began.

@@ -43,10 +43,10 @@ func ExampleRuntime_Replay() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Review (every required role signs off), sign and publish.
+	// Review (each required role signs off, by a reviewer of its own), sign and publish.
 	if _, err := pack.Publish(ctx, registry, entry.Ref, "release",
-		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
-		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
+		pack.Signoff{Reviewer: "arch-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "security-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "data-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "eval-reviewer", Role: pack.RoleEvaluation}); err != nil {
 		log.Fatal(err)
 	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})

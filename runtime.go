@@ -35,7 +35,7 @@ import (
 
 // RuntimeContractVersion is the runtime contract this SDK implements; packs
 // check it through contract_meta.compatibility.requires.runtime.
-const RuntimeContractVersion = "1.0.0"
+const RuntimeContractVersion = pack.RuntimeContractVersion
 
 // Options tunes a Runtime. The zero value is ready to use: in-memory
 // stores, a no-op tracer and meter, a discarding logger, the wall clock. The
@@ -243,8 +243,8 @@ type Runtime struct {
 	// Set on the runtimes Replay builds.
 	isReplay bool
 	// replayHash is the compiled_context_hash the replayed packet pins: a
-	// packet recorded in an earlier compiled form (compiler.Form1) is
-	// compiled in that form, so its hash and records are reproduced.
+	// packet recorded in an earlier compiled form (compiler.EarlierForms)
+	// is compiled in that form, so its hash and records are reproduced.
 	replayHash       string
 	replayClock      *playback.Clock
 	replayInterrupts []replay.Interrupt
@@ -691,7 +691,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		key += res.Ref.String() + "=" + res.ContentHash + ";"
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
-	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Host: rt.packs.Host(), Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
 	rt.mu.Lock()
 	prepared := rt.prepared[key]
 	rt.mu.Unlock()
@@ -712,15 +712,18 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
 	cc, err := r.compile(ctx, prepared)
+	if rt.replayHash != "" && (err != nil || cc.Hash() != rt.replayHash) {
+		// A packet recorded in an earlier form replays in it. The
+		// recorded run compiled once: these compiles read no clock.
+		for _, f := range compiler.EarlierForms() {
+			if occ, ok := compileAs(ctx, prepared.WithForm(f), r, rt.replayHash); ok {
+				prepared, cc, err = prepared.WithForm(f), occ, nil
+				break
+			}
+		}
+	}
 	if err != nil {
 		return err
-	}
-	if rt.replayHash != "" && cc.Hash() != rt.replayHash {
-		// A packet recorded in the earlier form replays in it.
-		old := prepared.WithForm(compiler.Form1)
-		if occ, err := r.compile(ctx, old); err == nil && occ.Hash() == rt.replayHash {
-			prepared, cc = old, occ
-		}
 	}
 	if err := r.pinLedgerPacks(cc); err != nil {
 		return err
@@ -737,6 +740,18 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
 	return nil
+}
+
+// compileAs compiles r's context with prepared, reading no clock, and
+// reports whether it has compiled_context_hash hash (a panic is a miss).
+func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash string) (cc *compiler.CompiledContext, ok bool) {
+	defer func() {
+		if recover() != nil {
+			cc, ok = nil, false
+		}
+	}()
+	cc, err := prepared.Compile(ctx, r.req, r.rc)
+	return cc, err == nil && cc.Hash() == hash
 }
 
 // compile compiles the run's context within what is left of its wall

@@ -123,7 +123,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 	}{
 		{"request locale, pack currency and timezone", func(s *scenario) {},
 			compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}},
-			`locale "en-IN", currency "INR", timezone "Asia/Kolkata". User message`},
+			`locale "en-IN", currency "INR" (pack default), timezone "Asia/Kolkata" (pack default). User message`},
 		{"request sets all three", func(s *scenario) {
 			s.req.Input.Context["currency"], s.req.Input.Context["timezone"] = "USD", "America/New_York"
 		}, compiler.LedgerEnvironment{Locale: "en-IN", Currency: "USD", Timezone: "America/New_York"},
@@ -132,21 +132,21 @@ func TestEnvironmentDefaults(t *testing.T) {
 			s.req.Input.Locale, s.rc.Locale = "", ""
 			s.pack.PackMeta.EnvironmentDefaults.Locale = "hi-IN"
 		}, compiler.LedgerEnvironment{Locale: "hi-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"locale", "currency", "timezone"}},
-			`locale "hi-IN"`},
+			`locale "hi-IN" (pack default)`},
 		{"run context locale before the pack's", func(s *scenario) {
 			s.req.Input.Locale, s.rc.Locale = "", "en-GB"
 			s.pack.PackMeta.EnvironmentDefaults.Locale = "hi-IN"
 		}, compiler.LedgerEnvironment{Locale: "en-GB", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}},
-			`locale "en-GB"`},
+			`locale "en-GB", currency`},
 		{"a blank currency is empty", func(s *scenario) { s.req.Input.Context["currency"] = "  " },
-			compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}}, `currency "INR"`},
+			compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}}, `currency "INR" (pack default)`},
 		{"a non-string currency is not one", func(s *scenario) { s.req.Input.Context["currency"] = 42.0 },
-			compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}}, `currency "INR"`},
+			compiler.LedgerEnvironment{Locale: "en-IN", Currency: "INR", Timezone: "Asia/Kolkata", Defaulted: []string{"currency", "timezone"}}, `currency "INR" (pack default)`},
 		{"an overlay's defaults", func(s *scenario) {
 			s.opts.Overlays = []*pack.Overlay{{OverlayID: "ov_eu", Base: "ctxpack.support@1.0.0", Environment: "eu",
 				EnvironmentDefaults: &pack.EnvironmentDefaults{Currency: "EUR", Timezone: "Europe/Paris"}}}
 		}, compiler.LedgerEnvironment{Locale: "en-IN", Currency: "EUR", Timezone: "Europe/Paris", Defaulted: []string{"currency", "timezone"}},
-			`currency "EUR", timezone "Europe/Paris"`},
+			`currency "EUR" (pack default), timezone "Europe/Paris" (pack default)`},
 		{"no defaults, nothing invented", func(s *scenario) { s.pack.PackMeta.EnvironmentDefaults = pack.EnvironmentDefaults{} },
 			compiler.LedgerEnvironment{Locale: "en-IN"}, `locale "en-IN". User message`},
 	}

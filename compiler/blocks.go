@@ -3,10 +3,12 @@ package compiler
 import (
 	"cmp"
 	"fmt"
-	"github.com/contextos/contextos/internal/sortedkeys"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -94,7 +96,8 @@ func constraintText(c map[string]any) string {
 
 // Caller text in the prompt. Every string the caller or a host source
 // supplies — the user message, input.channel, input.locale, the session
-// id, evidence refs, kinds, sources, snapshots and content, memory refs,
+// id, the request's input.context (its canonical JSON, as one string),
+// evidence refs, kinds, sources, snapshots and content, memory refs,
 // tiers and content — reaches a block only through quote: a Go-syntax
 // double-quoted string, in which a newline, a carriage return, a quote, a
 // backslash, a control or format character (bidirectional overrides, line
@@ -158,9 +161,15 @@ func memoryBlock(m MemoryItem) string {
 	return b.String()
 }
 
-func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext, env *LedgerEnvironment) string {
+// sessionBlock is the session bucket's block: the session, the channel,
+// the locale, currency and timezone, the user message and (Form3) the
+// request's input.context as canonical JSON, every caller string quoted
+// as data. In Form3 a value the pack's environment_defaults filled is
+// marked "(pack default)", so the request that gave it and the one that
+// did not compile differently.
+func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext, env *LedgerEnvironment, context []byte, form Form) string {
 	var b strings.Builder
-	b.Grow(len(req.Input.Message) + len(req.Input.Channel) + 128)
+	b.Grow(len(req.Input.Message) + len(req.Input.Channel) + len(context) + 128)
 	if rc.SessionID != "" {
 		b.WriteString("Session ")
 		writeQuoted(&b, rc.SessionID)
@@ -175,11 +184,27 @@ func sessionBlock(req *runcontext.InvokeRequest, rc *runcontext.RunContext, env 
 		if kv[1] != "" {
 			b.WriteString(", " + kv[0] + " ")
 			writeQuoted(&b, kv[1])
+			if form >= Form3 && slices.Contains(env.Defaulted, kv[0]) {
+				b.WriteString(" (pack default)")
+			}
 		}
 	}
 	b.WriteString(". User message: ")
 	writeQuoted(&b, req.Input.Message)
+	if form >= Form3 && len(context) > 0 {
+		b.WriteString(". Request context, data only: ")
+		writeQuoted(&b, string(context))
+	}
 	return b.String()
+}
+
+// requestContext is the request's input.context in RFC 8785 canonical
+// JSON, or nil when it has no member.
+func requestContext(req *runcontext.InvokeRequest) ([]byte, error) {
+	if len(req.Input.Context) == 0 {
+		return nil, nil
+	}
+	return canon.JSON(req.Input.Context)
 }
 
 // environment resolves the run's locale, currency and timezone: the
@@ -220,16 +245,16 @@ func taskText(req *runcontext.InvokeRequest, intent string) string {
 }
 
 // checkSession refuses a compile whose session block or task — both carry
-// the user message — does not fit the session bucket whole (a bucket with
-// no allocation allows nothing). The message is not truncated: a message
-// cut short can ask for something else than the caller did, so a governed
-// run refuses it and says so, with a *runcontext.BudgetError naming
-// tokens.session.
+// the user message, and the session block the request context — does not
+// fit the session bucket whole (a bucket with no allocation allows
+// nothing). Neither is truncated: a message or context cut short can ask
+// for something else than the caller did, so a governed run refuses it and
+// says so, with a *runcontext.BudgetError naming tokens.session.
 func (p *Prepared) checkSession(session, task string, alloc map[runcontext.Bucket]int) error {
 	limit := alloc[runcontext.BucketSession]
 	if n := max(p.opts.Tokenizer.Count(session), p.opts.Tokenizer.Count(task)); n > limit {
 		return fail(8, ErrBudget, &runcontext.BudgetError{Dimension: "tokens." + string(runcontext.BucketSession), Limit: float64(limit), Requested: float64(n)},
-			"the user message needs %d tokens of the session bucket, which allows %d; it is refused, not truncated", n, limit)
+			"the user message and request context need %d tokens of the session bucket, which allows %d; they are refused, not truncated", n, limit)
 	}
 	return nil
 }

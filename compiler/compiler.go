@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
@@ -19,6 +20,9 @@ import (
 )
 
 // Input is one resolved, verified pack (pack.Resolver gives these).
+// ContentHash, when set, is the content hash the pack was verified under
+// (its signed content hash); Prepare refuses a Pack that does not hash to
+// it. Empty: Prepare computes it.
 type Input struct {
 	Ref         pack.Ref
 	Pack        *pack.Pack
@@ -32,6 +36,14 @@ type Options struct {
 	// Ontologies are the ontology versions the host declares,
 	// "namespace@version" (e.g. "ont.support@1.0.0").
 	Ontologies []string
+	// Host is what the host provides, checked against every input pack's
+	// contract_meta.compatibility.requires (stage 2; a pack it does not
+	// satisfy is refused with ErrIncompatible). Nil: what a runtime of
+	// this module declares by default — "runtime" at
+	// pack.RuntimeContractVersion and, when Ontologies are set,
+	// "ontology" at the highest of their versions. A runtime passes the
+	// host its pack.Resolver checks with (Resolver.Host).
+	Host pack.Host
 	// Overlays are the declared environment overlays; each applies to the
 	// input pack its base names (stage 3) and is recorded in the ledger
 	// (packs[].overlay: id, environment, digest). An overlay naming no
@@ -105,8 +117,10 @@ func Compile(ctx context.Context, packs []Input, req *runcontext.InvokeRequest, 
 
 // Prepare runs the request-independent stages: 1, merge the packs (the
 // first is primary; a duplicate id with different content is an error);
-// 3, apply overlays; 4, check the ontology against the host's. It then
-// validates the merged view and prepares its policy.
+// 2, each pack's content is the content hash it was verified under and
+// its compatibility.requires holds for Options.Host; 3, apply overlays;
+// 4, check the ontology against the host's. It then validates the merged
+// view and prepares its policy.
 func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	var o Options
 	if opts != nil {
@@ -117,6 +131,13 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	}
 	if len(packs) == 0 {
 		return nil, fail(1, ErrInput, nil, "no packs")
+	}
+	host := o.Host
+	if host == nil {
+		host = pack.Host{"runtime": pack.RuntimeContractVersion}
+		if v := ontology.Highest(o.Ontologies); v != "" {
+			host["ontology"] = v
+		}
 	}
 	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}}
 	views := make([]*pack.Pack, len(packs))
@@ -129,10 +150,15 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			return nil, fail(1, ErrInput, err, "pack %d is %s@%s, not %s", i, in.Pack.PackMeta.PackID, in.Pack.PackMeta.PackVersion, in.Ref)
 		}
 		lp := LedgerPack{Ref: in.Ref.String(), ContentHash: in.ContentHash}
+		h, err := pack.ContentHash(in.Pack)
+		if err != nil {
+			return nil, fail(1, ErrInput, err, "hash %s", in.Ref)
+		}
 		if lp.ContentHash == "" {
-			if lp.ContentHash, err = pack.ContentHash(in.Pack); err != nil {
-				return nil, fail(1, ErrInput, err, "hash %s", in.Ref)
-			}
+			lp.ContentHash = h
+		} else if h != lp.ContentHash {
+			// The pack changed after it was verified under that hash.
+			return nil, fail(2, ErrInput, pack.ErrSignature, "pack %s does not hash to the content hash it was verified under", in.Ref)
 		}
 		if err := checkOverlayVersion(in.Ref, o.Overlays); err != nil {
 			return nil, err
@@ -170,6 +196,13 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	pr.ontology = ont.Namespace + "@" + ont.Version
 	if err := checkOntology(ont, o.Ontologies); err != nil {
 		return nil, err
+	}
+	// Stage 2's compatibility check, made once the ontology check has
+	// said, in its own words, how to declare a missing ontology.
+	for _, in := range packs {
+		if err := pack.CheckCompatibility(in.Pack, host); err != nil {
+			return nil, fail(2, ErrIncompatible, err, "pack %s", in.Ref)
+		}
 	}
 	if pr.engine, err = policy.Prepare(merged, &o.Policy); err != nil {
 		return nil, fail(5, ErrPolicy, err, "prepare policy")
@@ -329,8 +362,12 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	}
 	form := p.opts.Form.resolve()
 	env := p.environment(req, rc, form)
+	reqContext, err := requestContext(req)
+	if err != nil {
+		return nil, fail(0, ErrInput, err, "input.context has no canonical form")
+	}
 	// The user message is bounded first, before any work on it.
-	session, task := sessionBlock(req, rc, env), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
+	session, task := sessionBlock(req, rc, env, reqContext, form), taskText(req, cmp.Or(rc.Intent, req.Input.Intent))
 	if err := p.checkSession(session, task, rc.RunBudget.BucketTokens); err != nil {
 		return nil, err
 	}

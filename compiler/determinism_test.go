@@ -142,8 +142,10 @@ func TestKeyOrderDoesNotMatter(t *testing.T) {
 
 // Every input change moves the ledger_hash; only those that change what
 // is compiled (prompt, manifests, controls, budget report) move the
-// compiled_context_hash. Run-specific members (run, request and trace ids)
-// and input the compiled content does not show move the ledger alone.
+// compiled_context_hash, and every change of the request's input does
+// (seed 003: "change one input and the hash moves"): a member of
+// input.context no rule reads included. Run-specific members (run, request
+// and trace ids) and pack metadata move the ledger alone.
 func TestWhichChangesMoveWhichHash(t *testing.T) {
 	base := canonicalScenario(t).compile(t)
 	content := map[string]func(s *scenario){
@@ -165,12 +167,17 @@ func TestWhichChangesMoveWhichHash(t *testing.T) {
 		"currency":         func(s *scenario) { s.req.Input.Context["currency"] = "USD" },
 		"pack timezone":    func(s *scenario) { s.pack.PackMeta.EnvironmentDefaults.Timezone = "Europe/Paris" },
 		"identity refused": func(s *scenario) { s.req.Input.Context["identity_verified"] = false },
+		"refund amount":    func(s *scenario) { s.req.Input.Context["refund_amount"] = 4201 },
+		"unread context":   func(s *scenario) { s.req.Input.Context["note"] = "x" },
+		"context removed":  func(s *scenario) { delete(s.req.Input.Context, "customer_id") },
+		"channel":          func(s *scenario) { s.req.Input.Channel = "email" },
+		"currency given, equal to the pack's default": func(s *scenario) {
+			s.req.Input.Context["currency"] = s.pack.PackMeta.EnvironmentDefaults.Currency
+		},
 	}
 	ledgerOnly := map[string]func(s *scenario){
 		"pack description": func(s *scenario) { s.pack.PackMeta.Description = "x" },
 		"request id":       func(s *scenario) { s.req.RequestID = "123e4567-e89b-12d3-a456-426614174000" },
-		"refund amount":    func(s *scenario) { s.req.Input.Context["refund_amount"] = 4201 },
-		"unread context":   func(s *scenario) { s.req.Input.Context["note"] = "x" },
 		"run id":           func(s *scenario) { s.rc.RunID = "run_other" },
 		"trace id": func(s *scenario) {
 			s.req.Trace.TraceID, s.rc.TraceID, s.rc.TraceContext = "5bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4736", nil

@@ -14,8 +14,10 @@
 // and the same compiled_context_hash, on every machine and run.
 //
 // Prepare does the request-independent work once per pack set (merge,
-// overlays, validation, ontology check, policy preparation); the returned
-// Prepared compiles many requests, concurrently.
+// each pack's content against the hash it was verified under and its
+// compatibility.requires against Options.Host, overlays, validation,
+// ontology check, policy preparation); the returned Prepared compiles many
+// requests, concurrently.
 //
 // The nouns of this package: Input is one resolved pack given to the
 // compiler; CompiledContext is the result (the CompiledPrompt the planner
@@ -28,18 +30,20 @@
 // # Caller text
 //
 // Text the caller or a host source supplies — the user message, the
-// channel, the locale, the session id, evidence and memory refs, kinds,
+// channel, the locale, the session id, the request's input.context (its
+// canonical JSON, as one string), evidence and memory refs, kinds,
 // sources, snapshots, tiers and content — enters the prompt only as a
 // Go-syntax quoted string: one line, its quotes escaped, control and
 // format characters escaped. It cannot open a block, forge a role marker
 // or a header of CompiledPrompt.Render; it is data, never instructions.
 // Pack text, signed by the pack's publisher, is written as it is.
 //
-// The user message is bounded by the session bucket like any block: when
-// the session block or the task (both carry it) needs more tokens than the
-// session bucket allows, the compile is refused with ErrBudget, wrapping a
-// *runcontext.BudgetError for tokens.session. It is refused rather than
-// truncated, because a message cut short can ask for something else.
+// The user message and the request context are bounded by the session
+// bucket like any block: when the session block or the task (both carry
+// the message) needs more tokens than the session bucket allows, the
+// compile is refused with ErrBudget, wrapping a *runcontext.BudgetError
+// for tokens.session. It is refused rather than truncated, because a
+// message or context cut short can ask for something else.
 //
 // # Hashing
 //
@@ -49,13 +53,16 @@
 // prompt cites policy rules ("policy:<bundle>#<rule>"), not the policy
 // decision ids, which are derived from the run id — so two runs of the
 // same packs, request input and run-context settings that differ in run,
-// request or trace ids share it. The run-specific lineage (pack content
+// request or trace ids share it. The session block shows the whole request
+// input, input.context included, so any change of it moves the hash. The
+// run-specific lineage (pack content
 // hashes and overlays, request, run and trace ids, input digests, policy
 // results with their decision ids, omissions) is in the context ledger,
 // which has its own ledger_hash: "sha256:" over the ledger without
 // ledger_hash, compiled_context_hash included. CompiledContext.Verify
 // recomputes both.
 //
-// Packets recorded before this form (Form1: one hash over the whole
-// context, ledger included) replay in that form: see Form.
+// Packets recorded in an earlier form (Form2: no input.context in the
+// session block; Form1: one hash over the whole context, ledger included)
+// replay in that form: see Form and EarlierForms.
 package compiler

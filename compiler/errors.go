@@ -6,14 +6,19 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/internal/ontology"
+	"github.com/contextos/contextos/pack"
 )
 
 // Sentinel errors, one per way a compile is refused.
 var (
-	ErrInput    = errors.New("compiler: invalid input")
-	ErrMerge    = errors.New("compiler: packs do not merge")
-	ErrTenant   = errors.New("compiler: pack belongs to another tenant")
-	ErrOntology = ontology.ErrOntology
+	ErrInput  = errors.New("compiler: invalid input")
+	ErrMerge  = errors.New("compiler: packs do not merge")
+	ErrTenant = errors.New("compiler: pack belongs to another tenant")
+	// ErrIncompatible reports a pack whose contract_meta.compatibility
+	// .requires the host (Options.Host) does not satisfy; it is
+	// pack.ErrIncompatible, and the error wraps the pack's refusal.
+	ErrIncompatible = pack.ErrIncompatible
+	ErrOntology     = ontology.ErrOntology
 	// ErrConflict reports a request and run context that disagree on
 	// tenant, session, trace, intent, locale, user or agent; the error
 	// wraps the *runcontext.ValidationError naming each member (and

@@ -3,6 +3,7 @@ package compiler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 
@@ -56,4 +57,23 @@ func ExampleCompile() {
 	// gates: [GATE_FINANCE_APPROVAL]
 	// omitted: chat:msg_991 - untrusted: only trusted evidence is admitted
 	// omitted: mem:cus_77:guess_vip - not promoted (candidate): candidates and captures are not trusted context
+}
+
+// Prepare checks each pack's compatibility.requires against the host: by
+// default this module's runtime contract version and the declared
+// ontologies; Options.Host declares others.
+func ExamplePrepare_compatibility() {
+	p, err := pack.Decode(fixture.SupportPack())
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.ContractMeta.Compatibility.Requires["runtime"] = ">=2.0.0"
+	in := []compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}
+	_, err = compiler.Prepare(in, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}})
+	fmt.Println(errors.Is(err, compiler.ErrIncompatible), err)
+	_, err = compiler.Prepare(in, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Host: pack.Host{"runtime": "2.0.0", "ontology": "1.0.0"}})
+	fmt.Println(err)
+	// Output:
+	// true pack: incompatible with host (stage 2): pack ctxpack.support@1.0.0: pack: incompatible with host: pack requires runtime >=2.0.0, host has 1.0.0
+	// <nil>
 }

@@ -14,7 +14,7 @@ import (
 type Form int
 
 const (
-	// FormCurrent is the current form, Form2.
+	// FormCurrent is the current form, Form3.
 	FormCurrent Form = 0
 	// Form1 is the form before Form2: compiled_context_hash over the whole
 	// compiled context, its ledger (run, request and trace ids) included;
@@ -27,21 +27,36 @@ const (
 	// run-specific id; the ledger carries its own ledger_hash; the pack's
 	// environment defaults fill the locale, currency and timezone the
 	// request leaves empty; the ledger records the data classification.
+	// Its session block does not show the request's input.context, so
+	// requests that differ only there share a hash. Kept to replay
+	// packets recorded in it.
 	Form2 Form = 2
+	// Form3 is Form2 with the whole request input in the compiled prompt:
+	// the session block shows input.context, in canonical JSON, as quoted
+	// data, and marks the locale, currency and timezone the pack's
+	// environment_defaults filled ("(pack default)"). Any change of the
+	// request's input moves compiled_context_hash (seed 003: "change one
+	// input and the hash moves").
+	Form3 Form = 3
 )
 
 func (f Form) resolve() Form {
 	if f == FormCurrent {
-		return Form2
+		return Form3
 	}
 	return f
 }
+
+// EarlierForms returns the forms before the current one, newest first: a
+// replay of a packet whose compiled_context_hash the current form does
+// not reproduce tries each in turn.
+func EarlierForms() []Form { return []Form{Form2, Form1} }
 
 // ErrHash reports a compiled context whose compiled_context_hash or
 // ledger_hash does not match its content.
 var ErrHash = errors.New("compiler: hash does not match the compiled context")
 
-// compiledContent is what compiled_context_hash covers (Form2).
+// compiledContent is what compiled_context_hash covers (Form2 and later).
 type compiledContent struct {
 	CompiledPrompt  CompiledPrompt  `json:"compiled_prompt"`
 	Manifests       Manifests       `json:"manifests"`
@@ -49,7 +64,8 @@ type compiledContent struct {
 	BudgetReport    BudgetReport    `json:"budget_report"`
 }
 
-// contentHash returns the compiled_context_hash of c's content (Form2):
+// contentHash returns the compiled_context_hash of c's content (Form2 and
+// later):
 // sha256 over the RFC 8785 form of {compiled_prompt, manifests,
 // runtime_controls, budget_report}. The ledger is not part of it.
 func contentHash(c *CompiledContext) (string, error) {

@@ -186,9 +186,9 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 			t.Fatalf("contextostest: registry: %v", err)
 			return nil
 		}
-		var review []pack.Signoff
+		var review []pack.Signoff // a reviewer of its own in each role
 		for _, role := range pack.DefaultReviewRoles() {
-			review = append(review, pack.Signoff{Reviewer: "contextostest", Role: role})
+			review = append(review, pack.Signoff{Reviewer: "contextostest." + string(role), Role: role})
 		}
 		if _, err := pack.Publish(context.Background(), h.Registry, e.Ref, "contextostest", review...); err != nil {
 			t.Fatalf("contextostest: publish: %v", err)

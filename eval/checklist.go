@@ -177,12 +177,15 @@ const (
 )
 
 // StepResult is one step's result: its status, why it was skipped, its
-// problems and, for the diff, the changes per layer.
+// problems, the warnings of the validation gates it reports (risks the
+// pack passes with, each naming its fix: pack.Warnings) and, for the diff,
+// the changes per layer. A warning never fails a step.
 type StepResult struct {
 	Step     Step           `json:"step"`
 	Status   StepStatus     `json:"status"`
 	Reason   string         `json:"reason,omitempty"`
 	Problems []pack.Problem `json:"problems"`
+	Warnings []pack.Problem `json:"warnings,omitempty"`
 	Layers   []LayerDiff    `json:"layers,omitempty"`
 }
 
@@ -285,6 +288,9 @@ func (r *Report) Text() string {
 		}
 		for _, p := range s.Problems {
 			fmt.Fprintf(&b, "        - %s [%s]\n", p.String(), p.Code)
+		}
+		for _, p := range s.Warnings {
+			fmt.Fprintf(&b, "        warning: %s [%s]\n", p.String(), p.Code)
 		}
 	}
 	if len(r.Cases) > 0 {
@@ -422,6 +428,7 @@ type tester struct {
 	cand      *pack.Pack
 	loadErr   string         // why the candidate cannot be used at all
 	validated []pack.Problem // the built-in gates' problems
+	warnings  []pack.Problem // the built-in gates' warnings (pack.Warnings)
 	ran       bool
 	runs      []*Run
 	runErr    string
@@ -475,6 +482,7 @@ func (t *tester) load() {
 		if ref, err := t.cand.Ref(); err == nil {
 			t.report.Pack = ref.String()
 		}
+		t.warnings = pack.Warnings(t.cand)
 	}
 }
 
@@ -524,6 +532,28 @@ func skipped(s Step, why string) StepResult {
 }
 
 func (t *tester) step(s Step) StepResult {
+	r := t.stepResult(s)
+	if r.Status != StepSkipped {
+		r.Warnings = t.stepWarnings(s)
+	}
+	return r
+}
+
+// stepWarnings are the validation warnings step s reports: those of the
+// gates it covers and, for the schema step (which always runs), those of
+// gates no selected step covers.
+func (t *tester) stepWarnings(s Step) []pack.Problem {
+	var out []pack.Problem
+	for _, w := range t.warnings {
+		covered := slices.ContainsFunc(t.steps, func(x Step) bool { return slices.Contains(stepGates[x], w.Gate) })
+		if slices.Contains(stepGates[s], w.Gate) || s == StepSchema && !covered {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (t *tester) stepResult(s Step) StepResult {
 	if t.loadErr != "" {
 		if s == StepSchema {
 			return result(s, []pack.Problem{{Gate: pack.GateSchema, Code: pack.CodeDecode, Message: t.loadErr}})

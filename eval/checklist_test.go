@@ -249,3 +249,45 @@ func TestREADMEShowsTheReport(t *testing.T) {
 		t.Error("README.md's Pack CI section does not show testdata/report.golden.txt; copy it there")
 	}
 }
+
+// The risk gate's warnings are in the report, by gate id, on the step that
+// reports the risk gate (or on the schema step when the triggers select no
+// such step), and never fail it.
+func TestReportWarnings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		triggers []Trigger
+		on       Step
+	}{
+		{"every step", nil, StepPolicy},
+		{"triggers without the policy step", []Trigger{TriggerMemoryPolicyUpdated}, StepSchema},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep, err := Test(context.Background(), TestOptions{Pack: readTestFile(t, baselineFile), AllowUnsigned: true, Triggers: tc.triggers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rep.Steps {
+				want := 0
+				if s.Step == tc.on {
+					want = 1
+				}
+				if len(s.Warnings) != want {
+					t.Fatalf("step %s has %d warnings, want %d: %v", s.Step, len(s.Warnings), want, s.Warnings)
+				}
+			}
+			s := rep.Step(tc.on)
+			w := s.Warnings[0]
+			if s.Status != StepPass || w.Gate != pack.GateRisk || w.Code != pack.CodeCallerAssertedControl ||
+				!strings.Contains(w.Message, "gate GATE_FINANCE_APPROVAL") || !strings.Contains(w.Message, "tool.args.amount_inr") {
+				t.Errorf("step %s: %s, warning %+v", s.Step, s.Status, w)
+			}
+			if txt := rep.Text(); !strings.Contains(txt, "warning: risk: policy_layer.approval_gates[0].when: gate GATE_FINANCE_APPROVAL") {
+				t.Errorf("the text report does not show the warning:\n%s", txt)
+			}
+		})
+	}
+}

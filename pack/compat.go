@@ -7,6 +7,11 @@ import (
 	"github.com/Masterminds/semver/v3"
 )
 
+// RuntimeContractVersion is the runtime contract this module implements:
+// what a host declares as Host["runtime"] unless it says otherwise, and
+// what packs check through contract_meta.compatibility.requires.runtime.
+const RuntimeContractVersion = "1.0.0"
+
 // Host declares what a runtime provides, for compatibility checks: a
 // version per component ("runtime", "ontology", and any other key a pack
 // may require).

@@ -37,7 +37,10 @@ type DirRegistry struct {
 	sem chan struct{}
 }
 
-var _ LifecycleRegistry = (*DirRegistry)(nil)
+var (
+	_ LifecycleRegistry = (*DirRegistry)(nil)
+	_ StateReader       = (*DirRegistry)(nil)
+)
 
 // OpenDirRegistry opens (creating it if needed) a directory registry that
 // validates the packs it stores with opts (nil: the defaults of
@@ -186,6 +189,29 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: %w", err)
 	}
+	e, err := d.readState(ref, statePath)
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Document = doc
+	// The stored document must still be what the state file describes.
+	check, err := inspect(doc, d.opts)
+	if err != nil || check.ContentHash != e.ContentHash || check.Ref != ref {
+		return Entry{}, fmt.Errorf("%w: %s on disk does not match its recorded content hash", ErrImmutable, ref)
+	}
+	// The state file may not claim more than the document holds: a
+	// signature it does not carry. (A signed document under an unsigned
+	// state is a Put cut off between its two writes; the entry stays
+	// unsigned until the signed file is Put again.)
+	if e.Signed && !check.Signed {
+		return Entry{}, fmt.Errorf("%w: the state of %s records a signed document but the document on disk is unsigned", ErrImmutable, ref)
+	}
+	return e, nil
+}
+
+// readState reads ref's state file: the entry without its document. A
+// state file that records a sign-off no Review could record is corrupt.
+func (d *DirRegistry) readState(ref Ref, statePath string) (Entry, error) {
 	sb, err := d.root.ReadFile(statePath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Entry{}, fmt.Errorf("%w: %s (its state is not written yet)", ErrNotFound, ref)
@@ -197,26 +223,24 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	if err := json.Unmarshal(sb, &st); err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: state of %s is corrupt: %w", ref, err)
 	}
-	e := Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Reviews: st.Reviews, Document: doc}
-	// The stored document must still be what the state file describes.
-	check, err := inspect(doc, d.opts)
-	if err != nil || check.ContentHash != st.ContentHash || check.Ref != ref {
-		return Entry{}, fmt.Errorf("%w: %s on disk does not match its recorded content hash", ErrImmutable, ref)
-	}
-	// The state file may not claim more than the document holds: a
-	// signature it does not carry, or a sign-off no Review could record.
-	// (A signed document under an unsigned state is a Put cut off between
-	// its two writes; the entry stays unsigned until the signed file is
-	// Put again.)
-	if st.Signed && !check.Signed {
-		return Entry{}, fmt.Errorf("%w: the state of %s records a signed document but the document on disk is unsigned", ErrImmutable, ref)
-	}
 	for i, r := range st.Reviews {
 		if !reviewerPattern.MatchString(r.Reviewer) || checkRoleName(r.Role) != nil {
 			return Entry{}, fmt.Errorf("%w: the state of %s is corrupt: review %d is not a valid sign-off", ErrImmutable, ref, i)
 		}
 	}
-	return e, nil
+	return Entry{Ref: ref, State: st.State, Reason: st.Reason, ContentHash: st.ContentHash, Signed: st.Signed, Reviews: st.Reviews}, nil
+}
+
+// Stat implements StateReader: it reads ref's state file only.
+func (d *DirRegistry) Stat(ctx context.Context, ref Ref) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	_, statePath, err := files(ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	return d.readState(ref, statePath)
 }
 
 // SetState implements Registry.

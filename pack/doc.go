@@ -11,7 +11,7 @@
 // version of it; an Entry is a version stored in a Registry, with its
 // State in the publishing lifecycle and the Signoffs of its review; a Pin
 // is one entry of an environment's pin history; a Resolved pack is one the Resolver
-// fetched, verified, validated and checked for a Use (execute or replay);
+// fetched, verified, validated and checked for a Use (execute, resume or replay);
 // a Problem is one validation failure, and a ValidationError lists them;
 // an Overlay constrains a pack for one environment, and AppliedOverlay
 // records which one a view applied; a Class is the version class Diff
@@ -26,7 +26,11 @@
 //
 // Validate runs the gates schema, referential, policy, risk, tenancy,
 // security and evaluation (seed 003, "Validation gates") and reports every
-// problem with its gate, a stable code, the JSON path and a message. A
+// problem with its gate, a stable code, the JSON path and a message.
+// Warnings reports, in the same form, what a valid pack is risky with: the
+// risk gate's CodeCallerAssertedControl, an approval gate of a write-class
+// capability whose controls read only caller-asserted request.context and
+// nothing of the call's tool.args. A
 // redaction rule that is neither built in (credit_card, pan, iban, email,
 // phone, ssn, secret) nor named by the host (ValidateOptions.RedactionRules)
 // is refused there (CodeUnknownRedactionRule), not when a run starts.
@@ -45,10 +49,14 @@
 // 003, "Publishing lifecycle"). Reviewed needs a recorded Signoff —
 // reviewer and role — in every role the registry requires
 // (ValidateOptions.ReviewRoles; default architecture, security, data and
-// evaluation), so no version is signed or published unreviewed: a signed
-// pack file Put for a new version keeps its signature but lands in linted
-// (it passed every gate) and goes on through Review like any other.
-// Publish runs review, signing and publication in one call.
+// evaluation), each by a reviewer of its own (compared after Unicode
+// normalization and case folding) unless
+// ValidateOptions.AllowMultiRoleReviewer, so no version is signed or
+// published unreviewed: a signed pack file Put for a new version keeps its
+// signature but lands in linted (it passed every gate) and goes on through
+// Review like any other.
+// Publish runs review, signing and publication in one call, and is a no-op
+// for a version already published with the sign-offs it is given.
 //
 // A published version is then pinned per environment (Deployments.Pin),
 // promoted there once its golden replay verifies (Promote, with a
@@ -57,6 +65,14 @@
 // history, replays it, and reports how long that took. The registries of
 // this module record reviews and pins (LifecycleRegistry), each change in
 // one transaction.
+//
+// # Resolution
+//
+// A Resolver caches a verified document for its ttl_seconds but reads its
+// lifecycle state again on every resolve for UseExecute (a new run) or
+// UseResume (a paused or stopped run going on), so a revocation refuses
+// the next run and resume at once and a deprecation the next run; both
+// stay resolvable for UseReplay.
 //
 // # Versions and overlays
 //

@@ -74,16 +74,39 @@ func ExampleResolver() {
 	_, err = r.ResolveString(ctx, "ctxpack.support@latest", pack.UseExecute)
 	fmt.Println(errors.Is(err, pack.ErrUnpinnedRef))
 
+	// A revocation is seen by the next resolve, though the document stays
+	// cached for a day (ttl_seconds): no new run, no resume; replay only.
 	if _, err := reg.SetState(ctx, entry.Ref, pack.StateRevoked, "refund threshold bug"); err != nil {
 		log.Fatal(err)
 	}
-	r.Invalidate(entry.Ref)
-	_, err = r.Resolve(ctx, entry.Ref, pack.UseExecute)
-	fmt.Println(err)
+	for _, u := range pack.Uses() {
+		_, err = r.Resolve(ctx, entry.Ref, u)
+		fmt.Println(u, err)
+	}
 	// Output:
 	// ctxpack.support@1.0.0 published
 	// true
-	// pack: ctxpack.support@1.0.0 is revoked and cannot be used for execute (reason: refund threshold bug)
+	// execute pack: ctxpack.support@1.0.0 is revoked and cannot be used for execute (reason: refund threshold bug)
+	// resume pack: ctxpack.support@1.0.0 is revoked and cannot be used for resume (reason: refund threshold bug)
+	// replay <nil>
+}
+
+// Warnings names what a valid pack is risky with, and the fix: here the
+// seed pack's finance gate, which reads the refund the caller asserts
+// rather than the one the call makes.
+func ExampleWarnings() {
+	p, err := pack.Decode(fixture.SupportPack())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, w := range pack.Warnings(p) {
+		fmt.Println(w.Gate, w.Code, w.Path)
+	}
+	p.PolicyLayer.ApprovalGates[0].When = []byte(`{">": [{"var": "tool.args.amount_inr"}, 3000]}`)
+	fmt.Println(len(pack.Warnings(p)), pack.Validate(p, nil))
+	// Output:
+	// risk caller_asserted_control policy_layer.approval_gates[0].when
+	// 0 <nil>
 }
 
 // Diff classifies a change and checks the version bump.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/opmetrics"
+	"github.com/contextos/contextos/internal/principal"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -130,11 +131,52 @@ func (o *ValidateOptions) checkReviewRoles() error {
 	return nil
 }
 
-// missingRoles returns the roles of required no sign-off in e covers.
-func missingRoles(e Entry, required []ReviewRole) []ReviewRole {
+// missingRoles returns the roles the registry requires that e's recorded
+// sign-offs do not cover. Unless o allows one reviewer in several roles,
+// each role must be covered by a reviewer of its own (principal.Same
+// tells reviewers apart): the roles are matched to distinct reviewers,
+// and those left unmatched are missing.
+func (o *ValidateOptions) missingRoles(e Entry) []ReviewRole {
+	required := o.reviewRoles()
+	signed := func(r ReviewRole) bool {
+		return slices.ContainsFunc(e.Reviews, func(s Signoff) bool { return s.Role == r })
+	}
+	if o != nil && o.AllowMultiRoleReviewer {
+		var out []ReviewRole
+		for _, r := range required {
+			if !signed(r) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	// reviewers[i] are the canonical names of the reviewers of required[i].
+	reviewers := make([][]string, len(required))
+	for i, r := range required {
+		for _, s := range e.Reviews {
+			if s.Role == r {
+				reviewers[i] = append(reviewers[i], principal.Canonical(s.Reviewer))
+			}
+		}
+	}
+	holder := map[string]int{} // reviewer → the role index it is matched to
+	var assign func(i int, seen map[string]bool) bool
+	assign = func(i int, seen map[string]bool) bool {
+		for _, who := range reviewers[i] {
+			if who == "" || seen[who] {
+				continue
+			}
+			seen[who] = true
+			if j, taken := holder[who]; !taken || assign(j, seen) {
+				holder[who] = i
+				return true
+			}
+		}
+		return false
+	}
 	var out []ReviewRole
-	for _, r := range required {
-		if !slices.ContainsFunc(e.Reviews, func(s Signoff) bool { return s.Role == r }) {
+	for i, r := range required {
+		if !assign(i, map[string]bool{}) {
 			out = append(out, r)
 		}
 	}
@@ -146,11 +188,14 @@ func missingRoles(e Entry, required []ReviewRole) []ReviewRole {
 // linted, reviewed or signed (a version signed before its registry
 // recorded reviews, or before it required a role it now requires, takes
 // the missing sign-offs without going back to draft; publishing needs
-// them). New sign-offs are appended in order (one already
-// recorded is not repeated); a linted entry whose recorded sign-offs now
-// cover every required role moves to reviewed. It returns the entry to
-// store. A durable Registry calls it inside the transaction that stores
-// the result.
+// them). Unless opts allow one reviewer in several roles
+// (AllowMultiRoleReviewer), a reviewer who signed off in one role (now
+// or before) cannot sign off in another: the review fails with ErrReview
+// and records nothing. New sign-offs are appended in order (one already
+// recorded, by the same reviewer under principal.Same, is not repeated);
+// a linted entry whose recorded sign-offs now cover every required role
+// moves to reviewed. It returns the entry to store. A durable Registry
+// calls it inside the transaction that stores the result.
 func (e Entry) SignOff(opts *ValidateOptions, signoffs ...Signoff) (Entry, error) {
 	if err := opts.Check(); err != nil {
 		return e, err
@@ -162,6 +207,7 @@ func (e Entry) SignOff(opts *ValidateOptions, signoffs ...Signoff) (Entry, error
 		return e, fmt.Errorf("%w: %s is %s; only a linted, reviewed or signed version takes sign-offs", ErrReview, e.Ref, e.State)
 	}
 	required := opts.reviewRoles()
+	multi := opts != nil && opts.AllowMultiRoleReviewer
 	reviews := slices.Clone(e.Reviews)
 	for i, s := range signoffs {
 		if !reviewerPattern.MatchString(s.Reviewer) {
@@ -173,12 +219,16 @@ func (e Entry) SignOff(opts *ValidateOptions, signoffs ...Signoff) (Entry, error
 		if !slices.Contains(required, s.Role) {
 			return e, fmt.Errorf("%w: sign-off %d: the registry does not require role %q (it requires %v)", ErrReview, i, s.Role, required)
 		}
-		if !slices.Contains(reviews, s) {
+		same := func(r Signoff) bool { return principal.Same(r.Reviewer, s.Reviewer) }
+		if j := slices.IndexFunc(reviews, func(r Signoff) bool { return same(r) && r.Role != s.Role }); j >= 0 && !multi {
+			return e, fmt.Errorf("%w: sign-off %d: its reviewer already signed off %s in role %s; each required role needs a reviewer of its own (ValidateOptions.AllowMultiRoleReviewer lets one reviewer hold several roles)", ErrReview, i, e.Ref, reviews[j].Role)
+		}
+		if !slices.ContainsFunc(reviews, func(r Signoff) bool { return same(r) && r.Role == s.Role }) {
 			reviews = append(reviews, s)
 		}
 	}
 	e.Reviews = reviews
-	if e.State == StateLinted && len(missingRoles(e, required)) == 0 {
+	if e.State == StateLinted && len(opts.missingRoles(e)) == 0 {
 		e.State, e.Reason = StateReviewed, ""
 	}
 	return e, nil
@@ -330,23 +380,49 @@ type LifecycleRegistry interface {
 
 // Publish takes ref, stored as a signed pack file in state linted, through
 // the rest of the release path: it records signoffs (Review), which must
-// cover every role the registry requires, then moves ref to signed and to
-// published with reason. reg must record reviews (a LifecycleRegistry);
-// otherwise nothing can be published and the error wraps ErrTransition.
+// cover every role the registry requires, each by a reviewer of its own
+// unless the registry's options allow one reviewer in several roles
+// (ValidateOptions.AllowMultiRoleReviewer), then moves ref to signed and
+// to published with reason. reg must record reviews (a
+// LifecycleRegistry); otherwise nothing can be published and the error
+// wraps ErrTransition.
+//
+// Publish can be called again: a version already published (or pinned
+// since) whose recorded sign-offs include every one given is returned as
+// it is, with nothing recorded — a release job that runs twice does not
+// fail; other sign-offs for it are refused with ErrReview. A version left
+// signed (a Publish cut off before its last step) is published.
 func Publish(ctx context.Context, reg Registry, ref Ref, reason string, signoffs ...Signoff) (Entry, error) {
 	lr, ok := reg.(LifecycleRegistry)
 	if !ok {
 		return Entry{}, fmt.Errorf("%w: %T records no reviews, so nothing it holds can be published", ErrTransition, reg)
 	}
+	cur, err := reg.Get(ctx, ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if cur.State == StatePublished || cur.State == StatePinned {
+		if len(signoffs) == 0 {
+			return cur, fmt.Errorf("%w: %s: a review needs at least one sign-off", ErrReview, ref)
+		}
+		for i, s := range signoffs {
+			if !slices.ContainsFunc(cur.Reviews, func(r Signoff) bool { return r.Role == s.Role && principal.Same(r.Reviewer, s.Reviewer) }) {
+				return cur, fmt.Errorf("%w: %s is already %s, and sign-off %d (role %s) is not one it was published with", ErrReview, ref, cur.State, i, s.Role)
+			}
+		}
+		return cur, nil
+	}
 	e, err := lr.Review(ctx, ref, signoffs...)
 	if err != nil {
 		return Entry{}, err
 	}
-	if e.State != StateReviewed {
-		return e, fmt.Errorf("%w: %s is %s after the review", ErrTransition, ref, e.State)
+	if e.State == StateReviewed {
+		if e, err = reg.SetState(ctx, ref, StateSigned, ""); err != nil {
+			return Entry{}, err
+		}
 	}
-	if _, err := reg.SetState(ctx, ref, StateSigned, ""); err != nil {
-		return Entry{}, err
+	if e.State != StateSigned {
+		return e, fmt.Errorf("%w: %s is %s after the review", ErrTransition, ref, e.State)
 	}
 	return reg.SetState(ctx, ref, StatePublished, reason)
 }

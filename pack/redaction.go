@@ -45,6 +45,12 @@ type ValidateOptions struct {
 	// Entry.SignOff). Each is a lower-case identifier. Default (nil or
 	// empty): DefaultReviewRoles, so a review is never skipped.
 	ReviewRoles []ReviewRole
+	// AllowMultiRoleReviewer lets one reviewer sign off in several of the
+	// required roles (a team too small for one person per role). Default:
+	// each required role needs its own reviewer — four roles, four people —
+	// reviewers compared after Unicode normalization and case folding, so
+	// "Ana" and "ana" are one reviewer.
+	AllowMultiRoleReviewer bool
 }
 
 // GateFunc is a validation gate a host adds (ValidateOptions.Gates): it
@@ -57,7 +63,8 @@ func (o *ValidateOptions) clone() *ValidateOptions {
 	if o == nil {
 		return nil
 	}
-	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), Gates: slices.Clone(o.Gates), ReviewRoles: slices.Clone(o.ReviewRoles)}
+	return &ValidateOptions{RedactionRules: slices.Clone(o.RedactionRules), Gates: slices.Clone(o.Gates), ReviewRoles: slices.Clone(o.ReviewRoles),
+		AllowMultiRoleReviewer: o.AllowMultiRoleReviewer}
 }
 
 // Check reports an invalid option: a redaction rule name that is empty,

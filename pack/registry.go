@@ -43,6 +43,19 @@ type Registry interface {
 	Versions(ctx context.Context, packID string) ([]Entry, error)
 }
 
+// StateReader is the optional Registry capability of reading a stored
+// version's entry without its document: its lifecycle state and reason,
+// content hash, signed flag and sign-offs. The Resolver re-reads a
+// version's state on every resolve for execution, so a revocation is seen
+// by the next run and the next resume; through Stat that read does not
+// carry the document. A Registry without it is read with Get. Every
+// in-process registry of this module has it.
+type StateReader interface {
+	// Stat returns ref's stored entry with a nil Document; an unknown ref
+	// is ErrNotFound.
+	Stat(ctx context.Context, ref Ref) (Entry, error)
+}
+
 // Entry is one stored pack version.
 type Entry struct {
 	Ref         Ref    `json:"ref"`
@@ -156,8 +169,8 @@ func transition(e Entry, to State, reason string, opts *ValidateOptions) (Entry,
 		if err := opts.Check(); err != nil {
 			return e, err
 		}
-		if missing := missingRoles(e, opts.reviewRoles()); len(missing) > 0 {
-			return e, fmt.Errorf("%w: %s has no recorded sign-off in roles %v (Review records them)", ErrTransition, e.Ref, missing)
+		if missing := opts.missingRoles(e); len(missing) > 0 {
+			return e, fmt.Errorf("%w: %s has no recorded sign-off in roles %v by a reviewer of their own (Review records them)", ErrTransition, e.Ref, missing)
 		}
 	}
 	switch to {
@@ -193,7 +206,10 @@ type MemoryRegistry struct {
 	pins    map[string]map[string][]Pin // env → pack id → history
 }
 
-var _ LifecycleRegistry = (*MemoryRegistry)(nil)
+var (
+	_ LifecycleRegistry = (*MemoryRegistry)(nil)
+	_ StateReader       = (*MemoryRegistry)(nil)
+)
 
 // NewMemoryRegistry returns an empty in-memory registry that validates the
 // packs it stores with opts (nil: the defaults of ValidateOptions).
@@ -243,6 +259,22 @@ func (m *MemoryRegistry) Get(ctx context.Context, ref Ref) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
 	}
 	return copyEntry(e), nil
+}
+
+// Stat implements StateReader.
+func (m *MemoryRegistry) Stat(ctx context.Context, ref Ref) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.entries[ref.ID][ref]
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+	}
+	e.Document = nil
+	e.Reviews = slices.Clone(e.Reviews)
+	return e, nil
 }
 
 // SetState implements Registry.

@@ -217,10 +217,7 @@ func TestSignedWithoutReviewsCannotBePublished(t *testing.T) {
 	// The signed version takes the missing sign-offs without going back
 	// to draft, and then publishes.
 	signed.State = pack.StateSigned
-	var all []pack.Signoff
-	for _, r := range pack.DefaultReviewRoles() {
-		all = append(all, pack.Signoff{Reviewer: "ana", Role: r})
-	}
+	all := packtest.Signoffs("team")
 	reviewed, err := signed.SignOff(nil, all...)
 	if err != nil || reviewed.State != pack.StateSigned || len(reviewed.Reviews) != 4 {
 		t.Fatalf("SignOff on a signed version = %s with %d sign-offs, %v; want it signed with all four", reviewed.State, len(reviewed.Reviews), err)
@@ -255,5 +252,43 @@ func TestSignedWithoutReviewsCannotBePublished(t *testing.T) {
 	}
 	if _, err := reg.SetState(ctx, e.Ref, pack.StatePublished, "go"); !errors.Is(err, pack.ErrTransition) {
 		t.Errorf("directory registry: signed without reviews → published = %v, want ErrTransition", err)
+	}
+}
+
+// Sign-offs recorded before a registry required a reviewer per role (one
+// reviewer in several roles) do not carry a version on: the required roles
+// must be matched to distinct reviewers, unless the registry allows one
+// reviewer in several roles.
+func TestRolesNeedDistinctReviewers(t *testing.T) {
+	t.Parallel()
+	so := func(who string, r pack.ReviewRole) pack.Signoff { return pack.Signoff{Reviewer: who, Role: r} }
+	arch, sec, data, eval := pack.RoleArchitecture, pack.RoleSecurity, pack.RoleData, pack.RoleEvaluation
+	tests := []struct {
+		name    string
+		reviews []pack.Signoff
+		opts    *pack.ValidateOptions
+		ok      bool
+	}{
+		{"four people", []pack.Signoff{so("ana", arch), so("bob", sec), so("cid", data), so("dee", eval)}, nil, true},
+		{"one person in every role", []pack.Signoff{so("ana", arch), so("ana", sec), so("ana", data), so("ana", eval)}, nil, false},
+		{"one person in every role, allowed", []pack.Signoff{so("ana", arch), so("ana", sec), so("ana", data), so("ana", eval)},
+			&pack.ValidateOptions{AllowMultiRoleReviewer: true}, true},
+		{"the same person in two cases", []pack.Signoff{so("ana", arch), so("ANA", sec), so("cid", data), so("dee", eval)}, nil, false},
+		{"a person in two roles, another covering one of them", []pack.Signoff{so("ana", arch), so("ana", sec), so("bob", arch), so("cid", data), so("dee", eval)}, nil, true},
+		{"three people for four roles", []pack.Signoff{so("ana", arch), so("ana", sec), so("bob", arch), so("bob", sec), so("cid", data), so("cid", eval)}, nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, err := pack.NewEntry(packtest.NewSigner(1).Sign(t, canonical(t)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.State, e.Reviews = pack.StateSigned, tc.reviews
+			_, err = e.Transition(pack.StatePublished, "go", tc.opts)
+			if tc.ok != (err == nil) || err != nil && !errors.Is(err, pack.ErrTransition) {
+				t.Errorf("Transition(published) = %v, want ok %v", err, tc.ok)
+			}
+		})
 	}
 }

@@ -71,17 +71,27 @@ type Use string
 const (
 	// UseExecute is new governed traffic: only published or pinned packs.
 	UseExecute Use = "execute"
+	// UseResume continues a run that already started on the pack (the
+	// resume of a paused or stopped run): published, pinned and
+	// deprecated packs (deprecation stops new traffic only), never a
+	// revoked one.
+	UseResume Use = "resume"
 	// UseReplay is replay and audit of past runs: also deprecated and
 	// revoked packs.
 	UseReplay Use = "replay"
 )
 
+// Uses returns the uses of a pack, from the strictest.
+func Uses() []Use { return []Use{UseExecute, UseResume, UseReplay} }
+
 // usable reports whether a pack in state s may be used for u.
 func usable(s State, u Use) bool {
 	switch s {
 	case StatePublished, StatePinned:
-		return true
-	case StateDeprecated, StateRevoked:
+		return slices.Contains(Uses(), u)
+	case StateDeprecated:
+		return u == UseResume || u == UseReplay
+	case StateRevoked:
 		return u == UseReplay
 	}
 	return false

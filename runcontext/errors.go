@@ -30,6 +30,12 @@ var (
 	ErrUnknownKey = errors.New("runcontext: unknown key id")
 	// ErrTraceContext reports a malformed W3C trace context.
 	ErrTraceContext = errors.New("runcontext: invalid trace context")
+	// ErrRawToken reports a token_ref (user.delegation.token_ref or
+	// agent.token_ref) that holds a credential — a bearer token, a JSON
+	// Web Token, an API key, an opaque access token — instead of a
+	// reference to one in the host's secret store. It comes inside a
+	// *ValidationError (code CodeSecret) that does not repeat the value.
+	ErrRawToken = errors.New("runcontext: token_ref holds a raw token, not a reference")
 )
 
 // Problem codes: the rule a member breaks.
@@ -41,6 +47,9 @@ const (
 	CodeConsistent Code = "consistency"
 	CodeConflict   Code = "conflict"
 	CodeDecode     Code = "decode"
+	// CodeSecret is a member that holds a secret where a reference to
+	// one belongs (a raw token in token_ref).
+	CodeSecret Code = "secret"
 )
 
 // Problem is one validation problem: the JSON path of the offending member
@@ -88,7 +97,11 @@ func invalid(kind string, probs []Problem) *ValidationError {
 		}
 		claim = &ClaimError{Field: field, Reason: reason}
 	}
-	return problem.New(ErrInvalid, "runcontext: invalid "+kind, probs, conflict, claim)
+	var raw error
+	if slices.ContainsFunc(probs, func(p Problem) bool { return p.Code == CodeSecret }) {
+		raw = ErrRawToken
+	}
+	return problem.New(ErrInvalid, "runcontext: invalid "+kind, probs, conflict, claim, raw)
 }
 
 func isClaimProblem(p Problem) bool {

@@ -122,3 +122,23 @@ func ExampleParseTraceparent() {
 	// trace: 4bf92f3577b34da6a3ce929d0e0e4736 span: b9c7c989f97918e1 flags: 01
 	// traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01
 }
+
+// A token_ref names a secret in the host's store; a raw token in it is
+// refused, and the error does not repeat it.
+func ExampleRunContext_Validate_tokenRef() {
+	data, err := fixture.Bytes("run-context.support.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(data)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc.Agent.TokenRef = "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlc2lnbmF0dXJl"
+	err = rc.Validate()
+	fmt.Println(errors.Is(err, runcontext.ErrRawToken))
+	fmt.Println(err)
+	// Output:
+	// true
+	// runcontext: invalid run-context: agent.token_ref: holds a bearer token, not a reference to one: a token_ref names a secret the host's store resolves (such as tok_user_7a or vault://…); rotate the credential, since it was sent
+}

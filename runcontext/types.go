@@ -160,9 +160,9 @@ type InvokeRequest struct {
 	// RequestID is the globally unique request identifier (seed 000): any
 	// unique id — "req_9f3a12", a UUID — of ASCII letters, digits and
 	// _ . : - starting with a letter or digit, at most MaxRequestIDLen
-	// bytes; or, as before issue 15, "req_" then letters, digits and
-	// _ . : @ / - (no "." or ".." segment), at most 256
-	// bytes.
+	// bytes; or, in the earlier grammar kept so stored runs and packets
+	// still resume and replay, "req_" then letters, digits and
+	// _ . : @ / - (no "." or ".." segment), at most 256 bytes.
 	RequestID       string        `json:"request_id" jsonschema:"required"`
 	SessionID       string        `json:"session_id,omitempty"`
 	TenantID        string        `json:"tenant_id" jsonschema:"required"`

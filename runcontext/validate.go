@@ -1,6 +1,7 @@
 package runcontext
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"github.com/contextos/contextos/internal/sortedkeys"
@@ -16,6 +17,7 @@ import (
 	"github.com/contextos/contextos/internal/packref"
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/requestid"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/wire"
 )
 
@@ -184,9 +186,10 @@ func checkOptionalID(ps *problems, path, v string) {
 
 // checkRequestID checks request_id: seed 000 asks only that it be
 // globally unique, so any unique id is accepted — "req_9f3a12", a UUID, a
-// ULID — within the safe charset and MaxRequestIDLen; so is any id valid
-// before issue 15 ("req_acme/4711", up to requestid.MaxLegacyLen bytes), so
-// that paused runs and recorded packets holding one resume and replay.
+// ULID — within the safe charset and MaxRequestIDLen; so is any id of the
+// earlier "req_" grammar ("req_acme/4711", up to requestid.MaxLegacyLen
+// bytes), so that paused runs and recorded packets holding one resume and
+// replay.
 func checkRequestID(ps *problems, path, v string) {
 	checkIDAs(ps, path, v, requestid.MaxLegacyLen, requestIDPattern,
 		fmt.Sprintf("may contain only ASCII letters, digits and _ . : - and must start with a letter or digit (at most %d bytes), or start with \"req_\" and contain only letters, digits and _ . : @ / - with no \".\" or \"..\" path segment (at most %d bytes)", MaxRequestIDLen, requestid.MaxLegacyLen))
@@ -237,6 +240,7 @@ func checkUser(ps *problems, path string, u *UserClaims) {
 		if strings.TrimSpace(d.Subject) == "" {
 			ps.add(wire.Join(dp, "subject"), CodeRequired, "is required")
 		}
+		checkTokenRef(ps, wire.Join(dp, "token_ref"), d.TokenRef)
 	}
 }
 
@@ -253,6 +257,7 @@ func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
 	case a.Lifecycle != LifecycleActive:
 		ps.add(wire.Join(path, "lifecycle"), CodeConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
 	}
+	checkTokenRef(ps, wire.Join(path, "token_ref"), a.TokenRef)
 	checkChain(ps, wire.Join(path, "principal_chain"), a.PrincipalChain, tenant)
 	if c := a.IdentityClaim; c != nil {
 		checkClaimShape(ps, wire.Join(path, "identity_claim"), c, a.AgentURN, tenant)
@@ -430,6 +435,16 @@ func checkBudget(ps *problems, path string, b *RunBudget) {
 	if b.TotalTokens <= 0 {
 		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
 	}
+	// The compiler allocates every context bucket from bucket_tokens, and
+	// the session bucket holds the user message whole: without it no
+	// compile can succeed, so the run context is refused here, not at the
+	// first compile.
+	switch {
+	case len(b.BucketTokens) == 0:
+		ps.add(wire.Join(path, "bucket_tokens"), CodeRequired, "is required: each context bucket's tokens are allocated from it, and the session bucket holds the user message (DefaultRunBudget allocates "+bucketAllocation(defaultBucketTokens())+")")
+	case b.BucketTokens[BucketSession] == 0:
+		ps.add(wire.Join(wire.Join(path, "bucket_tokens"), string(BucketSession)), CodeRange, "must be > 0: the session bucket holds the user message, so a run without it cannot compile")
+	}
 	if sum := checkBuckets(ps, wire.Join(path, "bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
 		ps.add(wire.Join(path, "bucket_tokens"), CodeConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
 	}
@@ -453,6 +468,100 @@ func checkBudget(ps *problems, path string, b *RunBudget) {
 			ps.add(wire.Join(path, f.name), CodeRange, "must be ≥ 0")
 		}
 	}
+}
+
+// bucketAllocation renders an allocation in bucket order ("policy 1800,
+// tool 1500, …").
+func bucketAllocation(m map[Bucket]int) string {
+	parts := make([]string, 0, len(m))
+	for _, b := range Buckets() {
+		if n, ok := m[b]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", b, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkTokenRef refuses a token_ref that holds a credential rather than a
+// reference to one (tokenShape). The problem names the kind of credential,
+// never the value.
+func checkTokenRef(ps *problems, path, ref string) {
+	if what, ok := tokenShape(ref); ok {
+		ps.add(path, CodeSecret, "holds "+what+", not a reference to one: a token_ref names a secret the host's store resolves (such as tok_user_7a or vault://…); rotate the credential, since it was sent")
+	}
+}
+
+// tokenSecrets are the kinds of sensitive data a token_ref must not hold.
+// (Not sensitive.Password: "secret:<name>" is a reference, not a
+// key=value secret.)
+var tokenSecrets = sensitive.Of(sensitive.PrivateKey, sensitive.Credential, sensitive.APIKey, sensitive.URLCredential, sensitive.Encoded)
+
+// minOpaqueToken is the length from which a run of token characters that
+// mixes upper case, lower case and digits, changing between them at
+// least every two and a half characters on average, is taken for an
+// opaque access token. A reference is a name: short, separated by . / :
+// _, or made of words ("RefundAgentServiceAccountToken2026" changes class
+// 10 times in 34 characters; a random 32-character token about 20).
+const minOpaqueToken = 32
+
+// tokenShape reports whether s looks like a credential rather than a
+// reference, and what it looks like: a bearer or basic credential, a
+// vendor API key, a private key, credentials in a URL, base64 wrapping one
+// of those, a JSON Web Token (dot-separated base64url parts, the first a
+// JSON object), or an opaque token (a run of at least minOpaqueToken
+// letters, digits and - + / = ~ mixing upper case, lower case and digits
+// as random text does).
+func tokenShape(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	if f, ok := sensitive.Detect(s, tokenSecrets); ok {
+		return f.What, true
+	}
+	if jwtShape(s) {
+		return "a JSON Web Token", true
+	}
+	const other = 3
+	run, switches, prev := 0, 0, other
+	var seen [4]bool
+	for i := 0; i <= len(s); i++ {
+		class := -1 // ends the run
+		if i < len(s) {
+			switch c := s[i]; {
+			case c >= 'A' && c <= 'Z':
+				class = 0
+			case c >= 'a' && c <= 'z':
+				class = 1
+			case c >= '0' && c <= '9':
+				class = 2
+			case c == '-' || c == '+' || c == '/' || c == '=' || c == '~':
+				class = other
+			}
+		}
+		if class >= 0 {
+			if run > 0 && class != prev {
+				switches++
+			}
+			run, prev, seen[class] = run+1, class, true
+			continue
+		}
+		if run >= minOpaqueToken && seen[0] && seen[1] && seen[2] && switches*5 >= run*2 {
+			return "an opaque access token", true
+		}
+		run, switches, prev, seen = 0, 0, other, [4]bool{}
+	}
+	return "", false
+}
+
+// jwtShape reports a JWS or JWE compact serialization: 3 or 5 parts
+// separated by dots, the first base64url-encoded JSON (its header).
+func jwtShape(s string) bool {
+	parts := strings.Split(strings.TrimSpace(s), ".")
+	if len(parts) != 3 && len(parts) != 5 {
+		return false
+	}
+	h, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
+	return err == nil && len(h) > 1 && h[0] == '{'
 }
 
 func checkAttachment(ps *problems, path string, a Attachment) {

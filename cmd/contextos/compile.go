@@ -19,7 +19,8 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var packs, ontologies, pubs multiFlag
 	fs.Var(&packs, "pack", "pack `FILE`, plain or signed (repeatable; the first is primary)")
 	fs.Var(&ontologies, "ontology", "ontology the host declares, `NS@VERSION` (repeatable)")
-	fs.Var(&pubs, "pub", "trusted public key `FILE`; signed packs are verified with these (repeatable)")
+	fs.Var(&pubs, "pub", "trusted public key `FILE`; signed packs must verify with one (repeatable)")
+	allowUnsigned := fs.Bool("allow-unsigned", false, "accept plain (unsigned) packs; a signed pack is always verified")
 	reqPath := fs.String("request", "", "invokeAgent request `FILE`")
 	rcPath := fs.String("run-context", "", "RunContext `FILE`")
 	evPath := fs.String("evidence", "", "evidence `FILE`: a JSON array of items")
@@ -29,7 +30,7 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var overlays overlayFlag
 	overlays.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--overlay FILE…] [--pub PUBFILE…] [--redactors FILE]\n\nPrints the CompiledContext as JSON. A request and run context that disagree (tenant,\nsession, trace, intent, locale, user or agent) are refused as run refuses them.\nInvalid input exits 1 with a message naming the field or rule.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos compile --pack FILE [--pack FILE…] (--pub PUBFILE… | --allow-unsigned) --request FILE --run-context FILE\n       [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--overlay FILE…] [--redactors FILE]\n\nPrints the CompiledContext as JSON. A signed pack must verify with a --pub key; a plain\npack needs --allow-unsigned. Each pack's compatibility.requires must hold for this\nruntime (runtime "+pack.RuntimeContractVersion+", ontology: the highest --ontology). A request and\nrun context that disagree (tenant, session, trace, intent, locale, user or agent) are\nrefused as run refuses them. Invalid input exits 1 with a message naming the field or rule.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -37,6 +38,10 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if len(packs) == 0 || *reqPath == "" || *rcPath == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "contextos compile: --pack, --request and --run-context are required")
+		return exitUsage
+	}
+	if len(pubs) == 0 && !*allowUnsigned {
+		fmt.Fprintln(stderr, "contextos compile: give --pub PUBFILE to verify signed packs, or --allow-unsigned for plain ones")
 		return exitUsage
 	}
 	invalid := func(format string, a ...any) int {
@@ -61,7 +66,7 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "contextos compile:", err)
 			return exitUsage
 		}
-		in, err := loadPack(data, keys, redactors.validation())
+		in, err := loadPack(data, keys, *allowUnsigned, redactors.validation())
 		if err != nil {
 			return invalid("%s: %v", name, err)
 		}
@@ -127,22 +132,22 @@ func cmdCompile(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// loadPack reads a plain or signed pack; a signed one is verified when
-// keys are given.
-func loadPack(data []byte, keys *runcontext.StaticKeys, vopts *pack.ValidateOptions) (compiler.Input, error) {
+// loadPack reads a pack: a signed one must verify with keys (there is no
+// way past a signature that does not); a plain one is accepted only with
+// allowUnsigned.
+func loadPack(data []byte, keys *runcontext.StaticKeys, allowUnsigned bool, vopts *pack.ValidateOptions) (compiler.Input, error) {
 	if isSigned(data) {
-		if keys != nil {
-			v, err := pack.Verify(context.Background(), data, keys, vopts)
-			if err != nil {
-				return compiler.Input{}, err
-			}
-			return compiler.Input{Ref: v.Ref, Pack: v.Pack, ContentHash: v.ContentHash}, nil
+		if keys == nil {
+			return compiler.Input{}, fmt.Errorf("%w: a signed pack is verified: give --pub with its signer's public key", pack.ErrSignature)
 		}
-		sp, err := pack.ParseSigned(data)
+		v, err := pack.Verify(context.Background(), data, keys, vopts)
 		if err != nil {
 			return compiler.Input{}, err
 		}
-		data = sp.Pack
+		return compiler.Input{Ref: v.Ref, Pack: v.Pack, ContentHash: v.ContentHash}, nil
+	}
+	if !allowUnsigned {
+		return compiler.Input{}, errors.New("the pack is not signed (sign it, or pass --allow-unsigned)")
 	}
 	p, err := pack.DecodeAndValidate(data, vopts)
 	if err != nil {

@@ -3,15 +3,17 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/schemas"
 )
 
+// compileArgs compiles the plain support pack (--allow-unsigned).
 func compileArgs(extra ...string) []string {
 	td := testFile
-	return append([]string{"compile", "--pack", td("ctxpack.support-1.0.0.json"), "--request", td("invoke.support-refund.json"),
+	return append([]string{"compile", "--allow-unsigned", "--pack", td("ctxpack.support-1.0.0.json"), "--request", td("invoke.support-refund.json"),
 		"--run-context", td("run-context.support.json"), "--evidence", td("evidence.support.json"), "--memory", td("memory.support.json"),
 		"--ontology", "ont.support@1.0.0"}, extra...)
 }
@@ -39,21 +41,64 @@ func TestCompileCommand(t *testing.T) {
 	}
 }
 
+// A signed pack is always verified: with a --pub key it compiles; tampered,
+// signed by another key, or without a --pub to verify it, it is refused,
+// --allow-unsigned or not. A plain pack needs --allow-unsigned.
 func TestCompileCommandSignedPacks(t *testing.T) {
 	dir := t.TempDir()
 	_, keys, _ := runCLI(t, "", "pack", "keygen", "--out", dir)
 	key, pub := strings.Fields(keys)[0], strings.Fields(keys)[1]
+	_, otherKeys, _ := runCLI(t, "", "pack", "keygen", "--out", t.TempDir())
+	otherPub := strings.Fields(otherKeys)[1]
 	_, signed, _ := runCLI(t, "", "pack", "sign", "--key", key, testFile("ctxpack.support-1.0.0.json"))
 	sp := writeFile(t, dir, "signed.json", []byte(signed))
-	args := compileArgs("--pub", pub)
-	args[2] = sp
-	if code, _, errs := runCLI(t, "", args...); code != exitOK {
-		t.Errorf("signed pack with --pub: %d %s", code, errs)
-	}
 	tampered := writeFile(t, dir, "tampered.json", []byte(strings.Replace(signed, "finance_lead", "finance_leaf", 1)))
-	args[2] = tampered
-	if code, _, errs := runCLI(t, "", args...); code != exitInvalid || !strings.Contains(errs, "signature verification failed") {
-		t.Errorf("tampered signed pack: %d %s", code, errs)
+	plain := testFile("ctxpack.support-1.0.0.json")
+	withPack := func(p string, extra ...string) []string {
+		args := slices.Delete(compileArgs(), 1, 2) // no --allow-unsigned
+		args[2] = p
+		return append(args, extra...)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"signed, verified", withPack(sp, "--pub", pub), exitOK, ""},
+		{"signed, another signer's key", withPack(sp, "--pub", otherPub), exitInvalid, "signature verification failed"},
+		{"signed, no key to verify it", withPack(sp, "--allow-unsigned"), exitInvalid, "a signed pack is verified: give --pub"},
+		{"tampered", withPack(tampered, "--pub", pub), exitInvalid, "signature verification failed"},
+		{"tampered, allow-unsigned too", withPack(tampered, "--pub", pub, "--allow-unsigned"), exitInvalid, "signature verification failed"},
+		{"plain, allowed", withPack(plain, "--allow-unsigned"), exitOK, ""},
+		{"plain, with keys only", withPack(plain, "--pub", pub), exitInvalid, "the pack is not signed"},
+		{"neither keys nor allow-unsigned", withPack(plain), exitUsage, "--allow-unsigned"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(errs, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want %d with %q", code, errs, tc.code, tc.msg)
+			}
+			if code != exitOK && out != "" {
+				t.Errorf("a refused pack compiled: %q", out)
+			}
+		})
+	}
+}
+
+// A pack whose compatibility.requires this runtime does not meet is
+// refused before anything is compiled.
+func TestCompileCommandCompatibility(t *testing.T) {
+	dir := t.TempDir()
+	later := writeFile(t, dir, "later.json", editPack(t, func(m map[string]any) {
+		m["contract_meta"].(map[string]any)["compatibility"] = map[string]any{"requires": map[string]any{"runtime": ">=2.0.0", "ontology": ">=1.0.0"}}
+	}))
+	args := compileArgs()
+	args[3] = later
+	code, out, errs := runCLI(t, "", args...)
+	if code != exitInvalid || out != "" || !strings.Contains(errs, "incompatible with host") || !strings.Contains(errs, "runtime >=2.0.0") {
+		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 }
 

@@ -18,8 +18,8 @@
 //	contextos pack diff [--json] [--redactors FILE] OLD NEW
 //	contextos pack test --golden DIR [--baseline PACK] [--pub PUBFILE… | --allow-unsigned]
 //	    [--ontology NS@VERSION…] [--trigger TRIGGER…] [--redactors FILE] [--json] PACK
-//	contextos compile --pack FILE… --request FILE --run-context FILE [--overlay FILE]
-//	    [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--pub PUBFILE…] [--redactors FILE]
+//	contextos compile --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
+//	    [--overlay FILE] [--evidence FILE] [--memory FILE] [--ontology NS@VERSION…] [--redactors FILE]
 //	contextos run --pack FILE… [--pub PUBFILE… | --allow-unsigned] --request FILE --run-context FILE
 //	    (--plan FILE | --planner openai:MODEL|anthropic:MODEL [--price MODEL=IN/OUT…]) --tools FILE [--overlay FILE]
 //	    [--approve GATE=APPROVER:ROLE…] [--evidence FILE]
@@ -59,8 +59,13 @@
 // line per problem.
 //
 // pack validate runs every validation gate of a Context Pack and prints one
-// "gate: path: message" line per problem (prefixed with the file name when
-// several files are given), or a JSON array with --json.
+// "gate: path: message" line per problem, one "warning: gate: path:
+// message" line per warning (a risk the pack is valid with, such as an
+// approval gate over caller-asserted request.context where the per-call
+// form over tool.args belongs, with the fix), then "valid" or "invalid"
+// with the counts, each line prefixed with the file name when several
+// files are given; --json prints one array of them, each with its
+// severity (error or warning). It exits 1 only for a problem.
 //
 // pack keygen writes an Ed25519 key pair into DIR: <kid>.key (mode 0600)
 // and <kid>.pub.
@@ -83,16 +88,21 @@
 // gates against --baseline, and the diff by layer. Given a baseline, the
 // pack is held to the stricter of the baseline's eval targets and release
 // gates and its own. It prints each step, each golden case and the
-// scorecard (--json: the report as JSON) and exits 1 when a gate fails.
+// scorecard (--json: the report as JSON), with each step's validation
+// warnings, and exits 1 when a gate fails (a warning never fails it).
 // --golden is required, and a directory without cases fails. --trigger
 // runs only the checks the named refresh trigger requires; a validation
 // problem fails the report whatever it selects (package eval documents
 // the golden case format).
 //
 // compile resolves the packs (the first is primary) with the request and
-// run context into the CompiledContext and prints it as JSON. Signed packs
-// are verified when --pub keys are given. --overlay applies an environment
-// overlay; --ontology declares the ontology versions the host supports.
+// run context into the CompiledContext and prints it as JSON. A signed
+// pack must verify with a --pub key (tampered, or with no key to verify
+// it, it is refused, --allow-unsigned or not); a plain pack needs
+// --allow-unsigned. Each pack's compatibility.requires must hold for this
+// runtime (its runtime contract version, and the highest --ontology).
+// --overlay applies an environment overlay; --ontology declares the
+// ontology versions the host supports.
 //
 // run drives one invocation through the runtime with a scripted planner
 // and scripted tools and prints

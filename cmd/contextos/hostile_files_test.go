@@ -71,7 +71,7 @@ func TestHostileFiles(t *testing.T) {
 			case "run":
 				args = runArgs(tc.flag, file)
 			case "compile":
-				args = []string{"compile", "--pack", testFile("ctxpack.support-1.0.0.json"), "--request", testFile("invoke.support-refund.json"),
+				args = []string{"compile", "--allow-unsigned", "--pack", testFile("ctxpack.support-1.0.0.json"), "--request", testFile("invoke.support-refund.json"),
 					"--run-context", testFile("run-context.support.json"), "--ontology", "ont.support@1.0.0", tc.flag, file}
 			case "validate-invoke":
 				args = []string{"validate", "--kind", "invoke-agent", file}

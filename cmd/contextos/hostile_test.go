@@ -56,7 +56,7 @@ func TestHostileRedactors(t *testing.T) {
 			exitInvalid, []string{`entry "emp_id" is given twice`}, nil},
 		{"redactors expression matching the empty string", []string{"pack", "validate", "--redactors", file("empty.json", `{"emp_id": "x*"}`), td("ctxpack.support-1.0.0.json")},
 			exitInvalid, []string{`entry "emp_id"`, "empty string"}, nil},
-		{"redactors file that is not an object", []string{"compile", "--redactors", file("list.json", `["x"]`), "--pack", td("ctxpack.support-1.0.0.json"),
+		{"redactors file that is not an object", []string{"compile", "--allow-unsigned", "--redactors", file("list.json", `["x"]`), "--pack", td("ctxpack.support-1.0.0.json"),
 			"--request", td("invoke.support-refund.json"), "--run-context", td("run-context.support.json")}, exitInvalid, []string{"want a JSON object"}, nil},
 		{"redactors expression that is not a string", []string{"pack", "validate", "--redactors", file("num.json", `{"emp_id": 5}`), td("ctxpack.support-1.0.0.json")},
 			exitInvalid, []string{`entry "emp_id": want a regular expression string`}, nil},

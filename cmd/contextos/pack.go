@@ -30,18 +30,27 @@ func cmdPack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return dispatch("contextos pack", packCommands(), args, stdin, stdout, stderr)
 }
 
+// fileProblem is one line of pack validate's report: a problem (severity
+// error, the pack is invalid) or a warning (the pack is valid).
 type fileProblem struct {
-	File string `json:"file,omitempty"`
+	File     string `json:"file,omitempty"`
+	Severity string `json:"severity"`
 	pack.Problem
 }
 
+// Severities of pack validate's report.
+const (
+	severityError   = "error"
+	severityWarning = "warning"
+)
+
 func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pack validate", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the problems as a JSON array")
+	asJSON := fs.Bool("json", false, "print the problems and warnings as a JSON array")
 	var redactors redactorsFlag
 	redactors.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos pack validate [--json] [--redactors FILE] FILE...\n\nExit 0: every pack is valid; 1: one 'gate: path: message' line per problem\n(prefixed with the file name when several files are given).")
+		fmt.Fprintln(fs.Output(), "Usage: contextos pack validate [--json] [--redactors FILE] FILE...\n\nRuns every validation gate. For each pack: one 'gate: path: message' line per problem,\none 'warning: gate: path: message' line per warning (a risk the pack is valid with,\nand its fix), then 'valid' or 'invalid' with the counts; each line is prefixed with\nthe file name when several files are given. --json prints one array of them, each\nwith its file, severity (error or warning), gate, code, path and message.\nExit 0: every pack is valid (warnings or not); 1: a pack has a problem.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -56,22 +65,35 @@ func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		return exitInvalid
 	}
 	all := []fileProblem{}
+	invalid := false
+	var summaries []string
 	for _, name := range fs.Args() {
 		data, err := readInput(name, stdin)
 		if err != nil {
 			fmt.Fprintln(stderr, "contextos pack validate:", err)
 			return exitUsage
 		}
-		_, err = pack.DecodeAndValidate(data, redactors.validation())
+		var probs, warns []pack.Problem
+		p, err := pack.Decode(data)
+		if err == nil {
+			warns = pack.Warnings(p)
+			err = pack.Validate(p, redactors.validation())
+		}
 		var ve *pack.ValidationError
 		if errors.As(err, &ve) {
-			for _, p := range ve.Problems {
-				all = append(all, fileProblem{File: name, Problem: p})
-			}
+			probs = ve.Problems
 		} else if err != nil {
 			fmt.Fprintln(stderr, "contextos pack validate:", err)
 			return exitUsage
 		}
+		for _, q := range probs {
+			all = append(all, fileProblem{File: name, Severity: severityError, Problem: q})
+		}
+		for _, q := range warns {
+			all = append(all, fileProblem{File: name, Severity: severityWarning, Problem: q})
+		}
+		invalid = invalid || len(probs) > 0
+		summaries = append(summaries, verdict(len(probs), len(warns)))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -82,17 +104,47 @@ func cmdPackValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 			return exitUsage
 		}
 	} else {
-		for _, p := range all {
+		prefix := func(file string) {
 			if fs.NArg() > 1 {
-				fmt.Fprintf(stdout, "%s: ", p.File)
+				fmt.Fprintf(stdout, "%s: ", file)
 			}
-			fmt.Fprintln(stdout, p.Problem.String())
+		}
+		next := 0
+		for i, name := range fs.Args() {
+			for ; next < len(all) && all[next].File == name; next++ {
+				prefix(name)
+				if all[next].Severity == severityWarning {
+					fmt.Fprint(stdout, "warning: ")
+				}
+				fmt.Fprintln(stdout, all[next].Problem.String())
+			}
+			prefix(name)
+			fmt.Fprintln(stdout, summaries[i])
 		}
 	}
-	if len(all) > 0 {
+	if invalid {
 		return exitInvalid
 	}
 	return exitOK
+}
+
+// verdict is pack validate's summary line of one pack.
+func verdict(problems, warnings int) string {
+	out := "valid"
+	if problems > 0 {
+		out = "invalid, " + plural(problems, "problem")
+	}
+	if warnings > 0 {
+		out += ", " + plural(warnings, "warning")
+	}
+	return out
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func cmdPackKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -80,25 +80,43 @@ func TestPackKeygenSignVerify(t *testing.T) {
 func TestPackValidate(t *testing.T) {
 	dir := t.TempDir()
 	good := testFile("ctxpack.support-1.0.0.json")
-	if code, out, _ := runCLI(t, "", "pack", "validate", good); code != exitOK || out != "" {
+	// The seed pack is valid, with the risk gate's warning that its
+	// finance gate reads only caller-asserted request.context.
+	warning := "warning: risk: policy_layer.approval_gates[0].when: gate GATE_FINANCE_APPROVAL guards write-class adp_payments.issue_refund (destructive), but its when, the rules naming it and the deny rules read only caller-asserted request.context (identity_verified, refund_amount) and nothing of the call's arguments, so a call whose arguments differ from what the caller asserted is not held; bind it to the call: a when over tool.args, such as {\">\": [{\"var\": \"tool.args.amount_inr\"}, …]}, or a rule over tool.args.* whose branch names requires_approval_gate GATE_FINANCE_APPROVAL\n"
+	if code, out, _ := runCLI(t, "", "pack", "validate", good); code != exitOK || out != warning+"valid, 1 warning\n" {
 		t.Errorf("valid pack: %d %q", code, out)
+	}
+	// Bound to the call's own amount, the gate draws no warning; success
+	// still says so.
+	perCall := writeFile(t, dir, "per-call.json", editPack(t, func(m map[string]any) {
+		g := m["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)
+		g["when"] = map[string]any{">": []any{map[string]any{"var": "tool.args.amount_inr"}, 3000}}
+	}))
+	if code, out, _ := runCLI(t, "", "pack", "validate", perCall); code != exitOK || out != "valid\n" {
+		t.Errorf("per-call pack: %d %q", code, out)
 	}
 	bad := writeFile(t, dir, "bad.json", editPack(t, func(m map[string]any) {
 		perms := m["tooling_layer"].(map[string]any)["permissions"].([]any)
 		delete(perms[2].(map[string]any), "requires_approval_gate")
 	}))
 	code, out, _ := runCLI(t, "", "pack", "validate", bad)
-	want := "risk: tooling_layer.permissions[2].requires_approval_gate: permission p_issue_refund exposes destructive capability adp_payments.issue_refund without an approval gate\n"
+	want := "risk: tooling_layer.permissions[2].requires_approval_gate: permission p_issue_refund exposes destructive capability adp_payments.issue_refund without an approval gate\ninvalid, 1 problem\n"
 	if code != exitInvalid || out != want {
 		t.Errorf("invalid pack: %d\n%q\nwant\n%q", code, out, want)
 	}
 	code, out, _ = runCLI(t, "", "pack", "validate", "--json", good, bad)
 	var probs []map[string]string
-	if err := json.Unmarshal([]byte(out), &probs); err != nil || code != exitInvalid || len(probs) != 1 || probs[0]["file"] != bad || probs[0]["code"] != "destructive_without_gate" || probs[0]["gate"] != "risk" {
-		t.Errorf("--json: %d %v %q", code, err, out)
+	if err := json.Unmarshal([]byte(out), &probs); err != nil || code != exitInvalid || len(probs) != 2 {
+		t.Fatalf("--json: %d %v %q", code, err, out)
+	}
+	if p := probs[0]; p["file"] != good || p["severity"] != "warning" || p["code"] != "caller_asserted_control" || p["gate"] != "risk" || p["path"] != "policy_layer.approval_gates[0].when" {
+		t.Errorf("--json warning: %v", p)
+	}
+	if p := probs[1]; p["file"] != bad || p["severity"] != "error" || p["code"] != "destructive_without_gate" || p["gate"] != "risk" {
+		t.Errorf("--json problem: %v", p)
 	}
 	code, out, _ = runCLI(t, "", "pack", "validate", good, bad)
-	if code != exitInvalid || !strings.HasPrefix(out, bad+": risk: ") {
+	if code != exitInvalid || out != good+": "+warning+good+": valid, 1 warning\n"+bad+": "+strings.TrimSuffix(want, "invalid, 1 problem\n")+bad+": invalid, 1 problem\n" {
 		t.Errorf("several files: %q", out)
 	}
 	if code, _, _ := runCLI(t, "", "pack", "validate"); code != exitUsage {

@@ -106,15 +106,17 @@ func slicesContain(s []string, v string) bool {
 	return false
 }
 
-// The readable report is what a CI log shows: each step, each case and
-// the scorecard table, then PASSED or FAILED.
+// The readable report is what a CI log shows: each step with its problems
+// and warnings, each case and the scorecard table, then PASSED or FAILED.
 func TestPackTestText(t *testing.T) {
 	code, out, errs := runCLI(t, "", "pack", "test", "--allow-unsigned", "--golden", evalData("golden"),
 		"--baseline", evalData(filepath.Join("packs", "support-1.0.0.json")), evalData(filepath.Join("packs", "support-2.0.0-policy-regression.json")))
 	if code != exitInvalid {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"FAIL    release_gates", "policy moved from 1 to 0 (delta -1)", "RELEASE_GATE", "\nFAILED\n"} {
+	for _, want := range []string{"FAIL    release_gates", "policy moved from 1 to 0 (delta -1)", "RELEASE_GATE", "\nFAILED\n",
+		// The risk gate's warning, by gate id, with the per-call fix.
+		"PASS    policy\n        warning: risk: policy_layer.approval_gates[0].when: gate GATE_FINANCE_APPROVAL", "tool.args.amount_inr"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

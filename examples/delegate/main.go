@@ -132,10 +132,10 @@ func newRuntime(ctx context.Context, coder *coderBackend) (*contextos.Runtime, e
 	if err != nil {
 		return nil, err
 	}
-	// Review (every required role signs off), sign and publish.
+	// Review (each required role signs off, by a reviewer of its own), sign and publish.
 	if _, err := pack.Publish(ctx, reg, entry.Ref, "example",
-		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
-		pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
+		pack.Signoff{Reviewer: "arch-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "security-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "data-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "eval-reviewer", Role: pack.RoleEvaluation}); err != nil {
 		return nil, err
 	}
 	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})

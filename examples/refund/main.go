@@ -446,10 +446,10 @@ func build(ctx context.Context, paymentsURL string, planner contextos.Planner, r
 		return nil, nil, err
 	}
 	if entry.State != pack.StatePublished {
-		// Review (every required role signs off), sign and publish.
+		// Review (each required role signs off, by a reviewer of its own), sign and publish.
 		if _, err := pack.Publish(ctx, reg, entry.Ref, "example",
-			pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleSecurity},
-			pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "example-reviewer", Role: pack.RoleEvaluation}); err != nil {
+			pack.Signoff{Reviewer: "arch-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "security-reviewer", Role: pack.RoleSecurity},
+			pack.Signoff{Reviewer: "data-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "eval-reviewer", Role: pack.RoleEvaluation}); err != nil {
 			return nil, nil, err
 		}
 	}

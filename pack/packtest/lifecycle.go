@@ -157,6 +157,98 @@ func RunLifecycleTests(t *testing.T, base *pack.Pack, newRegistry LifecycleFacto
 			t.Errorf("Review of a published version = %v, want ErrReview", err)
 		}
 	})
+	t.Run("OneReviewerOneRole", func(t *testing.T) {
+		reg, _ := newRegistry(t, nil)
+		e, err := reg.Put(ctx, signer.Sign(t, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ana := pack.Signoff{Reviewer: "ana", Role: pack.RoleArchitecture}
+		if _, err := reg.Review(ctx, e.Ref, ana); err != nil {
+			t.Fatal(err)
+		}
+		// The same person in a second role, now or in the same review,
+		// spelt the same or in another case: four sign-offs mean four
+		// people. Nothing is recorded.
+		for _, tc := range []struct {
+			name string
+			s    []pack.Signoff
+		}{
+			{"a second role later", []pack.Signoff{{Reviewer: "ana", Role: pack.RoleSecurity}}},
+			{"another case", []pack.Signoff{{Reviewer: "ANA", Role: pack.RoleData}}},
+			{"two roles in one review", []pack.Signoff{{Reviewer: "sam", Role: pack.RoleSecurity}, {Reviewer: "Sam", Role: pack.RoleData}}},
+		} {
+			if got, err := reg.Review(ctx, e.Ref, tc.s...); !errors.Is(err, pack.ErrReview) {
+				t.Errorf("Review(%s) = %s, %v; want ErrReview", tc.name, show(got), err)
+			}
+		}
+		if got, err := reg.Get(ctx, e.Ref); err != nil || !slices.Equal(got.Reviews, []pack.Signoff{ana}) {
+			t.Errorf("after refused reviews Get = %s, %v; want only ana's sign-off", show(got), err)
+		}
+		if _, err := pack.Publish(ctx, reg, e.Ref, "go", pack.Signoff{Reviewer: "ana", Role: pack.RoleSecurity}, pack.Signoff{Reviewer: "ana", Role: pack.RoleData},
+			pack.Signoff{Reviewer: "ana", Role: pack.RoleEvaluation}); !errors.Is(err, pack.ErrReview) {
+			t.Errorf("Publish with ana in every role = %v, want ErrReview", err)
+		}
+		// A registry whose options allow it takes one reviewer in every role.
+		small, _ := newRegistry(t, &pack.ValidateOptions{AllowMultiRoleReviewer: true})
+		e, err = small.Put(ctx, signer.Sign(t, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []pack.Signoff
+		for _, r := range pack.DefaultReviewRoles() {
+			all = append(all, pack.Signoff{Reviewer: "ana", Role: r})
+		}
+		if got, err := pack.Publish(ctx, small, e.Ref, "go", all...); err != nil || got.State != pack.StatePublished {
+			t.Errorf("Publish with ana in every role, allowed = %s, %v", show(got), err)
+		}
+	})
+	t.Run("PublishAgainIsANoOp", func(t *testing.T) {
+		reg, _ := newRegistry(t, nil)
+		e, err := reg.Put(ctx, signer.Sign(t, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		team := Signoffs("rel")
+		first, err := pack.Publish(ctx, reg, e.Ref, "release", team...)
+		if err != nil || first.State != pack.StatePublished {
+			t.Fatalf("Publish = %s, %v", show(first), err)
+		}
+		// The same release again (some of its sign-offs, in another
+		// case) changes nothing and succeeds.
+		again, err := pack.Publish(ctx, reg, e.Ref, "release again", team[1], pack.Signoff{Reviewer: "REL.architecture", Role: pack.RoleArchitecture})
+		if err != nil || again.State != pack.StatePublished || again.Reason != "release" || !slices.Equal(again.Reviews, team) {
+			t.Errorf("Publish again = %s, %v; want the published entry unchanged", show(again), err)
+		}
+		// A sign-off it was not published with is refused, and not recorded.
+		if _, err := pack.Publish(ctx, reg, e.Ref, "release", pack.Signoff{Reviewer: "mallory", Role: pack.RoleSecurity}); !errors.Is(err, pack.ErrReview) {
+			t.Errorf("Publish with another sign-off = %v, want ErrReview", err)
+		}
+		if got, err := reg.Get(ctx, e.Ref); err != nil || !slices.Equal(got.Reviews, team) || got.State != pack.StatePublished {
+			t.Errorf("Get = %s, %v; want the entry as first published", show(got), err)
+		}
+		// A revoked version is not published again.
+		if _, err := reg.SetState(ctx, e.Ref, pack.StateRevoked, "bad"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pack.Publish(ctx, reg, e.Ref, "release", team...); err == nil {
+			t.Error("Publish of a revoked version succeeded")
+		}
+		// A Publish cut off after signing is completed by the next one.
+		v2, err := reg.Put(ctx, signer.Sign(t, WithVersion(t, base, "1.0.1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Review(ctx, v2.Ref, team...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.SetState(ctx, v2.Ref, pack.StateSigned, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := pack.Publish(ctx, reg, v2.Ref, "release", team...); err != nil || got.State != pack.StatePublished {
+			t.Errorf("Publish of a signed version = %s, %v; want published", show(got), err)
+		}
+	})
 	t.Run("ReviewRefusals", func(t *testing.T) {
 		reg, _ := newRegistry(t, nil)
 		draft, err := reg.Put(ctx, Bare(t, base))

@@ -75,19 +75,20 @@ func Bare(t testing.TB, p *pack.Pack) []byte {
 	return b
 }
 
-// Signoffs returns reviewer's sign-off in every role a registry requires
-// by default.
-func Signoffs(reviewer string) []pack.Signoff {
+// Signoffs returns a sign-off in every role a registry requires by
+// default, each by a reviewer of its own: "<team>.<role>" (a registry
+// requires one reviewer per role).
+func Signoffs(team string) []pack.Signoff {
 	var out []pack.Signoff
 	for _, r := range pack.DefaultReviewRoles() {
-		out = append(out, pack.Signoff{Reviewer: reviewer, Role: r})
+		out = append(out, pack.Signoff{Reviewer: team + "." + string(r), Role: r})
 	}
 	return out
 }
 
 // Publish stores the signed pack file doc in reg and takes it through
-// review (reviewer signing off in every default role), signing and
-// publication; it returns the published entry.
+// review (Signoffs(reviewer): a reviewer of its own in every default
+// role), signing and publication; it returns the published entry.
 func Publish(t testing.TB, reg pack.Registry, doc []byte, reviewer string) pack.Entry {
 	t.Helper()
 	ctx := context.Background()

@@ -60,10 +60,10 @@ func service(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Review (every required role signs off), sign and publish.
+	// Review (each required role signs off, by a reviewer of its own), sign and publish.
 	if _, err := pack.Publish(ctx, reg, entry.Ref, "deploy",
-		pack.Signoff{Reviewer: "release-manager", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "release-manager", Role: pack.RoleSecurity},
-		pack.Signoff{Reviewer: "release-manager", Role: pack.RoleData}, pack.Signoff{Reviewer: "release-manager", Role: pack.RoleEvaluation}); err != nil {
+		pack.Signoff{Reviewer: "arch-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "security-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "data-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "eval-reviewer", Role: pack.RoleEvaluation}); err != nil {
 		return err
 	}
 	res, err := rt.Invoke(ctx, h.req, h.runCtx)
