@@ -46,6 +46,11 @@ type CallRequest struct {
 	Attachments []string
 	// Approval answers a paused call's approval request.
 	Approval *Approval
+	// ApprovalRequest is the request Approval answers: the pause of this
+	// call being resumed. Once it is as old as its gate's ttl_seconds the
+	// approval cannot be used (blocked, approval_timeout). The gateway
+	// reads it only for the call and gate it names.
+	ApprovalRequest *ApprovalRequest
 }
 
 // StepID names a plan step within a run: Index is the step's index in
@@ -86,6 +91,7 @@ type callRecord struct {
 	attachments []string
 	callerKey   string
 	approval    *Approval
+	request     *ApprovalRequest
 	// m is the run's constant members, encoded once (see runMembers).
 	m *runMembers
 	// argsJSON is the canonical form of env.Args as the gateway built it
@@ -105,6 +111,8 @@ type callRecord struct {
 	attHashes  []string               // the used attachments' hashes
 	delegation *runcontext.Delegation // the user's, for a delegated call
 	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
+	gate       string                 // the approval gate that holds the call ("": none)
+	moreGates  []string               // further gates that hold it (the call cannot pass two)
 }
 
 // Call checks, executes and records one call. Refusals, pauses and
@@ -225,7 +233,7 @@ func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
 // in the run's tool manifest (nil when it is not surfaced); a malformed
 // request yields a rejected result at once.
 func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
-	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, m: r.members}
+	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, request: req.ApprovalRequest, m: r.members}
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
