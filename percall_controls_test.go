@@ -180,7 +180,9 @@ func TestVerifyBeforeCommit(t *testing.T) {
 			for _, r := range planner.Requests() {
 				reasons = append(reasons, r.ReplanReason)
 			}
-			if !slices.ContainsFunc(reasons, func(s string) bool { return strings.Contains(s, "adp_payments.issue_refund was blocked: missing_evidence: order_lookup") }) {
+			if !slices.ContainsFunc(reasons, func(s string) bool {
+				return strings.Contains(s, "adp_payments.issue_refund was blocked: missing_evidence: order_lookup")
+			}) {
 				t.Errorf("no replan names the missing evidence: %q", reasons)
 			}
 			if tc.want == decision.Escalated && !strings.Contains(res.Record.Rationale.Summary, "replans exhausted") {

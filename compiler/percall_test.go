@@ -26,7 +26,9 @@ func TestPerCallGateShownToTheModel(t *testing.T) {
 	}{
 		{name: "seed gate, inactive", amount: 1200, state: "approval gate GATE_FINANCE_APPROVAL (inactive)"},
 		{name: "seed gate, active", amount: 4200, state: "approval gate GATE_FINANCE_APPROVAL (active)"},
-		{name: "gate when over args", amount: 100, edit: func(p *pack.Pack) { p.PolicyLayer.ApprovalGates[0].When = json.RawMessage(`{ ">": [ {"var": "tool.args.amount_inr"}, 3000 ] }`) },
+		{name: "gate when over args", amount: 100, edit: func(p *pack.Pack) {
+			p.PolicyLayer.ApprovalGates[0].When = json.RawMessage(`{ ">": [ {"var": "tool.args.amount_inr"}, 3000 ] }`)
+		},
 			perCall: overArgs, state: "approval gate GATE_FINANCE_APPROVAL (applies per call when " + overArgs + ")"},
 		{name: "rule over args naming the gate", amount: 100, edit: func(p *pack.Pack) {
 			p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules[1].If = json.RawMessage(`{">":[{"var":"tool.args.amount_inr"},3000]}`)
