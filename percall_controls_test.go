@@ -30,6 +30,10 @@ var perCallForms = []struct {
 		g := p["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)
 		g["when"] = map[string]any{">": []any{map[string]any{"var": "tool.args.amount_inr"}, 3000}}
 	}},
+	{"gate when over tool.args with a default", func(p map[string]any) {
+		g := p["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)
+		g["when"] = map[string]any{">": []any{map[string]any{"var": []any{"tool.args.amount_inr", 0}}, 3000}}
+	}},
 	{"rule over tool.args naming the gate", func(p map[string]any) {
 		r := supportRules(p)[1].(map[string]any)
 		r["if"] = map[string]any{"and": []any{

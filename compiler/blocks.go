@@ -90,7 +90,7 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 // perCallGateBlock tells the model about a gate that reads the tool call
 // and that no surfaced capability's permission names.
 func perCallGateBlock(g pack.ApprovalGate, cond string) string {
-	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) applies per call when %s: a call it applies to pauses until a %s approves it.",
+	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) applies per call when %s: a write-class call it applies to pauses until a %s approves it.",
 		g.GateID, g.RequiredApproverRole, g.TTLSeconds, cond, g.RequiredApproverRole)
 }
 

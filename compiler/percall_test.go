@@ -40,7 +40,7 @@ func TestPerCallGateShownToTheModel(t *testing.T) {
 				When: json.RawMessage(overArgs), RequiredApproverRole: "cfo", TTLSeconds: 600})
 		},
 			state: "approval gate GATE_FINANCE_APPROVAL (inactive)",
-			block: "Approval gate GATE_BIG_REFUNDS (approver role cfo, TTL 600s) applies per call when " + overArgs + ": a call it applies to pauses until a cfo approves it."},
+			block: "Approval gate GATE_BIG_REFUNDS (approver role cfo, TTL 600s) applies per call when " + overArgs + ": a write-class call it applies to pauses until a cfo approves it."},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -234,9 +234,12 @@ func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
 // holdingGates sets the approval gates that hold the call (c.gate, and
 // c.moreGates when more than one does), from the evaluation the call is
 // bound to: the gate its permission names, when that gate is active at
-// compile time or for the call; then, in declaration order, every gate the
-// call itself made active (policy.Gate.ByCall: its when, over tool.*,
-// holds for the call, or a rule over tool.* took a branch naming it).
+// compile time or for the call; then, for a write-class call, in
+// declaration order, every gate the call itself made active
+// (policy.Gate.ByCall: its when, over tool.*, holds for the call, or a
+// rule over tool.* took a branch naming it). A read-only call is held
+// only by the gate its permission names: a gate over tool.args meant for
+// refunds never holds the lookup that reads the same argument.
 func (r *Run) holdingGates(c *callRecord, res *policy.Evaluation) {
 	own := c.s.perm.RequiresApprovalGate
 	if own != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, own) {
@@ -246,7 +249,7 @@ func (r *Run) holdingGates(c *callRecord, res *policy.Evaluation) {
 		return // no per-call evaluation: the compile-time gates are all
 	}
 	for _, g := range res.Gates {
-		if !g.Active || g.GateID == c.gate || !g.ByCall && g.GateID != own {
+		if !g.Active || g.GateID == c.gate || g.GateID != own && !(g.ByCall && c.write) {
 			continue
 		}
 		if c.gate == "" {

@@ -73,10 +73,10 @@
 //  13. approval — the approval gate that holds the call has a valid
 //     approval, or the call pauses (paused, approval_pending). A gate
 //     holds a call when the call's permission names it and it is active
-//     at compile time or for the call, or when the call itself made it
-//     active (its when, over tool.*, holds for the call, or a rule over
-//     tool.* names it for the call); a call two gates hold is blocked
-//     (permission_denied). An approval given for another action, role or
+//     at compile time or for the call, or, for a write-class call, when
+//     the call itself made it active (its when, over tool.*, holds for
+//     the call, or a rule over tool.* names it for the call); a call two
+//     gates hold is blocked (permission_denied). An approval given for another action, role or
 //     gate, by the requesting user (names compared after Unicode
 //     normalization), used before, past its TTL, or answering a request
 //     older than the gate's TTL is refused (blocked, approval_denied or

@@ -131,28 +131,56 @@ func TestPerCallGateHoldsTheCall(t *testing.T) {
 	}
 }
 
-// A gate the call makes active holds it whatever gate its permission
-// names (here none: the lookup's), read-only calls included; a call two
-// gates hold cannot be approved through one and is blocked.
+// A gate a write makes active holds it whatever gate its permission
+// names; a read-only call is held only by the gate its own permission
+// names (here the lookup's, per call over its order id), never by a gate
+// over tool.args meant for writes. A write two gates hold cannot be
+// approved through one and is blocked.
 func TestPerCallGateNamedByNoPermission(t *testing.T) {
 	t.Parallel()
+	orderGate := func(p *pack.Pack) {
+		// Any call about order ord_881 needs the fraud desk; no
+		// permission names the gate.
+		p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_FRAUD_DESK",
+			When: json.RawMessage(`{"==":[{"var":"tool.args.order_id"},"ord_881"]}`), RequiredApproverRole: "fraud_analyst", TTLSeconds: 600})
+	}
 	lookupGate := func(p *pack.Pack) {
+		// Lookups of ord_990 need a privacy officer: the lookup's
+		// permission names this gate.
 		p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_ORDER_READS",
-			When: json.RawMessage(`{"==":[{"var":"tool.args.order_id"},"ord_881"]}`), RequiredApproverRole: "privacy_officer", TTLSeconds: 600})
+			When: json.RawMessage(`{"==":[{"var":"tool.args.order_id"},"ord_990"]}`), RequiredApproverRole: "privacy_officer", TTLSeconds: 600})
+		for i := range p.ToolingLayer.Permissions {
+			if p.ToolingLayer.Permissions[i].Capability == "lookup" {
+				p.ToolingLayer.Permissions[i].RequiresApprovalGate = "GATE_ORDER_READS"
+			}
+		}
 	}
-	f := newFixture(t, lowValue, editPack(gateWhenOverArgs, lookupGate))
-	res, err := f.run.Call(ctx, lookupCall())
+	f := newFixture(t, lowValue, editPack(gateWhenOverArgs, orderGate, lookupGate))
+	// The fraud desk's gate is active for the lookup of ord_881, which is
+	// read-only and not named: the lookup runs.
+	if res, err := f.run.Call(ctx, lookupCall()); err != nil || res.Status != gateway.StatusOK {
+		t.Fatalf("lookup of ord_881 = %s %+v, %v", res.Status, res.Error, err)
+	}
+	// The lookup's own gate holds the lookup of ord_990.
+	other := lookupCall()
+	other.Args = map[string]any{"order_id": "ord_990"}
+	res, err := f.run.Call(ctx, other)
 	if err != nil || res.Status != gateway.StatusPaused || res.Approval.GateID != "GATE_ORDER_READS" || res.Approval.ApproverRole != "privacy_officer" {
-		t.Fatalf("lookup = %s %+v, approval %+v, %v; want paused on GATE_ORDER_READS", res.Status, res.Error, res.Approval, err)
+		t.Fatalf("lookup of ord_990 = %s %+v, approval %+v, %v; want paused on GATE_ORDER_READS", res.Status, res.Error, res.Approval, err)
 	}
-	// The refund of ord_881 above 3000 is held by both gates.
+	// A refund of 1200 on ord_881: held by the fraud desk's gate alone.
+	res, err = f.run.Call(ctx, refundCall(1200))
+	if err != nil || res.Status != gateway.StatusPaused || res.Approval.GateID != "GATE_FRAUD_DESK" || res.Approval.ApproverRole != "fraud_analyst" {
+		t.Fatalf("refund of 1200 = %s %+v, approval %+v, %v; want paused on GATE_FRAUD_DESK", res.Status, res.Error, res.Approval, err)
+	}
+	// A refund of 4200 on ord_881 is held by both gates.
 	res, err = f.run.Call(ctx, refundCall(4200))
 	if err != nil || res.Status != gateway.StatusBlocked || res.Error.Code != gateway.CodePermissionDenied ||
-		!strings.Contains(res.Error.Message, "GATE_FINANCE_APPROVAL, GATE_ORDER_READS") {
+		!strings.Contains(res.Error.Message, "GATE_FINANCE_APPROVAL, GATE_FRAUD_DESK") {
 		t.Fatalf("refund held by two gates = %s %+v, %v; want blocked naming both", res.Status, res.Error, err)
 	}
-	if n := f.payments.CallCount("issue_refund") + f.orders.CallCount("lookup"); n != 0 {
-		t.Errorf("held calls reached their adapters (%d calls)", n)
+	if n := f.payments.CallCount("issue_refund") + f.orders.CallCount("lookup"); n != 1 {
+		t.Errorf("%d adapter calls, want the one lookup of ord_881", n)
 	}
 }
 

@@ -187,8 +187,9 @@ type Gate struct {
 	// ByCall, in a per-call evaluation (the document has a tool member),
 	// reports a gate the call itself made active: its when reads tool.*
 	// and holds for the call, or a rule that reads tool.* took a branch
-	// naming it. Such a gate holds the call, whatever gate the call's
-	// permission names.
+	// naming it. At the gateway such a gate holds a write-class call
+	// whatever gate the call's permission names (a read-only call only
+	// when its permission names the gate).
 	ByCall bool `json:"-"`
 }
 
