@@ -101,9 +101,9 @@ type callRecord struct {
 	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
 	// result cites when the adapter cites nothing (ToolCallID is its tail).
 	citeRef string
-	// decisions are the decisions of the call's own policy evaluation (nil
-	// when the call is bound to the run's evaluation).
-	decisions []policy.Decision
+	// eval is the call's own policy evaluation (nil when the call is
+	// bound to the run's).
+	eval *policy.Evaluation
 
 	// What the checks settled, for the ones after them and the execution.
 	write      bool                   // the capability's highest mode is write-class
@@ -111,8 +111,15 @@ type callRecord struct {
 	attHashes  []string               // the used attachments' hashes
 	delegation *runcontext.Delegation // the user's, for a delegated call
 	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
-	gate       string                 // the approval gate that holds the call ("": none)
-	moreGates  []string               // further gates that hold it (the call cannot pass two)
+}
+
+// decisions are the decisions of the call's own policy evaluation, nil
+// when the call is bound to the run's.
+func (c *callRecord) decisions() []policy.Decision {
+	if c.eval == nil {
+		return nil
+	}
+	return c.eval.Decisions
 }
 
 // Call checks, executes and records one call. Refusals, pauses and
@@ -160,7 +167,7 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 			err = rerr
 		}
 	}
-	r.keepDecisions(out.ToolCallID, c.decisions, out.Metadata.Duplicate)
+	r.keepDecisions(out.ToolCallID, c.decisions(), out.Metadata.Duplicate)
 	if recording {
 		span.SetAttributes(attribute.String("contextos.tool.status", string(out.Status)), attribute.Int("contextos.tool.attempts", out.Metadata.Attempts))
 		if out.PolicyDecisionID != nil {

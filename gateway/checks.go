@@ -153,14 +153,13 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 		if err != nil {
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
 		}
-		c.decisions = res.Decisions
+		c.eval = res
 		if c.write && len(res.Skipped) > 0 {
 			// A rule or gate over an argument this write does not carry
 			// cannot be judged for it: the write does not run.
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[0].Error().Error(), nil), nil), nil
 		}
 	}
-	r.holdingGates(c, res)
 	polID, blockedBy := r.bindPolicy(env, res, c)
 	env.PolicyDecisionID = polID
 	if blockedBy != "" {
@@ -231,33 +230,34 @@ func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
 	return nil, nil
 }
 
-// holdingGates sets the approval gates that hold the call (c.gate, and
-// c.moreGates when more than one does), from the evaluation the call is
-// bound to: the gate its permission names, when that gate is active at
-// compile time or for the call; then, for a write-class call, in
-// declaration order, every gate the call itself made active
+// holdingGates returns the approval gate that holds the call ("" for
+// none) and, when more than one does, the others, from the evaluation the
+// call is bound to: the gate its permission names, when that gate is
+// active at compile time or for the call; then, for a write-class call,
+// in declaration order, every gate the call itself made active
 // (policy.Gate.ByCall: its when, over tool.*, holds for the call, or a
 // rule over tool.* took a branch naming it). A read-only call is held
 // only by the gate its permission names: a gate over tool.args meant for
 // refunds never holds the lookup that reads the same argument.
-func (r *Run) holdingGates(c *callRecord, res *policy.Evaluation) {
+func (r *Run) holdingGates(c *callRecord) (gate string, more []string) {
 	own := c.s.perm.RequiresApprovalGate
 	if own != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, own) {
-		c.gate = own
+		gate = own
 	}
-	if res == r.base {
-		return // no per-call evaluation: the compile-time gates are all
+	if c.eval == nil {
+		return gate, nil // no per-call evaluation: the compile-time gates are all
 	}
-	for _, g := range res.Gates {
-		if !g.Active || g.GateID == c.gate || g.GateID != own && !(g.ByCall && c.write) {
+	for _, g := range c.eval.Gates {
+		if !g.Active || g.GateID == gate || g.GateID != own && !(g.ByCall && c.write) {
 			continue
 		}
-		if c.gate == "" {
-			c.gate = g.GateID
+		if gate == "" {
+			gate = g.GateID
 		} else {
-			c.moreGates = append(c.moreGates, g.GateID)
+			more = append(more, g.GateID)
 		}
 	}
+	return gate, more
 }
 
 // checkEvidence asks the run's VerifyWrite hook, when there is one,
@@ -266,7 +266,7 @@ func (r *Run) checkEvidence(_ context.Context, c *callRecord) (*result, error) {
 	if !c.write || r.verifyWrite == nil {
 		return nil, nil
 	}
-	te := r.verifyWrite(&WriteCall{CapabilityID: c.env.CapabilityID, ToolCallID: c.env.ToolCallID, Decisions: c.decisions})
+	te := r.verifyWrite(&WriteCall{CapabilityID: c.env.CapabilityID, ToolCallID: c.env.ToolCallID, Decisions: c.decisions()})
 	if te == nil {
 		return nil, nil
 	}
@@ -288,14 +288,14 @@ func (r *Run) checkEvidence(_ context.Context, c *callRecord) (*result, error) {
 // metadata is set before the result is recorded, so the transcript
 // carries it.
 func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, error) {
-	gate := c.gate
+	gate, more := r.holdingGates(c)
 	if gate == "" {
 		return nil, nil
 	}
-	if len(c.moreGates) > 0 {
+	if len(more) > 0 {
 		// An approval releases a call through one gate: a call that two
 		// gates hold cannot be approved, and does not run.
-		all := append([]string{gate}, c.moreGates...)
+		all := append([]string{gate}, more...)
 		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false,
 			fmt.Sprintf("the call is held by approval gates %s; an approval releases a call through one gate", strings.Join(all, ", ")),
 			map[string]any{"gate_ids": all}), c.env.PolicyDecisionID), nil
@@ -393,8 +393,16 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, c *callR
 			}
 		}
 	}
+	held, heldKnown := "", false // the gate that holds the call, worked out when a decision names another
 	for _, d := range res.Decisions {
-		if d.RequiresApprovalGate != "" && (d.RequiresApprovalGate == c.s.perm.RequiresApprovalGate || d.RequiresApprovalGate == c.gate) {
+		if d.RequiresApprovalGate == "" {
+			continue
+		}
+		if d.RequiresApprovalGate != c.s.perm.RequiresApprovalGate && !heldKnown {
+			held, _ = r.holdingGates(c)
+			heldKnown = true
+		}
+		if d.RequiresApprovalGate == c.s.perm.RequiresApprovalGate || d.RequiresApprovalGate == held {
 			id := d.PolicyDecisionID
 			return &id, ""
 		}
