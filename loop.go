@@ -567,14 +567,19 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 }
 
 // holdsPII reports a memory proposal that is personal data: the planner
-// says so (PII), or the PII detectors find some in its content, whatever
-// the planner says.
+// says so (PII), or the PII detectors find some in its content or its
+// subject ids, whatever the planner says.
 func holdsPII(p MemoryProposal) bool {
 	if p.PII {
 		return true
 	}
-	_, found := sensitive.Detect(p.Content, sensitive.PII)
-	return found
+	if _, found := sensitive.Detect(p.Content, sensitive.PII); found {
+		return true
+	}
+	return slices.ContainsFunc(p.SubjectIDs, func(s string) bool {
+		_, found := sensitive.Detect(s, sensitive.PII)
+		return found
+	})
 }
 
 // propose hands proposals to the memory store, turning a panic into a
@@ -1051,27 +1056,45 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	// over tool.*): the controls list it, and a call it let run needs its
 	// approval in the record.
 	for _, s := range results {
-		if gate, ran := heldBy(s.Result); gate != "" {
+		gates, ran := heldBy(s.Result)
+		for _, gate := range gates {
 			addHeldGate(f, gate, gateRole(p, cc, gate), ran)
 		}
 	}
 	return f
 }
 
-// heldBy returns the approval gate that held a call (its approval let
-// the call run, the call is paused on it, or an approval on it was
-// refused), or "", and whether the gate let the call run.
-func heldBy(res *gateway.ToolResultEnvelope) (gate string, ran bool) {
+// heldBy returns the approval gates that held a call (its approval let
+// the call run, the call is paused on it, an approval on it was refused,
+// or two gates held it and it was blocked), and whether a gate let the
+// call run.
+func heldBy(res *gateway.ToolResultEnvelope) (gates []string, ran bool) {
 	switch {
 	case res.Metadata.ApprovalGateID != "":
-		return res.Metadata.ApprovalGateID, true
+		return []string{res.Metadata.ApprovalGateID}, true
 	case res.Approval != nil:
-		return res.Approval.GateID, false
-	case res.Error != nil && (res.Error.Code == gateway.CodeApprovalDenied || res.Error.Code == gateway.CodeApprovalTimeout):
-		g, _ := res.Error.Details["gate_id"].(string)
-		return g, false
+		return []string{res.Approval.GateID}, false
+	case res.Error == nil:
+		return nil, false
+	case res.Error.Code == gateway.CodeApprovalDenied || res.Error.Code == gateway.CodeApprovalTimeout:
+		if g, _ := res.Error.Details["gate_id"].(string); g != "" {
+			return []string{g}, false
+		}
+	case res.Error.Code == gateway.CodePermissionDenied:
+		// A checkpoint's results are decoded JSON: a list is []any there.
+		switch ids := res.Error.Details["gate_ids"].(type) {
+		case []string:
+			return ids, false
+		case []any:
+			for _, id := range ids {
+				if s, ok := id.(string); ok {
+					gates = append(gates, s)
+				}
+			}
+			return gates, false
+		}
 	}
-	return "", false
+	return nil, false
 }
 
 // addHeldGate adds a gate that held a call to f's controls (in the pack's

@@ -259,21 +259,24 @@ func TestSelfApprovalBehindInvisibleCharacters(t *testing.T) {
 
 // pii_write_back_allowed: false refuses a memory proposal whose content
 // the PII detectors flag, whatever the planner's own PII flag says; a
-// proposal without personal data is proposed.
+// proposal without personal data is proposed. Its subject ids are
+// checked too.
 func TestPIIWriteBackRefusedByContent(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		content  string
+		subject  string
 		proposed bool
 	}{
-		{"an email address", "prefers replies at priya.k@example.com", false},
-		{"a phone number", "call back on +919876543210", false},
-		{"a card number", "paid with 4111 1111 1111 1111", false},
-		{"no personal data", "prefers the app over email", true},
+		{"an email address", "prefers replies at priya.k@example.com", "customer:cus_77", false},
+		{"a phone number", "call back on +919876543210", "customer:cus_77", false},
+		{"a card number", "paid with 4111 1111 1111 1111", "customer:cus_77", false},
+		{"an email address as the subject", "prefers the app", "customer:priya.k@example.com", false},
+		{"no personal data", "prefers the app over email", "customer:cus_77", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := refundPlan(1200)
-			plan.Memory = []contextos.MemoryProposal{{WriteClass: "preference", Content: tc.content, Confidence: 0.9}} // PII flag unset
+			plan.Memory = []contextos.MemoryProposal{{WriteClass: "preference", Content: tc.content, SubjectIDs: []string{tc.subject}, Confidence: 0.9}} // PII flag unset
 			mem := contextos.NewInMemoryMemory()
 			h := harness(t, contextostest.NewPlanner(lookupPlan(), plan), &contextostest.Options{Runtime: contextos.Options{Memory: mem}})
 			req, rc := refundRequest(t, 1200, true)

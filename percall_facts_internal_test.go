@@ -58,6 +58,14 @@ func TestRunFactsKnowPerCallGates(t *testing.T) {
 	if _, ok := f.ActiveGates["GATE_AAA_FIRST_BY_NAME"]; ok {
 		t.Errorf("a gate whose approval was refused needs an approval: %v", f.ActiveGates)
 	}
+	// Two gates held a call, which was blocked: both are listed (the
+	// details as a checkpoint decodes them).
+	both := &gateway.ToolResultEnvelope{CapabilityID: "adp_payments.issue_refund", ToolCallID: "tool_3", Status: gateway.StatusBlocked,
+		Error: gateway.NewToolError(gateway.CodePermissionDenied, false, "held by two gates", map[string]any{"gate_ids": []any{"GATE_FINANCE_APPROVAL", "GATE_AAA_FIRST_BY_NAME"}})}
+	f = runFacts(p, cc, req, []StepResult{{Result: both}}, nil)
+	if got := f.Controls.ApprovalGatesActive; !slices.Equal(got, []string{"GATE_FINANCE_APPROVAL", "GATE_AAA_FIRST_BY_NAME"}) || len(f.ActiveGates) != 0 {
+		t.Errorf("controls = %v, active gates %v", got, f.ActiveGates)
+	}
 	// No gate held a call: the compiled controls, as they are.
 	f = runFacts(p, cc, req, nil, nil)
 	if len(f.Controls.ApprovalGatesActive) != 0 || len(f.ActiveGates) != 0 {
