@@ -40,7 +40,9 @@ func (r *run) verifyWrite(w *gateway.WriteCall) *gateway.ToolError {
 		// the critic; fall back to the run's own.
 		key = r.primaryDecision()
 		if spec, ok = decisionspec.For(r.prepared.Pack(), key); !ok {
-			return nil
+			// Fail closed: a write that serves no decision of the pack
+			// cannot be verified.
+			return gateway.NewToolError(gateway.CodePermissionDenied, false, "missing_evidence: the write serves no decision of the pack, so what it requires cannot be verified", nil)
 		}
 	}
 	f := r.facts()

@@ -142,8 +142,8 @@ func (c *callRecord) argsSize() (int64, error) {
 }
 
 // checkPolicy evaluates the call's own policy (when the policy reads tool
-// data), finds the approval gates that hold the call and binds the
-// envelope to a decision.
+// data), keeps it on the call's record (the approval check reads the
+// gates it activated) and binds the envelope to a decision.
 func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 	env := &c.env
 	res := r.base
