@@ -165,9 +165,11 @@ func TestLongRunningSessionLimit(t *testing.T) {
 		clock := newFakeClock()
 		h, _ := longHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), clock, nil)
 		scriptDefaults(h, "")
-		req, rc := longRequest(t, 4200, 4*time.Hour)
+		// A session of 90 minutes: the finance gate's approval request
+		// lasts two hours (ttl_seconds 7200).
+		req, rc := longRequest(t, 4200, 90*time.Minute)
 		paused := h.Invoke(req, rc)
-		clock.Advance(4 * time.Hour) // exactly at the limit is still within it
+		clock.Advance(90 * time.Minute) // exactly at the limit is still within it
 		a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock.Now())
 		res, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 		if err != nil {
@@ -196,7 +198,7 @@ func TestLongRunningSessionLimit(t *testing.T) {
 		req, rc := longRequest(t, 4200, time.Hour)
 		req.Mode = runcontext.ModeBatch
 		paused := h.Invoke(req, rc)
-		clock.Advance(2 * time.Hour)
+		clock.Advance(90 * time.Minute) // past the session, within the approval request's TTL
 		a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock.Now())
 		res, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 		if err != nil {

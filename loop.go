@@ -22,6 +22,7 @@ import (
 	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/playback"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/replay"
@@ -122,8 +123,9 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		}
 		// Execute the plan's steps through the gateway.
 		var approvals []gateway.Approval
+		var awaited *gateway.ApprovalRequest
 		if resume != nil {
-			approvals, resume = resume.Approvals, nil
+			approvals, awaited, resume = resume.Approvals, r.awaiting, nil
 		}
 		for cp.StepIndex < len(plan.Steps) {
 			i := cp.StepIndex
@@ -132,7 +134,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				Step: gateway.StepID{Turn: cp.planTurn(), Index: i}, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
 			r.event(Event{Kind: EventToolCall, Step: &step})
 			if len(approvals) > 0 {
-				call.Approval = &approvals[0]
+				call.Approval, call.ApprovalRequest = &approvals[0], awaited
 			}
 			// A caller that went away stops the run before the next call
 			// (resumable: the call runs on resume).
@@ -165,7 +167,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				// refused step runs again if the run is resumed with more.
 				return r.hardStop(ctx, stopped(stopBudget, fmt.Sprintf("%s (%s)", dim, res.Error.Message)))
 			}
-			approvals = nil
+			approvals, awaited = nil, nil
 			cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res, PolicyDecisions: r.gwRun.CallDecisions(res.ToolCallID)})
 			cp.StepIndex++
 			if err := r.meter.Exceeded(); err != nil {
@@ -551,7 +553,7 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 	mp := r.prepared.Pack().MemoryLayer.MemoryPolicy
 	var keep []MemoryProposal
 	for _, p := range plan.Memory {
-		if !slices.Contains(mp.WriteClassesAllowed, pack.WriteClass(p.WriteClass)) || p.PII && !mp.ConsentGating.PIIWriteBackAllowed {
+		if !slices.Contains(mp.WriteClassesAllowed, pack.WriteClass(p.WriteClass)) || !mp.ConsentGating.PIIWriteBackAllowed && holdsPII(p) {
 			continue
 		}
 		p.RunID = r.rc.RunID
@@ -562,6 +564,22 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 			r.rt.opts.Logger.Warn("memory proposals not accepted", "run_id", r.rc.RunID, "error", err.Error())
 		}
 	}
+}
+
+// holdsPII reports a memory proposal that is personal data: the planner
+// says so (PII), or the PII detectors find some in its content or its
+// subject ids, whatever the planner says.
+func holdsPII(p MemoryProposal) bool {
+	if p.PII {
+		return true
+	}
+	if _, found := sensitive.Detect(p.Content, sensitive.PII); found {
+		return true
+	}
+	return slices.ContainsFunc(p.SubjectIDs, func(s string) bool {
+		_, found := sensitive.Detect(s, sensitive.PII)
+		return found
+	})
 }
 
 // propose hands proposals to the memory store, turning a panic into a
@@ -969,7 +987,13 @@ func (r *run) facts() *decision.Facts {
 	if r.pins != nil {
 		fetched, _ = r.pins.pinned()
 	}
-	return runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
+	f := runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
+	if p := r.cp.Pending; p != nil {
+		// The gate the run is paused on holds a call: a DEFERRED record
+		// lists it among its controls.
+		addHeldGate(f, p.GateID, p.ApproverRole, false)
+	}
+	return f
 }
 
 // runFacts are what a run established: the admitted evidence with its
@@ -994,25 +1018,12 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	// The rules that applied: the run's evaluation's, then each call's
 	// own (a rule that reads tool data applies per call, whatever the
 	// call's status; the same rule taking the same branch counts once).
-	addRule := func(d policy.Decision) {
-		if len(d.Requires) == 0 {
-			return
-		}
-		a := decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: slices.Clone(d.Requires)}
-		if !slices.ContainsFunc(f.AppliedRules, func(b decision.AppliedRule) bool {
-			return b.BundleID == a.BundleID && b.RuleID == a.RuleID && b.DecisionBinding == a.DecisionBinding && slices.Equal(b.Requires, a.Requires)
-		}) {
-			f.AppliedRules = append(f.AppliedRules, a)
-		}
-	}
-	for _, d := range cc.ContextLedger.PolicyResults {
-		addRule(d)
-	}
+	lists := make([][]policy.Decision, 0, 1+len(results))
+	lists = append(lists, cc.ContextLedger.PolicyResults)
 	for _, s := range results {
-		for _, d := range s.PolicyDecisions {
-			addRule(d)
-		}
+		lists = append(lists, s.PolicyDecisions)
 	}
+	f.AppliedRules = appliedRules(lists...)
 	for _, s := range results {
 		if s.Result.Status.Succeeded() {
 			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
@@ -1041,7 +1052,111 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	}
 	rcs := cc.RuntimeControls
 	f.Controls = decision.Controls{MustRefuse: rcs.MustRefuse, MustEscalate: rcs.MustEscalate, ApprovalGatesActive: rcs.ApprovalGatesActive, RedactionRulesActive: rcs.RedactionRulesActive}
+	// A gate that held a call of the run is active for the run, whether it
+	// was active at compile time or for that call only (its when or a rule
+	// over tool.*): the controls list it, and a call it let run needs its
+	// approval in the record.
+	for _, s := range results {
+		gates, ran := heldBy(s.Result)
+		for _, gate := range gates {
+			addHeldGate(f, gate, gateRole(p, cc, gate), ran)
+		}
+	}
 	return f
+}
+
+// heldBy returns the approval gates that held a call (its approval let
+// the call run, the call is paused on it, an approval on it was refused,
+// or two gates held it and it was blocked), and whether a gate let the
+// call run.
+func heldBy(res *gateway.ToolResultEnvelope) (gates []string, ran bool) {
+	switch {
+	case res.Metadata.ApprovalGateID != "":
+		return []string{res.Metadata.ApprovalGateID}, true
+	case res.Approval != nil:
+		return []string{res.Approval.GateID}, false
+	case res.Error == nil:
+		return nil, false
+	case res.Error.Code == gateway.CodeApprovalDenied || res.Error.Code == gateway.CodeApprovalTimeout:
+		if g, _ := res.Error.Details["gate_id"].(string); g != "" {
+			return []string{g}, false
+		}
+	case res.Error.Code == gateway.CodePermissionDenied:
+		// A checkpoint's results are decoded JSON: a list is []any there.
+		switch ids := res.Error.Details["gate_ids"].(type) {
+		case []string:
+			return ids, false
+		case []any:
+			for _, id := range ids {
+				if s, ok := id.(string); ok {
+					gates = append(gates, s)
+				}
+			}
+			return gates, false
+		}
+	}
+	return nil, false
+}
+
+// addHeldGate adds a gate that held a call to f's controls (in the pack's
+// gate order) and, when its approval let the call run, to the gates whose
+// approval a DECIDED record needs.
+func addHeldGate(f *decision.Facts, gate, role string, ran bool) {
+	if ran {
+		if _, ok := f.ActiveGates[gate]; !ok {
+			f.ActiveGates[gate] = role
+		}
+	}
+	if slices.Contains(f.Controls.ApprovalGatesActive, gate) {
+		return
+	}
+	gates := slices.Clone(f.Controls.ApprovalGatesActive)
+	at := len(gates)
+	if f.Pack != nil {
+		order := func(id string) int {
+			return slices.IndexFunc(f.Pack.PolicyLayer.ApprovalGates, func(g pack.ApprovalGate) bool { return g.GateID == id })
+		}
+		if i := slices.IndexFunc(gates, func(id string) bool { return order(id) > order(gate) }); i >= 0 {
+			at = i
+		}
+	}
+	f.Controls.ApprovalGatesActive = slices.Insert(gates, at, gate)
+}
+
+// gateRole is the approver role of gate: the compiled ledger's, or the
+// pack's.
+func gateRole(p *pack.Pack, cc *compiler.CompiledContext, gate string) string {
+	for _, g := range cc.ContextLedger.ApprovalGates {
+		if g.GateID == gate {
+			return g.ApproverRole
+		}
+	}
+	for _, g := range p.PolicyLayer.ApprovalGates {
+		if g.GateID == gate {
+			return g.RequiredApproverRole
+		}
+	}
+	return ""
+}
+
+// appliedRules are the rules of the decision lists that applied with
+// evidence to require, each rule taking one branch once.
+func appliedRules(lists ...[]policy.Decision) []decision.AppliedRule {
+	var out []decision.AppliedRule
+	for _, ds := range lists {
+		for _, d := range ds {
+			if len(d.Requires) == 0 {
+				continue
+			}
+			a := decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: slices.Clone(d.Requires)}
+			if !slices.ContainsFunc(out, func(b decision.AppliedRule) bool {
+				return b.BundleID == a.BundleID && b.RuleID == a.RuleID && b.DecisionBinding == a.DecisionBinding && slices.Equal(b.Requires, a.Requires)
+			}) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // admittedKind is the kind of the fetched item the compiler admitted as

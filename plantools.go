@@ -31,6 +31,10 @@ type ToolSpec struct {
 	// an approval).
 	ApprovalGate string `json:"approval_gate,omitempty"`
 	GateActive   bool   `json:"approval_gate_active,omitempty"`
+	// GatePerCall, for a gate inactive for the run that reads the tool
+	// call, says when it applies to a call (a call it applies to pauses
+	// for an approval): its when and the rules that name it.
+	GatePerCall string `json:"approval_gate_per_call,omitempty"`
 	// ArgsSchema is the JSON Schema (draft 2020-12) the gateway checks the
 	// arguments against, compact; nil when the registration declares none
 	// (any object) or no adapter is registered for the capability (a
@@ -72,7 +76,7 @@ func (r *PlanRequest) Tools() []ToolSpec {
 			md := e.CapabilityMetadata[c]
 			id := e.AdapterID + "." + c
 			out = append(out, ToolSpec{Name: id, Kind: md.Kind, RiskLevel: md.RiskLevel, ApprovalMode: md.ApprovalMode,
-				ApprovalGate: md.ApprovalGate, GateActive: md.GateActive, ArgsSchema: slices.Clone(r.schemas[id])})
+				ApprovalGate: md.ApprovalGate, GateActive: md.GateActive, GatePerCall: md.GatePerCall, ArgsSchema: slices.Clone(r.schemas[id])})
 		}
 	}
 	slices.SortFunc(out, func(a, b ToolSpec) int {

@@ -44,7 +44,20 @@ import (
 //   - a stored record that names a packet names one the store has,
 //     captured with it (checkRecordHandles), and validates against
 //     decision-record.v1;
-//   - the decision store's chain verifies.
+//   - the decision store's chain verifies;
+//   - no gated write runs without its approval: a refund that reached the
+//     payments adapter while the finance gate held it (the request's
+//     amount above 3000, or, in the per-call packs, the call's own) carries
+//     the gate's approval;
+//   - no write runs without its required evidence: a refund that reached
+//     the adapter came after a successful order lookup and policy
+//     evaluation in the run, with identity verified.
+//
+// Besides plans, statuses, approvals, cancellations and store failures,
+// the generated dimensions are the pack (the seed's finance control over
+// request context, or bound to the call: the gate's when, or the
+// high-value rule, over tool.args.amount_inr) and a required read that
+// always fails (the order lookup failing, or answering not_found).
 //
 // Each case is generated from a PCG source seeded with (propertySeed, case
 // index), so a failing case is reproduced by its subtest name alone:
@@ -124,6 +137,13 @@ type propScenario struct {
 	// "lost_found" (stored, the answer lost, the lookup finds it).
 	StoreFail   string `json:"store_fail,omitempty"`
 	StoreFailAt int    `json:"store_fail_at,omitempty"`
+	// Pack is the finance control's form: "seed" (over request
+	// context), "gate_args" (the gate's when over the call's
+	// amount_inr) or "rule_args" (the high-value rule over it).
+	Pack string `json:"pack"`
+	// ReadFail makes every order lookup fail ("fail") or answer
+	// not_found ("not_found"); "" leaves Scripts as generated.
+	ReadFail string `json:"read_fail,omitempty"`
 }
 
 func (sc *propScenario) String() string {
@@ -226,7 +246,39 @@ func genScenario(seed, idx uint64) *propScenario {
 	if sc.StoreFail = weighted(r, map[string]int{"": 10, "down": 1, "lost": 1, "lost_found": 1}); sc.StoreFail != "" {
 		sc.StoreFailAt = 1 + r.IntN(4)
 	}
+	// Drawn last, so the dimensions above stay as they were generated.
+	sc.Pack = weighted(r, map[string]int{"seed": 3, "gate_args": 2, "rule_args": 2})
+	switch sc.ReadFail = weighted(r, map[string]int{"": 6, "fail": 1, "not_found": 1}); sc.ReadFail {
+	case "fail":
+		sc.Scripts["adp_orders.lookup"] = []string{"fail"}
+	case "not_found":
+		sc.Scripts["adp_orders.lookup"] = []string{"fail_with:not_found"}
+	}
 	return sc
+}
+
+// scenarioPack is the support pack in the scenario's form.
+func scenarioPack(t testing.TB, sc *propScenario, seed []byte) []byte {
+	overArgs := map[string]any{">": []any{map[string]any{"var": "tool.args.amount_inr"}, 3000}}
+	switch sc.Pack {
+	case "gate_args":
+		return supportPackWith(t, func(p map[string]any) {
+			p["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)["when"] = overArgs
+		})
+	case "rule_args":
+		return supportPackWith(t, func(p map[string]any) {
+			supportRules(p)[1].(map[string]any)["if"] = map[string]any{"and": []any{
+				map[string]any{"==": []any{map[string]any{"var": "user.role"}, "support_agent"}}, overArgs}}
+		})
+	}
+	return seed
+}
+
+// gated reports whether the scenario's finance gate holds a refund call
+// of amount: the request's amount above 3000 activates it at compile time
+// in every form; in the per-call forms, so does the call's own.
+func (sc *propScenario) gated(amount float64) bool {
+	return sc.Amount > 3000 || sc.Pack != "seed" && amount > 3000
 }
 
 // Building the run.
@@ -447,7 +499,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	}
 	store := &failOnceDecisions{MemoryStore: decision.NewMemoryStore(), mode: sc.StoreFail, at: sc.StoreFailAt}
 	o.Runtime.Decisions = store
-	h := contextostest.New(t, pl, [][]byte{pk}, &o)
+	h := contextostest.New(t, pl, [][]byte{scenarioPack(t, sc, pk)}, &o)
 	h.Decisions = store.MemoryStore // the checks read the store as it is
 	for c, statuses := range sc.Scripts {
 		adapter, capName, _ := strings.Cut(c, ".")
@@ -510,6 +562,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 			fail("%s = %v, %v", what, res, err)
 		}
 		checkRunInvariants(t, h, res, what, fail)
+		checkWriteControls(h, sc, what, stats, fail)
 		return res
 	}
 	res := call("Invoke", func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Invoke(ctx, req, rc) })
@@ -673,6 +726,57 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 	// the decoded state: the card must not be in those bytes either.
 	if raw, err := h.Checkpoints.Load(ctx, res.RunID); err != nil || bytes.Contains(raw.Data, []byte(leakCard)) {
 		fail("%s: the stored checkpoint data holds the card number (or cannot be loaded: %v)", what, err)
+	}
+}
+
+// checkWriteControls checks that every refund that reached the payments
+// adapter passed the controls that bind it at the moment of the call: the
+// finance gate's approval when the gate held it, and the evidence the
+// refund's decision and rules require (a successful lookup and policy
+// evaluation before it, identity verified).
+func checkWriteControls(h *contextostest.Harness, sc *propScenario, what string, stats map[string]int, fail func(format string, args ...any)) {
+	entries := h.Transcript.Entries()
+	for _, c := range h.Adapter("adp_payments").Calls() {
+		if c.Capability != "issue_refund" || c.Attempt != 1 {
+			continue
+		}
+		id := c.Envelope.ToolCallID
+		amount, _ := c.Envelope.Args["amount_inr"].(float64)
+		// The result of the call that ran (a paused call is recorded with
+		// the same id before it), and the call entry before it.
+		i := slices.IndexFunc(entries, func(e gateway.TranscriptEntry) bool {
+			return e.Result != nil && e.Result.ToolCallID == id && e.Result.Metadata.Attempts > 0
+		})
+		if i < 0 {
+			fail("%s: the refund %s reached the adapter and its result is not in the transcript", what, id)
+		}
+		at := i - 1
+		for at >= 0 && (entries[at].Call == nil || entries[at].Call.ToolCallID != id) {
+			at--
+		}
+		if at < 0 {
+			fail("%s: the refund %s reached the adapter and its call is not in the transcript", what, id)
+		}
+		if sc.gated(amount) {
+			if entries[i].Result.Metadata.ApprovalGateID != "GATE_FINANCE_APPROVAL" || entries[i].Result.Metadata.Approver == "" {
+				fail("%s: the refund %s of %v ran while the finance gate held it, without its approval", what, id, amount)
+			}
+			stats["gated_refund_ran"]++
+		}
+		held := func(capability string) bool {
+			return slices.ContainsFunc(entries[:at], func(e gateway.TranscriptEntry) bool {
+				return e.Result != nil && e.Result.CapabilityID == capability && e.Result.Status.Succeeded()
+			})
+		}
+		if !sc.Verified || !held("adp_orders.lookup") || !held("adp_policy.eval") {
+			fail("%s: the refund %s ran without its evidence (identity verified %v, lookup %v, policy eval %v before it)",
+				what, id, sc.Verified, held("adp_orders.lookup"), held("adp_policy.eval"))
+		}
+	}
+	for _, e := range entries {
+		if r := e.Result; r != nil && r.CapabilityID == "adp_payments.issue_refund" && r.Error != nil && strings.HasPrefix(r.Error.Message, "missing_evidence:") {
+			stats["write_blocked_missing_evidence"]++
+		}
 	}
 }
 

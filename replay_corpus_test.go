@@ -333,10 +333,11 @@ func corpusRuns() []corpusRun {
 			scriptDefaults(h, "")
 			return h, invoke(t, h, "denied-empty-evidence", 1200, false, nil)
 		}},
-		// long_running (issue 15): IN_FLIGHT checkpoints, a pause two hours
-		// long on the injected clock, and the CLOSED records.
+		// long_running (issue 15): IN_FLIGHT checkpoints, a pause of 90
+		// minutes on the injected clock (within the finance gate's
+		// two-hour request TTL), and the CLOSED records.
 		{name: "long-running-paused-4200-approved", want: "DECIDED approved", run: func(t *testing.T) (*contextostest.Harness, *contextos.Result) {
-			return corpusLongRun(t, "long-running-paused-4200-approved", 2*time.Hour)
+			return corpusLongRun(t, "long-running-paused-4200-approved", 90*time.Minute)
 		}},
 		// A long_running session whose approval comes after
 		// max_session_duration_ms: ESCALATED, the refund never made.

@@ -145,7 +145,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err := rt.saveCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: resume %s: %w", runID, err)
 	}
-	cp.Pending = nil
+	r.awaiting, cp.Pending = cp.Pending, nil
 	return r.run(ctx, &in)
 }
 

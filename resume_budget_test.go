@@ -15,7 +15,7 @@ import (
 )
 
 // A resume budget replaces the run budget, but an optional limit it leaves
-// unset (0) keeps the run's value: a 1 h long_running session resumed 2 h
+// unset (0) keeps the run's value: a 1 h long_running session resumed 90 min
 // in, with a budget that raises only max_tool_calls, is over (ESCALATED, no
 // refund issued), not lifted to the 4 h default. Raising the session limit
 // is explicit. The checkpoint's run context and the session_expired stop
@@ -43,7 +43,7 @@ func TestResumeBudgetKeepsUnsetLimits(t *testing.T) {
 			rc.RunBudget.MaxPayloadBytes = 64 << 10
 			paused := h.Invoke(req, rc)
 			contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
-			clock.Advance(2 * time.Hour)
+			clock.Advance(90 * time.Minute) // within the approval request's two-hour TTL
 			budget := rc.RunBudget
 			budget.MaxToolCalls += 5
 			budget.MaxSessionDurationMS = tc.session
@@ -54,7 +54,7 @@ func TestResumeBudgetKeepsUnsetLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Status != tc.wantStatus {
-				t.Errorf("resumed 2h into a session ended %s, want %s", res.Status, tc.wantStatus)
+				t.Errorf("resumed 90 minutes into a session ended %s, want %s", res.Status, tc.wantStatus)
 			}
 			if n := len(h.Adapter("adp_payments").Calls()); n != tc.wantRefunds {
 				t.Errorf("issue_refund calls = %d, want %d", n, tc.wantRefunds)

@@ -500,6 +500,8 @@ type run struct {
 	// before its last part ran (the runtime that ran it died): its replay
 	// inputs are incomplete, so no packet is captured.
 	inputsLost bool
+	// awaiting is the approval request a resumed run was paused on.
+	awaiting *gateway.ApprovalRequest
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -735,7 +737,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	span.SetAttributes(attrs...)
 	r.span.SetAttributes(attrs...)
-	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gatewayRunOptions(r.clock, chain, rt.recorder)); err != nil {
+	gwOpts := gatewayRunOptions(r.clock, chain, rt.recorder)
+	gwOpts.VerifyWrite = r.verifyWrite
+	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gwOpts); err != nil {
 		return err
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})

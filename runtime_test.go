@@ -417,7 +417,7 @@ func TestTimeSpentPausedIsNotChargedToTheWallClock(t *testing.T) {
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
 	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
-	now.Add(int64(2 * time.Hour)) // the finance lead answers two hours later
+	now.Add(int64(110 * time.Minute)) // the finance lead answers within the request's two-hour TTL
 	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock())
 	done, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	if err != nil {

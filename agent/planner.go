@@ -270,8 +270,11 @@ func (p *Planner) render(req *contextos.PlanRequest, correction string) string {
 		fmt.Fprintf(&b, "kind: %s; risk level: %s; approval mode: %s", orNone(t.Kind), orNone(t.RiskLevel), orNone(string(t.ApprovalMode)))
 		if t.ApprovalGate != "" {
 			state := "inactive for this run"
-			if t.GateActive {
+			switch {
+			case t.GateActive:
 				state = "active: the call pauses until an approver approves it"
+			case t.GatePerCall != "":
+				state = "applies per call when " + t.GatePerCall + ": such a call pauses until an approver approves it"
 			}
 			fmt.Fprintf(&b, "; approval gate: %s (%s)", t.ApprovalGate, state)
 		}

@@ -73,8 +73,11 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 		fmt.Fprintf(&b, " Capability %s.%s: %s, approval mode %s", a.AdapterID, c, m.Kind, m.ApprovalMode)
 		if m.ApprovalGate != "" {
 			state := "inactive"
-			if m.GateActive {
+			switch {
+			case m.GateActive:
 				state = "active"
+			case m.GatePerCall != "":
+				state = "applies per call when " + m.GatePerCall
 			}
 			fmt.Fprintf(&b, ", approval gate %s (%s)", m.ApprovalGate, state)
 		}
@@ -84,6 +87,13 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 		b.WriteString(".")
 	}
 	return b.String()
+}
+
+// perCallGateBlock tells the model about a gate that reads the tool call
+// and that no surfaced capability's permission names.
+func perCallGateBlock(g pack.ApprovalGate, cond string) string {
+	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) applies per call when %s: a write-class call it applies to pauses until a %s approves it.",
+		g.GateID, g.RequiredApproverRole, g.TTLSeconds, cond, g.RequiredApproverRole)
 }
 
 func constraintText(c map[string]any) string {

@@ -524,6 +524,8 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			}
 		}
 	}
+	perCall := p.engine.PerCallGates()
+	named := map[string]bool{} // gates a surfaced capability's permission names
 	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
 		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
 		for _, c := range a.Capabilities {
@@ -553,10 +555,17 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 				kind = "write"
 			}
 			entry.Capabilities = append(entry.Capabilities, c)
-			entry.CapabilityMetadata[c] = CapabilityMetadata{
+			md := CapabilityMetadata{
 				Kind: kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
 				Constraints: perm.ArgConstraints, ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
 			}
+			if md.ApprovalGate != "" && !md.GateActive {
+				md.GatePerCall = perCallCondition(perCall, md.ApprovalGate)
+			}
+			if md.ApprovalGate != "" {
+				named[md.ApprovalGate] = true
+			}
+			entry.CapabilityMetadata[c] = md
 			ledger.Tools = append(ledger.Tools, id)
 		}
 		if len(entry.Capabilities) == 0 {
@@ -566,7 +575,41 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			Content: toolBlock(a, entry), Priority: priorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
+	// A gate that reads the tool call and that no surfaced capability's
+	// permission names can still hold any call: the model is told when.
+	if len(cc.Manifests.ToolManifest) > 0 {
+		n := 0
+		for _, pc := range perCall {
+			if named[pc.GateID] {
+				continue
+			}
+			g := p.gates[pc.GateID]
+			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
+				Content: perCallGateBlock(g, perCallCondition(perCall, pc.GateID)), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + pc.GateID}})
+			n++
+		}
+	}
 	return blocks
+}
+
+// perCallCondition says when the per-call gate applies to a call ("" when
+// the gate does not read the tool call): its when, then each rule over
+// tool.* that names it.
+func perCallCondition(perCall []policy.PerCallGate, gate string) string {
+	for _, pc := range perCall {
+		if pc.GateID != gate {
+			continue
+		}
+		var conds []string
+		if pc.When != nil {
+			conds = append(conds, string(pc.When))
+		}
+		for _, r := range pc.Rules {
+			conds = append(conds, "policy rule "+r+" requires it for the call")
+		}
+		return strings.Join(conds, " or ")
+	}
+	return ""
 }
 
 // evidence computes stage 7's evidence: only trusted, unexpired, fresh,

@@ -72,6 +72,11 @@ type CapabilityMetadata struct {
 	ApprovalGate string                    `json:"approval_gate,omitempty"`
 	// GateActive reports whether ApprovalGate is active for this run.
 	GateActive bool `json:"approval_gate_active,omitempty"`
+	// GatePerCall, for an ApprovalGate inactive at compile time that reads
+	// the tool call (policy.Gate.PerCall), says when it applies to a call:
+	// its when (compact JSON) and the rules over tool.* that name it. A
+	// call it applies to pauses for its approval.
+	GatePerCall string `json:"approval_gate_per_call,omitempty"`
 	// Extra holds additional members.
 	Extra map[string]json.RawMessage `json:"-" wire:"extra"`
 }

@@ -63,6 +63,14 @@ func TestApprovalRefusals(t *testing.T) {
 		{"no approval id", nil, func(a *gateway.Approval) { a.ApprovalID = "" }, "approval_id"},
 		{"no approver and no id", nil, func(a *gateway.Approval) { a.Approver, a.ApprovalID = "", "" }, "approval_id"},
 		{"self-approval", nil, func(a *gateway.Approval) { a.Approver = "usr_771" }, "requesting user"},
+		// Names are compared after Unicode normalization: a zero-width
+		// space, a bidi control, full-width letters or another case do not
+		// make the requester someone else.
+		{"self-approval with a zero-width space", nil, func(a *gateway.Approval) { a.Approver = "usr_771\u200b" }, "requesting user"},
+		{"self-approval behind a bidi control", nil, func(a *gateway.Approval) { a.Approver = "\u202eusr_771" }, "requesting user"},
+		{"self-approval in full-width letters", nil, func(a *gateway.Approval) { a.Approver = "\uff55\uff53\uff52_771" }, "requesting user"},
+		{"self-approval in another case", nil, func(a *gateway.Approval) { a.Approver = " USR_771 " }, "requesting user"},
+		{"an approver of only invisible characters", nil, func(a *gateway.Approval) { a.Approver = "\u200b\u2060" }, "names no approver"},
 		{"self-approval allowed by the gate", allowSelfApproval, func(a *gateway.Approval) { a.Approver = "usr_771" }, ""},
 		{"another approver", nil, func(*gateway.Approval) {}, ""},
 	}

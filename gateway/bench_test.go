@@ -107,3 +107,32 @@ func BenchmarkGatewayCallWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGatewayCallWritePerCallGate: BenchmarkGatewayCallWrite under a
+// pack whose finance gate reads the call's amount (a refund of 1200, which
+// the gate lets through): what the per-call policy evaluation adds to a
+// write. A pack that reads no tool.* pays none of it.
+func BenchmarkGatewayCallWritePerCallGate(b *testing.B) {
+	f := newFixture(b, lowValue, editPack(gateWhenOverArgs), func(fx *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.RunBudget.MaxToolCalls = 1 << 30
+		rc.RunBudget.MaxCostCents = 1e12
+	})
+	reg, err := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Adapter: noop, Capabilities: map[string]gateway.Capability{
+		"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, HonorsContext: true}}}}, &gateway.Options{Transcript: &discardSink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := rebind(b, f, reg)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		req := refundCall(1200)
+		req.Step = gateway.StepID{Turn: i / 1000, Index: i % 1000}
+		req.IdempotencyKey = "ik_bench_" + strconv.Itoa(i)
+		i++
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusCompleted {
+			b.Fatal(res, err)
+		}
+	}
+}

@@ -46,6 +46,11 @@ type CallRequest struct {
 	Attachments []string
 	// Approval answers a paused call's approval request.
 	Approval *Approval
+	// ApprovalRequest is the request Approval answers: the pause of this
+	// call being resumed. Once it is as old as its gate's ttl_seconds the
+	// approval cannot be used (blocked, approval_timeout). The gateway
+	// reads it only for the call and gate it names.
+	ApprovalRequest *ApprovalRequest
 }
 
 // StepID names a plan step within a run: Index is the step's index in
@@ -86,6 +91,7 @@ type callRecord struct {
 	attachments []string
 	callerKey   string
 	approval    *Approval
+	request     *ApprovalRequest
 	// m is the run's constant members, encoded once (see runMembers).
 	m *runMembers
 	// argsJSON is the canonical form of env.Args as the gateway built it
@@ -95,9 +101,9 @@ type callRecord struct {
 	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
 	// result cites when the adapter cites nothing (ToolCallID is its tail).
 	citeRef string
-	// decisions are the decisions of the call's own policy evaluation (nil
-	// when the call is bound to the run's evaluation).
-	decisions []policy.Decision
+	// eval is the call's own policy evaluation (nil when the call is
+	// bound to the run's).
+	eval *policy.Evaluation
 
 	// What the checks settled, for the ones after them and the execution.
 	write      bool                   // the capability's highest mode is write-class
@@ -105,6 +111,15 @@ type callRecord struct {
 	attHashes  []string               // the used attachments' hashes
 	delegation *runcontext.Delegation // the user's, for a delegated call
 	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
+}
+
+// decisions are the decisions of the call's own policy evaluation, nil
+// when the call is bound to the run's.
+func (c *callRecord) decisions() []policy.Decision {
+	if c.eval == nil {
+		return nil
+	}
+	return c.eval.Decisions
 }
 
 // Call checks, executes and records one call. Refusals, pauses and
@@ -152,7 +167,7 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 			err = rerr
 		}
 	}
-	r.keepDecisions(out.ToolCallID, c.decisions, out.Metadata.Duplicate)
+	r.keepDecisions(out.ToolCallID, c.decisions(), out.Metadata.Duplicate)
 	if recording {
 		span.SetAttributes(attribute.String("contextos.tool.status", string(out.Status)), attribute.Int("contextos.tool.attempts", out.Metadata.Attempts))
 		if out.PolicyDecisionID != nil {
@@ -225,7 +240,7 @@ func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
 // in the run's tool manifest (nil when it is not surfaced); a malformed
 // request yields a rejected result at once.
 func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
-	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, m: r.members}
+	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, request: req.ApprovalRequest, m: r.members}
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/principal"
 	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
@@ -40,6 +41,7 @@ var checks = [...]check{
 	{"safety_mode", (*Run).checkSafetyMode},
 	{"delegation", (*Run).checkDelegation},
 	{"budget", (*Run).checkBudget},
+	{"evidence", (*Run).checkEvidence},
 	{"approval", (*Run).checkApprovalGate},
 }
 
@@ -140,7 +142,8 @@ func (c *callRecord) argsSize() (int64, error) {
 }
 
 // checkPolicy evaluates the call's own policy (when the policy reads tool
-// data) and binds the envelope to a decision.
+// data), keeps it on the call's record (the approval check reads the
+// gates it activated) and binds the envelope to a decision.
 func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 	env := &c.env
 	res := r.base
@@ -150,9 +153,14 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 		if err != nil {
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
 		}
-		c.decisions = res.Decisions
+		c.eval = res
+		if c.write && len(res.Skipped) > 0 {
+			// A rule or gate over an argument this write does not carry
+			// cannot be judged for it: the write does not run.
+			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[0].Error().Error(), nil), nil), nil
+		}
 	}
-	polID, blockedBy := r.bindPolicy(env, res, c.s, c.write)
+	polID, blockedBy := r.bindPolicy(env, res, c)
 	env.PolicyDecisionID = polID
 	if blockedBy != "" {
 		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
@@ -222,14 +230,75 @@ func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
 	return nil, nil
 }
 
+// holdingGates returns the approval gate that holds the call ("" for
+// none) and, when more than one does, the others, from the evaluation the
+// call is bound to: the gate its permission names, when that gate is
+// active at compile time or for the call; then, for a write-class call,
+// in declaration order, every gate the call itself made active
+// (policy.Gate.ByCall: its when, over tool.*, holds for the call, or a
+// rule over tool.* took a branch naming it). A read-only call is held
+// only by the gate its permission names: a gate over tool.args meant for
+// refunds never holds the lookup that reads the same argument.
+func (r *Run) holdingGates(c *callRecord) (gate string, more []string) {
+	own := c.s.perm.RequiresApprovalGate
+	if own != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, own) {
+		gate = own
+	}
+	if c.eval == nil {
+		return gate, nil // no per-call evaluation: the compile-time gates are all
+	}
+	for _, g := range c.eval.Gates {
+		if !g.Active || g.GateID == gate || g.GateID != own && !(g.ByCall && c.write) {
+			continue
+		}
+		if gate == "" {
+			gate = g.GateID
+		} else {
+			more = append(more, g.GateID)
+		}
+	}
+	return gate, more
+}
+
+// checkEvidence asks the run's VerifyWrite hook, when there is one,
+// whether a write may run with what the run holds (blocked otherwise).
+func (r *Run) checkEvidence(_ context.Context, c *callRecord) (*result, error) {
+	if !c.write || r.verifyWrite == nil {
+		return nil, nil
+	}
+	te := r.verifyWrite(&WriteCall{CapabilityID: c.env.CapabilityID, ToolCallID: c.env.ToolCallID, Decisions: c.decisions()})
+	if te == nil {
+		return nil, nil
+	}
+	// The hook's error is the refusal's, copied: a later change to it
+	// reaches nothing recorded.
+	cp := *te
+	if cp.Reason == "" {
+		cp.Reason = ReasonFor(cp.Code)
+	}
+	if cp.Details == nil {
+		cp.Details = map[string]any{}
+	}
+	cp.Retryable = false
+	return r.refuse(c, StatusBlocked, &cp, c.env.PolicyDecisionID), nil
+}
+
 // checkApprovalGate holds a call behind an active approval gate until it
 // carries a valid approval. What the approval adds to the result's
 // metadata is set before the result is recorded, so the transcript
 // carries it.
 func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, error) {
-	gate := c.s.perm.RequiresApprovalGate
-	if gate == "" || !slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, gate) {
+	gate, more := r.holdingGates(c)
+	if gate == "" {
 		return nil, nil
+	}
+	if len(more) > 0 {
+		// An approval releases a call through one gate: a call that two
+		// gates hold cannot be approved, and does not run.
+		all := append([]string{gate}, more...)
+		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false,
+			fmt.Sprintf("the call is held by approval gates %s; an approval releases a call through one gate", strings.Join(all, ", ")),
+			map[string]any{"gate_ids": all}), c.env.PolicyDecisionID), nil
 	}
 	out, who, err := r.checkApproval(ctx, c, gate)
 	if err != nil {
@@ -306,8 +375,10 @@ func (r *Run) idempotencyKey(c *callRecord) (string, error) {
 
 // bindPolicy picks the policy decision the call is bound to and says why
 // policy blocks it, if it does: a refusal blocks every call; a deny or an
-// escalation blocks write-class calls.
-func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, s *surfaced, write bool) (*string, string) {
+// escalation blocks write-class calls. A call an approval gate holds is
+// bound to the rule decision that requires that gate, when one does.
+func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, c *callRecord) (*string, string) {
+	write := c.write
 	switch {
 	case res.Verdict == policy.VerdictRefuse:
 		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
@@ -322,8 +393,16 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, s *surfa
 			}
 		}
 	}
+	held, heldKnown := "", false // the gate that holds the call, worked out when a decision names another
 	for _, d := range res.Decisions {
-		if d.RequiresApprovalGate != "" && d.RequiresApprovalGate == s.perm.RequiresApprovalGate {
+		if d.RequiresApprovalGate == "" {
+			continue
+		}
+		if d.RequiresApprovalGate != c.s.perm.RequiresApprovalGate && !heldKnown {
+			held, _ = r.holdingGates(c)
+			heldKnown = true
+		}
+		if d.RequiresApprovalGate == c.s.perm.RequiresApprovalGate || d.RequiresApprovalGate == held {
 			id := d.PolicyDecisionID
 			return &id, ""
 		}
@@ -359,6 +438,13 @@ func decisionIDsDigest(res *policy.Evaluation) (string, error) {
 	return canon.Digest(ids)
 }
 
+// requestExpired reports a resumed call whose approval request (the pause
+// it answers, on gateID) is ttl old or older at now.
+func (c *callRecord) requestExpired(gateID string, ttl time.Duration, now time.Time) bool {
+	p := c.request
+	return p != nil && p.GateID == gateID && p.ToolCallID == c.env.ToolCallID && !now.Before(p.RequestedAt.Add(ttl))
+}
+
 // checkApproval checks the call's approval for gateID: it returns the
 // result that pauses or refuses the call, or the approver.
 func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (*result, string, error) {
@@ -386,7 +472,7 @@ func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (
 	switch {
 	case strings.TrimSpace(a.ApprovalID) == "":
 		return deny(CodeApprovalDenied, "the approval has no approval_id (each approval is identified, and used once)")
-	case strings.TrimSpace(a.Approver) == "":
+	case principal.Canonical(a.Approver) == "":
 		return deny(CodeApprovalDenied, "the approval names no approver")
 	case a.GateID != gateID:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approval is for gate %s, not %s", clip(a.GateID, maxQuoted), gateID))
@@ -396,8 +482,10 @@ func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (
 		return deny(CodeApprovalDenied, "the approver denied the action")
 	case a.ApproverRole != gate.RequiredApproverRole:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver's role %q is not %s", clip(a.ApproverRole, maxQuoted), gate.RequiredApproverRole))
-	case strings.EqualFold(strings.TrimSpace(a.Approver), strings.TrimSpace(r.rc.User.UserID)) && !gate.AllowSelfApproval:
+	case principal.Same(a.Approver, r.rc.User.UserID) && !gate.AllowSelfApproval:
 		return deny(CodeApprovalDenied, fmt.Sprintf("the approver is the run's requesting user; gate %s needs someone else", gateID))
+	case c.requestExpired(gateID, time.Duration(gate.TTLSeconds)*time.Second, now):
+		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval request is older than the gate's %ds TTL; the call must be proposed again", gate.TTLSeconds))
 	case a.DecidedAt.After(now) || !now.Before(a.DecidedAt.Add(time.Duration(gate.TTLSeconds)*time.Second)):
 		return deny(CodeApprovalTimeout, fmt.Sprintf("the approval is outside its %ds TTL", gate.TTLSeconds))
 	}

@@ -50,10 +50,13 @@
 //     permission's arg_constraints (rejected, invalid_input, every problem
 //     with its JSON pointer);
 //  7. payload — they fit max_payload_bytes (rejected, invalid_input);
-//  8. policy — per-call policy is evaluated and the envelope bound to a
-//     decision; a must_refuse guardrail blocks every call, a must_escalate
-//     guardrail or a deny blocks write-class calls (blocked,
-//     permission_denied; see docs/policy.md in the repository);
+//  8. policy — per-call policy is evaluated (when a rule or gate reads
+//     tool.*) and the envelope bound to a decision; a must_refuse
+//     guardrail blocks every call, a must_escalate guardrail or a deny
+//     blocks write-class calls (blocked, permission_denied); a
+//     write-class call for which a rule or gate over tool.* cannot be
+//     judged (it reads an argument the call lacks) is blocked
+//     (runtime_policy_invalid; see docs/policy.md in the repository);
 //  9. safety_mode — no approval mode is above the run's safety mode
 //     (blocked, permission_denied);
 //  10. delegation — a delegated or destructive call has the user's
@@ -63,10 +66,20 @@
 //     bucket's (tokens are charged after the fact: a delegated agent's,
 //     a planner turn's), and tool calls and cost are left (blocked,
 //     runtime_policy_invalid);
-//  12. approval — an active approval gate has a valid approval, or the
-//     call pauses (paused, approval_pending); an approval given for
-//     another action, role or gate, past its TTL, by the requesting user,
-//     or used before is refused (blocked, approval_denied or
+//  12. evidence — a write-class call passes the run's
+//     RunOptions.VerifyWrite, when it has one: the runtime blocks a write
+//     whose rules and decision require evidence the run does not hold yet
+//     (blocked, with the hook's code and message);
+//  13. approval — the approval gate that holds the call has a valid
+//     approval, or the call pauses (paused, approval_pending). A gate
+//     holds a call when the call's permission names it and it is active
+//     at compile time or for the call, or, for a write-class call, when
+//     the call itself made it active (its when, over tool.*, holds for
+//     the call, or a rule over tool.* names it for the call); a call two
+//     gates hold is blocked (permission_denied). An approval given for another action, role or
+//     gate, by the requesting user (names compared after Unicode
+//     normalization), used before, past its TTL, or answering a request
+//     older than the gate's TTL is refused (blocked, approval_denied or
 //     approval_timeout).
 //
 // A call that passes executes at most once per idempotency key through

@@ -256,7 +256,8 @@ type Run struct {
 	redact        []Redactor
 	now           func() time.Time
 	observe       func(Attempt) // nil when nothing observes the attempts
-	usesTool      bool          // per-call policy evaluation can differ from the run's
+	verifyWrite   func(*WriteCall) *ToolError
+	usesTool      bool // per-call policy evaluation can differ from the run's
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
 	principals []runcontext.Principal
@@ -302,6 +303,25 @@ type RunOptions struct {
 	// what it keeps never holds an adapter's raw value. It is called on
 	// the calling goroutine, once per attempt, in order.
 	Observe func(Attempt)
+	// VerifyWrite, when set, is asked about every write-class call that
+	// passed the checks before it (see the package doc, "evidence"),
+	// before any approval gate holds it: nil lets the call go on; an
+	// error blocks it (status blocked, the error's code and message, not
+	// retryable), and nothing reaches the adapter. The runtime checks
+	// here that the run already holds the evidence the call's rules and
+	// decision require. It is called on the calling goroutine.
+	VerifyWrite func(w *WriteCall) *ToolError
+}
+
+// WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
+type WriteCall struct {
+	CapabilityID string
+	ToolCallID   string
+	// Decisions are the decisions of the call's own policy evaluation
+	// (the rules that applied to the call), nil when the call is bound to
+	// the run's evaluation (the pack's policy reads no tool data). They
+	// are the run's: read, never change them.
+	Decisions []policy.Decision
 }
 
 // ChainState is where a run's transcript chain stands.
@@ -363,7 +383,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		r.seq, r.prev = opts.Chain.Seq, opts.Chain.Hash
 	}
 	if opts != nil {
-		r.observe = opts.Observe
+		r.observe, r.verifyWrite = opts.Observe, opts.VerifyWrite
 	}
 	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())

@@ -211,10 +211,17 @@ func describe(s contextos.ToolSpec) string {
 		b.WriteString(": " + strings.Join(facts, ", "))
 	}
 	b.WriteString(".")
-	if s.GateActive && s.ApprovalGate != "" {
+	switch {
+	case s.GateActive && s.ApprovalGate != "":
 		b.WriteString(" A call pauses for approval gate ")
 		b.WriteString(s.ApprovalGate)
 		b.WriteString(": it runs once a human approves it.")
+	case s.GatePerCall != "" && s.ApprovalGate != "":
+		b.WriteString(" Approval gate ")
+		b.WriteString(s.ApprovalGate)
+		b.WriteString(" applies per call when ")
+		b.WriteString(s.GatePerCall)
+		b.WriteString(": such a call pauses and runs once a human approves it.")
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,6 +178,40 @@ type Gate struct {
 	// ActivatedBy says why it is active: "when", or the rule ids whose
 	// outcome requires it.
 	ActivatedBy []string `json:"activated_by,omitempty"`
+	// PerCall reports a gate that reads the tool call: its when reads
+	// tool.*, or a rule that reads tool.* (in its if or its applies_to)
+	// names it in a branch. Such a gate is evaluated again for each call
+	// (Engine.PerCallGates says when it applies); inactive at compile
+	// time, it may still hold a call.
+	PerCall bool `json:"per_call,omitempty"`
+	// ByCall, in a per-call evaluation (the document has a tool member),
+	// reports a gate the call itself made active: its when reads tool.*
+	// and holds for the call, or a rule that reads tool.* took a branch
+	// naming it. At the gateway such a gate holds a write-class call
+	// whatever gate the call's permission names (a read-only call only
+	// when its permission names the gate).
+	ByCall bool `json:"-"`
+}
+
+// Skipped is a rule or gate an evaluation did not evaluate because it
+// reads a tool.* variable without a default and the document has no value
+// for it: at compile time (no tool member), every such rule and gate,
+// which applies per call; in a per-call evaluation, one that reads an
+// argument the call does not carry. A skipped rule has no decision and a
+// skipped gate's when does not activate it. The gateway refuses a
+// write-class call whose evaluation skipped anything (fail closed) and
+// lets a read-only one go on without it.
+type Skipped struct {
+	// BundleID and RuleID name a rule; GateID a gate.
+	BundleID, RuleID, GateID string
+	// Path is the tool.* variable the document lacks.
+	Path string
+}
+
+// Error returns the failure the skip stands for, as an *Error of
+// KindMissingVariable naming the rule or gate.
+func (s Skipped) Error() *Error {
+	return &Error{BundleID: s.BundleID, RuleID: s.RuleID, GateID: s.GateID, Kind: KindMissingVariable, Path: s.Path, Msg: "the call has no value for it"}
 }
 
 // Raised are the guardrail labels raised in an evaluation, sorted.
@@ -194,6 +229,9 @@ type Evaluation struct {
 	Manifest  []ManifestEntry `json:"manifest"`
 	Raised    Raised          `json:"raised"`
 	Gates     []Gate          `json:"gates"`
+	// Skipped are the rules and gates not evaluated for want of a tool.*
+	// value (see Skipped), in evaluation order.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // ActiveGates returns the ids of the active gates, in declaration order.
@@ -238,6 +276,8 @@ type Engine struct {
 	gates    []preparedGate
 	refuse   map[string]bool
 	escalate map[string]bool
+	usesTool bool
+	perCall  []PerCallGate
 }
 
 type prepared struct {
@@ -247,6 +287,10 @@ type prepared struct {
 	info     logic.Info
 	applies  []applies
 	checks   []typeCheck
+	// readsTool: the rule reads tool.* (its if or its applies_to);
+	// toolVars: the tool.* variables its if reads without a default.
+	readsTool bool
+	toolVars  []string
 }
 
 type applies struct {
@@ -259,6 +303,24 @@ type preparedGate struct {
 	prog  *logic.Program
 	info  logic.Info
 	check []typeCheck
+	// readsTool: the gate's when reads tool.*; toolVars: the tool.*
+	// variables it reads without a default; perCall: the gate reads the
+	// tool call (Gate.PerCall).
+	readsTool, perCall bool
+	toolVars           []string
+}
+
+// PerCallGate says when a gate that reads the tool call applies to a
+// call: when its When holds for the call, or when one of Rules takes a
+// branch that names it.
+type PerCallGate struct {
+	GateID string
+	// When is the gate's when, compact, when it reads tool.* (nil
+	// otherwise: it is then evaluated as at compile time).
+	When json.RawMessage
+	// Rules are the rules that read tool.* and name the gate in a branch,
+	// as "bundle_id#rule_id", in evaluation order.
+	Rules []string
 }
 
 // Prepare parses and checks every expression of p's policy layer and
@@ -292,7 +354,10 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
 			for _, k := range sortedkeys.Of(r.AppliesTo) {
 				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
+				pr.readsTool = pr.readsTool || logic.Root(k) == toolRoot
 			}
+			pr.readsTool = pr.readsTool || readsTool(pr.info)
+			pr.toolVars = toolVars(pr.info)
 			e.rules = append(e.rules, pr)
 		}
 	}
@@ -301,9 +366,84 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		if err != nil {
 			return nil, &Error{Kind: KindPrepare, GateID: g.GateID, Err: err}
 		}
-		e.gates = append(e.gates, preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)})
+		pg := preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)}
+		pg.readsTool, pg.toolVars = readsTool(pg.info), toolVars(pg.info)
+		e.gates = append(e.gates, pg)
 	}
+	e.preparePerCall()
 	return e, nil
+}
+
+// toolRoot is the member of the data document a per-call evaluation adds.
+const toolRoot = "tool"
+
+// readsTool reports an expression that reads tool.* (or the whole
+// document).
+func readsTool(info logic.Info) bool {
+	for _, v := range info.Vars {
+		if logic.Root(v) == toolRoot || v == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// toolVars are the tool.* variables an expression reads without a
+// default.
+func toolVars(info logic.Info) []string {
+	var out []string
+	for _, v := range info.Required {
+		if logic.Root(v) == toolRoot {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// preparePerCall works out which gates read the tool call and when they
+// apply (PerCallGates), and whether the policy reads tool data at all
+// (UsesTool).
+func (e *Engine) preparePerCall() {
+	for _, r := range e.rules {
+		e.usesTool = e.usesTool || r.readsTool
+	}
+	for i := range e.gates {
+		g := &e.gates[i]
+		pc := PerCallGate{GateID: g.gate.GateID}
+		if g.readsTool {
+			var b bytes.Buffer
+			if json.Compact(&b, g.gate.When) == nil {
+				pc.When = b.Bytes()
+			} else {
+				pc.When = slices.Clone(g.gate.When)
+			}
+		}
+		for _, r := range e.rules {
+			if r.readsTool && namesGate(r.rule, g.gate.GateID) {
+				pc.Rules = append(pc.Rules, r.bundleID+"#"+r.rule.RuleID)
+			}
+		}
+		if pc.When != nil || len(pc.Rules) > 0 {
+			g.perCall = true
+			e.perCall = append(e.perCall, pc)
+		}
+		e.usesTool = e.usesTool || g.readsTool
+	}
+}
+
+// namesGate reports a rule with a branch that requires gate.
+func namesGate(r pack.Rule, gate string) bool {
+	return r.Then != nil && r.Then.RequiresApprovalGate == gate || r.Else != nil && r.Else.RequiresApprovalGate == gate
+}
+
+// missingTool returns the first of vars the document has no value for.
+func missingTool(vars []string, d Document) (string, bool) {
+	for _, p := range vars {
+		if v, ok := d.lookup(p); !ok || v == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // parse compiles raw; the decoded expression feeds the operand type
@@ -343,10 +483,16 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		raised[s] = true
 	}
 	gateRules := map[string][]string{}
+	var gateByCall map[string]bool // gates a rule that reads tool.* named
+	_, perCall := in.Data[toolRoot]
 	manifest := map[string][]string{}
 	for i := range e.rules {
 		pr := &e.rules[i]
 		if !pr.matches(in.Data) {
+			continue
+		}
+		if p, missing := missingTool(pr.toolVars, in.Data); missing {
+			res.Skipped = append(res.Skipped, Skipped{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Path: p})
 			continue
 		}
 		d, err := pr.evaluate(e, in)
@@ -359,6 +505,12 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		}
 		if d.RequiresApprovalGate != "" {
 			gateRules[d.RequiresApprovalGate] = append(gateRules[d.RequiresApprovalGate], d.RuleID)
+			if perCall && pr.readsTool {
+				if gateByCall == nil {
+					gateByCall = map[string]bool{}
+				}
+				gateByCall[d.RequiresApprovalGate] = true
+			}
 		}
 		res.Decisions = append(res.Decisions, d)
 	}
@@ -367,19 +519,26 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 			res.Manifest = append(res.Manifest, ManifestEntry{BundleID: b, RuleIDs: ids})
 		}
 	}
-	for _, g := range e.gates {
-		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds}
-		out, err := e.run(g.prog, g.info, g.check, in.Data, "", "", g.gate.GateID)
-		if err != nil {
-			return nil, err
-		}
-		if logic.Truthy(out) {
-			st.Active = true
-			st.ActivatedBy = append(st.ActivatedBy, "when")
+	for i := range e.gates {
+		g := &e.gates[i]
+		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds, PerCall: g.perCall}
+		if p, missing := missingTool(g.toolVars, in.Data); missing {
+			res.Skipped = append(res.Skipped, Skipped{GateID: g.gate.GateID, Path: p})
+		} else {
+			out, err := e.run(g.prog, g.info, g.check, in.Data, "", "", g.gate.GateID)
+			if err != nil {
+				return nil, err
+			}
+			if logic.Truthy(out) {
+				st.Active = true
+				st.ActivatedBy = append(st.ActivatedBy, "when")
+				st.ByCall = perCall && g.readsTool
+			}
 		}
 		if ids := gateRules[g.gate.GateID]; len(ids) > 0 {
 			st.Active = true
 			st.ActivatedBy = append(st.ActivatedBy, ids...)
+			st.ByCall = st.ByCall || gateByCall[g.gate.GateID]
 		}
 		res.Gates = append(res.Gates, st)
 	}
@@ -608,29 +767,9 @@ func set(list []string) map[string]bool {
 
 // UsesTool reports whether any rule or gate reads the tool member of the
 // data document (so a per-call evaluation can differ from the run's).
-func (e *Engine) UsesTool() bool {
-	reads := func(info logic.Info) bool {
-		for _, v := range info.Vars {
-			if logic.Root(v) == "tool" || v == "" {
-				return true
-			}
-		}
-		return false
-	}
-	for _, r := range e.rules {
-		if reads(r.info) {
-			return true
-		}
-		for _, a := range r.applies {
-			if logic.Root(a.path) == "tool" {
-				return true
-			}
-		}
-	}
-	for _, g := range e.gates {
-		if reads(g.info) {
-			return true
-		}
-	}
-	return false
-}
+func (e *Engine) UsesTool() bool { return e.usesTool }
+
+// PerCallGates returns the gates that read the tool call (Gate.PerCall),
+// in declaration order, each with when it applies to a call. The slice
+// and its members are shared: callers must not change them.
+func (e *Engine) PerCallGates() []PerCallGate { return e.perCall }

@@ -5,7 +5,9 @@
 //
 // The run reads the code through a read-only tool, then asks the agent to
 // fix it: adp_coder.run is delegated work the pack permits only behind
-// GATE_CODE_REVIEW, so the run pauses. A tech lead approves; the resumed
+// GATE_CODE_REVIEW, whose when reads the call itself (an agent run whose
+// prompt touches the refund code, or any run the request asks a review
+// for), so the run pauses. A tech lead approves; the resumed
 // run starts the agent once, with the run's trace context in its
 // environment (TRACEPARENT), and ends DECIDED. The replay of the run then
 // serves the recorded outcome and does not run the agent again.

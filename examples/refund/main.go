@@ -4,7 +4,9 @@
 // shows four flows:
 //
 //  1. a 4200 refund that pauses for finance approval, is approved by a
-//     finance lead and is DECIDED;
+//     finance lead and is DECIDED (the pack's finance gate reads the refund
+//     call's own amount, so whatever the request says, a refund call above
+//     3000 pauses);
 //  2. a refund without identity verification, which policy refuses;
 //  3. a 1200 refund decided without an approval gate;
 //  4. the replay of the first run, offline, reporting replay_equal.

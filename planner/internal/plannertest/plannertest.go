@@ -359,3 +359,49 @@ func BoundPack(t testing.TB) []byte {
 	}
 	return out
 }
+
+// Per-call forms of the finance control for PerCallPack.
+const (
+	// GateWhenOverArgs: the finance gate's when reads the refund call's
+	// amount_inr.
+	GateWhenOverArgs = "gate when over tool.args"
+	// GateWhenOverArgsDefault: the same, reading 0 for a call without
+	// the argument.
+	GateWhenOverArgsDefault = "gate when over tool.args with a default"
+	// RuleOverArgs: the high-value rule reads the refund call's
+	// amount_inr and names the finance gate.
+	RuleOverArgs = "rule over tool.args naming the gate"
+)
+
+// PerCallPack is the support pack with its finance control bound to the
+// call (form is GateWhenOverArgs, GateWhenOverArgsDefault or
+// RuleOverArgs): a refund above 3000
+// pauses for the finance gate whatever amount the request says.
+func PerCallPack(t testing.TB, form string) []byte {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(fixture.SupportPack(), &p); err != nil {
+		t.Fatalf("plannertest: pack: %v", err)
+		return nil
+	}
+	overArgs := map[string]any{">": []any{map[string]any{"var": "tool.args.amount_inr"}, 3000}}
+	pl := p["policy_layer"].(map[string]any)
+	switch form {
+	case GateWhenOverArgs:
+		pl["approval_gates"].([]any)[0].(map[string]any)["when"] = overArgs
+	case GateWhenOverArgsDefault:
+		pl["approval_gates"].([]any)[0].(map[string]any)["when"] = map[string]any{">": []any{map[string]any{"var": []any{"tool.args.amount_inr", 0}}, 3000}}
+	case RuleOverArgs:
+		rules := pl["policy_bundles"].([]any)[0].(map[string]any)["policy_dsl"].(map[string]any)["rules"].([]any)
+		rules[1].(map[string]any)["if"] = overArgs
+	default:
+		t.Fatalf("plannertest: no per-call form %q", form)
+		return nil
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("plannertest: pack: %v", err)
+		return nil
+	}
+	return out
+}
