@@ -167,11 +167,16 @@ func TestGovernedCallCannotWidenTheHostLimits(t *testing.T) {
 // Through the runtime: a plan (the model's choice) asking the agent for
 // danger-full-access and another working directory gets the call
 // rejected as invalid_input naming the field; the agent never runs.
+// plainPrompt asks for a change the code review gate does not hold (the
+// pack's per-call gate holds a prompt that mentions refunds), so the call
+// reaches the adapter's own checks without an approval.
+const plainPrompt = "Fix the rounding bug in internal/calc/round.go and add a test."
+
 func TestGovernedPlanCannotPickTheSandbox(t *testing.T) {
 	t.Parallel()
 	for name, args := range map[string]map[string]any{
-		"sandbox":     {"prompt": fixPrompt, "extensions": map[string]any{sandboxKey: "danger-full-access"}},
-		"working_dir": {"prompt": fixPrompt, "working_dir": "/"},
+		"sandbox":     {"prompt": plainPrompt, "extensions": map[string]any{sandboxKey: "danger-full-access"}},
+		"working_dir": {"prompt": plainPrompt, "working_dir": "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

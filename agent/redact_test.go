@@ -119,7 +119,7 @@ func TestGovernedAgentKeyReachesNoRecord(t *testing.T) {
 				Data: json.RawMessage(`{"usage":{"input_tokens":1,"output_tokens":1}}`)}, nil
 		})
 		ad := agent.NewAdapter(be, &agent.AdapterOptions{AdapterID: "adp_coder", Scopes: []string{"repo.write"}})
-		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": fixPrompt}),
+		h := newHarness(t, contextostest.NewPlanner(fixPlan(map[string]any{"prompt": plainPrompt}),
 			&contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "code.change.apply", Outcome: "abandoned", Rationale: "the agent failed"}}), ad.Registration())
 		req, rc := planRequest(t)
 		res := h.Invoke(req, rc)
