@@ -109,8 +109,9 @@ type DecisionProposal struct {
 // InputTokens+OutputTokens. CachedInputTokens is the part of InputTokens
 // a provider served from its prompt cache (it is not charged twice, and
 // cannot exceed InputTokens). CostCents is charged to the cost budget.
-// Every count is ≥ 0 and the cost finite, or the turn is a planner
-// failure (invalid_usage).
+// Every count is from 0 to 2^53−1 and the cost a number of cents from 0
+// to 2^53−1 (a larger number has no exact form in a record), or the turn
+// is a planner failure (invalid_usage).
 type PlanUsage struct {
 	Tokens            int     `json:"tokens,omitempty"`
 	CostCents         float64 `json:"cost_cents,omitempty"`
