@@ -42,7 +42,7 @@ func FuzzLogAndHead(f *testing.F) {
 			}
 			return
 		}
-		lines, extra, _, err := verifyLog("records.jsonl", log, *h)
+		lines, _, extra, _, err := verifyLog("records.jsonl", log, *h)
 		if err != nil {
 			var le *LogError
 			var ce *ChainError
