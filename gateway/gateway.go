@@ -40,7 +40,9 @@ type Options struct {
 	// keeping the last 10,000 runs (Gateway.Transcript
 	// returns it).
 	Transcript TranscriptSink
-	// Redactors add to (or replace, by name) BuiltinRedactors.
+	// Redactors add to (or replace, by name) BuiltinRedactors. The
+	// built-in "secret" rule applies to every run whatever the pack names;
+	// a host rule named "secret" applies in addition when a pack names it.
 	Redactors map[string]Redactor
 	// TracerProvider makes one span per call. Default: no-op.
 	TracerProvider trace.TracerProvider
@@ -409,12 +411,18 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
 		return nil, err
 	}
+	// The built-in secret detectors apply whatever the pack names (an
+	// empty list included): a key, token or credential never reaches a
+	// result, the transcript or a record. The pack's rules add to them.
+	r.redact = append(r.redact, redactSecrets)
 	for _, name := range cc.RuntimeControls.RedactionRulesActive {
 		rule, ok := g.rules[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: redaction rule %q is active but not known (known: %s)", ErrConfig, name, joinKnown(g.rules))
 		}
-		r.redact = append(r.redact, rule)
+		if !isSecretRule(rule) {
+			r.redact = append(r.redact, rule)
+		}
 	}
 	return r, nil
 }
