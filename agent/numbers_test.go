@@ -20,11 +20,11 @@ import (
 func TestAgentSpendBeyondSafeIntegers(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, tc := range []struct {
-		name  string
-		code  int
-		data  string
-		field string // the refused outcome field; "" for a failed run
-		tokens int   // charged: the valid part of the spend
+		name   string
+		code   int
+		data   string
+		field  string // the refused outcome field; "" for a failed run
+		tokens int    // charged: the valid part of the spend
 	}{
 		{"tokens 2^63−1", 0, `{"usage":{"input_tokens":9223372036854775807,"output_tokens":84}}`, "tokens", 0},
 		{"tokens 2^53", 0, `{"usage":{"input_tokens":9007199254740992}}`, "tokens", 0},
