@@ -329,6 +329,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	}
 	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	rt.opts.Decisions = guardedDecisions{rt, o.Decisions} // guard.go: a panic is a failed call
 	var err error
 	if rt.metrics, err = opmetrics.New(o.MeterProvider); err != nil {
 		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrConfig, err)
