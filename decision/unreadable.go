@@ -117,9 +117,10 @@ func (f Filter) matchKeys(k storedKeys) bool {
 	return (f.RunID == "" || k.RunID == f.RunID) && (f.TenantID == "" || k.TenantID == f.TenantID) && (f.Status == "" || k.Status == string(f.Status))
 }
 
-// DecodeStored decodes a stored record's bytes. A record that does not
-// decode is an *UnreadableError naming it (index is its position in the
-// chain); any other error is not returned.
+// DecodeStored decodes a stored record's bytes (as a Store's reader does).
+// Bytes that do not decode as a Record are an *UnreadableError naming the
+// record by its record_id, when that reads, and by index, its position in
+// the chain; it is the only error DecodeStored returns.
 func DecodeStored(stored []byte, index int) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(stored, &r); err != nil {

@@ -261,6 +261,15 @@ func JSONExcluding(v any, paths ...[]string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch v.(type) {
+	case json.RawMessage, []byte:
+	default:
+		// A Go value's integers are held to JSON's rule here too: the
+		// document below is JSON, in which they would only be rounded.
+		if err := checkIntegers(reflect.ValueOf(v)); err != nil {
+			return nil, err
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // keep numbers' text; jcs re-formats them below
 	var doc any

@@ -67,13 +67,14 @@ func TestUnsafeIntegers(t *testing.T) {
 			got, err := JSON(tc.v)
 			_, derr := Digest(tc.v)
 			_, aerr := AppendValue(nil, tc.v)
+			_, xerr := DigestExcluding(tc.v, []string{"x"})
 			if tc.want != "" {
-				if err != nil || string(got) != tc.want || derr != nil || aerr != nil {
-					t.Fatalf("JSON = %s, %v (Digest %v, AppendValue %v); want %s", got, err, derr, aerr, tc.want)
+				if err != nil || string(got) != tc.want || derr != nil || aerr != nil || xerr != nil {
+					t.Fatalf("JSON = %s, %v (Digest %v, AppendValue %v, DigestExcluding %v); want %s", got, err, derr, aerr, xerr, tc.want)
 				}
 				return
 			}
-			for _, e := range []error{err, derr, aerr} {
+			for _, e := range []error{err, derr, aerr, xerr} {
 				var ie *IntegerError
 				if !errors.Is(e, ErrUnsafeInteger) || !errors.Is(e, ErrNotCanonicalizable) || !errors.As(e, &ie) || ie.Digits < 16 {
 					t.Fatalf("err = %v, want an *IntegerError matching ErrUnsafeInteger and ErrNotCanonicalizable", e)
