@@ -75,6 +75,10 @@ func TestUnsafeNumbersNeverEnterARecord(t *testing.T) {
 		{name: "failed turn with tokens 2^63−1", turns: []func() (*contextos.Plan, error){func() (*contextos.Plan, error) {
 			return nil, &contextos.PlanUsageError{Usage: contextos.PlanUsage{Tokens: math.MaxInt}, Err: errors.New("cut off")}
 		}}, reason: "invalid_usage"},
+		// Each count is valid; their sum is not, and saturates.
+		{name: "failed turn with 2^53−1 input and output tokens", turns: []func() (*contextos.Plan, error){func() (*contextos.Plan, error) {
+			return nil, &contextos.PlanUsageError{Usage: contextos.PlanUsage{InputTokens: 1<<53 - 1, OutputTokens: 1<<53 - 1}, Err: errors.New("cut off")}
+		}}, reason: "budget_exceeded"},
 		{name: "adapter tokens 2^63−1", turns: lookupThenDeny, lookup: &gateway.Outcome{Output: delivered, Tokens: math.MaxInt}, field: "tokens"},
 		{name: "adapter cost 1e300 cents", turns: lookupThenDeny, lookup: &gateway.Outcome{Output: delivered, CostCents: 1e300}, field: "cost_cents"},
 		{name: "adapter output int 2^62", turns: lookupThenDeny, lookup: &gateway.Outcome{Output: map[string]any{"order_id": "ord_881", "ref": int64(1 << 62)}}, field: "output"},

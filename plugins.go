@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -123,9 +124,10 @@ type PlanUsage struct {
 // charged is the number of tokens a turn charges (see PlanUsage).
 func (u PlanUsage) charged() int {
 	// Saturating (the counts are ≥ 0 here): a hostile count cannot wrap
-	// to a small charge.
+	// to a small charge, and the charge stays a count a record (and a
+	// replay packet's planner error) holds exactly.
 	sum := u.InputTokens + min(u.OutputTokens, math.MaxInt-u.InputTokens)
-	return max(u.Tokens, sum)
+	return min(max(u.Tokens, sum), canon.MaxSafeInteger)
 }
 
 // StepResult is one executed step. Turn is the turn of the plan the step
