@@ -162,10 +162,19 @@ func (s secretFreeHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (s secretFreeHandler) Handle(ctx context.Context, r slog.Record) error {
-	msg, _ := sensitive.Redact(r.Message, sensitive.Secrets)
+	msg, changed := sensitive.Redact(r.Message, sensitive.Secrets)
+	r.Attrs(func(a slog.Attr) bool {
+		_, c := redactAttr(a)
+		changed = changed || c
+		return !changed
+	})
+	if !changed {
+		return s.h.Handle(ctx, r) // the common line: passed on as it is
+	}
 	out := slog.NewRecord(r.Time, r.Level, msg, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(a))
+		red, _ := redactAttr(a)
+		out.AddAttrs(red)
 		return true
 	})
 	return s.h.Handle(ctx, out)
@@ -174,7 +183,7 @@ func (s secretFreeHandler) Handle(ctx context.Context, r slog.Record) error {
 func (s secretFreeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	red := make([]slog.Attr, len(as))
 	for i, a := range as {
-		red[i] = redactAttr(a)
+		red[i], _ = redactAttr(a)
 	}
 	return secretFreeHandler{s.h.WithAttrs(red)}
 }
@@ -185,31 +194,41 @@ func (s secretFreeHandler) WithGroup(name string) slog.Handler {
 
 // redactAttr redacts one attribute: a string (or a value written as one:
 // an error, a Stringer, anything else) through the secret detectors, a
-// group member by member, and a secret-named attribute whole.
-func redactAttr(a slog.Attr) slog.Attr {
+// group member by member, and a secret-named attribute whole. It reports
+// whether anything changed.
+func redactAttr(a slog.Attr) (slog.Attr, bool) {
 	v := a.Value.Resolve()
-	if sensitive.IsSecretKey(a.Key) && !v.Equal(slog.StringValue("")) && v.Kind() != slog.KindGroup {
-		return slog.String(a.Key, sensitive.Redacted)
+	if sensitive.IsSecretKey(a.Key) && !v.Equal(slog.StringValue("")) && !v.Equal(slog.StringValue(sensitive.Redacted)) && v.Kind() != slog.KindGroup {
+		return slog.String(a.Key, sensitive.Redacted), true
 	}
 	switch v.Kind() {
 	case slog.KindString:
 		if s, ch := sensitive.Redact(v.String(), sensitive.Secrets); ch {
-			return slog.String(a.Key, s)
+			return slog.String(a.Key, s), true
 		}
 	case slog.KindGroup:
-		g := slices.Clone(v.Group())
+		g, changed := v.Group(), false
 		for i := range g {
-			g[i] = redactAttr(g[i])
+			red, ch := redactAttr(g[i])
+			if !ch {
+				continue
+			}
+			if !changed {
+				g, changed = slices.Clone(g), true // the caller's group is not written
+			}
+			g[i] = red
 		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(g...)}
+		if changed {
+			return slog.Attr{Key: a.Key, Value: slog.GroupValue(g...)}, true
+		}
 	case slog.KindAny:
 		var text string
 		switch x := v.Any().(type) {
 		case map[string]any, []any:
 			if red, ch := sensitive.RedactSecrets(x); ch {
-				return slog.Any(a.Key, red)
+				return slog.Any(a.Key, red), true
 			}
-			return slog.Attr{Key: a.Key, Value: v}
+			return a, false
 		case error:
 			text = x.Error()
 		case fmt.Stringer:
@@ -223,8 +242,8 @@ func redactAttr(a slog.Attr) slog.Attr {
 			}
 		}
 		if s, ch := sensitive.Redact(text, sensitive.Secrets); ch {
-			return slog.String(a.Key, s)
+			return slog.String(a.Key, s), true
 		}
 	}
-	return slog.Attr{Key: a.Key, Value: v}
+	return a, false
 }

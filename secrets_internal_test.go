@@ -2,6 +2,7 @@ package contextos
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -97,3 +98,40 @@ func TestEntryRedactionCopies(t *testing.T) {
 		t.Error("redacting a redacted plan copied it again")
 	}
 }
+
+// A line with nothing to redact reaches the host's handler as it was
+// logged: no record is rebuilt for it.
+func TestLogHandlerPassesCleanLines(t *testing.T) {
+	var got []slog.Record
+	h := recordingHandler{records: &got}
+	l := withoutSecretsLogger(slog.New(h))
+	l.Info("tool call", "run_id", "run_1", "capability", "adp_orders.lookup", "attempts", 2)
+	if len(got) != 1 || got[0].NumAttrs() != 3 || got[0].Message != "tool call" {
+		t.Fatalf("records %+v", got)
+	}
+	plain := slog.New(nopHandler{}) // enabled, so every line reaches Handle
+	wrapped := withoutSecretsLogger(plain)
+	line := func(l *slog.Logger) func() {
+		return func() { l.Info("tool call", "run_id", "run_1", "capability", "adp_orders.lookup") }
+	}
+	if n, base := testing.AllocsPerRun(20, line(wrapped)), testing.AllocsPerRun(20, line(plain)); n > base {
+		t.Errorf("a clean line allocates %v times through the redacting handler, %v without", n, base)
+	}
+}
+
+type recordingHandler struct{ records *[]slog.Record }
+
+func (h recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	*h.records = append(*h.records, r.Clone())
+	return nil
+}
+func (h recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+type nopHandler struct{}
+
+func (nopHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (nopHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h nopHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h nopHandler) WithGroup(string) slog.Handler           { return h }
