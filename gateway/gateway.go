@@ -414,7 +414,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	// The built-in secret detectors apply whatever the pack names (an
 	// empty list included): a key, token or credential never reaches a
 	// result, the transcript or a record. The pack's rules add to them.
-	r.redact = append(r.redact, redactSecrets)
+	r.redact = append(make([]Redactor, 0, 1+len(cc.RuntimeControls.RedactionRulesActive)), redactSecrets)
 	for _, name := range cc.RuntimeControls.RedactionRulesActive {
 		rule, ok := g.rules[name]
 		if !ok {

@@ -66,7 +66,76 @@ var secretRules = []func(string) (string, bool){func(s string) (string, bool) { 
 
 // RedactSecrets is RedactValue with the secret detectors (Secrets) and
 // secret-named members: what is redacted whatever rules a pack names.
-func RedactSecrets(v any) (any, bool) { return RedactValue(v, secretRules, true) }
+// A value with no secret is returned as it is (not copied), after a
+// check that allocates nothing for JSON-shaped values.
+func RedactSecrets(v any) (any, bool) {
+	if !hasSecrets(v, false, 0) {
+		return v, false
+	}
+	return RedactValue(v, secretRules, true)
+}
+
+// hasSecrets reports whether RedactSecrets may change v (underSecret: v is
+// the value of a secret-named member). It answers true for what it does
+// not read without allocating (a large number, a value that is not
+// JSON-shaped, nesting beyond the walker's bound): RedactSecrets then
+// decides.
+func hasSecrets(v any, underSecret bool, depth int) bool {
+	if depth > maxSecretDepth {
+		return true
+	}
+	switch x := v.(type) {
+	case nil, bool:
+		return false
+	case string:
+		if underSecret {
+			return x != "" && x != Redacted
+		}
+		_, found := Detect(x, Secrets)
+		return found
+	case float64:
+		return underSecret || math.Abs(x) >= 1e9 || math.IsNaN(x)
+	case int:
+		return underSecret || x >= 1e9 || x <= -1e9
+	case int64:
+		return underSecret || x >= 1e9 || x <= -1e9
+	case json.Number:
+		if underSecret {
+			return true
+		}
+		_, found := Detect(x.String(), Secrets)
+		return found || len(x) >= 10
+	case map[string]any:
+		for k, e := range x {
+			if _, found := Detect(k, Secrets); found {
+				return true
+			}
+			if hasSecrets(e, IsSecretKey(k), depth+1) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, e := range x {
+			if hasSecrets(e, underSecret, depth+1) {
+				return true
+			}
+		}
+		return false
+	case []string:
+		for _, e := range x {
+			if hasSecrets(e, underSecret, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// maxSecretDepth bounds how deep hasSecrets reads before it leaves the
+// value to RedactSecrets.
+const maxSecretDepth = 64
 
 // redactAny is RedactValue; underSecret says whether v is the value of a
 // secret-named member.
