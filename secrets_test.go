@@ -15,7 +15,6 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/replay"
-	"github.com/contextos/contextos/runcontext"
 )
 
 // Secrets the built-in detectors know, one per way into a run.
@@ -173,43 +172,6 @@ func TestSecretsNeverStored(t *testing.T) {
 				t.Error("the record or the log carries no redaction marker")
 			}
 			contextostest.AssertReplayEqual(t, h.Replay(done))
-		})
-	}
-}
-
-// A token reference that holds a token is refused before the run starts,
-// by its path and without the token; nothing is stored.
-func TestTokenShapedTokenRefRefused(t *testing.T) {
-	const token = "ghp_0123456789abcdefghijABCDEFGHIJ0123456789"
-	for _, tc := range []struct {
-		name string
-		set  func(req *runcontext.InvokeRequest, rc *runcontext.RunContext)
-		path string
-	}{
-		{"user delegation", func(req *runcontext.InvokeRequest, rc *runcontext.RunContext) {
-			req.User.Delegation.TokenRef, rc.User.Delegation.TokenRef = token, token
-		}, "user.delegation.token_ref"},
-		{"user delegation, host run context only", func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) {
-			rc.User.Delegation.TokenRef = "Bearer " + token
-		}, "user.delegation.token_ref"},
-		{"agent", func(_ *runcontext.InvokeRequest, rc *runcontext.RunContext) { rc.Agent.TokenRef = token }, "agent.token_ref"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cps := &capturingCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
-			h := harness(t, contextostest.NewPlanner(deniedPlan()), &contextostest.Options{Runtime: contextos.Options{Checkpoints: cps}})
-			req, rc := refundRequest(t, 1200, true)
-			tc.set(req, rc)
-			_, err := h.Runtime.Invoke(context.Background(), req, rc)
-			var ve *runcontext.ValidationError
-			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.path) {
-				t.Fatalf("Invoke = %v, want a validation error naming %s", err, tc.path)
-			}
-			if strings.Contains(err.Error(), token) {
-				t.Errorf("the error quotes the token: %v", err)
-			}
-			if len(cps.data) != 0 {
-				t.Errorf("%d checkpoints saved for a refused request", len(cps.data))
-			}
 		})
 	}
 }

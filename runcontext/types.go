@@ -15,9 +15,7 @@ type Principal struct {
 }
 
 // Delegation is an OAuth-style on-behalf-of grant from a user. TokenRef is a
-// reference into the host's secret store, never a token: validation
-// refuses one that holds a token (an API key, a JSON Web Token, a bearer
-// credential, ...).
+// reference into the host's secret store, never a token.
 type Delegation struct {
 	AuthType AuthType `json:"auth_type" jsonschema:"required"`
 	Scopes   []string `json:"scopes" jsonschema:"required"`

@@ -3,7 +3,6 @@ package runcontext
 import (
 	"errors"
 	"fmt"
-	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/sortedkeys"
 	"math"
 	"mime"
@@ -238,18 +237,6 @@ func checkUser(ps *problems, path string, u *UserClaims) {
 		if strings.TrimSpace(d.Subject) == "" {
 			ps.add(wire.Join(dp, "subject"), CodeRequired, "is required")
 		}
-		checkTokenRef(ps, dp, d.TokenRef)
-	}
-}
-
-// checkTokenRef refuses the token_ref member of the object at path when
-// it holds a token (an API key, a JSON Web Token, a bearer credential,
-// ...): a reference names a secret in the host's store and is recorded
-// and passed to adapters, so a token put there would reach checkpoints
-// and packets. The problem says what was found, never the value.
-func checkTokenRef(ps *problems, path, ref string) {
-	if f, found := sensitive.Detect(ref, sensitive.Secrets); found {
-		ps.add(wire.Join(path, "token_ref"), CodeFormat, "must name a secret in the host's secret store, not hold one (it holds "+f.What+")")
 	}
 }
 
@@ -259,7 +246,6 @@ func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
 	}
 	checkAgentURN(ps, wire.Join(path, "agent_urn"), a.AgentURN)
 	checkSPIFFE(ps, wire.Join(path, "workload_identity"), a.WorkloadIdentity)
-	checkTokenRef(ps, path, a.TokenRef)
 	switch {
 	case a.Lifecycle == "":
 	case enumText("lifecycle", lifecycles(), a.Lifecycle) != nil:
