@@ -253,8 +253,9 @@ func TestGatewayOptionsReachLiveRunsAndReplays(t *testing.T) {
 	}
 }
 
-// A host that sets no gateway logger gets the runtime's, on a live run and
-// on a replay alike.
+// A host that sets no gateway logger gets the runtime's (the host's logger
+// behind the runtime's secret redaction), on a live run and on a replay
+// alike.
 func TestGatewayLoggerDefaultsToTheRuntimes(t *testing.T) {
 	t.Parallel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -266,8 +267,11 @@ func TestGatewayLoggerDefaultsToTheRuntimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h, ok := rt.opts.Logger.Handler().(secretFreeHandler); !ok || h.h != logger.Handler() {
+		t.Errorf("the runtime's logger %T does not redact into the host's", rt.opts.Logger.Handler())
+	}
 	for name, g := range map[string]gateway.Options{"live": gatewayOptions(&rt.opts), "replay": gatewayOptions(&rp.opts)} {
-		if g.Logger != logger {
+		if g.Logger != rt.opts.Logger {
 			t.Errorf("%s gateway logger is not the runtime's", name)
 		}
 	}

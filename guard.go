@@ -10,19 +10,24 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
 )
 
 // ErrPanic reports a host plug-in (planner, critic, evidence source,
-// memory store, tokenizer) that panicked. The run ends ESCALATED with a
-// record where it had started; the panic value and stack go to the log,
-// never into a record, an error or a span.
+// memory store, tokenizer, decision store) that panicked. The run ends
+// ESCALATED with a record where it had started; the panic value and stack
+// go to the log, never into a record, an error or a span. A decision store
+// that panics fails the call it panicked in, as one that returns an error
+// does: a run whose record could not be appended keeps it in its
+// checkpoint, and a resume, a takeover or the same Invoke again stores
+// that very record.
 var ErrPanic = errors.New("contextos: a plug-in panicked")
 
 // PanicError names the plug-in that panicked ("runtime" for a panic
 // outside the plug-ins). It matches ErrPanic.
 type PanicError struct {
 	// Plugin is "planner", "critic", "evidence source", "memory store",
-	// "tokenizer" or "compile".
+	// "tokenizer", "decision store" or "compile".
 	Plugin string
 }
 
@@ -144,3 +149,52 @@ func (m recordedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) ([]c
 }
 
 func (recordedMemory) Propose(ctx context.Context, _ []MemoryProposal) error { return ctx.Err() }
+
+// guardedDecisions is the decision store as the runtime calls it: a call
+// that panics returns a *PanicError instead (the value and stack logged
+// by recovered), so a panicking Append is an append that failed — the
+// run keeps its record unconfirmed and settles it later — and a
+// panicking lookup or listing fails only its caller.
+type guardedDecisions struct {
+	rt *Runtime
+	s  decision.Store
+}
+
+func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, r.RunID)
+		}
+	}()
+	return g.s.Append(ctx, r)
+}
+
+func (g guardedDecisions) Get(ctx context.Context, id string) (out *decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, "")
+		}
+	}()
+	return g.s.Get(ctx, id)
+}
+
+func (g guardedDecisions) List(ctx context.Context, f decision.Filter) (out []*decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, f.RunID)
+		}
+	}()
+	return g.s.List(ctx, f)
+}
+
+func (g guardedDecisions) Verify(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = g.rt.recovered(p, pluginDecisions, "")
+		}
+	}()
+	return g.s.Verify(ctx)
+}
+
+// pluginDecisions names the decision store in a *PanicError.
+const pluginDecisions = "decision store"

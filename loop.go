@@ -374,6 +374,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		cp.PlannerErrors = append(cp.PlannerErrors, pe)
 		return nil, &stopError{st}
 	}
+	plan = redactPlan(plan) // secrets.go: before anything sees or stores it
 	plan.Replan = boundReason(plan.Replan)
 	cp.Plans = append(cp.Plans, plan)
 	cp.Turn++

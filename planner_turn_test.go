@@ -274,20 +274,28 @@ func TestPlannerReplanReplays(t *testing.T) {
 	}
 }
 
-// Counts at the top of int saturate instead of wrapping to a small charge:
-// the run stops over its token budget, whatever the planner reported.
+// Counts at the top of what a record holds saturate instead of wrapping to
+// a small charge: the run stops over its token budget, charged 2^53−1.
+// Counts beyond it are no usage at all: the turn fails with invalid_usage,
+// charging nothing.
 func TestPlannerUsageSaturates(t *testing.T) {
-	for _, u := range []contextos.PlanUsage{
-		{InputTokens: math.MaxInt, OutputTokens: math.MaxInt},
-		{InputTokens: math.MaxInt - 1, OutputTokens: 2, CachedInputTokens: 5},
+	for _, tc := range []struct {
+		u       contextos.PlanUsage
+		reason  string
+		charged int
+	}{
+		{contextos.PlanUsage{InputTokens: 1<<53 - 1, OutputTokens: 1<<53 - 1}, "budget_exceeded", 1<<53 - 1},
+		{contextos.PlanUsage{InputTokens: 1<<53 - 2, OutputTokens: 2, CachedInputTokens: 5}, "budget_exceeded", 1<<53 - 1},
+		{contextos.PlanUsage{InputTokens: math.MaxInt, OutputTokens: math.MaxInt}, "invalid_usage", 0},
+		{contextos.PlanUsage{InputTokens: math.MaxInt - 1, OutputTokens: 2, CachedInputTokens: 5}, "invalid_usage", 0},
 	} {
 		plan := deniedPlan()
-		plan.Usage = u
+		plan.Usage = tc.u
 		h := harness(t, contextostest.NewPlanner(plan), nil)
 		req, rc := refundRequest(t, 1200, false)
 		res := h.Invoke(req, rc)
-		if res.Status == decision.Decided || !strings.Contains(res.Record.Rationale.Summary, "budget_exceeded") {
-			t.Errorf("usage %+v: status %s, charged %d tokens, summary %q", u, res.Status, res.Record.BudgetUsage.Tokens, res.Record.Rationale.Summary)
+		if res.Status == decision.Decided || !strings.Contains(res.Record.Rationale.Summary, tc.reason) || res.Record.BudgetUsage.Tokens != tc.charged {
+			t.Errorf("usage %+v: status %s, charged %d tokens, summary %q; want %s and %d tokens", tc.u, res.Status, res.Record.BudgetUsage.Tokens, res.Record.Rationale.Summary, tc.reason, tc.charged)
 		}
 	}
 }

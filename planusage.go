@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -24,9 +24,9 @@ var ErrUsageUnknown = errors.New("contextos: the model's usage of the turn is un
 // fails the turn, as it charges a plan's: spent tokens are charged once,
 // whether the turn succeeded or not. A planner returns it (or an error
 // wrapping it) whenever the provider reported usage for a turn it cannot
-// turn into a plan. Usage must be valid as Plan.Usage must (counts ≥ 0,
-// a finite cost); an invalid one is not charged and the turn fails with
-// invalid_usage.
+// turn into a plan. Usage must be valid as Plan.Usage must (counts and
+// cost from 0 to 2^53−1); an invalid one is not charged and the turn
+// fails with invalid_usage.
 //
 // The turn's failure is recorded as any planner error's: Err's words go
 // to the log, not the record.
@@ -140,14 +140,19 @@ func (r *run) chargeFailedTurn(pe *replay.PlannerError, u PlanUsage, kind stopKi
 	return stop{kind: kind, why: pe.Reason}
 }
 
-// invalidUsage says why usage cannot be charged, or "".
+// invalidUsage says why usage cannot be charged, or "". Counts and cost
+// run from 0 to 2^53−1: a larger number is no turn's usage, and the
+// record that charged it could not be read back (canon.MaxSafeInteger).
 func invalidUsage(u PlanUsage) string {
-	if u.Tokens < 0 || math.IsNaN(u.CostCents) || math.IsInf(u.CostCents, 0) || u.CostCents < 0 {
-		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be finite and not negative", u.Tokens, u.CostCents)
+	if !safeCount(u.Tokens) || !(u.CostCents >= 0 && u.CostCents <= canon.MaxSafeInteger) {
+		return fmt.Sprintf("invalid_usage: the planner reported %d tokens and %v cents; usage must be a number from 0 to 2^53−1", u.Tokens, u.CostCents)
 	}
-	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedInputTokens < 0 || u.CachedInputTokens > u.InputTokens {
-		return fmt.Sprintf("invalid_usage: the planner reported %d input, %d output and %d cached input tokens; counts must not be negative and cached input is part of input",
+	if !safeCount(u.InputTokens) || !safeCount(u.OutputTokens) || !safeCount(u.CachedInputTokens) || u.CachedInputTokens > u.InputTokens {
+		return fmt.Sprintf("invalid_usage: the planner reported %d input, %d output and %d cached input tokens; counts must be from 0 to 2^53−1 and cached input is part of input",
 			u.InputTokens, u.OutputTokens, u.CachedInputTokens)
 	}
 	return ""
 }
+
+// safeCount reports whether n is a count a record holds exactly.
+func safeCount(n int) bool { return n >= 0 && n <= canon.MaxSafeInteger }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -109,8 +110,9 @@ type DecisionProposal struct {
 // InputTokens+OutputTokens. CachedInputTokens is the part of InputTokens
 // a provider served from its prompt cache (it is not charged twice, and
 // cannot exceed InputTokens). CostCents is charged to the cost budget.
-// Every count is ≥ 0 and the cost finite, or the turn is a planner
-// failure (invalid_usage).
+// Every count is from 0 to 2^53−1 and the cost a number of cents from 0
+// to 2^53−1 (a larger number has no exact form in a record), or the turn
+// is a planner failure (invalid_usage).
 type PlanUsage struct {
 	Tokens            int     `json:"tokens,omitempty"`
 	CostCents         float64 `json:"cost_cents,omitempty"`
@@ -122,9 +124,10 @@ type PlanUsage struct {
 // charged is the number of tokens a turn charges (see PlanUsage).
 func (u PlanUsage) charged() int {
 	// Saturating (the counts are ≥ 0 here): a hostile count cannot wrap
-	// to a small charge.
+	// to a small charge, and the charge stays a count a record (and a
+	// replay packet's planner error) holds exactly.
 	sum := u.InputTokens + min(u.OutputTokens, math.MaxInt-u.InputTokens)
-	return max(u.Tokens, sum)
+	return min(max(u.Tokens, sum), canon.MaxSafeInteger)
 }
 
 // StepResult is one executed step. Turn is the turn of the plan the step

@@ -93,7 +93,8 @@ type Options struct {
 	// tenant, subject, request or run ids, amounts or arguments. Default:
 	// no-op (nothing is measured, and the clock is not read for it).
 	MeterProvider metric.MeterProvider
-	// Logger receives one line per stage. Default: discard.
+	// Logger receives one line per stage, with the built-in secret
+	// detectors applied to its message and attributes. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
@@ -324,6 +325,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	o.Logger = withoutSecretsLogger(o.Logger) // secrets.go
 	if o.RuntimeVersion == "" {
 		o.RuntimeVersion = RuntimeContractVersion
 	}
@@ -335,6 +337,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	}
 	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	rt.opts.Decisions = guardedDecisions{rt, o.Decisions} // guard.go: a panic is a failed call
 	var err error
 	if rt.metrics, err = opmetrics.New(o.MeterProvider); err != nil {
 		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrConfig, err)
@@ -512,6 +515,7 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 	if err != nil {
 		return nil, err
 	}
+	req, rc = withoutSecrets(req, rc) // secrets.go: before anything sees or stores them
 	clock := rt.clockFor(rc.RunID)
 	start := clock.Now()
 	identity, err := rt.verifyIdentity(ctx, rc, start)

@@ -121,10 +121,10 @@ func TestApprovalsAreCheckedAndRecorded(t *testing.T) {
 }
 
 // A tool's reported cost is charged; one that takes the run over its cost
-// budget stops it (after the call, which ran), and a 1e300 cost does not
-// wrap to a negative usage.
+// budget stops it (after the call, which ran), and the largest cost an
+// outcome may report (2^53−1 cents) does not wrap to a negative usage.
 func TestToolCostsAreChargedAndStopTheRun(t *testing.T) {
-	for _, cost := range []float64{30, 1e300} {
+	for _, cost := range []float64{30, 1<<53 - 1} {
 		h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), approvedAgain()), nil)
 		scriptDefaults(h, "adp_orders")
 		h.Adapter("adp_orders").On("lookup").Return(&gateway.Outcome{Output: map[string]any{"order_id": "ord_881"}, CostCents: cost})

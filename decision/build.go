@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/decisionspec"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -45,7 +46,9 @@ type BuildInput struct {
 	ClaimVerification ClaimVerification
 }
 
-// Build assembles a record and settles its status against the facts: a
+// Build assembles a record and settles its status against the facts (its
+// outputs and rationale pass the built-in secret detectors first, whatever
+// redaction rules the pack names): a
 // record asked to be DECIDED that does not validate (an active gate without
 // its approval, required evidence not satisfied, an evidence ref that does
 // not resolve, a subject outside the pack's CEID namespaces, a tool call's
@@ -100,6 +103,7 @@ func Build(in BuildInput) (*Record, error) {
 	if r.Outputs == nil {
 		r.Outputs = map[string]any{}
 	}
+	redactSecrets(r)
 	if r.Status == Decided {
 		// A DECIDED record must validate: one that does not is ESCALATED
 		// and names its problems, never stored as decided.
@@ -115,6 +119,31 @@ func Build(in BuildInput) (*Record, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// redactSecrets applies the built-in secret detectors to what a record
+// takes from a planner, a critic or a stop reason (its outputs and
+// rationale), whatever redaction rules the pack names: a key, a token or
+// the value of a secret-named output never reaches a record. What they
+// find becomes "[REDACTED]"; the inputs are not changed.
+func redactSecrets(r *Record) {
+	if out, changed := sensitive.RedactSecrets(r.Outputs); changed {
+		r.Outputs = out.(map[string]any)
+	}
+	r.Rationale.Strategy, _ = sensitive.Redact(r.Rationale.Strategy, sensitive.Secrets)
+	r.Rationale.Summary, _ = sensitive.Redact(r.Rationale.Summary, sensitive.Secrets)
+	var alts []string
+	for i, a := range r.Rationale.AlternativesConsidered {
+		if red, changed := sensitive.Redact(a, sensitive.Secrets); changed {
+			if alts == nil {
+				alts = slices.Clone(r.Rationale.AlternativesConsidered)
+			}
+			alts[i] = red
+		}
+	}
+	if alts != nil {
+		r.Rationale.AlternativesConsidered = alts
+	}
 }
 
 func withID(r *Record, in BuildInput) *Record {

@@ -65,3 +65,20 @@ func Example() {
 	// invalid: true true
 	// outcome_not_allowed outcome
 }
+
+// A store's reader decodes each stored record with DecodeStored: a record
+// that does not decode (here one an earlier release sealed with a token
+// count of 2^63−1, written as the nearest double) is an *UnreadableError
+// naming it, which a List returns beside the records that read.
+func ExampleDecodeStored() {
+	stored := []byte(`{"budget_usage":{"tokens":9223372036854776000},"record_id":"dr_legacy_7"}`)
+	_, err := decision.DecodeStored(stored, 7)
+	var ue *decision.UnreadableError
+	if errors.As(err, &ue) {
+		fmt.Println(errors.Is(err, decision.ErrUnreadable), ue.RecordIDs())
+		fmt.Println(err)
+	}
+	// Output:
+	// true [dr_legacy_7]
+	// decision: a stored record cannot be read: record 7 (dr_legacy_7): budget_usage.tokens: the stored number does not fit int
+}

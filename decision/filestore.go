@@ -182,7 +182,7 @@ func openLocked(path string, lk *fileLock, logger *slog.Logger) (*FileStore, err
 	if fresh {
 		h = &Head{Version: headVersion, LastRecordHash: GenesisHash}
 	}
-	lines, extra, torn, err := verifyLog(path, data, *h)
+	lines, _, extra, torn, err := verifyLog(path, data, *h)
 	if err != nil {
 		return nil, err
 	}
@@ -202,14 +202,15 @@ func openLocked(path string, lk *fileLock, logger *slog.Logger) (*FileStore, err
 	s := &FileStore{path: path, f: f, lock: lk, log: logger, index: make(map[string]int, len(lines)), sealed: !fresh && extra == 0,
 		head: Head{Version: headVersion, Records: len(lines), Bytes: int64(len(data)), LastRecordHash: GenesisHash}}
 	for i, line := range lines {
-		var r Record
-		json.Unmarshal(line, &r) // verified by verifyLog
-		if j, dup := s.index[r.RecordID]; dup {
+		// The keys, not the whole record: a record that does not decode
+		// (verifyLog checked its link) is still found by its id.
+		k, _ := readKeys(line) // verified by verifyLog
+		if j, dup := s.index[k.RecordID]; dup {
 			f.Close()
-			return nil, &ChainError{Index: i, RecordID: r.RecordID, Reason: fmt.Sprintf("the record id is already stored at record %d (the store never appends one twice)", j)}
+			return nil, &ChainError{Index: i, RecordID: k.RecordID, Reason: fmt.Sprintf("the record id is already stored at record %d (the store never appends one twice)", j)}
 		}
-		s.index[r.RecordID] = i
-		s.head.LastRecordHash = r.RecordHash
+		s.index[k.RecordID] = i
+		s.head.LastRecordHash = k.RecordHash
 	}
 	if !s.sealed {
 		if err := s.seal(); err != nil {
@@ -301,7 +302,7 @@ func (s *FileStore) Get(ctx context.Context, id string) (*Record, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	lines, err := s.read()
+	lines, _, err := s.read()
 	i, ok := s.index[id]
 	s.mu.Unlock()
 	if err != nil {
@@ -310,11 +311,7 @@ func (s *FileStore) Get(ctx context.Context, id string) (*Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	var r Record
-	if err := json.Unmarshal(lines[i], &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return DecodeStored(lines[i], i)
 }
 
 // List implements Store; it verifies the log first.
@@ -323,7 +320,7 @@ func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	lines, err := s.read()
+	lines, _, err := s.read()
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -333,27 +330,30 @@ func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 
 // Verify implements Store: it reads the log again and checks every link,
 // its size and last record against what the store wrote, and the head
-// file against the store's head.
+// file against the store's head. When all of that holds and the log has
+// records that do not decode as a Record, it returns an *UnreadableError
+// naming them.
 func (s *FileStore) Verify(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.read(); err != nil {
-		return err
-	}
-	if !s.sealed {
-		return nil // the head file is one record behind until the next seal
-	}
-	h, err := readHead(s.path)
+	_, bad, err := s.read()
 	if err != nil {
 		return err
 	}
-	if h == nil || *h != sealedHead(s.head) {
-		return &LogError{Path: s.path, Kind: ErrHead, Reason: "the head file is missing or is not the head the store sealed"}
+	if s.sealed {
+		// (Unsealed, the head file is one record behind until the next seal.)
+		h, err := readHead(s.path)
+		if err != nil {
+			return err
+		}
+		if h == nil || *h != sealedHead(s.head) {
+			return &LogError{Path: s.path, Kind: ErrHead, Reason: "the head file is missing or is not the head the store sealed"}
+		}
 	}
-	return nil
+	return unreadableErr(bad)
 }
 
 func (s *FileStore) usable() error {
@@ -364,30 +364,32 @@ func (s *FileStore) usable() error {
 }
 
 // read reads the log and checks it is exactly what the store wrote: its
-// size, its chain and its last record. The caller holds s.mu.
-func (s *FileStore) read() ([][]byte, error) {
+// size, its chain and its last record. It returns the log's records and
+// those among them that do not decode as a Record (their links hold).
+// The caller holds s.mu.
+func (s *FileStore) read() ([][]byte, []UnreadableRecord, error) {
 	if s.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	data, err := os.ReadFile(s.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &LogError{Path: s.path, Kind: ErrTruncated, Reason: fmt.Sprintf("the log file was deleted; the store wrote %d records", s.head.Records)}
+		return nil, nil, &LogError{Path: s.path, Kind: ErrTruncated, Reason: fmt.Sprintf("the log file was deleted; the store wrote %d records", s.head.Records)}
 	case err != nil:
-		return nil, fmt.Errorf("decision: read record log: %w", err)
+		return nil, nil, fmt.Errorf("decision: read record log: %w", err)
 	case int64(len(data)) < s.head.Bytes:
-		return nil, &LogError{Path: s.path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d bytes; the store wrote %d", len(data), s.head.Bytes)}
+		return nil, nil, &LogError{Path: s.path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d bytes; the store wrote %d", len(data), s.head.Bytes)}
 	case int64(len(data)) > s.head.Bytes:
-		return nil, &LogError{Path: s.path, Kind: ErrHead, Reason: fmt.Sprintf("it holds %d bytes the store did not write", int64(len(data))-s.head.Bytes)}
+		return nil, nil, &LogError{Path: s.path, Kind: ErrHead, Reason: fmt.Sprintf("it holds %d bytes the store did not write", int64(len(data))-s.head.Bytes)}
 	}
-	lines, extra, torn, err := verifyLog(s.path, data, s.head)
+	lines, bad, extra, torn, err := verifyLog(s.path, data, s.head)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if extra != 0 || torn != 0 { // unreachable with the size check; kept as a guard
-		return nil, &LogError{Path: s.path, Kind: ErrHead, Reason: "it holds records the store did not write"}
+		return nil, nil, &LogError{Path: s.path, Kind: ErrHead, Reason: "it holds records the store did not write"}
 	}
-	return lines, nil
+	return lines, bad, nil
 }
 
 // seal writes s.head to the head file. The caller holds s.mu.
@@ -415,33 +417,36 @@ func splitLines(data []byte) (lines [][]byte, tail []byte) {
 
 // verifyLog checks data against h: the sealed prefix (h.Bytes bytes) holds
 // exactly h.Records chained records ending in h.LastRecordHash; the
-// records after it chain on. It returns every complete record line, how
-// many of them lie beyond the head, and the length of a torn tail.
-func verifyLog(path string, data []byte, h Head) (lines [][]byte, extra, torn int, err error) {
+// records after it chain on. It returns every complete record line, those
+// whose links hold but that do not decode as a Record, how many lines lie
+// beyond the head, and the length of a torn tail.
+func verifyLog(path string, data []byte, h Head) (lines [][]byte, bad []UnreadableRecord, extra, torn int, err error) {
 	if int64(len(data)) < h.Bytes {
-		return nil, 0, 0, &LogError{Path: path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d bytes; its sealed head %d bytes in %d records", len(data), h.Bytes, h.Records)}
+		return nil, nil, 0, 0, &LogError{Path: path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d bytes; its sealed head %d bytes in %d records", len(data), h.Bytes, h.Records)}
 	}
 	sealed, rest := data[:h.Bytes], data[h.Bytes:]
 	lines, tail := splitLines(sealed)
 	switch {
 	case len(tail) > 0:
-		return nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: "its sealed head does not end on a record boundary"}
+		return nil, nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: "its sealed head does not end on a record boundary"}
 	case len(lines) < h.Records:
-		return nil, 0, 0, &LogError{Path: path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d records where its sealed head has %d", len(lines), h.Records)}
+		return nil, nil, 0, 0, &LogError{Path: path, Kind: ErrTruncated, Reason: fmt.Sprintf("it holds %d records where its sealed head has %d", len(lines), h.Records)}
 	case len(lines) > h.Records:
-		return nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: fmt.Sprintf("it holds %d records where its sealed head has %d", len(lines), h.Records)}
+		return nil, nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: fmt.Sprintf("it holds %d records where its sealed head has %d", len(lines), h.Records)}
 	}
-	if err := verifyChainFrom(lines, GenesisHash, 0); err != nil {
-		return nil, 0, 0, err
+	bad, err = verifyChainFrom(lines, GenesisHash, 0)
+	if err != nil {
+		return nil, nil, 0, 0, err
 	}
 	if last := lastHash(lines); last != h.LastRecordHash {
-		return nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: "its last sealed record is not the one its head seals"}
+		return nil, nil, 0, 0, &LogError{Path: path, Kind: ErrHead, Reason: "its last sealed record is not the one its head seals"}
 	}
 	more, tail := splitLines(rest)
-	if err := verifyChainFrom(more, h.LastRecordHash, len(lines)); err != nil {
-		return nil, 0, 0, err
+	badMore, err := verifyChainFrom(more, h.LastRecordHash, len(lines))
+	if err != nil {
+		return nil, nil, 0, 0, err
 	}
-	return append(lines, more...), len(more), len(tail), nil
+	return append(lines, more...), append(bad, badMore...), len(more), len(tail), nil
 }
 
 // lastHash is the record_hash of the last line (GenesisHash for none);
@@ -603,7 +608,7 @@ func RepairFileStore(path string, opts *RepairOptions) (*Repair, error) {
 		}
 		h = &Head{Version: headVersion, LastRecordHash: GenesisHash}
 	}
-	lines, extra, torn, err := verifyLog(path, data, *h)
+	lines, _, extra, torn, err := verifyLog(path, data, *h)
 	if err != nil {
 		return nil, err
 	}

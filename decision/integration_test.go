@@ -267,3 +267,32 @@ func TestBuildWritesReplayHandle(t *testing.T) {
 		}
 	}
 }
+
+// A record takes no secret from what it is built of, whatever redaction
+// rules the pack names: the outputs (a secret-named member, a key inside
+// a string), the rationale and the alternatives pass the built-in secret
+// detectors, the record still validates, and the input is not changed.
+func TestBuildRedactsSecrets(t *testing.T) {
+	const key, jwt = "sk_live_51HyQ2mBuildSecret000001", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfNzcxIn0.c2lnbmF0dXJlMDAwMQ"
+	rr := runRefund(t, false)
+	in := rr.input(rr.facts(), nil)
+	in.Outcome = "denied"
+	in.Outputs = map[string]any{"api_key": "plain-value-0001", "note": "key " + key, "nested": map[string]any{"password": "hunter2hunter2"}}
+	in.Rationale = decision.Rationale{Strategy: "critic", Summary: "Authorization: Bearer " + jwt, AlternativesConsidered: []string{"retry with " + key}}
+	rec, err := decision.Build(in)
+	if err != nil || rec.Status != decision.Decided {
+		t.Fatalf("Build = %s, %v", rec.Status, err)
+	}
+	b, _ := json.Marshal(rec)
+	for _, s := range []string{key, jwt, "plain-value-0001", "hunter2hunter2"} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the record holds %q: %s", s, b)
+		}
+	}
+	if rec.Outputs["api_key"] != gateway.Redacted || !strings.Contains(rec.Rationale.Summary, "Bearer "+gateway.Redacted) {
+		t.Errorf("outputs %v, summary %q: want the marker where the secrets were", rec.Outputs, rec.Rationale.Summary)
+	}
+	if in.Outputs["api_key"] != "plain-value-0001" || in.Rationale.AlternativesConsidered[0] != "retry with "+key {
+		t.Error("Build changed its input")
+	}
+}

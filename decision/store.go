@@ -1,7 +1,6 @@
 package decision
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,16 @@ import (
 // Implementations must be safe for concurrent use and honour ctx; Append
 // either keeps the record (and returns it with prev_record_hash and
 // record_hash set) or returns an error: a record is never dropped
-// silently. RunStoreTests in package decisiontest checks this.
+// silently.
+//
+// A stored record that does not decode as a Record (one an earlier
+// release sealed with a number a Record cannot hold) never makes the
+// others unreadable: List returns every record it selects that reads,
+// in order, together with an *UnreadableError (ErrUnreadable) naming the
+// ones that do not; Get of such a record returns that error; Verify
+// checks its link on its stored bytes and, when the whole chain holds,
+// returns that error. RunStoreTests and RunUnreadableTests in package
+// decisiontest check this.
 type Store interface {
 	Append(ctx context.Context, r *Record) (*Record, error)
 	Get(ctx context.Context, recordID string) (*Record, error)
@@ -38,19 +46,25 @@ func (f Filter) Match(r *Record) bool {
 }
 
 // filter decodes the stored lines, in order, and keeps the records f
-// matches: the List of every Store here.
+// matches: the List of every Store here. A line that does not decode is
+// named in an *UnreadableError when its keys match f (or cannot be
+// read), and the others are still returned.
 func (f Filter) filter(lines [][]byte) ([]*Record, error) {
 	var out []*Record
-	for _, line := range lines {
+	var bad []UnreadableRecord
+	for i, line := range lines {
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, err
+			if k, kerr := readKeys(line); kerr != nil || f.matchKeys(k) {
+				bad = append(bad, unreadable(line, i, err))
+			}
+			continue
 		}
 		if f.Match(&r) {
 			out = append(out, &r)
 		}
 	}
-	return out, nil
+	return out, unreadableErr(bad)
 }
 
 // Sentinel errors.
@@ -85,9 +99,16 @@ func Seal(r *Record, prevHash string) (*Record, []byte, error) { return seal(r, 
 // VerifyChain checks stored records (each the canonical bytes Seal gave)
 // in order, the first following the record whose hash is prevHash
 // (GenesisHash from the start); offset is the first one's index in the
-// store, for the *ChainError that names the first broken link.
+// store, for the *ChainError that names the first broken link. A record
+// that does not decode as a Record has its link checked on its bytes;
+// when every link holds and such records were met, the error is an
+// *UnreadableError naming them (the chain is intact).
 func VerifyChain(records [][]byte, prevHash string, offset int) error {
-	return verifyChainFrom(records, prevHash, offset)
+	bad, err := verifyChainFrom(records, prevHash, offset)
+	if err != nil {
+		return err
+	}
+	return unreadableErr(bad)
 }
 
 // seal chains r after prev and returns the stored copy and its canonical
@@ -114,35 +135,26 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 	return c, b, nil
 }
 
-// verifyChain checks stored canonical records in order.
-func verifyChain(lines [][]byte) error { return verifyChainFrom(lines, GenesisHash, 0) }
+// verifyChain checks stored canonical records in order (see VerifyChain).
+func verifyChain(lines [][]byte) error { return VerifyChain(lines, GenesisHash, 0) }
 
 // verifyChainFrom checks canonical records that follow a record whose
-// hash is prev; offset is the index of the first (for errors).
-func verifyChainFrom(lines [][]byte, prev string, offset int) error {
+// hash is prev; offset is the index of the first (for errors). It returns
+// the records whose links hold but that do not decode as a Record, and
+// the *ChainError of the first link that does not hold.
+func verifyChainFrom(lines [][]byte, prev string, offset int) ([]UnreadableRecord, error) {
+	var bad []UnreadableRecord
 	for j, line := range lines {
-		i := offset + j
-		var r Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			return &ChainError{Index: i, Reason: "record is not JSON"}
+		h, u, ok, err := checkLink(line, prev, offset+j)
+		if err != nil {
+			return nil, err
 		}
-		c, err := canon.JSON(&r)
-		if err != nil || !bytes.Equal(c, line) {
-			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "stored bytes are not the record's canonical form"}
+		if !ok {
+			bad = append(bad, u)
 		}
-		h, err := Hash(&r)
-		if err != nil || h != r.RecordHash {
-			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "record_hash does not match the record"}
-		}
-		if r.Replay != nil && r.Replay.RecordHash != r.RecordHash {
-			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "replay.record_hash is not the record's record_hash"}
-		}
-		if r.PrevRecordHash != prev {
-			return &ChainError{Index: i, RecordID: r.RecordID, Reason: "prev_record_hash does not match the previous record"}
-		}
-		prev = r.RecordHash
+		prev = h
 	}
-	return nil
+	return bad, nil
 }
 
 // normalize gives every list of a record a value ([] rather than null), so
@@ -234,11 +246,7 @@ func (m *MemoryStore) Get(ctx context.Context, id string) (*Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	var r Record
-	if err := json.Unmarshal(m.lines[i], &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return DecodeStored(m.lines[i], i)
 }
 
 // List implements Store.

@@ -33,6 +33,40 @@ func TestFileStoreConformance(t *testing.T) {
 	})
 }
 
+// A record an earlier release stored that no longer decodes (a token
+// count of 2^63−1) is named, and every other record still reads, in
+// memory and in the file store (written as that release wrote it, then
+// sealed by an operator's repair and opened again).
+func TestMemoryStoreUnreadable(t *testing.T) {
+	decisiontest.RunUnreadableTests(t, func(_ *testing.T, stored [][]byte) decision.Store {
+		return decision.MemoryStoreHolding(stored)
+	})
+}
+
+func TestFileStoreUnreadable(t *testing.T) {
+	decisiontest.RunUnreadableTests(t, func(t *testing.T, stored [][]byte) decision.Store {
+		path := filepath.Join(t.TempDir(), "records.jsonl")
+		if len(stored) > 0 {
+			var log []byte
+			for _, b := range stored {
+				log = append(append(log, b...), '\n')
+			}
+			if err := os.WriteFile(path, log, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decision.RepairFileStore(path, &decision.RepairOptions{SealUnsealed: true}); err != nil {
+				t.Fatalf("RepairFileStore of a log with an unreadable record: %v", err)
+			}
+		}
+		s, err := decision.OpenFileStore(path, nil)
+		if err != nil {
+			t.Fatalf("OpenFileStore of a log with an unreadable record: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
 // A changed byte anywhere in a stored record is caught by chain
 // verification, which names the first broken record.
 func TestFileStoreTamperDetected(t *testing.T) {

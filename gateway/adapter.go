@@ -20,9 +20,9 @@ import (
 // minutes and then exited non-zero): Call may return an Outcome together
 // with its error, and the gateway then reads only that Outcome's CostCents
 // and Tokens, which it charges to the run as it charges a successful
-// attempt's. The rest of such an Outcome is ignored, and so is a cost that
-// is negative, NaN or infinite or a negative token count beside an error
-// (nothing to charge; the attempt has failed already). An answer that
+// attempt's. The rest of such an Outcome is ignored, and so is a cost or
+// token count that is not valid (see Outcome) beside an error (nothing to
+// charge; the attempt has failed already). An answer that
 // comes after the grace that follows the timeout, when the adapter does
 // not honour its context, is dropped, spend included.
 type Adapter interface {
@@ -69,14 +69,15 @@ type Outcome struct {
 	Signals []string `json:"signals,omitempty"`
 	// CostCents is this attempt's cost; added to the capability's cost
 	// model. It is charged to the run even when it takes the run over its
-	// budget (the attempt was made). A cost that is negative, NaN or
-	// infinite makes the outcome invalid.
+	// budget (the attempt was made). A cost that is not a number of cents
+	// from 0 to 2^53−1 (negative, NaN, infinite, or too large for a record
+	// to hold exactly) makes the outcome invalid.
 	CostCents float64 `json:"cost_cents,omitempty"`
 	// Tokens counts the model tokens this attempt consumed (a delegated
 	// agent's input and output tokens). They are charged to the run's
 	// total token budget as the planner's own are: even when they take the
-	// run over it (they were spent). A negative count makes the outcome
-	// invalid.
+	// run over it (they were spent). A count that is negative or above
+	// 2^53−1 makes the outcome invalid.
 	Tokens int `json:"tokens,omitempty"`
 }
 

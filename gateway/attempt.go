@@ -36,9 +36,10 @@ type Attempt struct {
 	// Panicked reports an adapter that panicked (its value is not kept).
 	Panicked bool
 	// Invalid names what made the outcome one the gateway refused:
-	// "output" (a number that is not finite, or no JSON form),
-	// "cost_cents" (a cost that is not a finite number ≥ 0) or "tokens"
-	// (a negative count).
+	// "output" (a number that is not finite, an integer beyond
+	// ±(2^53−1), or no JSON form), "cost_cents" (a cost that is not a
+	// number of cents from 0 to 2^53−1) or "tokens" (a count that is
+	// negative or above 2^53−1).
 	Invalid []string
 	// Canceled reports that the caller's context was done when the attempt
 	// returned: the gateway made no further attempt.
@@ -134,7 +135,7 @@ const (
 	sizeOK        sizeVerdict = iota
 	sizeTooLarge              // its JSON form is larger than the limit
 	sizeTooDeep               // it nests deeper than maxNesting
-	sizeNotFinite             // it holds a number that is not finite, or has no JSON form
+	sizeNotFinite             // it holds a number that is not finite or an integer beyond ±(2^53−1), or has no JSON form
 )
 
 // meter measures the JSON form of adapter-supplied values without
@@ -293,16 +294,21 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 		}
 		return m.add(2 + 2*len(x))
 	}
-	// Any other Go value goes through its JSON form (which refuses NaN,
-	// cycles and what cannot be encoded).
-	b, err := json.Marshal(v)
+	// Any other Go value goes through its canonical form (which refuses
+	// NaN, integers beyond ±(2^53−1), cycles and what cannot be encoded).
+	b, err := canon.JSON(v)
 	if err != nil {
 		return sizeNotFinite
 	}
 	return m.add(len(b))
 }
 
+// int charges an integer; one beyond ±(2^53−1) has no exact JSON form in
+// a record (see canon.MaxSafeInteger).
 func (m *meter) int(i int64) sizeVerdict {
+	if i > canon.MaxSafeInteger || i < -canon.MaxSafeInteger {
+		return sizeNotFinite
+	}
 	if !m.limited {
 		return sizeOK
 	}
@@ -311,6 +317,9 @@ func (m *meter) int(i int64) sizeVerdict {
 }
 
 func (m *meter) uint(u uint64) sizeVerdict {
+	if u > canon.MaxSafeInteger {
+		return sizeNotFinite
+	}
 	if !m.limited {
 		return sizeOK
 	}
@@ -320,19 +329,20 @@ func (m *meter) uint(u uint64) sizeVerdict {
 
 // checkOutcome returns the error of an outcome the gateway refuses, and
 // the fields it names when the outcome is invalid (as opposed to too
-// large): one whose cost is not a finite number ≥ 0; whose tokens are
-// negative; whose output holds a
-// number that is not finite or has no JSON form; whose output nests deeper
+// large): one whose cost is not a number of cents from 0 to 2^53−1; whose
+// tokens are negative or above 2^53−1; whose output holds a
+// number that is not finite, an integer beyond ±(2^53−1), or a value
+// that has no JSON form; whose output nests deeper
 // than the gateway reads; or whose members together are larger than
 // max_payload_bytes (max; ≤ 0: unbounded). An outcome is measured, not
 // encoded, and measuring stops at the limit. Messages name the field and
 // the limit, never a value.
 func checkOutcome(out *Outcome, max int64) (*ToolError, []string) {
 	if !validCost(out.CostCents) {
-		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a finite number ≥ 0", map[string]any{"field": "cost_cents"}), []string{"cost_cents"}
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: cost_cents must be a number from 0 to 2^53−1", map[string]any{"field": "cost_cents"}), []string{"cost_cents"}
 	}
-	if out.Tokens < 0 {
-		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: tokens must not be negative", map[string]any{"field": "tokens"}), []string{"tokens"}
+	if !validTokens(out.Tokens) {
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: tokens must be a count from 0 to 2^53−1", map[string]any{"field": "tokens"}), []string{"tokens"}
 	}
 	m := newMeter(max)
 	v := m.value(out.Output, 0)
@@ -346,7 +356,7 @@ func checkOutcome(out *Outcome, max int64) (*ToolError, []string) {
 	}
 	switch v {
 	case sizeNotFinite:
-		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf)", map[string]any{"field": "output"}), []string{"output"}
+		return NewToolError(CodeExecutionFailed, false, "the adapter returned an invalid outcome: its output holds a number that is not finite (NaN or ±Inf) or an integer beyond ±(2^53−1)", map[string]any{"field": "output"}), []string{"output"}
 	case sizeTooDeep:
 		return NewToolError(CodeExecutionFailed, false, fmt.Sprintf("the adapter returned an outcome whose output nests deeper than %d levels; it was not kept", maxNesting),
 			map[string]any{"field": "output", "max_depth": maxNesting}), nil
@@ -388,7 +398,7 @@ func boundError(te *ToolError, max int64) *ToolError {
 		return NewToolError(code, te.Retryable, fmt.Sprintf("the adapter returned an error whose details nest deeper than %d levels; its message and details were not kept", maxNesting),
 			map[string]any{"field": "details", "max_depth": maxNesting})
 	}
-	return NewToolError(code, te.Retryable, "the adapter returned an error whose details hold a number that is not finite or have no JSON form; its message and details were not kept",
+	return NewToolError(code, te.Retryable, "the adapter returned an error whose details hold a number that is not finite or an integer beyond ±(2^53−1), or have no JSON form; its message and details were not kept",
 		map[string]any{"field": "details"})
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestMeterBoundsTheCanonicalSize(t *testing.T) {
 		map[string]any{"a": "b", "n": 4200.0, "f": 0.1, "big": 1e21, "neg": -1e-7, "t": true, "z": nil},
 		map[string]any{"s": "quote\" back\\ ctl\x01\n tab\t", "u": "héllo ✓", "bad": "\xff\xfe"},
 		map[string]any{"l": []any{1.0, "x", []any{}, map[string]any{"k": []any{nil}}}},
-		map[string]any{"ints": []any{int64(-9223372036854775808), uint64(18446744073709551615)}, "j": json.Number("12.50")},
+		map[string]any{"ints": []any{int64(-canon.MaxSafeInteger), uint64(canon.MaxSafeInteger), int32(-7)}, "j": json.Number("12.50")},
 		map[string]any{"strs": []string{"a", "b"}, "fs": []float64{1.5, 2}, "m": map[string]float64{"x": 3}},
 	} {
 		b, err := canon.JSON(v)
@@ -35,6 +36,25 @@ func TestMeterBoundsTheCanonicalSize(t *testing.T) {
 		got := measured(v)
 		if got < int64(len(b)) || got > 2*int64(len(b))+16 {
 			t.Errorf("%s (%d bytes) measured %d", b, len(b), got)
+		}
+	}
+}
+
+// An integer the canonical form cannot write exactly is refused by the
+// meter as it is by the encoder, wherever it sits.
+func TestMeterRefusesUnsafeIntegers(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"n": int64(1 << 53)},
+		map[string]any{"n": -(1 << 53)},
+		map[string]any{"l": []any{uint64(math.MaxUint64)}},
+		map[string]any{"m": map[string]any{"n": uint(1 << 60)}},
+		map[string]any{"s": struct{ N int }{math.MaxInt}},
+	} {
+		if got := measured(v); got != -1 {
+			t.Errorf("%v measured %d, want a refusal", v, got)
+		}
+		if _, err := canon.JSON(v); !errors.Is(err, canon.ErrUnsafeInteger) {
+			t.Errorf("%v: canon.JSON = %v, want ErrUnsafeInteger", v, err)
 		}
 	}
 }

@@ -160,7 +160,8 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 		res, err = r.govern(ctx, c)
 	}
 	out := &res.env
-	out.LatencyMS = r.now().Sub(start).Milliseconds()
+	// A clock that went back measures no negative duration.
+	out.LatencyMS = max(r.now().Sub(start).Milliseconds(), 0)
 	if !res.recorded && !out.Metadata.Duplicate {
 		// Refusals are results too: every call's outcome is in the transcript.
 		if rerr := r.record(ctx, c, res); rerr != nil && err == nil {

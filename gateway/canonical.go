@@ -83,7 +83,13 @@ func (o *object) mode(k string, m runcontext.ApprovalMode) {
 	o.dst = append(append(append(o.dst, '"'), m...), '"')
 }
 
-func (o *object) int(k string, v int64) { o.key(k); o.dst = canon.AppendInt(o.dst, v) }
+func (o *object) int(k string, v int64) {
+	o.key(k)
+	if o.err != nil {
+		return
+	}
+	o.dst, o.err = canon.AppendInt(o.dst, v)
+}
 
 func (o *object) bool(k string, v bool) { o.key(k); o.dst = canon.AppendBool(o.dst, v) }
 

@@ -141,7 +141,7 @@ func validModes(v any) bool {
 // other member.
 func TestResultMetadataTokensCanonical(t *testing.T) {
 	yes := true
-	for _, n := range []int{0, 1, -1, 2484, 1<<53 - 1, 1 << 53, 1<<53 + 1, 1e15, math.MaxInt, math.MinInt} {
+	for _, n := range []int{0, 1, -1, 2484, 1<<53 - 1, -(1<<53 - 1), 1e15} {
 		for _, full := range []bool{false, true} {
 			e := &ToolResultEnvelope{Metadata: ResultMetadata{Tokens: n}}
 			if full {
@@ -156,6 +156,17 @@ func TestResultMetadataTokensCanonical(t *testing.T) {
 			if want := jcsOf(t, e); string(want) != string(got) {
 				t.Errorf("tokens %d, all members %v:\n got %s\nwant %s", n, full, got, want)
 			}
+		}
+	}
+	// A count the canonical form cannot write exactly is refused, as the
+	// general encoder refuses it, never rounded into the transcript.
+	for _, n := range []int{1 << 53, 1<<53 + 1, -(1 << 53), math.MaxInt, math.MinInt} {
+		e := &ToolResultEnvelope{Metadata: ResultMetadata{Tokens: n}}
+		if got, err := encodeEnvelope(e); !errors.Is(err, canon.ErrUnsafeInteger) {
+			t.Errorf("tokens %d: wrote %s, %v; want ErrUnsafeInteger", n, got, err)
+		}
+		if _, err := canon.JSON(e); !errors.Is(err, canon.ErrUnsafeInteger) {
+			t.Errorf("tokens %d: canon.JSON = %v; want ErrUnsafeInteger", n, err)
 		}
 	}
 }

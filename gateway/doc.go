@@ -97,9 +97,11 @@
 // Every call and every result, refusals included, is appended to the
 // TranscriptSink as a hash-chained entry (VerifyTranscript checks a
 // chain; Run.ChainState says where a run's chain stands). Results pass the
-// redaction rules the pack activates (built in: credit_card, pan, iban,
-// email, phone, ssn, secret; hosts add their own in Options.Redactors)
-// before they reach the planner, the transcript, a log line or a span.
+// built-in secret rule (keys, tokens, credentials, secret-named members)
+// whatever the pack names, and the redaction rules the pack activates
+// (built in: credit_card, pan, iban, email, phone, ssn, secret; hosts add
+// their own in Options.Redactors), before they reach the planner, the
+// transcript, a log line or a span.
 // One span per call follows the OpenTelemetry GenAI conventions
 // (execute_tool) with contextos.* attributes.
 //

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -41,7 +40,9 @@ type Options struct {
 	// keeping the last 10,000 runs (Gateway.Transcript
 	// returns it).
 	Transcript TranscriptSink
-	// Redactors add to (or replace, by name) BuiltinRedactors.
+	// Redactors add to (or replace, by name) BuiltinRedactors. The
+	// built-in "secret" rule applies to every run whatever the pack names;
+	// a host rule named "secret" applies in addition when a pack names it.
 	Redactors map[string]Redactor
 	// TracerProvider makes one span per call. Default: no-op.
 	TracerProvider trace.TracerProvider
@@ -172,8 +173,8 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 				}
 				cs.schema = s
 			}
-			if c.CostCents < 0 || math.IsNaN(c.CostCents) || math.IsInf(c.CostCents, 0) {
-				return nil, fmt.Errorf("%w: %s.%s cost must be a finite number of cents ≥ 0", ErrConfig, reg.AdapterID, name)
+			if !validCost(c.CostCents) {
+				return nil, fmt.Errorf("%w: %s.%s cost must be a number of cents from 0 to 2^53−1", ErrConfig, reg.AdapterID, name)
 			}
 			if cs.Timeout <= 0 {
 				cs.Timeout = DefaultTimeout
@@ -430,12 +431,18 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
 		return nil, err
 	}
+	// The built-in secret detectors apply whatever the pack names (an
+	// empty list included): a key, token or credential never reaches a
+	// result, the transcript or a record. The pack's rules add to them.
+	r.redact = append(make([]Redactor, 0, 1+len(cc.RuntimeControls.RedactionRulesActive)), redactSecrets)
 	for _, name := range cc.RuntimeControls.RedactionRulesActive {
 		rule, ok := g.rules[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: redaction rule %q is active but not known (known: %s)", ErrConfig, name, joinKnown(g.rules))
 		}
-		r.redact = append(r.redact, rule)
+		if !isSecretRule(rule) {
+			r.redact = append(r.redact, rule)
+		}
 	}
 	return r, nil
 }
@@ -618,20 +625,32 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 	return t
 }
 
-func validCost(c float64) bool { return c >= 0 && !math.IsInf(c, 1) } // false for NaN too
+// validCost reports whether c is a cost the gateway takes: a number of
+// cents from 0 to 2^53−1 (false for NaN and the infinities). A larger
+// number is no cost any call has, and would not read back exactly from a
+// record's JSON.
+func validCost(c float64) bool { return c >= 0 && c <= canon.MaxSafeInteger }
+
+// validTokens reports whether n is a token count the gateway takes: from
+// 0 to 2^53−1.
+func validTokens(n int) bool { return n >= 0 && n <= canon.MaxSafeInteger }
 
 // spent returns the cost and tokens of out to charge: each only when valid.
 func spent(out *Outcome) (cost float64, tokens int) {
 	if validCost(out.CostCents) {
 		cost = out.CostCents
 	}
-	return cost, max(out.Tokens, 0)
+	if validTokens(out.Tokens) {
+		tokens = out.Tokens
+	}
+	return cost, tokens
 }
 
-// addTokens adds token counts, saturating instead of wrapping.
+// addTokens adds token counts, saturating at 2^53−1 instead of growing
+// past what a record holds exactly (or wrapping).
 func addTokens(a, b int) int {
-	if b > math.MaxInt-a {
-		return math.MaxInt
+	if b > canon.MaxSafeInteger-a {
+		return canon.MaxSafeInteger
 	}
 	return a + b
 }
@@ -648,9 +667,9 @@ func stopsRetrying(ad Adapter, call *Call) bool {
 	return ok && rs.StopRetrying(call)
 }
 
-// addCost adds finite costs ≥ 0, saturating at the largest float64 (as the
-// meter does), so a sum is always a cost the meter and the record take.
-func addCost(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
+// addCost adds valid costs, saturating at 2^53−1 cents, so a sum is
+// always a cost the meter and the record take.
+func addCost(a, b float64) float64 { return min(a+b, canon.MaxSafeInteger) }
 
 // executed is what an executed call allocates, in one allocation: the
 // Call its adapter gets (with its copies of the envelope and the

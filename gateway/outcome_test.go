@@ -20,7 +20,7 @@ import (
 func TestIncurredCostOverBudgetIsCharged(t *testing.T) {
 	f := newFixture(t)
 	budget := f.rc.RunBudget.MaxCostCents
-	for _, cost := range []float64{budget + 1, 1e300, math.MaxFloat64} {
+	for _, cost := range []float64{budget + 1, 1<<53 - 1} {
 		run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
 			return &gateway.Outcome{Output: map[string]any{"status": "delivered"}, CostCents: cost}, nil
 		}), gateway.Capability{ArgsSchema: lookupSchema, CostCents: 0.5}, nil)
@@ -38,9 +38,9 @@ func TestIncurredCostOverBudgetIsCharged(t *testing.T) {
 	}
 }
 
-// A capability's cost model is a finite number of cents ≥ 0.
+// A capability's cost model is a number of cents from 0 to 2^53−1.
 func TestNewRefusesInvalidCostModel(t *testing.T) {
-	for _, cost := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+	for _, cost := range []float64{-1, math.NaN(), math.Inf(1), math.Inf(-1), 1 << 53, 1e300} {
 		_, err := gateway.New([]gateway.Registration{{AdapterID: "a", Adapter: noop, Capabilities: map[string]gateway.Capability{"x": {CostCents: cost}}}}, nil)
 		if !errors.Is(err, gateway.ErrConfig) {
 			t.Errorf("New with cost %g = %v, want ErrConfig", cost, err)
@@ -79,6 +79,17 @@ func TestInvalidOutcomeRefused(t *testing.T) {
 		{"negative cost", gateway.Outcome{Output: map[string]any{}, CostCents: -1}, "cost_cents", 0.5},
 		{"negative tokens", gateway.Outcome{Output: map[string]any{}, CostCents: 0.25, Tokens: -1}, "tokens", 0.75},
 		{"most negative tokens", gateway.Outcome{Output: map[string]any{}, Tokens: math.MinInt}, "tokens", 0.5},
+		// Numbers a record cannot read back exactly.
+		{"cost of 2^53 cents", gateway.Outcome{Output: map[string]any{}, CostCents: 1 << 53}, "cost_cents", 0.5},
+		{"cost of 1e300 cents", gateway.Outcome{Output: map[string]any{}, CostCents: 1e300}, "cost_cents", 0.5},
+		{"largest cost", gateway.Outcome{Output: map[string]any{}, CostCents: math.MaxFloat64}, "cost_cents", 0.5},
+		{"2^53 tokens", gateway.Outcome{Output: map[string]any{}, CostCents: 0.25, Tokens: 1 << 53}, "tokens", 0.75},
+		{"most tokens", gateway.Outcome{Output: map[string]any{}, Tokens: math.MaxInt}, "tokens", 0.5},
+		{"2^53−1 tokens and cost", gateway.Outcome{Output: map[string]any{"n": 1<<53 - 1}, CostCents: 0}, "", 0.5},
+		{"int beyond 2^53−1 in output", gateway.Outcome{Output: map[string]any{"n": 1 << 53}}, "output", 0.5},
+		{"int64 below −(2^53−1) in output", gateway.Outcome{Output: map[string]any{"a": []any{int64(math.MinInt64)}}}, "output", 0.5},
+		{"uint64 in output", gateway.Outcome{Output: map[string]any{"n": uint64(math.MaxUint64)}}, "output", 0.5},
+		{"big int in a struct in output", gateway.Outcome{Output: map[string]any{"s": struct{ N int64 }{math.MaxInt64}}}, "output", 0.5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,8 +167,11 @@ func TestFailedAttemptSpendIsCharged(t *testing.T) {
 			return spent(math.NaN(), -5), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
 		}, gateway.CodeExecutionFailed, 0.5, 0},
 		{"over the budget", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
-			return spent(0, math.MaxInt), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
-		}, gateway.CodeExecutionFailed, 0.5, math.MaxInt},
+			return spent(1e9, 1<<53-1), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
+		}, gateway.CodeExecutionFailed, 1e9 + 0.5, 1<<53 - 1},
+		{"spend beyond 2^53−1", 1, func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return spent(1e300, math.MaxInt), gateway.NewToolError(gateway.CodeExecutionFailed, false, "x", nil)
+		}, gateway.CodeExecutionFailed, 0.5, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,5 +302,31 @@ func TestSpendReturnedWithinGraceIsCharged(t *testing.T) {
 	}
 	if u := meter.Usage(); u.Tokens != 30 || u.CostCents != 3 {
 		t.Errorf("charged %+v, want 30 tokens and 3 cents", u)
+	}
+}
+
+// What retries spend adds up to at most 2^53−1 tokens and cents: the sum
+// of valid counts saturates there instead of reaching a number the
+// transcript and the record could not hold exactly, and the call's
+// result is recorded.
+func TestRetriedSpendSaturates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const each = 1 << 52 // valid alone; three of them are beyond 2^53−1
+	run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+		return &gateway.Outcome{Tokens: each, CostCents: each}, gateway.NewToolError(gateway.CodeExecutionFailed, true, "busy", nil)
+	}), gateway.Capability{ArgsSchema: lookupSchema, MaxAttempts: 3}, &gateway.Options{Transcript: canonChecked{t, f.recorder}, Sleep: func(context.Context, time.Duration) error { return nil }})
+	res, err := run.Call(ctx, lookupCall())
+	if err != nil || res.Metadata.Attempts != 3 {
+		t.Fatalf("Call = %+v, %v; want three failed attempts recorded", res, err)
+	}
+	if res.Metadata.Tokens != 1<<53-1 || res.Metadata.CostCents != 1<<53-1 {
+		t.Errorf("metadata: %d tokens, %v cents; want both 2^53−1", res.Metadata.Tokens, res.Metadata.CostCents)
+	}
+	if u := meter.Usage(); u.Tokens != 1<<53-1 {
+		t.Errorf("charged %d tokens, want 2^53−1", u.Tokens)
+	}
+	if n := len(f.recorder.Results()); n != 1 {
+		t.Errorf("%d results recorded, want 1", n)
 	}
 }

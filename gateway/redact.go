@@ -1,16 +1,12 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/sortedkeys"
 )
@@ -43,7 +39,9 @@ const Redacted = sensitive.Redacted
 // Rules apply to every string of a result, to map keys (a key that is
 // itself sensitive is renamed, deterministically and without collisions)
 // and to large integers (a number that is a card number becomes the
-// string Redacted). Options.Redactors adds or replaces rules.
+// string Redacted). Options.Redactors adds or replaces rules. The
+// built-in "secret" rule applies to every run's results whatever rules
+// its packs name; the others apply when a pack names them.
 func BuiltinRedactors() map[string]Redactor {
 	m := make(map[string]Redactor, 7)
 	for _, name := range sensitive.RuleNames() {
@@ -63,15 +61,11 @@ func redactSecrets(s string) (string, bool) { return sensitive.Redact(s, sensiti
 
 var secretRulePC = reflect.ValueOf(redactSecrets).Pointer()
 
+// isSecretRule reports whether r is the built-in secret rule.
+func isSecretRule(r Redactor) bool { return r != nil && reflect.ValueOf(r).Pointer() == secretRulePC }
+
 // keyAware reports whether the built-in secret rule is among rules.
-func keyAware(rules []Redactor) bool {
-	for _, r := range rules {
-		if r != nil && reflect.ValueOf(r).Pointer() == secretRulePC {
-			return true
-		}
-	}
-	return false
-}
+func keyAware(rules []Redactor) bool { return slices.ContainsFunc(rules, isSecretRule) }
 
 // markerRE matches the redaction marker and the numbered form renamed
 // keys take ("[REDACTED#2]").
@@ -165,163 +159,11 @@ func fixpoint(s string, f func(string) (string, bool)) (string, bool) {
 // (one pass where normalizing, then redacting, would copy twice). The
 // result is deterministic, and redacting it again changes nothing.
 func redactValue(v any, rules []Redactor) (any, bool) {
-	return redactAny(v, rules, len(rules) > 0 && keyAware(rules), false)
-}
-
-// redactAny is redactValue; secretKeys says whether secret-named members
-// are redacted, underSecret whether v is the value of one.
-func redactAny(v any, rules []Redactor, secretKeys, underSecret bool) (any, bool) {
-	switch x := v.(type) {
-	case nil, bool:
-		return x, false
-	case string:
-		if underSecret && x != "" && x != Redacted {
-			return Redacted, true
-		}
-		return redactString(x, rules)
-	case float64:
-		if underSecret {
-			return Redacted, true
-		}
-		return redactNumber(x, rules)
-	case json.Number:
-		if underSecret {
-			return Redacted, true
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return redactString(x.String(), rules)
-		}
-		if _, c := redactString(x.String(), rules); c {
-			return Redacted, true
-		}
-		return redactNumber(f, rules)
-	case map[string]any:
-		return redactMap(x, rules, secretKeys)
-	case []any:
-		if x == nil {
-			return []any{}, false // as jsonv.Normalize writes it
-		}
-		out := make([]any, len(x))
-		changed := false
-		for i, e := range x {
-			var c bool
-			out[i], c = redactAny(e, rules, secretKeys, underSecret)
-			changed = changed || c
-		}
-		return out, changed
-	}
-	// Numbers of other types, []string, structs: their JSON shape first
-	// (a copy, containing only the cases above).
-	return redactAny(jsonv.Normalize(v), rules, secretKeys, underSecret)
-}
-
-// redactNumber returns Redacted for a number whose digits hold what a rule
-// redacts (a card number written as a JSON number), else f. It reads the
-// number as JSON writes it: an integer, or one with a fraction
-// ("41111111111.11111", which a reader sees as a dotted card), when its
-// integer part has at least ten digits (smaller ones cannot hold a card
-// beside the float noise of amounts); and, at 1e19 and beyond, where the
-// JSON form ends in zeros the value does not hold, its significant digits
-// ("4.111111111111111e+20" holds 4111111111111111).
-func redactNumber(f float64, rules []Redactor) (any, bool) {
-	a := math.Abs(f)
-	if len(rules) == 0 || a < 1e9 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return f, false
-	}
-	if _, c := redactString(strconv.FormatFloat(f, 'f', -1, 64), rules); c {
-		return Redacted, true
-	}
-	if a >= 1e19 {
-		e := strconv.FormatFloat(a, 'e', -1, 64)
-		mant, _, _ := strings.Cut(e, "e")
-		if _, c := redactString(strings.Replace(mant, ".", "", 1), rules); c {
-			return Redacted, true
-		}
-	}
-	return f, false
-}
-
-// redactMap redacts values and keys. A key a rule changes takes its
-// redacted form; keys that would collide are numbered ("[REDACTED#2]"),
-// in the order of the original keys, so the result is deterministic.
-func redactMap(x map[string]any, rules []Redactor, secretKeys bool) (any, bool) {
-	out := make(map[string]any, len(x))
-	changed := false
-	type renamed struct {
-		from, to string
-		v        any
-	}
-	var moved []renamed
-	for k, e := range x {
-		nk, kc := redactString(k, rules)
-		// The renamed key decides too, so that a second pass, which sees
-		// only it, decides the same.
-		secret := secretKeys && (sensitive.IsSecretKey(k) || kc && sensitive.IsSecretKey(nk))
-		val, c := redactAny(e, rules, secretKeys, secret)
-		changed = changed || c
-		if kc {
-			moved = append(moved, renamed{k, nk, val})
-			continue
-		}
-		out[k] = val
-	}
-	if len(moved) == 0 {
-		return out, changed
-	}
-	slices.SortFunc(moved, func(a, b renamed) int { return strings.Compare(a.from, b.from) })
-	for _, m := range moved {
-		name := m.to
-		for n := 2; ; n++ {
-			if _, taken := out[name]; !taken {
-				break
-			}
-			name = numbered(m.to, n)
-		}
-		out[name] = m.v
-	}
-	return out, true
-}
-
-// numbered numbers the last marker of a redacted key.
-func numbered(key string, n int) string {
-	marker := "[REDACTED#" + strconv.Itoa(n) + "]"
-	if i := strings.LastIndex(key, Redacted); i >= 0 {
-		return key[:i] + marker + key[i+len(Redacted):]
-	}
-	return key + " " + marker
+	return sensitive.RedactValue(v, rules, len(rules) > 0 && keyAware(rules))
 }
 
 // redactString applies every rule to s until none changes it.
-func redactString(s string, rules []Redactor) (string, bool) {
-	if len(rules) == 0 || s == "" {
-		return s, false
-	}
-	out, changed := applyRules(s, rules)
-	if !changed {
-		return s, false
-	}
-	for range maxRounds {
-		next, again := applyRules(out, rules)
-		if !again {
-			return out, true
-		}
-		out = next
-	}
-	return Redacted, true
-}
-
-// applyRules applies each rule once, in order.
-func applyRules(s string, rules []Redactor) (string, bool) {
-	changed := false
-	for _, r := range rules {
-		var c bool
-		if s, c = r(s); c {
-			changed = true
-		}
-	}
-	return s, changed
-}
+func redactString(s string, rules []Redactor) (string, bool) { return sensitive.RedactString(s, rules) }
 
 // joinKnown lists rule names for error messages.
 func joinKnown(m map[string]Redactor) string {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -169,5 +173,64 @@ func TestHostRegexpRule(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res.Output); string(b) != `{"[REDACTED]":"x","owner":"[REDACTED]"}` || !res.Metadata.RedactionApplied {
 		t.Errorf("output = %s", b)
+	}
+}
+
+// The built-in secret rule applies whatever rules the pack names — none,
+// rules that name nothing secret, a host rule only — to a result's output
+// (a secret-named member, a key inside a string, a secret-named key's
+// number) and to a failed attempt's error, before the result, the
+// transcript or the observer sees them.
+func TestSecretsRedactedWhateverThePackNames(t *testing.T) {
+	t.Parallel()
+	const key, bearer = "AKIAABCDEFGHIJKLMNOP", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfNzcxIn0.c2lnbmF0dXJlMDAwMQ"
+	keep, err := gateway.RegexpRedactor(`\bEMP-\d{6}\b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, active := range [][]string{nil, {}, {"email"}, {"employee_id"}, {"pan", "credit_card"}, {"secret"}} {
+		t.Run(fmt.Sprint(active), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			cc := *f.cc
+			cc.RuntimeControls.RedactionRulesActive = active
+			var seen []gateway.Attempt
+			calls := 0
+			rec := &gatewaytest.Recorder{}
+			gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				calls++
+				if calls == 1 {
+					return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream said: Authorization: Bearer "+bearer, map[string]any{"api_key": "plainvalue0001"})
+				}
+				return &gateway.Outcome{Output: map[string]any{"status": "delivered", "api_key": "plainvalue0001", "note": "key " + key, "client_secret": 12345678}}, nil
+			}), Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, MaxAttempts: 2}}}},
+				&gateway.Options{Redactors: map[string]gateway.Redactor{"employee_id": keep}, Transcript: rec, Sleep: func(context.Context, time.Duration) error { return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: &cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)},
+				&gateway.RunOptions{Observe: func(a gateway.Attempt) { seen = append(seen, a) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run.Call(ctx, lookupCall())
+			if err != nil || res.Status != gateway.StatusOK {
+				t.Fatalf("Call = %+v, %v", res, err)
+			}
+			want := map[string]any{"status": "delivered", "api_key": gateway.Redacted, "note": "key " + gateway.Redacted, "client_secret": gateway.Redacted}
+			if diff := cmp.Diff(want, res.Output); diff != "" || !res.Metadata.RedactionApplied {
+				t.Errorf("output (-want +got):\n%s (redaction_applied %v)", diff, res.Metadata.RedactionApplied)
+			}
+			resJSON, _ := json.Marshal(res)
+			transcript, _ := json.Marshal(rec.Entries())
+			observed, _ := json.Marshal(seen)
+			for name, b := range map[string][]byte{"result": resJSON, "transcript": transcript, "observer": observed} {
+				for _, s := range []string{key, bearer, "plainvalue0001", "12345678"} {
+					if strings.Contains(string(b), s) {
+						t.Errorf("the %s holds %q", name, s)
+					}
+				}
+			}
+		})
 	}
 }

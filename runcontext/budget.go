@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/problem"
 )
 
@@ -108,7 +109,8 @@ func NewMeter(b RunBudget, start time.Time) *Meter {
 // charged u (a resumed run's usage from its checkpoint).
 func RestoreMeter(b RunBudget, start time.Time, u Usage) *Meter {
 	m := NewMeter(b, start)
-	m.tokens, m.calls, m.elapsed = u.Tokens, u.ToolCalls, u.WallClockMS
+	// A usage saved above 2^53−1 is held at it, as charges are.
+	m.tokens, m.calls, m.elapsed = min(u.Tokens, canon.MaxSafeInteger), u.ToolCalls, u.WallClockMS
 	m.cost = max(toMicro(u.CostCents), 0)
 	for k, v := range u.TokensByBucket {
 		m.buckets[k] = v
@@ -135,11 +137,12 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.tokens+n > m.budget.TotalTokens {
+	// Compared without adding, so a huge n cannot wrap to a small total.
+	if n > m.budget.TotalTokens-m.tokens {
 		return &BudgetError{Dimension: DimTokens, Limit: float64(m.budget.TotalTokens), Used: float64(m.tokens), Requested: float64(n)}
 	}
 	if bucket != "" {
-		if limit, ok := m.budget.BucketTokens[bucket]; ok && m.buckets[bucket]+n > limit {
+		if limit, ok := m.budget.BucketTokens[bucket]; ok && n > limit-m.buckets[bucket] {
 			return &BudgetError{Dimension: DimTokens + "." + string(bucket), Limit: float64(limit), Used: float64(m.buckets[bucket]), Requested: float64(n)}
 		}
 		m.buckets[bucket] += n
@@ -151,7 +154,8 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 // ChargeIncurredTokens charges n tokens (≥ 0) to the total that were
 // already used (a planner turn that happened, a delegated agent's run,
 // a tool attempt that reported them): they are applied whatever
-// the budget says, the total saturating instead of overflowing, and a
+// the budget says, the total saturating at 2^53−1 (the largest count a
+// record holds exactly) instead of growing past it or overflowing, and a
 // *BudgetError (DimTokens) says when the total is now over the limit.
 func (m *Meter) ChargeIncurredTokens(n int) error {
 	if n < 0 {
@@ -160,8 +164,8 @@ func (m *Meter) ChargeIncurredTokens(n int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	used := m.tokens
-	if n > math.MaxInt-m.tokens {
-		m.tokens = math.MaxInt
+	if n > canon.MaxSafeInteger-m.tokens {
+		m.tokens = canon.MaxSafeInteger
 	} else {
 		m.tokens += n
 	}

@@ -364,6 +364,8 @@ func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tena
 	} else if c.Exp <= c.Nbf {
 		ps.add(wire.Join(path, "exp"), CodeRange, "must be after nbf")
 	}
+	atMostSafe(ps, path, "nbf", c.Nbf)
+	atMostSafe(ps, path, "exp", c.Exp)
 	if !canon.IsDigest(c.ClaimHash) {
 		ps.add(wire.Join(path, "claim_hash"), CodeFormat, "must be sha256:<64 lowercase hex>")
 	}
@@ -390,15 +392,37 @@ func checkPackRefs(ps *problems, refs []string) {
 	}
 }
 
+// atMostSafe adds a problem when v is beyond 2^53−1 (canon.MaxSafeInteger):
+// a budget, a count or a time that large has no exact canonical form, so
+// the run's compiled context, checkpoints and packets could not hold it.
+func atMostSafe[T int | int64](ps *problems, path, name string, v T) {
+	if int64(v) > canon.MaxSafeInteger {
+		ps.add(wire.Join(path, name), CodeRange, "must be at most 2^53−1")
+	}
+}
+
+// atMostSafeCost is atMostSafe for a number of cents.
+func atMostSafeCost(ps *problems, path, name string, v float64) {
+	if v > canon.MaxSafeInteger {
+		ps.add(wire.Join(path, name), CodeRange, "must be at most 2^53−1")
+	}
+}
+
 func checkHints(ps *problems, path string, h *RuntimeHints) {
 	pos64 := func(name string, v *int64) {
 		if v != nil && *v <= 0 {
 			ps.add(wire.Join(path, name), CodeRange, "must be > 0")
 		}
+		if v != nil {
+			atMostSafe(ps, path, name, *v)
+		}
 	}
 	nonneg := func(name string, v *int) {
 		if v != nil && *v < 0 {
 			ps.add(wire.Join(path, name), CodeRange, "must be ≥ 0")
+		}
+		if v != nil {
+			atMostSafe(ps, path, name, *v)
 		}
 	}
 	pos64("plan_timeout_ms", h.PlanTimeoutMS)
@@ -410,8 +434,13 @@ func checkHints(ps *problems, path string, h *RuntimeHints) {
 	if h.TotalTokens != nil && *h.TotalTokens <= 0 {
 		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
 	}
+	if h.TotalTokens != nil {
+		atMostSafe(ps, path, "total_tokens", *h.TotalTokens)
+	}
 	if h.MaxCostCents != nil && (*h.MaxCostCents < 0 || math.IsNaN(*h.MaxCostCents) || math.IsInf(*h.MaxCostCents, 0)) {
 		ps.add(wire.Join(path, "max_cost_cents"), CodeRange, "must be a finite number ≥ 0")
+	} else if h.MaxCostCents != nil {
+		atMostSafeCost(ps, path, "max_cost_cents", *h.MaxCostCents)
 	}
 	checkBuckets(ps, wire.Join(path, "bucket_tokens"), h.BucketTokens)
 }
@@ -424,6 +453,8 @@ func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
 			ps.add(wire.Join(path, string(k)), CodeEnum, fmt.Sprintf("%q is not a context bucket (business, policy, tool, evidence, memory, session)", problem.Clip(string(k))))
 		case b[k] < 0:
 			ps.add(wire.Join(path, string(k)), CodeRange, "must be ≥ 0")
+		case b[k] > canon.MaxSafeInteger:
+			ps.add(wire.Join(path, string(k)), CodeRange, "must be at most 2^53−1")
 		default:
 			sum += b[k]
 		}
@@ -445,6 +476,11 @@ func checkBudget(ps *problems, path string, b *RunBudget) {
 	case b.BucketTokens[BucketSession] == 0:
 		ps.add(wire.Join(wire.Join(path, "bucket_tokens"), string(BucketSession)), CodeRange, "must be > 0: the session bucket holds the user message, so a run without it cannot compile")
 	}
+	atMostSafe(ps, path, "total_tokens", b.TotalTokens)
+	atMostSafe(ps, path, "max_tool_calls", b.MaxToolCalls)
+	atMostSafe(ps, path, "max_replan_attempts", b.MaxReplanAttempts)
+	atMostSafe(ps, path, "wall_clock_ms", b.WallClockMS)
+	atMostSafeCost(ps, path, "max_cost_cents", b.MaxCostCents)
 	if sum := checkBuckets(ps, wire.Join(path, "bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
 		ps.add(wire.Join(path, "bucket_tokens"), CodeConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
 	}
@@ -467,6 +503,7 @@ func checkBudget(ps *problems, path string, b *RunBudget) {
 		if f.v < 0 {
 			ps.add(wire.Join(path, f.name), CodeRange, "must be ≥ 0")
 		}
+		atMostSafe(ps, path, f.name, f.v)
 	}
 }
 

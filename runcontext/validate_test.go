@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/requestid"
+	"math"
 	"strings"
 	"testing"
 
@@ -232,6 +233,16 @@ func TestRunContextRules(t *testing.T) {
 		{"tool calls", func(rc *RunContext) { rc.RunBudget.MaxToolCalls = -1 }, func(rc *RunContext) { rc.RunBudget.MaxToolCalls = 0 }, "run_budget.max_tool_calls", CodeRange},
 		{"cost", func(rc *RunContext) { rc.RunBudget.MaxCostCents = -1 }, func(rc *RunContext) {}, "run_budget.max_cost_cents", CodeRange},
 		{"payload", func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = -1 }, func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = 10 }, "run_budget.max_payload_bytes", CodeRange},
+		// Numbers beyond 2^53−1 have no exact canonical form: named where they enter.
+		{"total tokens beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.TotalTokens = math.MaxInt }, func(rc *RunContext) { rc.RunBudget.TotalTokens = 1<<53 - 1 }, "run_budget.total_tokens", CodeRange},
+		{"bucket beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.BucketTokens[BucketMemory] = 1 << 53 }, func(rc *RunContext) {}, "run_budget.bucket_tokens.memory", CodeRange},
+		{"wall clock beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.WallClockMS = math.MaxInt64 }, func(rc *RunContext) {}, "run_budget.wall_clock_ms", CodeRange},
+		{"tool calls beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.MaxToolCalls = 1 << 53 }, func(rc *RunContext) {}, "run_budget.max_tool_calls", CodeRange},
+		{"replans beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.MaxReplanAttempts = 1 << 53 }, func(rc *RunContext) {}, "run_budget.max_replan_attempts", CodeRange},
+		{"cost beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.MaxCostCents = 1e300 }, func(rc *RunContext) { rc.RunBudget.MaxCostCents = 1<<53 - 1 }, "run_budget.max_cost_cents", CodeRange},
+		{"payload beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.MaxPayloadBytes = math.MaxInt64 }, func(rc *RunContext) {}, "run_budget.max_payload_bytes", CodeRange},
+		{"plan timeout beyond 2^53−1", func(rc *RunContext) { rc.RunBudget.PlanTimeoutMS = 1 << 53 }, func(rc *RunContext) {}, "run_budget.plan_timeout_ms", CodeRange},
+		{"claim exp beyond 2^53−1", func(rc *RunContext) { c := validClaim(rc); c.Exp = math.MaxInt64; rc.Agent.IdentityClaim = c }, func(rc *RunContext) {}, "agent.identity_claim.exp", CodeRange},
 		{"chain tenant", func(rc *RunContext) { rc.Agent.PrincipalChain[0].TenantID = "tenant_x" }, func(rc *RunContext) {}, "agent.principal_chain[0].tenant_id", CodeConsistent},
 		{"trace context parent", func(rc *RunContext) { rc.TraceContext = &TraceContext{TraceParent: "00-xyz"} }, func(rc *RunContext) {
 			rc.TraceContext = &TraceContext{TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-b9c7c989f97918e1-01"}
@@ -474,6 +485,34 @@ func TestRequestIDHostile(t *testing.T) {
 			}
 			if tt.id != "" && strings.Contains(err.Error(), tt.id) {
 				t.Errorf("the error echoes the hostile id: %v", err)
+			}
+		})
+	}
+}
+
+// A request's runtime hints beyond 2^53−1 are refused, each by its path:
+// the budget they become has no exact canonical form.
+func TestRuntimeHintsWithinSafeIntegers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		set  func(h *RuntimeHints)
+		path string
+	}{
+		{"total tokens", func(h *RuntimeHints) { h.TotalTokens = new(math.MaxInt) }, "runtime.total_tokens"},
+		{"tool calls", func(h *RuntimeHints) { h.MaxToolCalls = new(1 << 53) }, "runtime.max_tool_calls"},
+		{"wall clock", func(h *RuntimeHints) { h.WallClockMS = new(int64(math.MaxInt64)) }, "runtime.wall_clock_ms"},
+		{"payload", func(h *RuntimeHints) { h.MaxPayloadBytes = new(int64(1 << 53)) }, "runtime.max_payload_bytes"},
+		{"cost", func(h *RuntimeHints) { h.MaxCostCents = new(1e300) }, "runtime.max_cost_cents"},
+		{"bucket", func(h *RuntimeHints) { h.BucketTokens = map[Bucket]int{BucketEvidence: math.MaxInt} }, "runtime.bucket_tokens.evidence"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := fixtureRequest(t)
+			tc.set(&req.Runtime)
+			if ps := problemsOf(t, req.Validate()); !hasProblem(ps, tc.path, CodeRange) {
+				t.Errorf("Validate() problems = %v, want one at %s", ps, tc.path)
 			}
 		})
 	}

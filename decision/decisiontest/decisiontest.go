@@ -1,20 +1,28 @@
-// Package decisiontest holds the conformance suite for decision.Store
+// Package decisiontest holds the conformance suites for decision.Store
 // implementations:
 //
 //	func TestMyStore(t *testing.T) {
 //		decisiontest.RunStoreTests(t, func(t *testing.T) decision.Store { return newMyStore(t) })
 //	}
+//
+// and RunUnreadableTests, for a store that can be built holding records
+// as an earlier release stored them.
 package decisiontest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/canon"
 )
 
 // Sample returns a minimal well-formed record of run "run_1" with the
@@ -249,6 +257,245 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) decision.Store) {
 		again, err := s.Get(ctx, "dr_1")
 		if err != nil || again.Outputs["refund_amount_inr"] != 4200.0 {
 			t.Errorf("a caller's change reached the stored record: %v, %v", again.Outputs, err)
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Errorf("Verify = %v", err)
+		}
+	})
+}
+
+// Unreadable stored records, as an earlier release sealed them: each is
+// chained and hashed as Seal does, but does not decode as a
+// decision.Record.
+const (
+	// unreadableTokens is a token count of 2^63−1 written as the nearest
+	// double (how the encoder once wrote an int it could not hold).
+	unreadableTokens = "9223372036854776000"
+	// unreadableSecret stands in a numeric member where it cannot decode;
+	// no error may quote it.
+	unreadableSecret = "sk_live_51HyQ2mStoredSecret"
+)
+
+// sealStored returns the stored bytes of r chained after prev, with the
+// member at path (object keys from the top) set to the raw JSON value v
+// before hashing, as a record carrying that value would have been
+// sealed; v "" keeps r as it is.
+func sealStored(t *testing.T, r *decision.Record, prev string, path []string, v string) []byte {
+	t.Helper()
+	_, b, err := decision.Seal(r, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v == "" {
+		return b
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	m := doc
+	for _, k := range path[:len(path)-1] {
+		m = m[k].(map[string]any)
+	}
+	m[path[len(path)-1]] = json.RawMessage(v)
+	delete(doc, "record_hash")
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := canon.Digest(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc["record_hash"] = h
+	if raw, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := canon.JSON(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decision.DecodeStored(out, 0); !errors.Is(err, decision.ErrUnreadable) {
+		t.Fatalf("the stored record decodes (%v); the suite needs one that does not", err)
+	}
+	return out
+}
+
+// storedChain seals the records (a nil value path keeps one readable)
+// into one chain from GenesisHash and returns the stored bytes.
+func storedChain(t *testing.T, recs []storedRecord) [][]byte {
+	t.Helper()
+	var out [][]byte
+	prev := decision.GenesisHash
+	for _, s := range recs {
+		b := sealStored(t, s.r, prev, s.path, s.value)
+		var k struct {
+			RecordHash string `json:"record_hash"`
+		}
+		if err := json.Unmarshal(b, &k); err != nil {
+			t.Fatal(err)
+		}
+		out, prev = append(out, b), k.RecordHash
+	}
+	return out
+}
+
+type storedRecord struct {
+	r     *decision.Record
+	path  []string
+	value string
+}
+
+// UnreadableChain returns the stored records RunUnreadableTests reads:
+// dr_1 (run_1), dr_2 (run_1, ESCALATED, a token count of 2^63−1 as an
+// earlier release sealed it), dr_3 (run_2), dr_4 (run_2, a string where
+// budget_usage.wall_clock_ms belongs) and dr_5 (run_1), chained from
+// GenesisHash; dr_2 and dr_4 do not decode as a decision.Record.
+func UnreadableChain(t *testing.T) [][]byte {
+	t.Helper()
+	return storedChain(t, []storedRecord{
+		{r: Sample("dr_1", decision.Decided)},
+		{r: Sample("dr_2", decision.Escalated), path: []string{"budget_usage", "tokens"}, value: unreadableTokens},
+		{r: sampleIn("run_2", "dr_3", decision.Decided)},
+		{r: sampleIn("run_2", "dr_4", decision.Decided), path: []string{"budget_usage", "wall_clock_ms"}, value: `"` + unreadableSecret + `"`},
+		{r: Sample("dr_5", decision.Decided)},
+	})
+}
+
+// RunUnreadableTests checks how a Store reads a chain that holds records
+// that do not decode as a decision.Record (sealed by an earlier release
+// with a token count of 2^63−1, or with a string in a numeric member):
+// every other record still reads; List returns the records it selects
+// that read, in order, with an *UnreadableError naming (by index and id)
+// the selected ones that do not; Get of one returns that error, of the
+// others the record; Verify finds the chain intact (no ErrChain) and
+// names them; an append chains after an unreadable last record; no error
+// quotes a stored value.
+//
+// newStore returns a store that already holds stored: the records' bytes
+// exactly as Seal gave them, chained from GenesisHash, as a store written
+// by an earlier release holds them (a durable store writes its rows and
+// head around the handle; the in-memory store is built holding them).
+func RunUnreadableTests(t *testing.T, newStore func(t *testing.T, stored [][]byte) decision.Store) {
+	t.Helper()
+	ctx := context.Background()
+	tokens := []string{"budget_usage", "tokens"}
+	chain := UnreadableChain
+	// named checks err is an *UnreadableError naming exactly ids at
+	// indexes, and quoting no stored value.
+	named := func(t *testing.T, what string, err error, ids []string, indexes []int) {
+		t.Helper()
+		var ue *decision.UnreadableError
+		if !errors.Is(err, decision.ErrUnreadable) || !errors.As(err, &ue) || errors.Is(err, decision.ErrChain) {
+			t.Fatalf("%s = %v, want a *decision.UnreadableError (and not ErrChain)", what, err)
+		}
+		var gotIdx []int
+		for _, r := range ue.Records {
+			gotIdx = append(gotIdx, r.Index)
+			if r.Reason == "" {
+				t.Errorf("%s: record %s has no reason", what, r.RecordID)
+			}
+		}
+		if got := ue.RecordIDs(); fmt.Sprint(got) != fmt.Sprint(ids) || fmt.Sprint(gotIdx) != fmt.Sprint(indexes) {
+			t.Errorf("%s names %v at %v, want %v at %v", what, got, gotIdx, ids, indexes)
+		}
+		if msg := err.Error(); strings.Contains(msg, unreadableSecret) || strings.Contains(msg, unreadableTokens) {
+			t.Errorf("%s quotes a stored value: %s", what, msg)
+		}
+	}
+	ids := func(recs []*decision.Record) []string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.RecordID)
+		}
+		return out
+	}
+	t.Run("ListReadsTheOthers", func(t *testing.T) {
+		s := newStore(t, chain(t))
+		for _, c := range []struct {
+			f       decision.Filter
+			want    []string
+			bad     []string
+			indexes []int
+		}{
+			{decision.Filter{}, []string{"dr_1", "dr_3", "dr_5"}, []string{"dr_2", "dr_4"}, []int{1, 3}},
+			{decision.Filter{RunID: "run_1"}, []string{"dr_1", "dr_5"}, []string{"dr_2"}, []int{1}},
+			{decision.Filter{RunID: "run_2"}, []string{"dr_3"}, []string{"dr_4"}, []int{3}},
+			{decision.Filter{Status: decision.Escalated}, nil, []string{"dr_2"}, []int{1}},
+			{decision.Filter{RunID: "run_2", Status: decision.Escalated}, nil, nil, nil},
+			{decision.Filter{RunID: "run_other"}, nil, nil, nil},
+		} {
+			got, err := s.List(ctx, c.f)
+			if fmt.Sprint(ids(got)) != fmt.Sprint(c.want) {
+				t.Errorf("List(%+v) = %v, want %v", c.f, ids(got), c.want)
+			}
+			if c.bad == nil {
+				if err != nil {
+					t.Errorf("List(%+v) = %v; it selects no unreadable record", c.f, err)
+				}
+				continue
+			}
+			named(t, fmt.Sprintf("List(%+v)", c.f), err, c.bad, c.indexes)
+		}
+	})
+	t.Run("GetNamesTheRecord", func(t *testing.T) {
+		s := newStore(t, chain(t))
+		for _, id := range []string{"dr_1", "dr_3", "dr_5"} {
+			if r, err := s.Get(ctx, id); err != nil || r.RecordID != id {
+				t.Errorf("Get(%s) = %+v, %v", id, r, err)
+			}
+		}
+		r, err := s.Get(ctx, "dr_2")
+		if r != nil {
+			t.Errorf("Get(dr_2) returned a record: %+v", r)
+		}
+		named(t, "Get(dr_2)", err, []string{"dr_2"}, []int{1})
+		_, err = s.Get(ctx, "dr_4")
+		named(t, "Get(dr_4)", err, []string{"dr_4"}, []int{3})
+		if _, err := s.Get(ctx, "dr_nope"); !errors.Is(err, decision.ErrNotFound) {
+			t.Errorf("Get(unknown) = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("VerifyFindsTheChainIntact", func(t *testing.T) {
+		s := newStore(t, chain(t))
+		named(t, "Verify", s.Verify(ctx), []string{"dr_2", "dr_4"}, []int{1, 3})
+	})
+	t.Run("AppendAfterAnUnreadableHead", func(t *testing.T) {
+		stored := storedChain(t, []storedRecord{
+			{r: Sample("dr_1", decision.Decided)},
+			{r: Sample("dr_2", decision.Escalated), path: tokens, value: unreadableTokens},
+		})
+		var head struct {
+			RecordHash string `json:"record_hash"`
+		}
+		if err := json.Unmarshal(stored[1], &head); err != nil {
+			t.Fatal(err)
+		}
+		s := newStore(t, stored)
+		c, err := s.Append(ctx, Sample("dr_3", decision.Decided))
+		if err != nil || c.PrevRecordHash != head.RecordHash {
+			t.Fatalf("Append = %+v, %v; want it chained after the unreadable record %s", c, err, head.RecordHash)
+		}
+		got, err := s.List(ctx, decision.Filter{})
+		if fmt.Sprint(ids(got)) != fmt.Sprint([]string{"dr_1", "dr_3"}) {
+			t.Errorf("List = %v, want [dr_1 dr_3]", ids(got))
+		}
+		named(t, "List", err, []string{"dr_2"}, []int{1})
+		named(t, "Verify", s.Verify(ctx), []string{"dr_2"}, []int{1})
+	})
+	t.Run("TheEncoderRefusesWhatCannotBeRead", func(t *testing.T) {
+		// What made these records can no longer be appended: a count
+		// beyond 2^53−1 is refused, and nothing is stored.
+		s := newStore(t, nil)
+		r := Sample("dr_big", decision.Escalated)
+		r.BudgetUsage.Tokens = math.MaxInt
+		if _, err := s.Append(ctx, r); !errors.Is(err, canon.ErrUnsafeInteger) {
+			t.Errorf("Append of 2^63−1 tokens = %v, want canon.ErrUnsafeInteger", err)
+		}
+		if all, err := s.List(ctx, decision.Filter{}); err != nil || len(all) != 0 {
+			t.Errorf("List after the refused append = %d records, %v", len(all), err)
 		}
 		if err := s.Verify(ctx); err != nil {
 			t.Errorf("Verify = %v", err)

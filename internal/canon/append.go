@@ -37,8 +37,9 @@ func (r Raw) AppendCanonical(dst []byte) ([]byte, error) {
 // become U+FFFD, as encoding/json writes them).
 func AppendString(dst []byte, s string) []byte { return appendGoString(dst, s) }
 
-// AppendInt appends i as a canonical JSON number.
-func AppendInt(dst []byte, i int64) []byte { return appendInt(dst, i) }
+// AppendInt appends i as a canonical JSON number; an integer beyond
+// ±MaxSafeInteger is an *IntegerError.
+func AppendInt(dst []byte, i int64) ([]byte, error) { return appendInt(dst, i) }
 
 // AppendFloat appends f as a canonical JSON number; NaN and infinities
 // are an error.
@@ -83,7 +84,7 @@ func appendIDParts(dst []byte, parts []any) ([]byte, error) {
 		case string:
 			dst = appendGoString(dst, x)
 		case int:
-			dst = appendInt(dst, int64(x))
+			dst, err = appendInt(dst, int64(x))
 		case Appender:
 			dst, err = x.AppendCanonical(dst)
 		default:

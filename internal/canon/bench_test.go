@@ -56,3 +56,35 @@ func BenchmarkIDOf(b *testing.B) {
 		}
 	}
 }
+
+// usageDoc is a typed value with the integers a record carries (counts,
+// durations), so the reflective encoder's integer path is measured.
+type usageDoc struct {
+	RunID   string         `json:"run_id"`
+	Tokens  int            `json:"tokens"`
+	Calls   int            `json:"tool_calls"`
+	Cents   float64        `json:"cost_usd_cents"`
+	WallMS  int64          `json:"wall_clock_ms"`
+	Buckets map[string]int `json:"buckets"`
+	Steps   []usageStep    `json:"steps"`
+}
+
+type usageStep struct {
+	Index     int    `json:"index"`
+	LatencyMS int64  `json:"latency_ms"`
+	Status    string `json:"status"`
+}
+
+func BenchmarkDigestValue(b *testing.B) {
+	d := usageDoc{RunID: "run_a1b2c3d4e5f60718", Tokens: 11842, Calls: 7, Cents: 24.5, WallMS: 29311,
+		Buckets: map[string]int{"policy": 1800, "tool": 1500, "evidence": 3500, "memory": 1500, "business": 1500, "session": 2200}}
+	for i := range 16 {
+		d.Steps = append(d.Steps, usageStep{Index: i, LatencyMS: int64(40 * i), Status: "ok"})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Digest(&d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,56 @@ const DigestPrefix = "sha256:"
 // JSON form: invalid JSON, a NaN or infinite number, or a Go value that
 // encoding/json cannot marshal.
 var ErrNotCanonicalizable = errors.New("canon: value has no canonical JSON form")
+
+// MaxSafeInteger is the largest integer the canonical form writes exactly:
+// 2^53−1, ECMAScript's Number.MAX_SAFE_INTEGER. RFC 8785 writes every
+// number as an IEEE 754 double, so a larger integer would be written as
+// the nearest double, which reads back as another number (or does not
+// fit its Go type at all).
+const MaxSafeInteger = 1<<53 - 1
+
+// ErrUnsafeInteger reports a Go integer (int, int64, uint64, …) beyond
+// ±MaxSafeInteger: it has no canonical form that reads back as itself, so
+// the encoder refuses it rather than hash or store another number. The
+// error is an *IntegerError and also matches ErrNotCanonicalizable.
+// Numbers in raw JSON documents and json.Number values are numbers in
+// JSON's own sense and are canonicalized as RFC 8785 says.
+var ErrUnsafeInteger = errors.New("canon: integer beyond ±(2^53−1) has no exact canonical form")
+
+// IntegerError is the error of a Go integer beyond ±MaxSafeInteger. It
+// does not carry the integer: a number that long may be an identifier or
+// a card number.
+type IntegerError struct {
+	// Digits is the number of decimal digits of the integer.
+	Digits int
+}
+
+func (e *IntegerError) Error() string {
+	return fmt.Sprintf("canon: a %d-digit integer is beyond ±(2^53−1) and has no exact canonical form", e.Digits)
+}
+
+// Is matches ErrUnsafeInteger and ErrNotCanonicalizable.
+func (e *IntegerError) Is(target error) bool {
+	return target == ErrUnsafeInteger || target == ErrNotCanonicalizable
+}
+
+// unsafeInt is the *IntegerError of i.
+func unsafeInt(i int64) error {
+	n := 0
+	for ; i != 0; i /= 10 {
+		n++
+	}
+	return &IntegerError{Digits: n}
+}
+
+// unsafeUint is the *IntegerError of u.
+func unsafeUint(u uint64) error {
+	n := 0
+	for ; u != 0; u /= 10 {
+		n++
+	}
+	return &IntegerError{Digits: n}
+}
 
 // JSON returns the RFC 8785 canonical JSON of v. A []byte or json.RawMessage
 // is taken as a JSON document and canonicalized as is; any other value is
@@ -72,10 +123,20 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 }
 
 // jsonSlow canonicalizes through encoding/json and the canonical writer.
+// A Go value's integers are checked first, as the reflective encoder
+// checks them: encoding/json writes any integer, and the canonical writer
+// would round it.
 func jsonSlow(v any) ([]byte, error) {
 	raw, err := marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	switch v.(type) {
+	case json.RawMessage, []byte:
+	default:
+		if err := checkIntegers(reflect.ValueOf(v)); err != nil {
+			return nil, err
+		}
 	}
 	out, err := transform(raw)
 	if err != nil {
@@ -199,6 +260,15 @@ func JSONExcluding(v any, paths ...[]string) ([]byte, error) {
 	raw, err := marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	switch v.(type) {
+	case json.RawMessage, []byte:
+	default:
+		// A Go value's integers are held to JSON's rule here too: the
+		// document below is JSON, in which they would only be rounded.
+		if err := checkIntegers(reflect.ValueOf(v)); err != nil {
+			return nil, err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // keep numbers' text; jcs re-formats them below

@@ -265,7 +265,7 @@ func TestIDOf(t *testing.T) {
 		typed []Part
 	}{
 		{[]any{"run_1", 3, "adp_orders.lookup", Raw(raw)}, []Part{StringPart("run_1"), IntPart(3), StringPart("adp_orders.lookup"), RawPart(raw)}},
-		{[]any{"é\x00\"", -7, 1 << 60}, []Part{StringPart("é\x00\""), IntPart(-7), IntPart(1 << 60)}},
+		{[]any{"é\x00\"", -7, MaxSafeInteger}, []Part{StringPart("é\x00\""), IntPart(-7), IntPart(MaxSafeInteger)}},
 		{[]any{"bad \xff utf8"}, []Part{StringPart("bad \xff utf8")}},
 		{nil, nil},
 	} {
@@ -288,6 +288,15 @@ func TestIDOf(t *testing.T) {
 	}
 	if _, err := IDOf("a_b", IntPart(1)); err == nil {
 		t.Error("IDOf accepted a bad prefix")
+	}
+	// Two integers beyond 2^53 that round to one double would be one id.
+	for _, n := range []int{1 << 53, 1<<53 + 1} {
+		if _, err := ID(PrefixToolCall, "run_1", n); !errors.Is(err, ErrUnsafeInteger) {
+			t.Errorf("ID(%d) err = %v, want ErrUnsafeInteger", n, err)
+		}
+		if _, err := IDOf(PrefixToolCall, StringPart("run_1"), IntPart(n)); !errors.Is(err, ErrUnsafeInteger) {
+			t.Errorf("IDOf(%d) err = %v, want ErrUnsafeInteger", n, err)
+		}
 	}
 }
 

@@ -86,11 +86,11 @@ func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 		}
 		return appendGoString(dst, v.String()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return appendInt(dst, v.Int()), nil
+		return appendInt(dst, v.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		u := v.Uint()
-		if u > 1<<53 {
-			return appendFloat(dst, float64(u))
+		if u > MaxSafeInteger {
+			return nil, unsafeUint(u)
 		}
 		return strconv.AppendUint(dst, u, 10), nil
 	case reflect.Float32:
@@ -218,13 +218,13 @@ func appendMarshaler(dst []byte, m json.Marshaler) ([]byte, error) {
 	return append(dst, out...), nil
 }
 
-func appendInt(dst []byte, i int64) []byte {
-	if i > 1<<53 || i < -(1<<53) {
-		// Beyond 2^53 the canonical form is the nearest double's.
-		out, _ := appendFloat(dst, float64(i))
-		return out
+// appendInt writes an integer within ±MaxSafeInteger; beyond it the
+// canonical form would be the nearest double's, another number: refused.
+func appendInt(dst []byte, i int64) ([]byte, error) {
+	if i > MaxSafeInteger || i < -MaxSafeInteger {
+		return nil, unsafeInt(i)
 	}
-	return strconv.AppendInt(dst, i, 10)
+	return strconv.AppendInt(dst, i, 10), nil
 }
 
 func appendFloat(dst []byte, f float64) ([]byte, error) {
@@ -571,9 +571,9 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 		}
 		return append(dst, "false"...), nil
 	case int:
-		return appendInt(dst, int64(v)), nil
+		return appendInt(dst, int64(v))
 	case int64:
-		return appendInt(dst, v), nil
+		return appendInt(dst, v)
 	case json.Number:
 		return appendNumberLiteral(dst, string(v))
 	case []any:

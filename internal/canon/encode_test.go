@@ -69,7 +69,7 @@ type edge struct {
 func edgeValue() edge {
 	n := 7
 	return edge{
-		Name: "x<y>&", Skip: "no", Untagged: 3, NilPtr: nil, Ptr: &n, F32: 0.1, F64: 1e21, Big: 1<<53 + 1, BigU: 1<<63 + 5,
+		Name: "x<y>&", Skip: "no", Untagged: 3, NilPtr: nil, Ptr: &n, F32: 0.1, F64: 1e21, Big: -MaxSafeInteger, BigU: MaxSafeInteger,
 		Bytes: []byte{0, 1, 254, 255}, Arr: [2]int{1, -0}, Any: []any{1.5, "s", nil, true}, Raw: json.RawMessage(` { "z" : 1 , "a" : [ 2.50 ] } `),
 		Num: "1E3", TextKeys: map[textKey]int{"b": 1, "a": 2}, IntKeys: map[int]string{10: "x", 2: "y"},
 		Nested: map[string]any{"\U0001F600": 1, "\ufb33": 2, "a": map[string]any{"c": math.Copysign(0, -1), "b": 1e-7}},
@@ -127,7 +127,7 @@ func TestEncodeOpenTypes(t *testing.T) {
 // output.
 func TestEncodeMatchesSlow(t *testing.T) {
 	values := []any{edgeValue(), &edge{}, edge{}, []edge{edgeValue()}, map[string]edge{"k": edgeValue()},
-		nil, true, 1, -1, 3.5, math.MaxInt64, "s", []int(nil), map[string]int(nil), [0]int{}, json.Number("-0"),
+		nil, true, 1, -1, 3.5, MaxSafeInteger, -MaxSafeInteger, "s", []int(nil), map[string]int(nil), [0]int{}, json.Number("-0"),
 		struct {
 			A int `json:"b"`
 			B int `json:"a"`
@@ -203,10 +203,14 @@ func compare(t *testing.T, v any) {
 }
 
 // reference is RFC 8785 as github.com/gowebpki/jcs writes it from
-// encoding/json's output: what the encoder is held to.
+// encoding/json's output, refusing what checkIntegers refuses (a Go
+// integer beyond ±MaxSafeInteger): what the encoder is held to.
 func reference(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkIntegers(reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
 	return jcs.Transform(raw)

@@ -81,7 +81,10 @@ func appendParts(dst []byte, parts []Part) ([]byte, error) {
 		case partString:
 			dst = appendGoString(dst, p.s)
 		case partInt:
-			dst = appendInt(dst, int64(p.i))
+			var err error
+			if dst, err = appendInt(dst, int64(p.i)); err != nil {
+				return nil, err
+			}
 		default:
 			var err error
 			if dst, err = p.raw.AppendCanonical(dst); err != nil {

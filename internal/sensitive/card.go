@@ -7,9 +7,13 @@ import "strings"
 // nothing (or by look-alikes of those: see sepAt), passing the Luhn check, with an issuer prefix of a card scheme
 // (major industry identifiers 2 to 6). A number glued to letters
 // ("card4111111111111111x") is found too, except inside a long hex token
-// (a hash), a UUID, or the SDK's own "<prefix>_<16 hex>" ids.
+// (a hash), a UUID, or the SDK's own "<prefix>_<16 hex>" ids. Digits and
+// separators may be percent-encoded, once or more, as a URL, a query or
+// a form writes them ("4111%201111%201111%201111", "4111%2D1111…",
+// "4111%25201111…", "%34%31%31%31…"): a reader who decodes sees a card.
 
-// digitAt returns the value and byte width of the digit at s[i], or -1.
+// digitAt returns the value and byte width of the digit at s[i], or -1:
+// an ASCII digit, a fullwidth one, or a percent-encoded ASCII digit.
 func digitAt(s string, i int) (int, int) {
 	c := s[i]
 	if isDigit(c) {
@@ -18,7 +22,70 @@ func digitAt(s string, i int) (int, int) {
 	if c == 0xEF && i+2 < len(s) && s[i+1] == 0xBC && s[i+2] >= 0x90 && s[i+2] <= 0x99 {
 		return int(s[i+2] - 0x90), 3
 	}
+	if c == '%' {
+		if b, w := pctByte(s, i); w > 0 && isDigit(b) {
+			return int(b - '0'), w
+		}
+	}
 	return -1, 0
+}
+
+// maxPctLayers bounds how many times an escape may be percent-encoded
+// again ("%25" before it) and still be read.
+const maxPctLayers = 4
+
+// pctByte decodes the percent-escape at s[i], encoded once ("%20") or
+// more ("%2520" is "%20" encoded again), and returns the byte and the
+// escape's width, or width 0 when s[i] starts no escape.
+func pctByte(s string, i int) (byte, int) {
+	if i >= len(s) || s[i] != '%' {
+		return 0, 0
+	}
+	k := i + 1
+	for range maxPctLayers {
+		// "%25" followed by another hex pair is one more layer.
+		if k+3 < len(s) && s[k] == '2' && s[k+1] == '5' && isHex(s[k+2]) && isHex(s[k+3]) {
+			k += 2
+			continue
+		}
+		break
+	}
+	if k+1 >= len(s) || !isHex(s[k]) || !isHex(s[k+1]) {
+		return 0, 0
+	}
+	return hexVal(s[k])<<4 | hexVal(s[k+1]), k + 2 - i
+}
+
+func hexVal(c byte) byte {
+	switch {
+	case isDigit(c):
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// pctSep returns the byte width of a percent-encoded separator at s[i]
+// (one escape per byte of the separator's UTF-8: "%20", "%2D", "%2520",
+// "%C2%A0"), or 0.
+func pctSep(s string, i int) int {
+	var dec [3]byte
+	k := i
+	for n := range len(dec) {
+		b, w := pctByte(s, k)
+		if w == 0 {
+			return 0
+		}
+		dec[n], k = b, k+w
+		if b == '%' {
+			return 0 // a literal '%': no separator
+		}
+		if sepOne(string(dec[:n+1]), 0) == n+1 {
+			return k - i
+		}
+	}
+	return 0
 }
 
 // group is a run of digits: its byte range, its digit count and whether
@@ -75,9 +142,10 @@ func sepAt(s string, i int) int {
 
 // sepOne returns the byte width of one separator character at s[i], or 0:
 // a space, tab or line break, dash, dot, underscore, slash or plus (a
-// form-encoded space), and the look-alikes that
+// form-encoded space), the look-alikes that
 // would hide a number from a plainer scanner (no-break and ideographic
-// spaces, zero-width characters, the fullwidth hyphen, dot and space).
+// spaces, zero-width characters, the fullwidth hyphen, dot and space),
+// and any of these percent-encoded (pctSep).
 func sepOne(s string, i int) int {
 	if i >= len(s) {
 		return 0
@@ -85,6 +153,8 @@ func sepOne(s string, i int) int {
 	switch s[i] {
 	case ' ', '-', '.', '\t', '\n', '\r', '_', '/', '+':
 		return 1
+	case '%':
+		return pctSep(s, i)
 	case 0xC2: // U+00A0
 		if strings.HasPrefix(s[i:], "\u00a0") {
 			return 2
@@ -153,11 +223,12 @@ func findCards(s string, st *stats, spans []span, first bool) []span {
 func isCard(s string, start, end, n int) bool {
 	d1, w := digitAt(s, start)
 	d2 := -1
-	for k := start + w; k < end; k++ {
-		if d, w := digitAt(s, k); w > 0 {
+	for k := start + w; k < end; {
+		if d, dw := digitAt(s, k); dw > 0 {
 			d2 = d
 			break
 		}
+		k += max(sepAt(s, k), 1)
 	}
 	switch d1 {
 	case 2: // Mir 2200-2204, Mastercard 2221-2720: 16 digits and up
@@ -185,32 +256,29 @@ func isCard(s string, start, end, n int) bool {
 	default:
 		return false
 	}
-	return luhnRange(s, start, end)
+	return luhnRange(s, start, end, n)
 }
 
-func luhnRange(s string, start, end int) bool {
-	// Walk backwards over the digits (ASCII digits are one byte, fullwidth
-	// ones three, ending in 0x90-0x99; separators are ASCII).
-	sum, double := 0, false
-	for k := end - 1; k >= start; k-- {
-		c := s[k]
-		var d int
-		switch {
-		case isDigit(c):
-			d = int(c - '0')
-		case c >= 0x90 && c <= 0x99 && k >= 2 && s[k-1] == 0xBC && s[k-2] == 0xEF:
-			d = int(c - 0x90)
-			k -= 2
-		default:
+// luhnRange checks the Luhn sum of the n digits in s[start:end], which
+// holds digits and separators only. It walks forward as the groups were
+// read (an escape such as "%20" holds digits that are no digit of the
+// number), doubling every second digit from the right.
+func luhnRange(s string, start, end, n int) bool {
+	sum, idx := 0, 0
+	for k := start; k < end; {
+		d, w := digitAt(s, k)
+		if w == 0 {
+			k += max(sepAt(s, k), 1)
 			continue
 		}
-		if double {
+		if (n-1-idx)%2 == 1 {
 			if d *= 2; d > 9 {
 				d -= 9
 			}
 		}
 		sum += d
-		double = !double
+		idx++
+		k += w
 	}
 	return sum%10 == 0
 }

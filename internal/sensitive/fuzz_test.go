@@ -12,6 +12,7 @@ func FuzzRedact(f *testing.F) {
 	f.Add("card " + visa + " iban " + ibanDESp + " key " + awsKey + " password=hunter2 Bearer abcdef123456")
 	f.Add(`{"db_password":"x","token":"` + jwt + `"}`)
 	f.Add("ｃａｒｄ ４１１１ １１１１ １１１１ １１１１")
+	f.Add("card=4111%201111%2D1111%25201111&%34%31%31%31%C2%A0%31%31%31%31%31%31%31%31%31%31%31%31")
 	for _, s := range encodedForms() {
 		f.Add(s)
 	}

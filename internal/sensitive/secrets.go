@@ -301,7 +301,8 @@ func valueEnds(s string, i int, quote string) bool {
 // access key or secret key (api_key, apiKey, x-api-key). Names of things
 // about a secret rather than the secret — ending in ref, id, url, type,
 // name, count, expiry, path, ... (token_ref, secret_ref, token_url,
-// max_tokens) — are not.
+// max_tokens) — are not, and neither is the cursor of a paged listing
+// (page_token, nextPageToken, continuation_token).
 func IsSecretKey(key string) bool {
 	if len(key) < 3 || len(key) > 128 {
 		return false
@@ -323,7 +324,7 @@ func IsSecretKey(key string) bool {
 			return true
 		}
 		for _, x := range secretWords {
-			if strings.EqualFold(w, x) {
+			if strings.EqualFold(w, x) && !(i > 0 && strings.EqualFold(x, "token") && cursorWord(words[i-1])) {
 				return true
 			}
 		}
@@ -341,7 +342,20 @@ func IsSecretKey(key string) bool {
 	return false
 }
 
+// cursorWord reports whether w, before "token", makes it a cursor of a
+// paged or resumed listing (page_token, nextPageToken,
+// continuation_token), an opaque position rather than a credential.
+func cursorWord(w string) bool {
+	for _, x := range cursorWords {
+		if strings.EqualFold(w, x) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
+	cursorWords    = []string{"page", "next", "prev", "previous", "continuation", "pagination", "cursor", "sync"}
 	secretWords    = []string{"pwd", "token", "credential", "credentials", "authorization", "cookie", "bearer"}
 	keyQualifiers  = []string{"api", "private", "access", "secret", "signing", "encryption", "master"}
 	notSecretLast  = []string{"ref", "refs", "reference", "id", "ids", "url", "uri", "endpoint", "type", "kind", "name", "names", "count", "length", "len", "expiry", "expires", "expiration", "at", "ttl", "hint", "path", "file", "env", "var", "header", "scheme", "policy", "required", "present", "set", "valid", "provided"}

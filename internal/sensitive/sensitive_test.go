@@ -152,6 +152,9 @@ func TestIsSecretKey(t *testing.T) {
 		"tokenizer": false, "total_tokens": false, "token_type": false, "public_key": false, "idempotency_key": false,
 		"key": false, "auth": false, "secretary": false, "decision_key": false, "order_id": false, "aws_access_key_id": false,
 		"": false,
+		// The cursor of a paged listing is a position, not a credential.
+		"page_token": false, "nextPageToken": false, "next_token": false, "continuation_token": false, "pagination_token": false,
+		"cursor_token": false, "sync_token": false, "prev_page_token": false, "page_access_token": true, "next_refresh_token": true,
 	} {
 		if got := IsSecretKey(key); got != want {
 			t.Errorf("IsSecretKey(%q) = %v, want %v", key, got, want)

@@ -222,18 +222,22 @@ func (rs *Records) Get(ctx context.Context, recordID string) (*decision.Record, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var seq int64
 	var b []byte
-	err := rs.db.sql.QueryRowContext(ctx, `SELECT data FROM contextos_records WHERE record_id = $1`, recordID).Scan(&b)
+	err := rs.db.sql.QueryRowContext(ctx, `SELECT seq, data FROM contextos_records WHERE record_id = $1`, recordID).Scan(&seq, &b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", decision.ErrNotFound, clip(recordID))
 	}
 	if err != nil {
 		return nil, storeErr(ctx, "get record", err)
 	}
-	return decodeRecord(b)
+	// A record that does not decode is a *decision.UnreadableError naming it.
+	return decision.DecodeStored(b, int(seq-1))
 }
 
-// List implements decision.Store: the records f selects, in chain order.
+// List implements decision.Store: the records f selects, in chain order,
+// and a *decision.UnreadableError naming those among them that do not
+// decode (the others are still returned).
 func (rs *Records) List(ctx context.Context, f decision.Filter) ([]*decision.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -249,7 +253,7 @@ func (rs *Records) List(ctx context.Context, f decision.Filter) ([]*decision.Rec
 	add("run_id", f.RunID)
 	add("tenant_id", f.TenantID)
 	add("status", string(f.Status))
-	q := `SELECT data FROM contextos_records`
+	q := `SELECT seq, data FROM contextos_records`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
@@ -259,26 +263,65 @@ func (rs *Records) List(ctx context.Context, f decision.Filter) ([]*decision.Rec
 	}
 	defer rows.Close()
 	var out []*decision.Record
+	var bad []decision.UnreadableRecord
 	for rows.Next() {
+		var seq int64
 		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		r, err := decodeRecord(b)
-		if err != nil {
+		if err := rows.Scan(&seq, &b); err != nil {
 			return nil, err
 		}
 		// The columns are copies made at append time; the record itself
-		// decides (a tampered column selects nothing it should not).
-		if f.Match(r) {
+		// decides (a tampered column selects nothing it should not), or,
+		// when it does not decode, its own keys do.
+		r, err := decision.DecodeStored(b, int(seq-1))
+		var ue *decision.UnreadableError
+		switch {
+		case errors.As(err, &ue):
+			if k, kerr := readKeys(b); kerr != nil || k.match(f) {
+				bad = append(bad, ue.Records...)
+			}
+		case err != nil:
+			return nil, err
+		case f.Match(r):
 			out = append(out, r)
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return out, &decision.UnreadableError{Records: bad}
+	}
+	return out, nil
+}
+
+// recordKeys are the members of a stored record its columns copy, read
+// without decoding the whole record (so also from one that does not
+// decode as a decision.Record).
+type recordKeys struct {
+	RecordID       string `json:"record_id"`
+	RunID          string `json:"run_id"`
+	TenantID       string `json:"tenant_id"`
+	Status         string `json:"status"`
+	PrevRecordHash string `json:"prev_record_hash"`
+	RecordHash     string `json:"record_hash"`
+}
+
+func readKeys(b []byte) (recordKeys, error) {
+	var k recordKeys
+	err := json.Unmarshal(b, &k)
+	return k, err
+}
+
+// match is decision.Filter.Match on a stored record's keys.
+func (k recordKeys) match(f decision.Filter) bool {
+	return (f.RunID == "" || k.RunID == f.RunID) && (f.TenantID == "" || k.TenantID == f.TenantID) && (f.Status == "" || k.Status == string(f.Status))
 }
 
 // Verify implements decision.Store: the whole chain, from the genesis
-// hash, as stored; a gap in the sequence is a broken link too.
+// hash, as stored; a gap in the sequence is a broken link too. When the
+// chain holds and some records do not decode, the error is a
+// *decision.UnreadableError naming them.
 func (rs *Records) Verify(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -297,8 +340,12 @@ func verifyIn(ctx context.Context, tx *sql.Tx) error {
 	prev, i := decision.GenesisHash, 0
 	const batch = 256
 	var lines [][]byte
+	var bad []decision.UnreadableRecord // records whose links hold but that do not decode
 	flush := func() error {
-		if err := decision.VerifyChain(lines, prev, i-len(lines)); err != nil {
+		var ue *decision.UnreadableError
+		if err := decision.VerifyChain(lines, prev, i-len(lines)); errors.As(err, &ue) {
+			bad = append(bad, ue.Records...)
+		} else if err != nil {
 			return err
 		}
 		var last struct {
@@ -319,9 +366,10 @@ func verifyIn(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 		// The columns List filters on are copies of the record's own
-		// members: an edited column hides a record from its tenant.
-		var r decision.Record
-		if json.Unmarshal(b, &r) == nil && (r.RecordID != id || r.RunID != run || r.TenantID != tenant || string(r.Status) != status || r.PrevRecordHash != prevHash || r.RecordHash != hash) {
+		// members: an edited column hides a record from its tenant. They
+		// are read from the record's keys, so a record that does not
+		// decode is held to its columns too.
+		if r, err := readKeys(b); err == nil && (r.RecordID != id || r.RunID != run || r.TenantID != tenant || r.Status != status || r.PrevRecordHash != prevHash || r.RecordHash != hash) {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -358,13 +406,8 @@ func verifyIn(ctx context.Context, tx *sql.Tx) error {
 	if headSeq != int64(i) || headHash != prev {
 		return &decision.ChainError{Index: i, Reason: fmt.Sprintf("the chain holds %d records but its head names record %d (%s)", i, headSeq, headHash)}
 	}
-	return nil
-}
-
-func decodeRecord(b []byte) (*decision.Record, error) {
-	var r decision.Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("store: record is corrupt: %w", err)
+	if len(bad) > 0 {
+		return &decision.UnreadableError{Records: bad}
 	}
-	return &r, nil
+	return nil
 }

@@ -33,15 +33,33 @@ func TestTamper(t *testing.T) {
 			}
 			return s
 		}
-		return open, func(t *testing.T, query string) {
-			db, err := sql.Open("pgx", url)
+		return open, execPostgres(url)
+	})
+}
+
+func TestUnreadable(t *testing.T) {
+	storetest.RunUnreadableTests(t, func(t *testing.T) (storetest.Opener, storetest.Exec) {
+		url := pgtest.URL(t)
+		return func(t *testing.T, o storetest.Options) storetest.Stores {
+			s, err := postgres.Open(context.Background(), url, &postgres.Options{Now: o.Now, ClaimTTL: o.ClaimTTL})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
-			if _, err := db.Exec(query); err != nil {
-				t.Fatal(err)
-			}
-		}
+			return s
+		}, execPostgres(url)
 	})
+}
+
+// execPostgres runs statements on the database at url, around the store.
+func execPostgres(url string) storetest.Exec {
+	return func(t *testing.T, query string, args ...any) {
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(query, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // Exec runs one SQL statement on the database directly, around the
-// store: what an operator with write access (or a failing disk) does.
-type Exec func(t *testing.T, query string)
+// store: what an operator with write access (or a failing disk), or an
+// earlier release, does. Its arguments are bound to $1, $2, ….
+type Exec func(t *testing.T, query string, args ...any)
 
 // RunTamperTests checks that a durable record store's Verify finds what
 // was changed behind its back: a record's bytes or a column it is found
@@ -60,4 +62,55 @@ func RunTamperTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
 			}
 		})
 	}
+}
+
+// RunUnreadableTests runs decisiontest.RunUnreadableTests against a
+// durable record store: the records an earlier release stored (one that
+// does not decode as a decision.Record among them) are written as rows,
+// with the chain's head, directly into the database a fresh handle has
+// migrated, and then read through that handle.
+//
+// A column of an unreadable record edited behind the store's back still
+// breaks Verify at that record: the columns are held to the record's own
+// members, read without decoding it.
+func RunUnreadableTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
+	write := func(t *testing.T, stored [][]byte) (decision.Store, Exec) {
+		open, exec := newDB(t)
+		s := open(t, Options{})
+		t.Cleanup(func() { _ = s.Close() })
+		last := ""
+		for i, b := range stored {
+			var k struct {
+				RecordID       string `json:"record_id"`
+				RunID          string `json:"run_id"`
+				TenantID       string `json:"tenant_id"`
+				Status         string `json:"status"`
+				PrevRecordHash string `json:"prev_record_hash"`
+				RecordHash     string `json:"record_hash"`
+			}
+			if err := json.Unmarshal(b, &k); err != nil {
+				t.Fatal(err)
+			}
+			exec(t, `INSERT INTO contextos_records (seq, record_id, run_id, tenant_id, status, prev_hash, record_hash, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				int64(i+1), k.RecordID, k.RunID, k.TenantID, k.Status, k.PrevRecordHash, k.RecordHash, b)
+			last = k.RecordHash
+		}
+		if len(stored) > 0 {
+			exec(t, `INSERT INTO contextos_record_head (id, seq, record_hash) VALUES (1, $1, $2)`, int64(len(stored)), last)
+		}
+		return s.Records(), exec
+	}
+	decisiontest.RunUnreadableTests(t, func(t *testing.T, stored [][]byte) decision.Store {
+		s, _ := write(t, stored)
+		return s
+	})
+	t.Run("EditedColumnOfAnUnreadableRecord", func(t *testing.T) {
+		s, exec := write(t, decisiontest.UnreadableChain(t))
+		exec(t, `UPDATE contextos_records SET tenant_id = 'tenant_other' WHERE record_id = 'dr_2'`)
+		err := s.Verify(context.Background())
+		var ce *decision.ChainError
+		if !errors.As(err, &ce) || ce.Index != 1 || ce.RecordID != "dr_2" {
+			t.Errorf("Verify after editing a column of unreadable dr_2 = %v, want a *decision.ChainError at record 1 (dr_2)", err)
+		}
+	})
 }

@@ -1,0 +1,97 @@
+package canon
+
+import (
+	"reflect"
+	"strings"
+)
+
+// checkIntegers returns the *IntegerError of the first integer beyond
+// ±MaxSafeInteger that encoding/json would write as a JSON number for v.
+// It is the general path's form of the check the reflective encoder makes
+// as it writes: it follows what encoding/json writes (exported and
+// embedded fields, json:"-", maps' values, not their keys) and skips what
+// it writes as strings (the ",string" option, []byte) or hands to a
+// MarshalJSON or MarshalText method, whose output is JSON of its own. v
+// has been marshalled already, so it holds no cycle.
+func checkIntegers(v reflect.Value) error {
+	if !v.IsValid() {
+		return nil
+	}
+	t := v.Type()
+	if flagsOf(t)&(isMarshaler|ptrMarshaler|isTextMarshaler|ptrTextMarshaler|isAppender) != 0 {
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i := v.Int(); i > MaxSafeInteger || i < -MaxSafeInteger {
+			return unsafeInt(i)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if u := v.Uint(); u > MaxSafeInteger {
+			return unsafeUint(u)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkIntegers(v.Elem())
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // written as base64, or element by element by their own methods
+		}
+		fallthrough
+	case reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if err := checkIntegers(v.Index(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if err := checkIntegers(iter.Value()); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() && !embeddedStruct(f) {
+				continue // encoding/json writes neither
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			if _, opts, _ := strings.Cut(tag, ","); hasOption(opts, "string") {
+				continue // written as a JSON string
+			}
+			if err := checkIntegers(v.Field(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hasOption reports whether a json tag's options (after the name) hold o.
+func hasOption(opts, o string) bool {
+	for opts != "" {
+		var x string
+		x, opts, _ = strings.Cut(opts, ",")
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// embeddedStruct reports whether f is an embedded struct (or pointer to
+// one), whose exported fields encoding/json promotes even when the
+// embedded type is unexported.
+func embeddedStruct(f reflect.StructField) bool {
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return f.Anonymous && t.Kind() == reflect.Struct
+}
