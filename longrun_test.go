@@ -297,8 +297,8 @@ func TestLongRunningLease(t *testing.T) {
 	if !errors.Is(err, contextos.ErrLeaseHeld) || !errors.Is(err, contextos.ErrNotResumable) {
 		t.Fatalf("takeover within the lease = %v, want ErrLeaseHeld", err)
 	}
-	if !strings.Contains(err.Error(), cp.LeaseUntil) {
-		t.Errorf("error %q does not say when the lease ends", err)
+	if !strings.Contains(err.Error(), "lease lasts 1s more") {
+		t.Errorf("error %q does not say how long the lease lasts", err)
 	}
 	clock.Advance(time.Second) // the lease has lapsed
 	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotResumable) {
@@ -422,6 +422,11 @@ func checkCheckpointRecords(t *testing.T, saves *savesRecorder, recs []*decision
 			cp := saves.saves[i]
 			if !cp.Active || i == from {
 				prev = cp.InFlight
+				continue
+			}
+			if cp.InFlight == prev && cp.Seq == saves.saves[i-1].Seq {
+				// A renewal of the run's claim (half its lease had passed
+				// on the clock): nothing recorded since the last save.
 				continue
 			}
 			if cp.InFlight == "" || cp.InFlight == prev || named[cp.InFlight] {

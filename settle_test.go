@@ -332,9 +332,11 @@ func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
 // the runtime.
 func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	ctx := context.Background()
+	clock := newFakeClock()
 	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 2}
+	saves.Now = clock.Now
 	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
-	h := bareHarness(t, planner, &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
+	h := bareHarness(t, planner, &contextostest.Options{Now: clock.Now, Runtime: contextos.Options{Checkpoints: saves}})
 	scriptDefaults(h, "")
 	req, rc := refundRequest(t, 1200, true)
 	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
@@ -349,6 +351,10 @@ func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotResumable) {
 		t.Errorf("Resume of the claimed run = %v, want ErrNotResumable", err)
 	}
+	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true}); !errors.Is(err, contextos.ErrLeaseHeld) {
+		t.Errorf("takeover while the claim's lease lasts = %v, want ErrLeaseHeld", err)
+	}
+	clock.Advance(contextos.DefaultHeartbeatTTL)
 	res, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true})
 	if err != nil {
 		t.Fatal(err)
@@ -370,6 +376,9 @@ func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	}
 	if again, err := h.Runtime.Invoke(ctx, req, rc); err != nil || again.Record.RecordHash != res.Record.RecordHash {
 		t.Errorf("Invoke after the takeover = %v", err)
+	}
+	if _, err := h.Runtime.Capture(ctx, rc.RunID, replay.SourceOperatorCorrection); !errors.Is(err, contextos.ErrReplayInputsLost) {
+		t.Errorf("Capture of a run settled from a dead runtime's record = %v, want ErrReplayInputsLost", err)
 	}
 }
 

@@ -246,6 +246,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, url)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
+	time.Sleep(ttl) // A's claim of the run lapses
 
 	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1,
 		Takeover: true, ClaimTTL: ttl})[0][0]
@@ -260,11 +261,12 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 
 // TestMPCrashDuringApprovedResume: process A resumes the paused refund of
 // 4200 with the finance approval and is SIGKILLed after the payments
-// service performed the refund and before it answered. The approval A
-// consumed is spent (single use), so process B takes the run over with a
-// new approval of the same action: its call carries the key the paused
-// call was given, the payments service answers it from its first answer,
-// and the run ends DECIDED with its records chained.
+// service performed the refund and before it answered. Once A's claims
+// lapse, process B takes the run over without an approval of its own: it
+// goes on with the approval A resumed the run with (used again by the same
+// action, which the approval log allows), its call carries the key the
+// paused call was given, the payments service answers it from its first
+// answer, and the run ends DECIDED with its records chained.
 func TestMPCrashDuringApprovedResume(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := storekit.Context(t)
@@ -285,10 +287,9 @@ func TestMPCrashDuringApprovedResume(t *testing.T) {
 	if key := p.AssertOneEffect(t, 1); key != pending.IdempotencyKey {
 		t.Fatalf("payments key = %s, want the paused call's %s", key, pending.IdempotencyKey)
 	}
-	again := approval
-	again.ApprovalID = "apr_again"
+	time.Sleep(ttl) // A's claim of the run lapses
 	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 4200, Goroutines: 1,
-		Takeover: true, ClaimTTL: ttl, Approvals: []gateway.Approval{again}})[0][0]
+		Takeover: true, ClaimTTL: ttl})[0][0]
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != pending.IdempotencyKey {
 		t.Fatalf("takeover in process B = %+v, want DECIDED with the first answer txn_1 under key %s", out, pending.IdempotencyKey)
 	}

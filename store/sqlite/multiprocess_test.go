@@ -42,7 +42,8 @@ type mpJob struct {
 	Amount    int                `json:"amount"`
 	Approvals []gateway.Approval `json:"approvals,omitempty"`
 	Takeover  bool               `json:"takeover,omitempty"`
-	// ClaimTTL is the store's idempotency claim TTL (0: the default).
+	// ClaimTTL is the store's idempotency claim TTL and the runtime's
+	// HeartbeatTTL, the lease of its claim of a run (0: the defaults).
 	ClaimTTL time.Duration `json:"claim_ttl,omitempty"`
 }
 
@@ -68,7 +69,7 @@ func TestMultiProcessChild(t *testing.T) {
 		t.Fatalf("child: open store: %v", err)
 	}
 	defer st.Close()
-	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1}
+	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1, HeartbeatTTL: job.ClaimTTL}
 	st.Configure(&opts)
 	h := contextostest.New(t, contextostest.NewPlanner(storekit.LookupPlan(), storekit.RefundPlan(job.Amount)), [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: opts})
 	req, rc := storekit.RefundRequest(t, job.RunID, job.Amount)
@@ -180,6 +181,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, db)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
+	time.Sleep(ttl) // A's claim of the run lapses
 
 	out := runChild(t, ctx, "process B", mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl})
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != first {
