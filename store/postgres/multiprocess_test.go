@@ -246,7 +246,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, url)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
-	time.Sleep(ttl) // A's claim of the run lapses
+	time.Sleep(ttl)                                     // A's claim of the run lapses
 
 	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1,
 		Takeover: true, ClaimTTL: ttl})[0][0]

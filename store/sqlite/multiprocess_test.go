@@ -181,7 +181,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, db)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
-	time.Sleep(ttl) // A's claim of the run lapses
+	time.Sleep(ttl)                                     // A's claim of the run lapses
 
 	out := runChild(t, ctx, "process B", mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl})
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != first {
