@@ -278,10 +278,11 @@ func testOneTakeoverWins(t *testing.T, s contextos.CheckpointStore, mode string)
 	const takers = 8
 	refused := make(chan struct{}, takers)
 	h.Adapter("adp_orders").On("lookup").When(func(map[string]any) bool {
+		deadline := time.After(5 * time.Second)
 		for range takers - 1 {
 			select {
 			case <-refused:
-			case <-time.After(10 * time.Second):
+			case <-deadline:
 				return false
 			}
 		}
