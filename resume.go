@@ -118,18 +118,16 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	r.renewLease(now)
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
-	chain := cp.Chain
+	// The run goes on from the last entry its transcript holds: a runtime
+	// that died may have recorded calls after its last checkpoint (a
+	// takeover's packet says so: a replay takes those entries as
+	// recorded).
+	chain, n, err := rt.chainOf(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
 	var took *replay.Takeover
 	if takeover {
-		// The runtime that died may have recorded calls after its last
-		// checkpoint: the run goes on from the last entry the transcript
-		// holds, and its packet says so (a replay takes those entries as
-		// recorded).
-		var n int
-		var err error
-		if chain, n, err = rt.chainOf(ctx, cp); err != nil {
-			return nil, err
-		}
 		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n}
 	}
 	if err := r.setupRun(ctx, &chain); err != nil {
