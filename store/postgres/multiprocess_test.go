@@ -296,3 +296,35 @@ func TestMPCrashDuringApprovedResume(t *testing.T) {
 	p.AssertOneEffect(t, 2)
 	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), runID, decision.Deferred, decision.Decided, decision.Closed)
 }
+
+// TestMPConcurrentTakeoversContinueOnce: process A is SIGKILLed after the
+// payments service performed the refund and before it answered. Once its
+// claims lapse, three processes take the run over at once (four
+// goroutines each): exactly one continues it, every other takeover is
+// refused before doing anything (the winner's lease, a lost race to
+// claim, or the run already ended), and the run has one decision and one
+// effect.
+func TestMPConcurrentTakeoversContinueOnce(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
+	const runID, ttl = "run_mp_h", 2 * time.Second
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1, ClaimTTL: ttl})
+	var killed sync.Once
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
+	<-a.Done()
+	if result, exit := a.Exit(); result != "" || exit == nil {
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
+	}
+	time.Sleep(ttl) // A's claims lapse
+	job := mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 4, Takeover: true, ClaimTTL: ttl}
+	all := runChildren(t, ctx, job, job, job)
+	n := tally(all)
+	t.Logf("takeover outcomes: %v", n)
+	if n[""] != 1 || n[""]+n[errNotResumable]+n[errConflict] != 12 {
+		t.Errorf("takeover outcomes = %v, want 1 success and 11 refused (ErrLeaseHeld, ErrCheckpointConflict or ErrNotResumable)", n)
+	}
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), runID, decision.Decided)
+}

@@ -13,7 +13,9 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,4 +191,48 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	}
 	p.AssertOneEffect(t, 2)
 	storekit.AssertRecords(t, ctx, st.Records(), runID, decision.Decided)
+}
+
+// TestMPConcurrentTakeoversContinueOnce: process A is SIGKILLed after the
+// payments service performed the refund and before it answered. Once its
+// claims lapse, four processes take the run over at once: exactly one
+// continues it, every other takeover is refused before doing anything,
+// and the run has one decision and one effect.
+func TestMPConcurrentTakeoversContinueOnce(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "contextos.db")
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
+	const runID, ttl = "run_mp_h", 2 * time.Second
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, ClaimTTL: ttl})
+	var killed sync.Once
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
+	<-a.Done()
+	if result, exit := a.Exit(); result != "" || exit == nil {
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
+	}
+	time.Sleep(ttl) // A's claims lapse
+	var takers []*storekit.Child
+	for i := range 4 {
+		takers = append(takers, storekit.StartChild(t, fmt.Sprintf("taker %d", i), mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl}))
+	}
+	storekit.Release(t, ctx, takers...)
+	won, refused := 0, 0
+	for _, c := range takers {
+		var o mpOutcome
+		c.Result(t, ctx, &o)
+		switch {
+		case o.Err == "" && o.Status == string(decision.Decided):
+			won++
+		case strings.HasPrefix(o.Err, "not_resumable: "), strings.Contains(o.Err, "checkpoint was changed by another runtime"):
+			refused++
+		default:
+			t.Errorf("a takeover = %+v", o)
+		}
+	}
+	if won != 1 || refused != 3 {
+		t.Errorf("%d takeovers continued the run and %d were refused, want 1 and 3", won, refused)
+	}
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, db).Records(), runID, decision.Decided)
 }
