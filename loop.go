@@ -33,7 +33,7 @@ import (
 func (r *run) run(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	res, err := r.loop(ctx, resume)
 	if err != nil {
-		r.rt.recorder.Forget(r.rc.RunID)
+		r.recorder.Forget(r.rc.RunID)
 		failSpan(r.span, "run failed: "+errorType(err))
 	}
 	return res, err
@@ -808,7 +808,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 	if !r.cp.Terminal {
 		r.cp.Deferred, r.cp.Open = stored.RecordID, []string{stored.RecordID}
 	}
-	defer r.rt.recorder.Forget(r.rc.RunID)
+	defer r.recorder.Forget(r.rc.RunID)
 	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
@@ -1106,7 +1106,7 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		Expected:     replay.Expected{Status: string(rec.Status), DecisionRecordHash: rh},
 		LatestResult: &replay.LatestResult{Status: replay.NotRun},
 		PackHashes:   map[string]string{}, Invoke: invoke, InvokeHash: ih, RunContext: rcJSON,
-		Outcomes: append(slices.Clone(r.cp.Outcomes), r.rt.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.untakenReadings()...),
+		Outcomes: append(slices.Clone(r.cp.Outcomes), r.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.untakenReadings()...),
 		Record: recJSON, Resumes: r.cp.Resumes, PriorResults: r.cp.Priors, PlannerErrors: r.cp.PlannerErrors, Interrupts: r.cp.Interrupts,
 	}
 	for _, in := range r.inputs {

@@ -230,7 +230,6 @@ type Runtime struct {
 	// transcripts is the gateway's transcript, read back for replay
 	// capture and takeovers.
 	transcripts TranscriptStore
-	recorder    *playback.Recorder
 	tracer      trace.Tracer
 	metrics     *opmetrics.Metrics
 	builtin     builtinCritic
@@ -339,7 +338,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	if o.ReplaySampleRate < 0 || o.ReplaySampleRate > 1 {
 		return nil, fmt.Errorf("%w: ReplaySampleRate must be in [0, 1]", ErrConfig)
 	}
-	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
+	rt := &Runtime{planner: planner, packs: packs, opts: o, prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
 	var err error
 	if rt.metrics, err = opmetrics.New(o.MeterProvider); err != nil {
@@ -514,6 +513,10 @@ type run struct {
 	// clockTaken counts the clock readings already taken into the
 	// checkpoint (takeInputs).
 	clockTaken int
+	// recorder records the adapter attempts of this runtime's part of the
+	// run (its own: a run a takeover continues in the same process keeps
+	// its attempts apart from those of the part it took over).
+	recorder *playback.Recorder
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -751,6 +754,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if r.pins == nil {
 		r.pins = &pins{rt: rt, runID: r.rc.RunID}
 	}
+	if r.recorder == nil {
+		r.recorder = playback.NewRecorder()
+	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
 	cc, err := r.compile(ctx, prepared)
 	if err != nil {
@@ -773,7 +779,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	span.SetAttributes(attrs...)
 	r.span.SetAttributes(attrs...)
-	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gatewayRunOptions(r.clock, chain, rt.recorder)); err != nil {
+	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gatewayRunOptions(r.clock, chain, r.recorder)); err != nil {
 		return err
 	}
 	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
