@@ -2,6 +2,7 @@ package contextos_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -76,7 +77,7 @@ type takeoverCase struct {
 
 // startFrozen invokes req on a harness with planner and critic, on a fake
 // clock, and returns once the run's runtime is frozen (entered closed).
-func startFrozen(t *testing.T, planner contextos.Planner, critic contextos.Critic, entered <-chan struct{}, req *runcontext.InvokeRequest, rc *runcontext.RunContext) *takeoverCase {
+func startFrozen(t testing.TB, planner contextos.Planner, critic contextos.Critic, entered <-chan struct{}, req *runcontext.InvokeRequest, rc *runcontext.RunContext) *takeoverCase {
 	t.Helper()
 	c := &takeoverCase{clock: newFakeClock(), runID: rc.RunID, stalled: make(chan error, 1)}
 	var o contextostest.Options
@@ -92,7 +93,7 @@ func startFrozen(t *testing.T, planner contextos.Planner, critic contextos.Criti
 }
 
 // takeOver lets the frozen runtime's lease lapse and takes the run over.
-func (c *takeoverCase) takeOver(t *testing.T) *contextos.Result {
+func (c *takeoverCase) takeOver(t testing.TB) *contextos.Result {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{Takeover: true}); !errors.Is(err, contextos.ErrLeaseHeld) {
@@ -230,4 +231,54 @@ func runEntries(t *testing.T, h *contextostest.Harness, runID string) []gateway.
 		t.Fatal(err)
 	}
 	return es
+}
+
+// FuzzReplayTakeover: a packet's takeover fields come from outside (a
+// packet file, a store). A taken-over run's packet with its takeover
+// point, its transcript entry count and its prior results changed (and
+// sealed again) replays without a panic and without a live call; only
+// the recorded values replay equal.
+func FuzzReplayTakeover(f *testing.F) {
+	planner := newTurnPlanner(1200, 0)
+	critic := &refundFrozenCritic{entered: make(chan struct{}), release: make(chan struct{})}
+	req, rc := refundRequest(f, 1200, true)
+	c := startFrozen(f, planner, critic, critic.entered, req, rc)
+	res := c.takeOver(f)
+	close(critic.release)
+	<-c.stalled
+	ctx := context.Background()
+	p, err := c.h.Replays.Get(ctx, res.ReplayPacketID)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := json.Marshal(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	to := p.Resumes[len(p.Resumes)-1].Takeover
+	f.Add(to.Point, to.TranscriptEntries, 0, false)
+	f.Add(0, 0, 1, false)
+	f.Add(-1, 1<<30, 2, true)
+	f.Add(to.Point+1, to.TranscriptEntries-1, 0, true)
+	f.Fuzz(func(t *testing.T, point, entries, priors int, nilResult bool) {
+		var pk replay.Packet
+		if err := json.Unmarshal(good, &pk); err != nil {
+			t.Fatal(err)
+		}
+		pk.Resumes[len(pk.Resumes)-1].Takeover = &replay.Takeover{Point: point, TranscriptEntries: entries}
+		if priors >= 0 && priors < len(pk.PriorResults) {
+			pk.PriorResults = pk.PriorResults[:priors]
+		}
+		if nilResult && len(pk.PriorResults) > 0 {
+			pk.PriorResults[0].Result = nil
+		}
+		if err := pk.Seal(); err != nil {
+			return
+		}
+		report, err := c.h.Runtime.Replay(ctx, &pk)
+		recorded := point == to.Point && entries == to.TranscriptEntries && (priors < 0 || priors >= len(p.PriorResults)) && !nilResult
+		if recorded && (err != nil || report.Status != replay.ReplayEqual) {
+			t.Errorf("the recorded takeover replays %v, %v", report, err)
+		}
+	})
 }
