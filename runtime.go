@@ -403,9 +403,14 @@ type ResumeInput struct {
 	// checkpoint's run context holds the budget in force.
 	Budget *runcontext.RunBudget
 	// Takeover continues a run another runtime was continuing when it
-	// stopped without pausing or ending (it crashed, say). Only set it when
-	// that runtime is known to be gone; the checkpoint revision still
-	// keeps two takeovers from both continuing the run.
+	// stopped without pausing or ending (it crashed, say). It is refused
+	// (ErrLeaseHeld) while that runtime's claim lasts (Options.HeartbeatTTL
+	// from its last save, on the checkpoint store's clock), and of any
+	// number of takeovers of one run exactly one continues it: the others
+	// get ErrLeaseHeld or ErrCheckpointConflict before doing anything. A
+	// run whose runtime died resuming it with an approval goes on with
+	// that approval when Approvals names none; one whose runtime had
+	// stored its decision is ended with that decision.
 	Takeover bool
 }
 
