@@ -323,6 +323,10 @@ func TestLongRunningLease(t *testing.T) {
 		t.Errorf("the in-flight record the checkpoint listed (%s) is not closed", store.failedID)
 	}
 	assertClosedRecords(t, recs, done.Record.RecordID)
+	// The taken-over run replays as recorded: the replay stops where the
+	// takeover began (the heartbeat whose record failed) and goes on as
+	// the takeover did.
+	contextostest.AssertReplayEqual(t, h.Replay(done))
 }
 
 var errStoreDown = errors.New("decision store is down")
