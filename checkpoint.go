@@ -19,10 +19,10 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-// Checkpoint is what a CheckpointStore keeps of a paused or long-running
-// run. It is opaque to the store: the runtime owns the encoding of Data and
-// says which encoding it is with Version; a store keeps RunID, Version and
-// Data as given and manages Revision.
+// Checkpoint is what a CheckpointStore keeps of a paused or running run.
+// It is opaque to the store: the runtime owns the encoding of Data and says
+// which encoding it is with Version; a store keeps RunID, Version and Data
+// as given and manages Revision and Lease.
 type Checkpoint struct {
 	// RunID is the run the checkpoint belongs to: the store's key.
 	RunID string
@@ -36,20 +36,31 @@ type Checkpoint struct {
 	// Data is the run's state in the encoding Version names. A store
 	// returns it byte for byte as it was saved.
 	Data []byte
+	// Lease is how long the claim of a runtime continuing the run lasts,
+	// counted on the store's clock. On Save it is the claim's length from
+	// the save (0: the checkpoint holds no claim); on Load it is what is
+	// left of it at the load (0 when it has lapsed or there is none). A
+	// takeover is refused while it lasts. A store with a clock of its own
+	// (a database server's) counts on that clock, so whether a claim is
+	// live does not depend on the clocks of the runtimes sharing the store.
+	Lease time.Duration
 }
 
 // CheckpointStore persists checkpoints so a run can resume on any runtime
 // sharing the store. A store never interprets Version or Data.
 //
-// Save stores cp.RunID's checkpoint (its Version and a copy of its Data)
+// Save stores cp.RunID's checkpoint (its Version, a copy of its Data, and
+// the end of its Lease: the store's time now plus cp.Lease, or none)
 // atomically when the stored revision equals cp.Revision (a run without a
 // checkpoint is at revision 0), and then sets cp.Revision to the new
 // revision, cp.Revision+1. A save over another revision fails with an
 // error wrapping ErrCheckpointConflict and stores nothing.
 //
-// Load returns the run's last saved checkpoint: its Revision, its Version
-// and its Data byte for byte, in a value that shares no memory with the
-// store. It returns an error wrapping ErrNotFound for an unknown run.
+// Load returns the run's last saved checkpoint: its Revision, its Version,
+// its Data byte for byte, in a value that shares no memory with the store,
+// and as Lease the time left until the saved lease ends, on the store's
+// clock (0 once it has ended, or when the save had none). It returns an
+// error wrapping ErrNotFound for an unknown run.
 //
 // Both honour ctx (a cancelled ctx is an error wrapping ctx.Err()) and
 // are safe for concurrent use.
@@ -138,8 +149,18 @@ type checkpointState struct {
 	// saves a checkpoint only over it (optimistic concurrency), so two
 	// runtimes cannot both continue one run.
 	rev int
-	// Active marks a run a runtime is continuing (resumed and not yet
-	// paused, stopped or ended): another Resume is refused.
+	// lease is what was left of the run's claim when the state was
+	// loaded, on the store's clock (Checkpoint.Lease): a takeover is
+	// refused while it lasts.
+	lease time.Duration
+	// heldAt is when this runtime last saved the state with its claim,
+	// on its clock (zero: it holds none): the claim is renewed once half
+	// of its lease has passed since (run.holdClaim). Only the time since
+	// is read, so the runtime's clock need not agree with the store's.
+	heldAt time.Time
+	// Active marks a run a runtime is continuing (claimed and not yet
+	// paused, stopped or ended): another Resume is refused, and a
+	// takeover is refused while the claim's lease lasts.
 	Active  bool                      `json:"active,omitempty"`
 	Request *runcontext.InvokeRequest `json:"request"`
 	Run     *runcontext.RunContext    `json:"run_context"`
@@ -174,8 +195,10 @@ type checkpointState struct {
 	// progress checkpoint.
 	InFlight string `json:"in_flight_record_id,omitempty"`
 	// LeaseUntil is when a long_running run's claim lapses unless a
-	// heartbeat renews it (RFC 3339, on the runtime's clock): until then
-	// a takeover of the active run is refused (ErrLeaseHeld).
+	// heartbeat renews it, as the runtime that saved the checkpoint read
+	// its clock (RFC 3339). It is for information (heartbeat events say
+	// it): takeovers are decided by the store's lease (Checkpoint.Lease),
+	// counted on the store's clock.
 	LeaseUntil string  `json:"lease_until,omitempty"`
 	Plans      []*Plan `json:"plans"`
 	Seq        int     `json:"seq"`
@@ -205,6 +228,21 @@ type checkpointState struct {
 	// record_not_stored). The run's decision is made: a resume or a
 	// repeated Invoke settles it by storing this very record.
 	Unconfirmed *unconfirmedRecord `json:"unconfirmed_record,omitempty"`
+	// Points counts the places the run passed where a takeover may
+	// continue it (its claims, and the points of its loop where it
+	// checkpoints or renews its claim: run.point); a taken-over run's
+	// packet names the one its takeover continued from, so a replay
+	// stops there (replay.Takeover).
+	Points int `json:"points,omitempty"`
+	// Priors are the results of writes that the run got from the
+	// idempotency store without having run them itself (a runtime that
+	// died ran them before a takeover continued the run): replay inputs,
+	// a replay's idempotency store holds them.
+	Priors []replay.PriorResult `json:"prior_results,omitempty"`
+	// InputsLost marks a run a takeover settled with a decision its dead
+	// runtime had stored: that runtime's replay inputs died with it, so
+	// the run has no packet and Capture refuses it.
+	InputsLost bool `json:"inputs_lost,omitempty"`
 }
 
 // planTurn is the turn the plan in progress was made at.
@@ -245,21 +283,28 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	if c.Version < checkpointV3 {
 		st.Unconfirmed = nil
 	}
-	st.rev = c.Revision
+	st.rev, st.lease = c.Revision, c.Lease
 	return &st, nil
 }
 
 // saveCheckpoint saves st over the revision it holds and moves it to the
-// new one.
+// new one. An active run's checkpoint carries this runtime's claim, with
+// a lease of Options.HeartbeatTTL from the save on the store's clock.
 func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) error {
 	c, err := encodeCheckpoint(st)
 	if err != nil {
 		return err
 	}
+	if st.Active {
+		c.Lease = rt.heartbeatTTL()
+	}
 	if err := rt.opts.Checkpoints.Save(ctx, c); err != nil {
 		return err
 	}
-	st.rev = c.Revision
+	st.rev, st.heldAt = c.Revision, time.Time{}
+	if st.Active {
+		st.heldAt = rt.opts.Now()
+	}
 	return nil
 }
 
@@ -293,17 +338,37 @@ func (rt *Runtime) loadCheckpoint(ctx context.Context, runID string) (*checkpoin
 	return decodeCheckpoint(c)
 }
 
-// InMemoryCheckpoints is the in-memory CheckpointStore.
+// InMemoryCheckpoints is the in-memory CheckpointStore. It counts leases
+// on its Now.
 type InMemoryCheckpoints struct {
+	// Now is the clock leases are counted on (default: time.Now). Set it
+	// before the store is used; the runtime's default store uses
+	// Options.Now.
+	Now func() time.Time
+
 	mu  sync.Mutex
-	cps map[string]Checkpoint
+	cps map[string]memCheckpoint
+}
+
+// memCheckpoint is a stored checkpoint and the end of its lease (zero:
+// none).
+type memCheckpoint struct {
+	c     Checkpoint
+	until time.Time
 }
 
 var _ CheckpointStore = (*InMemoryCheckpoints)(nil)
 
 // NewInMemoryCheckpoints returns an empty store.
 func NewInMemoryCheckpoints() *InMemoryCheckpoints {
-	return &InMemoryCheckpoints{cps: map[string]Checkpoint{}}
+	return &InMemoryCheckpoints{cps: map[string]memCheckpoint{}}
+}
+
+func (m *InMemoryCheckpoints) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
 }
 
 // Save implements CheckpointStore.
@@ -311,12 +376,16 @@ func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("contextos: save checkpoint: %w", err)
 	}
+	var until time.Time
+	if cp.Lease > 0 {
+		until = m.now().Add(cp.Lease)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if at := m.cps[cp.RunID].Revision; at != cp.Revision {
+	if at := m.cps[cp.RunID].c.Revision; at != cp.Revision {
 		return fmt.Errorf("%w: run %s is at revision %d, the save is over %d", ErrCheckpointConflict, cp.RunID, at, cp.Revision)
 	}
-	m.cps[cp.RunID] = Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}
+	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}, until: until}
 	cp.Revision++
 	return nil
 }
@@ -327,11 +396,15 @@ func (m *InMemoryCheckpoints) Load(ctx context.Context, runID string) (*Checkpoi
 		return nil, fmt.Errorf("contextos: load checkpoint: %w", err)
 	}
 	m.mu.Lock()
-	c, ok := m.cps[runID]
+	s, ok := m.cps[runID]
 	m.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: no checkpoint for run %q", ErrNotFound, runID)
 	}
+	c := s.c
 	c.Data = bytes.Clone(c.Data)
+	if !s.until.IsZero() {
+		c.Lease = max(s.until.Sub(m.now()), 0)
+	}
 	return &c, nil
 }

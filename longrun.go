@@ -17,19 +17,20 @@ import (
 // start across pauses and resumes; it checkpoints before each planner call
 // and after each step, and every such checkpoint is a heartbeat: an
 // IN_FLIGHT decision record, then the checkpoint naming it, with the run's
-// claim (its lease) renewed for Options.HeartbeatTTL. When the run reaches
-// its terminal record, every IN_FLIGHT and DEFERRED record it wrote is
-// closed by a CLOSED record.
+// claim (its lease, takeover.go) renewed for Options.HeartbeatTTL. When the
+// run reaches its terminal record, every IN_FLIGHT and DEFERRED record it
+// wrote is closed by a CLOSED record.
 
 // defaultHeartbeatTTL is how long a long_running run's claim lasts after
 // its last heartbeat when Options.HeartbeatTTL is unset.
 const defaultHeartbeatTTL = 10 * time.Minute
 
-// ErrLeaseHeld reports a takeover of a long_running run whose lease a live
-// runtime is still renewing (errors.Is also matches ErrNotResumable).
+// ErrLeaseHeld reports a takeover of a run whose claim's lease has not
+// lapsed on the checkpoint store's clock: a live runtime may still be
+// continuing it (errors.Is also matches ErrNotResumable).
 var ErrLeaseHeld = errors.New("contextos: run is held by a live runtime")
 
-// heartbeatTTL is the lease a heartbeat grants.
+// heartbeatTTL is the lease a claim's save grants (Options.HeartbeatTTL).
 func (rt *Runtime) heartbeatTTL() time.Duration {
 	if rt.opts.HeartbeatTTL > 0 {
 		return rt.opts.HeartbeatTTL
@@ -74,27 +75,6 @@ func (r *run) renewLease(now time.Time) {
 	}
 }
 
-// takeLease is Resume's lease check, at now on the resume's clock: a
-// takeover of a long_running run whose lease has not yet expired is
-// refused (its runtime is alive and heartbeating); otherwise the resuming
-// runtime's lease is set on cp, to be saved with its claim.
-func (rt *Runtime) takeLease(cp *checkpointState, takeover bool, now time.Time) error {
-	if cp.Request == nil || cp.Request.Mode != runcontext.ModeLongRunning {
-		return nil
-	}
-	if cp.Active && takeover && cp.LeaseUntil != "" {
-		until, err := time.Parse(time.RFC3339Nano, cp.LeaseUntil)
-		if err != nil {
-			return fmt.Errorf("contextos: checkpoint of %s is corrupt: lease_until: %w", cp.RunID, err)
-		}
-		if now.Before(until) {
-			return fmt.Errorf("%w: %w: %s heartbeated recently; its lease runs until %s (take it over after that)", ErrNotResumable, ErrLeaseHeld, cp.RunID, cp.LeaseUntil)
-		}
-	}
-	cp.LeaseUntil = now.Add(rt.heartbeatTTL()).UTC().Format(time.RFC3339Nano)
-	return nil
-}
-
 // checkpoint is a long_running run's progress checkpoint at now, and its
 // heartbeat: it builds the IN_FLIGHT record, saves the checkpoint naming
 // it (with the usage so far and the lease renewed), then appends the
@@ -113,9 +93,9 @@ func (r *run) checkpoint(ctx context.Context, now time.Time, progress string) er
 	if err != nil {
 		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
 	}
-	u := r.meter.Usage()
-	cp.Usage, cp.MeterUsage = PlanUsage{Tokens: u.Tokens, CostCents: u.CostCents}, u
-	cp.Chain = r.gwRun.ChainState()
+	// The checkpoint holds the replay inputs so far: a takeover from it
+	// replays (it is a takeover point, run.point).
+	r.snapshotInto(cp)
 	cp.InFlight = rec.RecordID
 	cp.Open = append(cp.Open, rec.RecordID)
 	cp.Seq++
@@ -123,7 +103,7 @@ func (r *run) checkpoint(ctx context.Context, now time.Time, progress string) er
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
-		return fmt.Errorf("contextos: checkpoint: %w", err)
+		return r.claimLost(err)
 	}
 	stored, err := r.append(sctx, rec)
 	if err != nil {

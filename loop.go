@@ -34,7 +34,7 @@ import (
 func (r *run) run(ctx context.Context, resume *ResumeInput) (*Result, error) {
 	res, err := r.loop(ctx, resume)
 	if err != nil {
-		r.rt.recorder.Forget(r.rc.RunID)
+		r.recorder.Forget(r.rc.RunID)
 		failSpan(r.span, "run failed: "+errorType(err))
 	}
 	return res, err
@@ -77,14 +77,15 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 		}
 		if r.long {
 			// A long_running run past its session stops before it plans
-			// or calls anything more; otherwise it checkpoints (and
-			// heartbeats) before each planner turn.
+			// or calls anything more.
 			if s := r.sessionOver(now); !s.none() {
 				return r.hardStop(ctx, s)
 			}
-			if err := r.checkpoint(ctx, now, ""); err != nil {
-				return nil, err
-			}
+		}
+		// A takeover point: a long_running run checkpoints (and
+		// heartbeats) before each planner turn; any run renews its claim.
+		if err := r.point(ctx, pointTop, now, ""); err != nil {
+			return nil, err
 		}
 		plan := cp.Plan
 		if plan == nil || cp.StepIndex == 0 && resume == nil {
@@ -147,8 +148,12 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 					return r.hardStop(ctx, s)
 				}
 			}
+			if err := r.point(ctx, pointCall, time.Time{}, ""); err != nil {
+				return nil, err
+			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
 			r.observeCall(ctx, res)
+			r.notePrior(res)
 			if err != nil {
 				// The call may have run: its result joins the run's, and
 				// the run stops with a record and a resumable checkpoint.
@@ -175,7 +180,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return r.hardStop(ctx, stopped(stopBudget, err.Error()))
 			}
 			if r.long {
-				if err := r.checkpoint(ctx, r.clock.Now(), fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))); err != nil {
+				if err := r.point(ctx, pointStep, r.clock.Now(), fmt.Sprintf("step %d of %d done", cp.StepIndex, len(plan.Steps))); err != nil {
 					return nil, err
 				}
 			}
@@ -648,10 +653,7 @@ func (r *run) snapshotInto(cp *checkpointState) {
 	cp.Usage = PlanUsage{Tokens: u.Tokens, CostCents: u.CostCents}
 	cp.MeterUsage = u
 	cp.Chain = r.gwRun.ChainState()
-	cp.Outcomes = append(cp.Outcomes, r.rt.recorder.Outcomes(r.rc.RunID)...)
-	r.rt.recorder.Forget(r.rc.RunID)
-	cp.Clock = append(cp.Clock, r.clock.Readings()...)
-	r.clock = playback.RecordingClockFrom(r.clock)
+	r.takeInputs(cp)
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint
@@ -679,7 +681,9 @@ func (r *run) finish(ctx context.Context, status decision.Status, prop *Decision
 		if r.cp.Stopped != "" {
 			// A hard stop without its record still leaves the run
 			// resumable.
-			r.saveStopped(ctx, "checkpoint at hard stop not saved", "")
+			if serr := r.saveStopped(ctx, "checkpoint at hard stop not saved", ""); serr != nil {
+				return nil, serr
+			}
 		}
 		return nil, err
 	}
@@ -723,6 +727,12 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 	if err := r.nameReplayPacket(rec); err != nil {
 		return nil, err
 	}
+	// A takeover point: a run that still holds its claim renews it if it
+	// is due, and a run taken over meanwhile stops here, its record not
+	// stored (the takeover's run records).
+	if err := r.point(ctx, pointEnd, time.Time{}, ""); err != nil {
+		return nil, err
+	}
 	if r.cp.Stopped != "" {
 		// A hard stop's checkpoint is saved first (the run is resumable
 		// without waiting for its record), holding the record as
@@ -736,7 +746,9 @@ func (r *run) store(ctx context.Context, rec *decision.Record) (*Result, error) 
 		// runtime dies after the append, the run stays claimed and the
 		// takeover finds the record in the decision store (reconcile).
 		r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
-		r.saveStopped(ctx, "checkpoint at hard stop not saved", rec.RecordID)
+		if err := r.saveStopped(ctx, "checkpoint at hard stop not saved", rec.RecordID); err != nil {
+			return nil, err
+		}
 	}
 	stored, err := r.append(ctx, rec)
 	if err != nil {
@@ -758,22 +770,31 @@ const stopNotStored = "record_not_stored: the decision store failed"
 func (r *run) unconfirmed(ctx context.Context, rec *decision.Record, err error) error {
 	r.cp.Unconfirmed = &unconfirmedRecord{Record: rec, Stopped: r.cp.Stopped}
 	r.cp.Stopped = stopNotStored
-	r.saveStopped(ctx, "checkpoint not saved after the record failed", rec.RecordID)
+	if serr := r.saveStopped(ctx, "checkpoint not saved after the record failed", rec.RecordID); serr != nil {
+		return serr
+	}
 	return fmt.Errorf("contextos: store record: %w", err)
 }
 
 // saveStopped saves the checkpoint of a run that stops here (not active,
 // with what it recorded so far), on its own time (ctx may be what ran
 // out). A save that fails is logged as what: the caller goes on to store
-// or report the record, since what ran is never left without one.
-func (r *run) saveStopped(ctx context.Context, what, recordID string) {
+// or report the record, since what ran is never left without one. A save
+// refused because the checkpoint moved on is the exception: a takeover
+// has the run, and this runtime stops without recording anything more
+// (the error, ErrRunInProgress).
+func (r *run) saveStopped(ctx context.Context, what, recordID string) error {
 	r.cp.Active = false
 	r.snapshotInto(r.cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.rt.saveCheckpoint(sctx, r.cp); err != nil {
+		if errors.Is(err, ErrCheckpointConflict) {
+			return r.claimLost(err)
+		}
 		r.rt.opts.Logger.Error(what, "run_id", r.rc.RunID, "record_id", recordID, "error", err.Error())
 	}
+	return nil
 }
 
 // recorded finishes a run whose terminal record rec the decision store
@@ -807,7 +828,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 	if !r.cp.Terminal {
 		r.cp.Deferred, r.cp.Open = stored.RecordID, []string{stored.RecordID}
 	}
-	defer r.rt.recorder.Forget(r.rc.RunID)
+	defer r.recorder.Forget(r.rc.RunID)
 	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
@@ -1202,8 +1223,8 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		Expected:     replay.Expected{Status: string(rec.Status), DecisionRecordHash: rh},
 		LatestResult: &replay.LatestResult{Status: replay.NotRun},
 		PackHashes:   map[string]string{}, Invoke: invoke, InvokeHash: ih, RunContext: rcJSON,
-		Outcomes: append(slices.Clone(r.cp.Outcomes), r.rt.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.clock.Readings()...),
-		Record: recJSON, Resumes: r.cp.Resumes, PlannerErrors: r.cp.PlannerErrors, Interrupts: r.cp.Interrupts,
+		Outcomes: append(slices.Clone(r.cp.Outcomes), r.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.untakenReadings()...),
+		Record: recJSON, Resumes: r.cp.Resumes, PriorResults: r.cp.Priors, PlannerErrors: r.cp.PlannerErrors, Interrupts: r.cp.Interrupts,
 	}
 	for _, in := range r.inputs {
 		p.PackRefs = append(p.PackRefs, in.Ref.String())

@@ -78,18 +78,52 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 		return nil, err
 	}
 
+	// A run taken over stops where its runtime died (the takeover point
+	// the takeover continued from), and the replay takes it over there.
+	rp.replayStopAt = takeoverPoint(p, 0)
 	res, err := rp.Invoke(ctx, req, &rc)
-	for i := 0; err == nil && i < len(p.Resumes); i++ {
-		next, rerr := rp.Resume(ctx, res.RunID, ResumeInput{Approvals: p.Resumes[i].Approvals, Budget: p.Resumes[i].Budget})
+	for i := 0; i < len(p.Resumes); i++ {
+		rs := p.Resumes[i]
+		if rs.Takeover == nil && err != nil {
+			break
+		}
+		if rs.Takeover != nil {
+			if !errors.Is(err, errReplayStopped) {
+				if err == nil {
+					out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffDecision, Step: -1,
+						Detail: fmt.Sprintf("the replay ended %s before the point the packet's run was taken over at", res.Status)})
+				}
+				break
+			}
+			if d := rp.takeRecordedEntries(ctx, rc.RunID, p, rs.Takeover); d != nil {
+				out.Diffs, err = append(out.Diffs, *d), nil
+				break
+			}
+		}
+		rp.replayStopAt = takeoverPoint(p, i+1)
+		next, rerr := rp.Resume(ctx, rc.RunID, ResumeInput{Approvals: rs.Approvals, Budget: rs.Budget, Takeover: rs.Takeover != nil})
 		if errors.Is(rerr, ErrNotResumable) || errors.Is(rerr, ErrResumeInput) {
+			ended := "paused or stopped"
+			if res != nil {
+				ended = string(res.Status)
+			}
 			out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffDecision, Step: -1,
-				Detail: fmt.Sprintf("the replay ended %s where the packet's run was resumed", res.Status)})
+				Detail: fmt.Sprintf("the replay ended %s where the packet's run was resumed", ended)})
+			err = nil
 			break
 		}
 		res, err = next, rerr
 	}
+	if errors.Is(err, errReplayStopped) {
+		err = fmt.Errorf("%w: it names a takeover point the replay stopped at without a takeover", replay.ErrInvalid)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replay: re-run failed: %w", err)
+	}
+	if res == nil {
+		// The replay stopped before the takeover point (a diff says so).
+		out.Status = replay.ReplayMismatch
+		return out, nil
 	}
 	if res.Compiled.Hash() != p.CompiledContextHash {
 		out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffCompiledContext, Step: -1,
@@ -117,6 +151,39 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 	return out, nil
 }
 
+// takeoverPoint is the takeover point the replay's run stops at before
+// the packet's i-th resume: that resume's, when it is a takeover (0:
+// none).
+func takeoverPoint(p *replay.Packet, i int) int {
+	if i < len(p.Resumes) && p.Resumes[i].Takeover != nil {
+		return p.Resumes[i].Takeover.Point
+	}
+	return 0
+}
+
+// takeRecordedEntries appends to the replay's transcript the entries the
+// packet's run recorded between the takeover point the replay stopped
+// at and its takeover (a runtime that died recorded them), as recorded:
+// the replay goes on from their chain, as the takeover did. The replay
+// must have recorded no more than the packet's run had then.
+func (rt *Runtime) takeRecordedEntries(ctx context.Context, runID string, p *replay.Packet, t *replay.Takeover) *replay.Diff {
+	have, err := rt.transcripts.RunEntries(ctx, runID)
+	if err != nil {
+		return &replay.Diff{Kind: replay.DiffToolTranscript, Step: -1, Detail: "the replay's transcript cannot be read: " + err.Error()}
+	}
+	n := len(have)
+	if n > t.TranscriptEntries || t.TranscriptEntries > len(p.Transcript) {
+		return &replay.Diff{Kind: replay.DiffToolTranscript, Step: n,
+			Detail: fmt.Sprintf("the replay recorded %d transcript entries up to the takeover point; the packet's run had %d when it was taken over, of %d", n, t.TranscriptEntries, len(p.Transcript))}
+	}
+	for _, e := range p.Transcript[n:t.TranscriptEntries] {
+		if err := rt.transcripts.Append(ctx, e); err != nil {
+			return &replay.Diff{Kind: replay.DiffToolTranscript, Step: e.Seq, Detail: "the replay's transcript refused a recorded entry: " + err.Error()}
+		}
+	}
+	return nil
+}
+
 // replayRuntime is the runtime a replay of p runs on: rt's options, with
 // the recorded planner, the playback adapter in place of every registered
 // adapter, the gateway options of a live run with the replay's overrides
@@ -130,6 +197,21 @@ func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback
 		o.Adapters[i] = replayRegistration(p, reg, pb)
 	}
 	o.Gateway = replayGatewayOptions(gatewayOptions(&rt.opts), p)
+	if len(p.PriorResults) > 0 {
+		// The writes a runtime that died completed, which the run met
+		// again after its takeover: the replay's idempotency store holds
+		// their results, as the live run's did.
+		idem := gateway.NewMemoryIdempotency()
+		for _, pr := range p.PriorResults {
+			if pr.Result == nil {
+				return nil, fmt.Errorf("%w: prior result of %s has no result", replay.ErrInvalid, pr.IdempotencyKey)
+			}
+			if err := idem.Complete(context.Background(), pr.IdempotencyKey, pr.Result); err != nil {
+				return nil, err
+			}
+		}
+		o.Gateway.Idempotency = idem
+	}
 	// The pinned items stand in for the sources, whatever the replaying
 	// runtime has (a live run without a source pinned none).
 	o.Evidence = compiler.StaticEvidence(p.Evidence)

@@ -58,6 +58,14 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		// runtime died mid-run: a takeover continues it.
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
 	}
+	// A takeover (of a claimed run) waits out the claim's lease, before
+	// anything else: a runtime holding it may be alive.
+	takeover := cp.Active
+	if takeover {
+		if err := rt.checkLease(cp); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err
 	}
@@ -65,7 +73,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		return nil, err
 	}
 	lost := false
-	if cp.Unconfirmed == nil && cp.Active && in.Takeover {
+	if cp.Unconfirmed == nil && takeover {
 		// The runtime that ran the run died: it may have stored the run's
 		// decision before it could save the checkpoint saying so.
 		rec, err := rt.reconcile(ctx, cp)
@@ -80,7 +88,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		// The run decided; only its record's storage is in doubt. The
 		// resume stores that record and ends the run with it: no plan,
 		// no call, and the input (approvals, budget) is not used.
-		return rt.settle(ctx, cp, in.Takeover, lost, emit)
+		return rt.settle(ctx, cp, lost, emit)
 	}
 	if in.Budget != nil {
 		next := cp.Run.Clone()
@@ -95,9 +103,6 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	}
 	clock := rt.clockFor(runID)
 	now := clock.Now()
-	if err := rt.takeLease(cp, in.Takeover, now); err != nil {
-		return nil, err
-	}
 	// The identity claim is verified again, on the resume's clock: a claim
 	// that expired while the run was paused does not carry it on.
 	identity, err := rt.verifyIdentity(ctx, cp.Run, now)
@@ -109,27 +114,32 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	// the hours an approval takes are not charged.
 	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), cp.MeterUsage), identity: identity}
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), cp.MeterUsage), identity: identity, recompiled: true}
+	r.renewLease(now)
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
-	chain := cp.Chain
-	if cp.Active && in.Takeover {
-		// The runtime that died saved no chain: it goes on from the last
-		// entry the transcript holds for the run.
-		if entries, err := rt.transcripts.RunEntries(ctx, runID); err == nil && len(entries) > 0 {
-			last := entries[len(entries)-1]
-			chain = gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}
-		}
+	// The run goes on from the last entry its transcript holds: a runtime
+	// that died may have recorded calls after its last checkpoint (a
+	// takeover's packet says so: a replay takes those entries as
+	// recorded).
+	chain, n, err := rt.chainOf(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	var took *replay.Takeover
+	if takeover {
+		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n}
 	}
 	if err := r.setupRun(ctx, &chain); err != nil {
 		return nil, err
 	}
 	if cp.Pending != nil {
-		var approvals []gateway.Approval
-		for _, a := range in.Approvals {
-			if a.GateID == cp.Pending.GateID {
-				approvals = append(approvals, a)
-			}
+		approvals := gateApprovals(in.Approvals, cp.Pending.GateID)
+		if len(approvals) == 0 && takeover && len(cp.Resumes) > 0 {
+			// The run's runtime died resuming it with an approval: the
+			// takeover goes on with it (the same action, under the same
+			// idempotency key).
+			approvals = gateApprovals(cp.Resumes[len(cp.Resumes)-1].Approvals, cp.Pending.GateID)
 		}
 		if len(approvals) == 0 {
 			return nil, fmt.Errorf("%w: run %s awaits an approval on %s and the input has none", ErrResumeInput, runID, cp.Pending.GateID)
@@ -138,15 +148,35 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	} else {
 		in.Approvals = nil
 	}
-	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget})
+	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget, Takeover: took})
 	cp.Stopped, cp.Active = "", true
-	// Claim the run: a concurrent resume elsewhere fails here with
+	// Claim the run, a takeover point holding what the resume read so
+	// far: a concurrent resume or takeover elsewhere fails here with
 	// ErrCheckpointConflict instead of continuing the run a second time.
+	cp.Points++
+	r.snapshotInto(cp)
 	if err := rt.saveCheckpoint(ctx, cp); err != nil {
+		if takeover && errors.Is(err, ErrCheckpointConflict) {
+			return nil, fmt.Errorf("%w: %s was taken over by another runtime first: %w", ErrNotResumable, runID, err)
+		}
 		return nil, fmt.Errorf("contextos: resume %s: %w", runID, err)
+	}
+	if err := r.replayStop(ctx, true); err != nil {
+		return nil, err
 	}
 	r.awaiting, cp.Pending = cp.Pending, nil
 	return r.run(ctx, &in)
+}
+
+// gateApprovals are the approvals of in for gate.
+func gateApprovals(in []gateway.Approval, gate string) []gateway.Approval {
+	var out []gateway.Approval
+	for _, a := range in {
+		if a.GateID == gate {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // checkUnconfirmed refuses an unconfirmed record the run could not have
@@ -187,22 +217,20 @@ func checkUnconfirmed(cp *checkpointState) error {
 // store's copy when the store had kept it after all), then finishes as the
 // run would have: open records closed, final checkpoint, replay packet.
 // The record is never built again, so the run cannot record a second
-// decision, and nothing is planned or called. A store that fails again
-// leaves the run as it was, to settle later.
-func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, takeover, inputsLost bool, emit func(Event)) (*Result, error) {
+// decision, and nothing is planned or called: whenever it happens, the
+// run's wall clock does not bound it. A store that fails again leaves the
+// run as it was, to settle later. inputsLost marks a record a takeover
+// found stored by the runtime that died (the run gets no packet).
+func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, inputsLost bool, emit func(Event)) (*Result, error) {
 	u := cp.Unconfirmed
 	r, err := rt.rebuild(ctx, cp, emit)
 	if err != nil {
 		return nil, err
 	}
-	r.inputsLost = inputsLost
+	cp.InputsLost = cp.InputsLost || inputsLost
+	r.inputsLost = cp.InputsLost
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
-	// The lease is read off the runtime's clock, not the run's: a replay
-	// of the run does not settle, so the reading is no replay input.
-	if err := rt.takeLease(cp, takeover, rt.opts.Now()); err != nil {
-		return nil, err
-	}
 	cp.Active = true
 	// Claim the run: a concurrent settle or resume elsewhere loses here.
 	if err := rt.saveCheckpoint(ctx, cp); err != nil {
@@ -367,6 +395,9 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 		// Its last record may or may not be stored: a packet would pin
 		// the wrong one. Resume or Invoke settles the run first.
 		return nil, fmt.Errorf("%w: run %s has a record whose storage is unconfirmed; Resume or Invoke it to settle it, then capture", ErrRunInProgress, runID)
+	}
+	if cp.InputsLost {
+		return nil, fmt.Errorf("%w: run %s was settled by a takeover with the decision its runtime had stored before dying, and that runtime's replay inputs died with it", ErrReplayInputsLost, runID)
 	}
 	if err := checkCheckpoint(cp); err != nil {
 		return nil, err

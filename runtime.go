@@ -69,10 +69,13 @@ type Options struct {
 	Evidence compiler.EvidenceSource
 	// Checkpoints persists paused and long-running runs. Default: in memory.
 	Checkpoints CheckpointStore
-	// HeartbeatTTL is how long a long_running run's claim lasts after its
-	// last heartbeat (each checkpoint renews it); a takeover before then is
-	// refused (ErrLeaseHeld). Keep it above the longest planner call or
-	// tool call. Default: 10 minutes.
+	// HeartbeatTTL is how long the claim of a runtime continuing a run
+	// lasts, counted on the checkpoint store's clock from the claim's
+	// last save; a takeover before then is refused (ErrLeaseHeld). A
+	// long_running run renews it with each heartbeat; any run renews it
+	// before a planner turn, a tool call or its terminal record once half
+	// of it has passed. Keep it above twice the longest planner call, tool
+	// call or store write. Default: 10 minutes.
 	HeartbeatTTL time.Duration
 	// Decisions stores the records. Default: in memory (a host that reads
 	// records back beyond each Result's passes its store here).
@@ -218,6 +221,12 @@ var (
 	// ErrRequestConflict reports an Invoke whose run id already ran with
 	// another request.
 	ErrRequestConflict = errors.New("contextos: run id already used by another request")
+	// ErrReplayInputsLost reports a Capture of a run that a takeover
+	// settled with the decision its runtime had stored before dying: the
+	// run's record and transcript are whole, but what a replay needs of
+	// the part that runtime ran (planner outputs, adapter outcomes, clock
+	// readings) died with it.
+	ErrReplayInputsLost = errors.New("contextos: the run's replay inputs were lost with the runtime that ran it")
 )
 
 // Runtime runs governed agent work. Build one with New; it is safe for
@@ -230,7 +239,6 @@ type Runtime struct {
 	// transcripts is the gateway's transcript, read back for replay
 	// capture and takeovers.
 	transcripts TranscriptStore
-	recorder    *playback.Recorder
 	tracer      trace.Tracer
 	metrics     *opmetrics.Metrics
 	builtin     builtinCritic
@@ -249,6 +257,9 @@ type Runtime struct {
 	replayHash       string
 	replayClock      *playback.Clock
 	replayInterrupts []replay.Interrupt
+	// replayStopAt is the takeover point a replay's run stops at, where
+	// the packet's run was taken over next (0: none; run.replayStop).
+	replayStopAt int
 }
 
 // New returns a runtime that plans with planner and resolves packs from
@@ -311,7 +322,9 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 		o.Now = time.Now
 	}
 	if o.Checkpoints == nil {
-		o.Checkpoints = NewInMemoryCheckpoints()
+		cps := NewInMemoryCheckpoints()
+		cps.Now = o.Now
+		o.Checkpoints = cps
 	}
 	if o.Decisions == nil {
 		o.Decisions = decision.NewMemoryStore()
@@ -335,7 +348,7 @@ func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, err
 	if o.ReplaySampleRate < 0 || o.ReplaySampleRate > 1 {
 		return nil, fmt.Errorf("%w: ReplaySampleRate must be in [0, 1]", ErrConfig)
 	}
-	rt := &Runtime{planner: planner, packs: packs, opts: o, recorder: playback.NewRecorder(), prepared: map[string]*compiler.Prepared{},
+	rt := &Runtime{planner: planner, packs: packs, opts: o, prepared: map[string]*compiler.Prepared{},
 		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
 	rt.opts.Decisions = guardedDecisions{rt, o.Decisions} // guard.go: a panic is a failed call
 	var err error
@@ -401,9 +414,14 @@ type ResumeInput struct {
 	// checkpoint's run context holds the budget in force.
 	Budget *runcontext.RunBudget
 	// Takeover continues a run another runtime was continuing when it
-	// stopped without pausing or ending (it crashed, say). Only set it when
-	// that runtime is known to be gone; the checkpoint revision still
-	// keeps two takeovers from both continuing the run.
+	// stopped without pausing or ending (it crashed, say). It is refused
+	// (ErrLeaseHeld) while that runtime's claim lasts (Options.HeartbeatTTL
+	// from its last save, on the checkpoint store's clock), and of any
+	// number of takeovers of one run exactly one continues it: the others
+	// get ErrLeaseHeld or ErrCheckpointConflict before doing anything. A
+	// run whose runtime died resuming it with an approval goes on with
+	// that approval when Approvals names none; one whose runtime had
+	// stored its decision is ended with that decision.
 	Takeover bool
 }
 
@@ -505,6 +523,18 @@ type run struct {
 	inputsLost bool
 	// awaiting is the approval request a resumed run was paused on.
 	awaiting *gateway.ApprovalRequest
+	// recompiled marks a run whose context is compiled again to go on
+	// with it or to read it back (a resume, a settle, a stored run): that
+	// compile is not the run's work, and the run's wall clock does not
+	// bound it (a run's own work after it still is).
+	recompiled bool
+	// clockTaken counts the clock readings already taken into the
+	// checkpoint (takeInputs).
+	clockTaken int
+	// recorder records the adapter attempts of this runtime's part of the
+	// run (its own: a run a takeover continues in the same process keeps
+	// its attempts apart from those of the part it took over).
+	recorder *playback.Recorder
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -523,8 +553,11 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 		return nil, err
 	}
 	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning, identity: identity}
-	r.cp = &checkpointState{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true}
+	// The claim is the run's first takeover point; it holds the start's
+	// reading, so a takeover from it replays.
+	r.cp = &checkpointState{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true, Points: 1}
 	r.renewLease(start)
+	r.cp.Clock, r.clockTaken = []time.Time{start}, 1
 	// Claim the run before any work: a run id that already ran returns its
 	// stored result, and one still running is refused.
 	if err := rt.saveCheckpoint(ctx, r.cp); err != nil {
@@ -547,6 +580,9 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 			}
 			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
 		}
+	}
+	if err := r.replayStop(ctx, true); err != nil {
+		return nil, err
 	}
 	ctx, r.span = rt.startRunSpan(ctx, req, rc)
 	defer r.span.End()
@@ -593,7 +629,7 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 		return nil, err
 	}
 	if cp.Unconfirmed != nil {
-		return rt.settle(ctx, cp, false, false, emit)
+		return rt.settle(ctx, cp, false, emit)
 	}
 	r, rec, err := rt.reopen(ctx, cp, emit)
 	if err != nil {
@@ -634,17 +670,38 @@ func (rt *Runtime) reopen(ctx context.Context, cp *checkpointState, emit func(Ev
 
 // rebuild rebuilds a run from its checkpoint to record what it already
 // did (reopen, settle): its packs resolved for replay, its context
-// compiled again, its transcript chain where the checkpoint left it. The
-// run is not continued: no plan, no call.
+// compiled again, its transcript chain where the transcript has it. The
+// run is not continued: no plan, no call, so nothing of it is bounded by
+// the run's wall clock, however long ago the run started.
 func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(Event)) (*run, error) {
 	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan}
-	chain := cp.Chain
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan, recompiled: true}
+	chain, _, err := rt.chainOf(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// chainOf is where a run's transcript chain stands and how many entries
+// the transcript holds: after its last entry (a runtime that died may
+// have recorded calls its checkpoint does not know), or where the
+// checkpoint left it when the transcript holds none (the zero ChainState
+// is the chain's start).
+func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, error) {
+	entries, err := rt.transcripts.RunEntries(ctx, cp.RunID)
+	if err != nil {
+		return gateway.ChainState{}, 0, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
+	}
+	if len(entries) == 0 {
+		return cp.Chain, 0, nil
+	}
+	last := entries[len(entries)-1]
+	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), nil
 }
 
 // sameRequest reports whether two invoke requests are the same request.
@@ -716,6 +773,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if r.pins == nil {
 		r.pins = &pins{rt: rt, runID: r.rc.RunID}
 	}
+	if r.recorder == nil {
+		r.recorder = playback.NewRecorder()
+	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
 	cc, err := r.compile(ctx, prepared)
 	if rt.replayHash != "" && (err != nil || cc.Hash() != rt.replayHash) {
@@ -741,7 +801,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	span.SetAttributes(attrs...)
 	r.span.SetAttributes(attrs...)
-	gwOpts := gatewayRunOptions(r.clock, chain, rt.recorder)
+	gwOpts := gatewayRunOptions(r.clock, chain, r.recorder)
 	gwOpts.VerifyWrite = r.verifyWrite
 	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gwOpts); err != nil {
 		return err
@@ -768,7 +828,7 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // *PanicError.
 func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
 	left := r.meter.Remaining(r.clock.Now())
-	if r.rc.RunBudget.WallClockMS <= 0 {
+	if r.rc.RunBudget.WallClockMS <= 0 || r.recompiled {
 		left = time.Duration(1<<63 - 1)
 	}
 	cctx, cancel := context.WithTimeout(ctx, left)

@@ -17,6 +17,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/replay"
 
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
@@ -130,15 +131,20 @@ func TestUnsurfacedToolEscalatesAfterMaxReplans(t *testing.T) {
 func TestWallClockHardStopEscalatesWithResumableCheckpoint(t *testing.T) {
 	var ticks atomic.Int64
 	now := func() time.Time { return contextostest.FixedTime().Add(time.Duration(ticks.Add(1)) * 4 * time.Second) }
-	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Now: now})
+	// The clock moves 4 s at every reading (the run's, and the runtime's
+	// own when it saves the run's claim); the checkpoint store counts
+	// leases on a clock of its own, so its readings do not move it.
+	cps := contextos.NewInMemoryCheckpoints()
+	cps.Now = contextostest.FixedTime
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Now: now, Runtime: contextos.Options{Checkpoints: cps}})
 	req, rc := refundRequest(t, 1200, true)
-	rc.RunBudget.WallClockMS = 10_000
+	rc.RunBudget.WallClockMS = 14_000
 	res := h.Invoke(req, rc)
 	contextostest.AssertStatus(t, res, decision.Escalated)
 	if !strings.Contains(res.Record.Rationale.Summary, "wall_clock") {
 		t.Errorf("rationale = %q", res.Record.Rationale.Summary)
 	}
-	cp, err := loadState(context.Background(), h.Checkpoints, res.RunID)
+	cp, err := loadState(context.Background(), cps, res.RunID)
 	if err != nil || cp.Terminal || cp.Stopped == "" {
 		t.Fatalf("checkpoint = %+v, %v", cp, err)
 	}
@@ -462,28 +468,87 @@ func TestConcurrentResumesContinueTheRunOnce(t *testing.T) {
 	}
 }
 
+// frozenApprovals holds the first use of an approval until released: the
+// runtime using it is frozen there, as a process that stopped (or was
+// killed) after claiming the run.
+type frozenApprovals struct {
+	*gateway.MemoryApprovalLog
+	entered, release chan struct{}
+	once             atomic.Bool
+}
+
+func (l *frozenApprovals) ConsumeAction(ctx context.Context, id, action string) error {
+	if !l.once.Swap(true) {
+		close(l.entered)
+		<-l.release
+	}
+	return l.MemoryApprovalLog.ConsumeAction(ctx, id, action)
+}
+
+// A runtime that resumed a run with an approval and then stopped (frozen
+// right after claiming the run) holds it until its claim's lease lapses;
+// then a takeover continues it with the approval the run was resumed
+// with, and ends it once. When the frozen runtime comes back, its next
+// save is refused and it stops without recording anything. The
+// taken-over run's packet says where the takeover began and replays
+// equal, and Capture of it works.
 func TestTakeoverContinuesARunWhoseRuntimeDied(t *testing.T) {
-	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), nil)
+	ctx := context.Background()
+	clock := newFakeClock()
+	approvals := &frozenApprovals{MemoryApprovalLog: gateway.NewMemoryApprovalLog(), entered: make(chan struct{}), release: make(chan struct{})}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Gateway.Approvals = approvals
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &o)
 	req, rc := refundRequest(t, 4200, true)
 	paused := h.Invoke(req, rc)
-	ctx := context.Background()
-	// Another runtime claimed the run and died before pausing or ending.
-	cp, err := loadState(ctx, h.Checkpoints, paused.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp.Active = true
-	if err := saveState(ctx, h.Checkpoints, cp); err != nil {
-		t.Fatal(err)
-	}
-	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock.Now())
+	frozen := make(chan error, 1)
+	go func() {
+		_, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+		frozen <- err
+	}()
+	<-approvals.entered
+	// The frozen runtime holds the run: a resume, or a takeover within
+	// its lease, is refused before doing anything.
 	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}}); !errors.Is(err, contextos.ErrNotResumable) {
-		t.Fatalf("resume of an active run = %v, want ErrNotResumable", err)
+		t.Fatalf("resume of a claimed run = %v, want ErrNotResumable", err)
 	}
-	done, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Takeover: true})
+	clock.Advance(contextos.DefaultHeartbeatTTL - time.Second)
+	if _, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Takeover: true}); !errors.Is(err, contextos.ErrLeaseHeld) {
+		t.Fatalf("takeover within the lease = %v, want ErrLeaseHeld", err)
+	}
+	clock.Advance(time.Second)
+	// The takeover goes on with the approval the run was resumed with.
+	done, err := h.Runtime.Resume(ctx, paused.RunID, contextos.ResumeInput{Takeover: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	contextostest.AssertStatus(t, done, decision.Decided)
+	close(approvals.release)
+	if err := <-frozen; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the frozen runtime, back after the takeover = %v, want ErrRunInProgress", err)
+	}
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	recs := listRecords(t, h.Decisions, paused.RunID)
+	if got := statuses(recs); !slices.Equal(got, []decision.Status{decision.Deferred, decision.Decided, decision.Closed}) {
+		t.Errorf("records = %v, want the pause, one decision and its closing", got)
+	}
+	p, err := h.Replays.Get(ctx, done.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.Resumes); n != 2 || p.Resumes[0].Takeover != nil || p.Resumes[1].Takeover == nil || len(p.Resumes[1].Approvals) != 1 {
+		t.Errorf("packet resumes = %+v, want the resume and then the takeover, with its approval", p.Resumes)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(done))
+	captured, err := h.Runtime.Capture(ctx, paused.RunID, replay.SourceOperatorCorrection)
+	if err != nil {
+		t.Fatalf("Capture of the taken-over run: %v", err)
+	}
+	report, err := h.Runtime.Replay(ctx, captured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertReplayEqual(t, report)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -332,9 +333,11 @@ func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
 // the runtime.
 func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	ctx := context.Background()
+	clock := newFakeClock()
 	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 2}
+	saves.Now = clock.Now
 	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
-	h := bareHarness(t, planner, &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
+	h := bareHarness(t, planner, &contextostest.Options{Now: clock.Now, Runtime: contextos.Options{Checkpoints: saves}})
 	scriptDefaults(h, "")
 	req, rc := refundRequest(t, 1200, true)
 	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
@@ -349,6 +352,10 @@ func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{}); !errors.Is(err, contextos.ErrNotResumable) {
 		t.Errorf("Resume of the claimed run = %v, want ErrNotResumable", err)
 	}
+	if _, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true}); !errors.Is(err, contextos.ErrLeaseHeld) {
+		t.Errorf("takeover while the claim's lease lasts = %v, want ErrLeaseHeld", err)
+	}
+	clock.Advance(contextos.DefaultHeartbeatTTL)
 	res, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true})
 	if err != nil {
 		t.Fatal(err)
@@ -370,6 +377,9 @@ func TestTakeoverAfterTheDecisionWasStored(t *testing.T) {
 	}
 	if again, err := h.Runtime.Invoke(ctx, req, rc); err != nil || again.Record.RecordHash != res.Record.RecordHash {
 		t.Errorf("Invoke after the takeover = %v", err)
+	}
+	if _, err := h.Runtime.Capture(ctx, rc.RunID, replay.SourceOperatorCorrection); !errors.Is(err, contextos.ErrReplayInputsLost) {
+		t.Errorf("Capture of a run settled from a dead runtime's record = %v, want ErrReplayInputsLost", err)
 	}
 }
 
@@ -536,4 +546,120 @@ func TestResumeDuringAHardStopsAppend(t *testing.T) {
 	contextostest.AssertStatus(t, final, decision.Decided)
 	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 	assertClosedRecords(t, listRecords(t, store.MemoryStore, rc.RunID), final.Record.RecordID)
+}
+
+// Settling a run is not its work: invoking a finished run again, Capture,
+// a settle of a record whose storage was unconfirmed and a takeover that
+// settles a decision the dead runtime had stored succeed an hour after
+// the run started, far past its 30 s wall clock, with no planner turn and
+// no call. A run's own remaining work stays bounded by the wall clock: a
+// resume of a run stopped by it, without more budget, stops again before
+// planning or calling anything.
+func TestSettlingIsNotBudgetedWork(t *testing.T) {
+	late := time.Hour
+	t.Run("invoke again and capture", func(t *testing.T) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &contextostest.Options{Now: clock.Now})
+		req, rc := refundRequest(t, 1200, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertStatus(t, res, decision.Decided)
+		clock.Advance(late)
+		again, err := h.Runtime.Invoke(ctx, req, rc)
+		if err != nil || again.Record.RecordHash != res.Record.RecordHash {
+			t.Fatalf("Invoke of the finished run an hour later = %v", err)
+		}
+		p, err := h.Runtime.Capture(ctx, rc.RunID, replay.SourceGoldenCase)
+		if err != nil {
+			t.Fatalf("Capture an hour later: %v", err)
+		}
+		report, err := h.Runtime.Replay(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contextostest.AssertReplayEqual(t, report)
+	})
+	t.Run("settle an unconfirmed record", func(t *testing.T) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		store := &downDecisions{MemoryStore: decision.NewMemoryStore()}
+		planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
+		h := harness(t, planner, &contextostest.Options{Now: clock.Now, Runtime: contextos.Options{Decisions: store}})
+		req, rc := refundRequest(t, 1200, true)
+		store.down.Store(true)
+		if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+			t.Fatal("the failed append was not reported")
+		}
+		store.down.Store(false)
+		asked := len(planner.Requests())
+		clock.Advance(late)
+		res, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+		if err != nil {
+			t.Fatalf("settle an hour later: %v", err)
+		}
+		contextostest.AssertStatus(t, res, decision.Decided)
+		if n := len(planner.Requests()) - asked; n != 0 {
+			t.Errorf("the settle asked the planner %d times", n)
+		}
+		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	})
+	t.Run("takeover settles a stored decision", func(t *testing.T) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), from: 2}
+		saves.Now = clock.Now
+		planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200)).Then(deniedPlan()).RepeatLast()
+		h := bareHarness(t, planner, &contextostest.Options{Now: clock.Now, Runtime: contextos.Options{Checkpoints: saves}})
+		scriptDefaults(h, "")
+		req, rc := refundRequest(t, 1200, true)
+		if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+			t.Fatal("the lost checkpoint save was not reported")
+		}
+		saves.from = 0
+		clock.Advance(late)
+		res, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true})
+		if err != nil {
+			t.Fatalf("takeover an hour later: %v", err)
+		}
+		contextostest.AssertStatus(t, res, decision.Decided)
+		if again, err := h.Runtime.Invoke(ctx, req, rc); err != nil || again.Record.RecordHash != res.Record.RecordHash {
+			t.Errorf("Invoke after the takeover = %v", err)
+		}
+	})
+	t.Run("remaining work stays bounded", func(t *testing.T) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
+		h := bareHarness(t, planner, &contextostest.Options{Now: clock.Now})
+		t.Cleanup(func() { h.ReplayAll() })
+		scriptDefaults(h, "adp_orders")
+		// The lookup takes 40 s: past the run's 30 s wall clock.
+		h.Adapter("adp_orders").On("lookup").When(func(map[string]any) bool { clock.Advance(40 * time.Second); return false })
+		h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
+		req, rc := refundRequest(t, 1200, true)
+		stopped := h.Invoke(req, rc)
+		contextostest.AssertStatus(t, stopped, decision.Escalated)
+		asked := len(planner.Requests())
+		clock.Advance(late)
+		again, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+		if err != nil {
+			t.Fatalf("resume without more budget: %v", err)
+		}
+		contextostest.AssertStatus(t, again, decision.Escalated)
+		if !strings.Contains(again.Record.Rationale.Summary, "wall_clock") {
+			t.Errorf("the resume stopped with %q, want the wall clock", again.Record.Rationale.Summary)
+		}
+		if n := len(planner.Requests()) - asked; n != 0 {
+			t.Errorf("the resume without budget asked the planner %d times", n)
+		}
+		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+		budget := rc.RunBudget
+		budget.WallClockMS = 120_000
+		done, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Budget: &budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		contextostest.AssertStatus(t, done, decision.Decided)
+		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	})
 }

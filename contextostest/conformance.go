@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // RunCheckpointStoreTests is the conformance suite for CheckpointStore
@@ -26,11 +28,17 @@ import (
 // Data byte for byte, in a copy the caller may change) and advances its
 // revision; that a save over a stale revision is ErrCheckpointConflict
 // and stores nothing; that concurrent saves of different runs keep each;
-// that a cancelled context is refused with an error wrapping
-// context.Canceled; and, through a Runtime using the store, that a
-// version-1 checkpoint (the encoding before checkpoints were versioned,
-// from a fixture) still resumes and that a checkpoint of a version the
-// runtime does not know is refused with a *contextos.CheckpointVersionError.
+// that a saved Lease is counted down (in real time: the store's clock
+// must be the wall clock or a server's) and ends; that a cancelled
+// context is refused with an error wrapping context.Canceled; and,
+// through a Runtime using the store, that of many takeovers of one run
+// whose runtime stopped, for batch, stream and long_running runs alike,
+// exactly one continues it, the others are refused before doing anything,
+// and the stopped runtime, come back, stops without recording anything;
+// that a version-1 checkpoint (the encoding before checkpoints were
+// versioned, from a fixture) still resumes and that a checkpoint of a
+// version the runtime does not know is refused with a
+// *contextos.CheckpointVersionError.
 func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos.CheckpointStore) {
 	ctx := context.Background()
 	cp := func(run string, data string) *contextos.Checkpoint {
@@ -140,6 +148,53 @@ func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos
 			t.Errorf("Load with a cancelled context = %v, want context.Canceled", err)
 		}
 	})
+	t.Run("lease", func(t *testing.T) {
+		s := newStore(t)
+		c := cp("run_1", "claimed")
+		c.Lease = time.Hour
+		if err := s.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Load(ctx, "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Lease <= 59*time.Minute || got.Lease > time.Hour {
+			t.Errorf("Load after a save with a 1 h lease: Lease = %v, want just under 1 h", got.Lease)
+		}
+		// A save without a lease gives the claim up.
+		got.Lease = 0
+		if err := s.Save(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s.Load(ctx, "run_1"); err != nil || again.Lease != 0 {
+			t.Errorf("Load after a save without a lease: Lease = %v, %v; want 0", again.Lease, err)
+		}
+		// A refused save leaves the stored lease as it was.
+		stale := cp("run_1", "stale")
+		stale.Revision, stale.Lease = 1, time.Hour
+		if err := s.Save(ctx, stale); !errors.Is(err, contextos.ErrCheckpointConflict) {
+			t.Fatalf("stale save = %v", err)
+		}
+		if again, err := s.Load(ctx, "run_1"); err != nil || again.Lease != 0 {
+			t.Errorf("a refused save set the lease: %v, %v", again.Lease, err)
+		}
+		// A short lease ends.
+		short := cp("run_2", "claimed")
+		short.Lease = 150 * time.Millisecond
+		if err := s.Save(ctx, short); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		if again, err := s.Load(ctx, "run_2"); err != nil || again.Lease != 0 {
+			t.Errorf("Load after the lease ended: Lease = %v, %v; want 0", again.Lease, err)
+		}
+	})
+	t.Run("one takeover wins", func(t *testing.T) {
+		for _, mode := range []string{"batch", "stream", "long_running"} {
+			t.Run(mode, func(t *testing.T) { testOneTakeoverWins(t, newStore(t), mode) })
+		}
+	})
 	t.Run("version 1 resumes", func(t *testing.T) {
 		s := newStore(t)
 		data := fixture(t, "checkpoint.json")
@@ -183,6 +238,148 @@ func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos
 		}
 		AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
 	})
+}
+
+// stallingPlanner looks the order up, then denies the refund; its first
+// plan waits until released, as a runtime that stopped (a process frozen
+// or killed) while planning.
+type stallingPlanner struct {
+	entered, release chan struct{}
+	stalled          atomic.Bool
+}
+
+func (p *stallingPlanner) Plan(_ context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	if !p.stalled.Swap(true) {
+		close(p.entered)
+		<-p.release
+	}
+	if req.Turn == 0 {
+		return &contextos.Plan{Steps: []contextos.Step{{CapabilityID: "adp_orders.lookup", Args: map[string]any{"order_id": "ord_881"}}}}, nil
+	}
+	return &contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "denied", Confidence: 0.9,
+		SubjectIDs: []string{"order:ord_881"}, Rationale: "the order is not eligible"}}, nil
+}
+
+// testOneTakeoverWins: a runtime claims a run (mode batch, stream or
+// long_running) and stops while planning; once its claim's lease has
+// lapsed (on the store's clock), eight takeovers at once: exactly one
+// continues the run and ends it, every other is refused before doing
+// anything (ErrLeaseHeld, or ErrCheckpointConflict when it lost the race
+// to claim). The stopped runtime, come back, finds the run taken and
+// stops without recording anything: the run has one terminal record.
+func testOneTakeoverWins(t *testing.T, s contextos.CheckpointStore, mode string) {
+	ctx := context.Background()
+	const ttl = 400 * time.Millisecond
+	planner := &stallingPlanner{entered: make(chan struct{}), release: make(chan struct{})}
+	h := New(t, planner, [][]byte{fixture(t, "pack.json")}, &Options{Now: time.Now, Runtime: contextos.Options{Checkpoints: s, HeartbeatTTL: ttl, ReplaySampleRate: 1}})
+	// The takeover that continues the run holds it (in its lookup) until
+	// every other one was refused, so they all meet its claim or lose
+	// the race to claim.
+	const takers = 8
+	refused := make(chan struct{}, takers)
+	h.Adapter("adp_orders").On("lookup").When(func(map[string]any) bool {
+		deadline := time.After(5 * time.Second)
+		for range takers - 1 {
+			select {
+			case <-refused:
+			case <-deadline:
+				return false
+			}
+		}
+		return false
+	})
+	h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"status": "delivered"})
+	var st struct {
+		Request *runcontext.InvokeRequest `json:"request"`
+		Run     *runcontext.RunContext    `json:"run_context"`
+	}
+	if err := json.Unmarshal(fixture(t, "checkpoint.json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	req, rc := st.Request, st.Run
+	rc.RunID = "run_takeover_" + mode
+	if mode == "long_running" {
+		req.Mode = runcontext.ModeLongRunning
+		rc.RunBudget.WallClockMS = time.Hour.Milliseconds()
+	}
+	stalled := make(chan error, 1)
+	go func() {
+		if mode == "stream" {
+			var err error
+			for _, e := range h.Runtime.Stream(ctx, req, rc) {
+				err = e
+			}
+			stalled <- err
+			return
+		}
+		_, err := h.Runtime.Invoke(ctx, req, rc)
+		stalled <- err
+	}()
+	<-planner.entered
+	time.Sleep(ttl + 200*time.Millisecond)
+	errs := make([]error, takers)
+	results := make([]*contextos.Result, takers)
+	var wg sync.WaitGroup
+	for i := range takers {
+		wg.Go(func() {
+			defer func() {
+				if errs[i] != nil {
+					refused <- struct{}{}
+				}
+			}()
+			if mode == "stream" {
+				for e, err := range h.Runtime.ResumeStream(ctx, rc.RunID, contextos.ResumeInput{Takeover: true}) {
+					if err != nil {
+						errs[i] = err
+					} else if e.Kind == contextos.EventResult {
+						results[i] = e.Final
+					}
+				}
+				return
+			}
+			results[i], errs[i] = h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Takeover: true})
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil && results[i] != nil:
+			won++
+			if results[i].Status != decision.Decided || results[i].Record.Outcome != "denied" {
+				t.Errorf("the takeover that continued the run ended %s %q, want DECIDED \"denied\"", results[i].Status, results[i].Record.Outcome)
+			}
+		case errors.Is(err, contextos.ErrLeaseHeld), errors.Is(err, contextos.ErrCheckpointConflict):
+		default:
+			t.Errorf("takeover %d = %v, want the run's result, ErrLeaseHeld or ErrCheckpointConflict", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d takeovers continued the run, want exactly 1", won, takers)
+	}
+	close(planner.release)
+	if err := <-stalled; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the stopped runtime, come back = %v, want ErrRunInProgress", err)
+	}
+	recs, err := h.Decisions.List(ctx, decision.Filter{RunID: rc.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminal := 0
+	for _, r := range recs {
+		if r.Status != decision.Closed && r.Status != decision.InFlight && r.Status != decision.Deferred {
+			terminal++
+		}
+	}
+	if terminal != 1 {
+		t.Errorf("the run has %d terminal records, want 1", terminal)
+	}
+	if err := h.Decisions.Verify(ctx); err != nil {
+		t.Error(err)
+	}
+	if n := h.ReplayAll(); n == 0 {
+		t.Error("the run captured no replay packet")
+	}
 }
 
 // checkpointFixture holds a version-1 checkpoint and the pack its run ran

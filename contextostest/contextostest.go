@@ -221,10 +221,6 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 		h.Decisions = decision.NewMemoryStore()
 		ro.Decisions = h.Decisions
 	}
-	if ro.Checkpoints == nil {
-		h.Checkpoints = contextos.NewInMemoryCheckpoints()
-		ro.Checkpoints = h.Checkpoints
-	}
 	if ro.Replays == nil {
 		h.Replays = contextos.NewInMemoryPackets()
 		ro.Replays = h.Replays
@@ -239,6 +235,13 @@ func New(t T, planner contextos.Planner, packs [][]byte, opts *Options) *Harness
 		ro.Now = o.Now
 	case ro.Now == nil:
 		ro.Now = FixedTime
+	}
+	if ro.Checkpoints == nil {
+		// Claims' leases are counted on the harness's clock: a test
+		// advances it to let a claim lapse.
+		h.Checkpoints = contextos.NewInMemoryCheckpoints()
+		h.Checkpoints.Now = ro.Now
+		ro.Checkpoints = h.Checkpoints
 	}
 	if ro.Identity.Keys == nil {
 		// Without claim keys the harness cannot verify identity claims, so

@@ -60,27 +60,59 @@ type ApprovalLog interface {
 	Consume(ctx context.Context, approvalID string) error
 }
 
+// ActionApprovalLog is an ApprovalLog that binds each use of an approval
+// to the action it was used for. ConsumeAction records approvalID as
+// used for action; it succeeds when the approval is unused, or was used
+// for this same action before (the same use, presented again: a takeover
+// going on with a call the runtime that died had approved), and returns
+// ErrApprovalUsed when it was used for another action or by Consume. The
+// gateway passes a write's idempotency key as the action, so the approved
+// effect still runs at most once; a read-only call's approval is consumed
+// with Consume. The in-memory log and the durable stores' logs are
+// ActionApprovalLogs.
+type ActionApprovalLog interface {
+	ApprovalLog
+	ConsumeAction(ctx context.Context, approvalID, action string) error
+}
+
+// consumeApproval uses approvalID for action: bound to it when log binds
+// uses to actions and there is one (a write's idempotency key), else once.
+func consumeApproval(ctx context.Context, log ApprovalLog, approvalID, action string) error {
+	if al, ok := log.(ActionApprovalLog); ok && action != "" {
+		return al.ConsumeAction(ctx, approvalID, action)
+	}
+	return log.Consume(ctx, approvalID)
+}
+
 // MemoryApprovalLog is the in-memory ApprovalLog.
 type MemoryApprovalLog struct {
 	mu   sync.Mutex
-	used map[string]bool
+	used map[string]string // approval id → the action it was used for ("" for Consume)
 }
 
-var _ ApprovalLog = (*MemoryApprovalLog)(nil)
+var _ ActionApprovalLog = (*MemoryApprovalLog)(nil)
 
 // NewMemoryApprovalLog returns an empty log.
-func NewMemoryApprovalLog() *MemoryApprovalLog { return &MemoryApprovalLog{used: map[string]bool{}} }
+func NewMemoryApprovalLog() *MemoryApprovalLog { return &MemoryApprovalLog{used: map[string]string{}} }
 
 // Consume implements ApprovalLog.
 func (m *MemoryApprovalLog) Consume(ctx context.Context, approvalID string) error {
+	return m.ConsumeAction(ctx, approvalID, "")
+}
+
+// ConsumeAction implements ActionApprovalLog.
+func (m *MemoryApprovalLog) ConsumeAction(ctx context.Context, approvalID, action string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.used[approvalID] {
+	if was, ok := m.used[approvalID]; ok {
+		if action != "" && was == action {
+			return nil
+		}
 		return ErrApprovalUsed
 	}
-	m.used[approvalID] = true
+	m.used[approvalID] = action
 	return nil
 }

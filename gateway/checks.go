@@ -491,7 +491,7 @@ func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (
 	}
 	// Approval ids are used once per tenant: another tenant's id never
 	// spends this one.
-	if err := r.g.opts.Approvals.Consume(ctx, r.rc.TenantID+"/"+a.ApprovalID); err != nil {
+	if err := consumeApproval(ctx, r.g.opts.Approvals, r.rc.TenantID+"/"+a.ApprovalID, c.key); err != nil {
 		if errors.Is(err, ErrApprovalUsed) {
 			return deny(CodeApprovalDenied, "the approval was already used")
 		}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	fixtures "github.com/contextos/contextos/internal/fixture"
 	"log"
@@ -92,4 +93,19 @@ func Example() {
 	// 1 result
 	// 2 result
 	// chain verifies: true
+}
+
+// An approval log that binds each use to its action lets the same action
+// present an approval again (a takeover going on with a call its dead
+// runtime had approved) and refuses it to any other.
+func ExampleMemoryApprovalLog_ConsumeAction() {
+	ctx := context.Background()
+	log := gateway.NewMemoryApprovalLog()
+	fmt.Println(log.ConsumeAction(ctx, "tenant_1/apr_1", "ik_refund"))
+	fmt.Println(log.ConsumeAction(ctx, "tenant_1/apr_1", "ik_refund"))
+	fmt.Println(errors.Is(log.ConsumeAction(ctx, "tenant_1/apr_1", "ik_other"), gateway.ErrApprovalUsed))
+	// Output:
+	// <nil>
+	// <nil>
+	// true
 }

@@ -296,7 +296,8 @@ type RunOptions struct {
 	// replay reads the same times.
 	Now func() time.Time
 	// Chain continues a resumed run's transcript chain where its
-	// checkpoint left it. Default: a new chain.
+	// checkpoint left it. Default, or the zero ChainState: a new chain,
+	// from GenesisHash. A chain past its start without a hash is refused.
 	Chain *ChainState
 	// Observe, when set, is told every adapter attempt of the run as the
 	// gateway took it: checked, bounded and redacted (see Attempt). The
@@ -325,7 +326,9 @@ type WriteCall struct {
 	Decisions []policy.Decision
 }
 
-// ChainState is where a run's transcript chain stands.
+// ChainState is where a run's transcript chain stands: Seq entries
+// recorded, the last ending at Hash. Its zero value is the start of a
+// chain (no entry yet: the next one follows GenesisHash).
 type ChainState struct {
 	Seq  int    `json:"seq"`
 	Hash string `json:"hash"`
@@ -381,7 +384,12 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		r.now = opts.Now
 	}
 	if opts != nil && opts.Chain != nil {
-		r.seq, r.prev = opts.Chain.Seq, opts.Chain.Hash
+		switch c := opts.Chain; {
+		case c.Hash != "":
+			r.seq, r.prev = c.Seq, c.Hash
+		case c.Seq != 0:
+			return nil, fmt.Errorf("%w: RunOptions.Chain stands at entry %d without a hash", ErrConfig, c.Seq)
+		}
 	}
 	if opts != nil {
 		r.observe, r.verifyWrite = opts.Observe, opts.VerifyWrite

@@ -115,10 +115,17 @@ func TestRefundApprovalFlow(t *testing.T) {
 	if call.IdempotencyKey != a.IdempotencyKey || call.Envelope.Args["idempotency_key"] != a.IdempotencyKey || call.Delegation == nil || call.Delegation.TokenRef != "tok_user_7a" {
 		t.Errorf("adapter call = %+v (key %s)", call, a.IdempotencyKey)
 	}
-	// The same approval again is refused; the side effect never repeats.
+	// The same approval presented again for the same action (a takeover
+	// going on with the call) answers with the call's result; the side
+	// effect never repeats. For another action it is refused.
 	again, _ := f.run.Call(ctx, req)
-	if again.Status != gateway.StatusBlocked || again.Error.Code != gateway.CodeApprovalDenied || !strings.Contains(again.Error.Message, "already used") {
-		t.Errorf("reused approval = %+v", again)
+	if again.Status != gateway.StatusCompleted || !again.Metadata.Duplicate || again.ToolCallID != done.ToolCallID {
+		t.Errorf("the approval again for its action = %+v", again)
+	}
+	other := refundCall(4100)
+	other.Approval = req.Approval
+	if refused, _ := f.run.Call(ctx, other); refused.Status != gateway.StatusBlocked || refused.Error.Code != gateway.CodeApprovalDenied {
+		t.Errorf("the approval for another action = %+v", refused)
 	}
 	if n := f.payments.CallCount("issue_refund"); n != 1 {
 		t.Errorf("issue_refund ran %d times, want exactly once", n)

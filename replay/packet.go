@@ -137,8 +137,9 @@ type LatestResult struct {
 //   - pack_refs, pack_content_hashes, planner_outputs, adapter_outcomes,
 //     clock and transcript are always present: nil is written as [] (or {}),
 //     as an empty one is. Nothing reads a difference between them.
-//   - planner_errors, interrupts and resumes are left out when empty, nil or
-//     not. Nothing reads a difference between them either.
+//   - planner_errors, interrupts, resumes and prior_results are left out
+//     when empty, nil or not. Nothing reads a difference between them
+//     either.
 //
 // A packet is replayable only once sealed: [Packet.Seal] sets packet_hash,
 // which [Packet.CheckIntegrity] recomputes.
@@ -175,6 +176,7 @@ type Packet struct {
 	Outcomes      []AdapterOutcome          `json:"adapter_outcomes"`
 	Clock         []time.Time               `json:"clock"`
 	Resumes       []Resume                  `json:"resumes,omitempty"`
+	PriorResults  []PriorResult             `json:"prior_results,omitempty"`
 	Transcript    []gateway.TranscriptEntry `json:"transcript"`
 	// Record is the decision record as the decision store holds it, its
 	// prev_record_hash and record_hash included, so its record_hash is
@@ -260,10 +262,35 @@ type PlannerError struct {
 	CostCents float64 `json:"cost_cents,omitempty"`
 }
 
-// Resume is what one resume of the run was given.
+// Resume is what one resume of the run was given. Takeover marks a
+// takeover: a resume of a run whose runtime died while continuing it.
 type Resume struct {
 	Approvals []gateway.Approval    `json:"approvals,omitempty"`
 	Budget    *runcontext.RunBudget `json:"run_budget,omitempty"`
+	Takeover  *Takeover             `json:"takeover,omitempty"`
+}
+
+// Takeover says where a takeover continued a run whose runtime had died:
+// from the checkpoint the run saved at its Point-th takeover point (its
+// claims, and the points of its loop where it checkpoints or renews its
+// claim, counted from 1 over the run), with the run's transcript at
+// TranscriptEntries entries. A replay stops the run at that point, takes
+// the transcript entries the dead runtime recorded after it as recorded
+// (they are in the chain), and continues as the takeover did. What the
+// dead runtime did after the point is not replayed; a write it completed
+// that the run met again is answered from PriorResults.
+type Takeover struct {
+	Point             int `json:"point"`
+	TranscriptEntries int `json:"transcript_entries"`
+}
+
+// PriorResult is a write's result that the run got from the idempotency
+// store without having made the call itself (a runtime that died made
+// it before a takeover continued the run); a replay's idempotency store
+// answers the key with it.
+type PriorResult struct {
+	IdempotencyKey string                      `json:"idempotency_key"`
+	Result         *gateway.ToolResultEnvelope `json:"result"`
 }
 
 // AdapterOutcome is one recorded adapter attempt (adapter_outcomes): what

@@ -227,6 +227,47 @@ func RunApprovalLogTests(t *testing.T, newLog func(t *testing.T) gateway.Approva
 			t.Errorf("Consume(cancelled) = %v", err)
 		}
 	})
+	t.Run("BoundToAnAction", func(t *testing.T) {
+		// A log that binds uses to actions lets the same action present
+		// an approval again, and no other.
+		l, ok := newLog(t).(gateway.ActionApprovalLog)
+		if !ok {
+			t.Skip("the log does not bind uses to actions")
+		}
+		if err := l.ConsumeAction(ctx, "apr_a", "ik_1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ConsumeAction(ctx, "apr_a", "ik_1"); err != nil {
+			t.Errorf("the same action again = %v, want it granted", err)
+		}
+		for _, other := range []string{"ik_2", ""} {
+			if err := l.ConsumeAction(ctx, "apr_a", other); !errors.Is(err, gateway.ErrApprovalUsed) {
+				t.Errorf("action %q after ik_1 = %v, want ErrApprovalUsed", other, err)
+			}
+		}
+		if err := l.Consume(ctx, "apr_a"); !errors.Is(err, gateway.ErrApprovalUsed) {
+			t.Errorf("Consume after ConsumeAction = %v, want ErrApprovalUsed", err)
+		}
+		if err := l.Consume(ctx, "apr_b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ConsumeAction(ctx, "apr_b", "ik_1"); !errors.Is(err, gateway.ErrApprovalUsed) {
+			t.Errorf("ConsumeAction after Consume = %v, want ErrApprovalUsed", err)
+		}
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				if l.ConsumeAction(ctx, "apr_c", fmt.Sprintf("ik_%d", i%2)) == nil {
+					granted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := granted.Load(); n != 8 {
+			t.Errorf("%d of 16 concurrent uses by two actions were granted, want the 8 of one action", n)
+		}
+	})
 }
 
 // RunTranscriptSinkTests checks that a sink keeps every entry, of

@@ -18,16 +18,6 @@ type Clock struct {
 // RecordingClock wraps now and records each reading.
 func RecordingClock(now func() time.Time) *Clock { return &Clock{now: now} }
 
-// RecordingClockFrom continues recording with c's clock, starting a new
-// list of readings (c's are kept by the caller). A playback clock is
-// returned as is, so a replay keeps serving in order.
-func RecordingClockFrom(c *Clock) *Clock {
-	if c.replay {
-		return c
-	}
-	return &Clock{now: c.now}
-}
-
 // PlaybackClock serves readings in order; past the end it repeats the last.
 func PlaybackClock(readings []time.Time) *Clock {
 	return &Clock{readings: slices.Clone(readings), replay: true}

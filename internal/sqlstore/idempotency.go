@@ -22,8 +22,11 @@ import (
 // Contract v1 asks) does not repeat the effect. A live holder renews its
 // lease (every third of ClaimTTL) until it completes or releases the key,
 // so a call that runs longer than ClaimTTL is not taken over; only a
-// holder that stopped renewing — a dead process — loses its claim. The
-// replicas' clocks must agree to well within ClaimTTL.
+// holder that stopped renewing — a dead process — loses its claim.
+// Leases are counted on the server's clock on PostgreSQL, so a replica
+// whose clock is off cannot take a live claim; on SQLite they are counted
+// on the host's clock (Config.Now), which every process sharing the file
+// reads.
 type Idempotency struct {
 	db *DB
 
@@ -64,8 +67,15 @@ func (s *Idempotency) holding(key string) {
 				return
 			case <-t.C:
 			}
-			lease := s.db.cfg.Now().Add(s.db.cfg.ClaimTTL).UnixMilli()
-			r, err := s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET lease_until = $3 WHERE key = $1 AND holder = $2 AND result IS NULL`, key, s.db.cfg.Holder, lease)
+			var r sql.Result
+			var err error
+			if s.db.dialect == Postgres {
+				r, err = s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET lease_until = `+pgNowMS+` + $3 WHERE key = $1 AND holder = $2 AND result IS NULL`,
+					key, s.db.cfg.Holder, s.db.cfg.ClaimTTL.Milliseconds())
+			} else {
+				r, err = s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET lease_until = $3 WHERE key = $1 AND holder = $2 AND result IS NULL`,
+					key, s.db.cfg.Holder, s.db.cfg.Now().Add(s.db.cfg.ClaimTTL).UnixMilli())
+			}
 			if err != nil {
 				continue // the next tick tries again
 			}
@@ -132,10 +142,22 @@ func (s *Idempotency) Claim(ctx context.Context, key string) (*gateway.ToolResul
 // try makes one attempt at key: it claims a free or lapsed key, returns a
 // completed key's result, or reports the key held.
 func (s *Idempotency) try(ctx context.Context, key string) (res *gateway.ToolResultEnvelope, claimed, held bool, err error) {
-	now := s.db.cfg.Now()
-	lease := now.Add(s.db.cfg.ClaimTTL).UnixMilli()
-	r, err := s.db.sql.ExecContext(ctx, `INSERT INTO contextos_idempotency (key, holder, lease_until, result) VALUES ($1, $2, $3, NULL) ON CONFLICT (key) DO NOTHING`,
-		key, s.db.cfg.Holder, lease)
+	pg := s.db.dialect == Postgres
+	ttl := s.db.cfg.ClaimTTL.Milliseconds()
+	// On SQLite the lease is the host's time plus the TTL; on PostgreSQL
+	// the server's (the statements add the TTL to its clock).
+	var now int64
+	if !pg {
+		now = s.db.cfg.Now().UnixMilli()
+	}
+	var r sql.Result
+	if pg {
+		r, err = s.db.sql.ExecContext(ctx, `INSERT INTO contextos_idempotency (key, holder, lease_until, result) VALUES ($1, $2, `+pgNowMS+` + $3, NULL) ON CONFLICT (key) DO NOTHING`,
+			key, s.db.cfg.Holder, ttl)
+	} else {
+		r, err = s.db.sql.ExecContext(ctx, `INSERT INTO contextos_idempotency (key, holder, lease_until, result) VALUES ($1, $2, $3, NULL) ON CONFLICT (key) DO NOTHING`,
+			key, s.db.cfg.Holder, now+ttl)
+	}
 	if err != nil {
 		return nil, false, false, storeErr(ctx, "claim", err)
 	}
@@ -146,7 +168,13 @@ func (s *Idempotency) try(ctx context.Context, key string) (res *gateway.ToolRes
 	var holder string
 	var until int64
 	var stored []byte
-	err = s.db.sql.QueryRowContext(ctx, `SELECT holder, lease_until, result FROM contextos_idempotency WHERE key = $1`, key).Scan(&holder, &until, &stored)
+	var live bool
+	if pg {
+		err = s.db.sql.QueryRowContext(ctx, `SELECT holder, lease_until, result, lease_until >= `+pgNowMS+` FROM contextos_idempotency WHERE key = $1`, key).Scan(&holder, &until, &stored, &live)
+	} else {
+		err = s.db.sql.QueryRowContext(ctx, `SELECT holder, lease_until, result FROM contextos_idempotency WHERE key = $1`, key).Scan(&holder, &until, &stored)
+		live = until >= now
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// Released between the two statements: try again at once.
@@ -159,13 +187,19 @@ func (s *Idempotency) try(ctx context.Context, key string) (res *gateway.ToolRes
 			return nil, false, false, storeErr(ctx, "the stored result of an idempotency key is corrupt", err)
 		}
 		return &env, false, false, nil
-	case until >= now.UnixMilli():
+	case live:
 		return nil, false, true, nil
 	}
 	// The holder's lease lapsed: take the key over, unless another caller
-	// did so first (the row then no longer matches).
-	r, err = s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET holder = $2, lease_until = $3 WHERE key = $1 AND holder = $4 AND lease_until = $5 AND result IS NULL`,
-		key, s.db.cfg.Holder, lease, holder, until)
+	// did so first or the holder renewed it (the row then no longer
+	// matches).
+	if pg {
+		r, err = s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET holder = $2, lease_until = `+pgNowMS+` + $3 WHERE key = $1 AND holder = $4 AND lease_until = $5 AND result IS NULL`,
+			key, s.db.cfg.Holder, ttl, holder, until)
+	} else {
+		r, err = s.db.sql.ExecContext(ctx, `UPDATE contextos_idempotency SET holder = $2, lease_until = $3 WHERE key = $1 AND holder = $4 AND lease_until = $5 AND result IS NULL`,
+			key, s.db.cfg.Holder, now+ttl, holder, until)
+	}
 	if err != nil {
 		return nil, false, false, storeErr(ctx, "take over a lapsed claim", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
@@ -16,13 +17,42 @@ import (
 
 // Checkpoints is the durable contextos.CheckpointStore: one row per run,
 // saved only over the revision it was loaded at (a single conditional
-// statement, so two runtimes can never both move one run on).
+// statement, so two runtimes can never both move one run on). A claim's
+// lease is counted on the server's clock on PostgreSQL and on the
+// store's clock (Config.Now, the host's) on SQLite.
 type Checkpoints struct{ db *DB }
 
 // Checkpoints returns the checkpoint store.
 func (s *DB) Checkpoints() *Checkpoints { return &Checkpoints{db: s} }
 
 var _ contextos.CheckpointStore = (*Checkpoints)(nil)
+
+// pgNowMS is PostgreSQL's time now, in milliseconds since the Unix
+// epoch, on the server's clock: leases stored and read on PostgreSQL are
+// counted on it, never on a replica's.
+const pgNowMS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
+
+// The checkpoint statements. On PostgreSQL the lease's end is the
+// server's time plus the lease; on SQLite the caller computes it.
+const (
+	pgCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until)
+VALUES ($1, 1, $2, $3, ` + pgNowMS + `, CASE WHEN $4::bigint > 0 THEN ` + pgNowMS + ` + $4::bigint ELSE 0 END) ON CONFLICT (run_id) DO NOTHING`
+	pgCheckpointUpdate = `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = ` + pgNowMS + `,
+lease_until = CASE WHEN $5::bigint > 0 THEN ` + pgNowMS + ` + $5::bigint ELSE 0 END WHERE run_id = $1 AND revision = $2`
+	pgCheckpointLoad    = `SELECT revision, version, data, GREATEST(lease_until - ` + pgNowMS + `, 0) FROM contextos_checkpoints WHERE run_id = $1`
+	sqlCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until) VALUES ($1, 1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING`
+	sqlCheckpointUpdate = `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = $5, lease_until = $6 WHERE run_id = $1 AND revision = $2`
+	sqlCheckpointLoad   = `SELECT revision, version, data, lease_until FROM contextos_checkpoints WHERE run_id = $1`
+)
+
+// leaseMS is a lease in whole milliseconds, at least 1 for a lease that
+// is set (0: none).
+func leaseMS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
+}
 
 // Save implements contextos.CheckpointStore.
 func (c *Checkpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
@@ -32,19 +62,29 @@ func (c *Checkpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error 
 	if cp == nil || cp.RunID == "" {
 		return errors.New("store: a checkpoint needs a run id")
 	}
-	now := c.db.cfg.Now().UnixMilli()
 	data := cp.Data
 	if data == nil {
 		data = []byte{}
 	}
+	lease := leaseMS(cp.Lease)
 	var res sql.Result
 	var err error
-	if cp.Revision == 0 {
-		res, err = c.db.sql.ExecContext(ctx, `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at) VALUES ($1, 1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING`,
-			cp.RunID, cp.Version, data, now)
-	} else {
-		res, err = c.db.sql.ExecContext(ctx, `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = $5 WHERE run_id = $1 AND revision = $2`,
-			cp.RunID, cp.Revision, cp.Version, data, now)
+	switch {
+	case c.db.dialect == Postgres && cp.Revision == 0:
+		res, err = c.db.sql.ExecContext(ctx, pgCheckpointInsert, cp.RunID, cp.Version, data, lease)
+	case c.db.dialect == Postgres:
+		res, err = c.db.sql.ExecContext(ctx, pgCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, lease)
+	default:
+		now := c.db.cfg.Now().UnixMilli()
+		until := int64(0)
+		if lease > 0 {
+			until = now + lease
+		}
+		if cp.Revision == 0 {
+			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointInsert, cp.RunID, cp.Version, data, now, until)
+		} else {
+			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, now, until)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("store: save checkpoint of %s: %w", clip(cp.RunID), err)
@@ -62,13 +102,23 @@ func (c *Checkpoints) Load(ctx context.Context, runID string) (*contextos.Checkp
 		return nil, err
 	}
 	cp := &contextos.Checkpoint{RunID: runID}
-	err := c.db.sql.QueryRowContext(ctx, `SELECT revision, version, data FROM contextos_checkpoints WHERE run_id = $1`, runID).Scan(&cp.Revision, &cp.Version, &cp.Data)
+	q := sqlCheckpointLoad
+	if c.db.dialect == Postgres {
+		q = pgCheckpointLoad
+	}
+	var lease int64
+	err := c.db.sql.QueryRowContext(ctx, q, runID).Scan(&cp.Revision, &cp.Version, &cp.Data, &lease)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: no checkpoint of run %q", contextos.ErrNotFound, clip(runID))
 	}
 	if err != nil {
 		return nil, storeErr(ctx, "load checkpoint", err)
 	}
+	if c.db.dialect != Postgres && lease > 0 {
+		// SQLite keeps the lease's end on the host's clock.
+		lease -= c.db.cfg.Now().UnixMilli()
+	}
+	cp.Lease = time.Duration(max(lease, 0)) * time.Millisecond
 	return cp, nil
 }
 
@@ -125,26 +175,42 @@ func (p *Packets) Get(ctx context.Context, id string) (*replay.Packet, error) {
 	return &pk, nil
 }
 
-// Approvals is the durable gateway.ApprovalLog: an approval id is
-// inserted once; a second Consume, from any process, finds it.
+// Approvals is the durable gateway.ActionApprovalLog: an approval id is
+// inserted once, with the action it was used for; a second use, from any
+// process, finds it (and succeeds only for the same action).
 type Approvals struct{ db *DB }
 
 // Approvals returns the log of used approvals.
 func (s *DB) Approvals() *Approvals { return &Approvals{db: s} }
 
-var _ gateway.ApprovalLog = (*Approvals)(nil)
+var _ gateway.ActionApprovalLog = (*Approvals)(nil)
 
 // Consume implements gateway.ApprovalLog.
 func (a *Approvals) Consume(ctx context.Context, approvalID string) error {
+	return a.ConsumeAction(ctx, approvalID, "")
+}
+
+// ConsumeAction implements gateway.ActionApprovalLog.
+func (a *Approvals) ConsumeAction(ctx context.Context, approvalID, action string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res, err := a.db.sql.ExecContext(ctx, `INSERT INTO contextos_approvals_used (approval_id, used_at) VALUES ($1, $2) ON CONFLICT (approval_id) DO NOTHING`,
-		approvalID, a.db.cfg.Now().UnixMilli())
+	res, err := a.db.sql.ExecContext(ctx, `INSERT INTO contextos_approvals_used (approval_id, used_at, action) VALUES ($1, $2, $3) ON CONFLICT (approval_id) DO NOTHING`,
+		approvalID, a.db.cfg.Now().UnixMilli(), action)
 	if err != nil {
 		return storeErr(ctx, "consume approval", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		return nil
+	}
+	if action == "" {
+		return gateway.ErrApprovalUsed
+	}
+	var was string
+	if err := a.db.sql.QueryRowContext(ctx, `SELECT action FROM contextos_approvals_used WHERE approval_id = $1`, approvalID).Scan(&was); err != nil {
+		return storeErr(ctx, "consume approval", err)
+	}
+	if was != action {
 		return gateway.ErrApprovalUsed
 	}
 	return nil

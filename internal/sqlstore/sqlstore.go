@@ -50,7 +50,8 @@ var ErrSchemaVersion = errors.New("store: the database schema is newer than this
 
 // Config is what an engine passes to Open besides the database.
 type Config struct {
-	// Now is the clock (claim leases, timestamps). Default: time.Now.
+	// Now is the clock of timestamps and, on SQLite, of claim leases
+	// (PostgreSQL counts leases on the server's clock). Default: time.Now.
 	Now func() time.Time
 	// ClaimTTL is how long an idempotency claim holds without being
 	// completed or released before another caller may take the key over

@@ -5,6 +5,9 @@
 // the database), and the canonical refund run their multi-process tests
 // drive (RefundRequest, Evidence, Adapters, LookupPlan, RefundPlan, and
 // Payments, a payments service that performs each idempotency key's
-// effect once). The figures and commands of the benchmarks are in the
-// README's Benchmarks section.
+// effect once), and the crash campaign (RunCampaign, CampaignWorker:
+// worker processes killed at random and at kill points while they run,
+// approve and take over refunds, then every run ended and checked). The
+// figures and commands of the benchmarks are in the README's Benchmarks
+// section.
 package storekit

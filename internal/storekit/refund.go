@@ -103,6 +103,7 @@ type Payments struct {
 	mu       sync.Mutex
 	keys     []string // the idempotency key of each raw request, in order
 	effects  map[string]int
+	runs     map[string]string // key → the run (task id) that sent it first
 	answers  map[string]*transport.Response
 	onEffect func(key string)
 	srv      *httptest.Server
@@ -110,7 +111,7 @@ type Payments struct {
 
 // NewPayments starts a Payments service, closed when t ends.
 func NewPayments(t testing.TB) *Payments {
-	p := &Payments{effects: map[string]int{}, answers: map[string]*transport.Response{}}
+	p := &Payments{effects: map[string]int{}, answers: map[string]*transport.Response{}, runs: map[string]string{}}
 	p.srv = httptest.NewServer(transport.NewHandler(transport.ExecutorFunc(p.execute)))
 	t.Cleanup(p.srv.Close)
 	return p
@@ -135,6 +136,9 @@ func (p *Payments) execute(_ context.Context, req *transport.Request) *transport
 		p.mu.Unlock()
 		return &transport.Response{Status: transport.StatusError, Error: &transport.Failure{Code: gateway.CodeInvalidInput, Message: "a refund needs an idempotency key"}}
 	}
+	if _, ok := p.runs[key]; !ok {
+		p.runs[key] = req.TaskID
+	}
 	if ans, ok := p.answers[key]; ok {
 		p.mu.Unlock()
 		return ans
@@ -148,6 +152,14 @@ func (p *Payments) execute(_ context.Context, req *transport.Request) *transport
 		hook(key)
 	}
 	return ans
+}
+
+// Runs returns the run (the request's task id) each key was first sent
+// by.
+func (p *Payments) Runs() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.runs)
 }
 
 // Counts returns the raw request keys, in order, and the effects per key.

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			}
 			return s
 		}
-	})
+	}, storetest.ServerClock)
 }
 
 func TestTamper(t *testing.T) {

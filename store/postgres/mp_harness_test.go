@@ -60,7 +60,8 @@ type mpJob struct {
 	Proc int `json:"proc"`
 	// ApprovalID is the id roleConsume consumes.
 	ApprovalID string `json:"approval_id,omitempty"`
-	// ClaimTTL is the store's idempotency claim TTL (0: the default).
+	// ClaimTTL is the store's idempotency claim TTL and the runtime's
+	// HeartbeatTTL, the lease of its claim of a run (0: the defaults).
 	ClaimTTL time.Duration `json:"claim_ttl,omitempty"`
 }
 
@@ -218,7 +219,7 @@ func recordOf(job mpJob, id string) *decision.Record {
 // store the database's, a scripted planner (look up, then refund and
 // propose approval) and the payments tool at the parent's service.
 func childRuntime(t *testing.T, job mpJob, st mpStore) *contextos.Runtime {
-	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1}
+	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1, HeartbeatTTL: job.ClaimTTL}
 	st.Configure(&opts)
 	planner := contextostest.NewPlanner(storekit.LookupPlan(), storekit.RefundPlan(job.Amount))
 	h := contextostest.New(t, planner, [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: opts})

@@ -246,6 +246,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, url)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
+	time.Sleep(ttl)                                     // A's claim of the run lapses
 
 	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1,
 		Takeover: true, ClaimTTL: ttl})[0][0]
@@ -260,11 +261,12 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 
 // TestMPCrashDuringApprovedResume: process A resumes the paused refund of
 // 4200 with the finance approval and is SIGKILLed after the payments
-// service performed the refund and before it answered. The approval A
-// consumed is spent (single use), so process B takes the run over with a
-// new approval of the same action: its call carries the key the paused
-// call was given, the payments service answers it from its first answer,
-// and the run ends DECIDED with its records chained.
+// service performed the refund and before it answered. Once A's claims
+// lapse, process B takes the run over without an approval of its own: it
+// goes on with the approval A resumed the run with (used again by the same
+// action, which the approval log allows), its call carries the key the
+// paused call was given, the payments service answers it from its first
+// answer, and the run ends DECIDED with its records chained.
 func TestMPCrashDuringApprovedResume(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := storekit.Context(t)
@@ -285,13 +287,44 @@ func TestMPCrashDuringApprovedResume(t *testing.T) {
 	if key := p.AssertOneEffect(t, 1); key != pending.IdempotencyKey {
 		t.Fatalf("payments key = %s, want the paused call's %s", key, pending.IdempotencyKey)
 	}
-	again := approval
-	again.ApprovalID = "apr_again"
+	time.Sleep(ttl) // A's claim of the run lapses
 	out := runChildren(t, ctx, mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 4200, Goroutines: 1,
-		Takeover: true, ClaimTTL: ttl, Approvals: []gateway.Approval{again}})[0][0]
+		Takeover: true, ClaimTTL: ttl})[0][0]
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != pending.IdempotencyKey {
 		t.Fatalf("takeover in process B = %+v, want DECIDED with the first answer txn_1 under key %s", out, pending.IdempotencyKey)
 	}
 	p.AssertOneEffect(t, 2)
 	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), runID, decision.Deferred, decision.Decided, decision.Closed)
+}
+
+// TestMPConcurrentTakeoversContinueOnce: process A is SIGKILLed after the
+// payments service performed the refund and before it answered. Once its
+// claims lapse, three processes take the run over at once (four
+// goroutines each): exactly one continues it, every other takeover is
+// refused before doing anything (the winner's lease, a lost race to
+// claim, or the run already ended), and the run has one decision and one
+// effect.
+func TestMPConcurrentTakeoversContinueOnce(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
+	const runID, ttl = "run_mp_h", 2 * time.Second
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 1, ClaimTTL: ttl})
+	var killed sync.Once
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
+	<-a.Done()
+	if result, exit := a.Exit(); result != "" || exit == nil {
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
+	}
+	time.Sleep(ttl) // A's claims lapse
+	job := mpJob{Role: roleResume, DB: url, Payments: p.URL(), RunID: runID, Amount: 1200, Goroutines: 4, Takeover: true, ClaimTTL: ttl}
+	all := runChildren(t, ctx, job, job, job)
+	n := tally(all)
+	t.Logf("takeover outcomes: %v", n)
+	if n[""] != 1 || n[""]+n[errNotResumable]+n[errConflict] != 12 {
+		t.Errorf("takeover outcomes = %v, want 1 success and 11 refused (ErrLeaseHeld, ErrCheckpointConflict or ErrNotResumable)", n)
+	}
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, url).Records(), runID, decision.Decided)
 }

@@ -22,13 +22,16 @@ import (
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
-	// Now is the clock of claim leases and stored timestamps. Default:
-	// time.Now.
+	// Now is the clock of the timestamps stored beside used approvals
+	// and migrations. Default: time.Now. Leases (idempotency claims, a
+	// run's claim in its checkpoint) are not counted on it: they are
+	// counted on the server's clock, so a replica whose clock is off
+	// cannot take a live claim.
 	Now func() time.Time
-	// ClaimTTL is how long an idempotency claim holds without being
-	// completed or released before another caller may take the key over,
-	// its holder taken for dead (the tool then sees the same idempotency
-	// key again). Default: 5 minutes.
+	// ClaimTTL is how long an idempotency claim holds, on the server's
+	// clock, without being completed, released or renewed before another
+	// caller may take the key over, its holder taken for dead (the tool
+	// then sees the same idempotency key again). Default: 5 minutes.
 	ClaimTTL time.Duration
 	// MaxOpenConns bounds the connection pool. Default: 10.
 	MaxOpenConns int

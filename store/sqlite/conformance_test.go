@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			}
 			return s
 		}
-	})
+	}, storetest.HostClock)
 }
 
 func TestTamper(t *testing.T) {

@@ -13,7 +13,9 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +44,8 @@ type mpJob struct {
 	Amount    int                `json:"amount"`
 	Approvals []gateway.Approval `json:"approvals,omitempty"`
 	Takeover  bool               `json:"takeover,omitempty"`
-	// ClaimTTL is the store's idempotency claim TTL (0: the default).
+	// ClaimTTL is the store's idempotency claim TTL and the runtime's
+	// HeartbeatTTL, the lease of its claim of a run (0: the defaults).
 	ClaimTTL time.Duration `json:"claim_ttl,omitempty"`
 }
 
@@ -68,7 +71,7 @@ func TestMultiProcessChild(t *testing.T) {
 		t.Fatalf("child: open store: %v", err)
 	}
 	defer st.Close()
-	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1}
+	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1, HeartbeatTTL: job.ClaimTTL}
 	st.Configure(&opts)
 	h := contextostest.New(t, contextostest.NewPlanner(storekit.LookupPlan(), storekit.RefundPlan(job.Amount)), [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: opts})
 	req, rc := storekit.RefundRequest(t, job.RunID, job.Amount)
@@ -180,6 +183,7 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	first := p.AssertOneEffect(t, 1)
 	st := openParent(t, ctx, db)
 	storekit.AssertRecords(t, ctx, st.Records(), runID) // A died before storing the record
+	time.Sleep(ttl)                                     // A's claim of the run lapses
 
 	out := runChild(t, ctx, "process B", mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl})
 	if out.Err != "" || out.Status != string(decision.Decided) || out.Txn != "txn_1" || out.Key != first {
@@ -187,4 +191,48 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	}
 	p.AssertOneEffect(t, 2)
 	storekit.AssertRecords(t, ctx, st.Records(), runID, decision.Decided)
+}
+
+// TestMPConcurrentTakeoversContinueOnce: process A is SIGKILLed after the
+// payments service performed the refund and before it answered. Once its
+// claims lapse, four processes take the run over at once: exactly one
+// continues it, every other takeover is refused before doing anything,
+// and the run has one decision and one effect.
+func TestMPConcurrentTakeoversContinueOnce(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "contextos.db")
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
+	const runID, ttl = "run_mp_h", 2 * time.Second
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, ClaimTTL: ttl})
+	var killed sync.Once
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
+	<-a.Done()
+	if result, exit := a.Exit(); result != "" || exit == nil {
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
+	}
+	time.Sleep(ttl) // A's claims lapse
+	var takers []*storekit.Child
+	for i := range 4 {
+		takers = append(takers, storekit.StartChild(t, fmt.Sprintf("taker %d", i), mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl}))
+	}
+	storekit.Release(t, ctx, takers...)
+	won, refused := 0, 0
+	for _, c := range takers {
+		var o mpOutcome
+		c.Result(t, ctx, &o)
+		switch {
+		case o.Err == "" && o.Status == string(decision.Decided):
+			won++
+		case strings.HasPrefix(o.Err, "not_resumable: "), strings.Contains(o.Err, "checkpoint was changed by another runtime"):
+			refused++
+		default:
+			t.Errorf("a takeover = %+v", o)
+		}
+	}
+	if won != 1 || refused != 3 {
+		t.Errorf("%d takeovers continued the run and %d were refused, want 1 and 3", won, refused)
+	}
+	p.AssertOneEffect(t, 2)
+	storekit.AssertRecords(t, ctx, openParent(t, ctx, db).Records(), runID, decision.Decided)
 }

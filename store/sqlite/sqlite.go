@@ -23,8 +23,9 @@ import (
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
-	// Now is the clock of claim leases and stored timestamps. Default:
-	// time.Now.
+	// Now is the clock of claim leases (idempotency claims, a run's claim
+	// in its checkpoint) and stored timestamps: the host's, which every
+	// process sharing the file reads. Default: time.Now.
 	Now func() time.Time
 	// ClaimTTL is how long an idempotency claim holds without being
 	// completed or released before another caller may take the key over,

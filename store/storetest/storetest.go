@@ -6,7 +6,8 @@
 // same database (another process, or the same one after a restart) reads
 // back, and the promises that must hold across handles (one revision
 // wins, one chain, one claim, one use of an approval, one transcript
-// position per run). store/sqlite and store/postgres pass it.
+// position per run), and whose clock leases are counted on (LeaseClock).
+// store/sqlite and store/postgres pass it.
 package storetest
 
 import (
@@ -58,10 +59,26 @@ type Options struct {
 // Opener opens a new handle on one database; the suite closes it.
 type Opener func(t *testing.T, o Options) Stores
 
+// LeaseClock is whose clock a store counts leases on: idempotency
+// claims, and the claim of a runtime continuing a run (the checkpoint's
+// Lease).
+type LeaseClock int
+
+const (
+	// HostClock counts leases on the handle's clock (Options.Now): the
+	// processes sharing the database must read one clock (SQLite: they
+	// share a host).
+	HostClock LeaseClock = iota + 1
+	// ServerClock counts leases on the database server's clock: a
+	// handle's clock, however far off, neither ends a live claim nor
+	// keeps a lapsed one (PostgreSQL).
+	ServerClock
+)
+
 // RunTests runs the suite. newDB returns an opener for a fresh, empty
 // database; every handle it opens must share nothing with the others but
-// the database.
-func RunTests(t *testing.T, newDB func(t *testing.T) Opener) {
+// the database. leases says whose clock the store counts leases on.
+func RunTests(t *testing.T, newDB func(t *testing.T) Opener, leases LeaseClock) {
 	fresh := func(t *testing.T) Stores {
 		s := newDB(t)(t, Options{})
 		t.Cleanup(func() { _ = s.Close() })
@@ -151,10 +168,10 @@ func RunTests(t *testing.T, newDB func(t *testing.T) Opener) {
 			return handle(t), handle
 		})
 	})
-	t.Run("Durability", func(t *testing.T) { runDurability(t, newDB) })
+	t.Run("Durability", func(t *testing.T) { runDurability(t, newDB, leases) })
 }
 
-func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
+func runDurability(t *testing.T, newDB func(t *testing.T) Opener, leases LeaseClock) {
 	ctx := context.Background()
 	// pair opens two handles on one fresh database.
 	pair := func(t *testing.T, o Options) (a, b Stores) {
@@ -263,6 +280,9 @@ func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
 		}
 	})
 	t.Run("ClaimHeldAcrossHandlesThenLapses", func(t *testing.T) {
+		if leases == ServerClock {
+			t.Skip("the store counts leases on its server's clock: ClaimOnServerClock")
+		}
 		var now time.Time = contextostest.FixedTime()
 		clock := func() time.Time { return now }
 		a, b := pair(t, Options{Now: clock, ClaimTTL: time.Minute})
@@ -304,6 +324,60 @@ func runDurability(t *testing.T, newDB func(t *testing.T) Opener) {
 		defer cancel3()
 		if _, _, err := b.Idempotency().Claim(short3, "ik_2"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("another handle's Release freed a key it did not hold: %v", err)
+		}
+	})
+	t.Run("ClaimOnServerClock", func(t *testing.T) {
+		if leases != ServerClock {
+			t.Skip("the store counts leases on the host's clock: ClaimHeldAcrossHandlesThenLapses")
+		}
+		// b's clock is an hour ahead (far past ClaimTTL): it cannot take
+		// the key a live holder claimed, nor the run a live runtime holds.
+		ahead := func() time.Time { return time.Now().Add(time.Hour) }
+		open := newDB(t)
+		a := open(t, Options{ClaimTTL: 600 * time.Millisecond})
+		b := open(t, Options{Now: ahead, ClaimTTL: 600 * time.Millisecond})
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		if _, claimed, err := a.Idempotency().Claim(ctx, "ik_1"); err != nil || !claimed {
+			t.Fatalf("first Claim = %v, %v", claimed, err)
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, claimed, err := b.Idempotency().Claim(short, "ik_1"); claimed || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Claim from a handle whose clock is an hour ahead = %v, %v; want the live claim held", claimed, err)
+		}
+		cp := &contextos.Checkpoint{RunID: "run_1", Version: 2, Data: []byte("claimed"), Lease: time.Minute}
+		must(t, a.Checkpoints().Save(ctx, cp))
+		got, err := b.Checkpoints().Load(ctx, "run_1")
+		if err != nil || got.Lease <= 59*time.Second {
+			t.Errorf("a 1 min lease, loaded by a handle whose clock is an hour ahead: %v, %v; want about 1 min left", got.Lease, err)
+		}
+		// The holder dies (its renewals stop): once the lease lapses on
+		// the server's clock, the key is handed over, even to a handle
+		// whose clock is behind.
+		must(t, a.Close())
+		c := open(t, Options{Now: func() time.Time { return time.Now().Add(-time.Hour) }, ClaimTTL: 600 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		wait, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel2()
+		if _, claimed, err := c.Idempotency().Claim(wait, "ik_1"); err != nil || !claimed {
+			t.Fatalf("Claim after the dead holder's lease lapsed = %v, %v; want the key", claimed, err)
+		}
+	})
+	t.Run("CheckpointLeaseAcrossHandles", func(t *testing.T) {
+		// The lease a handle saves is counted down for every handle; on
+		// the host's clock, a handle whose clock is ahead sees it lapsed.
+		var now time.Time = contextostest.FixedTime()
+		a, b := pair(t, Options{Now: func() time.Time { return now }})
+		must(t, a.Checkpoints().Save(ctx, &contextos.Checkpoint{RunID: "run_1", Version: 2, Data: []byte("claimed"), Lease: time.Minute}))
+		got, err := b.Checkpoints().Load(ctx, "run_1")
+		if err != nil || got.Lease <= 50*time.Second || got.Lease > time.Minute {
+			t.Fatalf("lease read from the other handle = %v, %v; want about 1 min", got.Lease, err)
+		}
+		if leases == HostClock {
+			now = now.Add(2 * time.Minute)
+			if got, err := b.Checkpoints().Load(ctx, "run_1"); err != nil || got.Lease != 0 {
+				t.Errorf("lease 2 min later on the host's clock = %v, %v; want lapsed", got.Lease, err)
+			}
 		}
 	})
 	t.Run("LiveHolderKeepsItsClaim", func(t *testing.T) {
