@@ -5,6 +5,6 @@
 // the database), and the canonical refund run their multi-process tests
 // drive (RefundRequest, Evidence, Adapters, LookupPlan, RefundPlan, and
 // Payments, a payments service that performs each idempotency key's
-// effect once). The figures and commands of the benchmarks are in the
-// README's Benchmarks section.
+// effect once). The figures and commands of the benchmarks are in
+// docs/benchmarks.md.
 package storekit
