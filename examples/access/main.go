@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
@@ -80,6 +81,9 @@ func run(ctx context.Context, w io.Writer) error {
 	res, err := rt.Invoke(ctx, req, runCtx)
 	if err != nil {
 		return err // the request could not run at all; governed outcomes are results
+	}
+	if res.Status != decision.Deferred {
+		return fmt.Errorf("the run did not pause for review: %s", res.Status)
 	}
 	fmt.Fprintf(w, "run      %s: %s, awaiting %s by a %s\n", res.RunID, res.Status, res.Pending.GateID, res.Pending.ApproverRole)
 
