@@ -215,8 +215,9 @@ func TestDocsRelativeLinksResolve(t *testing.T) {
 }
 
 // history matches what belongs in CHANGELOG.md, not in the docs: an issue
-// number, or a statement of what was so before or after one.
-var history = regexp.MustCompile(`(?i)issue [0-9]|after issue|before issue`)
+// number ("issue 16", "issues 13", "issue #16"), or a statement of what
+// was so before or after one.
+var history = regexp.MustCompile(`(?i)\bissues? #?[0-9]|after issue|before issue`)
 
 // userDocs are the files a user reads as the module's description: the
 // README, every page under docs/, and the non-test Go files (their
