@@ -157,6 +157,18 @@ func TestGettingStarted(t *testing.T) {
 			}
 			shown[name] = true
 			fmt.Fprintf(&script, "cat > %s <<'CONTEXTOS_DOC_EOF'\n%sCONTEXTOS_DOC_EOF\n", name, b.text)
+		case "text":
+			if !b.afterBlock || i == 0 || bs[i-1].info != "sh" {
+				// Not a command's output: it must be the Go program's,
+				// which TestOutput holds to the golden file.
+				golden, err := os.ReadFile(filepath.Join("testdata", "output.golden"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.text != string(golden) {
+					t.Errorf("%s:%d: a text block that follows no sh block must be the example's output (testdata/output.golden)", page, b.line)
+				}
+			}
 		case "sh":
 			script.WriteString(b.text)
 			fmt.Fprintf(&script, "echo %s\n", marker)
