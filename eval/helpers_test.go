@@ -23,7 +23,7 @@ const (
 	// internal/fixture.
 	baselineFile = fixture.PackFile
 	// cliBaselineFile is the same pack as a file, for what takes a path:
-	// `contextos pack test --baseline` in the README and cmd/contextos's
+	// `contextos pack test --baseline` in docs/pack-ci.md and cmd/contextos's
 	// tests. This package's tests do not read it.
 	cliBaselineFile = "testdata/packs/support-1.0.0.json"
 )

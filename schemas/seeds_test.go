@@ -18,7 +18,7 @@ import (
 
 // deviation is one member of a seed example that our published schema
 // refuses, and why: the schema is right and the seed's example is
-// abbreviated (see README's Conformance section, which lists these).
+// abbreviated (see docs/conformance.md, which lists these).
 type deviation struct {
 	// member is the JSON pointer of the refused member, in the document
 	// validated; a "*" segment stands for every index of an array.

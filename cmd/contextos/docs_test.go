@@ -17,7 +17,7 @@ import (
 )
 
 // The CLI's documentation covers the CLI: every command, and every flag of
-// every command, appears in the README's command table and in the
+// every command, appears in docs/cli.md's command table and in the
 // package doc (go doc ./cmd/contextos), and neither lists a command or flag
 // the CLI does not have.
 
@@ -137,10 +137,13 @@ func usageEntry(text string) (cmd string, flags []string, ok bool) {
 	return cmd, flags, true
 }
 
-// readmeTable is the README's CLI table: command path → flags named.
-func readmeTable(t *testing.T) map[string][]string {
+// cliPage is the page that documents the CLI.
+var cliPage = filepath.Join("..", "..", "docs", "cli.md")
+
+// docsTable is docs/cli.md's command table: command path → flags named.
+func docsTable(t *testing.T) map[string][]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(cliPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +159,12 @@ func readmeTable(t *testing.T) map[string][]string {
 			continue
 		}
 		if _, dup := rows[cmd]; dup {
-			t.Errorf("README: the CLI table has two rows for %q", cmd)
+			t.Errorf("docs/cli.md: the CLI table has two rows for %q", cmd)
 		}
 		rows[cmd] = flags
 	}
 	if len(rows) == 0 {
-		t.Fatal("README: no CLI table rows (| `contextos …` | … |) found")
+		t.Fatal("docs/cli.md: no CLI table rows (| `contextos …` | … |) found")
 	}
 	return rows
 }
@@ -241,7 +244,7 @@ func TestDocsListEveryCommandAndFlag(t *testing.T) {
 		name    string
 		entries map[string][]string
 	}{
-		{"README.md CLI table", readmeTable(t)},
+		{"docs/cli.md command table", docsTable(t)},
 		{"package doc (cmd/contextos/doc.go)", packageDocUsage(t)},
 	} {
 		for _, cmd := range slices.Sorted(maps.Keys(cli)) {

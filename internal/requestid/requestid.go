@@ -3,9 +3,9 @@
 // schema (schemas/internal/build).
 package requestid
 
-// MaxLegacyLen bounds a request_id in the grammar valid before
-// issue 15 ("req_" then letters, digits and _ . : @ / -): checkpoints of
-// paused runs and replay packets recorded then hold such ids.
+// MaxLegacyLen bounds a request_id in the legacy grammar ("req_" then
+// letters, digits and _ . : @ / -), which checkpoints of paused runs and
+// replay packets recorded by earlier releases may hold.
 const MaxLegacyLen = 256
 
 // Pattern is request_id's grammar as one regular expression (the

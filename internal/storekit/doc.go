@@ -8,6 +8,5 @@
 // effect once), and the crash campaign (RunCampaign, CampaignWorker:
 // worker processes killed at random and at kill points while they run,
 // approve and take over refunds, then every run ended and checked). The
-// figures and commands of the benchmarks are in the README's Benchmarks
-// section.
+// figures and commands of the benchmarks are in docs/benchmarks.md.
 package storekit

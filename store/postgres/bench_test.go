@@ -3,7 +3,7 @@ package postgres_test
 // The store benchmarks: the bodies are internal/storekit's, which
 // store/sqlite runs on SQLite too. They need a server
 // (CONTEXTOS_POSTGRES_URL; each benchmark gets a fresh schema). The figures and
-// commands are in the README's Benchmarks section:
+// commands are in docs/benchmarks.md:
 //
 //	CONTEXTOS_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test go test -run '^$' -bench . -benchmem ./store/postgres
 

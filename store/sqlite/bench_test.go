@@ -2,7 +2,7 @@ package sqlite_test
 
 // The store benchmarks: the bodies are internal/storekit's, which
 // store/postgres runs on PostgreSQL too. The figures and
-// commands are in the README's Benchmarks section:
+// commands are in docs/benchmarks.md:
 //
 //	go test -run '^$' -bench . -benchmem ./store/sqlite
 

@@ -22,8 +22,8 @@ import (
 
 // A service keeps every runtime store in one database: open it, point the
 // runtime's options at it, and build the runtime over its pack registry.
-// The README shows the same lines on PostgreSQL (postgres.Open with the
-// database URL); here SQLite in memory makes them runnable.
+// docs/stores.md shows the same lines on PostgreSQL (postgres.Open with
+// the database URL); here SQLite in memory makes them runnable.
 func Example() {
 	if err := service(context.Background()); err != nil {
 		fmt.Println("error:", err)
@@ -41,7 +41,7 @@ func service(ctx context.Context) error {
 		return err
 	}
 	myPlanner, keys, registrations, myGraph := h.planner, h.keys, h.registrations, h.graph
-	// README: begin (## Durable stores)
+	// docs/stores.md: begin
 	st, err := sqlite.Open(ctx, ":memory:", nil)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func service(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// README: end
+	// docs/stores.md: end
 	// A deploy step publishes each signed pack once.
 	reg := st.Registry(nil)
 	entry, err := reg.Put(ctx, h.signedPack)
@@ -150,38 +150,39 @@ func newHost() (*host, error) {
 	}, nil
 }
 
-// TestREADMEServiceSnippet holds the README's PostgreSQL service snippet
-// to Example's lines: the same lines, but for the Open line.
-func TestREADMEServiceSnippet(t *testing.T) {
+// TestDocsServiceSnippet holds docs/stores.md's PostgreSQL service
+// snippet (the page's first go block) to Example's lines: the same lines,
+// but for the Open line.
+func TestDocsServiceSnippet(t *testing.T) {
 	src, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)// README: begin \(## Durable stores\)\n(.*?)\t// README: end\n`).FindSubmatch(src)
+	m := regexp.MustCompile(`(?s)// docs/stores.md: begin\n(.*?)\t// docs/stores.md: end\n`).FindSubmatch(src)
 	if m == nil {
-		t.Fatal("example_test.go has no README: begin/end block")
+		t.Fatal("example_test.go has no docs/stores.md: begin/end block")
 	}
 	var example []string
 	for _, line := range strings.Split(strings.TrimSuffix(string(m[1]), "\n"), "\n") {
 		example = append(example, strings.TrimPrefix(line, "\t"))
 	}
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/stores.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := regexp.MustCompile("(?s)\n## Durable stores\n.*?```go\n(.*?)```\n").FindSubmatch(readme)
+	sec := regexp.MustCompile("(?s)```go\n(.*?)```\n").FindSubmatch(page)
 	if sec == nil {
-		t.Fatal("README has no go block under ## Durable stores")
+		t.Fatal("docs/stores.md has no go block")
 	}
 	snippet := strings.Split(strings.TrimSuffix(string(sec[1]), "\n"), "\n")
 	const (
-		readmeOpen  = `st, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), nil)`
+		docsOpen    = `st, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), nil)`
 		exampleOpen = `st, err := sqlite.Open(ctx, ":memory:", nil)`
 	)
-	if snippet[0] != readmeOpen || example[0] != exampleOpen {
-		t.Errorf("first lines: README %q, Example %q; want %q and %q", snippet[0], example[0], readmeOpen, exampleOpen)
+	if snippet[0] != docsOpen || example[0] != exampleOpen {
+		t.Errorf("first lines: docs/stores.md %q, Example %q; want %q and %q", snippet[0], example[0], docsOpen, exampleOpen)
 	}
 	if strings.Join(snippet[1:], "\n") != strings.Join(example[1:], "\n") {
-		t.Errorf("the README snippet and Example differ after the Open line:\nREADME:\n%s\nExample:\n%s", strings.Join(snippet, "\n"), strings.Join(example, "\n"))
+		t.Errorf("the docs/stores.md snippet and Example differ after the Open line:\ndocs/stores.md:\n%s\nExample:\n%s", strings.Join(snippet, "\n"), strings.Join(example, "\n"))
 	}
 }
