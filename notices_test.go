@@ -3,7 +3,10 @@ package contextos_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
+	"log"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +14,8 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/internal/fixture"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/google/go-cmp/cmp"
 )
@@ -99,4 +104,62 @@ func TestSafetyModeWithholdingIsANotice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run under the default safety mode, read_only, is offered no
+// write-class tool: its result says which capabilities the safety mode
+// withheld, and which safety mode would surface them (the compiled event
+// says it too, and the runtime logs it as a warning).
+func ExampleNotice() {
+	ctx := context.Background()
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // use a real key
+	kid := pack.KeyID(key.Public().(ed25519.PublicKey))
+	p, err := pack.DecodeAndValidate(fixture.SupportPack(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	signed, err := pack.Sign(p, kid, key, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	registry := pack.NewMemoryRegistry(nil)
+	entry, err := registry.Put(ctx, signed)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := pack.Publish(ctx, registry, entry.Ref, "release",
+		pack.Signoff{Reviewer: "arch-reviewer", Role: pack.RoleArchitecture}, pack.Signoff{Reviewer: "security-reviewer", Role: pack.RoleSecurity},
+		pack.Signoff{Reviewer: "data-reviewer", Role: pack.RoleData}, pack.Signoff{Reviewer: "eval-reviewer", Role: pack.RoleEvaluation}); err != nil {
+		log.Fatal(err)
+	}
+	keys := runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)})
+	// A planner that decides at once; a model goes here.
+	planner := contextos.PlannerFunc(func(context.Context, *contextos.PlanRequest) (*contextos.Plan, error) {
+		return &contextos.Plan{Decision: &contextos.DecisionProposal{DecisionKey: "support.refund.execute", Outcome: "escalated", Confidence: 1}}, nil
+	})
+	rt, err := contextos.New(planner, registry, keys, &contextos.Options{Ontologies: []string{"ont.support@1.0.0"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	req, err := runcontext.DecodeInvokeRequest(fixture.Invoke())
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(fixture.RunContext())
+	if err != nil {
+		log.Fatal(err)
+	}
+	rc.SafetyMode, rc.User.Delegation = "", nil // the default safety mode: read_only
+
+	res, err := rt.Invoke(ctx, req, rc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, n := range res.Notices {
+		fmt.Println(n.Code, n.SafetyMode, n.Withheld)
+		fmt.Println(n.Message)
+	}
+	// Output:
+	// tools_withheld_by_safety_mode read_only [{adp_payments.issue_refund destructive}]
+	// safety_mode read_only withholds a capability the pack allows: adp_payments.issue_refund (destructive); the planner is not offered it and its calls are refused. A run context with safety_mode destructive surfaces it
 }
