@@ -643,7 +643,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	r.rt.notifyPause(ctx, cp)
 	r.event(Event{Kind: EventPause, Pause: res.Approval})
 	r.event(Event{Kind: EventDecision, Record: stored})
-	return &Result{RunID: r.rc.RunID, Status: decision.Deferred, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(res), Pending: res.Approval}, nil
+	return &Result{RunID: r.rc.RunID, Status: decision.Deferred, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(res), Pending: res.Approval, Notices: r.notices()}, nil
 }
 
 // snapshotInto saves what a resume on another runtime needs: usage, the
@@ -832,7 +832,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
-	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults()}
+	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(), Notices: r.notices()}
 	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
 	r.observeRecord(ctx, stored)
 	if capture := r.capture(stored); capture && r.inputsLost {

@@ -397,6 +397,9 @@ type Result struct {
 	Pending *gateway.ApprovalRequest `json:"pending_approval,omitempty"`
 	// ReplayPacketID names the captured packet, if any.
 	ReplayPacketID string `json:"replay_packet_id,omitempty"`
+	// Notices tell what the run did that the host may not have meant, such
+	// as the tools its safety mode withheld (Notice).
+	Notices []Notice `json:"notices,omitempty"`
 }
 
 // ResumeInput answers what a paused run awaits, or lets a hard-stopped
@@ -635,7 +638,7 @@ func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RunID: runID, Status: rec.Status, Record: rec, Compiled: r.cc, ToolResults: r.toolResults(), Pending: cp.Pending}
+	res := &Result{RunID: runID, Status: rec.Status, Record: rec, Compiled: r.cc, ToolResults: r.toolResults(), Pending: cp.Pending, Notices: r.notices()}
 	if id, err := canon.ID(canon.PrefixReplay, runID, rec.RecordID, string(replay.SourceDecisionRecord)); err == nil {
 		if _, err := rt.opts.Replays.Get(ctx, id); err == nil {
 			res.ReplayPacketID = id
@@ -806,7 +809,11 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gwOpts); err != nil {
 		return err
 	}
-	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc)})
+	notices := r.notices()
+	if use == pack.UseExecute {
+		r.logNotices(notices) // once, when the run starts
+	}
+	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc, notices)})
 	return nil
 }
 

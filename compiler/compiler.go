@@ -508,7 +508,7 @@ func riskLevel(m runcontext.ApprovalMode) string {
 }
 
 // surface computes stage 6: adapter registry ∩ allowed permissions ∩
-// approval mode ≤ safety mode, minus what policy blocks (a refusal blocks
+// approval mode (pack.Permission.Mode) ≤ safety mode, minus what policy blocks (a refusal blocks
 // everything; a deny or escalation blocks write-class capabilities).
 func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
 	ledger := &cc.ContextLedger
@@ -530,28 +530,28 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
 		for _, c := range a.Capabilities {
 			id := a.AdapterID + "." + c
-			perm, ok := p.perms[id]
+			perm, capMode, ok := p.exposed(a, id)
 			reason := ""
 			switch {
 			case !ok:
 				reason = "no allowed permission exposes it"
-			case !a.ApprovalMode.AtMost(safety):
-				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", a.ApprovalMode, safety)
+			case !capMode.AtMost(safety):
+				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", capMode, safety)
 			case res.Verdict == policy.VerdictRefuse:
 				reason = "a must_refuse guardrail fired"
-			case a.ApprovalMode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
+			case capMode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
 				reason = "policy " + string(res.Verdict) + " blocks write-class capabilities"
 			}
 			if reason != "" {
 				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: id, Reason: reason})
 				continue
 			}
-			mode := a.ApprovalMode
+			mode := capMode
 			if m, ok := gateMode[perm.RequiresApprovalGate]; ok && perm.RequiresApprovalGate != "" && m.Compare(mode) < 0 {
 				mode = m
 			}
 			kind := "read"
-			if a.ApprovalMode.IsWrite() {
+			if capMode.IsWrite() {
 				kind = "write"
 			}
 			entry.Capabilities = append(entry.Capabilities, c)
@@ -590,6 +590,41 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 		}
 	}
 	return blocks
+}
+
+// exposed returns the permission that governs capability id
+// ("adapter_id.capability") of adapter a and the capability's own mode
+// (pack.Permission.Mode: its permission's when it declares one, else the
+// adapter's); ok is false when no allowed permission exposes it.
+func (p *Prepared) exposed(a pack.Adapter, id string) (perm pack.Permission, mode runcontext.ApprovalMode, ok bool) {
+	perm, ok = p.perms[id]
+	return perm, perm.Mode(a), ok
+}
+
+// ModeWithheld is a capability that an allowed permission exposes and a
+// run's safety mode withholds, with the approval mode that is above it.
+type ModeWithheld struct {
+	Capability   string                  `json:"capability"`
+	ApprovalMode runcontext.ApprovalMode `json:"approval_mode"`
+}
+
+// AboveSafetyMode lists, in the pack's order, the capabilities a compile
+// at safety withholds for their approval mode (pack.Permission.Mode) being
+// above it: the ledger's tools_withheld entries with that reason. Under a
+// safety mode at least as high as their mode they are surfaced unless
+// policy blocks them (a guardrail refusal, a deny of write-class work).
+// The result is nil when safety withholds nothing the pack allows.
+func (p *Prepared) AboveSafetyMode(safety runcontext.ApprovalMode) []ModeWithheld {
+	var out []ModeWithheld
+	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+		for _, c := range a.Capabilities {
+			id := a.AdapterID + "." + c
+			if _, mode, ok := p.exposed(a, id); ok && !mode.AtMost(safety) {
+				out = append(out, ModeWithheld{Capability: id, ApprovalMode: mode})
+			}
+		}
+	}
+	return out
 }
 
 // perCallCondition says when the per-call gate applies to a call ("" when

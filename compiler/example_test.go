@@ -77,3 +77,23 @@ func ExamplePrepare_compatibility() {
 	// true pack: incompatible with host (stage 2): pack ctxpack.support@1.0.0: pack: incompatible with host: pack requires runtime >=2.0.0, host has 1.0.0
 	// <nil>
 }
+
+// A run's safety mode withholds the capabilities whose approval mode is
+// above it: AboveSafetyMode names them (the runtime says so in a notice).
+func ExamplePrepared_AboveSafetyMode() {
+	p, err := pack.Decode(fixture.SupportPack())
+	if err != nil {
+		log.Fatal(err)
+	}
+	prepared, err := compiler.Prepare([]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}},
+		&compiler.Options{Ontologies: []string{"ont.support@1.0.0"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, mode := range []runcontext.ApprovalMode{runcontext.ReadOnly, runcontext.Destructive} {
+		fmt.Println(mode, prepared.AboveSafetyMode(mode))
+	}
+	// Output:
+	// read_only [{adp_payments.issue_refund destructive}]
+	// destructive []
+}

@@ -258,8 +258,9 @@ func (r *Report) JSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Text renders the report for a terminal: each step, its problems, the
-// cases that failed and the scorecard.
+// Text renders the report for a terminal: each step, its problems, each
+// case with why it failed (every expectation it missed: what the run did
+// and what the case expects) and the scorecard.
 func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pack test %s", r.Pack)
@@ -301,6 +302,15 @@ func (r *Report) Text() string {
 				mark = "FAIL"
 			}
 			fmt.Fprintf(&b, "  %s %s (%s) %s\n", mark, c.Case, c.Kind, strings.TrimSpace(c.Status+" "+c.Outcome))
+			// Why it failed: each expectation it missed, what the run
+			// did and what the case expects.
+			for _, p := range c.Problems {
+				where := strings.TrimPrefix(strings.TrimPrefix(p.Path, c.Case), ".")
+				if where != "" {
+					where += ": "
+				}
+				fmt.Fprintf(&b, "         - %s%s [%s]\n", where, p.Message, p.Code)
+			}
 		}
 	}
 	if r.Scorecard != nil {

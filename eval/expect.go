@@ -1,12 +1,16 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 )
@@ -75,13 +79,13 @@ func (r *Run) Problems() []pack.Problem {
 	}
 	if r.Compiled != nil {
 		if e.ToolManifest != nil && !canonEqual(e.ToolManifest, r.Compiled.Manifests.ToolManifest) {
-			add(CodeToolManifest, "expect.tool_manifest", "the compiled tool manifest differs from the expected one")
+			add(CodeToolManifest, "expect.tool_manifest", "the compiled tool manifest differs from the expected one%s", difference(e.ToolManifest, r.Compiled.Manifests.ToolManifest))
 		}
 		if e.BudgetReport != nil && !canonEqual(e.BudgetReport, r.Compiled.BudgetReport) {
-			add(CodeBudgetReport, "expect.budget_report", "the budget report differs from the expected one")
+			add(CodeBudgetReport, "expect.budget_report", "the budget report differs from the expected one%s", difference(e.BudgetReport, r.Compiled.BudgetReport))
 		}
 		if e.RuntimeControls != nil && !canonEqual(e.RuntimeControls, r.Compiled.RuntimeControls) {
-			add(CodeRuntimeControls, "expect.runtime_controls", "the runtime controls differ from the expected ones")
+			add(CodeRuntimeControls, "expect.runtime_controls", "the runtime controls differ from the expected ones%s", difference(e.RuntimeControls, r.Compiled.RuntimeControls))
 		}
 	}
 	if want := e.ReplayEqual == nil || *e.ReplayEqual; want != r.ReplayEqual {
@@ -102,7 +106,7 @@ func (r *Run) Problems() []pack.Problem {
 			if !slices.ContainsFunc(r.Ledger.PolicyResults, func(d policy.Decision) bool {
 				return d.RuleID == want.RuleID && string(d.Outcome) == want.Outcome
 			}) {
-				add(CodePolicyResults, fmt.Sprintf("expect.policy_results[%d]", i), "rule %s did not decide %s", want.RuleID, want.Outcome)
+				add(CodePolicyResults, fmt.Sprintf("expect.policy_results[%d]", i), "rule %s did not decide %s; it decided %s", want.RuleID, want.Outcome, decided(r.Ledger.PolicyResults, want.RuleID))
 			}
 		}
 		if e.PolicyVerdict != "" && string(r.Ledger.PolicyVerdict) != e.PolicyVerdict {
@@ -118,7 +122,7 @@ func (r *Run) Problems() []pack.Problem {
 	}
 	for i, c := range e.Calls {
 		if !called[c] {
-			add(CodeCalls, fmt.Sprintf("expect.calls[%d]", i), "%s was never called", c)
+			add(CodeCalls, fmt.Sprintf("expect.calls[%d]", i), "%s was never called; the run called %s", c, list(sortedkeys.Of(called)))
 		}
 	}
 	for i, c := range e.NoCalls {
@@ -127,7 +131,7 @@ func (r *Run) Problems() []pack.Problem {
 		}
 	}
 	for _, c := range r.ungatedWrites() {
-		add(CodeUngatedWrite, "", "write %s (%s) ran without the approval its active gate %s requires or past a policy deny", c.CapabilityID, c.ToolCallID, c.Gate)
+		add(CodeUngatedWrite, "", "write %s (%s) ran %s", c.CapabilityID, c.ToolCallID, r.ungatedBecause(c))
 	}
 	if msg := r.brokenGuardrail(); msg != "" {
 		add(CodeGuardrail, "", "%s", msg)
@@ -153,6 +157,27 @@ func (r *Run) ungatedWrites() []Call {
 		}
 	}
 	return out
+}
+
+// ungatedBecause says why ungatedWrites lists c.
+func (r *Run) ungatedBecause(c Call) string {
+	var why []string
+	if c.Gate != "" && !c.Approved {
+		why = append(why, "past its active gate "+c.Gate+" without an approval")
+	}
+	if r.Ledger != nil && r.Ledger.PolicyVerdict != "" && r.Ledger.PolicyVerdict != policy.VerdictAllow {
+		why = append(why, "though the policy verdict is "+string(r.Ledger.PolicyVerdict))
+	}
+	var never []string
+	for _, g := range r.Expect.Pauses {
+		if !slices.Contains(r.Pauses, g) {
+			never = append(never, g)
+		}
+	}
+	if len(never) > 0 {
+		why = append(why, "though the case expects the run to pause at "+strings.Join(never, ", ")+", where it never paused")
+	}
+	return strings.Join(why, ", and ")
 }
 
 // brokenGuardrail says how the run broke a raised guardrail or a case's
@@ -211,6 +236,129 @@ func sameSet(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// decided lists what rule decided in results ("nothing" when it is not
+// among them).
+func decided(results []policy.Decision, rule string) string {
+	var outcomes []string
+	for _, d := range results {
+		if d.RuleID == rule {
+			outcomes = append(outcomes, string(d.Outcome))
+		}
+	}
+	if len(outcomes) == 0 {
+		return "nothing (it is not among the compile's policy results)"
+	}
+	return strings.Join(outcomes, ", ")
+}
+
+// difference says where got first departs from want, both taken in their
+// canonical JSON form: ": at <path>, <got>; the case expects <want>" with
+// each value compact and clipped ("" when either has no JSON form).
+func difference(want, got any) string {
+	w, err := canonValue(want)
+	if err != nil {
+		return ""
+	}
+	g, err := canonValue(got)
+	if err != nil {
+		return ""
+	}
+	path, wv, gv, ok := firstDifference("", w, g)
+	if !ok {
+		return ""
+	}
+	if path == "" {
+		path = "the top"
+	}
+	return fmt.Sprintf(": at %s, %s; the case expects %s", path, shown(gv), shown(wv))
+}
+
+// absent stands for a member or element one side does not have.
+type absent struct{}
+
+func canonValue(v any) (any, error) {
+	b, err := canon.JSON(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	err = dec.Decode(&out)
+	return out, err
+}
+
+// firstDifference walks w and g (decoded JSON) in member-name and index
+// order to the first place they differ.
+func firstDifference(path string, w, g any) (string, any, any, bool) {
+	switch wt := w.(type) {
+	case map[string]any:
+		gt, ok := g.(map[string]any)
+		if !ok {
+			return path, w, g, true
+		}
+		keys := sortedkeys.Of(wt)
+		for _, k := range sortedkeys.Of(gt) {
+			if _, ok := wt[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			wv, wok := wt[k]
+			gv, gok := gt[k]
+			switch {
+			case !wok:
+				return p, absent{}, gv, true
+			case !gok:
+				return p, wv, absent{}, true
+			}
+			if dp, a, b, d := firstDifference(p, wv, gv); d {
+				return dp, a, b, true
+			}
+		}
+		return "", nil, nil, false
+	case []any:
+		gt, ok := g.([]any)
+		if !ok {
+			return path, w, g, true
+		}
+		for i := range max(len(wt), len(gt)) {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			switch {
+			case i >= len(wt):
+				return p, absent{}, gt[i], true
+			case i >= len(gt):
+				return p, wt[i], absent{}, true
+			}
+			if dp, a, b, d := firstDifference(p, wt[i], gt[i]); d {
+				return dp, a, b, true
+			}
+		}
+		return "", nil, nil, false
+	}
+	if w != g {
+		return path, w, g, true
+	}
+	return "", nil, nil, false
+}
+
+// shown renders a decoded JSON value for a message, compact and clipped.
+func shown(v any) string {
+	if _, ok := v.(absent); ok {
+		return "nothing"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return problem.ClipN(string(b), 120)
 }
 
 func list(s []string) string {

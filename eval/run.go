@@ -18,6 +18,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -182,10 +183,11 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 		if opts.Ontologies == nil && ont.Namespace != "" && !slices.Contains(r.ontologies, ont.Namespace+"@"+ont.Version) {
 			r.ontologies = append(r.ontologies, ont.Namespace+"@"+ont.Version)
 		}
+		perms := packview.EffectivePermissions(p)
 		for _, a := range p.ToolingLayer.AdapterRegistry {
 			for _, c := range a.Capabilities {
 				if _, ok := r.modes[a.AdapterID+"."+c]; !ok || i == 0 {
-					r.modes[a.AdapterID+"."+c] = a.ApprovalMode
+					r.modes[a.AdapterID+"."+c] = perms[a.AdapterID+"."+c].Mode(a)
 				}
 			}
 			if seen[a.AdapterID] {

@@ -285,7 +285,7 @@ type surfaced struct {
 	// canonical JSON (see callMetadata).
 	callMeta     map[string]any
 	callMetaJSON []byte
-	mode         runcontext.ApprovalMode // the adapter's declared (highest) mode
+	mode         runcontext.ApprovalMode // the capability's highest mode (pack.Permission.Mode)
 	constraints  []argConstraint         // perm.ArgConstraints, compiled
 }
 
@@ -417,15 +417,15 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if r.runDecisionID, err = canon.IDOf(canon.PrefixPolicy, canon.StringPart(rc.RunID), canon.StringPart(r.baseIDs)); err != nil {
 		return nil, err
 	}
-	adapterModes := map[string]runcontext.ApprovalMode{}
+	adapters := map[string]pack.Adapter{}
 	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
-		adapterModes[a.AdapterID] = a.ApprovalMode
+		adapters[a.AdapterID] = a
 	}
 	perms := packview.EffectivePermissions(r.pack) // an explicit deny wins over any allow
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c
-			s := &surfaced{spanName: "execute_tool " + id, capName: c, reg: g.adapters[e.AdapterID], meta: e.CapabilityMetadata[c], perm: perms[id], mode: adapterModes[e.AdapterID],
+			s := &surfaced{spanName: "execute_tool " + id, capName: c, reg: g.adapters[e.AdapterID], meta: e.CapabilityMetadata[c], perm: perms[id], mode: perms[id].Mode(adapters[e.AdapterID]),
 				constraints: compileConstraints(perms[id].ArgConstraints)}
 			if s.reg != nil {
 				s.spec = s.reg.caps[c]

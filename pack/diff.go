@@ -375,12 +375,9 @@ func lowersMode(p *Pack, e *Effect) bool {
 	if e == nil || e.ApprovalMode == "" || e.RequiresApprovalGate == "" {
 		return false
 	}
-	modes := map[string]ApprovalMode{}
-	for _, a := range p.ToolingLayer.AdapterRegistry {
-		modes[a.AdapterID] = a.ApprovalMode
-	}
+	adapters := adaptersByID(p)
 	for _, q := range p.ToolingLayer.Permissions {
-		if q.RequiresApprovalGate == e.RequiresApprovalGate && (!e.ApprovalMode.Valid() || e.ApprovalMode.Compare(modes[q.AdapterID]) < 0) {
+		if q.RequiresApprovalGate == e.RequiresApprovalGate && (!e.ApprovalMode.Valid() || e.ApprovalMode.Compare(q.Mode(adapters[q.AdapterID])) < 0) {
 			return true
 		}
 	}
@@ -509,7 +506,17 @@ func (d *differ) tooling(old, new *Pack) {
 			}
 		}
 		if o.ApprovalMode != n.ApprovalMode {
-			d.add(ClassMajor, path+".approval_mode", "permission %s's approval mode changed", id)
+			// Compared as the capability's mode (Permission.Mode) under
+			// the new adapter: an adapter's own change is its entry's.
+			a := na[n.AdapterID]
+			switch c := n.Mode(a).Compare(o.Mode(a)); {
+			case c < 0:
+				d.add(ClassMajor, path+".approval_mode", "permission %s's approval mode lowered to %s (surfaces under more safety modes)", id, n.Mode(a))
+			case c > 0:
+				d.add(ClassMinor, path+".approval_mode", "permission %s's approval mode raised to %s", id, n.Mode(a))
+			default:
+				d.add(ClassPatch, path+".approval_mode", "permission %s's approval mode restated (still %s)", id, n.Mode(a))
+			}
 		}
 	}
 	for _, id := range sortedkeys.Of(np) {
@@ -521,8 +528,15 @@ func (d *differ) tooling(old, new *Pack) {
 			d.add(ClassMinor, "tooling_layer.permissions."+id, "new deny of %s", n.CapabilityID())
 			continue
 		}
+		// Classed by the adapter's mode: a new capability an adapter that
+		// can write exposes is major even when its permission declares it
+		// read-only.
 		if a := na[n.AdapterID]; a.AdapterID == "" || a.ApprovalMode != runcontext.ReadOnly {
-			d.add(ClassMajor, "tooling_layer.permissions."+id, "new write capability %s (%s)", n.CapabilityID(), a.ApprovalMode)
+			if m := n.Mode(a); m != a.ApprovalMode {
+				d.add(ClassMajor, "tooling_layer.permissions."+id, "new capability %s (declared %s on an adapter that can produce %s)", n.CapabilityID(), m, a.ApprovalMode)
+			} else {
+				d.add(ClassMajor, "tooling_layer.permissions."+id, "new write capability %s (%s)", n.CapabilityID(), m)
+			}
 		} else {
 			d.add(ClassMinor, "tooling_layer.permissions."+id, "new read-only capability %s (evidence source)", n.CapabilityID())
 		}

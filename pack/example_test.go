@@ -234,3 +234,26 @@ func ExampleDeployments() {
 	// ctxpack.support@1.0.0
 	// true
 }
+
+// A permission may give its own capability a lower approval mode than its
+// adapter's maximum: a read-only lookup on an adapter that can also write.
+// Validation accepts it (no idempotency key for a read); the compiler
+// surfaces the lookup under read_only, and the gateway governs its calls
+// as reads. A higher mode than the adapter's is refused.
+func ExamplePermission_Mode() {
+	p, err := pack.Decode(fixture.SupportPack())
+	if err != nil {
+		log.Fatal(err)
+	}
+	orders := &p.ToolingLayer.AdapterRegistry[0]
+	orders.ApprovalMode = runcontext.LocalWrite // adp_orders can also write
+	lookup := &p.ToolingLayer.Permissions[0]
+	lookup.ApprovalMode = runcontext.ReadOnly
+	fmt.Println(lookup.CapabilityID(), lookup.Mode(*orders), pack.Validate(p, nil))
+
+	lookup.ApprovalMode = runcontext.Network
+	fmt.Println(pack.Validate(p, nil))
+	// Output:
+	// adp_orders.lookup read_only <nil>
+	// pack: invalid: risk: tooling_layer.permissions[0].approval_mode: permission p_orders_lookup asks for network, above adapter adp_orders's approval_mode local_write; risk: tooling_layer.permissions[0].arg_constraints.idempotency_key: permission p_orders_lookup exposes write-class capability adp_orders.lookup (network) without arg_constraints.idempotency_key.required
+}

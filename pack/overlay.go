@@ -22,6 +22,8 @@ type Overlay struct {
 	// EndpointRefs swaps adapter endpoint references (adapter_id → ref).
 	EndpointRefs map[string]string `json:"endpoint_refs,omitempty"`
 	// AdapterApprovalModes raises adapters' declared maximum approval mode.
+	// A capability whose permission declares its own, lower mode keeps it
+	// (Permission.Mode); restate the permission to raise that.
 	AdapterApprovalModes map[string]ApprovalMode `json:"adapter_approval_modes,omitempty"`
 	// Permissions restate existing permissions (by permission_id) with
 	// tighter settings.
@@ -190,8 +192,17 @@ func overlayTooling(view *Pack, o *Overlay) *OverlayError {
 		if b.RequiresApprovalGate != "" && q.RequiresApprovalGate != b.RequiresApprovalGate {
 			return refuse(OverlayLoosen, path+".requires_approval_gate", "permission %s keeps its approval gate %s", q.PermissionID, b.RequiresApprovalGate)
 		}
-		if b.ApprovalMode != "" && (q.ApprovalMode == "" || q.ApprovalMode.Compare(b.ApprovalMode) < 0) {
-			return refuse(OverlayLowerMode, path+".approval_mode", "permission %s cannot lower its approval mode below %s", q.PermissionID, b.ApprovalMode)
+		// The capability's mode (Permission.Mode) may rise, never fall:
+		// restating a permission that declares no mode with one below its
+		// adapter's would lower it as surely as restating a declared one.
+		floor := b.ApprovalMode
+		lowered := floor != "" && (q.ApprovalMode == "" || q.ApprovalMode.Compare(floor) < 0)
+		if a := adapters[b.AdapterID]; a != nil {
+			floor = b.Mode(*a)
+			lowered = lowered || q.Mode(*a).Compare(floor) < 0
+		}
+		if lowered {
+			return refuse(OverlayLowerMode, path+".approval_mode", "permission %s cannot lower its approval mode below %s", q.PermissionID, floor)
 		}
 		if msg := loosened(b.ArgConstraints, q.ArgConstraints); msg != "" {
 			return refuse(OverlayLoosen, path+".arg_constraints", "permission %s: %s", q.PermissionID, msg)

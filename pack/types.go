@@ -241,10 +241,12 @@ type Adapter struct {
 // ArgConstraints maps an argument name to an open constraint object
 // ({"min":1,"max":50000}, {"required":true}, …).
 type Permission struct {
-	PermissionID         string                    `json:"permission_id" jsonschema:"required"`
-	AdapterID            string                    `json:"adapter_id" jsonschema:"required"`
-	Capability           string                    `json:"capability" jsonschema:"required"`
-	Allow                bool                      `json:"allow" jsonschema:"required"`
+	PermissionID string `json:"permission_id" jsonschema:"required"`
+	AdapterID    string `json:"adapter_id" jsonschema:"required"`
+	Capability   string `json:"capability" jsonschema:"required"`
+	Allow        bool   `json:"allow" jsonschema:"required"`
+	// ApprovalMode, when set, is the capability's own approval mode: at
+	// most its adapter's (see Mode).
 	ApprovalMode         ApprovalMode              `json:"approval_mode,omitempty"`
 	RequiresApprovalGate string                    `json:"requires_approval_gate,omitempty"`
 	ArgConstraints       map[string]map[string]any `json:"arg_constraints,omitempty"`
@@ -252,6 +254,20 @@ type Permission struct {
 
 // CapabilityID returns "adapter_id.capability".
 func (p Permission) CapabilityID() string { return p.AdapterID + "." + p.Capability }
+
+// Mode returns the approval mode of the capability p exposes on adapter
+// a: the permission's approval_mode when it declares one, else the
+// adapter's, the highest mode the adapter can produce. A permission may
+// declare a lower mode for its own capability (a read-only lookup on an
+// adapter that can also write), never a higher one (Validate refuses it).
+// The compiler surfaces the capability, and the gateway governs its calls,
+// at this mode.
+func (p Permission) Mode(a Adapter) ApprovalMode {
+	if p.ApprovalMode != "" {
+		return p.ApprovalMode
+	}
+	return a.ApprovalMode
+}
 
 // DecisionLayer lists the typed decisions the pack can emit.
 type DecisionLayer struct {

@@ -465,6 +465,23 @@ func (v *validator) allowed(adapterID, capability string) bool {
 	return false
 }
 
+// capabilityMode returns the approval mode adapterID.capability is
+// governed at (Permission.Mode): the declared mode of the first
+// permission that allows it by name, else its adapter's. ok is false when
+// the adapter is not declared.
+func (v *validator) capabilityMode(adapterID, capability string) (mode ApprovalMode, ok bool) {
+	a := v.adapters[adapterID]
+	if a == nil {
+		return "", false
+	}
+	for _, q := range v.p.ToolingLayer.Permissions {
+		if q.Allow && q.AdapterID == adapterID && q.Capability == capability {
+			return q.Mode(*a), true
+		}
+	}
+	return a.ApprovalMode, true
+}
+
 // deny returns the index of the first permission that explicitly denies
 // adapterID.capability (by name, or "*" on the adapter), or -1.
 func (v *validator) deny(adapterID, capability string) int {
@@ -666,19 +683,22 @@ func (v *validator) risk() {
 		if q.ApprovalMode != "" && a.ApprovalMode.Valid() && q.ApprovalMode.Compare(a.ApprovalMode) > 0 {
 			v.add(GateRisk, CodePermissionAboveAdapterMode, path+".approval_mode", "permission %s asks for %s, above adapter %s's approval_mode %s", q.PermissionID, q.ApprovalMode, a.AdapterID, a.ApprovalMode)
 		}
-		if a.ApprovalMode == runcontext.Destructive && q.RequiresApprovalGate == "" {
+		// The capability is governed at its own mode: the permission's
+		// when it declares one (lower than or equal to the adapter's).
+		mode := q.Mode(*a)
+		if mode == runcontext.Destructive && q.RequiresApprovalGate == "" {
 			v.add(GateRisk, CodeDestructiveWithoutGate, path+".requires_approval_gate", "permission %s exposes destructive capability %s without an approval gate", q.PermissionID, q.CapabilityID())
 		}
-		if a.ApprovalMode.IsWrite() && !requiresIdempotency(q) {
-			v.add(GateRisk, CodeMissingIdempotency, path+".arg_constraints.idempotency_key", "permission %s exposes write-class capability %s (%s) without arg_constraints.idempotency_key.required", q.PermissionID, q.CapabilityID(), a.ApprovalMode)
+		if mode.IsWrite() && !requiresIdempotency(q) {
+			v.add(GateRisk, CodeMissingIdempotency, path+".arg_constraints.idempotency_key", "permission %s exposes write-class capability %s (%s) without arg_constraints.idempotency_key.required", q.PermissionID, q.CapabilityID(), mode)
 		}
 		if j := v.deny(q.AdapterID, q.Capability); j >= 0 {
 			v.add(GateRisk, CodeDenyOverridden, path+".allow", "permission %s allows %s, which permission %s denies; a deny always wins, so remove the allow or the deny", q.PermissionID, q.CapabilityID(), p.ToolingLayer.Permissions[j].PermissionID)
 		}
-		if gi, ok := v.gateAt[q.RequiresApprovalGate]; ok && a.ApprovalMode.IsWrite() {
+		if gi, ok := v.gateAt[q.RequiresApprovalGate]; ok && mode.IsWrite() {
 			g := p.PolicyLayer.ApprovalGates[gi]
 			if v.whenChecked[gi] && fold(g.When) == truthFalse {
-				v.add(GateRisk, CodeGateNeverActivates, idx("policy_layer.approval_gates", gi)+".when", "gate %s guards write-class capability %s (%s) but its when is always false, so it never activates by itself", g.GateID, q.CapabilityID(), a.ApprovalMode)
+				v.add(GateRisk, CodeGateNeverActivates, idx("policy_layer.approval_gates", gi)+".when", "gate %s guards write-class capability %s (%s) but its when is always false, so it never activates by itself", g.GateID, q.CapabilityID(), mode)
 			}
 		}
 	}
@@ -689,8 +709,8 @@ func (v *validator) risk() {
 		}
 		path := idx("decision_layer.decision_specs", i) + ".approval_mode"
 		for _, t := range v.boundTools(s) {
-			if a := v.adapters[t.adapterID]; a != nil && a.ApprovalMode.Compare(s.ApprovalMode) > 0 {
-				v.add(GateRisk, CodeDecisionModeTooLow, path, "decision %s has approval_mode %s but bound tool %s.%s can produce %s", s.DecisionKey, s.ApprovalMode, t.adapterID, t.capability, a.ApprovalMode)
+			if m, ok := v.capabilityMode(t.adapterID, t.capability); ok && m.Compare(s.ApprovalMode) > 0 {
+				v.add(GateRisk, CodeDecisionModeTooLow, path, "decision %s has approval_mode %s but bound tool %s.%s can produce %s", s.DecisionKey, s.ApprovalMode, t.adapterID, t.capability, m)
 			}
 		}
 		for bi, b := range p.PolicyLayer.PolicyBundles {

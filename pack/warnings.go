@@ -87,20 +87,20 @@ func (v *validator) callerAssertedControls() {
 	guarded := map[string][]Permission{} // gate id → the write-class permissions it guards
 	for i, q := range p.ToolingLayer.Permissions {
 		a := v.adapters[q.AdapterID]
-		if a == nil || !q.Allow || !a.ApprovalMode.IsWrite() {
+		if a == nil || !q.Allow || !q.Mode(*a).IsWrite() {
 			continue
 		}
 		if q.RequiresApprovalGate != "" {
 			guarded[q.RequiresApprovalGate] = append(guarded[q.RequiresApprovalGate], q)
 			continue
 		}
-		if a.ApprovalMode == runcontext.Destructive {
+		if q.Mode(*a) == runcontext.Destructive {
 			continue // refused by the risk gate (CodeDestructiveWithoutGate)
 		}
 		if ctx, ok := callerAsserted(denyReads); ok {
 			v.add(GateRisk, CodeCallerAssertedControl, idx("tooling_layer.permissions", i),
 				"write-class capability %s (%s) has no approval gate, and the deny rules that guard it read only caller-asserted request.context (%s) and nothing of the call's arguments; bind it to the call: give permission %s a requires_approval_gate whose when reads %s, or add a rule over tool.args.*",
-				q.CapabilityID(), a.ApprovalMode, strings.Join(ctx, ", "), q.PermissionID, argsExample(q))
+				q.CapabilityID(), q.Mode(*a), strings.Join(ctx, ", "), q.PermissionID, argsExample(q))
 		}
 	}
 	for gi, g := range p.PolicyLayer.ApprovalGates {
@@ -115,7 +115,7 @@ func (v *validator) callerAssertedControls() {
 		}
 		caps := make([]string, len(perms))
 		for i, q := range perms {
-			caps[i] = q.CapabilityID() + " (" + string(v.adapters[q.AdapterID].ApprovalMode) + ")"
+			caps[i] = q.CapabilityID() + " (" + string(q.Mode(*v.adapters[q.AdapterID])) + ")"
 		}
 		v.add(GateRisk, CodeCallerAssertedControl, idx("policy_layer.approval_gates", gi)+".when",
 			"gate %s guards write-class %s, but its when, the rules naming it and the deny rules read only caller-asserted request.context (%s) and nothing of the call's arguments, so a call whose arguments differ from what the caller asserted is not held; bind it to the call: a when over tool.args, such as %s, or a rule over tool.args.* whose branch names requires_approval_gate %s",

@@ -1,7 +1,9 @@
 package claudecode
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -160,9 +162,50 @@ func drive(ctx context.Context, out *agent.Emitter, p *agent.Prepared, cmd clipr
 	}
 	emit(m.finish())
 	if !res.Status.Success() {
-		emit([]agent.Event{{Kind: agent.EventError, Channel: "error", Message: exitMessage(res.Status)}})
+		ev := agent.Event{Kind: agent.EventError, Channel: "error", Message: exitMessage(res.Status)}
+		if cause := exitCause(m, res); cause != "" {
+			ev.Message += ": " + causeMessages[cause]
+			ev.Data = json.RawMessage(`{"cause":"` + cause + `"}`)
+		}
+		emit([]agent.Event{ev})
 	}
 	return comp, nil
+}
+
+// The known causes of a non-zero exit. The exit's error event says the
+// cause in its message and names it in its data ({"cause": …}); neither
+// quotes claude's output.
+const (
+	// CauseRootWithoutSandbox: claude, run as root, refuses to skip its
+	// permission prompts (--permission-mode bypassPermissions, which every
+	// non-interactive run passes, and --dangerously-skip-permissions)
+	// unless IS_SANDBOX=1 is in its environment.
+	CauseRootWithoutSandbox = "root_without_is_sandbox"
+	// CauseNotLoggedIn: claude has no credentials.
+	CauseNotLoggedIn = "not_logged_in"
+)
+
+var causeMessages = map[string]string{
+	CauseRootWithoutSandbox: "claude refuses to skip its permission prompts when run as root; run it as another user, or, when the host sandboxes it, set IS_SANDBOX=1 in its environment (Config.Env)",
+	CauseNotLoggedIn:        "claude is not logged in; give it ANTHROPIC_API_KEY in its environment (Config.Env), or log in (claude /login) as the user it runs as",
+}
+
+// rootRefusal is what claude writes to stderr when, run as root, it is
+// asked to skip its permission prompts.
+const rootRefusal = "cannot be used with root/sudo privileges"
+
+// exitCause is the known cause of a non-zero exit ("" for none): claude's
+// stderr and output are read for fixed phrases, never quoted.
+func exitCause(m *mapper, res cliproc.Result) string {
+	switch {
+	case res.Status.Signal != "":
+		return ""
+	case bytes.Contains(res.Stderr, []byte(rootRefusal)):
+		return CauseRootWithoutSandbox
+	case m.authFailed:
+		return CauseNotLoggedIn
+	}
+	return ""
 }
 
 // sessionNotFound reports whether a resume or fork failed because its

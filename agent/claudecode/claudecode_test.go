@@ -188,7 +188,9 @@ func TestScenarios(t *testing.T) {
 		}},
 		{name: "not_logged_in", check: func(t *testing.T, o outcome) {
 			wantOK(t, o, 1, "Not logged in · Please run /login")
-			wantErrorMessages(t, o.events, "result success is_error=true", "claude_code exited non-zero: code=1 (output redacted)")
+			wantErrorMessages(t, o.events, "result success is_error=true",
+				"claude_code exited non-zero: code=1 (output redacted): claude is not logged in; give it ANTHROPIC_API_KEY in its environment (Config.Env), or log in (claude /login) as the user it runs as")
+			wantCause(t, o.events, CauseNotLoggedIn)
 		}},
 		{name: "resume_not_found", req: agent.RunRequest{Extensions: resumeByID}, check: func(t *testing.T, o outcome) {
 			wantErr(t, o, "session not found")
@@ -236,7 +238,12 @@ func TestScenarios(t *testing.T) {
 			wantOK(t, o, 1, "")
 			wantErrorMessages(t, o.events, "claude_code exited non-zero: code=1 (output redacted)")
 		}},
-		{name: "root_bypass", check: func(t *testing.T, o outcome) { wantOK(t, o, 1, "") }},
+		{name: "root_bypass", check: func(t *testing.T, o outcome) {
+			// The known cause is said, and claude's stderr is not quoted.
+			wantOK(t, o, 1, "")
+			wantErrorMessages(t, o.events, "claude_code exited non-zero: code=1 (output redacted): claude refuses to skip its permission prompts when run as root; run it as another user, or, when the host sandboxes it, set IS_SANDBOX=1 in its environment (Config.Env)")
+			wantCause(t, o.events, CauseRootWithoutSandbox)
+		}},
 		{name: "exit3", check: func(t *testing.T, o outcome) {
 			wantOK(t, o, 3, "")
 			wantErrorMessages(t, o.events, "claude_code exited non-zero: code=3 (output redacted)")
@@ -314,6 +321,20 @@ func wantErrorMessages(t *testing.T, evs []agent.Event, want ...string) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("error events %q, want %q", got, want)
+	}
+}
+
+// wantCause checks that the last error event names cause in its data.
+func wantCause(t *testing.T, evs []agent.Event, cause string) {
+	t.Helper()
+	var data string
+	for _, ev := range evs {
+		if ev.Kind == agent.EventError {
+			data = string(ev.Data)
+		}
+	}
+	if want := `{"cause":"` + cause + `"}`; data != want {
+		t.Errorf("the exit's error event data = %s, want %s", data, want)
 	}
 }
 

@@ -96,7 +96,12 @@
 // budget — counts the cached prompt too; cached_input_tokens is the cache
 // reads, and the two cache counts are also kept as reported. A non-zero exit is an Ok completion with
 // that status, after one trailing Error "claude_code exited non-zero:
-// code=<n> (output redacted)" (or signal=<name>). A resume or fork whose
+// code=<n> (output redacted)" (or signal=<name>). When the exit has a
+// known cause, the Error says it after a colon and names it in its data,
+// {"cause": …}: CauseRootWithoutSandbox (run as root, claude refuses to
+// skip its permission prompts, as every non-interactive run asks, unless
+// IS_SANDBOX=1 is in its environment) or CauseNotLoggedIn; claude's own
+// output is never quoted. A resume or fork whose
 // session does not exist (a non-zero exit, no parse error, no assistant
 // line, and a failed result whose errors say so — claude 2.1 prints "No
 // conversation found with session ID: …" — or, without a result line,

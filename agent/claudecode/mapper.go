@@ -70,6 +70,8 @@ type rawLine struct {
 	DurationMS     json.RawMessage `json:"duration_ms"`
 	APIErrorStatus json.RawMessage `json:"api_error_status"`
 	ToolUseResult  json.RawMessage `json:"tool_use_result"`
+	// Error is an assistant line's error kind ("authentication_failed").
+	Error json.RawMessage `json:"error"`
 }
 
 // rawMessage is the message of an assistant or user line, and of a
@@ -153,14 +155,17 @@ type mapper struct {
 	out     []agent.Event
 	pending []agent.Event // a result line's events, held until the next line or the end
 
-	sessionID     string
-	sessionDone   bool // the first non-blank session id was seen (kept or omitted)
-	sessionFacet  json.RawMessage
-	msgID         string
-	blocks        []streamedBlock
-	tools         map[string]*toolState
-	finalText     string
-	sawAssistant  bool
+	sessionID    string
+	sessionDone  bool // the first non-blank session id was seen (kept or omitted)
+	sessionFacet json.RawMessage
+	msgID        string
+	blocks       []streamedBlock
+	tools        map[string]*toolState
+	finalText    string
+	sawAssistant bool
+	// authFailed: an assistant line said its error is
+	// authentication_failed (claude is not logged in).
+	authFailed    bool
 	parseErrors   int
 	last          *result
 	compactBuffer bytes.Buffer
@@ -316,6 +321,9 @@ func systemMessage(subtype string) string {
 
 func (m *mapper) mapAssistant(l *rawLine) {
 	m.sawAssistant = true
+	if bytes.Equal(l.Error, []byte(`"authentication_failed"`)) {
+		m.authFailed = true
+	}
 	var msg rawMessage
 	if !isObject(l.Message) || json.Unmarshal(l.Message, &msg) != nil || !isArray(msg.Content) {
 		m.out = append(m.out, agent.Event{Kind: agent.EventUnknown})

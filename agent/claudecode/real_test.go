@@ -47,5 +47,35 @@ func TestRealClaude(t *testing.T) {
 	if comp.FinalText == "" {
 		t.Fatalf("no final text: %+v", comp)
 	}
+	if strings.HasPrefix(comp.FinalText, "Not logged in") {
+		wantCause(t, evs, CauseNotLoggedIn)
+	}
 	t.Logf("completion %s, final text %q", comp.Status, comp.FinalText)
+}
+
+// TestRealClaudeAsRoot runs the real claude CLI (CONTEXTOS_REAL_CLAUDE) as
+// root without IS_SANDBOX=1: it refuses to skip its permission prompts,
+// and the run's exit error says so and names the cause.
+func TestRealClaudeAsRoot(t *testing.T) {
+	bin := os.Getenv("CONTEXTOS_REAL_CLAUDE")
+	if bin == "" {
+		t.Skip("set CONTEXTOS_REAL_CLAUDE to a claude binary to run against the real CLI")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("claude refuses to skip its permission prompts only when run as root")
+	}
+	b := New(Config{Binary: bin, Home: t.TempDir(), DefaultWorkingDir: t.TempDir(), Env: map[string]string{"IS_SANDBOX": ""}})
+	run, err := b.Run(context.Background(), agent.RunRequest{Prompt: "reply with the word hi", Timeout: agent.Timeout(60 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []agent.Event
+	for ev := range run.Events() {
+		evs = append(evs, ev)
+	}
+	comp, err := run.Wait(context.Background())
+	if err != nil || comp.Status.Success() {
+		t.Fatalf("Wait = %+v, %v; want a failed completion", comp, err)
+	}
+	wantCause(t, evs, CauseRootWithoutSandbox)
 }

@@ -72,7 +72,7 @@ func cmdAgentRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fs.Output(), "Usage: contextos agent run --kind codex|claude_code [--model M] [--cd DIR] [--ext KEY=JSON…] PROMPT\n\n"+
 			"Prints each universal event as a JSON line and {\"completion\":…} last.\n"+
 			"A PROMPT that starts with '-' follows '--'.\n"+
-			"Exit 0 when the agent succeeded, 1 when it ended without success, 2 on an error.")
+			"Exit 0 when the agent succeeded, 1 when it ended without success (why, on stderr), 2 on an error.")
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseArgs(fs, args, stderr)
@@ -117,7 +117,13 @@ func agentRun(ctx context.Context, b agent.Backend, req agent.RunRequest, stdout
 		fmt.Fprintln(stderr, "contextos agent run:", err)
 		return exitUsage
 	}
+	// lastError is the run's last error event: a failed run's exit error,
+	// which names a known cause (claude as root, say).
+	lastError := ""
 	for ev := range r.Events() {
+		if ev.Kind == agent.EventError {
+			lastError = ev.Message
+		}
 		if err := enc.Encode(ev); err != nil {
 			r.Close() // stdout is gone: stop forwarding, let the agent finish
 			break
@@ -136,6 +142,12 @@ func agentRun(ctx context.Context, b agent.Backend, req agent.RunRequest, stdout
 		return exitUsage
 	}
 	if !comp.Status.Success() {
+		// Said on stderr too: the events scroll by; the reason should not.
+		msg := "the agent ended without success (" + comp.Status.String() + ")"
+		if lastError != "" {
+			msg += ": " + lastError
+		}
+		fmt.Fprintln(stderr, "contextos agent run:", msg)
 		return exitInvalid
 	}
 	return exitOK

@@ -211,3 +211,40 @@ exit 1
 		})
 	}
 }
+
+// A failed agent run says why on stderr, with the cause the backend knows
+// (claude run as root without IS_SANDBOX=1, claude not logged in), and
+// never quotes the CLI's output.
+func TestAgentRunSaysTheKnownCause(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"claude as root", `echo '--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons RAW-STDERR-SECRET' >&2
+exit 1
+`, "contextos agent run: the agent ended without success (exit status 1): claude_code exited non-zero: code=1 (output redacted): claude refuses to skip its permission prompts when run as root; run it as another user, or, when the host sandboxes it, set IS_SANDBOX=1 in its environment (Config.Env)\n"},
+		{"claude not logged in", `echo 'RAW-STDERR-SECRET' >&2
+echo '{"type":"system","subtype":"init","session_id":"s-1","tools":[]}'
+echo '{"type":"assistant","session_id":"s-1","message":{"content":[{"type":"text","text":"Not logged in"}]},"error":"authentication_failed"}'
+echo '{"type":"result","subtype":"success","is_error":true,"session_id":"s-1","result":"Not logged in"}'
+exit 1
+`, "contextos agent run: the agent ended without success (exit status 1): claude_code exited non-zero: code=1 (output redacted): claude is not logged in; give it ANTHROPIC_API_KEY in its environment (Config.Env), or log in (claude /login) as the user it runs as\n"},
+		{"no known cause", `echo 'RAW-STDERR-SECRET' >&2
+exit 4
+`, "contextos agent run: the agent ended without success (exit status 4): claude_code exited non-zero: code=4 (output redacted)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, _ := fakeCLI(t, tc.body)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"agent", "run", "--kind", "claude_code", "--binary", bin, "--cd", t.TempDir(), "fix the bug"}, strings.NewReader(""), &stdout, &stderr)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want %d; stderr %s", code, exitInvalid, stderr.String())
+			}
+			if stderr.String() != tc.want {
+				t.Errorf("stderr = %q, want %q", stderr.String(), tc.want)
+			}
+			if strings.Contains(stdout.String()+stderr.String(), "SECRET") {
+				t.Errorf("raw CLI output leaked:\n%s%s", stdout.String(), stderr.String())
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/transport"
 	"github.com/contextos/contextos/transport/grpctransport"
@@ -109,6 +110,7 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 	// none keeps its own).
 	opts := transport.Options{Secrets: secrets, Tokens: &transport.TokenCache{}}
 	for _, p := range packs {
+		perms := packview.EffectivePermissions(p)
 		for _, a := range p.ToolingLayer.AdapterRegistry {
 			e, ok := entries[a.EndpointRef]
 			if !ok || l.adapters[a.AdapterID] != nil {
@@ -122,7 +124,7 @@ func newLiveAdapters(ctx context.Context, packs []*pack.Pack, entries map[string
 			for name, info := range ep.Tools {
 				if !slices.Contains(a.Capabilities, name) {
 					err = fmt.Errorf("%w: tools names %q, which adapter %s does not have", transport.ErrConfig, name, a.AdapterID)
-				} else if cerr := transport.CheckToolInfo(a.AdapterID+"."+name, info, a.ApprovalMode); cerr != nil {
+				} else if cerr := transport.CheckToolInfo(a.AdapterID+"."+name, info, perms[a.AdapterID+"."+name].Mode(a)); cerr != nil {
 					err = cerr
 				}
 				if err != nil {

@@ -272,6 +272,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	printNotices(stderr, "resume", out.Notices)
 	return fail(renderRun(ctx, &f, rt, out, res, stdout))
 }
 

@@ -210,6 +210,9 @@ type runOutput struct {
 	ToolResults      []*gateway.ToolResultEnvelope `json:"tool_results"`
 	Events           []contextos.Event             `json:"events"`
 	PendingApprovals []*gateway.ApprovalRequest    `json:"pending_approvals"`
+	// Notices are the run's notices (contextos.Notice), also printed on
+	// stderr: the tools its safety mode withheld, say.
+	Notices []contextos.Notice `json:"notices,omitempty"`
 }
 
 // runFlags are cmdRun's flags.
@@ -296,7 +299,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       (--plan FILE | --planner openai:MODEL|anthropic:MODEL [--price MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]]) --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner (or a model's) and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals}. With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
+		fmt.Fprintln(fs.Output(), "Usage: contextos run --pack FILE… [--pub PUBFILE | --allow-unsigned] --request FILE --run-context FILE\n       (--plan FILE | --planner openai:MODEL|anthropic:MODEL [--price MODEL=IN/OUT[/CACHED[/CACHE_WRITE]]]) --tools FILE [--approve GATE=APPROVER:ROLE] [--evidence FILE] [--memory FILE]\n       [--ontology NS@VERSION…] [--overlay FILE…] [--record OUT] [--replay-packet OUT] [--now RFC3339]\n       [--endpoints FILE [--secrets FILE]] [--redactors FILE] [--store sqlite:PATH|postgres://…]\n\nRuns one invocation with a scripted planner (or a model's) and scripted tools (or, for\nadapters whose endpoint_ref is in --endpoints, the real tools) and prints\n{run_id, status, decision_record, tool_results, events, pending_approvals, notices}\n(each notice, such as the tools the safety mode withholds, also on stderr). With\n--store the run, its records and its pause are kept in that store (contextos\nresume continues it). Exit 0 when the run completed (whatever its status), 1 on\ninvalid input, 2 on an internal error.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -329,7 +332,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failRun(stderr, err)
 	}
+	printNotices(stderr, "run", out.Notices)
 	return failRun(stderr, renderRun(ctx, &f, rt, out, res, stdout))
+}
+
+// printNotices prints a run's notices on stderr, one line each.
+func printNotices(stderr io.Writer, cmd string, notices []contextos.Notice) {
+	for _, n := range notices {
+		fmt.Fprintf(stderr, "contextos %s: notice: %s\n", cmd, n.Message)
+	}
 }
 
 // failRun prints a stage's error and returns its exit code (exitOK for
@@ -582,7 +593,7 @@ func (c *runCollector) answerPauses(ctx context.Context, rt *contextos.Runtime, 
 		}
 	}
 	res, out := c.res, c.out
-	out.RunID, out.Status, out.Record, out.ToolResults = res.RunID, res.Status, res.Record, res.ToolResults
+	out.RunID, out.Status, out.Record, out.ToolResults, out.Notices = res.RunID, res.Status, res.Record, res.ToolResults, res.Notices
 	if res.Pending != nil {
 		out.PendingApprovals = append(out.PendingApprovals, res.Pending)
 	}
