@@ -288,3 +288,61 @@ func TestPIIWriteBackRefusedByContent(t *testing.T) {
 		})
 	}
 }
+
+// A gate that no permission names binds no capability of its own: when
+// it is active for the run (its when, over request.context, holds, or a
+// rule over request.context takes a branch naming it) it holds every
+// write-class call, as a gate the call itself made active does. The
+// refund pauses for the gate's approver, nothing reaches the payment
+// adapter, the lookup is not held, the approval lets the refund run once,
+// and the record is DECIDED with the gate and its approval. The model is
+// told the gate is active.
+func TestActiveGateNoPermissionNamesHoldsWrites(t *testing.T) {
+	gate := func(when any) map[string]any {
+		return map[string]any{"gate_id": "GATE_RISK_REVIEW", "when": when, "required_approver_role": "risk_lead", "ttl_seconds": 600}
+	}
+	verified := map[string]any{"==": []any{map[string]any{"var": "request.context.identity_verified"}, true}}
+	forms := []struct {
+		name   string
+		mutate func(p map[string]any)
+	}{
+		{"gate when over request.context", func(p map[string]any) { addGate(p, gate(verified)) }},
+		{"rule over request.context naming the gate", func(p map[string]any) {
+			addGate(p, gate(false))
+			addRule(p, map[string]any{"rule_id": "R_RISK_REVIEW", "applies_to": map[string]any{"intent": "support.refund"},
+				"if": verified, "then": map[string]any{"allow": true, "requires_approval_gate": "GATE_RISK_REVIEW"}, "rationale": "Every refund is risk reviewed."})
+		}},
+		{"rule over tool.args naming the gate", func(p map[string]any) {
+			addGate(p, gate(false))
+			addRule(p, map[string]any{"rule_id": "R_RISK_REVIEW", "applies_to": map[string]any{"intent": "support.refund"},
+				"if":   map[string]any{">": []any{map[string]any{"var": []any{"tool.args.amount_inr", 0}}, 1000}},
+				"then": map[string]any{"allow": true, "requires_approval_gate": "GATE_RISK_REVIEW"}, "rationale": "Refunds above 1000 are risk reviewed."})
+		}},
+	}
+	for _, form := range forms {
+		t.Run(form.name, func(t *testing.T) {
+			h := perCallHarness(t, form.mutate, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+			req, rc := refundRequest(t, 100, true)
+			res := h.Invoke(req, rc)
+			contextostest.AssertPending(t, res, "GATE_RISK_REVIEW")
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+			contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+			if !strings.Contains(res.Compiled.CompiledPrompt.Render(), "GATE_RISK_REVIEW") {
+				t.Error("the compiled prompt does not tell the model about the gate")
+			}
+			done := h.Approve(res, contextostest.Approver{UserID: "usr_risk_9", Role: "risk_lead"})
+			contextostest.AssertStatus(t, done, decision.Decided)
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+			if !slices.Contains(done.Record.ControlsActive.ApprovalGatesActive, "GATE_RISK_REVIEW") ||
+				!slices.ContainsFunc(done.Record.Approvals, func(a decision.Approval) bool { return a.GateID == "GATE_RISK_REVIEW" }) {
+				t.Errorf("DECIDED record: controls %v, approvals %+v", done.Record.ControlsActive.ApprovalGatesActive, done.Record.Approvals)
+			}
+		})
+	}
+}
+
+// addGate appends an approval gate to the support pack.
+func addGate(p map[string]any, g map[string]any) {
+	pl := p["policy_layer"].(map[string]any)
+	pl["approval_gates"] = append(pl["approval_gates"].([]any), g)
+}

@@ -231,30 +231,48 @@ func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
 }
 
 // holdingGates returns the approval gate that holds the call ("" for
-// none) and, when more than one does, the others, from the evaluation the
-// call is bound to: the gate its permission names, when that gate is
-// active at compile time or for the call; then, for a write-class call,
-// in declaration order, every gate the call itself made active
-// (policy.Gate.ByCall: its when, over tool.*, holds for the call, or a
-// rule over tool.* took a branch naming it). A read-only call is held
-// only by the gate its permission names: a gate over tool.args meant for
-// refunds never holds the lookup that reads the same argument.
+// none) and, when more than one does, the others. A gate holds a call
+// when it is active at compile time or for the call (c.eval) and
+//   - the call's permission names it (requires_approval_gate); or, for a
+//     write-class call only,
+//   - the call itself made it active (policy.Gate.ByCall: its when, over
+//     tool.*, holds for the call, or a rule over tool.* took a branch
+//     naming it); or
+//   - no permission names it (Run.unbound): a gate that guards no
+//     capability of its own guards every write.
+//
+// The permission's gate comes first, the others in declaration order. A
+// read-only call is held only by the gate its permission names: a gate
+// over tool.args meant for refunds never holds the lookup that reads the
+// same argument.
 func (r *Run) holdingGates(c *callRecord) (gate string, more []string) {
 	own := c.s.perm.RequiresApprovalGate
-	if own != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, own) {
+	active := r.cc.RuntimeControls.ApprovalGatesActive
+	if own != "" && slices.Contains(active, own) {
 		gate = own
 	}
-	if c.eval == nil {
-		return gate, nil // no per-call evaluation: the compile-time gates are all
-	}
-	for _, g := range c.eval.Gates {
-		if !g.Active || g.GateID == gate || g.GateID != own && !(g.ByCall && c.write) {
-			continue
+	add := func(id string) {
+		switch {
+		case id == gate || slices.Contains(more, id):
+		case gate == "":
+			gate = id
+		default:
+			more = append(more, id)
 		}
-		if gate == "" {
-			gate = g.GateID
-		} else {
-			more = append(more, g.GateID)
+	}
+	if c.eval != nil {
+		for _, g := range c.eval.Gates {
+			if g.Active && (g.GateID == own || c.write && (g.ByCall || slices.Contains(r.unbound, g.GateID))) {
+				add(g.GateID)
+			}
+		}
+	}
+	if c.write {
+		// Active at compile time, whatever the call's evaluation says.
+		for _, id := range r.unbound {
+			if slices.Contains(active, id) {
+				add(id)
+			}
 		}
 	}
 	return gate, more
