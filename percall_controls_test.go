@@ -346,3 +346,25 @@ func addGate(p map[string]any, g map[string]any) {
 	pl := p["policy_layer"].(map[string]any)
 	pl["approval_gates"] = append(pl["approval_gates"].([]any), g)
 }
+
+// tool.approval_mode is the mode the call is governed at, never lower
+// than the capability's: a plan that requests a lower approval mode for
+// the refund (read_only, network) is still held by a gate over
+// tool.approval_mode, and the refund does not reach the adapter.
+func TestPerCallApprovalModeNotLoweredByThePlan(t *testing.T) {
+	mutate := func(p map[string]any) {
+		g := p["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)
+		g["when"] = map[string]any{"==": []any{map[string]any{"var": "tool.approval_mode"}, "destructive"}}
+	}
+	for _, mode := range []runcontext.ApprovalMode{"", runcontext.ReadOnly, runcontext.Network, runcontext.Delegated, runcontext.Destructive} {
+		t.Run("requested "+string(mode), func(t *testing.T) {
+			refund := refundPlan(1200)
+			refund.Steps[0].ApprovalMode = mode
+			h := perCallHarness(t, mutate, contextostest.NewPlanner(lookupPlan(), refund), nil)
+			req, rc := refundRequest(t, 100, true)
+			res := h.Invoke(req, rc)
+			contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+		})
+	}
+}

@@ -149,7 +149,15 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 	res := r.base
 	if r.usesTool {
 		var err error
-		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
+		// tool.approval_mode is the mode the call is governed at: the
+		// capability's effective mode, or the requested one when higher. A
+		// plan that requests a lower mode never lowers what a rule or gate
+		// over tool.approval_mode sees.
+		mode := env.ApprovalModeRequested
+		if env.ApprovalModeEffective.Compare(mode) > 0 {
+			mode = env.ApprovalModeEffective
+		}
+		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, mode)})
 		if err != nil {
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
 		}
