@@ -196,6 +196,34 @@ func TestVerifyBeforeCommit(t *testing.T) {
 	}
 }
 
+// The decision a plan names is the model's choice: a plan that issues
+// the refund under another decision of the pack, one that requires no
+// evidence, is still held to what the run's own decision (and the rules
+// bound to it) require. The refund is blocked naming order_lookup and
+// never reaches the payment adapter.
+func TestVerifyBeforeCommitUnderAnotherDecision(t *testing.T) {
+	mutate := func(p map[string]any) {
+		dl := p["decision_layer"].(map[string]any)
+		dl["decision_specs"] = append(dl["decision_specs"].([]any), map[string]any{
+			"decision_key": "support.refund.note", "version": "1.0.0", "owner_role": "support_ops",
+			"required_evidence": []any{}, "allowed_outcomes": []any{"noted", "denied"}, "approval_mode": "read_only", "decision_right": "recommend",
+			"inputs_schema_ref": "schema://decision.support.refund.note.inputs.v1", "outputs_schema_ref": "schema://decision.support.refund.note.outputs.v1"})
+	}
+	swapped := refundPlan(1200)
+	swapped.Decision.DecisionKey, swapped.Decision.Outcome = "support.refund.note", "noted"
+	h := perCallHarness(t, mutate, contextostest.NewPlanner(swapped).RepeatLast(), nil)
+	req, rc := refundRequest(t, 100, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	i := slices.IndexFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool { return r.CapabilityID == "adp_payments.issue_refund" })
+	if i < 0 {
+		t.Fatal("no refund result")
+	}
+	if r := res.ToolResults[i]; r.Status != gateway.StatusBlocked || r.Error == nil || !strings.Contains(r.Error.Message, "missing_evidence: order_lookup is required") {
+		t.Errorf("refund = %s %+v; want blocked naming order_lookup", r.Status, r.Error)
+	}
+}
+
 // A pending approval whose request is as old as the gate's ttl_seconds
 // cannot be used: the resumed call ends approval_timeout, the refund never
 // runs, and the run's record says so. An approval within the TTL runs it.
