@@ -396,3 +396,42 @@ func TestPerCallApprovalModeNotLoweredByThePlan(t *testing.T) {
 		})
 	}
 }
+
+// A read-only call whose own permission names a gate is not let through
+// because the gate's when reads an argument the call does not carry:
+// with the other side of the when holding (the request's
+// identity_verified), the lookup is blocked naming the gate and the
+// variable, and never reaches the adapter; with a default for the
+// argument the gate is judged, holds, and the lookup pauses for it.
+func TestReadOnlyCallOwnGateOverMissingArgument(t *testing.T) {
+	gated := func(amount any) func(p map[string]any) {
+		return func(p map[string]any) {
+			addGate(p, map[string]any{"gate_id": "GATE_LOOKUP", "when": map[string]any{"or": []any{
+				map[string]any{"==": []any{map[string]any{"var": "request.context.identity_verified"}, true}},
+				map[string]any{">": []any{map[string]any{"var": amount}, 3000}}}}, "required_approver_role": "risk_lead", "ttl_seconds": 600})
+			perms := p["tooling_layer"].(map[string]any)["permissions"].([]any)
+			perms[0].(map[string]any)["requires_approval_gate"] = "GATE_LOOKUP"
+		}
+	}
+	t.Run("no default", func(t *testing.T) {
+		h := perCallHarness(t, gated("tool.args.amount_inr"), contextostest.NewPlanner(lookupPlan(), deniedPlan()), nil)
+		req, rc := refundRequest(t, 100, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
+		i := slices.IndexFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool { return r.CapabilityID == "adp_orders.lookup" })
+		if i < 0 {
+			t.Fatal("no lookup result")
+		}
+		if r := res.ToolResults[i]; r.Status != gateway.StatusBlocked || r.Error == nil || r.Error.Code != gateway.CodeRuntimePolicyInvalid ||
+			!strings.Contains(r.Error.Message, "GATE_LOOKUP") || !strings.Contains(r.Error.Message, "tool.args.amount_inr") {
+			t.Errorf("lookup = %s %+v; want blocked naming the gate and the argument", r.Status, r.Error)
+		}
+	})
+	t.Run("with a default", func(t *testing.T) {
+		h := perCallHarness(t, gated([]any{"tool.args.amount_inr", 0}), contextostest.NewPlanner(lookupPlan(), deniedPlan()), nil)
+		req, rc := refundRequest(t, 100, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertPending(t, res, "GATE_LOOKUP")
+		contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
+	})
+}

@@ -162,10 +162,8 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
 		}
 		c.eval = res
-		if c.write && len(res.Skipped) > 0 {
-			// A rule or gate over an argument this write does not carry
-			// cannot be judged for it: the write does not run.
-			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[0].Error().Error(), nil), nil), nil
+		if i := r.unjudged(c, res.Skipped); i >= 0 {
+			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[i].Error().Error(), nil), nil), nil
 		}
 	}
 	polID, blockedBy := r.bindPolicy(env, res, c)
@@ -174,6 +172,37 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
 	}
 	return nil, nil
+}
+
+// unjudged returns the index of the first skipped rule or gate (one over
+// an argument the call does not carry) that keeps the call from running,
+// or -1. Any does for a write: it cannot be judged for it. For a
+// read-only call, one that could hold it does: the gate its permission
+// names, or a rule that names that gate in a branch (whatever else the
+// gate's when reads may hold for the call).
+func (r *Run) unjudged(c *callRecord, skipped []policy.Skipped) int {
+	if len(skipped) == 0 {
+		return -1
+	}
+	if c.write {
+		return 0
+	}
+	own := c.s.perm.RequiresApprovalGate
+	if own == "" {
+		return -1
+	}
+	var rules []string
+	for _, pc := range r.engine.PerCallGates() {
+		if pc.GateID == own {
+			rules = pc.Rules
+		}
+	}
+	for i, sk := range skipped {
+		if sk.GateID == own || sk.RuleID != "" && slices.Contains(rules, sk.BundleID+"#"+sk.RuleID) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (r *Run) checkSafetyMode(_ context.Context, c *callRecord) (*result, error) {
