@@ -23,7 +23,7 @@ import (
 // token references are refused at validation when they hold a token.
 
 // withoutSecrets returns req and rc with secrets redacted from what a
-// caller writes freely: the input's message and context, the user's
+// caller writes freely: the input's message, channel and context, the user's
 // additional claims, the run context's metadata and the extension members
 // of both. The identity claim, token references and ids are left alone
 // (validation refuses a token where a reference belongs). Neither input
@@ -31,12 +31,13 @@ import (
 func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	if req != nil {
 		msg, cm := sensitive.Redact(req.Input.Message, sensitive.Secrets)
+		channel, ch := sensitive.Redact(req.Input.Channel, sensitive.Secrets)
 		ctxv, cc := redactMap(req.Input.Context)
 		claims, cu := redactRaw(req.User.Claims)
 		ext, ce := redactRaw(req.Extensions)
-		if cm || cc || cu || ce {
+		if cm || ch || cc || cu || ce {
 			c := *req
-			c.Input.Message, c.Input.Context, c.User.Claims, c.Extensions = msg, ctxv, claims, ext
+			c.Input.Message, c.Input.Channel, c.Input.Context, c.User.Claims, c.Extensions = msg, channel, ctxv, claims, ext
 			req = &c
 		}
 	}

@@ -21,6 +21,7 @@ import (
 var storedSecrets = map[string]string{
 	"request context api_key":  "sk_live_51HyQ2mAPIKEYinContext0001",
 	"bearer in the message":    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfNzcxIn0.c2lnbmF0dXJlMDAwMQ",
+	"key in the channel":       "sk_live_51HyQ2mCHANNELsecret000001",
 	"extra user claim":         "ghp_0123456789abcdefghijABCDEFGHIJ0123456789",
 	"secret-named user claim":  "claimvalue-not-shaped-like-a-token-0001",
 	"run context metadata":     "glpat-metadataSecret000000001",
@@ -68,7 +69,7 @@ func (c *capturingPackets) Save(ctx context.Context, p *replay.Packet) error {
 // Secrets are redacted whatever redaction rules the pack names: with the
 // seed pack's rules replaced by none, by rules that name nothing secret,
 // and as the seed pack has them, a run fed secrets at every way in — the
-// request's context and message, the user's additional claims, the run
+// request's context, message and channel, the user's additional claims, the run
 // context's metadata, a tool's output and error, the planner's outputs,
 // rationale, step arguments, memory proposal and error — pauses at its
 // approval gate, is approved and resumed, and no record, checkpoint,
@@ -112,6 +113,7 @@ func TestSecretsNeverStored(t *testing.T) {
 			req, rc := refundRequest(t, 4200, true)
 			req.Input.Context["api_key"] = s["request context api_key"]
 			req.Input.Message = "Refund ord_881. Authorization: Bearer " + s["bearer in the message"]
+			req.Input.Channel = "web " + s["key in the channel"]
 			req.User.Claims = map[string]json.RawMessage{
 				"github":        json.RawMessage(`"` + s["extra user claim"] + `"`),
 				"session_token": json.RawMessage(`"` + s["secret-named user claim"] + `"`),
