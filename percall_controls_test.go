@@ -196,6 +196,34 @@ func TestVerifyBeforeCommit(t *testing.T) {
 	}
 }
 
+// The decision a plan names is the model's choice: a plan that issues
+// the refund under another decision of the pack, one that requires no
+// evidence, is still held to what the run's own decision (and the rules
+// bound to it) require. The refund is blocked naming order_lookup and
+// never reaches the payment adapter.
+func TestVerifyBeforeCommitUnderAnotherDecision(t *testing.T) {
+	mutate := func(p map[string]any) {
+		dl := p["decision_layer"].(map[string]any)
+		dl["decision_specs"] = append(dl["decision_specs"].([]any), map[string]any{
+			"decision_key": "support.refund.note", "version": "1.0.0", "owner_role": "support_ops",
+			"required_evidence": []any{}, "allowed_outcomes": []any{"noted", "denied"}, "approval_mode": "read_only", "decision_right": "recommend",
+			"inputs_schema_ref": "schema://decision.support.refund.note.inputs.v1", "outputs_schema_ref": "schema://decision.support.refund.note.outputs.v1"})
+	}
+	swapped := refundPlan(1200)
+	swapped.Decision.DecisionKey, swapped.Decision.Outcome = "support.refund.note", "noted"
+	h := perCallHarness(t, mutate, contextostest.NewPlanner(swapped).RepeatLast(), nil)
+	req, rc := refundRequest(t, 100, true)
+	res := h.Invoke(req, rc)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+	i := slices.IndexFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool { return r.CapabilityID == "adp_payments.issue_refund" })
+	if i < 0 {
+		t.Fatal("no refund result")
+	}
+	if r := res.ToolResults[i]; r.Status != gateway.StatusBlocked || r.Error == nil || !strings.Contains(r.Error.Message, "missing_evidence: order_lookup is required") {
+		t.Errorf("refund = %s %+v; want blocked naming order_lookup", r.Status, r.Error)
+	}
+}
+
 // A pending approval whose request is as old as the gate's ttl_seconds
 // cannot be used: the resumed call ends approval_timeout, the refund never
 // runs, and the run's record says so. An approval within the TTL runs it.
@@ -287,4 +315,123 @@ func TestPIIWriteBackRefusedByContent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A gate that no permission names binds no capability of its own: when
+// it is active for the run (its when, over request.context, holds, or a
+// rule over request.context takes a branch naming it) it holds every
+// write-class call, as a gate the call itself made active does. The
+// refund pauses for the gate's approver, nothing reaches the payment
+// adapter, the lookup is not held, the approval lets the refund run once,
+// and the record is DECIDED with the gate and its approval. The model is
+// told the gate is active.
+func TestActiveGateNoPermissionNamesHoldsWrites(t *testing.T) {
+	gate := func(when any) map[string]any {
+		return map[string]any{"gate_id": "GATE_RISK_REVIEW", "when": when, "required_approver_role": "risk_lead", "ttl_seconds": 600}
+	}
+	verified := map[string]any{"==": []any{map[string]any{"var": "request.context.identity_verified"}, true}}
+	forms := []struct {
+		name   string
+		mutate func(p map[string]any)
+	}{
+		{"gate when over request.context", func(p map[string]any) { addGate(p, gate(verified)) }},
+		{"rule over request.context naming the gate", func(p map[string]any) {
+			addGate(p, gate(false))
+			addRule(p, map[string]any{"rule_id": "R_RISK_REVIEW", "applies_to": map[string]any{"intent": "support.refund"},
+				"if": verified, "then": map[string]any{"allow": true, "requires_approval_gate": "GATE_RISK_REVIEW"}, "rationale": "Every refund is risk reviewed."})
+		}},
+		{"rule over tool.args naming the gate", func(p map[string]any) {
+			addGate(p, gate(false))
+			addRule(p, map[string]any{"rule_id": "R_RISK_REVIEW", "applies_to": map[string]any{"intent": "support.refund"},
+				"if":   map[string]any{">": []any{map[string]any{"var": []any{"tool.args.amount_inr", 0}}, 1000}},
+				"then": map[string]any{"allow": true, "requires_approval_gate": "GATE_RISK_REVIEW"}, "rationale": "Refunds above 1000 are risk reviewed."})
+		}},
+	}
+	for _, form := range forms {
+		t.Run(form.name, func(t *testing.T) {
+			h := perCallHarness(t, form.mutate, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), nil)
+			req, rc := refundRequest(t, 100, true)
+			res := h.Invoke(req, rc)
+			contextostest.AssertPending(t, res, "GATE_RISK_REVIEW")
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+			contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 1)
+			if !strings.Contains(res.Compiled.CompiledPrompt.Render(), "GATE_RISK_REVIEW") {
+				t.Error("the compiled prompt does not tell the model about the gate")
+			}
+			done := h.Approve(res, contextostest.Approver{UserID: "usr_risk_9", Role: "risk_lead"})
+			contextostest.AssertStatus(t, done, decision.Decided)
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+			if !slices.Contains(done.Record.ControlsActive.ApprovalGatesActive, "GATE_RISK_REVIEW") ||
+				!slices.ContainsFunc(done.Record.Approvals, func(a decision.Approval) bool { return a.GateID == "GATE_RISK_REVIEW" }) {
+				t.Errorf("DECIDED record: controls %v, approvals %+v", done.Record.ControlsActive.ApprovalGatesActive, done.Record.Approvals)
+			}
+		})
+	}
+}
+
+// addGate appends an approval gate to the support pack.
+func addGate(p map[string]any, g map[string]any) {
+	pl := p["policy_layer"].(map[string]any)
+	pl["approval_gates"] = append(pl["approval_gates"].([]any), g)
+}
+
+// tool.approval_mode is the mode the call is governed at, never lower
+// than the capability's: a plan that requests a lower approval mode for
+// the refund (read_only, network) is still held by a gate over
+// tool.approval_mode, and the refund does not reach the adapter.
+func TestPerCallApprovalModeNotLoweredByThePlan(t *testing.T) {
+	mutate := func(p map[string]any) {
+		g := p["policy_layer"].(map[string]any)["approval_gates"].([]any)[0].(map[string]any)
+		g["when"] = map[string]any{"==": []any{map[string]any{"var": "tool.approval_mode"}, "destructive"}}
+	}
+	for _, mode := range []runcontext.ApprovalMode{"", runcontext.ReadOnly, runcontext.Network, runcontext.Delegated, runcontext.Destructive} {
+		t.Run("requested "+string(mode), func(t *testing.T) {
+			refund := refundPlan(1200)
+			refund.Steps[0].ApprovalMode = mode
+			h := perCallHarness(t, mutate, contextostest.NewPlanner(lookupPlan(), refund), nil)
+			req, rc := refundRequest(t, 100, true)
+			res := h.Invoke(req, rc)
+			contextostest.AssertPending(t, res, "GATE_FINANCE_APPROVAL")
+			contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 0)
+		})
+	}
+}
+
+// A read-only call whose own permission names a gate is not let through
+// because the gate's when reads an argument the call does not carry:
+// with the other side of the when holding (the request's
+// identity_verified), the lookup is blocked naming the gate and the
+// variable, and never reaches the adapter; with a default for the
+// argument the gate is judged, holds, and the lookup pauses for it.
+func TestReadOnlyCallOwnGateOverMissingArgument(t *testing.T) {
+	gated := func(amount any) func(p map[string]any) {
+		return func(p map[string]any) {
+			addGate(p, map[string]any{"gate_id": "GATE_LOOKUP", "when": map[string]any{"or": []any{
+				map[string]any{"==": []any{map[string]any{"var": "request.context.identity_verified"}, true}},
+				map[string]any{">": []any{map[string]any{"var": amount}, 3000}}}}, "required_approver_role": "risk_lead", "ttl_seconds": 600})
+			perms := p["tooling_layer"].(map[string]any)["permissions"].([]any)
+			perms[0].(map[string]any)["requires_approval_gate"] = "GATE_LOOKUP"
+		}
+	}
+	t.Run("no default", func(t *testing.T) {
+		h := perCallHarness(t, gated("tool.args.amount_inr"), contextostest.NewPlanner(lookupPlan(), deniedPlan()), nil)
+		req, rc := refundRequest(t, 100, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
+		i := slices.IndexFunc(res.ToolResults, func(r *gateway.ToolResultEnvelope) bool { return r.CapabilityID == "adp_orders.lookup" })
+		if i < 0 {
+			t.Fatal("no lookup result")
+		}
+		if r := res.ToolResults[i]; r.Status != gateway.StatusBlocked || r.Error == nil || r.Error.Code != gateway.CodeRuntimePolicyInvalid ||
+			!strings.Contains(r.Error.Message, "GATE_LOOKUP") || !strings.Contains(r.Error.Message, "tool.args.amount_inr") {
+			t.Errorf("lookup = %s %+v; want blocked naming the gate and the argument", r.Status, r.Error)
+		}
+	})
+	t.Run("with a default", func(t *testing.T) {
+		h := perCallHarness(t, gated([]any{"tool.args.amount_inr", 0}), contextostest.NewPlanner(lookupPlan(), deniedPlan()), nil)
+		req, rc := refundRequest(t, 100, true)
+		res := h.Invoke(req, rc)
+		contextostest.AssertPending(t, res, "GATE_LOOKUP")
+		contextostest.AssertCalls(t, h.Adapter("adp_orders"), "lookup", 0)
+	})
 }

@@ -23,7 +23,7 @@ import (
 // token references are refused at validation when they hold a token.
 
 // withoutSecrets returns req and rc with secrets redacted from what a
-// caller writes freely: the input's message and context, the user's
+// caller writes freely: the input's message, channel and context, the user's
 // additional claims, the run context's metadata and the extension members
 // of both. The identity claim, token references and ids are left alone
 // (validation refuses a token where a reference belongs). Neither input
@@ -31,12 +31,13 @@ import (
 func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*runcontext.InvokeRequest, *runcontext.RunContext) {
 	if req != nil {
 		msg, cm := sensitive.Redact(req.Input.Message, sensitive.Secrets)
+		channel, ch := sensitive.Redact(req.Input.Channel, sensitive.Secrets)
 		ctxv, cc := redactMap(req.Input.Context)
 		claims, cu := redactRaw(req.User.Claims)
 		ext, ce := redactRaw(req.Extensions)
-		if cm || cc || cu || ce {
+		if cm || ch || cc || cu || ce {
 			c := *req
-			c.Input.Message, c.Input.Context, c.User.Claims, c.Extensions = msg, ctxv, claims, ext
+			c.Input.Message, c.Input.Channel, c.Input.Context, c.User.Claims, c.Extensions = msg, channel, ctxv, claims, ext
 			req = &c
 		}
 	}
@@ -54,8 +55,10 @@ func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*
 }
 
 // redactPlan returns p with secrets redacted from what a planner writes
-// freely: its steps' arguments, its decision's outputs and rationale, its
-// memory proposals' content and its replan reason. The plan is returned
+// freely: its steps' arguments, evidence refs and idempotency keys, its
+// decision's outputs, rationale, subject ids and evidence refs, its memory
+// proposals' content, subject ids and evidence refs, and its replan
+// reason. The plan is returned
 // as given when it holds no secret; otherwise a copy (the planner's plan
 // is not changed).
 func redactPlan(p *Plan) *Plan {
@@ -77,6 +80,12 @@ func redactPlan(p *Plan) *Plan {
 		if args, ch := redactMap(s.Args); ch {
 			own().Steps[i].Args = args
 		}
+		if refs, ch := redactList(s.EvidenceRefs); ch {
+			own().Steps[i].EvidenceRefs = refs
+		}
+		if key, ch := sensitive.Redact(s.IdempotencyKey, sensitive.Secrets); ch {
+			own().Steps[i].IdempotencyKey = key
+		}
 	}
 	if d := p.Decision; d != nil {
 		if out, ch := redactMap(d.Outputs); ch {
@@ -85,10 +94,22 @@ func redactPlan(p *Plan) *Plan {
 		if why, ch := sensitive.Redact(d.Rationale, sensitive.Secrets); ch {
 			own().Decision.Rationale = why
 		}
+		if ids, ch := redactList(d.SubjectIDs); ch {
+			own().Decision.SubjectIDs = ids
+		}
+		if refs, ch := redactList(d.EvidenceRefs); ch {
+			own().Decision.EvidenceRefs = refs
+		}
 	}
 	for i, m := range p.Memory {
 		if content, ch := sensitive.Redact(m.Content, sensitive.Secrets); ch {
 			own().Memory[i].Content = content
+		}
+		if ids, ch := redactList(m.SubjectIDs); ch {
+			own().Memory[i].SubjectIDs = ids
+		}
+		if refs, ch := redactList(m.EvidenceRefs); ch {
+			own().Memory[i].EvidenceRefs = refs
 		}
 	}
 	if why, ch := sensitive.Redact(p.Replan, sensitive.Secrets); ch {
@@ -98,6 +119,23 @@ func redactPlan(p *Plan) *Plan {
 		return p
 	}
 	return c
+}
+
+// redactList redacts the secrets of a list of strings (a copy when any).
+func redactList(l []string) ([]string, bool) {
+	var out []string
+	for i, v := range l {
+		if r, ch := sensitive.Redact(v, sensitive.Secrets); ch {
+			if out == nil {
+				out = slices.Clone(l)
+			}
+			out[i] = r
+		}
+	}
+	if out == nil {
+		return l, false
+	}
+	return out, true
 }
 
 // redactMap redacts the secrets of a JSON-shaped map (a copy when any).

@@ -21,6 +21,7 @@ import (
 var storedSecrets = map[string]string{
 	"request context api_key":  "sk_live_51HyQ2mAPIKEYinContext0001",
 	"bearer in the message":    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfNzcxIn0.c2lnbmF0dXJlMDAwMQ",
+	"key in the channel":       "sk_live_51HyQ2mCHANNELsecret000001",
 	"extra user claim":         "ghp_0123456789abcdefghijABCDEFGHIJ0123456789",
 	"secret-named user claim":  "claimvalue-not-shaped-like-a-token-0001",
 	"run context metadata":     "glpat-metadataSecret000000001",
@@ -68,7 +69,7 @@ func (c *capturingPackets) Save(ctx context.Context, p *replay.Packet) error {
 // Secrets are redacted whatever redaction rules the pack names: with the
 // seed pack's rules replaced by none, by rules that name nothing secret,
 // and as the seed pack has them, a run fed secrets at every way in — the
-// request's context and message, the user's additional claims, the run
+// request's context, message and channel, the user's additional claims, the run
 // context's metadata, a tool's output and error, the planner's outputs,
 // rationale, step arguments, memory proposal and error — pauses at its
 // approval gate, is approved and resumed, and no record, checkpoint,
@@ -112,6 +113,7 @@ func TestSecretsNeverStored(t *testing.T) {
 			req, rc := refundRequest(t, 4200, true)
 			req.Input.Context["api_key"] = s["request context api_key"]
 			req.Input.Message = "Refund ord_881. Authorization: Bearer " + s["bearer in the message"]
+			req.Input.Channel = "web " + s["key in the channel"]
 			req.User.Claims = map[string]json.RawMessage{
 				"github":        json.RawMessage(`"` + s["extra user claim"] + `"`),
 				"session_token": json.RawMessage(`"` + s["secret-named user claim"] + `"`),
@@ -173,5 +175,79 @@ func TestSecretsNeverStored(t *testing.T) {
 			}
 			contextostest.AssertReplayEqual(t, h.Replay(done))
 		})
+	}
+}
+
+// The ids and refs a planner writes are free text too: a secret in a
+// decision's subject ids or evidence refs, a memory proposal's, a step's
+// evidence refs or idempotency key reaches no record, checkpoint, packet,
+// transcript entry or stream event, with a pack that names no redaction
+// rules. (The critic sends back the decision whose refs it cannot
+// resolve; the run goes on.)
+func TestSecretsInPlanIDsNeverStored(t *testing.T) {
+	s := map[string]string{
+		"decision subject id":   "sk_live_51HyQ2mSUBJECTidSecret0001",
+		"decision evidence ref": "sk_live_51HyQ2mEVIDENCErefSecret01",
+		"memory subject id":     "ghp_0123456789abcdefghijMEMORYSUBJ0123456789",
+		"memory evidence ref":   "sk-proj-memoryevidencerefsecret0001",
+		"step evidence ref":     "sk-proj-stepevidencerefsecret000001",
+		"step idempotency key":  "sk-proj-stepidempotencysecret000001",
+	}
+	doc := strings.Replace(string(readTestdata(t, "ctxpack.support-1.0.0.json")), `"redaction_rules": ["pan", "credit_card"]`, `"redaction_rules": []`, 1)
+	cps := &capturingCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	pks := &capturingPackets{InMemoryPackets: contextos.NewInMemoryPackets()}
+	p := contextos.PlannerFunc(func(_ context.Context, pr *contextos.PlanRequest) (*contextos.Plan, error) {
+		switch pr.Turn {
+		case 0:
+			pl := lookupPlan()
+			pl.Steps[0].EvidenceRefs = []string{"kg:" + s["step evidence ref"]}
+			return pl, nil
+		case 1:
+			pl := refundPlan(1200)
+			pl.Steps[0].IdempotencyKey = s["step idempotency key"]
+			pl.Decision.SubjectIDs = append(pl.Decision.SubjectIDs, "customer:"+s["decision subject id"])
+			pl.Decision.EvidenceRefs = append(pl.Decision.EvidenceRefs, "kg:"+s["decision evidence ref"])
+			pl.Memory = []contextos.MemoryProposal{{WriteClass: "case_note", Content: "refund issued", Confidence: 0.9,
+				SubjectIDs: []string{"customer:" + s["memory subject id"]}, EvidenceRefs: []string{"kg:" + s["memory evidence ref"]}}}
+			return pl, nil
+		}
+		return deniedPlan(), nil
+	})
+	h := contextostest.New(t, p, [][]byte{[]byte(doc)}, &contextostest.Options{
+		Runtime: contextos.Options{Evidence: evidence(t), ReplaySampleRate: 1, Checkpoints: cps, Replays: pks},
+		Scopes:  map[string][]string{"adp_payments.issue_refund": {"payments.refund"}},
+	})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 1200, true)
+	var events []byte
+	for ev, err := range h.Runtime.Stream(context.Background(), req, rc) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(ev)
+		events = append(events, b...)
+	}
+	recs, err := h.Decisions.List(context.Background(), decision.Filter{})
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("records = %d, %v", len(recs), err)
+	}
+	records, _ := json.Marshal(recs)
+	transcript, _ := json.Marshal(h.Transcript.Entries())
+	artefacts := map[string][]byte{"records": records, "transcript": transcript, "events": events}
+	for i, b := range cps.data {
+		artefacts["checkpoint "+string(rune('a'+i))] = b
+	}
+	for i, b := range pks.data {
+		artefacts["packet "+string(rune('a'+i))] = b
+	}
+	if len(cps.data) == 0 || len(pks.data) == 0 {
+		t.Fatalf("%d checkpoints, %d packets: the run stored too little to check", len(cps.data), len(pks.data))
+	}
+	for name, b := range artefacts {
+		for what, secret := range s {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("the %s holds the %s", name, what)
+			}
+		}
 	}
 }

@@ -16,11 +16,12 @@ import (
 // what the run already holds (the results of the calls that ran before it,
 // the policy evaluation, request context, admitted evidence) satisfies
 // every evidence name that
-//   - the required_evidence of the decision the write serves names: the
-//     decision its plan proposes, or the run's primary decision when the
-//     plan proposes none;
+//   - the required_evidence of the run's primary decision names, and of
+//     the decision its plan proposes when that is another decision of the
+//     pack (the plan is the model's: naming a decision that needs less
+//     never lowers what a write needs);
 //   - a rule that applied in the run's evaluation requires, when it is
-//     bound to that decision or to none;
+//     bound to one of those decisions or to none;
 //   - a rule that applied to the call itself (its own evaluation, when the
 //     policy reads tool data) requires, whatever decision it is bound to.
 //
@@ -30,20 +31,9 @@ import (
 // the plan back. Names are satisfied as docs/evidence.md says; a tool
 // result satisfies one only if it succeeded before this call.
 func (r *run) verifyWrite(w *gateway.WriteCall) *gateway.ToolError {
-	key := r.primaryDecision()
-	if p := r.cp.Plan; p != nil && p.Decision != nil {
-		key = p.Decision.DecisionKey
-	}
-	spec, ok := decisionspec.For(r.prepared.Pack(), key)
-	if !ok {
-		// A plan naming a decision the pack does not have never passes
-		// the critic; fall back to the run's own.
-		key = r.primaryDecision()
-		if spec, ok = decisionspec.For(r.prepared.Pack(), key); !ok {
-			// Fail closed: a write that serves no decision of the pack
-			// cannot be verified.
-			return gateway.NewToolError(gateway.CodePermissionDenied, false, "missing_evidence: the write serves no decision of the pack, so what it requires cannot be verified", nil)
-		}
+	keys := []string{r.primaryDecision()}
+	if p := r.cp.Plan; p != nil && p.Decision != nil && p.Decision.DecisionKey != keys[0] {
+		keys = append(keys, p.Decision.DecisionKey)
 	}
 	f := r.facts()
 	// The rules that apply to this write: the run's, and the call's own,
@@ -54,7 +44,29 @@ func (r *run) verifyWrite(w *gateway.WriteCall) *gateway.ToolError {
 		own[i] = d
 	}
 	f.AppliedRules = appliedRules(r.cc.ContextLedger.PolicyResults, own)
-	missing := decision.Unsatisfied(spec, f)
+	type miss struct {
+		decision.Requirement
+		key string
+	}
+	var missing []miss
+	served := false
+	for _, key := range keys {
+		// A plan naming a decision the pack does not have never passes
+		// the critic; the run's own decision still binds the write.
+		spec, ok := decisionspec.For(r.prepared.Pack(), key)
+		if !ok {
+			continue
+		}
+		served = true
+		for _, q := range decision.Unsatisfied(spec, f) {
+			missing = append(missing, miss{q, key})
+		}
+	}
+	if !served {
+		// Fail closed: a write that serves no decision of the pack cannot
+		// be verified.
+		return gateway.NewToolError(gateway.CodePermissionDenied, false, "missing_evidence: the write serves no decision of the pack, so what it requires cannot be verified", nil)
+	}
 	if len(missing) == 0 {
 		return nil
 	}
@@ -69,6 +81,6 @@ func (r *run) verifyWrite(w *gateway.WriteCall) *gateway.ToolError {
 	if q.RuleID != "" {
 		by = " by policy rule " + q.BundleID + "#" + q.RuleID
 	}
-	msg := fmt.Sprintf("missing_evidence: %s is required%s before %s, and the run does not hold it before %s runs (missing: %s)", q.Name, by, key, w.CapabilityID, strings.Join(names, ", "))
-	return gateway.NewToolError(gateway.CodePermissionDenied, false, msg, map[string]any{"missing_evidence": names, "decision_key": key})
+	msg := fmt.Sprintf("missing_evidence: %s is required%s before %s, and the run does not hold it before %s runs (missing: %s)", q.Name, by, q.key, w.CapabilityID, strings.Join(names, ", "))
+	return gateway.NewToolError(gateway.CodePermissionDenied, false, msg, map[string]any{"missing_evidence": names, "decision_key": q.key})
 }

@@ -96,6 +96,13 @@ func perCallGateBlock(g pack.ApprovalGate, cond string) string {
 		g.GateID, g.RequiredApproverRole, g.TTLSeconds, cond, g.RequiredApproverRole)
 }
 
+// unboundGateBlock tells the model about an active gate that no
+// permission names: it holds every write-class call.
+func unboundGateBlock(g pack.ApprovalGate) string {
+	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) is active: every write-class call pauses until a %s approves it.",
+		g.GateID, g.RequiredApproverRole, g.TTLSeconds, g.RequiredApproverRole)
+}
+
 func constraintText(c map[string]any) string {
 	parts := make([]string, 0, len(c))
 	for _, k := range sortedkeys.Of(c) {

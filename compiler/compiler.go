@@ -93,6 +93,7 @@ type Prepared struct {
 	gates    map[string]pack.ApprovalGate
 	ruleMeta map[string]ruleMeta
 	perms    map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
+	unbound  []string                   // the gates no permission names (packview.UnboundGates)
 	class    pack.DataClassification    // the highest of the input packs'
 }
 
@@ -219,6 +220,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 		}
 	}
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
+	pr.unbound = packview.UnboundGates(merged, pr.perms)
 	return pr, nil
 }
 
@@ -576,16 +578,26 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
 	// A gate that reads the tool call and that no surfaced capability's
-	// permission names can still hold any call: the model is told when.
+	// permission names can still hold any call: the model is told when. A
+	// gate no permission names at all holds every write-class call while
+	// it is active: the model is told it is.
 	if len(cc.Manifests.ToolManifest) > 0 {
 		n := 0
 		for _, pc := range perCall {
-			if named[pc.GateID] {
+			if named[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
 				continue
 			}
 			g := p.gates[pc.GateID]
 			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
 				Content: perCallGateBlock(g, perCallCondition(perCall, pc.GateID)), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + pc.GateID}})
+			n++
+		}
+		for _, id := range p.unbound {
+			if !slices.Contains(activeGates, id) {
+				continue
+			}
+			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
+				Content: unboundGateBlock(p.gates[id]), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + id}})
 			n++
 		}
 	}

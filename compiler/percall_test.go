@@ -41,6 +41,17 @@ func TestPerCallGateShownToTheModel(t *testing.T) {
 		},
 			state: "approval gate GATE_FINANCE_APPROVAL (inactive)",
 			block: "Approval gate GATE_BIG_REFUNDS (approver role cfo, TTL 600s) applies per call when " + overArgs + ": a write-class call it applies to pauses until a cfo approves it."},
+		{name: "an active gate no permission names", amount: 100, edit: func(p *pack.Pack) {
+			p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_RISK_REVIEW",
+				When: json.RawMessage(`{"==":[{"var":"request.context.identity_verified"},true]}`), RequiredApproverRole: "risk_lead", TTLSeconds: 600})
+		},
+			state: "approval gate GATE_FINANCE_APPROVAL (inactive)",
+			block: "Approval gate GATE_RISK_REVIEW (approver role risk_lead, TTL 600s) is active: every write-class call pauses until a risk_lead approves it."},
+		{name: "an inactive gate no permission names", amount: 100, edit: func(p *pack.Pack) {
+			p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_RISK_REVIEW",
+				When: json.RawMessage(`{"==":[{"var":"request.context.identity_verified"},false]}`), RequiredApproverRole: "risk_lead", TTLSeconds: 600})
+		},
+			state: "approval gate GATE_FINANCE_APPROVAL (inactive)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

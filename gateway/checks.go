@@ -149,15 +149,21 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 	res := r.base
 	if r.usesTool {
 		var err error
-		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, env.ApprovalModeRequested)})
+		// tool.approval_mode is the mode the call is governed at: the
+		// capability's effective mode, or the requested one when higher. A
+		// plan that requests a lower mode never lowers what a rule or gate
+		// over tool.approval_mode sees.
+		mode := env.ApprovalModeRequested
+		if env.ApprovalModeEffective.Compare(mode) > 0 {
+			mode = env.ApprovalModeEffective
+		}
+		res, err = r.engine.Evaluate(policy.Input{RunID: r.rc.RunID, Data: r.doc.WithTool(env.CapabilityID, env.Args, mode)})
 		if err != nil {
 			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+err.Error(), nil), nil), nil
 		}
 		c.eval = res
-		if c.write && len(res.Skipped) > 0 {
-			// A rule or gate over an argument this write does not carry
-			// cannot be judged for it: the write does not run.
-			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[0].Error().Error(), nil), nil), nil
+		if i := r.unjudged(c, res.Skipped); i >= 0 {
+			return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, "per-call policy evaluation failed closed: "+res.Skipped[i].Error().Error(), nil), nil), nil
 		}
 	}
 	polID, blockedBy := r.bindPolicy(env, res, c)
@@ -166,6 +172,37 @@ func (r *Run) checkPolicy(_ context.Context, c *callRecord) (*result, error) {
 		return r.refuse(c, StatusBlocked, NewToolError(CodePermissionDenied, false, blockedBy, nil), polID), nil
 	}
 	return nil, nil
+}
+
+// unjudged returns the index of the first skipped rule or gate (one over
+// an argument the call does not carry) that keeps the call from running,
+// or -1. Any does for a write: it cannot be judged for it. For a
+// read-only call, one that could hold it does: the gate its permission
+// names, or a rule that names that gate in a branch (whatever else the
+// gate's when reads may hold for the call).
+func (r *Run) unjudged(c *callRecord, skipped []policy.Skipped) int {
+	if len(skipped) == 0 {
+		return -1
+	}
+	if c.write {
+		return 0
+	}
+	own := c.s.perm.RequiresApprovalGate
+	if own == "" {
+		return -1
+	}
+	var rules []string
+	for _, pc := range r.engine.PerCallGates() {
+		if pc.GateID == own {
+			rules = pc.Rules
+		}
+	}
+	for i, sk := range skipped {
+		if sk.GateID == own || sk.RuleID != "" && slices.Contains(rules, sk.BundleID+"#"+sk.RuleID) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (r *Run) checkSafetyMode(_ context.Context, c *callRecord) (*result, error) {
@@ -231,30 +268,48 @@ func (r *Run) checkBudget(_ context.Context, c *callRecord) (*result, error) {
 }
 
 // holdingGates returns the approval gate that holds the call ("" for
-// none) and, when more than one does, the others, from the evaluation the
-// call is bound to: the gate its permission names, when that gate is
-// active at compile time or for the call; then, for a write-class call,
-// in declaration order, every gate the call itself made active
-// (policy.Gate.ByCall: its when, over tool.*, holds for the call, or a
-// rule over tool.* took a branch naming it). A read-only call is held
-// only by the gate its permission names: a gate over tool.args meant for
-// refunds never holds the lookup that reads the same argument.
+// none) and, when more than one does, the others. A gate holds a call
+// when it is active at compile time or for the call (c.eval) and
+//   - the call's permission names it (requires_approval_gate); or, for a
+//     write-class call only,
+//   - the call itself made it active (policy.Gate.ByCall: its when, over
+//     tool.*, holds for the call, or a rule over tool.* took a branch
+//     naming it); or
+//   - no permission names it (Run.unbound): a gate that guards no
+//     capability of its own guards every write.
+//
+// The permission's gate comes first, the others in declaration order. A
+// read-only call is held only by the gate its permission names: a gate
+// over tool.args meant for refunds never holds the lookup that reads the
+// same argument.
 func (r *Run) holdingGates(c *callRecord) (gate string, more []string) {
 	own := c.s.perm.RequiresApprovalGate
-	if own != "" && slices.Contains(r.cc.RuntimeControls.ApprovalGatesActive, own) {
+	active := r.cc.RuntimeControls.ApprovalGatesActive
+	if own != "" && slices.Contains(active, own) {
 		gate = own
 	}
-	if c.eval == nil {
-		return gate, nil // no per-call evaluation: the compile-time gates are all
-	}
-	for _, g := range c.eval.Gates {
-		if !g.Active || g.GateID == gate || g.GateID != own && !(g.ByCall && c.write) {
-			continue
+	add := func(id string) {
+		switch {
+		case id == gate || slices.Contains(more, id):
+		case gate == "":
+			gate = id
+		default:
+			more = append(more, id)
 		}
-		if gate == "" {
-			gate = g.GateID
-		} else {
-			more = append(more, g.GateID)
+	}
+	if c.eval != nil {
+		for _, g := range c.eval.Gates {
+			if g.Active && (g.GateID == own || c.write && (g.ByCall || slices.Contains(r.unbound, g.GateID))) {
+				add(g.GateID)
+			}
+		}
+	}
+	if c.write {
+		// Active at compile time, whatever the call's evaluation says.
+		for _, id := range r.unbound {
+			if slices.Contains(active, id) {
+				add(id)
+			}
 		}
 	}
 	return gate, more

@@ -259,6 +259,9 @@ type Run struct {
 	observe       func(Attempt) // nil when nothing observes the attempts
 	verifyWrite   func(*WriteCall) *ToolError
 	usesTool      bool // per-call policy evaluation can differ from the run's
+	// unbound are the approval gates no permission names
+	// (packview.UnboundGates): active, each holds every write-class call.
+	unbound []string
 	// principals and authRef are the run's principal chain and auth ref,
 	// shared by its envelopes (which are read only once built).
 	principals []runcontext.Principal
@@ -422,6 +425,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		adapters[a.AdapterID] = a
 	}
 	perms := packview.EffectivePermissions(r.pack) // an explicit deny wins over any allow
+	r.unbound = packview.UnboundGates(r.pack, perms)
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
 			id := e.AdapterID + "." + c

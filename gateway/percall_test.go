@@ -186,6 +186,48 @@ func TestPerCallGateNamedByNoPermission(t *testing.T) {
 	}
 }
 
+// A gate no permission names guards no capability of its own: active for
+// the run (its when over the request's refund_amount holds), it holds
+// every write-class call and no read-only one.
+func TestActiveGateNoPermissionNames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, lowValue, editPack(func(p *pack.Pack) {
+		p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_RISK_REVIEW",
+			When: json.RawMessage(`{">":[{"var":"request.context.refund_amount"},1000]}`), RequiredApproverRole: "risk_lead", TTLSeconds: 600})
+	}))
+	if res, err := f.run.Call(ctx, lookupCall()); err != nil || res.Status != gateway.StatusOK {
+		t.Fatalf("lookup = %s %+v, %v", res.Status, res.Error, err)
+	}
+	res, err := f.run.Call(ctx, refundCall(1200))
+	if err != nil || res.Status != gateway.StatusPaused || res.Approval == nil || res.Approval.GateID != "GATE_RISK_REVIEW" || res.Approval.ApproverRole != "risk_lead" {
+		t.Fatalf("refund = %s %+v, approval %+v, %v; want paused on GATE_RISK_REVIEW", res.Status, res.Error, res.Approval, err)
+	}
+	if n := f.payments.CallCount("issue_refund"); n != 0 {
+		t.Errorf("the refund reached the adapter (%d calls)", n)
+	}
+}
+
+// tool.approval_mode is the mode the call is governed at: a call that
+// requests a lower mode than its capability's is evaluated at the
+// capability's, and a gate over tool.approval_mode holds it.
+func TestPerCallApprovalModeNotLowered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, lowValue, editPack(func(p *pack.Pack) {
+		p.PolicyLayer.ApprovalGates[0].When = json.RawMessage(`{"==":[{"var":"tool.approval_mode"},"destructive"]}`)
+	}))
+	for _, mode := range []runcontext.ApprovalMode{runcontext.ReadOnly, runcontext.Network, runcontext.Delegated} {
+		call := refundCall(1200)
+		call.ApprovalMode = mode
+		res, err := f.run.Call(ctx, call)
+		if err != nil || res.Status != gateway.StatusPaused || res.Approval == nil || res.Approval.GateID != "GATE_FINANCE_APPROVAL" {
+			t.Errorf("refund requesting %s = %s %+v, %v; want paused on GATE_FINANCE_APPROVAL", mode, res.Status, res.Error, err)
+		}
+	}
+	if n := f.payments.CallCount("issue_refund"); n != 0 {
+		t.Errorf("the refund reached the adapter (%d calls)", n)
+	}
+}
+
 // A write for which a per-call rule or gate cannot be judged (it reads an
 // argument the write does not carry) does not run: blocked,
 // runtime_policy_invalid, naming the gate and the argument. A read-only

@@ -25,8 +25,9 @@ const CodeCallerAssertedControl = "caller_asserted_control"
 //
 // The risk gate warns (CodeCallerAssertedControl) about each approval gate
 // that guards a write-class capability when that gate's when, the rules
-// that name the gate, and every deny rule read request.context.* and
-// nothing of tool.args: a refund gated on request.context.refund_amount
+// that name the gate, and every deny rule that can apply to it (a rule
+// whose applies_to names tool.capability_id applies only to those) read
+// request.context.* and nothing of tool.args: a refund gated on request.context.refund_amount
 // holds the call the caller described, not the call the model makes. The
 // fix is the per-call form: a when, or a rule naming the gate, over
 // tool.args.*, evaluated for each call at the gateway. A write-class
@@ -64,25 +65,49 @@ func ruleVars(r Rule) []string {
 // callerAssertedControls adds a CodeCallerAssertedControl warning for each
 // approval gate (and each ungated permission) guarding a write-class
 // capability whose controls read request.context and nothing of
-// tool.args (see Warnings).
+// tool.args (see Warnings). A rule whose applies_to names
+// tool.capability_id controls only the capabilities it names: its reads
+// of another capability's arguments bind nothing of this one.
 func (v *validator) callerAssertedControls() {
 	p := v.p
-	var denyReads []string
-	var gateRules = map[string][]string{} // gate id → the paths its rules read
+	type control struct {
+		reads []string
+		caps  []string // applies_to tool.capability_id; nil: every capability
+	}
+	var deny []control
+	gateRules := map[string][]control{} // gate id → the rules naming it
 	for _, b := range p.PolicyLayer.PolicyBundles {
 		for _, r := range b.PolicyDSL.Rules {
+			c := control{reads: ruleVars(r)}
+			if x, ok := r.AppliesTo["tool.capability_id"]; ok {
+				c.caps = appliesValues(x)
+				if c.caps == nil {
+					c.caps = []string{} // applies to no capability
+				}
+			}
 			for _, e := range []*Effect{r.Then, r.Else} {
 				if e == nil {
 					continue
 				}
 				if e.Allow != nil && !*e.Allow {
-					denyReads = append(denyReads, ruleVars(r)...)
+					deny = append(deny, c)
 				}
 				if g := e.RequiresApprovalGate; g != "" {
-					gateRules[g] = append(gateRules[g], ruleVars(r)...)
+					gateRules[g] = append(gateRules[g], c)
 				}
 			}
 		}
+	}
+	// readsFor returns the paths the controls that can apply to capability
+	// id read.
+	readsFor := func(id string, cs []control) []string {
+		var out []string
+		for _, c := range cs {
+			if c.caps == nil || slices.Contains(c.caps, id) {
+				out = append(out, c.reads...)
+			}
+		}
+		return out
 	}
 	guarded := map[string][]Permission{} // gate id → the write-class permissions it guards
 	for i, q := range p.ToolingLayer.Permissions {
@@ -97,7 +122,7 @@ func (v *validator) callerAssertedControls() {
 		if q.Mode(*a) == runcontext.Destructive {
 			continue // refused by the risk gate (CodeDestructiveWithoutGate)
 		}
-		if ctx, ok := callerAsserted(denyReads); ok {
+		if ctx, ok := callerAsserted(readsFor(q.CapabilityID(), deny)); ok {
 			v.add(GateRisk, CodeCallerAssertedControl, idx("tooling_layer.permissions", i),
 				"write-class capability %s (%s) has no approval gate, and the deny rules that guard it read only caller-asserted request.context (%s) and nothing of the call's arguments; bind it to the call: give permission %s a requires_approval_gate whose when reads %s, or add a rule over tool.args.*",
 				q.CapabilityID(), q.Mode(*a), strings.Join(ctx, ", "), q.PermissionID, argsExample(q))
@@ -108,11 +133,22 @@ func (v *validator) callerAssertedControls() {
 		if len(perms) == 0 || v.gateAt[g.GateID] != gi {
 			continue
 		}
-		reads := slices.Concat(exprVars(g.When), gateRules[g.GateID], denyReads)
-		ctx, ok := callerAsserted(reads)
-		if !ok {
+		// The gate is warned about when, for a capability it guards, its
+		// when, the rules naming it and the deny rules read only
+		// request.context.
+		var ctx []string
+		when := exprVars(g.When)
+		for _, q := range perms {
+			id := q.CapabilityID()
+			if c, ok := callerAsserted(slices.Concat(when, readsFor(id, gateRules[g.GateID]), readsFor(id, deny))); ok {
+				ctx = append(ctx, c...)
+			}
+		}
+		if ctx == nil {
 			continue
 		}
+		slices.Sort(ctx)
+		ctx = slices.Compact(ctx)
 		caps := make([]string, len(perms))
 		for i, q := range perms {
 			caps[i] = q.CapabilityID() + " (" + string(q.Mode(*v.adapters[q.AdapterID])) + ")"

@@ -45,6 +45,18 @@ func TestWarningsCallerAssertedControl(t *testing.T) {
 			p.ToolingLayer.Permissions[2].RequiresApprovalGate = ""
 		}, []pack.Problem{{Gate: "risk", Code: "caller_asserted_control", Path: "tooling_layer.permissions[2]",
 			Message: "write-class capability adp_payments.issue_refund (local_write) has no approval gate, and the deny rules that guard it read only caller-asserted request.context (identity_verified) and nothing of the call's arguments; bind it to the call: give permission p_issue_refund a requires_approval_gate whose when reads tool.args.amount_inr, or add a rule over tool.args.*"}}},
+		{"a deny rule over another capability's arguments does not bind the refund", func(p *pack.Pack) {
+			r := &p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules
+			*r = append(*r, pack.Rule{RuleID: "R_LOOKUP_OWN_ORDERS", AppliesTo: map[string]any{"tool.capability_id": "adp_orders.lookup"},
+				If:   rawJSON(`{"==": [{"var": "tool.args.order_id"}, "ord_blocked"]}`),
+				Then: &pack.Effect{Allow: ptr(false), Reason: "blocked order"}, Rationale: "A blocked order is not looked up."})
+		}, []pack.Problem{seedWarning}},
+		{"a deny rule over the refund's own arguments binds it", func(p *pack.Pack) {
+			r := &p.PolicyLayer.PolicyBundles[0].PolicyDSL.Rules
+			*r = append(*r, pack.Rule{RuleID: "R_REFUND_CAP", AppliesTo: map[string]any{"tool.capability_id": []any{"adp_orders.lookup", "adp_payments.issue_refund"}},
+				If:   rawJSON(`{">": [{"var": "tool.args.amount_inr"}, 3000]}`),
+				Then: &pack.Effect{Allow: ptr(false), Reason: "above the cap"}, Rationale: "Refunds above 3000 are denied."})
+		}, nil},
 		{"a denied permission is not surfaced", func(p *pack.Pack) {
 			p.ToolingLayer.Permissions[2].Allow = false
 		}, nil},

@@ -78,7 +78,9 @@ func NewDocument(in runcontext.Input, rc *runcontext.RunContext) Document {
 }
 
 // WithTool returns a copy of d (sharing its members) with the tool member
-// of a per-call evaluation at the gateway.
+// of a per-call evaluation at the gateway; mode is the mode the call is
+// governed at (the gateway passes the capability's effective mode, or the
+// requested one when higher).
 func (d Document) WithTool(capabilityID string, args map[string]any, mode runcontext.ApprovalMode) Document {
 	out := make(Document, len(d)+1)
 	for k, v := range d {

@@ -199,8 +199,9 @@ type Gate struct {
 // which applies per call; in a per-call evaluation, one that reads an
 // argument the call does not carry. A skipped rule has no decision and a
 // skipped gate's when does not activate it. The gateway refuses a
-// write-class call whose evaluation skipped anything (fail closed) and
-// lets a read-only one go on without it.
+// write-class call whose evaluation skipped anything (fail closed), and a
+// read-only one whose evaluation skipped the gate its permission names or
+// a rule naming that gate; other skips let a read-only call go on.
 type Skipped struct {
 	// BundleID and RuleID name a rule; GateID a gate.
 	BundleID, RuleID, GateID string

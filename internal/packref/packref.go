@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // ErrUnpinned reports a ref without an exact MAJOR.MINOR.PATCH version: no
@@ -79,8 +81,13 @@ func idByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
 }
 
+// quote is s quoted for an error message, or "ref" when it is too long to
+// quote or holds a secret (an error never echoes one).
 func quote(s string) string {
 	if len(s) > 80 {
+		return "ref"
+	}
+	if _, found := sensitive.Detect(s, sensitive.Secrets); found {
 		return "ref"
 	}
 	return strconv.Quote(s)

@@ -41,10 +41,17 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want ErrUnpinned", in, err)
 		}
 	}
-	// A long ref is not echoed in the message.
+	// A long ref is not echoed in the message, nor a ref that holds a
+	// secret (a key pasted where a ref belongs).
 	_, err := Parse(strings.Repeat("x", 100) + "@1")
 	if strings.Contains(err.Error(), strings.Repeat("x", 100)) {
 		t.Errorf("long ref echoed: %v", err)
+	}
+	const key = "sk_live_51HyQ2mPACKREFsecret00001"
+	for _, in := range []string{"ctxpack.support@" + key, key + "@1.0", "ctxpack.support@1.0.0 Bearer " + key} {
+		if _, err := Parse(in); err == nil || strings.Contains(err.Error(), key) {
+			t.Errorf("Parse(a ref holding a key) = %v; want an error that does not echo it", err)
+		}
 	}
 }
 

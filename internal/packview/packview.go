@@ -32,3 +32,25 @@ func EffectivePermissions(p *pack.Pack) map[string]pack.Permission {
 	}
 	return out
 }
+
+// UnboundGates returns the ids of p's approval gates that no governing
+// permission names (requires_approval_gate of a value of perms, which is
+// EffectivePermissions(p)), in declaration order. Such a gate guards no
+// capability of its own: when it is active it holds every write-class
+// call, so that a gate the policy activates never holds nothing.
+func UnboundGates(p *pack.Pack, perms map[string]pack.Permission) []string {
+	var out []string
+	for _, g := range p.PolicyLayer.ApprovalGates {
+		bound := false
+		for _, q := range perms {
+			if q.RequiresApprovalGate == g.GateID {
+				bound = true
+				break
+			}
+		}
+		if !bound {
+			out = append(out, g.GateID)
+		}
+	}
+	return out
+}

@@ -48,3 +48,21 @@ func TestEffectivePermissionsDenyWins(t *testing.T) {
 		})
 	}
 }
+
+// A gate is unbound when no governing permission names it: one named only
+// by a denied permission, or by none, guards no capability of its own.
+func TestUnboundGates(t *testing.T) {
+	t.Parallel()
+	gates := []pack.ApprovalGate{{GateID: "G_REFUND"}, {GateID: "G_ORPHAN"}, {GateID: "G_DENIED_ONLY"}}
+	p := &pack.Pack{}
+	p.PolicyLayer.ApprovalGates = gates
+	p.ToolingLayer.Permissions = []pack.Permission{
+		{PermissionID: "p_refund", AdapterID: "adp_payments", Capability: "issue_refund", Allow: true, RequiresApprovalGate: "G_REFUND"},
+		{PermissionID: "p_void", AdapterID: "adp_payments", Capability: "void", Allow: true, RequiresApprovalGate: "G_DENIED_ONLY"},
+		{PermissionID: "p_no_void", AdapterID: "adp_payments", Capability: "void"},
+	}
+	got := packview.UnboundGates(p, packview.EffectivePermissions(p))
+	if diff := cmp.Diff([]string{"G_ORPHAN", "G_DENIED_ONLY"}, got); diff != "" {
+		t.Errorf("UnboundGates (-want +got):\n%s", diff)
+	}
+}

@@ -2,8 +2,10 @@
 // services: an approver with the run's requester, one reviewer with
 // another. Two names are the same principal when their canonical forms
 // are equal: Unicode NFKC, with format characters (zero-width spaces and
-// joiners, bidirectional controls, the byte-order mark, soft hyphens)
-// and surrounding white space removed, and case folded. A name that only
+// joiners, bidirectional controls, the byte-order mark, soft hyphens),
+// control characters, variation selectors and the other default-ignorable
+// code points (the combining grapheme joiner, Hangul fillers, …) and
+// surrounding white space removed, and case folded. A name that only
 // looks different ("usr_771" followed by a zero-width space, a
 // full-width "ｕｓｒ_771", "USR_771") is the same principal.
 package principal
@@ -26,7 +28,7 @@ func Canonical(s string) string {
 		return strings.ToLower(strings.TrimSpace(s))
 	}
 	s = strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Cc, r) {
+		if unicode.In(r, unicode.Cf, unicode.Cc, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) {
 			return -1
 		}
 		return r

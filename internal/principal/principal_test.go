@@ -9,15 +9,20 @@ func TestSame(t *testing.T) {
 		want bool
 	}{
 		{"usr_771", "usr_771", true},
-		{"usr_771", "usr_771\u200b", true}, // zero-width space
-		{"usr_771", "\u200dusr_771", true}, // zero-width joiner
-		{"usr_771", "usr_\u202e771", true}, // right-to-left override
-		{"usr_771", "\ufeffusr_771", true}, // byte-order mark
-		{"usr_771", "usr\u00ad_771", true}, // soft hyphen
-		{"usr_771", "ｕｓｒ_７７１", true},       // full-width forms (NFKC)
-		{"usr_771", "USR_771", true},       // case
-		{"usr_771", " usr_771\t", true},    // surrounding space
-		{"Straße", "STRASSE", true},        // full case folding
+		{"usr_771", "usr_771\u200b", true},     // zero-width space
+		{"usr_771", "\u200dusr_771", true},     // zero-width joiner
+		{"usr_771", "usr_\u202e771", true},     // right-to-left override
+		{"usr_771", "\ufeffusr_771", true},     // byte-order mark
+		{"usr_771", "usr\u00ad_771", true},     // soft hyphen
+		{"usr_771", "ｕｓｒ_７７１", true},           // full-width forms (NFKC)
+		{"usr_771", "USR_771", true},           // case
+		{"usr_771", " usr_771\t", true},        // surrounding space
+		{"Straße", "STRASSE", true},            // full case folding
+		{"usr_771", "usr_771\ufe0f", true},     // variation selector
+		{"usr_771", "usr\u034f_771", true},     // combining grapheme joiner
+		{"usr_771", "usr_771\u3164", true},     // Hangul filler
+		{"usr_771", "usr_\u115f771", true},     // Hangul choseong filler
+		{"usr_771", "usr_771\U000e0101", true}, // variation selector supplement
 		{"usr_771", "usr_772", false},
 		{"usr_771", "usr 771", false},
 		{"", "", false}, // an absent name matches nobody
