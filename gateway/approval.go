@@ -22,6 +22,9 @@ type ApprovalRequest struct {
 	ToolCallID           string    `json:"tool_call_id"`
 	IdempotencyKey       string    `json:"idempotency_key,omitempty"`
 	RequestedAt          time.Time `json:"requested_at"`
+	// AllowSelfApproval is the gate's rule: the run's requesting user may
+	// approve (when they hold ApproverRole). False: someone else must.
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // Approval answers an ApprovalRequest.

@@ -170,6 +170,34 @@ func TestDecisionRules(t *testing.T) {
 	post(lead2, runID, "GATE_FINANCE_APPROVAL", approve).problem(t, http.StatusConflict, server.CodeAlreadyDecided)
 }
 
+// The service follows the gate's self-approval rule as the gateway does:
+// on a gate that allows it, the run's user lists and approves its own
+// run (202, the run ends DECIDED with the user as approver); the role is
+// still needed. On a gate that does not, the same approval is 403
+// (TestDecisionRules).
+func TestSelfApprovalAllowedByTheGate(t *testing.T) {
+	e := newEnv(t, &envOptions{pack: selfApprovalPack(t)})
+	runID := e.startPaused("req_self_1")
+	r := e.do("GET", "/v1/approvals", e.token(requester), nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), runID) || !strings.Contains(string(r.body), `"allow_self_approval":true`) {
+		t.Fatalf("the user's list lacks its own run on a gate that allows self-approval: %d %s", r.status, r.body)
+	}
+	e.decide(runID, who{"USR_771", tenant, []string{"support_agent"}}, server.DecisionApprove, "").problem(t, http.StatusForbidden, server.CodeForbidden)
+	r = e.decide(runID, requester, server.DecisionApprove, "my own refund, allowed")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("self-approval on a gate that allows it: %d %s", r.status, r.body)
+	}
+	ended := e.waitEnded(runID)
+	if ended["status"] != "DECIDED" {
+		t.Fatalf("run ended %v: %v", ended["status"], ended["decision_record"])
+	}
+	approvals := ended["decision_record"].(map[string]any)["approvals"].([]any)
+	if len(approvals) != 1 || approvals[0].(map[string]any)["approver"] != requester.sub {
+		t.Errorf("record approvals %v, want the user's own", approvals)
+	}
+	e.payments.AssertOneEffect(t, 1)
+}
+
 // A caller sees its tenant's runs and records only: another tenant's run,
 // events, records and verification are not found, and its lists are
 // empty.
