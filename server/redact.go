@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/sortedkeys"
 )
 
 // What the handler answers is redacted by every rule it knows (every
@@ -28,13 +31,100 @@ type redacted struct {
 // maxRedactedRecords bounds the cache.
 const maxRedactedRecords = 4096
 
+// redaction is how answers are redacted: every built-in rule and the
+// host's (a host rule of a built-in name replaces it). The built-in rules
+// the host keeps are merged into one rule finding all their kinds in one
+// pass (each kind is looked for as by its own rule, and base64-wrapped
+// data, which every built-in rule looks into, once instead of once per
+// rule); with the secret rule kept, secret-named members are redacted too.
+// Rules are deterministic, so what a string redacts to is remembered:
+// hashes, ids and names recur across a run's events, results and records.
+type redaction struct {
+	rules      []func(string) (string, bool)
+	secretKeys bool
+
+	mu   sync.Mutex
+	memo map[string]memoized
+}
+
+type memoized struct {
+	out     string
+	changed bool
+}
+
+// Bounds of the memo: strings longer than maxMemoString are not kept, and
+// the memo is emptied when it holds maxMemo strings.
+const (
+	maxMemoString = 512
+	maxMemo       = 1 << 14
+)
+
+func newRedaction(host map[string]gateway.Redactor) *redaction {
+	rd := &redaction{memo: map[string]memoized{}}
+	var kinds sensitive.Set
+	for _, name := range sensitive.RuleNames() {
+		if _, replaced := host[name]; replaced {
+			continue
+		}
+		set, _ := sensitive.Rule(name)
+		kinds |= set
+		if name == sensitive.SecretRule {
+			rd.secretKeys = true
+		}
+	}
+	if kinds != 0 {
+		rd.rules = append(rd.rules, func(s string) (string, bool) { return sensitive.Redact(s, kinds) })
+	}
+	for _, name := range sortedkeys.Of(host) {
+		rd.rules = append(rd.rules, host[name])
+	}
+	return rd
+}
+
+// redactString is one round of every rule over s, remembered.
+func (rd *redaction) redactString(s string) (string, bool) {
+	if len(s) > maxMemoString {
+		return rd.apply(s)
+	}
+	rd.mu.Lock()
+	m, ok := rd.memo[s]
+	rd.mu.Unlock()
+	if ok {
+		return m.out, m.changed
+	}
+	out, changed := rd.apply(s)
+	rd.mu.Lock()
+	if len(rd.memo) >= maxMemo {
+		clear(rd.memo)
+	}
+	rd.memo[s] = memoized{out, changed}
+	rd.mu.Unlock()
+	return out, changed
+}
+
+func (rd *redaction) apply(s string) (string, bool) {
+	changed := false
+	for _, r := range rd.rules {
+		var c bool
+		if s, c = r(s); c {
+			changed = true
+		}
+	}
+	return s, changed
+}
+
+// value redacts a JSON-shaped value (see gateway.RedactValue).
+func (rd *redaction) value(v any) (any, bool) {
+	return sensitive.RedactValue(v, []func(string) (string, bool){rd.redactString}, rd.secretKeys)
+}
+
 // redactJSON redacts a JSON document by every rule the handler knows.
 func (h *Handler) redactJSON(b []byte) json.RawMessage {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return json.RawMessage(`{}`)
 	}
-	if out, changed := gateway.RedactValue(v, h.rules); changed {
+	if out, changed := h.redaction.value(v); changed {
 		if rb, err := json.Marshal(out); err == nil {
 			return rb
 		}
@@ -121,19 +211,30 @@ func (h *Handler) event(ev contextos.Event, seen results) json.RawMessage {
 	if rec == nil && res == nil {
 		return raw
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	// The record and the result, redacted on their own, are spliced in
+	// (their bytes are not decoded and encoded again).
+	raw = bytes.TrimRight(raw, " \t\r\n")
+	if len(raw) < 2 || raw[len(raw)-1] != '}' {
 		return raw
 	}
+	out := make([]byte, 0, len(raw)+4096)
+	out = append(out, raw[:len(raw)-1]...)
 	if rec != nil {
-		m["record"] = h.record(rec)
+		out = appendMember(out, "record", h.record(rec))
 	}
 	if res != nil {
-		m["result"] = h.result(res, seen)
+		out = appendMember(out, "result", h.result(res, seen))
 	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return raw
+	return append(out, '}')
+}
+
+// appendMember appends the member name: v to the object dst holds open.
+func appendMember(dst []byte, name string, v json.RawMessage) []byte {
+	if dst[len(dst)-1] != '{' {
+		dst = append(dst, ',')
 	}
-	return out
+	dst = append(dst, '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return append(dst, v...)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,17 +107,17 @@ type Options struct {
 // approvals inbox and the health checks. Build one with New, mount it,
 // and Close it after the server stops accepting requests.
 type Handler struct {
-	rt      *contextos.Runtime
-	stores  Stores
-	o       Options
-	auth    Authenticator
-	ledger  *ledger
-	pending PendingLister
-	rules   []gateway.Redactor
-	cache   redacted
-	mux     *http.ServeMux
-	root    http.Handler
-	pages   pages
+	rt        *contextos.Runtime
+	stores    Stores
+	o         Options
+	auth      Authenticator
+	ledger    *ledger
+	pending   PendingLister
+	redaction *redaction
+	cache     redacted
+	mux       *http.ServeMux
+	root      http.Handler
+	pages     pages
 
 	base   context.Context
 	cancel context.CancelFunc
@@ -194,11 +193,7 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 	if h.pending == nil {
 		h.pending = runtimePending{rt: rt, runs: stores.Checkpoints}
 	}
-	known := gateway.BuiltinRedactors()
-	maps.Copy(known, o.Redactors)
-	for _, name := range sortedkeys.Of(known) {
-		h.rules = append(h.rules, known[name])
-	}
+	h.redaction = newRedaction(o.Redactors)
 	var err error
 	if h.pages, err = parsePages(); err != nil {
 		return nil, err
