@@ -48,7 +48,9 @@ func TestRedactionMatchesEveryRule(t *testing.T) {
 
 	keep := func(s string) (string, bool) { return s, false }
 	host := newRedaction(map[string]gateway.Redactor{"email": keep, "secret": keep,
-		"custom": func(s string) (string, bool) { return strings.ReplaceAll(s, "ACME", "[REDACTED]"), strings.Contains(s, "ACME") }})
+		"custom": func(s string) (string, bool) {
+			return strings.ReplaceAll(s, "ACME", "[REDACTED]"), strings.Contains(s, "ACME")
+		}})
 	got, _ := host.value(map[string]any{"email": "a.b@example.com", "db_password": "hunter2", "card": "4111111111111111", "org": "ACME corp"})
 	want := map[string]any{"email": "a.b@example.com", "db_password": "hunter2", "card": "[REDACTED]", "org": "[REDACTED] corp"}
 	if diff := cmp.Diff(want, got); diff != "" {
