@@ -113,6 +113,99 @@ func (rd *redaction) apply(s string) (string, bool) {
 	return s, changed
 }
 
+// changedBytes reports whether a round of the rules changes the string
+// b holds, remembered as redactString is.
+func (rd *redaction) changedBytes(b []byte) bool {
+	if len(b) <= maxMemoString {
+		rd.mu.Lock()
+		m, ok := rd.memo[string(b)] // no copy for a look-up
+		rd.mu.Unlock()
+		if ok {
+			return m.changed
+		}
+	}
+	_, changed := rd.redactString(string(b))
+	return changed
+}
+
+// clean reports whether redacting the JSON document b (as value does)
+// changes nothing, reading its strings in place: no string or key a rule
+// changes, no member a secret name makes redacted, no number long enough
+// to hold a card number. It answers false for what it does not read
+// (a document that is not valid JSON, an escaped string it cannot
+// decode): value then decides.
+func (rd *redaction) clean(b []byte) bool {
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			end, escaped := stringEnd(b, i)
+			if end < 0 {
+				return false
+			}
+			lit := b[i+1 : end]
+			if escaped {
+				var s string
+				if json.Unmarshal(b[i:end+1], &s) != nil {
+					return false
+				}
+				lit = []byte(s)
+			}
+			j := end + 1
+			for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+				j++
+			}
+			if j < len(b) && b[j] == ':' && rd.secretKeys && sensitive.IsSecretKey(string(lit)) {
+				return false // a member whose value a secret name redacts
+			}
+			if rd.changedBytes(lit) {
+				return false
+			}
+			i = end + 1
+		case c == '-' || c >= '0' && c <= '9':
+			// The integer part's digits: ten or more is at least 1e9,
+			// which may hold a card number; an exponent is left to value.
+			j, digits := i, 0
+			if b[j] == '-' {
+				j++
+			}
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+				digits++
+			}
+			if digits >= 10 {
+				return false
+			}
+			for j < len(b) && (b[j] == '.' || b[j] >= '0' && b[j] <= '9') {
+				j++
+			}
+			if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+				return false
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return true
+}
+
+// stringEnd returns the index of the quote closing the JSON string that
+// opens at b[i], and whether it holds an escape; -1 when it is not closed.
+func stringEnd(b []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j, escaped
+		}
+	}
+	return -1, escaped
+}
+
 // value redacts a JSON-shaped value (see gateway.RedactValue).
 func (rd *redaction) value(v any) (any, bool) {
 	return sensitive.RedactValue(v, []func(string) (string, bool){rd.redactString}, rd.secretKeys)
@@ -120,6 +213,9 @@ func (rd *redaction) value(v any) (any, bool) {
 
 // redactJSON redacts a JSON document by every rule the handler knows.
 func (h *Handler) redactJSON(b []byte) json.RawMessage {
+	if h.redaction.clean(b) {
+		return b
+	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return json.RawMessage(`{}`)

@@ -57,3 +57,25 @@ func TestRedactionMatchesEveryRule(t *testing.T) {
 		t.Errorf("host rules (-want +got):\n%s", diff)
 	}
 }
+
+// FuzzRedactionClean: a document clean says redaction leaves alone is
+// one value does not change.
+func FuzzRedactionClean(f *testing.F) {
+	for _, s := range []string{`{"a":"4111111111111111"}`, `{"n":12345678901.5}`, `{"n":1e19}`, `{"n":-4111111111111111}`, `{"ok":"x","m":[1,2.5,true,null]}`,
+		`{"api_key":""}`, `{"note":"\u0034111111111111111"}`, `{"k\u0065y":"v"}`, `{"db_password":0}`, `["a.b@example.com"]`, `{"x":"sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}`} {
+		f.Add([]byte(s))
+	}
+	rd := newRedaction(nil)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return
+		}
+		if !rd.clean(b) {
+			return
+		}
+		if _, changed := rd.value(v); changed {
+			t.Fatalf("clean says %s needs no redaction; value redacts it", b)
+		}
+	})
+}
