@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
@@ -78,6 +80,10 @@ type Options struct {
 	// Now is the clock (decisions' times, approval expiry). Default:
 	// time.Now. Keep it the runtime's clock.
 	Now func() time.Time
+	// TracerProvider makes a server span per request (OpenTelemetry's
+	// HTTP conventions: "POST /v1/runs", the route, the status). Give it
+	// the runtime's Options.TracerProvider. Default: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives a line per decision and per failure. Default:
 	// discard.
 	Logger *slog.Logger
@@ -300,6 +306,9 @@ func (h *Handler) routes() {
 		writeProblem(w, forbidden(RuleCrossOrigin, "a cross-origin request that changes state is refused"))
 	}))
 	h.root = cop.Handler(m)
+	if h.o.TracerProvider != nil {
+		h.root = traced(h.o.TracerProvider, h.root)
+	}
 }
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
