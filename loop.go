@@ -152,6 +152,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return nil, err
 			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
+			r.noteDenial(&step, &call)
 			r.observeCall(ctx, res)
 			r.notePrior(res)
 			if err != nil {
@@ -931,6 +932,7 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 				DecidedAt: res.Metadata.ApprovedAt, ToolCallID: res.ToolCallID, ApprovalID: res.Metadata.ApprovalID})
 		}
 	}
+	in.Approvals = append(in.Approvals, r.cp.Denials...)
 	if status == decision.Deferred && r.cp.Pending != nil {
 		a := r.cp.Pending
 		in.Awaiting = &decision.Awaiting{Kind: "approval", GateID: a.GateID, ApproverRole: a.ApproverRole, ToolCallID: a.ToolCallID,

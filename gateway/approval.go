@@ -38,6 +38,9 @@ type Approval struct {
 	DecidedAt    time.Time `json:"decided_at"`
 	// Denied records a refusal by the approver.
 	Denied bool `json:"denied,omitempty"`
+	// Reason is the approver's reason, if any. A denial's reason is kept
+	// in the run's decision record, redacted.
+	Reason string `json:"reason,omitempty"`
 }
 
 // action is what an approval binds to: a capability with its arguments,

@@ -345,7 +345,7 @@ func (h *Handler) resume(d *decisionEntry) {
 		h.seed(e)
 	}
 	a := gateway.Approval{ApprovalID: d.ApprovalID, GateID: d.GateID, ActionDigest: d.ActionDigest, Approver: d.Approver, ApproverRole: d.ApproverRole,
-		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny}
+		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny, Reason: h.redactText(d.Reason)}
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] {
 		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	})

@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/server"
 )
 
@@ -243,5 +245,47 @@ func otherTenant(req, rc map[string]any) {
 	rc["tenant_id"] = outsider.tenant
 	for _, link := range rc["agent"].(map[string]any)["principal_chain"].([]any) {
 		link.(map[string]any)["tenant_id"] = outsider.tenant
+	}
+}
+
+// A denial over the API is in the run's record as an approval is: the
+// gate, the deciding principal (the token's subject) and role, the time,
+// decision "denied" and the reason, its card number redacted in the
+// stored record itself.
+func TestDenialInTheRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	runID := e.startPaused("req_deny_rec_1")
+	e.clock.Advance(5 * time.Minute)
+	if r := e.decide(runID, lead, server.DecisionDeny, "card "+cardNumber+" is not the customer's"); r.status != http.StatusAccepted {
+		t.Fatalf("deny: %d %s", r.status, r.body)
+	}
+	ended := e.waitEnded(runID)
+	if ended["status"] != "ESCALATED" {
+		t.Fatalf("denied run ended %v", ended["status"])
+	}
+	recs, err := e.harness.Decisions.List(context.Background(), decision.Filter{RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var terminal *decision.Record
+	for _, r := range recs {
+		if r.Status == decision.Escalated {
+			terminal = r
+		}
+	}
+	if terminal == nil || len(terminal.Approvals) != 1 {
+		t.Fatalf("terminal record %+v", terminal)
+	}
+	a := terminal.Approvals[0]
+	if a.Decision != decision.ApprovalDenied || a.Approver != lead.sub || a.ApproverRole != "finance_lead" || a.GateID != "GATE_FINANCE_APPROVAL" ||
+		a.DecidedAt != "2026-05-04T09:36:00Z" || a.Reason != "card [REDACTED] is not the customer's" || a.ApprovalID == "" || a.ToolCallID == "" {
+		t.Errorf("stored denial %+v", a)
+	}
+	got := ended["decision_record"].(map[string]any)["approvals"].([]any)
+	if len(got) != 1 || got[0].(map[string]any)["decision"] != "denied" || got[0].(map[string]any)["approver"] != lead.sub {
+		t.Errorf("the run's record approvals %v", got)
+	}
+	if keys, _ := e.payments.Counts(); len(keys) != 0 {
+		t.Errorf("a denied refund reached payments %d times", len(keys))
 	}
 }

@@ -211,6 +211,15 @@ func (rd *redaction) value(v any) (any, bool) {
 	return sensitive.RedactValue(v, []func(string) (string, bool){rd.redactString}, rd.secretKeys)
 }
 
+// redactText redacts a text by every rule the handler knows.
+func (h *Handler) redactText(s string) string {
+	if v, changed := h.redaction.value(s); changed {
+		out, _ := v.(string)
+		return out
+	}
+	return s
+}
+
 // redactJSON redacts a JSON document by every rule the handler knows.
 func (h *Handler) redactJSON(b []byte) json.RawMessage {
 	if h.redaction.clean(b) {
