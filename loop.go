@@ -328,7 +328,9 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
-	plan, err := r.askPlanner(pctx, preq)
+	cctx, chat := r.startChat(pctx)
+	plan, err := r.askPlanner(cctx, preq)
+	chat.end(ctx, r, plan, err)
 	if err != nil {
 		var rp *replayedPlanError
 		var st stop
