@@ -45,6 +45,7 @@ type redaction struct {
 
 	mu   sync.Mutex
 	memo map[string]memoized
+	keys map[string]bool // member names: whether a secret name
 }
 
 type memoized struct {
@@ -60,7 +61,7 @@ const (
 )
 
 func newRedaction(host map[string]gateway.Redactor) *redaction {
-	rd := &redaction{memo: map[string]memoized{}}
+	rd := &redaction{memo: map[string]memoized{}, keys: map[string]bool{}}
 	var kinds sensitive.Set
 	for _, name := range sensitive.RuleNames() {
 		if _, replaced := host[name]; replaced {
@@ -128,6 +129,28 @@ func (rd *redaction) changedBytes(b []byte) bool {
 	return changed
 }
 
+// secretKey is sensitive.IsSecretKey of a member name, remembered: names
+// recur in every document.
+func (rd *redaction) secretKey(name []byte) bool {
+	rd.mu.Lock()
+	secret, ok := rd.keys[string(name)]
+	rd.mu.Unlock()
+	if ok {
+		return secret
+	}
+	s := string(name)
+	secret = sensitive.IsSecretKey(s)
+	if len(s) <= maxMemoString {
+		rd.mu.Lock()
+		if len(rd.keys) >= maxMemo {
+			clear(rd.keys)
+		}
+		rd.keys[s] = secret
+		rd.mu.Unlock()
+	}
+	return secret
+}
+
 // clean reports whether redacting the JSON document b (as value does)
 // changes nothing, reading its strings in place: no string or key a rule
 // changes, no member a secret name makes redacted, no number long enough
@@ -155,7 +178,7 @@ func (rd *redaction) clean(b []byte) bool {
 			for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
 				j++
 			}
-			if j < len(b) && b[j] == ':' && rd.secretKeys && sensitive.IsSecretKey(string(lit)) {
+			if j < len(b) && b[j] == ':' && rd.secretKeys && rd.secretKey(lit) {
 				return false // a member whose value a secret name redacts
 			}
 			if rd.changedBytes(lit) {

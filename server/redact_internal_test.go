@@ -79,3 +79,22 @@ func FuzzRedactionClean(f *testing.F) {
 		}
 	})
 }
+
+// writeView writes what json.Marshal writes of a view.
+func TestWriteViewIsMarshal(t *testing.T) {
+	for _, v := range []*runView{
+		{RunID: "run_<1>", TenantID: "t&", State: StateEnded, Status: "DECIDED", Record: json.RawMessage(`{"a":"\u003cb\u003e"}`),
+			ToolResults: []json.RawMessage{json.RawMessage(`{"x":1}`), json.RawMessage(`[]`)}, Events: []json.RawMessage{},
+			PendingApprovals: []*gateway.ApprovalRequest{{GateID: "G", TTLSeconds: 5}}},
+		{RunID: "r", State: StatePaused},
+	} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.appendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("appendJSON = %s, %v\njson.Marshal %s", got, err, want)
+		}
+	}
+}
