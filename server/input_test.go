@@ -288,4 +288,10 @@ func TestDenialInTheRecord(t *testing.T) {
 	if keys, _ := e.payments.Counts(); len(keys) != 0 {
 		t.Errorf("a denied refund reached payments %d times", len(keys))
 	}
+	// The inbox's records page says who denied it, and why.
+	r := e.do("GET", "/inbox/runs/"+runID+"/records", e.token(lead), nil)
+	want := `GATE_FINANCE_APPROVAL <span data-testid="denied">denied</span> by <strong>user_finance_lead_77</strong> (finance_lead) at 2026-05-04T09:36:00Z — “card [REDACTED] is not the customer&#39;s”`
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), want) || strings.Contains(string(r.body), cardNumber) {
+		t.Errorf("records page %d lacks %s:\n%s", r.status, want, r.body)
+	}
 }
