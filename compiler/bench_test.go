@@ -118,3 +118,32 @@ func BenchmarkPrepareScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompileDigestFloor is the digests alone that a compile of the
+// canonical scenario computes: request_hash, run_context_hash,
+// evidence_hash, memory_hash, compiled_context_hash and ledger_hash (the
+// last two through Verify). BenchmarkCompileCanonical over this is what
+// the compile costs beyond its own hashes.
+func BenchmarkCompileDigestFloor(b *testing.B) {
+	s := canonicalScenario(b)
+	cc := s.compile(b)
+	ev, err := s.opts.Evidence.Evidence(ctx, compiler.EvidenceQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem, err := s.opts.Memory.Recall(ctx, compiler.MemoryQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, v := range []any{s.req, s.rc, ev, mem} {
+			if _, err := canon.Digest(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := cc.Verify(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
