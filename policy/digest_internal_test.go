@@ -5,6 +5,7 @@ import (
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/fixture"
+	"github.com/contextos/contextos/internal/logic"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -49,5 +50,23 @@ func TestDataDigestIsDigestOfReadMap(t *testing.T) {
 				t.Errorf("rule %s: dataDigest = %s, %v; the map's digest is %s", pr.rule.RuleID, got, err, want)
 			}
 		}
+	}
+}
+
+// A variable name with no canonical order of its own (invalid UTF-8,
+// which a decoded expression never holds) takes the map's general path.
+func TestDataDigestInvalidUTF8Name(t *testing.T) {
+	pr := &prepared{info: logic.Info{Vars: []string{"user.role", "a\xff"}}}
+	pr.reads, pr.readsOK = canon.NewMembers(pr.info.Vars)
+	if pr.readsOK {
+		t.Fatal("NewMembers accepted a name that is not valid UTF-8")
+	}
+	d := Document{"user": map[string]any{"role": "agent"}}
+	want, err := canon.Digest(map[string]any{"user.role": "agent", "a\xff": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pr.dataDigest(d); err != nil || got != want {
+		t.Errorf("dataDigest = %s, %v; want %s", got, err, want)
 	}
 }
