@@ -1,4 +1,4 @@
-package contextos
+package engine
 
 import (
 	"context"

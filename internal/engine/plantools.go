@@ -1,4 +1,4 @@
-package contextos
+package engine
 
 import (
 	"bytes"
@@ -169,7 +169,7 @@ type PlanDelta struct {
 }
 
 // Streaming reports whether the run is streamed (Runtime.Stream or
-// Runtime.StreamResume), so Emit reaches a consumer. A planner may stream
+// Runtime.ResumeStream), so Emit reaches a consumer. A planner may stream
 // from its model either way; its plan must not depend on this.
 func (r *PlanRequest) Streaming() bool { return r != nil && r.deltas != nil }
 
