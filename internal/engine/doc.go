@@ -13,8 +13,8 @@
 //     (longrun.go) and takeovers of a run whose runtime died
 //     (takeover.go), the pending approvals and the pause hook (pending.go,
 //     pausehook.go);
-//   - Replay (replayrun.go): a packet is re-run on a Runtime built for
-//     replay, with the recorded planner, the playback adapters, the
+//   - Replay (replayrun.go): a packet is re-run on a Runtime in
+//     ModeReplay, with the recorded planner, the playback adapters, the
 //     packet's clock and compiled form, and fresh in-memory stores;
 //   - what guards every run: plug-in panics (guard.go), identity claims
 //     (identity.go), secrets kept out of what a run stores and logs

@@ -81,7 +81,7 @@ func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) (err erro
 	// replay re-runs a recorded run on any pack it was recorded with.
 	use := pack.UseExecute
 	switch {
-	case r.rt.isReplay:
+	case r.rt.mode == ModeReplay:
 		use = pack.UseReplay
 	case chain != nil:
 		use = pack.UseResume
@@ -103,7 +103,7 @@ func (r *run) setupRun(ctx context.Context, chain *gateway.ChainState) (err erro
 	}
 	// A replay re-runs a recorded run offline, with no live effect: a run
 	// recorded without a claim was waived when it ran, and is again.
-	if !r.rt.opts.Identity.AllowUnclaimed && !r.rt.isReplay {
+	if !r.rt.opts.Identity.AllowUnclaimed && r.rt.mode != ModeReplay {
 		r.rt.opts.Logger.Warn("identity claim required", "run_id", r.rc.RunID, "tenant_id", r.rc.TenantID, "approval_mode", string(mode))
 		return fmt.Errorf("contextos: run %s may do %s work and carries no identity claim (Options.Identity.AllowUnclaimed waives it): %w",
 			r.rc.RunID, mode, &runcontext.ClaimError{Field: "identity_claim", Reason: "missing"})

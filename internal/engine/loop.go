@@ -514,8 +514,8 @@ func budgetDimension(res *gateway.ToolResultEnvelope) string {
 func (r *run) interrupted(ctx context.Context) stop {
 	n := r.cp.Checks
 	r.cp.Checks++
-	if r.rt.isReplay {
-		for _, in := range r.rt.replayInterrupts {
+	if r.rt.mode == ModeReplay {
+		for _, in := range r.rt.replayed.interrupts {
 			if in.Check == n {
 				return stop{kind: stopCanceled, why: in.Reason}
 			}
@@ -857,7 +857,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 // capture decides whether to keep a replay packet: failed runs always;
 // others by the sample rate, by run id.
 func (r *run) capture(rec *decision.Record) bool {
-	if r.rt.isReplay {
+	if r.rt.mode == ModeReplay {
 		return false
 	}
 	if rec.Status == decision.Rejected || rec.Status == decision.Escalated {

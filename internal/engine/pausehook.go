@@ -11,7 +11,7 @@ import (
 // the pending approval as PendingApprovals describes it. A replay is not
 // a pause, and a hook that fails or panics does not change the run.
 func (rt *Runtime) notifyPause(ctx context.Context, cp *checkpointState) {
-	if rt.opts.OnPause == nil || rt.isReplay || cp.Pending == nil {
+	if rt.opts.OnPause == nil || rt.mode == ModeReplay || cp.Pending == nil {
 		return
 	}
 	defer func() {

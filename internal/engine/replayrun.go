@@ -80,7 +80,7 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 
 	// A run taken over stops where its runtime died (the takeover point
 	// the takeover continued from), and the replay takes it over there.
-	rp.replayStopAt = takeoverPoint(p, 0)
+	rp.replayed.stopAt = takeoverPoint(p, 0)
 	res, err := rp.Invoke(ctx, req, &rc)
 	for i := 0; i < len(p.Resumes); i++ {
 		rs := p.Resumes[i]
@@ -100,7 +100,7 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 				break
 			}
 		}
-		rp.replayStopAt = takeoverPoint(p, i+1)
+		rp.replayed.stopAt = takeoverPoint(p, i+1)
 		next, rerr := rp.Resume(ctx, rc.RunID, ResumeInput{Approvals: rs.Approvals, Budget: rs.Budget, Takeover: rs.Takeover != nil})
 		if errors.Is(rerr, ErrNotResumable) || errors.Is(rerr, ErrResumeInput) {
 			ended := "paused or stopped"
@@ -184,7 +184,8 @@ func (rt *Runtime) takeRecordedEntries(ctx context.Context, runID string, p *rep
 	return nil
 }
 
-// replayRuntime is the runtime a replay of p runs on: rt's options, with
+// replayRuntime is the runtime a replay of p runs on, in ModeReplay: rt's
+// options, with
 // the recorded planner, the playback adapter in place of every registered
 // adapter, the gateway options of a live run with the replay's overrides
 // (replayGatewayOptions), the pinned evidence and memory in place of the
@@ -224,10 +225,8 @@ func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback
 	if err != nil {
 		return nil, err
 	}
-	rp.isReplay = true
-	rp.replayHash = p.CompiledContextHash
-	rp.replayClock = playback.PlaybackClock(p.Clock)
-	rp.replayInterrupts = p.Interrupts
+	rp.mode = ModeReplay
+	rp.replayed = &replaySource{hash: p.CompiledContextHash, clock: playback.PlaybackClock(p.Clock), interrupts: p.Interrupts}
 	return rp, nil
 }
 

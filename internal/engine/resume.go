@@ -332,8 +332,8 @@ func resumeBudget(prev, in runcontext.RunBudget) runcontext.RunBudget {
 // clockFor is the per-run clock: recording for live runs, the packet's
 // readings for a replay.
 func (rt *Runtime) clockFor(string) *playback.Clock {
-	if rt.replayClock != nil {
-		return rt.replayClock
+	if rt.mode == ModeReplay {
+		return rt.replayed.clock
 	}
 	return playback.RecordingClock(rt.opts.Now)
 }

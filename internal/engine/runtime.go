@@ -37,115 +37,37 @@ import (
 // check it through contract_meta.compatibility.requires.runtime.
 const RuntimeContractVersion = pack.RuntimeContractVersion
 
-// Options tunes a Runtime. The zero value is ready to use: in-memory
-// stores, a no-op tracer and meter, a discarding logger, the wall clock. The
-// in-memory checkpoint, decision and packet stores keep everything for the
-// life of the process (the default transcript keeps the last
-// 10,000 runs): they suit tests and
-// development; a production host plugs in durable stores.
+// Options tunes a Runtime: contextos.Options, which documents each field.
+// The root converts its Options to this type, so the two keep the same
+// fields, in the same order, of the same types (a difference does not
+// compile). Defaults are filled by New (newRuntime).
 type Options struct {
-	// Adapters are the tool adapters the gateway may call.
-	Adapters []gateway.Registration
-	// Gateway tunes the gateway (idempotency store, approval log,
-	// redactors, logger). Its clock, tracer provider and transcript are
-	// the runtime's: set Now, TracerProvider and Transcripts here; New
-	// refuses Gateway.Now, Gateway.TracerProvider and Gateway.Transcript
-	// with ErrConfig rather than overwrite them. The names of its
-	// Redactors become known to pack validation
-	// (pack.ValidateOptions).
-	Gateway gateway.Options
-	// Transcripts receives every run's tool-call transcript and reads it
-	// back (a failed run is always captured for replay from it, and a
-	// takeover continues its chain). Default: the gateway's in-memory
-	// transcript, which keeps the last gateway.DefaultMemoryTranscriptRuns
-	// runs.
-	Transcripts TranscriptStore
-	// Critic, when set, runs after the built-in critic and can only make a
-	// verdict stricter.
-	Critic Critic
-	// Memory recalls promoted memories and receives proposals.
-	Memory MemoryStore
-	// Evidence retrieves evidence for compilation.
-	Evidence compiler.EvidenceSource
-	// Checkpoints persists paused and long-running runs. Default: in memory.
-	Checkpoints CheckpointStore
-	// HeartbeatTTL is how long the claim of a runtime continuing a run
-	// lasts, counted on the checkpoint store's clock from the claim's
-	// last save; a takeover before then is refused (ErrLeaseHeld). A
-	// long_running run renews it with each heartbeat; any run renews it
-	// before a planner turn, a tool call or its terminal record once half
-	// of it has passed. Keep it above twice the longest planner call, tool
-	// call or store write. Default: 10 minutes.
-	HeartbeatTTL time.Duration
-	// Decisions stores the records. Default: in memory (a host that reads
-	// records back beyond each Result's passes its store here).
-	Decisions decision.Store
-	// Replays stores captured replay packets. Default: in memory.
-	Replays PacketStore
-	// ReplaySampleRate is the share of runs captured for replay besides the
-	// failed ones (0 to 1; sampling is by run id, so it is deterministic).
-	ReplaySampleRate float64
-	// TracerProvider makes the spans. Default: no-op.
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the operational metrics (seed 003: compile
-	// results and latency, tool-surface size, policy rule evaluations,
-	// bucket truncations, required-evidence resolution, replay
-	// determinism, runs by status, gateway call latency, refusals), made
-	// once per Runtime under the scope "github.com/contextos/contextos".
-	// Attributes are pack refs, intents and names the packs declare, never
-	// tenant, subject, request or run ids, amounts or arguments. Default:
-	// no-op (nothing is measured, and the clock is not read for it).
-	MeterProvider metric.MeterProvider
-	// Logger receives one line per stage, with the built-in secret
-	// detectors applied to its message and attributes. Default: discard.
-	Logger *slog.Logger
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
-	// NewRunID makes run ids when the host RunContext has none. Default:
-	// derived from tenant and request id.
-	NewRunID func(req *runcontext.InvokeRequest) (string, error)
-	// DefaultSafetyMode applies when the host RunContext sets none.
-	// Default: read_only.
+	Adapters          []gateway.Registration
+	Gateway           gateway.Options
+	Transcripts       TranscriptStore
+	Critic            Critic
+	Memory            MemoryStore
+	Evidence          compiler.EvidenceSource
+	Checkpoints       CheckpointStore
+	HeartbeatTTL      time.Duration
+	Decisions         decision.Store
+	Replays           PacketStore
+	ReplaySampleRate  float64
+	TracerProvider    trace.TracerProvider
+	MeterProvider     metric.MeterProvider
+	Logger            *slog.Logger
+	Now               func() time.Time
+	NewRunID          func(req *runcontext.InvokeRequest) (string, error)
 	DefaultSafetyMode runcontext.ApprovalMode
-	// Tokenizer counts compiled-block tokens. Default: the estimate.
-	Tokenizer compiler.Tokenizer
-	// RuntimeVersion is checked against packs' requires.runtime. Default:
-	// RuntimeContractVersion.
-	RuntimeVersion string
-	// Ontologies are the ontology versions the host declares,
-	// "namespace@version" with a semantic version (1.10.0 is later than
-	// 1.9.0). A pack's ontology must be declared here; the highest version
-	// is the host's "ontology" for packs' compatibility.requires.
-	Ontologies []string
-	// Overlays are the declared environment overlays of this runtime's
-	// environment (pack.DecodeOverlay): each applies to the pack its base
-	// names, whenever a run uses that pack, and the run's ledger records
-	// it (packs[].overlay: id, environment, digest). Overlays only
-	// constrain (pack.ApplyOverlay refuses one that expands power); two
-	// for the same pack are refused.
-	Overlays []*pack.Overlay
-	// KnowledgeSnapshot pins the knowledge-graph snapshot of evidence.
+	Tokenizer         compiler.Tokenizer
+	RuntimeVersion    string
+	Ontologies        []string
+	Overlays          []*pack.Overlay
 	KnowledgeSnapshot string
-	// Policy bounds each JsonLogic evaluation of a pack's policy rules and
-	// gate conditions (operations and bytes built); a rule over the budget
-	// fails closed with policy.ErrBudget naming it. Zero: the defaults of
-	// policy.Options.
-	Policy policy.Options
-	// MaxTurns bounds planner turns per run (a loop guard). Default: 16.
-	MaxTurns int
-	// Identity verifies agents' identity claims and says when a run must
-	// carry one (see IdentityOptions). The zero value requires a claim of
-	// every run whose packs allow delegated or destructive work and, having
-	// no keys, refuses every claim.
-	Identity IdentityOptions
-	// OnPause, when set, is told of each pause on an approval gate once
-	// the pause is persisted (checkpoint saved, DEFERRED record stored),
-	// with the pending approval as PendingApprovals lists it (arguments
-	// redacted), so a host can notify approvers. It runs on the run's
-	// goroutine before Invoke or Resume returns, so it must not block;
-	// it cannot change the run, and its panic is recovered and logged. A
-	// replay never calls it.
-	OnPause func(ctx context.Context, p PendingApproval)
+	Policy            policy.Options
+	MaxTurns          int
+	Identity          IdentityOptions
+	OnPause           func(ctx context.Context, p PendingApproval)
 }
 
 // TranscriptStore is where the gateway appends each run's transcript and
@@ -249,17 +171,46 @@ type Runtime struct {
 	mu       sync.Mutex
 	prepared map[string]*compiler.Prepared
 
-	// Set on the runtimes Replay builds.
-	isReplay bool
-	// replayHash is the compiled_context_hash the replayed packet pins: a
+	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
+	// the runtimes Replay builds, whose replayed says what of the packet
+	// they reproduce (nil in ModeLive).
+	mode     Mode
+	replayed *replaySource
+}
+
+// Mode is what a Runtime's runs are. The engine runs a run the same way in
+// either mode; the mode decides where the run's inputs come from and
+// which of its effects are kept.
+type Mode int
+
+const (
+	// ModeLive runs a host's requests: its planner, adapters and stores,
+	// its clock (Options.Now), and the run's claims, leases, pause hook,
+	// metrics and replay capture. New builds a runtime in this mode.
+	ModeLive Mode = iota
+	// ModeReplay re-runs a captured replay packet offline (Runtime.Replay
+	// builds such a runtime): the recorded planner outputs and adapter
+	// outcomes, the packet's clock readings, interruptions, compiled form
+	// and takeover points, and fresh in-memory stores. It takes no lease,
+	// calls no pause hook, captures no packet and verifies packs for
+	// replay (pack.UseReplay); a run recorded without an identity claim
+	// was waived when it ran, and is again.
+	ModeReplay
+)
+
+// replaySource is what a runtime in ModeReplay reproduces of its packet.
+type replaySource struct {
+	// hash is the compiled_context_hash the replayed packet pins: a
 	// packet recorded in an earlier compiled form (compiler.EarlierForms)
 	// is compiled in that form, so its hash and records are reproduced.
-	replayHash       string
-	replayClock      *playback.Clock
-	replayInterrupts []replay.Interrupt
-	// replayStopAt is the takeover point a replay's run stops at, where
-	// the packet's run was taken over next (0: none; run.replayStop).
-	replayStopAt int
+	hash string
+	// clock serves the packet's clock readings.
+	clock *playback.Clock
+	// interrupts are the interruption checks the live run stopped at.
+	interrupts []replay.Interrupt
+	// stopAt is the takeover point the replay's run stops at, where the
+	// packet's run was taken over next (0: none; run.replayStop).
+	stopAt int
 }
 
 // New returns a runtime that plans with planner and resolves packs from
@@ -781,11 +732,11 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
 	cc, err := r.compile(ctx, prepared)
-	if rt.replayHash != "" && (err != nil || cc.Hash() != rt.replayHash) {
+	if rt.mode == ModeReplay && rt.replayed.hash != "" && (err != nil || cc.Hash() != rt.replayed.hash) {
 		// A packet recorded in an earlier form replays in it. The
 		// recorded run compiled once: these compiles read no clock.
 		for _, f := range compiler.EarlierForms() {
-			if occ, ok := compileAs(ctx, prepared.WithForm(f), r, rt.replayHash); ok {
+			if occ, ok := compileAs(ctx, prepared.WithForm(f), r, rt.replayed.hash); ok {
 				prepared, cc, err = prepared.WithForm(f), occ, nil
 				break
 			}

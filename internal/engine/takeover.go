@@ -55,7 +55,7 @@ func (r *run) point(ctx context.Context, at pointKind, now time.Time, progress s
 		}
 		return r.replayStop(ctx, true)
 	}
-	if r.rt.isReplay {
+	if r.rt.mode == ModeReplay {
 		return r.replayStop(ctx, false)
 	}
 	return r.holdClaim(ctx)
@@ -69,7 +69,7 @@ func (r *run) point(ctx context.Context, at pointKind, now time.Time, progress s
 // stops here, recording nothing more (ErrRunInProgress).
 func (r *run) holdClaim(ctx context.Context) error {
 	cp := r.cp
-	if !cp.Active || r.rt.isReplay || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+	if !cp.Active || r.rt.mode == ModeReplay || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
 		return nil
 	}
 	r.snapshotInto(cp)
@@ -97,7 +97,7 @@ func (r *run) claimLost(err error) error {
 // lapsed: a runtime holds the run (or held it so recently that it may
 // still be working). A replay takes over the run it stopped itself.
 func (rt *Runtime) checkLease(cp *checkpointState) error {
-	if rt.isReplay || cp.lease <= 0 {
+	if rt.mode == ModeReplay || cp.lease <= 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %w: %s is claimed by a runtime whose lease lasts %s more on the checkpoint store's clock (take it over after that)",
@@ -109,11 +109,11 @@ func (rt *Runtime) checkLease(cp *checkpointState) error {
 var errReplayStopped = errors.New("contextos: replay stopped at a takeover point")
 
 // replayStop stops a replay's run at the takeover point its packet's
-// next takeover continued from (Runtime.replayStopAt), with the run's
+// next takeover continued from (replaySource.stopAt), with the run's
 // checkpoint saved there as the live run's was (saved: it already is).
 // Outside a replay, or at any other point, it does nothing.
 func (r *run) replayStop(ctx context.Context, saved bool) error {
-	if !r.rt.isReplay || r.rt.replayStopAt == 0 || r.cp.Points != r.rt.replayStopAt {
+	if r.rt.mode != ModeReplay || r.rt.replayed.stopAt == 0 || r.cp.Points != r.rt.replayed.stopAt {
 		return nil
 	}
 	if !saved {
