@@ -80,13 +80,14 @@ type Options struct {
 	MeterProvider metric.MeterProvider
 	// Logger receives the runtime's warnings and errors: a failed planner
 	// turn, tool call, host critic or store write, a plug-in's panic (with
-	// its stack), a refused or missing identity claim, the run's notices,
-	// a record with problems, a replay packet not captured. The gateway
-	// logs to it too (a debug line per tool call, without arguments or
-	// outputs) unless Gateway.Logger is set. The built-in secret detectors
-	// are applied to every message and attribute it receives, and the
-	// values of secret-named attributes are redacted whole. Default:
-	// discard.
+	// its stack, which never reaches a record), a refused or missing
+	// identity claim, the run's notices, memory proposals not accepted, a
+	// record with problems, a replay packet not captured. The gateway logs
+	// to it too (a debug line per tool call, without arguments or outputs,
+	// and an adapter's panic) unless Gateway.Logger is set. The built-in
+	// secret detectors are applied to every message and attribute it
+	// receives, and the values of secret-named attributes are redacted
+	// whole. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
