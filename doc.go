@@ -89,7 +89,10 @@
 // This package is what a host uses: Runtime and Options, the plug-in
 // interfaces, events, results and errors. The run engine behind them —
 // the loop, resume and takeover, replay, checkpoint state, the built-in
-// critic, leases, guards and run metrics — is internal.
+// critic, leases, guards and run metrics — is internal. The plug-in
+// types, events and results are the engine's own types under the same
+// names (aliases), documented field by field there: go doc
+// github.com/contextos/contextos/internal/engine.Event, say.
 //
 // Tools in other processes are reached through the Tool Contract v1
 // transports of package transport (http, external, webhook-callback) and
