@@ -27,6 +27,15 @@ type (
 	Planner = engine.Planner
 	// PlannerFunc adapts a function to Planner.
 	PlannerFunc = engine.PlannerFunc
+	// PlannerModel is implemented by a planner that plans with a model
+	// (the openai and anthropic planners do): its turns get OpenTelemetry
+	// GenAI client spans ("chat {model}") and the
+	// gen_ai.client.token.usage and gen_ai.client.operation.duration
+	// metrics. Provider is the gen_ai.provider.name ("openai",
+	// "anthropic"), model the gen_ai.request.model. A planner that names
+	// no model (either empty) has none of them; its turns keep their plan
+	// spans.
+	PlannerModel = engine.PlannerModel
 	// PlanRequest is what a planner sees: the compiled context, the
 	// request, the run, the step results so far, the turn and why it is
 	// asked again; its Tools and Decisions describe what a plan may name,
@@ -172,6 +181,11 @@ const (
 // safety mode, read_only, withholds every write-class capability). The
 // planner is not offered them and the gateway refuses their calls.
 const NoticeToolsWithheld NoticeCode = engine.NoticeToolsWithheld
+
+// KeyReplay is the span attribute that marks a replay's spans
+// (Runtime.Replay): what they describe re-ran recorded work, no live
+// model call or tool call. A replay records no metric of its run.
+const KeyReplay = engine.KeyReplay
 
 // MaxReplanBytes bounds the Plan.Replan reason the runtime keeps.
 const MaxReplanBytes = engine.MaxReplanBytes
