@@ -260,6 +260,9 @@ type Runtime struct {
 	// replayStopAt is the takeover point a replay's run stops at, where
 	// the packet's run was taken over next (0: none; run.replayStop).
 	replayStopAt int
+	// inline marks a runtime running in a workflow's deterministic code
+	// (inline.go): no goroutine, no deadline of its own.
+	inline bool
 }
 
 // New returns a runtime that plans with planner and resolves packs from
@@ -834,6 +837,9 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // abandoned with a budget error. A panic in it (a tokenizer's, say) is a
 // *PanicError.
 func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
+	if r.rt.inline {
+		return r.compileInline(ctx, prepared)
+	}
 	left := r.meter.Remaining(r.clock.Now())
 	if r.rc.RunBudget.WallClockMS <= 0 || r.recompiled {
 		left = time.Duration(1<<63 - 1)
