@@ -10,6 +10,8 @@ import (
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/temporaltest"
+	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/temporalrun"
 )
 
@@ -20,6 +22,7 @@ var start = time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
 func skipEnv(t *testing.T, w *world) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(temporaltest.Logger())
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(start)
 	// Compiling a run's context is workflow code; on a loaded machine
@@ -108,6 +111,31 @@ func TestThreeDayApprovalSucceeds(t *testing.T) {
 	t.Logf("records %s, refunds %v", strings.Join(statuses, ","), refunds(t, dir))
 	if err := w.decisions.Verify(t.Context()); err != nil {
 		t.Errorf("record chain: %v", err)
+	}
+	assertReplayEqual(t, w, out)
+}
+
+// assertReplayEqual replays the run's packet from the host's packet
+// store on an in-process runtime: replay_equal.
+func assertReplayEqual(t *testing.T, w *world, out *temporalrun.Output) {
+	t.Helper()
+	if out.ReplayPacketID == "" {
+		t.Fatal("the run has no replay packet")
+	}
+	p, err := w.packets.Get(t.Context(), out.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(refunds(t, w.payments.dir))
+	rep, err := w.runtime(t, time.Now).Replay(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != replay.ReplayEqual {
+		t.Fatalf("replay = %s, diffs %+v", rep.Status, rep.Diffs)
+	}
+	if after := len(refunds(t, w.payments.dir)); after != before {
+		t.Errorf("the replay issued %d refunds", after-before)
 	}
 }
 

@@ -192,3 +192,18 @@ func (s *wfPackets) Save(ctx context.Context, p *replay.Packet) error {
 func (s *wfPackets) Get(ctx context.Context, id string) (*replay.Packet, error) {
 	return s.mem.Get(context.WithoutCancel(ctx), id)
 }
+
+// wfCheckpoints keeps the run's checkpoints in workflow state; a
+// cancelled workflow still reads and saves them, so its run ends with a
+// record.
+type wfCheckpoints struct {
+	mem *contextos.InMemoryCheckpoints
+}
+
+func (s wfCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	return s.mem.Save(context.WithoutCancel(ctx), cp)
+}
+
+func (s wfCheckpoints) Load(ctx context.Context, runID string) (*contextos.Checkpoint, error) {
+	return s.mem.Load(context.WithoutCancel(ctx), runID)
+}

@@ -101,10 +101,13 @@ func (st *state) await(ctx workflow.Context) (gateway.Approval, error) {
 		case ok:
 			return *st.answer, nil
 		case temporal.IsCanceledError(err):
-			// The run is resumed under the cancelled context: it stops
-			// at its first interruption check, before the call, and
-			// ends ESCALATED with its record.
-			return timerAnswer(ctx, p), nil
+			// The run is resumed under the cancelled context with a
+			// denial: it stops at its first interruption check, before
+			// the call, and ends ESCALATED with its record (were it to
+			// reach the call, the denial refuses it).
+			a := timerAnswer(ctx, p)
+			a.Denied = true
+			return a, nil
 		case err != nil:
 			return gateway.Approval{}, err
 		}
@@ -157,8 +160,14 @@ func (h *Host) runtime(ctx workflow.Context) (*contextos.Runtime, error) {
 	o.Replays = &wfPackets{a: a, mem: contextos.NewInMemoryPackets()}
 	cps := contextos.NewInMemoryCheckpoints()
 	cps.Now = o.Now
-	o.Checkpoints = cps
-	rt, err := contextos.New(&wfPlanner{a: a}, h.cfg.Registry, h.cfg.Keys, &o)
+	o.Checkpoints = wfCheckpoints{cps}
+	if o.Evidence != nil {
+		o.Evidence = uncancelledEvidence{o.Evidence}
+	}
+	if o.Identity.Keys != nil {
+		o.Identity.Keys = uncancelledKeys{o.Identity.Keys}
+	}
+	rt, err := contextos.New(&wfPlanner{a: a}, uncancelled(h.cfg.Registry), uncancelledKeys{h.cfg.Keys}, &o)
 	if err != nil {
 		return nil, err
 	}
