@@ -57,6 +57,9 @@ type world struct {
 	packets   *contextos.InMemoryPackets
 	// refundTimeout bounds a refund attempt (its activity's timeout).
 	refundTimeout time.Duration
+	// lookupBackoff, when set, makes the order lookup fail retryably
+	// and wait this long between attempts.
+	lookupBackoff time.Duration
 }
 
 // packWithTTL is the refund pack with the finance gate's TTL set.
@@ -113,8 +116,15 @@ func (w *world) options() contextos.Options {
 }
 
 func (w *world) adapters() []gateway.Registration {
+	lookup, lookupCap := gateway.Adapter(gateway.AdapterFunc(lookupOrder)), gateway.Capability{}
+	if w.lookupBackoff > 0 {
+		lookup = gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "orders is down", nil)
+		})
+		lookupCap.Backoff = func(string, int) time.Duration { return w.lookupBackoff }
+	}
 	return []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: gateway.AdapterFunc(lookupOrder), Capabilities: map[string]gateway.Capability{"lookup": {}}},
+		{AdapterID: "adp_orders", Adapter: lookup, Capabilities: map[string]gateway.Capability{"lookup": lookupCap}},
 		{AdapterID: "adp_policy", Adapter: gateway.AdapterFunc(evalPolicy), Capabilities: map[string]gateway.Capability{"eval": {}}},
 		{AdapterID: "adp_payments", Adapter: w.payments, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}, Timeout: w.refundTimeout}}},
 	}
