@@ -23,6 +23,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
+	"github.com/contextos/contextos/store/sqlite"
 	"github.com/contextos/contextos/temporalrun"
 )
 
@@ -53,8 +54,8 @@ type world struct {
 	evidence  compiler.StaticEvidence
 	payments  *payments
 	decisions decision.Store
-	transcr   *gateway.MemoryTranscript
-	packets   *contextos.InMemoryPackets
+	transcr   contextos.TranscriptStore
+	packets   contextos.PacketStore
 	// refundTimeout bounds a refund attempt (its activity's timeout).
 	refundTimeout time.Duration
 	// lookupBackoff, when set, makes the order lookup fail retryably
@@ -72,7 +73,12 @@ func packWithTTL(t testing.TB, ttl time.Duration) []byte {
 	return bytes.Replace(packJSON, old, fmt.Appendf(nil, `"ttl_seconds": %d`, int(ttl.Seconds())), 1)
 }
 
-func newWorld(t testing.TB, dir string, gateTTL time.Duration) *world {
+// newWorld is a world whose payments fake keeps its refunds in dir and
+// whose host stores are in memory, or in the SQLite database db (a file
+// shared with worker processes) when db is set.
+func newWorld(t testing.TB, dir string, gateTTL time.Duration) *world { return newWorldDB(t, dir, "", gateTTL) }
+
+func newWorldDB(t testing.TB, dir, db string, gateTTL time.Duration) *world {
 	t.Helper()
 	ctx := context.Background()
 	seed := sha256.Sum256([]byte("temporalrun test pack key"))
@@ -103,6 +109,14 @@ func newWorld(t testing.TB, dir string, gateTTL time.Duration) *world {
 	w := &world{reg: reg, keys: runcontext.NewStaticKeys(map[string]ed25519.PublicKey{kid: key.Public().(ed25519.PublicKey)}),
 		payments: &payments{dir: dir}, decisions: decision.NewMemoryStore(), transcr: gateway.NewMemoryTranscript(),
 		packets: contextos.NewInMemoryPackets(), refundTimeout: 5 * time.Second}
+	if db != "" {
+		st, err := sqlite.Open(ctx, db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		w.decisions, w.transcr, w.packets = st.Records(), st.Transcripts(), st.Packets()
+	}
 	if err := json.Unmarshal(evidenceJSON, &w.evidence); err != nil {
 		t.Fatal(err)
 	}
