@@ -101,7 +101,7 @@ func TestExample(t *testing.T) {
 		t.Fatalf("run did not finish:\n%s%s", out.String(), errs.String())
 	}
 	for _, want := range []string{
-		"adp_payments.issue_refund  succeeded",
+		"adp_payments.issue_refund  completed",
 		"decision DECIDED approved (payments called 1 time)",
 		"records  DEFERRED, DECIDED, CLOSED",
 	} {
