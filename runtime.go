@@ -837,10 +837,10 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // abandoned with a budget error. A panic in it (a tokenizer's, say) is a
 // *PanicError.
 func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
+	left := r.meter.Remaining(r.clock.Now()) // read inline too: a replay reads the clock as the run did
 	if r.rt.inline {
 		return r.compileInline(ctx, prepared)
 	}
-	left := r.meter.Remaining(r.clock.Now())
 	if r.rc.RunBudget.WallClockMS <= 0 || r.recompiled {
 		left = time.Duration(1<<63 - 1)
 	}

@@ -1,6 +1,7 @@
 package temporalrun_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,14 @@ func assertReplayEqual(t *testing.T, w *world, out *temporalrun.Output) {
 		t.Fatal(err)
 	}
 	if rep.Status != replay.ReplayEqual {
+		for i, e := range p.Transcript {
+			b, _ := json.Marshal(e)
+			t.Logf("packet transcript %d: %s", i, b)
+		}
+		b, _ := json.Marshal(p.Clock)
+		t.Logf("clock: %s", b)
+		b, _ = json.Marshal(p.Resumes)
+		t.Logf("resumes: %s", b)
 		t.Fatalf("replay = %s, diffs %+v", rep.Status, rep.Diffs)
 	}
 	if after := len(refunds(t, w.payments.dir)); after != before {
