@@ -76,7 +76,9 @@ func packWithTTL(t testing.TB, ttl time.Duration) []byte {
 // newWorld is a world whose payments fake keeps its refunds in dir and
 // whose host stores are in memory, or in the SQLite database db (a file
 // shared with worker processes) when db is set.
-func newWorld(t testing.TB, dir string, gateTTL time.Duration) *world { return newWorldDB(t, dir, "", gateTTL) }
+func newWorld(t testing.TB, dir string, gateTTL time.Duration) *world {
+	return newWorldDB(t, dir, "", gateTTL)
+}
 
 func newWorldDB(t testing.TB, dir, db string, gateTTL time.Duration) *world {
 	t.Helper()
