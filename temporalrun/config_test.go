@@ -38,6 +38,7 @@ func TestNewRefuses(t *testing.T) {
 		{"gateway sleep", "Runtime.Gateway.Sleep", func(c *temporalrun.Config) {
 			c.Runtime.Gateway.Sleep = func(context.Context, time.Duration) error { return nil }
 		}},
+		{"memory", "Runtime.Memory", func(c *temporalrun.Config) { c.Runtime.Memory = contextos.NewInMemoryMemory() }},
 		{"negative retries", "ActivityRetries", func(c *temporalrun.Config) { c.ActivityRetries = -1 }},
 		{"nil adapter", "Adapters[0]", func(c *temporalrun.Config) { c.Adapters[0].Adapter = nil }},
 		{"twice", "Adapters[1]", func(c *temporalrun.Config) { c.Adapters = []gateway.Registration{c.Adapters[0], c.Adapters[0]} }},

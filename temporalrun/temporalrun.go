@@ -20,8 +20,8 @@
 // call refused approval_timeout. Cancelling the workflow ends the run
 // ESCALATED with its record, like a cancelled Invoke.
 //
-// The pack registry, key resolver, evidence source, memory store and
-// critic are read in workflow code: they must answer the same on every
+// The pack registry, key resolver, evidence source and critic are read
+// in workflow code: they must answer the same on every
 // worker and on every replay (an in-memory registry holding the pinned
 // packs, static evidence). The planner and the adapters run in
 // activities and may do anything.
@@ -83,8 +83,9 @@ type Config struct {
 	// Runtime holds the runtime's other options (evidence, ontologies,
 	// identity, overlays, replay sampling, redactors, limits). Its
 	// Adapters, stores, clock, tracer and meter providers, logger and
-	// OnPause are the workflow's and must be left unset; Evidence,
-	// Memory and Critic run in workflow code and must be deterministic.
+	// OnPause are the workflow's and must be left unset; Evidence and
+	// Critic run in workflow code and must be deterministic. Memory is
+	// not supported (its proposals are writes).
 	Runtime contextos.Options
 	// ActivityRetries bounds the attempts of each activity when its
 	// worker fails or times out (a governed failure is a result, never
@@ -119,6 +120,8 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: Runtime.Now is set: a run's clock is workflow time", ErrConfig)
 	case o.TracerProvider != nil || o.MeterProvider != nil || o.Logger != nil || o.OnPause != nil:
 		return nil, fmt.Errorf("%w: Runtime.TracerProvider, MeterProvider, Logger or OnPause is set: workflow code emits nothing a replay would repeat", ErrConfig)
+	case o.Memory != nil:
+		return nil, fmt.Errorf("%w: Runtime.Memory is set: its proposals would be written from workflow code, again on every replay", ErrConfig)
 	case o.Gateway.Sleep != nil || o.Gateway.Idempotency != nil || o.Gateway.Approvals != nil:
 		return nil, fmt.Errorf("%w: Runtime.Gateway.Sleep, Idempotency or Approvals is set: they are the workflow's", ErrConfig)
 	}
