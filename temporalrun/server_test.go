@@ -205,6 +205,8 @@ func TestRefundOnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertSameRun(t, res, &out)
+	local.packets = rt.Packets()
+	assertReplayEqual(t, local, &temporalrun.Output{ReplayPacketID: res.ReplayPacketID})
 }
 
 // assertSameRun compares a Temporal run with the in-process run of the
@@ -292,6 +294,13 @@ func TestCrashInsideRefund(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := awaitPending(t, ctx, c, queue)
+	// On the server too, the validator refuses an approval of another
+	// action before it enters the history.
+	other := financeApproval(p, "apr_other")
+	other.ActionDigest = "sha256:" + strings.Repeat("1", 64)
+	if err := temporalrun.Approve(ctx, c, queue, other); err == nil || !strings.Contains(err.Error(), "approval refused: action_digest:") {
+		t.Fatalf("Approve(another digest) = %v, want the validator's refusal", err)
+	}
 	if err := temporalrun.Approve(ctx, c, queue, financeApproval(p, "apr_crash")); err != nil {
 		t.Fatal(err)
 	}
@@ -327,4 +336,22 @@ func TestCrashInsideRefund(t *testing.T) {
 	}
 	storekit.AssertRecords(t, ctx, w.decisions, out.RunID, decision.Deferred, decision.Decided, decision.Closed)
 	assertReplayEqual(t, w, &out)
+
+	// The refused approval never entered the history; the accepted one did.
+	var accepted []string
+	it := c.GetWorkflowHistory(ctx, queue, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil {
+			for _, p := range a.GetAcceptedRequest().GetInput().GetArgs().GetPayloads() {
+				accepted = append(accepted, string(p.GetData()))
+			}
+		}
+	}
+	if len(accepted) != 1 || !strings.Contains(accepted[0], `"approval_id":"apr_crash"`) {
+		t.Errorf("approvals accepted into the history = %q, want apr_crash alone", accepted)
+	}
 }
