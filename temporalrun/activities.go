@@ -11,7 +11,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/enginehook"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -28,11 +28,11 @@ type planAnswer struct {
 
 // plan is the planner-turn activity.
 func (h *Host) plan(ctx context.Context, wire []byte) (planAnswer, error) {
-	req, err := enginehook.DecodePlanRequest(wire)
+	req, err := engine.DecodePlanRequest(wire)
 	if err != nil {
 		return planAnswer{}, temporal.NewNonRetryableApplicationError(err.Error(), "invalid_plan_request", nil)
 	}
-	plan, err := h.cfg.Planner.Plan(ctx, req.(*contextos.PlanRequest))
+	plan, err := h.cfg.Planner.Plan(ctx, req)
 	if err == nil {
 		return planAnswer{Plan: plan}, nil
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/enginehook"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -48,7 +48,7 @@ func (p *wfPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*cont
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, err := enginehook.EncodePlanRequest(req)
+	b, err := engine.EncodePlanRequest(req)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/enginehook"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -140,8 +140,8 @@ func runError(err error) error {
 // runtime builds the run's runtime for workflow code: the workflow's
 // clock, planner and adapters backed by activities, in-memory stores
 // whose writes go to the host's stores through activities, and the
-// inline seam (no goroutine, no deadline of its own).
-func (h *Host) runtime(ctx workflow.Context) (*contextos.Runtime, error) {
+// engine marked inline (no goroutine, no deadline of its own).
+func (h *Host) runtime(ctx workflow.Context) (*engine.Runtime, error) {
 	o := h.cfg.Runtime
 	o.Now = func() time.Time { return workflow.Now(ctx) }
 	a := &acts{ctx: ctx, retries: h.cfg.ActivityRetries}
@@ -167,11 +167,12 @@ func (h *Host) runtime(ctx workflow.Context) (*contextos.Runtime, error) {
 	if o.Identity.Keys != nil {
 		o.Identity.Keys = uncancelledKeys{o.Identity.Keys}
 	}
-	rt, err := contextos.New(&wfPlanner{a: a}, uncancelled(h.cfg.Registry), uncancelledKeys{h.cfg.Keys}, &o)
+	eo := engine.Options(o)
+	rt, err := engine.New(&wfPlanner{a: a}, uncancelled(h.cfg.Registry), uncancelledKeys{h.cfg.Keys}, &eo)
 	if err != nil {
 		return nil, err
 	}
-	enginehook.Inline(rt)
+	rt.SetInline()
 	return rt, nil
 }
 
