@@ -70,7 +70,9 @@ func (h *Host) Workflow(ctx workflow.Context, in Input) (*Output, error) {
 	if err != nil {
 		return nil, runError(err)
 	}
-	st.tenant = res.Record.TenantID
+	if res.Record != nil {
+		st.tenant = res.Record.TenantID
+	}
 	for res.Status == decision.Deferred && res.Pending != nil {
 		st.pending, st.answer = res.Pending, nil
 		approval, err := st.await(ctx)
