@@ -320,7 +320,10 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	if left := r.meter.Remaining(r.clock.Now()); left < timeout {
 		timeout = left
 	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if !r.rt.inline { // an inline runtime's host bounds the turn
+		pctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
@@ -395,6 +398,9 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 // off at its deadline and its late plan discarded. A panic is a
 // *PanicError.
 func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
+	if r.rt.inline {
+		return r.askInline(ctx, req)
+	}
 	done := make(chan planAnswer, 1)
 	var deltas chan PlanDelta // nil (never ready) when the run is not streamed
 	if req.deltas != nil {

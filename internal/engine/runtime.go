@@ -176,6 +176,9 @@ type Runtime struct {
 	// they reproduce (nil in ModeLive).
 	mode     Mode
 	replayed *replaySource
+	// inline marks a runtime running in a workflow's deterministic code
+	// (inline.go): no goroutine, no deadline of its own.
+	inline bool
 }
 
 // Mode is what a Runtime's runs are. The engine runs a run the same way in
@@ -785,7 +788,10 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // abandoned with a budget error. A panic in it (a tokenizer's, say) is a
 // *PanicError.
 func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
-	left := r.meter.Remaining(r.clock.Now())
+	left := r.meter.Remaining(r.clock.Now()) // read inline too: a replay reads the clock as the run did
+	if r.rt.inline {
+		return r.compileInline(ctx, prepared)
+	}
 	if r.rc.RunBudget.WallClockMS <= 0 || r.recompiled {
 		left = time.Duration(1<<63 - 1)
 	}
