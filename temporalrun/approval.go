@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/principal"
 )
 
 // Approval answers the approval a paused run awaits (UpdateApprove). The
@@ -55,7 +57,10 @@ func (e *ApprovalError) Is(target error) bool { return target == ErrApprovalRefu
 // validate is UpdateApprove's validator: it refuses an approval unless
 // the run awaits one and the approval names its gate, its action digest,
 // the gate's required role and the run's tenant, an approval id and an
-// approver, within the gate's TTL on workflow time. It reads state only.
+// approver who did not ask for the run (unless the gate allows
+// self-approval), within the gate's TTL on workflow time. It refuses
+// what the gateway would refuse on resume, so an accepted approval is
+// one the run can use. It reads state only.
 func (st *state) validate(ctx workflow.Context, a Approval) error {
 	p := st.pending
 	refuse := func(field, reason string) error { return &ApprovalError{Field: field, Reason: reason} }
@@ -66,8 +71,10 @@ func (st *state) validate(ctx workflow.Context, a Approval) error {
 		return refuse("approval_id", "the pending approval is already answered")
 	case strings.TrimSpace(a.ApprovalID) == "":
 		return refuse("approval_id", "empty")
-	case strings.TrimSpace(a.Approver) == "":
+	case principal.Canonical(a.Approver) == "":
 		return refuse("approver", "empty")
+	case !p.AllowSelfApproval && slices.ContainsFunc(st.requesters, func(u string) bool { return principal.Same(a.Approver, u) }):
+		return refuse("approver", fmt.Sprintf("the approver asked for the run; gate %s needs someone else to decide", p.GateID))
 	case a.GateID != p.GateID:
 		return refuse("gate_id", fmt.Sprintf("the run awaits gate %s", p.GateID))
 	case a.ActionDigest != p.ActionDigest:

@@ -29,6 +29,9 @@ func TestValidatorRefuses(t *testing.T) {
 		{"wrong gate", func(a *temporalrun.Approval) { a.GateID = "GATE_OTHER" }, time.Hour, "gate_id"},
 		{"no approval id", func(a *temporalrun.Approval) { a.ApprovalID = " " }, time.Hour, "approval_id"},
 		{"no approver", func(a *temporalrun.Approval) { a.Approver = "" }, time.Hour, "approver"},
+		{"the requesting user", func(a *temporalrun.Approval) { a.Approver = "usr_771" }, time.Hour, "approver"},
+		{"the requesting user, folded", func(a *temporalrun.Approval) { a.Approver = " USR_771 " }, time.Hour, "approver"},
+		{"an approver with no canonical name", func(a *temporalrun.Approval) { a.Approver = "\u200b" }, time.Hour, "approver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

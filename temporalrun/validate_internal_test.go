@@ -52,3 +52,47 @@ func TestValidateTTL(t *testing.T) {
 		})
 	}
 }
+
+// The gate's self-approval rule, as the gateway applies it on resume:
+// the run's requesting user (or a user of its principal chain) may not
+// decide unless the gate allows self-approval; anyone else with the role
+// may.
+func TestValidateSelfApproval(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		approver string
+		allow    bool
+		want     string // "" accepted, else the refused field
+	}{
+		{"the requester", "usr_771", false, "approver"},
+		{"the requester, other case and spaces", " USR_771 ", false, "approver"},
+		{"a user of the principal chain", "usr_chain", false, "approver"},
+		{"the requester, self-approval allowed", "usr_771", true, ""},
+		{"someone else", "u_fin", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.ExecuteWorkflow(func(ctx workflow.Context) (string, error) {
+				p := &gateway.ApprovalRequest{GateID: "GATE_F", ApproverRole: "finance_lead", TTLSeconds: 7200, ActionDigest: "sha256:aa",
+					ToolCallID: "tc_1", RequestedAt: workflow.Now(ctx), AllowSelfApproval: tc.allow}
+				st := &state{tenant: "tenant_a", pending: p, requesters: []string{"usr_771", "", "usr_chain"}}
+				err := st.validate(ctx, Approval{ApprovalID: "apr_1", GateID: "GATE_F", ActionDigest: "sha256:aa", Approver: tc.approver, ApproverRole: "finance_lead", TenantID: "tenant_a"})
+				if err != nil {
+					return err.Error(), nil
+				}
+				return "", nil
+			})
+			var got string
+			if err := env.GetWorkflowResult(&got); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want == "" && got != "":
+				t.Fatalf("validate = %s, want accepted", got)
+			case tc.want != "" && !strings.Contains(got, "approval refused: "+tc.want+":"):
+				t.Fatalf("validate = %q, want a refusal naming %s", got, tc.want)
+			}
+		})
+	}
+}

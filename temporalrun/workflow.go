@@ -38,8 +38,12 @@ type Output struct {
 
 // state is what the workflow's update and query handlers see.
 type state struct {
-	tenant  string
-	pending *gateway.ApprovalRequest
+	tenant string
+	// requesters are the users who asked for the run: its requesting
+	// user and the users of its principal chain. None of them decides on
+	// a gate that does not allow self-approval.
+	requesters []string
+	pending    *gateway.ApprovalRequest
 	// answer is the accepted approval of the pending request.
 	answer *gateway.Approval
 }
@@ -54,7 +58,9 @@ func (h *Host) Workflow(ctx workflow.Context, in Input) (*Output, error) {
 	st := &state{}
 	if in.Run != nil {
 		st.tenant = in.Run.TenantID
+		st.requesters = append(st.requesters, in.Run.User.UserID)
 	}
+	st.requesters = append(st.requesters, in.Request.User.UserID)
 	if err := workflow.SetQueryHandler(ctx, QueryPending, func() (*gateway.ApprovalRequest, error) { return st.pending, nil }); err != nil {
 		return nil, err
 	}
@@ -72,6 +78,11 @@ func (h *Host) Workflow(ctx workflow.Context, in Input) (*Output, error) {
 	}
 	if res.Record != nil {
 		st.tenant = res.Record.TenantID
+		for _, link := range res.Record.AgentIdentity.PrincipalChain {
+			if link.Kind == runcontext.PrincipalUser {
+				st.requesters = append(st.requesters, link.ID)
+			}
+		}
 	}
 	for res.Status == decision.Deferred && res.Pending != nil {
 		st.pending, st.answer = res.Pending, nil
