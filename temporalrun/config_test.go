@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/temporalrun"
 )
 
@@ -34,6 +35,10 @@ func TestNewRefuses(t *testing.T) {
 		{"runtime adapters", "Runtime.Adapters", func(c *temporalrun.Config) { c.Runtime.Adapters = c.Adapters }},
 		{"runtime store", "Runtime's stores", func(c *temporalrun.Config) { c.Runtime.Replays = contextos.NewInMemoryPackets() }},
 		{"a clock", "Runtime.Now", func(c *temporalrun.Config) { c.Runtime.Now = time.Now }},
+		{"a run id source", "Runtime.NewRunID", func(c *temporalrun.Config) {
+			n := 0 // a source that answers anew on every replay
+			c.Runtime.NewRunID = func(*runcontext.InvokeRequest) (string, error) { n++; return fmt.Sprintf("run_%d", n), nil }
+		}},
 		{"OnPause", "OnPause", func(c *temporalrun.Config) { c.Runtime.OnPause = func(context.Context, contextos.PendingApproval) {} }},
 		{"gateway sleep", "Runtime.Gateway.Sleep", func(c *temporalrun.Config) {
 			c.Runtime.Gateway.Sleep = func(context.Context, time.Duration) error { return nil }

@@ -82,8 +82,10 @@ type Config struct {
 	Packets     contextos.PacketStore
 	// Runtime holds the runtime's other options (evidence, ontologies,
 	// identity, overlays, replay sampling, redactors, limits). Its
-	// Adapters, stores, clock, tracer and meter providers, logger and
-	// OnPause are the workflow's and must be left unset; Evidence and
+	// Adapters, stores, clock, run id source, tracer and meter providers,
+	// logger and OnPause are the workflow's and must be left unset (a
+	// run's id is Input.Run.RunID, or derived from the tenant and the
+	// request id); Evidence and
 	// Critic run in workflow code and must be deterministic. Memory is
 	// not supported (its proposals are writes).
 	Runtime contextos.Options
@@ -118,6 +120,8 @@ func New(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("%w: Runtime's stores are set: the workflow's stores are Config.Decisions, Transcripts and Packets", ErrConfig)
 	case o.Now != nil:
 		return nil, fmt.Errorf("%w: Runtime.Now is set: a run's clock is workflow time", ErrConfig)
+	case o.NewRunID != nil:
+		return nil, fmt.Errorf("%w: Runtime.NewRunID is set: it would run in workflow code, again on every replay and on any worker; name the run in Input.Run.RunID", ErrConfig)
 	case o.TracerProvider != nil || o.MeterProvider != nil || o.Logger != nil || o.OnPause != nil:
 		return nil, fmt.Errorf("%w: Runtime.TracerProvider, MeterProvider, Logger or OnPause is set: workflow code emits nothing a replay would repeat", ErrConfig)
 	case o.Memory != nil:
