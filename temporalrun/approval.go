@@ -71,6 +71,8 @@ func (st *state) validate(ctx workflow.Context, a Approval) error {
 		return refuse("approval_id", "the pending approval is already answered")
 	case strings.TrimSpace(a.ApprovalID) == "":
 		return refuse("approval_id", "empty")
+	case slices.Contains(st.used, a.ApprovalID):
+		return refuse("approval_id", "the approval was already used")
 	case principal.Canonical(a.Approver) == "":
 		return refuse("approver", "empty")
 	case !p.AllowSelfApproval && slices.ContainsFunc(st.requesters, func(u string) bool { return principal.Same(a.Approver, u) }):
@@ -95,6 +97,7 @@ func (st *state) accept(ctx workflow.Context, a Approval) error {
 	if err := st.validate(ctx, a); err != nil {
 		return err
 	}
+	st.used = append(st.used, a.ApprovalID)
 	st.answer = &gateway.Approval{ApprovalID: a.ApprovalID, GateID: a.GateID, ActionDigest: a.ActionDigest,
 		Approver: a.Approver, ApproverRole: a.ApproverRole, DecidedAt: workflow.Now(ctx), Denied: a.Denied}
 	return nil

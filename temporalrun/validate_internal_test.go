@@ -96,3 +96,38 @@ func TestValidateSelfApproval(t *testing.T) {
 		})
 	}
 }
+
+// An approval id the run accepted for one pause is refused for the next
+// (the gateway would refuse it as used, blocking the call): each is
+// used once.
+func TestValidateApprovalIDOnce(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.ExecuteWorkflow(func(ctx workflow.Context) ([]string, error) {
+		st := &state{tenant: "tenant_a"}
+		var got []string
+		for i, digest := range []string{"sha256:aa", "sha256:bb", "sha256:bb"} {
+			st.pending = &gateway.ApprovalRequest{GateID: "GATE_F", ApproverRole: "finance_lead", TTLSeconds: 7200, ActionDigest: digest,
+				ToolCallID: "tc_1", RequestedAt: workflow.Now(ctx)}
+			st.answer = nil
+			id := "apr_1"
+			if i == 2 {
+				id = "apr_2"
+			}
+			err := st.accept(ctx, Approval{ApprovalID: id, GateID: "GATE_F", ActionDigest: digest, Approver: "u_fin", ApproverRole: "finance_lead", TenantID: "tenant_a"})
+			if err != nil {
+				got = append(got, err.Error())
+			} else {
+				got = append(got, "")
+			}
+		}
+		return got, nil
+	})
+	var got []string
+	if err := env.GetWorkflowResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != "" || !strings.Contains(got[1], "approval refused: approval_id: the approval was already used") || got[2] != "" {
+		t.Fatalf("accept = %q, want accepted, refused as used, accepted", got)
+	}
+}

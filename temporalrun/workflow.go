@@ -46,6 +46,8 @@ type state struct {
 	pending    *gateway.ApprovalRequest
 	// answer is the accepted approval of the pending request.
 	answer *gateway.Approval
+	// used are the approval ids the run accepted: each is used once.
+	used []string
 }
 
 // Workflow runs one governed run: Invoke, then, while the run pauses on
