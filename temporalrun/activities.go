@@ -12,6 +12,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/engine"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -39,7 +40,13 @@ func (h *Host) plan(ctx context.Context, wire []byte) (planAnswer, error) {
 	if ctx.Err() != nil {
 		return planAnswer{}, ctx.Err() // the attempt was cancelled or timed out: Temporal decides
 	}
-	ans := planAnswer{Error: err.Error()}
+	// The planner's own words may carry a secret (an upstream error with
+	// a key in it): they go to the worker's log with secrets redacted, as
+	// the runtime logs them, and the answer, which
+	// the workflow's history keeps in the clear, carries none of them
+	// (the runtime records the failure in its own words).
+	activity.GetLogger(ctx).Error("planner failed", "error", redacted(err))
+	ans := planAnswer{Error: "the planner returned an error"}
 	var te interface{ Timeout() bool }
 	ans.Timeout = errors.As(err, &te) && te.Timeout()
 	var ue *contextos.PlanUsageError
@@ -93,7 +100,11 @@ func (h *Host) attempt(ctx context.Context, in attemptCall) (ans attemptAnswer, 
 	if errors.As(cerr, &te) {
 		return attemptAnswer{Outcome: out, ToolError: te}, nil
 	}
-	return attemptAnswer{Outcome: out, Error: cerr.Error()}, nil
+	// A plain error's text may carry backend output: the gateway never
+	// echoes it, and the answer, which the workflow's history keeps in
+	// the clear, does not carry it either.
+	activity.GetLogger(ctx).Error("adapter failed", "adapter_id", in.AdapterID, "error", redacted(cerr))
+	return attemptAnswer{Outcome: out, Error: "the adapter failed"}, nil
 }
 
 // appendRecord is the record activity: it appends the record to the
@@ -145,4 +156,11 @@ func (h *Host) appendTranscript(ctx context.Context, e gateway.TranscriptEntry) 
 // savePacket is the replay-packet activity.
 func (h *Host) savePacket(ctx context.Context, p *replay.Packet) error {
 	return h.cfg.Packets.Save(ctx, p)
+}
+
+// redacted is err's text with the secrets in it redacted, as the
+// runtime's logger writes an error.
+func redacted(err error) string {
+	s, _ := sensitive.Redact(err.Error(), sensitive.Secrets)
+	return s
 }

@@ -1,0 +1,61 @@
+package temporalrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/engine"
+)
+
+// A planner's or an adapter's error text may carry a secret (an upstream
+// error with a key in it). The runtime keeps it out of its records; the
+// activity's answer, which the workflow's history keeps in the clear,
+// carries none of it either.
+func TestActivityAnswersCarryNoErrorText(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	fail := errors.New("upstream said 401 for key " + secret)
+	h := &Host{
+		cfg: Config{Planner: contextos.PlannerFunc(func(context.Context, *contextos.PlanRequest) (*contextos.Plan, error) { return nil, fail })},
+		adapters: map[string]gateway.Adapter{"adp": gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+			return nil, fail
+		})},
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(h.plan)
+	env.RegisterActivity(h.attempt)
+
+	wire, err := engine.EncodePlanRequest(&engine.PlanRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.ExecuteActivity(h.plan, wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pa planAnswer
+	if err := v.Get(&pa); err != nil {
+		t.Fatal(err)
+	}
+	if pa.Error == "" || strings.Contains(pa.Error, secret) {
+		t.Errorf("plan answer error = %q, want a failure without the planner's words", pa.Error)
+	}
+
+	v, err = env.ExecuteActivity(h.attempt, attemptCall{AdapterID: "adp", Call: &gateway.Call{Capability: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aa attemptAnswer
+	if err := v.Get(&aa); err != nil {
+		t.Fatal(err)
+	}
+	if aa.Error == "" || strings.Contains(aa.Error, secret) {
+		t.Errorf("attempt answer error = %q, want a failure without the adapter's words", aa.Error)
+	}
+}
