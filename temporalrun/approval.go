@@ -27,7 +27,9 @@ type Approval struct {
 	GateID       string `json:"gate_id"`
 	ActionDigest string `json:"action_digest"`
 	// Approver and ApproverRole are who decided, in which role: the
-	// gate's required role.
+	// gate's required role. They are the sender's word: the validator
+	// does not authenticate them, so only a service that authenticated
+	// the approver and checked the role may send the update.
 	Approver     string `json:"approver"`
 	ApproverRole string `json:"approver_role"`
 	// TenantID is the tenant the approver acts for: the run's.

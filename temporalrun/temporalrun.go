@@ -13,8 +13,15 @@
 //
 // A run that pauses on an approval gate waits for an Update (UpdateApprove)
 // whose validator checks the gate, the approver's role, the tenant, the
-// gate's TTL and the action digest before the update is accepted, so an
-// approval the run cannot use never enters the workflow's history. The
+// gate's self-approval rule, the gate's TTL and the action digest before
+// the update is accepted, so an approval the run cannot use never enters
+// the workflow's history. The approver, role and tenant are what the
+// update says: that its sender is that approver and holds that role is
+// the deployment's to check (send approvals from a service that
+// authenticates approvers, and let only it send the update). The
+// workflow's history holds the run's input, plan requests, tool
+// arguments and outcomes in the clear unless the clients and workers
+// encode payloads with an encrypting codec. The
 // wait is a durable timer: a run waiting days for an approval holds no
 // worker, and once the gate's TTL has passed the run goes on with the
 // call refused approval_timeout. Cancelling the workflow ends the run
