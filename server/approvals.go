@@ -43,7 +43,8 @@ type approvalView struct {
 }
 
 // decisionEntry is a decision on a pause, as the ledger keeps it: the
-// first one stored is the pause's, on every replica.
+// first one stored is the pause's, on every replica. Its reason is
+// redacted before it is stored, as the run's record keeps it.
 type decisionEntry struct {
 	RunID        string    `json:"run_id"`
 	TenantID     string    `json:"tenant_id"`
@@ -273,7 +274,7 @@ func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string
 	key := pendingKey(*pa)
 	sum := sha256.Sum256([]byte(key))
 	d := &decisionEntry{RunID: runID, TenantID: pa.TenantID, GateID: pa.GateID, ToolCallID: pa.ToolCallID, ActionDigest: pa.ActionDigest, RecordID: pa.RecordID,
-		Decision: body.Decision, Reason: body.Reason, Approver: p.Subject, ApproverRole: pa.ApproverRole, DecidedAt: now.UTC(), ApprovalID: "apr_" + hex.EncodeToString(sum[:16])}
+		Decision: body.Decision, Reason: h.redactText(body.Reason), Approver: p.Subject, ApproverRole: pa.ApproverRole, DecidedAt: now.UTC(), ApprovalID: "apr_" + hex.EncodeToString(sum[:16])}
 	raw, created, err := h.ledger.put(ctx, key, d)
 	if err != nil {
 		return nil, h.storeError("record decision", err)

@@ -229,6 +229,7 @@ func (h *Handler) runPage(ctx context.Context, p *Principal, runID string) (*pag
 		case decided:
 			var de decisionEntry
 			if json.Unmarshal(raw, &de) == nil {
+				de.Reason = h.redactText(de.Reason) // shown redacted, whatever the ledger holds
 				d.Decided = &de
 			}
 			d.Why = "This approval is decided; the run is being continued."
@@ -274,6 +275,7 @@ func (h *Handler) lastDecision(ctx context.Context, v *runView) (*decisionEntry,
 		if err := json.Unmarshal(raw, &de); err != nil {
 			return nil, err
 		}
+		de.Reason = h.redactText(de.Reason) // shown redacted, whatever the ledger holds
 		return &de, nil
 	}
 	return nil, nil

@@ -294,4 +294,10 @@ func TestDenialInTheRecord(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), want) || strings.Contains(string(r.body), cardNumber) {
 		t.Errorf("records page %d lacks %s:\n%s", r.status, want, r.body)
 	}
+	// The run's page says who decided and why, redacted as the record
+	// keeps it: no page shows the card number.
+	r = e.do("GET", "/inbox/runs/"+runID, e.token(lead), nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `data-testid="decided"`) || strings.Contains(string(r.body), cardNumber) {
+		t.Errorf("run page %d shows the card number or no decision:\n%s", r.status, r.body)
+	}
 }
