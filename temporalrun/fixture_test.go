@@ -253,7 +253,10 @@ func evalPolicy(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) 
 type payments struct {
 	dir              string
 	crashAfterEffect bool
-	mu               sync.Mutex
+	// afterEffect, when set, is called once the refund is issued,
+	// before the call answers.
+	afterEffect func()
+	mu          sync.Mutex
 }
 
 func (p *payments) Call(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
@@ -283,6 +286,9 @@ func (p *payments) Call(ctx context.Context, c *gateway.Call) (*gateway.Outcome,
 		}
 		if p.crashAfterEffect {
 			crash()
+		}
+		if p.afterEffect != nil {
+			p.afterEffect()
 		}
 	}
 	return &gateway.Outcome{Output: map[string]any{"transaction_id": txn, "status": "issued"}, Mutations: []string{"refund:" + txn}}, nil

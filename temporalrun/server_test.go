@@ -355,3 +355,52 @@ func TestCrashInsideRefund(t *testing.T) {
 		t.Errorf("approvals accepted into the history = %q, want apr_crash alone", accepted)
 	}
 }
+
+// Cancelling the workflow while the approved refund's attempt runs, on a
+// real server: the payments service issued the refund, and the run's
+// results say so. The attempt's activity is not told of the
+// cancellation (it does not heartbeat), so the workflow waits for its
+// answer instead of recording a cancelled call whose refund went through.
+func TestCancelDuringRefundOnServer(t *testing.T) {
+	t.Parallel()
+	srv := temporaltest.Shared(t)
+	ctx := storekit.Context(t)
+	c := srv.Dial(t)
+	dir := t.TempDir()
+	w := newWorld(t, dir, 0)
+	queue := uniqueName(t)
+	w.payments.afterEffect = func() {
+		if err := c.CancelWorkflow(ctx, queue, ""); err != nil {
+			t.Errorf("cancel: %v", err)
+		}
+		time.Sleep(2 * time.Second) // the cancellation reaches the workflow while the attempt runs
+	}
+	startWorker(t, c, queue, w)
+	run, err := temporalrun.Start(ctx, c, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, input(t, "srv_cancel_refund", 4200, time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := awaitPending(t, ctx, c, queue)
+	if err := temporalrun.Approve(ctx, c, queue, financeApproval(p, "apr_cancel_refund")); err != nil {
+		t.Fatal(err)
+	}
+	var out temporalrun.Output
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	if n := len(refunds(t, dir)); n != 1 {
+		t.Fatalf("refunds = %d, want 1", n)
+	}
+	var got []string
+	for _, r := range out.ToolResults {
+		if r.CapabilityID == "adp_payments.issue_refund" {
+			got = append(got, string(r.Status))
+		}
+	}
+	if !slices.Contains(got, string(gateway.StatusCompleted)) {
+		t.Errorf("the refund was issued, the run's refund results are %v (run %s: %q)", got, out.Status, out.Record.Rationale.Summary)
+	}
+	if out.Status != decision.Escalated {
+		t.Errorf("run = %s, want ESCALATED (cancelled)", out.Status)
+	}
+}

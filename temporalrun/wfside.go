@@ -24,7 +24,11 @@ type acts struct {
 
 // call runs activity name with timeout; store writes run on a context
 // the workflow's cancellation does not reach, so a cancelled run still
-// records how it ended.
+// records how it ended. A cancelled workflow waits for a gateway
+// attempt's answer: the adapter is not told of the cancellation (the
+// activity does not heartbeat), so the attempt may still make its
+// effect, and the run records what the attempt answered rather than a
+// cancelled call whose effect happened.
 func (a *acts) call(name string, timeout time.Duration, detached bool, out any, args ...any) error {
 	ctx := a.ctx
 	if detached {
@@ -33,6 +37,7 @@ func (a *acts) call(name string, timeout time.Duration, detached bool, out any, 
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumAttempts: a.retries},
+		WaitForCancellation: name == activityAttempt,
 	})
 	f := workflow.ExecuteActivity(ctx, name, args...)
 	if out == nil {
