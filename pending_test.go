@@ -290,7 +290,9 @@ func TestPendingApprovalsReadsTheIndex(t *testing.T) {
 	}
 	_, rc := requestFor(t, "req_index_paused", 4200)
 	tenant := rc.TenantID
-	unindexed := struct{ contextos.ListingCheckpointStore }{store}
+	unindexed := struct {
+		contextos.ListingCheckpointStore
+	}{store}
 	for _, tc := range []struct {
 		name      string
 		list      func() ([]contextos.PendingApproval, error)
