@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/contextos/contextos"
@@ -49,15 +50,15 @@ awaiting_tenant = $7, awaiting_gate = $8, indexed_rev = revision + 1 WHERE run_i
 )
 
 // The pending index (contextos.PendingIndex): the runs whose checkpoint
-// awaits an approval, of one tenant or of all, and those whose awaiting
-// columns were not written at their revision (saved before the index
-// was kept), each from its partial index.
+// awaits an approval, of every tenant or of one, and those whose
+// awaiting columns were not written at their revision (saved before the
+// index was kept), each read from its partial index. They are run apart
+// and sorted by the caller: a UNION ordered by run_id would be planned
+// as a scan of every checkpoint in key order.
 const (
-	pendingAll      = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant IS NOT NULL`
-	pendingTenant   = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant = $1`
-	pendingUnknown  = `SELECT run_id FROM contextos_checkpoints WHERE indexed_rev <> revision`
-	pendingAllQuery = pendingAll + ` UNION ` + pendingUnknown + ` ORDER BY run_id`
-	pendingOfQuery  = pendingTenant + ` UNION ` + pendingUnknown + ` ORDER BY run_id`
+	pendingAll     = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant IS NOT NULL`
+	pendingTenant  = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant = $1`
+	pendingUnknown = `SELECT run_id FROM contextos_checkpoints WHERE indexed_rev <> revision`
 )
 
 // leaseMS is a lease in whole milliseconds, at least 1 for a lease that
@@ -162,15 +163,21 @@ func (c *Checkpoints) PendingRunIDs(ctx context.Context, tenantID string) ([]str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	q, args := pendingAllQuery, []any(nil)
+	q, args := pendingAll, []any(nil)
 	if tenantID != "" {
-		q, args = pendingOfQuery, []any{tenantID}
+		q, args = pendingTenant, []any{tenantID}
 	}
 	ids, err := queryStrings(ctx, c.db.sql, q, args...)
 	if err != nil {
 		return nil, storeErr(ctx, "list pending runs", err)
 	}
-	return ids, nil
+	unknown, err := queryStrings(ctx, c.db.sql, pendingUnknown)
+	if err != nil {
+		return nil, storeErr(ctx, "list pending runs", err)
+	}
+	ids = append(ids, unknown...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // Packets is the durable contextos.PacketStore; a save under an existing

@@ -8,9 +8,11 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
+	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/store/sqlite"
 )
@@ -32,4 +34,33 @@ func BenchmarkStore(b *testing.B) {
 
 func BenchmarkInvokeRefund(b *testing.B) {
 	storekit.InvokeRefund(b, func(b *testing.B) storekit.Engine { return benchStore(b) })
+}
+
+// BenchmarkPendingApprovals is Runtime.PendingApprovals over 1,000 to
+// 100,000 stored runs, ten of them paused.
+func BenchmarkPendingApprovals(b *testing.B) {
+	var path string
+	storekit.PendingApprovals(b, storekit.PendingBench{
+		Open: func(b *testing.B) (contextos.Options, contextos.CheckpointLister) {
+			path = filepath.Join(b.TempDir(), "bench.db")
+			st, err := sqlite.Open(context.Background(), path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			var o contextos.Options
+			st.Configure(&o)
+			return o, st.Checkpoints()
+		},
+		Seed: func(b *testing.B, n int, data []byte) {
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(storekit.SeedSQL, data, n); err != nil {
+				b.Fatal(err)
+			}
+		},
+	})
 }

@@ -14,4 +14,8 @@ ALTER TABLE contextos_checkpoints ADD COLUMN awaiting_gate TEXT NOT NULL DEFAULT
 ALTER TABLE contextos_checkpoints ADD COLUMN indexed_rev BIGINT NOT NULL DEFAULT 0;
 
 CREATE INDEX contextos_checkpoints_awaiting ON contextos_checkpoints (awaiting_tenant, run_id) WHERE awaiting_tenant IS NOT NULL;
-CREATE INDEX contextos_checkpoints_unindexed ON contextos_checkpoints (run_id) WHERE indexed_rev <> revision;
+-- An index on the expression rather than a partial one: PostgreSQL keeps
+-- statistics of an indexed expression, so it knows how few rows match
+-- (a partial index's predicate comparing two columns is estimated to
+-- match nearly every row, and the table would be scanned).
+CREATE INDEX contextos_checkpoints_unindexed ON contextos_checkpoints ((indexed_rev <> revision));
