@@ -223,3 +223,18 @@ func BenchmarkPendingApprovals(b *testing.B) {
 		},
 	})
 }
+
+// BenchmarkRecordHistory is the decision store's List of one run and
+// Verify over 1,000 to 100,000 stored records.
+func BenchmarkRecordHistory(b *testing.B) {
+	storekit.RecordHistory(b, func(b *testing.B) (decision.Store, *sql.DB) {
+		url := pgtest.URL(b)
+		st := openURL(b, url)
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return st.Records(), db
+	})
+}

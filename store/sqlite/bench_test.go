@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/store/sqlite"
 )
@@ -62,5 +63,24 @@ func BenchmarkPendingApprovals(b *testing.B) {
 				b.Fatal(err)
 			}
 		},
+	})
+}
+
+// BenchmarkRecordHistory is the decision store's List of one run and
+// Verify over 1,000 to 100,000 stored records.
+func BenchmarkRecordHistory(b *testing.B) {
+	storekit.RecordHistory(b, func(b *testing.B) (decision.Store, *sql.DB) {
+		path := filepath.Join(b.TempDir(), "bench.db")
+		st, err := sqlite.Open(context.Background(), path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return st.Records(), db
 	})
 }

@@ -19,3 +19,31 @@ CREATE INDEX contextos_checkpoints_awaiting ON contextos_checkpoints (awaiting_t
 -- (a partial index's predicate comparing two columns is estimated to
 -- match nearly every row, and the table would be scanned).
 CREATE INDEX contextos_checkpoints_unindexed ON contextos_checkpoints ((indexed_rev <> revision));
+
+-- Index the checkpoints already stored, read as the runtime wrote them
+-- (versions 1 to 3: a run awaits an approval when its checkpoint has a
+-- "pending" request and is neither "active" nor "terminal"). A checkpoint
+-- whose data is not JSON stays unindexed: the runtime reads it to see.
+DO $$
+DECLARE
+    r RECORD;
+    j jsonb;
+    waits boolean;
+BEGIN
+    FOR r IN SELECT run_id, data FROM contextos_checkpoints WHERE version IN (1, 2, 3) LOOP
+        BEGIN
+            j := convert_from(r.data, 'UTF8')::jsonb;
+        EXCEPTION WHEN others THEN
+            CONTINUE;
+        END;
+        waits := jsonb_typeof(j) = 'object' AND jsonb_typeof(j -> 'pending') = 'object'
+            AND (j -> 'active') IS DISTINCT FROM 'true'::jsonb
+            AND (j -> 'terminal') IS DISTINCT FROM 'true'::jsonb;
+        UPDATE contextos_checkpoints SET
+            indexed_rev = revision,
+            awaiting_tenant = CASE WHEN waits THEN COALESCE(j -> 'run_context' ->> 'tenant_id', '') END,
+            awaiting_gate = CASE WHEN waits THEN COALESCE(j -> 'pending' ->> 'gate_id', '') ELSE '' END
+        WHERE run_id = r.run_id;
+    END LOOP;
+END
+$$;
