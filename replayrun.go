@@ -293,8 +293,45 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 	}
 	out = append(out, replay.Diff{Kind: replay.DiffDecision, Step: -1,
 		Detail: fmt.Sprintf("the rebuilt decision record (%s %s) differs from the packet's (%s %s) in %s", g.Status, g.Outcome, w.Status, w.Outcome,
-			strings.Join(membersDiffering(wb, gb), ", "))})
+			strings.Join(namedDifferences(wb, gb), ", "))})
 	return out
+}
+
+// namedDifferences names the top-level members whose JSON differs between
+// the packet's record (want) and the rebuilt one (got); for budget_usage,
+// whose members are numbers, it names each differing member with both
+// values, so a mismatch says which budget dimension diverged.
+func namedDifferences(want, got []byte) []string {
+	names := membersDiffering(want, got)
+	for i, n := range names {
+		if n != "budget_usage" {
+			continue
+		}
+		var w, g struct {
+			BudgetUsage json.RawMessage `json:"budget_usage"`
+		}
+		if json.Unmarshal(want, &w) != nil || json.Unmarshal(got, &g) != nil {
+			continue
+		}
+		var mw, mg map[string]json.RawMessage
+		if json.Unmarshal(w.BudgetUsage, &mw) != nil || json.Unmarshal(g.BudgetUsage, &mg) != nil {
+			continue
+		}
+		var parts []string
+		for _, k := range membersDiffering(w.BudgetUsage, g.BudgetUsage) {
+			parts = append(parts, fmt.Sprintf("%s %s, the packet has %s", k, orAbsent(mg[k]), orAbsent(mw[k])))
+		}
+		names[i] = n + " (" + strings.Join(parts, "; ") + ")"
+	}
+	return names
+}
+
+// orAbsent is a member's JSON, or "none" when it is absent.
+func orAbsent(v json.RawMessage) string {
+	if v == nil {
+		return "none"
+	}
+	return string(v)
 }
 
 // membersDiffering names, in order, the top-level members whose JSON

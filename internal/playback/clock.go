@@ -35,7 +35,12 @@ func (c *Clock) Now() time.Time {
 		c.next++
 		return t
 	}
-	t := c.now()
+	// The reading is kept, and served, without its monotonic clock
+	// reading: a replay serves it decoded from the packet, which has
+	// none, and durations between readings must come out the same live
+	// as replayed (the wall and monotonic clocks drift apart by
+	// nanoseconds, enough to move a millisecond count).
+	t := c.now().Round(0)
 	c.readings = append(c.readings, t)
 	return t
 }

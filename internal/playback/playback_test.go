@@ -322,3 +322,31 @@ func TestPacketIDIsDerived(t *testing.T) {
 		}
 	}
 }
+
+// A recorded reading carries no monotonic clock reading: the duration
+// between two readings is the same live as after the packet's JSON round
+// trip, which a replay serves (the wall and monotonic clocks drift apart
+// by nanoseconds, enough to move a millisecond count of wall_clock_ms).
+func TestClockReadingsHaveNoMonotonicPart(t *testing.T) {
+	t.Parallel()
+	c := playback.RecordingClock(time.Now)
+	a := c.Now()
+	time.Sleep(time.Millisecond)
+	b := c.Now()
+	for _, r := range []time.Time{a, b} {
+		if strings.Contains(r.String(), " m=") {
+			t.Fatalf("reading %s keeps its monotonic clock reading", r)
+		}
+	}
+	raw, err := json.Marshal(c.Readings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []time.Time
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if live, replayed := b.Sub(a), back[1].Sub(back[0]); live != replayed {
+		t.Errorf("live duration %v, replayed %v", live, replayed)
+	}
+}

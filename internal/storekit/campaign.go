@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -361,7 +362,7 @@ func checkCampaign(t *testing.T, ctx context.Context, st Engine, p *Payments, c 
 		case err != nil:
 			v.add("run %s: replay: %v", run, err)
 		case report.Status != replay.ReplayEqual:
-			v.add("run %s: replay %s: %+v", run, report.Status, report.Diffs)
+			v.add("run %s: replay %s: %+v%s", run, report.Status, report.Diffs, keepPacket(t, run, pk))
 		default:
 			v.replayed++
 		}
@@ -783,4 +784,24 @@ func (w *worker) packetMissing(ctx context.Context, runID string) bool {
 		return errors.Is(err, contextos.ErrNotFound)
 	}
 	return false
+}
+
+// keepPacket writes the packet of a run whose replay did not come out
+// equal to a file that outlives the test (the directory
+// CONTEXTOS_CAMPAIGN_KEEP names, or the system's temporary directory), so
+// the mismatch can be replayed and studied; it says where.
+func keepPacket(t *testing.T, run string, pk *replay.Packet) string {
+	dir := os.Getenv("CONTEXTOS_CAMPAIGN_KEEP")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	b, err := json.MarshalIndent(pk, "", "  ")
+	if err == nil {
+		path := filepath.Join(dir, "contextos-campaign-"+run+".json")
+		if err = os.WriteFile(path, b, 0o600); err == nil {
+			return " (packet kept in " + path + ")"
+		}
+	}
+	t.Logf("campaign: keeping the packet of run %s: %v", run, err)
+	return ""
 }
