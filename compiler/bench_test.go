@@ -99,3 +99,51 @@ func BenchmarkCompileScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPrepareScale measures the once-per-pack work as the pack grows:
+// 1,000, 10,000 and 100,000 rules, each with its own read-only adapter and
+// permission. Time and allocations per rule stay flat: the curve is linear.
+func BenchmarkPrepareScale(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			s := canonicalScenario(b)
+			s.pack = scaledPack(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := compiler.Prepare(s.inputs(), &s.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/rule")
+		})
+	}
+}
+
+// BenchmarkCompileDigestFloor is the digests alone that a compile of the
+// canonical scenario computes: request_hash, run_context_hash,
+// evidence_hash, memory_hash, compiled_context_hash and ledger_hash (the
+// last two through Verify). BenchmarkCompileCanonical over this is what
+// the compile costs beyond its own hashes.
+func BenchmarkCompileDigestFloor(b *testing.B) {
+	s := canonicalScenario(b)
+	cc := s.compile(b)
+	ev, err := s.opts.Evidence.Evidence(ctx, compiler.EvidenceQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem, err := s.opts.Memory.Recall(ctx, compiler.MemoryQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, v := range []any{s.req, s.rc, ev, mem} {
+			if _, err := canon.Digest(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := cc.Verify(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -67,10 +67,11 @@ func (p *Prepared) policyBlock(d policy.Decision) string {
 
 func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Adapter %s (%s).", a.AdapterID, a.Type)
+	b.Grow(64 + 96*len(e.Capabilities))
+	b.WriteString("Adapter " + a.AdapterID + " (" + a.Type + ").")
 	for _, c := range e.Capabilities {
 		m := e.CapabilityMetadata[c]
-		fmt.Fprintf(&b, " Capability %s.%s: %s, approval mode %s", a.AdapterID, c, m.Kind, m.ApprovalMode)
+		b.WriteString(" Capability " + a.AdapterID + "." + c + ": " + m.Kind + ", approval mode " + m.ApprovalMode.String())
 		if m.ApprovalGate != "" {
 			state := "inactive"
 			switch {
@@ -79,10 +80,10 @@ func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
 			case m.GatePerCall != "":
 				state = "applies per call when " + m.GatePerCall
 			}
-			fmt.Fprintf(&b, ", approval gate %s (%s)", m.ApprovalGate, state)
+			b.WriteString(", approval gate " + m.ApprovalGate + " (" + state + ")")
 		}
 		for _, arg := range sortedkeys.Of(m.Constraints) {
-			fmt.Fprintf(&b, ", %s %s", arg, constraintText(m.Constraints[arg]))
+			b.WriteString(", " + arg + " " + constraintText(m.Constraints[arg]))
 		}
 		b.WriteString(".")
 	}
@@ -128,10 +129,28 @@ func constraintText(c map[string]any) string {
 func quote(s string) string { return strconv.Quote(s) }
 
 // writeQuoted writes quote(s) to b without an allocation of its own for
-// short strings.
+// short strings. Printable ASCII other than a quote and a backslash is
+// what strconv.Quote writes as itself: such a string is written as is
+// between quotes.
 func writeQuoted(b *strings.Builder, s string) {
+	if plainQuotable(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	var buf [128]byte
 	b.Write(strconv.AppendQuote(buf[:0], s))
+}
+
+// plainQuotable reports whether s is printable ASCII without '"' or '\\'.
+func plainQuotable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // evidenceBlock presents evidence as quoted data: retrieved text is never
@@ -304,10 +323,12 @@ func (c *CompiledPrompt) Render() string {
 	return b.String()
 }
 
-func (p *Prepared) developer() string {
+// developerText is the compiled prompt's developer text for pack p: its
+// tone and communication rules.
+func developerText(p *pack.Pack) string {
 	var b strings.Builder
 	b.WriteString("Honor the policy_manifest, tool_manifest, runtime_controls, and required_evidence at every step.")
-	tc := p.pack.ToneAndComms
+	tc := p.ToneAndComms
 	if len(tc.VoiceAttributes) > 0 {
 		fmt.Fprintf(&b, " Voice: %s.", strings.Join(tc.VoiceAttributes, ", "))
 	}

@@ -90,11 +90,14 @@ type Prepared struct {
 	ontology string
 	intents  []string
 	business string
-	gates    map[string]pack.ApprovalGate
-	ruleMeta map[string]ruleMeta
-	perms    map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
-	unbound  []string                   // the gates no permission names (packview.UnboundGates)
-	class    pack.DataClassification    // the highest of the input packs'
+	// developer and system are the compiled prompt's developer and system
+	// text: they depend on the packs only.
+	developer, system string
+	gates             map[string]pack.ApprovalGate
+	ruleMeta          map[string]ruleMeta
+	perms             map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
+	unbound           []string                   // the gates no permission names (packview.UnboundGates)
+	class             pack.DataClassification    // the highest of the input packs'
 }
 
 type tenant struct {
@@ -211,6 +214,8 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	pr.pack = merged
 	pr.intents = pack.ServedIntents(merged)
 	pr.business = businessBlock(merged)
+	pr.developer = developerText(merged)
+	pr.system = "You are an agent governed by ContextOS, running pack " + pr.packs[0].Ref + ". You act only through the tools in the tool manifest, within the runtime controls; policy is enforced outside you and you cannot change it."
 	for _, g := range merged.PolicyLayer.ApprovalGates {
 		pr.gates[g.GateID] = g
 	}
@@ -468,8 +473,8 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	}
 	// Stage 9: prompt, ledger, hash.
 	cc.CompiledPrompt = CompiledPrompt{
-		System:        "You are an agent governed by ContextOS, running pack " + p.packs[0].Ref + ". You act only through the tools in the tool manifest, within the runtime controls; policy is enforced outside you and you cannot change it.",
-		Developer:     p.developer(),
+		System:        p.system,
+		Developer:     p.developer,
 		Task:          task,
 		ContextBlocks: blocks,
 	}

@@ -30,38 +30,70 @@ type secretFinding struct {
 // string value. Embedded raw JSON (expressions) is scanned too. Findings
 // are sorted by path.
 func scanSecrets(v any) []secretFinding {
-	var out []secretFinding
-	scanValue(reflect.ValueOf(v), "", "", &out)
+	var w scanWalk
+	w.value(reflect.ValueOf(v), "")
+	out := w.out
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
+// scanWalk is one scan: its findings and the JSON path of the value it is
+// at, kept as a stack of segments and written out only when a finding
+// names it, so a walk over a large pack makes no string per value.
+type scanWalk struct {
+	out  []secretFinding
+	segs []pathSeg
+}
+
+// pathSeg is a member name or, when isIndex, an array index.
+type pathSeg struct {
+	name    string
+	index   int
+	isIndex bool
+}
+
+func (w *scanWalk) push(s pathSeg) { w.segs = append(w.segs, s) }
+func (w *scanWalk) pop()           { w.segs = w.segs[:len(w.segs)-1] }
+
+// path is the current path as joinPath and "[i]" write it.
+func (w *scanWalk) path() string {
+	p := ""
+	for _, s := range w.segs {
+		if s.isIndex {
+			p += "[" + strconv.Itoa(s.index) + "]"
+		} else {
+			p = joinPath(p, s.name)
+		}
+	}
+	return p
+}
+
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
-func scanValue(v reflect.Value, path, key string, out *[]secretFinding) {
+func (w *scanWalk) value(v reflect.Value, key string) {
 	if !v.IsValid() {
 		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			scanValue(v.Elem(), path, key, out)
+			w.value(v.Elem(), key)
 		}
 	case reflect.String:
-		scanString(v.String(), path, key, out)
+		w.str(v.String(), key)
 	case reflect.Float32, reflect.Float64:
 		if f := v.Float(); f >= 1e12 && f < 1e19 && f == float64(int64(f)) {
-			scanNumber(strconv.FormatInt(int64(f), 10), path, out)
+			w.number(strconv.FormatInt(int64(f), 10))
 		}
 	case reflect.Int, reflect.Int64:
-		scanNumber(strconv.FormatInt(v.Int(), 10), path, out)
+		w.number(strconv.FormatInt(v.Int(), 10))
 	case reflect.Uint, reflect.Uint64:
-		scanNumber(strconv.FormatUint(v.Uint(), 10), path, out)
+		w.number(strconv.FormatUint(v.Uint(), 10))
 	case reflect.Slice, reflect.Array:
 		if v.Type() == rawMessageType {
 			var doc any
 			if json.Unmarshal(v.Bytes(), &doc) == nil {
-				scanValue(reflect.ValueOf(doc), path, key, out)
+				w.value(reflect.ValueOf(doc), key)
 			}
 			return
 		}
@@ -69,7 +101,9 @@ func scanValue(v reflect.Value, path, key string, out *[]secretFinding) {
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
-			scanValue(v.Index(i), path+"["+strconv.Itoa(i)+"]", key, out)
+			w.push(pathSeg{index: i, isIndex: true})
+			w.value(v.Index(i), key)
+			w.pop()
 		}
 	case reflect.Map:
 		if v.Type().Key().Kind() != reflect.String {
@@ -78,13 +112,17 @@ func scanValue(v reflect.Value, path, key string, out *[]secretFinding) {
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key().String()
-			p := joinPath(path, k)
+			seg := pathSeg{name: k}
 			if f, ok := sensitive.Detect(k, sensitive.All); ok {
 				// The key itself is sensitive: its path must not show it.
-				p = joinPath(path, sensitive.Redacted)
-				*out = append(*out, finding(p, f, "a member name"))
+				seg.name = sensitive.Redacted
+				w.push(seg)
+				w.out = append(w.out, finding(w.path(), f, "a member name"))
+				w.pop()
 			}
-			scanValue(iter.Value(), p, k, out)
+			w.push(seg)
+			w.value(iter.Value(), k)
+			w.pop()
 		}
 	case reflect.Struct:
 		t := v.Type()
@@ -100,7 +138,9 @@ func scanValue(v reflect.Value, path, key string, out *[]secretFinding) {
 			if name == "" {
 				name = f.Name
 			}
-			scanValue(v.Field(i), joinPath(path, name), name, out)
+			w.push(pathSeg{name: name})
+			w.value(v.Field(i), name)
+			w.pop()
 		}
 	}
 }
@@ -112,23 +152,23 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func scanString(x, path, key string, out *[]secretFinding) {
+func (w *scanWalk) str(x, key string) {
 	if x == "" {
 		return
 	}
 	if sensitive.IsSecretKey(key) {
-		*out = append(*out, secretFinding{Path: path, Code: CodeSecret, What: "member " + key + " holds a secret value; use a secret reference"})
+		w.out = append(w.out, secretFinding{Path: w.path(), Code: CodeSecret, What: "member " + key + " holds a secret value; use a secret reference"})
 		return
 	}
 	if f, ok := sensitive.Detect(x, sensitive.All); ok {
-		*out = append(*out, finding(path, f, ""))
+		w.out = append(w.out, finding(w.path(), f, ""))
 	}
 }
 
-// scanNumber reports a number (its decimal digits) that is a card number.
-func scanNumber(digits, path string, out *[]secretFinding) {
+// number reports a number (its decimal digits) that is a card number.
+func (w *scanWalk) number(digits string) {
 	if sensitive.IsCardNumber(digits) {
-		*out = append(*out, secretFinding{Path: path, Code: CodePII, What: "contains a payment card number; packs must not carry secrets or raw PII"})
+		w.out = append(w.out, secretFinding{Path: w.path(), Code: CodePII, What: "contains a payment card number; packs must not carry secrets or raw PII"})
 	}
 }
 

@@ -139,16 +139,28 @@ type validator struct {
 	specs    map[string]*DecisionSpec
 	labels   map[string]bool
 	denies   map[string]int // "adapter.capability" or "adapter.*" → index of the first permission denying it
+	// nouns maps an evidence-name noun to the lowest adapter id (in byte
+	// order) with that noun, so designates looks a name up by its prefixes
+	// instead of scanning every adapter.
+	nouns map[string]string
+	// allows holds the adapter and capability (or "*") of every allowing
+	// permission.
+	allows map[toolRef]bool
 	// whenChecked[i] reports that approval gate i's when passed logic.Check.
 	whenChecked []bool
 }
 
 func newValidator(p *Pack) *validator {
-	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, gateAt: map[string]int{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}, denies: map[string]int{}, whenChecked: make([]bool, len(p.PolicyLayer.ApprovalGates))}
+	v := &validator{p: p, adapters: map[string]*Adapter{}, gates: map[string]bool{}, gateAt: map[string]int{}, specs: map[string]*DecisionSpec{}, labels: map[string]bool{}, denies: map[string]int{}, nouns: map[string]string{}, allows: map[toolRef]bool{}, whenChecked: make([]bool, len(p.PolicyLayer.ApprovalGates))}
 	for i := range p.ToolingLayer.AdapterRegistry {
 		a := &p.ToolingLayer.AdapterRegistry[i]
 		if _, dup := v.adapters[a.AdapterID]; !dup {
 			v.adapters[a.AdapterID] = a
+		}
+		if noun := packrules.AdapterNoun(a.AdapterID); noun != "" {
+			if id, ok := v.nouns[noun]; !ok || a.AdapterID < id {
+				v.nouns[noun] = a.AdapterID
+			}
 		}
 	}
 	for i, g := range p.PolicyLayer.ApprovalGates {
@@ -160,6 +172,9 @@ func newValidator(p *Pack) *validator {
 	for i, q := range p.ToolingLayer.Permissions {
 		if _, dup := v.denies[q.CapabilityID()]; !q.Allow && !dup {
 			v.denies[q.CapabilityID()] = i
+		}
+		if q.Allow {
+			v.allows[toolRef{q.AdapterID, q.Capability}] = true
 		}
 	}
 	for i := range p.DecisionLayer.DecisionSpecs {
@@ -441,14 +456,17 @@ func (v *validator) designates(name string) (adapterID, capability string, ok bo
 		}
 		return "", "", false
 	}
-	ids := sortedkeys.Of(v.adapters)
-	for _, id := range ids {
-		noun := packrules.AdapterNoun(id)
-		if noun != "" && strings.HasPrefix(name, noun+"_") {
-			return id, strings.TrimPrefix(name, noun+"_"), true
+	// The first adapter id in byte order whose noun and "_" begin the
+	// name: every "_" in the name ends a candidate noun.
+	for i := 0; i < len(name); i++ {
+		if name[i] != '_' {
+			continue
+		}
+		if id, found := v.nouns[name[:i]]; found && (!ok || id < adapterID) {
+			adapterID, capability, ok = id, name[i+1:], true
 		}
 	}
-	return "", "", false
+	return adapterID, capability, ok
 }
 
 // allowed reports whether a permission allows adapterID.capability and no
@@ -457,12 +475,7 @@ func (v *validator) allowed(adapterID, capability string) bool {
 	if v.deny(adapterID, capability) >= 0 {
 		return false
 	}
-	for _, q := range v.p.ToolingLayer.Permissions {
-		if q.Allow && q.AdapterID == adapterID && (q.Capability == capability || q.Capability == "*") {
-			return true
-		}
-	}
-	return false
+	return v.allows[toolRef{adapterID, capability}] || v.allows[toolRef{adapterID, "*"}]
 }
 
 // capabilityMode returns the approval mode adapterID.capability is

@@ -292,6 +292,29 @@ type prepared struct {
 	// toolVars: the tool.* variables its if reads without a default.
 	readsTool bool
 	toolVars  []string
+	// reads are the variables the rule reads, in the canonical order of
+	// its data digest's object; readsOK is false when a name has no
+	// canonical order of its own (invalid UTF-8) and the digest is taken
+	// over a map.
+	reads   canon.Members
+	readsOK bool
+}
+
+// readObject is the object of the values a rule read: the rule's data
+// digest covers its canonical form.
+type readObject struct {
+	m *canon.Members
+	d Document
+}
+
+// AppendCanonical implements canon.Appender: a variable the document
+// lacks is null.
+func (r readObject) AppendCanonical(dst []byte) ([]byte, error) {
+	names := r.m.Names()
+	return r.m.AppendObject(dst, func(i int) any {
+		v, _ := r.d.lookup(names[i])
+		return v
+	})
 }
 
 type applies struct {
@@ -359,6 +382,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			}
 			pr.readsTool = pr.readsTool || readsTool(pr.info)
 			pr.toolVars = toolVars(pr.info)
+			pr.reads, pr.readsOK = canon.NewMembers(pr.info.Vars)
 			e.rules = append(e.rules, pr)
 		}
 	}
@@ -601,15 +625,7 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	read := make(map[string]any, len(pr.info.Vars))
-	for _, p := range pr.info.Vars {
-		if v, ok := in.Data.lookup(p); ok {
-			read[p] = v
-		} else {
-			read[p] = nil
-		}
-	}
-	digest, err := canon.Digest(read)
+	digest, err := pr.dataDigest(in.Data)
 	if err != nil {
 		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 	}
@@ -633,6 +649,23 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 		d.Outcome = Deny
 	}
 	return d, nil
+}
+
+// dataDigest is the digest of the values the rule read: the canonical
+// JSON of the object of its variables, null for one the document lacks.
+func (pr *prepared) dataDigest(d Document) (string, error) {
+	if pr.readsOK {
+		return canon.DigestOf(readObject{&pr.reads, d})
+	}
+	read := make(map[string]any, len(pr.info.Vars))
+	for _, p := range pr.info.Vars {
+		if v, ok := d.lookup(p); ok {
+			read[p] = v
+		} else {
+			read[p] = nil
+		}
+	}
+	return canon.Digest(read)
 }
 
 // run checks the required variables and operand types, then evaluates

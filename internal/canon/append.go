@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Appender is a type that writes its own canonical form. The gateway's
@@ -106,4 +108,52 @@ func appendSumID(dst []byte, prefix string, buf []byte) []byte {
 
 func validPrefix(prefix string) bool {
 	return prefix != "" && len(prefix) <= 32 && !strings.ContainsAny(prefix, "_ ")
+}
+
+// Members is a JSON object's member names in canonical order, each
+// written once, so a hot path can write an object whose names it knows in
+// advance without building a map: AppendObject with the member values in
+// the same order writes what a map[string]any of those names and values
+// encodes to.
+type Members struct {
+	names []string
+	enc   [][]byte // `"name":`
+}
+
+// NewMembers returns the distinct names in canonical (UTF-16 code unit)
+// order; ok is false when a name is not valid UTF-8 (such a name is
+// written the general way, through a map).
+func NewMembers(names []string) (m Members, ok bool) {
+	for _, n := range names {
+		if !utf8.ValidString(n) {
+			return Members{}, false
+		}
+	}
+	m.names = slices.Clone(names)
+	slices.SortFunc(m.names, compareUTF16)
+	m.names = slices.Compact(m.names)
+	for _, n := range m.names {
+		m.enc = append(m.enc, append(appendString(nil, n), ':'))
+	}
+	return m, true
+}
+
+// Names returns the member names in canonical order.
+func (m Members) Names() []string { return m.names }
+
+// AppendObject appends the object of m's names with the values value(i)
+// returns for each name i (in Names order), as AppendValue writes each.
+func (m Members) AppendObject(dst []byte, value func(i int) any) ([]byte, error) {
+	dst = append(dst, '{')
+	for i, enc := range m.enc {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, enc...)
+		var err error
+		if dst, err = AppendValue(dst, value(i)); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }

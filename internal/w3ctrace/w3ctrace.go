@@ -36,12 +36,75 @@ func Sampled(t runcontext.Trace) bool {
 }
 
 func spanContext(t runcontext.Trace) (trace.SpanContext, error) {
+	scc, ok := parseIDs(t)
+	if !ok {
+		return trace.SpanContext{}, fmt.Errorf("%w: invalid trace or span id", runcontext.ErrTraceContext)
+	}
+	// A tracestate that does not parse is dropped and never affects the
+	// traceparent, as the W3C specification and OpenTelemetry's
+	// propagator say.
+	scc.TraceState, _ = trace.ParseTraceState(t.TraceState)
+	scc.Remote = true
+	return trace.NewSpanContext(scc), nil
+}
+
+// extractSpanContext is spanContext through OpenTelemetry's W3C
+// propagator: the definition spanContext and parseIDs are held to
+// (TestSpanContextMatchesPropagator, FuzzSpanContextMatchesPropagator).
+func extractSpanContext(t runcontext.Trace) (trace.SpanContext, error) {
 	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: t.Traceparent(), HeaderTracestate: t.TraceState})
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return sc, fmt.Errorf("%w: invalid trace or span id", runcontext.ErrTraceContext)
 	}
 	return sc, nil
+}
+
+// parseIDs reads the ids and flags of t.Traceparent() as the version-00
+// W3C propagator does, without building the header: 32 and 16 lower-case
+// hex digits, neither all zeros, and flags of two lower-case hex digits
+// with no reserved bit set ("00" when empty). ok is false for anything
+// else.
+func parseIDs(t runcontext.Trace) (scc trace.SpanContextConfig, ok bool) {
+	flags := t.TraceFlags
+	if flags == "" {
+		flags = "00"
+	}
+	var f [1]byte
+	if !lowerHex(scc.TraceID[:], t.TraceID) || !lowerHex(scc.SpanID[:], t.SpanID) || !lowerHex(f[:], flags) || f[0] > 3 {
+		return trace.SpanContextConfig{}, false
+	}
+	scc.TraceFlags = trace.TraceFlags(f[0]) & (trace.FlagsSampled | trace.FlagsRandom)
+	if !scc.TraceID.IsValid() || !scc.SpanID.IsValid() {
+		return trace.SpanContextConfig{}, false
+	}
+	return scc, true
+}
+
+// lowerHex decodes s, exactly 2*len(dst) lower-case hex digits, into dst.
+func lowerHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := hexVal(s[2*i])
+		lo, ok2 := hexVal(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexVal(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // ContextWithParent returns ctx with t as its remote parent span when ctx
@@ -62,7 +125,7 @@ func ContextWithParent(ctx context.Context, t runcontext.Trace) context.Context 
 // Inject writes the W3C headers of t through set (for example
 // http.Header.Set). It writes nothing for an invalid trace.
 func Inject(t runcontext.Trace, set func(key, value string)) {
-	if _, err := spanContext(t); err != nil {
+	if _, ok := parseIDs(t); !ok {
 		return
 	}
 	h := t.Headers()
@@ -134,7 +197,7 @@ func WithBaggage(t runcontext.Trace, kv map[string]string) (runcontext.Trace, er
 // nothing for it).
 func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
 	caller := t
-	if _, err := spanContext(caller); err != nil {
+	if _, ok := parseIDs(caller); !ok {
 		caller = runcontext.Trace{}
 		if rc, ok := runcontext.FromContext(ctx); ok && rc.TraceContext != nil {
 			if rt, err := runcontext.TraceFromHeaders(*rc.TraceContext); err == nil {

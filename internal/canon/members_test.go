@@ -1,0 +1,46 @@
+package canon_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/contextos/contextos/internal/canon"
+)
+
+// An object written through Members is the canonical JSON of the map of
+// the same names and values.
+func TestMembersMatchesMap(t *testing.T) {
+	for _, tc := range []struct {
+		names  []string
+		values []any
+	}{
+		{nil, nil},
+		{[]string{"b", "a", "a"}, []any{1.0, "x", "x"}},
+		{[]string{"user.role", "request.context.refund_amount", "tool.args.0"}, []any{"agent", 1200.0, nil}},
+		{[]string{"\U0001F600", "\uFB01", "é", "z", ""}, []any{true, json.Number("1e2"), map[string]any{"k": []any{1.0}}, nil, "<&>"}},
+	} {
+		m, ok := canon.NewMembers(tc.names)
+		if !ok {
+			t.Fatalf("NewMembers(%q) refused valid names", tc.names)
+		}
+		byName := map[string]any{}
+		for i, n := range tc.names {
+			byName[n] = tc.values[i]
+		}
+		got, err := m.AppendObject(nil, func(i int) any { return byName[m.Names()[i]] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := canon.JSON(byName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("names %q: AppendObject = %s, the map = %s", tc.names, got, want)
+		}
+	}
+	if _, ok := canon.NewMembers([]string{"ok", "\xff"}); ok {
+		t.Error("NewMembers accepted a name that is not valid UTF-8")
+	}
+}

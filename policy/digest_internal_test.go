@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/fixture"
+	"github.com/contextos/contextos/internal/logic"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// A rule's data digest, written from its prepared variable order, is the
+// digest of the map of the values it read (null for a missing one).
+func TestDataDigestIsDigestOfReadMap(t *testing.T) {
+	p, err := pack.Decode(fixture.Read(t, "ctxpack.support-1.0.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := runcontext.DecodeInvokeRequest(fixture.Read(t, "invoke.support-refund.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := runcontext.DecodeRunContext(fixture.Read(t, "run-context.support.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Prepare(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Document{NewDocument(req.Input, rc), {}}
+	for i := range e.rules {
+		pr := &e.rules[i]
+		if !pr.readsOK {
+			t.Fatalf("rule %s: variables refused", pr.rule.RuleID)
+		}
+		for _, d := range docs {
+			read := map[string]any{}
+			for _, v := range pr.info.Vars {
+				x, _ := d.lookup(v)
+				read[v] = x
+			}
+			want, err := canon.Digest(read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pr.dataDigest(d)
+			if err != nil || got != want {
+				t.Errorf("rule %s: dataDigest = %s, %v; the map's digest is %s", pr.rule.RuleID, got, err, want)
+			}
+		}
+	}
+}
+
+// A variable name with no canonical order of its own (invalid UTF-8,
+// which a decoded expression never holds) takes the map's general path.
+func TestDataDigestInvalidUTF8Name(t *testing.T) {
+	pr := &prepared{info: logic.Info{Vars: []string{"user.role", "a\xff"}}}
+	pr.reads, pr.readsOK = canon.NewMembers(pr.info.Vars)
+	if pr.readsOK {
+		t.Fatal("NewMembers accepted a name that is not valid UTF-8")
+	}
+	d := Document{"user": map[string]any{"role": "agent"}}
+	want, err := canon.Digest(map[string]any{"user.role": "agent", "a\xff": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pr.dataDigest(d); err != nil || got != want {
+		t.Errorf("dataDigest = %s, %v; want %s", got, err, want)
+	}
+}
