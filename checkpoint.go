@@ -226,6 +226,9 @@ type checkpointState struct {
 	Outcomes []replay.AdapterOutcome `json:"outcomes,omitempty"`
 	Clock    []time.Time             `json:"clock,omitempty"`
 	Resumes  []replay.Resume         `json:"resumes,omitempty"`
+	// Denials are the approvers' refusals the run met, as its records
+	// list them (denials.go).
+	Denials []decision.Approval `json:"denials,omitempty"`
 	// Stopped is why a hard stop ended the run; such a run resumes like a
 	// paused one (with a new budget, say).
 	Stopped string `json:"stopped,omitempty"`

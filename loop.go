@@ -152,6 +152,7 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return nil, err
 			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
+			r.noteDenial(&step, &call)
 			r.observeCall(ctx, res)
 			r.notePrior(res)
 			if err != nil {
@@ -327,7 +328,9 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
-	plan, err := r.askPlanner(pctx, preq)
+	cctx, chat := r.startChat(pctx)
+	plan, err := r.askPlanner(cctx, preq)
+	chat.end(ctx, r, plan, err)
 	if err != nil {
 		var rp *replayedPlanError
 		var st stop
@@ -931,6 +934,7 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 				DecidedAt: res.Metadata.ApprovedAt, ToolCallID: res.ToolCallID, ApprovalID: res.Metadata.ApprovalID})
 		}
 	}
+	in.Approvals = append(in.Approvals, r.cp.Denials...)
 	if status == decision.Deferred && r.cp.Pending != nil {
 		a := r.cp.Pending
 		in.Awaiting = &decision.Awaiting{Kind: "approval", GateID: a.GateID, ApproverRole: a.ApproverRole, ToolCallID: a.ToolCallID,

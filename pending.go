@@ -118,6 +118,9 @@ type PendingApproval struct {
 	RequestedAt time.Time `json:"requested_at"`
 	// RecordID is the run's DEFERRED record, which says what is awaited.
 	RecordID string `json:"deferred_record_id,omitempty"`
+	// AllowSelfApproval is the gate's self-approval rule: true when the
+	// run's requesting user may approve; false when someone else must.
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // PendingApprovals lists every run whose checkpoint awaits an approval
@@ -201,7 +204,8 @@ func (rt *Runtime) pendingApprovals(ctx context.Context, runs CheckpointLister, 
 func (rt *Runtime) pendingApproval(ctx context.Context, cp *checkpointState, known map[string]gateway.Redactor) (PendingApproval, error) {
 	a := cp.Pending
 	p := PendingApproval{RunID: cp.RunID, GateID: a.GateID, ApproverRole: a.ApproverRole, ToolCallID: a.ToolCallID,
-		ActionDigest: a.ActionDigest, TTLSeconds: a.TTLSeconds, RequestedAt: a.RequestedAt, RecordID: cp.Deferred, Args: map[string]any{}}
+		ActionDigest: a.ActionDigest, TTLSeconds: a.TTLSeconds, RequestedAt: a.RequestedAt, RecordID: cp.Deferred, Args: map[string]any{},
+		AllowSelfApproval: a.AllowSelfApproval}
 	if cp.Run != nil {
 		p.TenantID = cp.Run.TenantID
 	}

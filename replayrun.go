@@ -68,7 +68,7 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 				Detail: fmt.Sprintf("pack %s has content hash %s in the registry, the packet pins %s", ref, res.ContentHash, want)})
 		}
 	}
-	planner := &recordedPlanner{outputs: p.PlannerOutput, errs: map[int]replay.PlannerError{}}
+	planner := &recordedPlanner{outputs: p.PlannerOutput, errs: map[int]replay.PlannerError{}, live: rt.planner}
 	for _, e := range p.PlannerErrors {
 		planner.errs[e.Call] = e
 	}
@@ -269,6 +269,10 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 		rp.LedgerHash = ""
 		g.Replay = &rp
 	}
+	if !slices.ContainsFunc(w.Approvals, decision.Approval.Denied) {
+		// Recorded before records kept the approvers' refusals.
+		g.Approvals = slices.DeleteFunc(slices.Clone(g.Approvals), decision.Approval.Denied)
+	}
 	for _, r := range []*decision.Record{&w, &g} {
 		r.PrevRecordHash, r.RecordHash, r.Lineage.ReplayPacketID = "", "", ""
 		if r.Replay != nil {
@@ -361,6 +365,18 @@ type recordedPlanner struct {
 	outputs []json.RawMessage
 	errs    map[int]replay.PlannerError
 	next    int
+	// live is the replaying runtime's planner: a replayed turn's span
+	// names its model (genai.go).
+	live Planner
+}
+
+// PlannerModel implements PlannerModel: the live planner's model, if it
+// names one.
+func (p *recordedPlanner) PlannerModel() (provider, model string) {
+	if pm, ok := p.live.(PlannerModel); ok {
+		return pm.PlannerModel()
+	}
+	return "", ""
 }
 
 // replayedPlanError is a recorded planner failure; its reason is the

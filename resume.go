@@ -148,6 +148,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	} else {
 		in.Approvals = nil
 	}
+	in.Approvals = redactReasons(in.Approvals)
 	cp.Resumes = append(cp.Resumes, replay.Resume{Approvals: in.Approvals, Budget: in.Budget, Takeover: took})
 	cp.Stopped, cp.Active = "", true
 	// Claim the run, a takeover point holding what the resume read so

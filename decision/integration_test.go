@@ -218,6 +218,18 @@ func TestValidateRules(t *testing.T) {
 	if ve, ok := decision.Validate(rec, rr.facts()).(*decision.ValidationError); !ok || !ve.Has(decision.CodeApprovalIncomplete) {
 		t.Error("incomplete approval not named")
 	}
+	// A denial is not the gate's approval: a complete entry that says
+	// "denied" leaves the gate without one.
+	in = rr.input(rr.facts(), slices.Clone(good))
+	in.Approvals[0].Decision, in.Approvals[0].Reason = decision.ApprovalDenied, "not this customer"
+	rec, _ = decision.Build(in)
+	if rec.Status == decision.Decided {
+		t.Error("a denial made a DECIDED record")
+	}
+	rec.Status = decision.Decided
+	if ve, ok := decision.Validate(rec, rr.facts()).(*decision.ValidationError); !ok || !ve.Has(decision.CodeApprovalMissing) {
+		t.Error("a gate with only a denial not named as missing its approval")
+	}
 	// Required evidence missing: no order lookup result → ESCALATED, never DECIDED.
 	f := rr.facts()
 	f.ToolResults = slices.DeleteFunc(f.ToolResults, func(x decision.ToolFact) bool { return x.CapabilityID == "adp_orders.lookup" })

@@ -192,7 +192,23 @@ type Approval struct {
 	ToolCallID            string                  `json:"tool_call_id,omitempty"`
 	// ApprovalID is the approval used (each is used once).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Decision is what the approver decided: absent for an approval the
+	// action went ahead with, ApprovalDenied for a refusal (which the
+	// record keeps so that every decision is in it, with its approver).
+	// A denied entry never counts as the gate's approval.
+	Decision ApprovalDecision `json:"decision,omitempty"`
+	// Reason is the approver's reason for a denial, redacted.
+	Reason string `json:"reason,omitempty"`
 }
+
+// ApprovalDecision is what an approver decided on a gate.
+type ApprovalDecision string
+
+// ApprovalDenied is an approval entry of a refusal.
+const ApprovalDenied ApprovalDecision = "denied"
+
+// Denied reports whether a is a refusal, not an approval.
+func (a Approval) Denied() bool { return a.Decision == ApprovalDenied }
 
 // Controls are the runtime controls active for the decision.
 type Controls struct {

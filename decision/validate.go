@@ -315,14 +315,14 @@ func (c *checker) evidence(spec pack.DecisionSpec) {
 }
 
 // approvals checks that every active gate has a complete approval on a
-// DECIDED outcome. Gates are checked in id order.
+// DECIDED outcome (a denial is not one). Gates are checked in id order.
 func (c *checker) approvals(spec pack.DecisionSpec) {
 	if !c.needsGrounds(spec) {
 		return
 	}
 	for _, gate := range sortedkeys.Of(c.f.ActiveGates) {
 		role := c.f.ActiveGates[gate]
-		i := slices.IndexFunc(c.r.Approvals, func(a Approval) bool { return a.GateID == gate })
+		i := slices.IndexFunc(c.r.Approvals, func(a Approval) bool { return a.GateID == gate && !a.Denied() })
 		if i < 0 {
 			c.add(CodeApprovalMissing, "approvals", "gate %s is active and has no approval", gate)
 			continue

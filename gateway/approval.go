@@ -22,6 +22,9 @@ type ApprovalRequest struct {
 	ToolCallID           string    `json:"tool_call_id"`
 	IdempotencyKey       string    `json:"idempotency_key,omitempty"`
 	RequestedAt          time.Time `json:"requested_at"`
+	// AllowSelfApproval is the gate's rule: the run's requesting user may
+	// approve (when they hold ApproverRole). False: someone else must.
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // Approval answers an ApprovalRequest.
@@ -35,6 +38,9 @@ type Approval struct {
 	DecidedAt    time.Time `json:"decided_at"`
 	// Denied records a refusal by the approver.
 	Denied bool `json:"denied,omitempty"`
+	// Reason is the approver's reason, if any. A denial's reason is kept
+	// in the run's decision record, redacted.
+	Reason string `json:"reason,omitempty"`
 }
 
 // action is what an approval binds to: a capability with its arguments,

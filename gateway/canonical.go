@@ -370,6 +370,9 @@ func appendApprovalRequest(dst []byte, a *ApprovalRequest) ([]byte, error) {
 	o := object{dst: dst}
 	o.open()
 	o.str(`"action_digest":`, a.ActionDigest)
+	if a.AllowSelfApproval {
+		o.bool(`"allow_self_approval":`, true)
+	}
 	o.str(`"evidence_snapshot_hash":`, a.EvidenceSnapshotHash)
 	o.str(`"gate_id":`, a.GateID)
 	o.strOmit(`"idempotency_key":`, a.IdempotencyKey)

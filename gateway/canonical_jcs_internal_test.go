@@ -45,7 +45,7 @@ func TestEnvelopeEncodings(t *testing.T) {
 				RedactionApplied: true, Retries: 2, Attempts: 3, CostCents: 0.31, IdempotencyKey: "ik", Duplicate: true, Signals: []string{"s"},
 				EvidenceHashes: []string{"sha256:x"}, ToolStatus: "paused", ToolCode: "c", ToolReason: "r", Retryable: &yes},
 			Approval: &ApprovalRequest{GateID: "G", ApproverRole: "finance_lead", TTLSeconds: 3600, ActionDigest: "sha256:a", EvidenceSnapshotHash: "sha256:b",
-				ToolCallID: "tool_1", IdempotencyKey: "ik", RequestedAt: time.Date(2026, 5, 4, 9, 31, 0, 5, time.FixedZone("x", 3600))}}, false},
+				ToolCallID: "tool_1", IdempotencyKey: "ik", RequestedAt: time.Date(2026, 5, 4, 9, 31, 0, 5, time.FixedZone("x", 3600)), AllowSelfApproval: true}}, false},
 		{"error without details", &ToolResultEnvelope{Error: &ToolError{Code: "c"}, Citations: []Citation{}}, false},
 		{"infinite cost", &ToolResultEnvelope{Metadata: ResultMetadata{CostCents: math.Inf(1)}}, true},
 	}

@@ -518,7 +518,7 @@ func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (
 	if a == nil {
 		res := r.refuse(c, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
 		res.env.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,
-			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: c.key, RequestedAt: now.UTC()}
+			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: c.key, RequestedAt: now.UTC(), AllowSelfApproval: gate.AllowSelfApproval}
 		return res, "", nil
 	}
 	deny := func(code, msg string) (*result, string, error) {

@@ -86,7 +86,8 @@ func (h *Handler) view(p contextos.PendingApproval) approvalView {
 }
 
 // decidable lists the pending approvals p may decide: of p's tenant, on a
-// gate whose role p holds, of a run p did not request or start.
+// gate whose role p holds, of a run p did not request or start unless the
+// gate allows self-approval.
 func (h *Handler) decidable(ctx context.Context, p *Principal) ([]approvalView, *apiError) {
 	list, err := h.pending.PendingApprovals(ctx, p.TenantID)
 	if err != nil {
@@ -97,11 +98,11 @@ func (h *Handler) decidable(ctx context.Context, p *Principal) ([]approvalView, 
 		if pa.TenantID != p.TenantID || !p.HasRole(pa.ApproverRole) {
 			continue
 		}
-		self, err := h.isRequester(ctx, p, pa)
+		forbidden, err := h.selfForbidden(ctx, p, pa)
 		if err != nil {
 			return nil, h.storeError("run requesters", err)
 		}
-		if !self {
+		if !forbidden {
 			out = append(out, h.view(pa))
 		}
 	}
@@ -122,6 +123,17 @@ func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+}
+
+// selfForbidden reports whether the gate's self-approval rule keeps p
+// from deciding pa: the gate does not allow self-approval and p requested
+// or started the run. A gate that allows it lets the requester decide, as
+// the gateway does.
+func (h *Handler) selfForbidden(ctx context.Context, p *Principal, pa contextos.PendingApproval) (bool, error) {
+	if pa.AllowSelfApproval {
+		return false, nil
+	}
+	return h.isRequester(ctx, p, pa)
 }
 
 // isRequester reports whether p requested the paused run (its user, by
@@ -223,7 +235,7 @@ func (h *Handler) postDecision(w http.ResponseWriter, r *http.Request) {
 // decide records p's decision on the approval runID awaits on gateID and
 // resumes the run on a worker. It answers 404 for a run p's tenant does
 // not hold, 403 for a principal without the gate's role or who asked for
-// the run, 409 for a pause already decided (on any replica), no longer
+// the run when the gate does not allow self-approval, 409 for a pause already decided (on any replica), no longer
 // pending or, to approve, expired.
 func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string, body decisionBody) (*decisionEntry, *apiError) {
 	pend, err := h.rt.PendingApprovals(ctx, contextos.RunList{runID})
@@ -247,12 +259,12 @@ func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string
 	case !p.HasRole(pa.ApproverRole):
 		return nil, forbidden(RuleApproverRole, "deciding on %s needs the role %s", pa.GateID, pa.ApproverRole)
 	}
-	self, err := h.isRequester(ctx, p, *pa)
+	self, err := h.selfForbidden(ctx, p, *pa)
 	if err != nil {
 		return nil, h.storeError("run requesters", err)
 	}
 	if self {
-		return nil, forbidden(RuleSelfApproval, "the caller requested or started this run; someone else must decide")
+		return nil, forbidden(RuleSelfApproval, "the caller requested or started this run and gate %s needs someone else to decide", pa.GateID)
 	}
 	now := h.o.Now()
 	if body.Decision == DecisionApprove && !now.Before(expiresAt(*pa)) {
@@ -333,7 +345,7 @@ func (h *Handler) resume(d *decisionEntry) {
 		h.seed(e)
 	}
 	a := gateway.Approval{ApprovalID: d.ApprovalID, GateID: d.GateID, ActionDigest: d.ActionDigest, Approver: d.Approver, ApproverRole: d.ApproverRole,
-		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny}
+		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny, Reason: h.redactText(d.Reason)}
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] {
 		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 	})

@@ -114,6 +114,8 @@ type envOptions struct {
 	shared *shared
 	// runtime, when set, changes the runtime's options.
 	runtime func(*contextos.Options)
+	// pack, when set, replaces the support pack.
+	pack []byte
 }
 
 // newEnvWith is newEnv with the runtime's options changed by f.
@@ -191,7 +193,11 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	ropts.Adapters = storekit.Adapters(t, e.payments.URL())
 	ropts.Evidence = storekit.Evidence(t)
 	ropts.Now = e.clock.Now
-	e.harness = contextostest.New(t, planner(e.gate), [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: ropts})
+	pk := fixture.SupportPack()
+	if o.pack != nil {
+		pk = o.pack
+	}
+	e.harness = contextostest.New(t, planner(e.gate), [][]byte{pk}, &contextostest.Options{Runtime: ropts})
 	if o.shared != nil {
 		e.harness.Checkpoints, e.harness.Decisions, e.harness.Transcript, e.harness.Replays = o.shared.h.Checkpoints, o.shared.h.Decisions, o.shared.h.Transcript, o.shared.h.Replays
 	}
@@ -229,6 +235,31 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 		}
 	})
 	return e
+}
+
+// selfApprovalPack is the support pack whose finance gate allows
+// self-approval.
+func selfApprovalPack(t testing.TB) []byte {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(fixture.SupportPack(), &p); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range p["policy_layer"].(map[string]any)["approval_gates"].([]any) {
+		if g := g.(map[string]any); g["gate_id"] == "GATE_FINANCE_APPROVAL" {
+			g["allow_self_approval"] = true
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the support pack has %d finance gates", n)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // sharedApprovals is the approval log replicas share in a test.

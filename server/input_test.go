@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/server"
 )
 
@@ -170,6 +172,34 @@ func TestDecisionRules(t *testing.T) {
 	post(lead2, runID, "GATE_FINANCE_APPROVAL", approve).problem(t, http.StatusConflict, server.CodeAlreadyDecided)
 }
 
+// The service follows the gate's self-approval rule as the gateway does:
+// on a gate that allows it, the run's user lists and approves its own
+// run (202, the run ends DECIDED with the user as approver); the role is
+// still needed. On a gate that does not, the same approval is 403
+// (TestDecisionRules).
+func TestSelfApprovalAllowedByTheGate(t *testing.T) {
+	e := newEnv(t, &envOptions{pack: selfApprovalPack(t)})
+	runID := e.startPaused("req_self_1")
+	r := e.do("GET", "/v1/approvals", e.token(requester), nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), runID) || !strings.Contains(string(r.body), `"allow_self_approval":true`) {
+		t.Fatalf("the user's list lacks its own run on a gate that allows self-approval: %d %s", r.status, r.body)
+	}
+	e.decide(runID, who{"USR_771", tenant, []string{"support_agent"}}, server.DecisionApprove, "").problem(t, http.StatusForbidden, server.CodeForbidden)
+	r = e.decide(runID, requester, server.DecisionApprove, "my own refund, allowed")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("self-approval on a gate that allows it: %d %s", r.status, r.body)
+	}
+	ended := e.waitEnded(runID)
+	if ended["status"] != "DECIDED" {
+		t.Fatalf("run ended %v: %v", ended["status"], ended["decision_record"])
+	}
+	approvals := ended["decision_record"].(map[string]any)["approvals"].([]any)
+	if len(approvals) != 1 || approvals[0].(map[string]any)["approver"] != requester.sub {
+		t.Errorf("record approvals %v, want the user's own", approvals)
+	}
+	e.payments.AssertOneEffect(t, 1)
+}
+
 // A caller sees its tenant's runs and records only: another tenant's run,
 // events, records and verification are not found, and its lists are
 // empty.
@@ -215,5 +245,53 @@ func otherTenant(req, rc map[string]any) {
 	rc["tenant_id"] = outsider.tenant
 	for _, link := range rc["agent"].(map[string]any)["principal_chain"].([]any) {
 		link.(map[string]any)["tenant_id"] = outsider.tenant
+	}
+}
+
+// A denial over the API is in the run's record as an approval is: the
+// gate, the deciding principal (the token's subject) and role, the time,
+// decision "denied" and the reason, its card number redacted in the
+// stored record itself.
+func TestDenialInTheRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	runID := e.startPaused("req_deny_rec_1")
+	e.clock.Advance(5 * time.Minute)
+	if r := e.decide(runID, lead, server.DecisionDeny, "card "+cardNumber+" is not the customer's"); r.status != http.StatusAccepted {
+		t.Fatalf("deny: %d %s", r.status, r.body)
+	}
+	ended := e.waitEnded(runID)
+	if ended["status"] != "ESCALATED" {
+		t.Fatalf("denied run ended %v", ended["status"])
+	}
+	recs, err := e.harness.Decisions.List(context.Background(), decision.Filter{RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var terminal *decision.Record
+	for _, r := range recs {
+		if r.Status == decision.Escalated {
+			terminal = r
+		}
+	}
+	if terminal == nil || len(terminal.Approvals) != 1 {
+		t.Fatalf("terminal record %+v", terminal)
+	}
+	a := terminal.Approvals[0]
+	if a.Decision != decision.ApprovalDenied || a.Approver != lead.sub || a.ApproverRole != "finance_lead" || a.GateID != "GATE_FINANCE_APPROVAL" ||
+		a.DecidedAt != "2026-05-04T09:36:00Z" || a.Reason != "card [REDACTED] is not the customer's" || a.ApprovalID == "" || a.ToolCallID == "" {
+		t.Errorf("stored denial %+v", a)
+	}
+	got := ended["decision_record"].(map[string]any)["approvals"].([]any)
+	if len(got) != 1 || got[0].(map[string]any)["decision"] != "denied" || got[0].(map[string]any)["approver"] != lead.sub {
+		t.Errorf("the run's record approvals %v", got)
+	}
+	if keys, _ := e.payments.Counts(); len(keys) != 0 {
+		t.Errorf("a denied refund reached payments %d times", len(keys))
+	}
+	// The inbox's records page says who denied it, and why.
+	r := e.do("GET", "/inbox/runs/"+runID+"/records", e.token(lead), nil)
+	want := `GATE_FINANCE_APPROVAL <span data-testid="denied">denied</span> by <strong>user_finance_lead_77</strong> (finance_lead) at 2026-05-04T09:36:00Z — “card [REDACTED] is not the customer&#39;s”`
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), want) || strings.Contains(string(r.body), cardNumber) {
+		t.Errorf("records page %d lacks %s:\n%s", r.status, want, r.body)
 	}
 }

@@ -28,6 +28,78 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// writeView answers a run view as writeJSON would, without decoding and
+// encoding again the record, results and events it holds, which the
+// handler encoded (and redacted) itself.
+func writeView(w http.ResponseWriter, status int, v *runView) {
+	b, err := v.appendJSON(make([]byte, 0, 16<<10))
+	if err != nil {
+		writeProblem(w, errorf(http.StatusInternalServerError, CodeInternal, "the answer could not be encoded"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// appendJSON appends v's JSON form, as json.Marshal writes it.
+func (v *runView) appendJSON(dst []byte) ([]byte, error) {
+	str := func(dst []byte, name, s string) ([]byte, error) {
+		b, err := json.Marshal(s)
+		dst = append(append(dst, name...), b...)
+		return dst, err
+	}
+	raws := func(dst []byte, name string, l []json.RawMessage) []byte {
+		dst = append(dst, name...)
+		if l == nil {
+			return append(dst, "null"...)
+		}
+		dst = append(dst, '[')
+		for i, r := range l {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendRaw(dst, r)
+		}
+		return append(dst, ']')
+	}
+	var err error
+	if dst, err = str(dst, `{"run_id":`, v.RunID); err != nil {
+		return nil, err
+	}
+	if dst, err = str(dst, `,"tenant_id":`, v.TenantID); err != nil {
+		return nil, err
+	}
+	if dst, err = str(dst, `,"state":`, v.State); err != nil {
+		return nil, err
+	}
+	if v.Status != "" {
+		if dst, err = str(dst, `,"status":`, string(v.Status)); err != nil {
+			return nil, err
+		}
+	}
+	dst = appendRaw(append(dst, `,"decision_record":`...), v.Record)
+	dst = raws(dst, `,"tool_results":`, v.ToolResults)
+	dst = raws(dst, `,"events":`, v.Events)
+	pa, err := json.Marshal(v.PendingApprovals)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(append(dst, `,"pending_approvals":`...), pa...)
+	return append(dst, '}'), nil
+}
+
+// appendRaw appends a JSON value the handler encoded ("null" for none).
+func appendRaw(dst []byte, r json.RawMessage) []byte {
+	if len(r) == 0 {
+		return append(dst, "null"...)
+	}
+	return append(dst, r...)
+}
+
 // readBody reads a JSON request body of at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -196,7 +196,7 @@ func (h *Handler) postRun(w http.ResponseWriter, r *http.Request) {
 				}
 				if view != nil {
 					v := h.withEvents(e, view)
-					writeJSON(w, http.StatusOK, v)
+					writeView(w, http.StatusOK, v)
 					return
 				}
 			}
@@ -412,7 +412,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeView(w, http.StatusOK, v)
 }
 
 var errNoRun = errorf(http.StatusNotFound, CodeNotFound, "no such run")

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
@@ -80,6 +81,10 @@ type Options struct {
 	// Now is the clock (decisions' times, approval expiry). Default:
 	// time.Now. Keep it the runtime's clock.
 	Now func() time.Time
+	// TracerProvider makes a server span per request (OpenTelemetry's
+	// HTTP conventions: "POST /v1/runs", the route, the status). Give it
+	// the runtime's Options.TracerProvider. Default: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives a line per decision and per failure. Default:
 	// discard.
 	Logger *slog.Logger
@@ -109,17 +114,17 @@ type Options struct {
 // approvals inbox and the health checks. Build one with New, mount it,
 // and Close it after the server stops accepting requests.
 type Handler struct {
-	rt      *contextos.Runtime
-	stores  Stores
-	o       Options
-	auth    Authenticator
-	ledger  *ledger
-	pending PendingLister
-	rules   []gateway.Redactor
-	cache   redacted
-	mux     *http.ServeMux
-	root    http.Handler
-	pages   pages
+	rt        *contextos.Runtime
+	stores    Stores
+	o         Options
+	auth      Authenticator
+	ledger    *ledger
+	pending   PendingLister
+	redaction *redaction
+	cache     redacted
+	mux       *http.ServeMux
+	root      http.Handler
+	pages     pages
 
 	base   context.Context
 	cancel context.CancelFunc
@@ -195,11 +200,7 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 	if h.pending == nil {
 		h.pending = runtimePending{rt: rt, runs: stores.Checkpoints}
 	}
-	known := gateway.BuiltinRedactors()
-	maps.Copy(known, o.Redactors)
-	for _, name := range sortedkeys.Of(known) {
-		h.rules = append(h.rules, known[name])
-	}
+	h.redaction = newRedaction(o.Redactors)
 	var err error
 	if h.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -306,6 +307,9 @@ func (h *Handler) routes() {
 		writeProblem(w, forbidden(RuleCrossOrigin, "a cross-origin request that changes state is refused"))
 	}))
 	h.root = cop.Handler(m)
+	if h.o.TracerProvider != nil {
+		h.root = traced(h.o.TracerProvider, h.root)
+	}
 }
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {

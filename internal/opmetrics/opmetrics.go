@@ -50,6 +50,9 @@ const (
 	NameRuns              = "contextos.runs"
 	NameToolCallDuration  = "contextos.tool.call.duration"
 	NameRefusals          = "contextos.refusals"
+	// The OpenTelemetry GenAI client metrics of a planner's model calls.
+	NameGenAITokenUsage        = "gen_ai.client.token.usage"
+	NameGenAIOperationDuration = "gen_ai.client.operation.duration"
 )
 
 // Attribute keys.
@@ -76,6 +79,10 @@ const (
 	KeyToolStatus       = "contextos.tool.status"
 	KeyRefusalSource    = "contextos.refusal.source"
 	KeyRefusalReason    = "contextos.refusal.reason"
+	KeyGenAIOperation   = "gen_ai.operation.name"
+	KeyGenAIProvider    = "gen_ai.provider.name"
+	KeyGenAIModel       = "gen_ai.request.model"
+	KeyGenAITokenType   = "gen_ai.token.type"
 )
 
 // Attribute values of closed sets.
@@ -89,6 +96,9 @@ const (
 	SourceGateway    = "gateway"
 	SourceGuardrail  = "guardrail"
 	ReasonMustRefuse = "guardrail_must_refuse"
+	OperationChat    = "chat"
+	TokenInput       = "input"
+	TokenOutput      = "output"
 )
 
 // Explicit bucket boundaries. Durations are in seconds; the boundaries are
@@ -100,6 +110,10 @@ var (
 	ToolCallBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 	// RollbackBuckets spans 1 s to 24 h.
 	RollbackBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 86400}
+	// GenAITokenBuckets and GenAIDurationBuckets are the GenAI
+	// conventions' advised boundaries.
+	GenAITokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	GenAIDurationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 	// ToolSurfaceBuckets counts capabilities.
 	ToolSurfaceBuckets = []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}
 )
@@ -118,6 +132,8 @@ type Metrics struct {
 	runs              metric.Int64Counter
 	toolCallDuration  metric.Float64Histogram
 	refusals          metric.Int64Counter
+	genAITokens       metric.Int64Histogram
+	genAIDuration     metric.Float64Histogram
 }
 
 // Labels are the run's labels: its pack ref (the refs of a multi-pack
@@ -181,6 +197,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.refusals, err = meter.Int64Counter(NameRefusals, metric.WithUnit("{refusal}"),
 		metric.WithDescription("Tool calls the gateway refused and runs a must_refuse guardrail refused, by reason."))
 	keep(err)
+	m.genAITokens, err = meter.Int64Histogram(NameGenAITokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens of a planner's model calls, by token type (input, output)."), metric.WithExplicitBucketBoundaries(GenAITokenBuckets...))
+	keep(err)
+	m.genAIDuration, err = meter.Float64Histogram(NameGenAIOperationDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of a planner's model calls (a planner turn)."), metric.WithExplicitBucketBoundaries(GenAIDurationBuckets...))
+	keep(err)
 	if m.anyNil() {
 		return nil, errors.Join(append(errs, errors.New("opmetrics: the meter provider returned no instrument"))...)
 	}
@@ -191,7 +213,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 func (m *Metrics) anyNil() bool {
 	return m.compiles == nil || m.compileDuration == nil || m.toolSurface == nil || m.ruleEvaluations == nil ||
 		m.bucketTruncations == nil || m.requiredEvidence == nil || m.replays == nil || m.releaseGates == nil ||
-		m.rollbackDuration == nil || m.runs == nil || m.toolCallDuration == nil || m.refusals == nil
+		m.rollbackDuration == nil || m.runs == nil || m.toolCallDuration == nil || m.refusals == nil || m.genAITokens == nil || m.genAIDuration == nil
 }
 
 // Enabled reports whether any instrument records, so a caller can skip
@@ -202,7 +224,35 @@ func (m *Metrics) Enabled(ctx context.Context) bool {
 	}
 	return m.compiles.Enabled(ctx) || m.compileDuration.Enabled(ctx) || m.toolSurface.Enabled(ctx) || m.ruleEvaluations.Enabled(ctx) ||
 		m.bucketTruncations.Enabled(ctx) || m.requiredEvidence.Enabled(ctx) || m.replays.Enabled(ctx) || m.releaseGates.Enabled(ctx) ||
-		m.rollbackDuration.Enabled(ctx) || m.runs.Enabled(ctx) || m.toolCallDuration.Enabled(ctx) || m.refusals.Enabled(ctx)
+		m.rollbackDuration.Enabled(ctx) || m.runs.Enabled(ctx) || m.toolCallDuration.Enabled(ctx) || m.refusals.Enabled(ctx) ||
+		m.GenAIEnabled(ctx)
+}
+
+// GenAIEnabled reports whether a GenAI client metric records.
+func (m *Metrics) GenAIEnabled(ctx context.Context) bool {
+	return m != nil && (m.genAITokens.Enabled(ctx) || m.genAIDuration.Enabled(ctx))
+}
+
+// GenAI records a planner's model call (a chat turn) of model from
+// provider that took d: its input and output tokens
+// (gen_ai.client.token.usage, one point per token type, when the call
+// reported usage) and its duration (gen_ai.client.operation.duration,
+// with errorType when it failed).
+func (m *Metrics) GenAI(ctx context.Context, provider, model, errorType string, usage bool, input, output int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	base := []attribute.KeyValue{attribute.String(KeyGenAIOperation, OperationChat), attribute.String(KeyGenAIProvider, provider), attribute.String(KeyGenAIModel, model)}
+	if usage && m.genAITokens.Enabled(ctx) {
+		m.genAITokens.Record(ctx, int64(input), metric.WithAttributes(append(base, attribute.String(KeyGenAITokenType, TokenInput))...))
+		m.genAITokens.Record(ctx, int64(output), metric.WithAttributes(append(base, attribute.String(KeyGenAITokenType, TokenOutput))...))
+	}
+	if m.genAIDuration.Enabled(ctx) {
+		if errorType != "" {
+			base = append(base, attribute.String(KeyErrorType, errorType))
+		}
+		m.genAIDuration.Record(ctx, d.Seconds(), metric.WithAttributes(base...))
+	}
 }
 
 // Compile records a compile of packRef: errorType is "" for a success,

@@ -286,3 +286,9 @@ func (e *apiError) Error() string {
 }
 
 func (e *apiError) Unwrap() error { return e.err }
+
+// PlannerModel implements contextos.PlannerModel: its turns' GenAI spans
+// and metrics name the provider "anthropic" and the model asked for.
+func (p *Planner) PlannerModel() (provider, model string) { return "anthropic", p.opts.Model }
+
+var _ contextos.PlannerModel = (*Planner)(nil)

@@ -269,3 +269,9 @@ func (e *apiError) Error() string {
 }
 
 func (e *apiError) Unwrap() error { return e.err }
+
+// PlannerModel implements contextos.PlannerModel: its turns' GenAI spans
+// and metrics name the provider "openai" and the model asked for.
+func (p *Planner) PlannerModel() (provider, model string) { return "openai", p.opts.Model }
+
+var _ contextos.PlannerModel = (*Planner)(nil)
