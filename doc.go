@@ -78,10 +78,21 @@
 // Checkpoint: the run id, a revision for optimistic concurrency, and Data
 // in an encoding the runtime owns and names with Version. Stores never
 // interpret Data. A runtime reads every version it lists as supported
-// (version 1, the encoding before checkpoints were versioned, and version
-// 2) and refuses another with a *CheckpointVersionError
+// (version 1, the encoding before checkpoints were versioned; version 2,
+// which pins the run's packs and overlays; and version 3, version 2 with
+// a terminal record the decision store did not confirm, written only for
+// such a run so that a runtime reading versions 1 and 2 alone refuses it)
+// and refuses another with a *CheckpointVersionError
 // (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
 // compiled under: a resume under others is refused with ErrLedgerMismatch.
+//
+// This package is what a host uses: Runtime and Options, the plug-in
+// interfaces, events, results and errors. The run engine behind them —
+// the loop, resume and takeover, replay, checkpoint state, the built-in
+// critic, leases, guards and run metrics — is internal. The plug-in
+// types, events and results are the engine's own types under the same
+// names (aliases), documented field by field there: go doc
+// github.com/contextos/contextos/internal/engine.Event, say.
 //
 // Tools in other processes are reached through the Tool Contract v1
 // transports of package transport (http, external, webhook-callback) and

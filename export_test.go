@@ -1,13 +1,15 @@
 package contextos
 
+import "github.com/contextos/contextos/internal/engine"
+
 // CheckpointState, DecodeCheckpoint and EncodeCheckpoint let the external
 // tests read and edit what a run's checkpoint holds (the runtime's own
 // encoding, opaque to stores and hosts).
-type CheckpointState = checkpointState
+type CheckpointState = engine.CheckpointState
 
-func DecodeCheckpoint(c *Checkpoint) (*CheckpointState, error) { return decodeCheckpoint(c) }
+func DecodeCheckpoint(c *Checkpoint) (*CheckpointState, error) { return engine.DecodeCheckpoint(c) }
 
-func EncodeCheckpoint(st *CheckpointState) (*Checkpoint, error) { return encodeCheckpoint(st) }
+func EncodeCheckpoint(st *CheckpointState) (*Checkpoint, error) { return engine.EncodeCheckpoint(st) }
 
 // DefaultHeartbeatTTL is the default Options.HeartbeatTTL.
-const DefaultHeartbeatTTL = defaultHeartbeatTTL
+const DefaultHeartbeatTTL = engine.DefaultHeartbeatTTL

@@ -1,272 +1,223 @@
 package contextos
 
 import (
-	"context"
-	"encoding/json"
-	"math"
-	"slices"
-	"sync"
-
 	"github.com/contextos/contextos/compiler"
-	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/pack"
-	"github.com/contextos/contextos/policy"
-	"github.com/contextos/contextos/runcontext"
 )
 
-// Planner proposes the next plan of a run: tool calls and at most one
-// decision. It sees the compiled context, the step results so far and why
-// it is asked again. It must honour ctx (its deadline is plan_timeout_ms)
-// and report its usage, which is charged to the run budget: a plan's in
-// Plan.Usage, a turn that fails after the model answered in a
-// *PlanUsageError, and a turn whose usage the provider did not report as
-// an error matching ErrUsageUnknown (the run stops rather than charge
-// nothing). An answer after ctx ends is not used; its usage is charged
-// when it comes within LateTurnGrace.
-type Planner interface {
-	Plan(ctx context.Context, req *PlanRequest) (*Plan, error)
-}
+// The plug-in interfaces, the values they see and return, and the stores'
+// in-memory implementations. Each is the run engine's own type under its
+// public name, so a value passes between a host and the engine as it is.
 
-// PlannerFunc adapts a function to Planner.
-type PlannerFunc func(ctx context.Context, req *PlanRequest) (*Plan, error)
+// RuntimeContractVersion is the runtime contract this SDK implements;
+// packs check it through contract_meta.compatibility.requires.runtime.
+const RuntimeContractVersion = pack.RuntimeContractVersion
 
-// Plan implements Planner.
-func (f PlannerFunc) Plan(ctx context.Context, req *PlanRequest) (*Plan, error) { return f(ctx, req) }
+type (
+	// Planner proposes the next plan of a run: tool calls and at most one
+	// decision. It sees the compiled context, the step results so far and
+	// why it is asked again. It must honour ctx (its deadline is
+	// plan_timeout_ms) and report its usage, which is charged to the run
+	// budget: a plan's in Plan.Usage, a turn that fails after the model
+	// answered in a *PlanUsageError, and a turn whose usage the provider
+	// did not report as an error matching ErrUsageUnknown (the run stops
+	// rather than charge nothing). An answer after ctx ends is not used;
+	// its usage is charged when it comes within LateTurnGrace.
+	Planner = engine.Planner
+	// PlannerFunc adapts a function to Planner.
+	PlannerFunc = engine.PlannerFunc
+	// PlannerModel is implemented by a planner that plans with a model
+	// (the openai and anthropic planners do): its turns get OpenTelemetry
+	// GenAI client spans ("chat {model}") and the
+	// gen_ai.client.token.usage and gen_ai.client.operation.duration
+	// metrics. Provider is the gen_ai.provider.name ("openai",
+	// "anthropic"), model the gen_ai.request.model. A planner that names
+	// no model (either empty) has none of them; its turns keep their plan
+	// spans.
+	PlannerModel = engine.PlannerModel
+	// PlanRequest is what a planner sees: the compiled context, the
+	// request, the run, the step results so far, the turn and why it is
+	// asked again; its Tools and Decisions describe what a plan may name,
+	// and Emit streams a turn's deltas to a Stream consumer.
+	PlanRequest = engine.PlanRequest
+	// Plan is one planner turn: steps, at most one decision, memory
+	// proposals, the turn's usage, or a planner's own reason to be asked
+	// again (Replan, kept to MaxReplanBytes).
+	Plan = engine.Plan
+	// Step is one tool call of a plan.
+	Step = engine.Step
+	// DecisionProposal is the decision a plan commits to.
+	DecisionProposal = engine.DecisionProposal
+	// PlanUsage is a planner turn's model usage, which the runtime charges
+	// to the run budget (the larger of Tokens and InputTokens+OutputTokens,
+	// and CostCents). It is not runcontext.Usage, the run-budget meter's
+	// reading of the whole run.
+	PlanUsage = engine.PlanUsage
+	// PlanUsageError is a planner turn that failed after the model
+	// answered, with the usage the turn charges; it unwraps to the cause.
+	PlanUsageError = engine.PlanUsageError
+	// PlanDelta is a piece of a planner turn streamed while the model
+	// produces it (PlanRequest.Emit, EventPlanDelta).
+	PlanDelta = engine.PlanDelta
+	// ToolSpec describes a capability a planner may call
+	// (PlanRequest.Tools).
+	ToolSpec = engine.ToolSpec
+	// DecisionOption describes a decision a plan may commit to
+	// (PlanRequest.Decisions).
+	DecisionOption = engine.DecisionOption
+	// StepResult is one executed step, with the plan turn it belongs to
+	// and the decisions of the call's own policy evaluation.
+	StepResult = engine.StepResult
 
-// PlanRequest is what a planner sees.
-type PlanRequest struct {
-	Compiled *compiler.CompiledContext
-	Request  *runcontext.InvokeRequest
-	Run      *runcontext.RunContext
-	// Results are the results of every step executed so far, in order.
-	Results []StepResult
-	// Turn counts planner calls from 0.
-	Turn int
-	// ReplanReason says why the planner is asked again ("" on the first turn).
-	ReplanReason string
+	// Critic verifies a plan before it runs and scores its results after.
+	// A host critic runs after the built-in one and can only make a
+	// verdict stricter (a looser verdict is ignored).
+	Critic = engine.Critic
+	// CriticInput is what a critic judges.
+	CriticInput = engine.CriticInput
+	// CriticVerdict is what a critic decides about a plan: at verify ok,
+	// replan, reject or escalate; at score accept, retry, replan or
+	// escalate. It is not policy.Verdict, the outcome of a pack's rules.
+	CriticVerdict = engine.CriticVerdict
+	// Judgement is a critic's verdict and why.
+	Judgement = engine.Judgement
 
-	call int // the run's planner-call ordinal, for replay
-	// schemas are the registered capabilities' argument schemas by
-	// capability id (Tools), shared with the runtime: read only.
-	schemas map[string]json.RawMessage
-	// decisions are the pack's decision specs as a planner sees them
-	// (Decisions), shared with the runtime: read only.
-	decisions []DecisionOption
-	// deltas carries Emit's deltas to the run, nil when the run is not
-	// streamed (deltaSink).
-	deltas *deltaSink
-}
+	// MemoryStore recalls promoted memories for compilation and receives
+	// write-back proposals (never direct durable writes). Both must honour
+	// ctx and be safe for concurrent use.
+	MemoryStore = engine.MemoryStore
+	// MemoryProposal is a proposed memory write-back.
+	MemoryProposal = engine.MemoryProposal
 
-// Plan is one planner turn.
-type Plan struct {
-	Steps    []Step            `json:"steps,omitempty"`
-	Decision *DecisionProposal `json:"decision,omitempty"`
-	// Memory proposes write-backs; consolidation filters them.
-	Memory []MemoryProposal `json:"memory,omitempty"`
-	Usage  PlanUsage        `json:"usage,omitzero"`
-	// Replan is a planner's own reason to be asked again, for a turn that
-	// has nothing to run: a model answered in text, was cut off at its
-	// length limit, or sent arguments that are not JSON. A plan with a
-	// Replan carries no steps and no decision (else it is invalid); the
-	// critic sends it back with "planner_replan: " and the reason, which
-	// counts against max_replan_attempts and is the next turn's
-	// PlanRequest.ReplanReason. The runtime keeps at most MaxReplanBytes
-	// of it, as valid UTF-8.
-	Replan string `json:"replan,omitempty"`
-}
+	// Checkpoint is what a CheckpointStore keeps of a paused or running
+	// run: its id, a revision for optimistic concurrency, a lease, and
+	// Data in an encoding the runtime owns and names with Version.
+	Checkpoint = engine.Checkpoint
+	// CheckpointStore persists checkpoints so a run can resume on any
+	// runtime sharing the store; package contextostest holds its
+	// conformance suite. A store never interprets Version or Data.
+	CheckpointStore = engine.CheckpointStore
+	// CheckpointLister lists the runs to look at for pending approvals
+	// (Runtime.PendingApprovals): a checkpoint store that lists its runs,
+	// or a RunList of given ids.
+	CheckpointLister = engine.CheckpointLister
+	// ListingCheckpointStore is a CheckpointStore that lists its runs.
+	ListingCheckpointStore = engine.ListingCheckpointStore
+	// RunList is a CheckpointLister of the given run ids.
+	RunList = engine.RunList
+	// InMemoryCheckpoints is the in-memory CheckpointStore (a
+	// ListingCheckpointStore and a PendingIndex). It counts leases on its
+	// Now.
+	InMemoryCheckpoints = engine.InMemoryCheckpoints
+	// PendingIndex is a checkpoint store that keeps, with each save and
+	// atomically, an index of the runs awaiting an approval
+	// (Checkpoint.Awaiting), so PendingApprovals costs in proportion to
+	// the pending approvals; contextostest.RunCheckpointStoreTests checks
+	// it.
+	PendingIndex = engine.PendingIndex
+	// AwaitedApproval is what a PendingIndex keeps of a run paused at an
+	// approval gate: its tenant and gate.
+	AwaitedApproval = engine.AwaitedApproval
+	// PacketStore keeps replay packets. Safe for concurrent use.
+	PacketStore = engine.PacketStore
+	// InMemoryPackets is the in-memory PacketStore.
+	InMemoryPackets = engine.InMemoryPackets
+	// TranscriptStore is where the gateway appends each run's transcript
+	// and where the runtime reads it back: a transcript sink that is also
+	// a reader.
+	TranscriptStore = engine.TranscriptStore
+
+	// IdentityOptions verify agents' identity claims (ctxid/1) and say
+	// when a run must carry one (Options.Identity).
+	IdentityOptions = engine.IdentityOptions
+	// PendingApproval is a paused run's pending approval, its arguments
+	// redacted (PendingApprovals, Options.OnPause).
+	PendingApproval = engine.PendingApproval
+
+	// Result is the outcome of Invoke or Resume: the run's status, its
+	// latest decision record, its tool results, what a pause awaits, its
+	// replay packet and its notices.
+	Result = engine.Result
+	// ResumeInput answers what a paused run awaits, or lets a
+	// hard-stopped run go on, or takes over a run whose runtime died.
+	ResumeInput = engine.ResumeInput
+	// Notice tells the host something about its run that is governed as
+	// the pack and run context say but may not be what the host meant,
+	// such as the tools its safety mode withholds.
+	Notice = engine.Notice
+	// NoticeCode names a Notice.
+	NoticeCode = engine.NoticeCode
+
+	// Event is one typed stream event; the field matching Kind is set.
+	Event = engine.Event
+	// EventKind names a stream event.
+	EventKind = engine.EventKind
+	// CompiledSummary is what the compiled event reports.
+	CompiledSummary = engine.CompiledSummary
+)
+
+// Critic verdicts: verify verdicts, then score verdicts.
+const (
+	VerdictOK       CriticVerdict = engine.VerdictOK
+	VerdictReplan   CriticVerdict = engine.VerdictReplan
+	VerdictReject   CriticVerdict = engine.VerdictReject
+	VerdictAccept   CriticVerdict = engine.VerdictAccept
+	VerdictRetry    CriticVerdict = engine.VerdictRetry
+	VerdictEscalate CriticVerdict = engine.VerdictEscalate
+)
+
+// Stream event kinds. EventPlanDelta carries a piece of a planner turn
+// before the turn's plan event; EventProgress reports a long_running run's
+// step done or a tool's progress; EventHeartbeat reports a long_running
+// run's checkpoint and until when its lease runs.
+const (
+	EventCompiled   EventKind = engine.EventCompiled
+	EventPlan       EventKind = engine.EventPlan
+	EventPlanDelta  EventKind = engine.EventPlanDelta
+	EventVerdict    EventKind = engine.EventVerdict
+	EventToolCall   EventKind = engine.EventToolCall
+	EventToolResult EventKind = engine.EventToolResult
+	EventPause      EventKind = engine.EventPause
+	EventDecision   EventKind = engine.EventDecision
+	EventProgress   EventKind = engine.EventProgress
+	EventHeartbeat  EventKind = engine.EventHeartbeat
+	EventError      EventKind = engine.EventError
+	EventResult     EventKind = engine.EventResult
+)
+
+// NoticeToolsWithheld: the run's safety mode withholds capabilities the
+// pack allows, because their approval mode is above it (the default
+// safety mode, read_only, withholds every write-class capability). The
+// planner is not offered them and the gateway refuses their calls.
+const NoticeToolsWithheld NoticeCode = engine.NoticeToolsWithheld
+
+// KeyReplay is the span attribute that marks a replay's spans
+// (Runtime.Replay): what they describe re-ran recorded work, no live
+// model call or tool call. A replay records no metric of its run.
+const KeyReplay = engine.KeyReplay
 
 // MaxReplanBytes bounds the Plan.Replan reason the runtime keeps.
-const MaxReplanBytes = 1024
+const MaxReplanBytes = engine.MaxReplanBytes
 
-// Step is one tool call of a plan.
-type Step struct {
-	CapabilityID   string                  `json:"capability_id"`
-	Args           map[string]any          `json:"args"`
-	EvidenceRefs   []string                `json:"evidence_refs,omitempty"`
-	IdempotencyKey string                  `json:"idempotency_key,omitempty"`
-	ApprovalMode   runcontext.ApprovalMode `json:"approval_mode,omitempty"`
-	Attachments    []string                `json:"attachments,omitempty"`
-}
+// LateTurnGrace is how long the runtime still waits for a planner turn
+// after the turn's context ended, for the usage of the answer it will not
+// use: a plan or a PlanUsageError that arrives within it is charged to the
+// run budget before the run's record is written.
+const LateTurnGrace = engine.LateTurnGrace
 
-// DecisionProposal is the decision a plan commits to.
-type DecisionProposal struct {
-	DecisionKey  string         `json:"decision_key"`
-	Outcome      string         `json:"outcome"`
-	Outputs      map[string]any `json:"outputs,omitempty"`
-	Rationale    string         `json:"rationale,omitempty"`
-	Confidence   float64        `json:"confidence,omitempty"`
-	SubjectIDs   []string       `json:"subject_ids,omitempty"`
-	EvidenceRefs []string       `json:"evidence_refs,omitempty"`
-}
+// NewInMemoryCheckpoints returns an empty checkpoint store. It counts
+// leases on its Now (default: time.Now).
+func NewInMemoryCheckpoints() *InMemoryCheckpoints { return engine.NewInMemoryCheckpoints() }
 
-// PlanUsage is a planner turn's model usage, which the runtime charges to
-// the run budget. It is not runcontext.Usage, the run-budget meter's
-// reading of the whole run.
-//
-// Tokens is what the turn charges to the run's token budget. A planner
-// that reports only the breakdown (InputTokens, OutputTokens) is charged
-// their sum: the runtime charges the larger of Tokens and
-// InputTokens+OutputTokens. CachedInputTokens is the part of InputTokens
-// a provider served from its prompt cache (it is not charged twice, and
-// cannot exceed InputTokens). CostCents is charged to the cost budget.
-// Every count is from 0 to 2^53−1 and the cost a number of cents from 0
-// to 2^53−1 (a larger number has no exact form in a record), or the turn
-// is a planner failure (invalid_usage).
-type PlanUsage struct {
-	Tokens            int     `json:"tokens,omitempty"`
-	CostCents         float64 `json:"cost_cents,omitempty"`
-	InputTokens       int     `json:"input_tokens,omitempty"`
-	OutputTokens      int     `json:"output_tokens,omitempty"`
-	CachedInputTokens int     `json:"cached_input_tokens,omitempty"`
-}
+// NewInMemoryPackets returns an empty packet store.
+func NewInMemoryPackets() *InMemoryPackets { return engine.NewInMemoryPackets() }
 
-// charged is the number of tokens a turn charges (see PlanUsage).
-func (u PlanUsage) charged() int {
-	// Saturating (the counts are ≥ 0 here): a hostile count cannot wrap
-	// to a small charge, and the charge stays a count a record (and a
-	// replay packet's planner error) holds exactly.
-	sum := u.InputTokens + min(u.OutputTokens, math.MaxInt-u.InputTokens)
-	return min(max(u.Tokens, sum), canon.MaxSafeInteger)
-}
-
-// StepResult is one executed step. Turn is the turn of the plan the step
-// belongs to: the PlanRequest.Turn that plan was made at. PolicyDecisions
-// are the decisions of the call's own policy evaluation (the rules that
-// applied to this call, gateway.Run.CallDecisions); they
-// are empty when the call was bound to the run's evaluation. The rules
-// among them join the run's applied rules (decision.Facts.AppliedRules),
-// and the record's policy_decisions name them.
-type StepResult struct {
-	Turn            int                         `json:"turn"`
-	Index           int                         `json:"index"`
-	Step            Step                        `json:"step"`
-	Result          *gateway.ToolResultEnvelope `json:"result"`
-	PolicyDecisions []policy.Decision           `json:"policy_decisions,omitempty"`
-}
-
-// CriticVerdict is what a critic decides about a plan: at verify (before
-// the plan runs) ok, replan, reject or escalate; at score (after its steps
-// ran) accept, retry, replan or escalate. It is not policy.Verdict, the
-// outcome of a pack's policy rules.
-type CriticVerdict string
-
-// Verify verdicts, then score verdicts.
-const (
-	VerdictOK       CriticVerdict = "ok"
-	VerdictReplan   CriticVerdict = "replan"
-	VerdictReject   CriticVerdict = "reject"
-	VerdictAccept   CriticVerdict = "accept"
-	VerdictRetry    CriticVerdict = "retry"
-	VerdictEscalate CriticVerdict = "escalate"
-)
-
-// severity orders verdicts so a host critic can only make one stricter.
-func (v CriticVerdict) severity() int {
-	return map[CriticVerdict]int{VerdictOK: 0, VerdictAccept: 0, VerdictRetry: 1, VerdictReplan: 2, VerdictEscalate: 3, VerdictReject: 4}[v]
-}
-
-// Judgement is a critic's verdict and why.
-type Judgement struct {
-	Verdict CriticVerdict `json:"verdict"`
-	Reason  string        `json:"reason,omitempty"`
-}
-
-// CriticInput is what a critic judges.
-type CriticInput struct {
-	Compiled *compiler.CompiledContext
-	Pack     *pack.Pack
-	Run      *runcontext.RunContext
-	Request  *runcontext.InvokeRequest
-	Plan     *Plan
-	// Results are all step results so far (Verify sees them before the
-	// plan runs, Score after).
-	Results []StepResult
-	// Turn is the turn of the plan judged (the PlanRequest.Turn it was
-	// made at; its steps' results carry the same Turn). Replans counts the
-	// replans so far.
-	Turn, Replans int
-}
-
-// Critic verifies a plan before it runs and scores its results after. A
-// host critic runs after the built-in one and can only make a verdict
-// stricter (a looser verdict is ignored).
-type Critic interface {
-	Verify(ctx context.Context, in *CriticInput) (Judgement, error)
-	Score(ctx context.Context, in *CriticInput) (Judgement, error)
-}
-
-// MemoryProposal is a proposed memory write-back.
-type MemoryProposal struct {
-	// WriteClass must be one of the pack's write_classes_allowed.
-	WriteClass   string   `json:"write_class"`
-	SubjectIDs   []string `json:"subject_ids,omitempty"`
-	Content      string   `json:"content"`
-	EvidenceRefs []string `json:"evidence_refs,omitempty"`
-	Confidence   float64  `json:"confidence"`
-	PII          bool     `json:"pii,omitempty"`
-	RunID        string   `json:"run_id,omitempty"`
-}
-
-// MemoryStore recalls promoted memories for compilation and receives
-// write-back proposals (never direct durable writes). Both must honour ctx
-// and be safe for concurrent use.
-type MemoryStore interface {
-	compiler.MemoryRecall
-	Propose(ctx context.Context, proposals []MemoryProposal) error
-}
-
-// InMemoryMemory is the in-memory MemoryStore: it recalls the promoted
-// items it holds and keeps a copy of every proposal.
-type InMemoryMemory struct {
-	mu        sync.Mutex
-	items     []compiler.MemoryItem
-	proposals []MemoryProposal
-}
-
-var _ MemoryStore = (*InMemoryMemory)(nil)
-
-// NewInMemoryMemory returns a store holding items.
+// NewInMemoryMemory returns a memory store holding items: it recalls the
+// promoted ones, whatever the query, and keeps a copy of every proposal.
 func NewInMemoryMemory(items ...compiler.MemoryItem) *InMemoryMemory {
-	return &InMemoryMemory{items: slices.Clone(items)}
+	return engine.NewInMemoryMemory(items...)
 }
 
-// Recall implements compiler.MemoryRecall: it returns the promoted items
-// (compiler.MemoryPromoted), whatever the query.
-func (m *InMemoryMemory) Recall(ctx context.Context, _ compiler.MemoryQuery) ([]compiler.MemoryItem, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []compiler.MemoryItem
-	for _, it := range m.items {
-		if it.State == compiler.MemoryPromoted {
-			out = append(out, it)
-		}
-	}
-	return out, nil
-}
-
-// Propose implements MemoryStore.
-func (m *InMemoryMemory) Propose(ctx context.Context, ps []MemoryProposal) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	kept := make([]MemoryProposal, len(ps))
-	for i, p := range ps {
-		p.SubjectIDs, p.EvidenceRefs = slices.Clone(p.SubjectIDs), slices.Clone(p.EvidenceRefs)
-		kept[i] = p
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.proposals = append(m.proposals, kept...)
-	return nil
-}
-
-// Proposals returns a copy of every proposal received.
-func (m *InMemoryMemory) Proposals() []MemoryProposal {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.proposals)
-}
+// InMemoryMemory is the in-memory MemoryStore.
+type InMemoryMemory = engine.InMemoryMemory

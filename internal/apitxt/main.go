@@ -154,7 +154,8 @@ func printed(fset *token.FileSet, n ast.Node) string {
 }
 
 // typeMembers lists, for each exported type of an internal package, its
-// exported fields and the exported methods of its method set, keyed by
+// exported fields and the exported methods of its method set, or, for an
+// interface, its methods and embedded interfaces, keyed by
 // "import/path.Type".
 func typeMembers(fset *token.FileSet, path string, files []*ast.File) map[string][]string {
 	out := map[string][]string{}
@@ -180,15 +181,26 @@ func typeMembers(fset *token.FileSet, path string, files []*ast.File) map[string
 					if !ok || !ts.Name.IsExported() {
 						continue
 					}
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						continue
-					}
 					k := path + "." + ts.Name.Name
-					for _, f := range st.Fields.List {
-						for _, fn := range f.Names {
-							if fn.IsExported() {
-								out[k] = append(out[k], "field "+fn.Name+" "+printed(fset, f.Type))
+					switch t := ts.Type.(type) {
+					case *ast.StructType:
+						for _, f := range t.Fields.List {
+							for _, fn := range f.Names {
+								if fn.IsExported() {
+									out[k] = append(out[k], "field "+fn.Name+" "+printed(fset, f.Type))
+								}
+							}
+						}
+					case *ast.InterfaceType:
+						for _, m := range t.Methods.List {
+							if len(m.Names) == 0 {
+								out[k] = append(out[k], "embeds "+printed(fset, m.Type))
+								continue
+							}
+							for _, mn := range m.Names {
+								if mn.IsExported() {
+									out[k] = append(out[k], "interface method "+mn.Name+strings.TrimPrefix(printed(fset, m.Type), "func"))
+								}
 							}
 						}
 					}

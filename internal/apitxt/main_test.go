@@ -27,6 +27,9 @@ func TestDump(t *testing.T) {
 		p + ": type Alias = Record",
 		p + ": type Embedded struct",
 		p + ": type Embedded struct, N int",
+		p + ": type Finder = hidden.Finder",
+		p + ": type Finder = hidden.Finder, embeds fmt.Stringer",
+		p + ": type Finder = hidden.Finder, interface method Find(id string) (Problem, error)",
 		p + ": type ID string",
 		p + ": type Problem = hidden.Problem",
 		p + ": type Problem = hidden.Problem, field Path string",
@@ -41,9 +44,9 @@ func TestDump(t *testing.T) {
 	if d := cmp.Diff(want, lines); d != "" {
 		t.Errorf("dump (-want +got):\n%s", d)
 	}
-	// Exported, ErrX, Store, Record, Embedded, ID, Alias, Problem, New,
-	// Hash, Generic, Get; an alias's members are not counted again.
-	if idents != 12 || fields != 4 {
-		t.Errorf("dump counts = %d identifiers, %d fields; want 12, 4", idents, fields)
+	// Exported, ErrX, Store, Record, Embedded, ID, Alias, Problem, Finder,
+	// New, Hash, Generic, Get; an alias's members are not counted again.
+	if idents != 13 || fields != 4 {
+		t.Errorf("dump counts = %d identifiers, %d fields; want 13, 4", idents, fields)
 	}
 }

@@ -1,8 +1,8 @@
 // Package decisionspec answers what the runtime asks of a pack's decision
 // specs: the spec of a decision key, whether an outcome is one of the
 // spec's refusal or escalation outcomes, and the id a record of a decision
-// gets. decision's building and validation and the root's critic and loop
-// share it.
+// gets. decision's building and validation and the run engine's critic
+// and loop share it.
 package decisionspec
 
 import (

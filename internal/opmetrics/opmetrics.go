@@ -16,7 +16,7 @@
 // the disabled path builds no attributes and allocates nothing. A nil
 // *Metrics records nothing; a Metrics is made by New.
 //
-// The runtime (package contextos) records every metric but two: the
+// The run engine (internal/engine) records every metric but two: the
 // release-gate pass rate (ReleaseGate) and the rollback time (Rollback)
 // are recorded by the code that runs the gates and rolls packs back (the
 // evaluation package and the pack registry), which the host wires to the

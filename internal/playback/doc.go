@@ -1,5 +1,5 @@
 // Package playback is the machinery that pins a run for replay and plays
-// it back: it is the module's own, used by the root package's runtime
+// it back: it is the module's own, used by the run engine (internal/engine)
 // (recording every run, and Runtime.Replay), and not part of the public API.
 // The wire types it records into and serves from — the packet and its
 // adapter outcomes — are public, in package replay.

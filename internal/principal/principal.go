@@ -34,7 +34,12 @@ func Canonical(s string) string {
 		return r
 	}, norm.NFKC.String(s))
 	// NFKC after folding: folding can produce sequences NFKC composes.
-	return strings.TrimSpace(norm.NFKC.String(fold().String(s)))
+	s = norm.NFKC.String(fold().String(s))
+	// Then lower case, rune by rune: case folding maps a few scripts'
+	// lower case to their upper case (Cherokee), and the folder maps that
+	// upper case back to lower case, so folding alone is not idempotent;
+	// lower case is what every plain name compares in.
+	return strings.TrimSpace(norm.NFKC.String(strings.Map(unicode.ToLower, s)))
 }
 
 // Same reports whether a and b name the same principal. Two empty (or

@@ -23,6 +23,7 @@ func TestSame(t *testing.T) {
 		{"usr_771", "usr_771\u3164", true},     // Hangul filler
 		{"usr_771", "usr_\u115f771", true},     // Hangul choseong filler
 		{"usr_771", "usr_771\U000e0101", true}, // variation selector supplement
+		{"\uaba6_1", "\u13d6_1", true},         // Cherokee: folding maps lower to upper case
 		{"usr_771", "usr_772", false},
 		{"usr_771", "usr 771", false},
 		{"", "", false}, // an absent name matches nobody

@@ -3,7 +3,7 @@
 // tool attempt carries, the remote parent a span joins, the headers
 // written, and baggage edits. It works on runcontext.Trace, the wire form
 // an invoke request carries (runcontext parses and validates it); the
-// transports and the root use it.
+// transports and the run engine use it.
 package w3ctrace
 
 import (

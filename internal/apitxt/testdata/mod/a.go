@@ -34,6 +34,9 @@ type Alias = Record
 // Problem is public through the alias: its fields and methods are listed.
 type Problem = hidden.Problem
 
+// Finder is an alias of an internal interface.
+type Finder = hidden.Finder
+
 func New(a, b string) *Record { return nil }
 
 func (r *Record) Hash() string   { return "" }

@@ -1,0 +1,465 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Checkpoint is what a CheckpointStore keeps of a paused or running run.
+// It is opaque to the store: the runtime owns the encoding of Data and says
+// which encoding it is with Version; a store keeps RunID, Version and Data
+// as given and manages Revision and Lease.
+type Checkpoint struct {
+	// RunID is the run the checkpoint belongs to: the store's key.
+	RunID string
+	// Revision is the revision the checkpoint was loaded at (0 for a run
+	// without one); a successful Save sets it to the new revision.
+	Revision int
+	// Version is the encoding of Data. A runtime reads every version it
+	// lists as supported and refuses any other with a
+	// *CheckpointVersionError.
+	Version int
+	// Data is the run's state in the encoding Version names. A store
+	// returns it byte for byte as it was saved.
+	Data []byte
+	// Lease is how long the claim of a runtime continuing the run lasts,
+	// counted on the store's clock. On Save it is the claim's length from
+	// the save (0: the checkpoint holds no claim); on Load it is what is
+	// left of it at the load (0 when it has lapsed or there is none). A
+	// takeover is refused while it lasts. A store with a clock of its own
+	// (a database server's) counts on that clock, so whether a claim is
+	// live does not depend on the clocks of the runtimes sharing the store.
+	Lease time.Duration
+	// Awaiting is, on Save, the approval the checkpoint leaves the run
+	// waiting for (nil: the run awaits none — it is running, resumed,
+	// ended or was never paused). A store that is a PendingIndex keeps it
+	// with the checkpoint in the same atomic save; any other store may
+	// ignore it. Load leaves it nil.
+	Awaiting *AwaitedApproval
+}
+
+// AwaitedApproval is what a PendingIndex keeps of a run paused at an
+// approval gate: enough to find the run, of a tenant or of every tenant,
+// without reading its checkpoint.
+type AwaitedApproval struct {
+	// TenantID is the run's tenant.
+	TenantID string
+	// GateID is the gate the run paused at.
+	GateID string
+}
+
+// CheckpointStore persists checkpoints so a run can resume on any runtime
+// sharing the store. A store never interprets Version or Data.
+//
+// Save stores cp.RunID's checkpoint (its Version, a copy of its Data, and
+// the end of its Lease: the store's time now plus cp.Lease, or none)
+// atomically when the stored revision equals cp.Revision (a run without a
+// checkpoint is at revision 0), and then sets cp.Revision to the new
+// revision, cp.Revision+1. A save over another revision fails with an
+// error wrapping ErrCheckpointConflict and stores nothing.
+//
+// Load returns the run's last saved checkpoint: its Revision, its Version,
+// its Data byte for byte, in a value that shares no memory with the store,
+// and as Lease the time left until the saved lease ends, on the store's
+// clock (0 once it has ended, or when the save had none). It returns an
+// error wrapping ErrNotFound for an unknown run.
+//
+// Both honour ctx (a cancelled ctx is an error wrapping ctx.Err()) and
+// are safe for concurrent use.
+type CheckpointStore interface {
+	Save(ctx context.Context, cp *Checkpoint) error
+	Load(ctx context.Context, runID string) (*Checkpoint, error)
+}
+
+// ErrCheckpointConflict reports a save over a revision another runtime
+// has already moved past: the run is being continued elsewhere.
+var ErrCheckpointConflict = errors.New("contextos: checkpoint was changed by another runtime")
+
+// ErrCheckpointVersion reports a checkpoint in an encoding this runtime
+// does not read (one written by a newer runtime, say). The error is a
+// *CheckpointVersionError.
+var ErrCheckpointVersion = errors.New("contextos: checkpoint version not supported")
+
+// CheckpointVersionError is the error for a checkpoint whose Version this
+// runtime cannot read. It matches ErrCheckpointVersion with errors.Is.
+type CheckpointVersionError struct {
+	// RunID is the checkpoint's run.
+	RunID string
+	// Version is the checkpoint's version.
+	Version int
+	// Supported lists the versions this runtime reads, oldest first.
+	Supported []int
+}
+
+func (e *CheckpointVersionError) Error() string {
+	return fmt.Sprintf("contextos: checkpoint of %s has version %d; this runtime reads versions %s", e.RunID, e.Version, joinInts(e.Supported))
+}
+
+// Unwrap returns ErrCheckpointVersion.
+func (e *CheckpointVersionError) Unwrap() error { return ErrCheckpointVersion }
+
+func joinInts(xs []int) string {
+	var b bytes.Buffer
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(x))
+	}
+	return b.String()
+}
+
+// ErrLedgerMismatch reports a resume whose runtime compiles the run's
+// context under other packs than the run's checkpoint pins (another
+// environment overlay, or other pack content under the same ref) than the
+// run started under. Such a run is not continued: the error wraps
+// ErrNotResumable too.
+var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from the one the checkpoint pins")
+
+// Checkpoint encodings. Version 1 is the JSON of the exported Checkpoint
+// struct of the runtimes before checkpoints were versioned (its "rev"
+// member is ignored: the store's Revision is the revision). Version 2 is
+// the JSON of checkpointState: version 1 without "rev", with
+// "ledger_packs" (the run's pinned packs and overlays). Version 3 is
+// version 2 with "unconfirmed_record": a run whose terminal record the
+// decision store did not confirm. A runtime that reads only versions 1
+// and 2 must refuse it (it would plan the run again and could record a
+// second decision), so a checkpoint holding one is written at version 3
+// and every other at version 2, which such a runtime still reads.
+const (
+	checkpointV1 = 1
+	checkpointV2 = 2
+	checkpointV3 = 3
+)
+
+// checkpointVersions lists the versions this runtime reads, oldest first.
+func checkpointVersions() []int { return []int{checkpointV1, checkpointV2, checkpointV3} }
+
+// unconfirmedRecord is a run's terminal record that the decision store
+// failed without saying whether it stored it, and the stop the run was
+// at when it was built (a hard stop's, or none).
+type unconfirmedRecord struct {
+	Record  *decision.Record `json:"record"`
+	Stopped string           `json:"stopped,omitempty"`
+}
+
+// checkpointState is a paused or long-running run's resumable state, as
+// the runtime encodes it into Checkpoint.Data.
+type checkpointState struct {
+	RunID string `json:"run_id"`
+	// rev is the revision the state was loaded or last saved at: a store
+	// saves a checkpoint only over it (optimistic concurrency), so two
+	// runtimes cannot both continue one run.
+	rev int
+	// lease is what was left of the run's claim when the state was
+	// loaded, on the store's clock (Checkpoint.Lease): a takeover is
+	// refused while it lasts.
+	lease time.Duration
+	// heldAt is when this runtime last saved the state with its claim,
+	// on its clock (zero: it holds none): the claim is renewed once half
+	// of its lease has passed since (run.holdClaim). Only the time since
+	// is read, so the runtime's clock need not agree with the store's.
+	heldAt time.Time
+	// Active marks a run a runtime is continuing (claimed and not yet
+	// paused, stopped or ended): another Resume is refused, and a
+	// takeover is refused while the claim's lease lasts.
+	Active  bool                      `json:"active,omitempty"`
+	Request *runcontext.InvokeRequest `json:"request"`
+	Run     *runcontext.RunContext    `json:"run_context"`
+	// LedgerPacks is the digest of the packs section of the context
+	// ledger the run compiled (each pack's ref, content hash and applied
+	// overlay): empty before the run's first compile and in a version-1
+	// checkpoint. A resume whose compile gives another is refused with
+	// ErrLedgerMismatch. The rest of the ledger is not pinned: a resume
+	// with a new budget changes the run context's digest in it.
+	LedgerPacks string `json:"ledger_packs,omitempty"`
+	// Turn counts the planner turns made so far; the plan in progress was
+	// made at turn Turn-1.
+	Turn      int          `json:"turn"`
+	Replans   int          `json:"replans"`
+	Plan      *Plan        `json:"plan"`
+	StepIndex int          `json:"step_index"`
+	Results   []StepResult `json:"results"`
+	Usage     PlanUsage    `json:"usage"`
+	// MeterUsage is the run-budget meter's reading (tokens, tool calls,
+	// spend) so a resumed run keeps counting from where it paused.
+	MeterUsage runcontext.Usage         `json:"meter_usage"`
+	StartedAt  string                   `json:"started_at"`
+	Pending    *gateway.ApprovalRequest `json:"pending,omitempty"`
+	// Deferred is the run's latest DEFERRED record (or a hard stop's
+	// ESCALATED one) that a resume closes.
+	Deferred string `json:"deferred_record_id,omitempty"`
+	// Open lists, in order, every record of the run a CLOSED record must
+	// close when the run reaches its terminal record: its IN_FLIGHT and
+	// DEFERRED records and a hard stop's ESCALATED record.
+	Open []string `json:"open_record_ids,omitempty"`
+	// InFlight is the IN_FLIGHT record of a long_running run's latest
+	// progress checkpoint.
+	InFlight string `json:"in_flight_record_id,omitempty"`
+	// LeaseUntil is when a long_running run's claim lapses unless a
+	// heartbeat renews it, as the runtime that saved the checkpoint read
+	// its clock (RFC 3339). It is for information (heartbeat events say
+	// it): takeovers are decided by the store's lease (Checkpoint.Lease),
+	// counted on the store's clock.
+	LeaseUntil string  `json:"lease_until,omitempty"`
+	Plans      []*Plan `json:"plans"`
+	Seq        int     `json:"seq"`
+	Terminal   bool    `json:"terminal,omitempty"`
+	// Chain is where the run's transcript chain stands.
+	Chain gateway.ChainState `json:"chain"`
+	// Replay inputs recorded so far: adapter outcomes, clock readings and
+	// the approvals of each resume.
+	Outcomes []replay.AdapterOutcome `json:"outcomes,omitempty"`
+	Clock    []time.Time             `json:"clock,omitempty"`
+	Resumes  []replay.Resume         `json:"resumes,omitempty"`
+	// Denials are the approvers' refusals the run met, as its records
+	// list them (denials.go).
+	Denials []decision.Approval `json:"denials,omitempty"`
+	// Stopped is why a hard stop ended the run; such a run resumes like a
+	// paused one (with a new budget, say).
+	Stopped string `json:"stopped,omitempty"`
+	// Origin is the run context the run was invoked with, kept when a
+	// resume replaced its budget (a replay starts from it).
+	Origin *runcontext.RunContext `json:"origin_run_context,omitempty"`
+	// PlannerCalls and Checks count planner calls and interruption checks;
+	// PlannerErrors and Interrupts are the failed calls and the
+	// cancellations seen, so a replay fails and stops where the run did.
+	PlannerCalls  int                   `json:"planner_calls"`
+	PlannerErrors []replay.PlannerError `json:"planner_errors,omitempty"`
+	Checks        int                   `json:"checks"`
+	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
+	// Unconfirmed is the run's terminal record when the decision store
+	// failed it and could not say whether it stored it (the run stopped
+	// record_not_stored). The run's decision is made: a resume or a
+	// repeated Invoke settles it by storing this very record.
+	Unconfirmed *unconfirmedRecord `json:"unconfirmed_record,omitempty"`
+	// Points counts the places the run passed where a takeover may
+	// continue it (its claims, and the points of its loop where it
+	// checkpoints or renews its claim: run.point); a taken-over run's
+	// packet names the one its takeover continued from, so a replay
+	// stops there (replay.Takeover).
+	Points int `json:"points,omitempty"`
+	// Priors are the results of writes that the run got from the
+	// idempotency store without having run them itself (a runtime that
+	// died ran them before a takeover continued the run): replay inputs,
+	// a replay's idempotency store holds them.
+	Priors []replay.PriorResult `json:"prior_results,omitempty"`
+	// InputsLost marks a run a takeover settled with a decision its dead
+	// runtime had stored: that runtime's replay inputs died with it, so
+	// the run has no packet and Capture refuses it.
+	InputsLost bool `json:"inputs_lost,omitempty"`
+}
+
+// planTurn is the turn the plan in progress was made at.
+func (cp *checkpointState) planTurn() int { return max(cp.Turn-1, 0) }
+
+// encodeCheckpoint encodes st in the current version, at the revision it
+// was loaded or last saved at.
+func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", st.RunID, err)
+	}
+	v := checkpointV2
+	if st.Unconfirmed != nil {
+		v = checkpointV3
+	}
+	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b, Awaiting: st.awaiting()}, nil
+}
+
+// awaiting is what a pending index keeps of st: the approval it waits
+// for when it is paused at a gate (not being continued, not ended), nil
+// otherwise. PendingApprovals lists exactly these runs.
+func (st *checkpointState) awaiting() *AwaitedApproval {
+	if st.Pending == nil || st.Active || st.Terminal {
+		return nil
+	}
+	a := &AwaitedApproval{GateID: st.Pending.GateID}
+	if st.Run != nil {
+		a.TenantID = st.Run.TenantID
+	}
+	return a
+}
+
+// decodeCheckpoint decodes a stored checkpoint of any supported version.
+func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
+	if !slices.Contains(checkpointVersions(), c.Version) {
+		return nil, &CheckpointVersionError{RunID: c.RunID, Version: c.Version, Supported: checkpointVersions()}
+	}
+	// Versions 1 to 3 share their members (version 1's "rev" is ignored,
+	// and it has no "ledger_packs"; only version 3 has
+	// "unconfirmed_record"), so one decoder reads them all.
+	var st checkpointState
+	if err := json.Unmarshal(c.Data, &st); err != nil {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", c.RunID, err)
+	}
+	if st.RunID != c.RunID {
+		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: it holds run %q", c.RunID, st.RunID)
+	}
+	if c.Version == checkpointV1 {
+		st.LedgerPacks = ""
+	}
+	if c.Version < checkpointV3 {
+		st.Unconfirmed = nil
+	}
+	st.rev, st.lease = c.Revision, c.Lease
+	return &st, nil
+}
+
+// saveCheckpoint saves st over the revision it holds and moves it to the
+// new one. An active run's checkpoint carries this runtime's claim, with
+// a lease of Options.HeartbeatTTL from the save on the store's clock.
+func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) error {
+	c, err := encodeCheckpoint(st)
+	if err != nil {
+		return err
+	}
+	if st.Active {
+		c.Lease = rt.heartbeatTTL()
+	}
+	if err := rt.opts.Checkpoints.Save(ctx, c); err != nil {
+		return err
+	}
+	st.rev, st.heldAt = c.Revision, time.Time{}
+	if st.Active {
+		st.heldAt = rt.opts.Now()
+	}
+	return nil
+}
+
+// pinLedgerPacks pins, on the run's first compile, the packs section of
+// its context ledger, and refuses a later compile (a resume's) under
+// other packs or overlays.
+func (r *run) pinLedgerPacks(cc *compiler.CompiledContext) error {
+	d, err := canon.Digest(cc.ContextLedger.Packs)
+	if err != nil {
+		return err
+	}
+	switch r.cp.LedgerPacks {
+	case "":
+		r.cp.LedgerPacks = d
+	case d:
+	default:
+		return fmt.Errorf("%w: %w: run %s pins packs %s and this runtime compiles %s (is its environment overlay the run's?)", ErrNotResumable, ErrLedgerMismatch, r.rc.RunID, r.cp.LedgerPacks, d)
+	}
+	return nil
+}
+
+// loadCheckpoint loads and decodes a run's checkpoint.
+func (rt *Runtime) loadCheckpoint(ctx context.Context, runID string) (*checkpointState, error) {
+	c, err := rt.opts.Checkpoints.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: no checkpoint for run %q (the store returned none)", ErrNotFound, runID)
+	}
+	return decodeCheckpoint(c)
+}
+
+// InMemoryCheckpoints is the in-memory CheckpointStore. It counts leases
+// on its Now.
+type InMemoryCheckpoints struct {
+	// Now is the clock leases are counted on (default: time.Now). Set it
+	// before the store is used; the runtime's default store uses
+	// Options.Now.
+	Now func() time.Time
+
+	mu  sync.Mutex
+	cps map[string]memCheckpoint
+	// awaiting indexes the runs whose checkpoint awaits an approval, by
+	// tenant (PendingIndex).
+	awaiting map[string]map[string]bool
+}
+
+// memCheckpoint is a stored checkpoint and the end of its lease (zero:
+// none).
+type memCheckpoint struct {
+	c        Checkpoint
+	until    time.Time
+	awaiting *AwaitedApproval
+}
+
+var _ CheckpointStore = (*InMemoryCheckpoints)(nil)
+
+// NewInMemoryCheckpoints returns an empty store.
+func NewInMemoryCheckpoints() *InMemoryCheckpoints {
+	return &InMemoryCheckpoints{cps: map[string]memCheckpoint{}}
+}
+
+func (m *InMemoryCheckpoints) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Save implements CheckpointStore.
+func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("contextos: save checkpoint: %w", err)
+	}
+	var until time.Time
+	if cp.Lease > 0 {
+		until = m.now().Add(cp.Lease)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if at := m.cps[cp.RunID].c.Revision; at != cp.Revision {
+		return fmt.Errorf("%w: run %s is at revision %d, the save is over %d", ErrCheckpointConflict, cp.RunID, at, cp.Revision)
+	}
+	if old := m.cps[cp.RunID].awaiting; old != nil {
+		delete(m.awaiting[old.TenantID], cp.RunID)
+		if len(m.awaiting[old.TenantID]) == 0 {
+			delete(m.awaiting, old.TenantID)
+		}
+	}
+	var aw *AwaitedApproval
+	if cp.Awaiting != nil {
+		c := *cp.Awaiting
+		aw = &c
+		if m.awaiting == nil {
+			m.awaiting = map[string]map[string]bool{}
+		}
+		if m.awaiting[c.TenantID] == nil {
+			m.awaiting[c.TenantID] = map[string]bool{}
+		}
+		m.awaiting[c.TenantID][cp.RunID] = true
+	}
+	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}, until: until, awaiting: aw}
+	cp.Revision++
+	return nil
+}
+
+// Load implements CheckpointStore.
+func (m *InMemoryCheckpoints) Load(ctx context.Context, runID string) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("contextos: load checkpoint: %w", err)
+	}
+	m.mu.Lock()
+	s, ok := m.cps[runID]
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: no checkpoint for run %q", ErrNotFound, runID)
+	}
+	c := s.c
+	c.Data = bytes.Clone(c.Data)
+	if !s.until.IsZero() {
+		c.Lease = max(s.until.Sub(m.now()), 0)
+	}
+	return &c, nil
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+)
+
+// ErrPanic reports a host plug-in (planner, critic, evidence source,
+// memory store, tokenizer, decision store) that panicked. The run ends
+// ESCALATED with a record where it had started; the panic value and stack
+// go to the log, never into a record, an error or a span. A decision store
+// that panics fails the call it panicked in, as one that returns an error
+// does: a run whose record could not be appended keeps it in its
+// checkpoint, and a resume, a takeover or the same Invoke again stores
+// that very record.
+var ErrPanic = errors.New("contextos: a plug-in panicked")
+
+// PanicError names the plug-in that panicked ("runtime" for a panic
+// outside the plug-ins). It matches ErrPanic.
+type PanicError struct {
+	// Plugin is "planner", "critic", "evidence source", "memory store",
+	// "tokenizer", "decision store" or "compile".
+	Plugin string
+}
+
+func (e *PanicError) Error() string { return "contextos: the " + e.Plugin + " panicked" }
+
+// Is matches ErrPanic.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// recovered turns a recovered panic value into a *PanicError, logging the
+// value's type and the stack (the only place they go).
+func (rt *Runtime) recovered(p any, plugin, runID string) error {
+	// The value's type, not the value: a panic value may hold anything,
+	// a secret included.
+	rt.opts.Logger.Error("plug-in panicked", "plugin", plugin, "run_id", runID, "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
+	return &PanicError{Plugin: plugin}
+}
+
+// storeTimeout bounds a record, checkpoint or packet write, which runs on
+// a context detached from the caller's: a side effect that ran is followed
+// by its record even when the caller has gone.
+const storeTimeout = 30 * time.Second
+
+// detached is ctx without its cancellation and deadline, bounded by
+// storeTimeout.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+}
+
+// pins wraps a run's evidence source and memory recall: it keeps what they
+// returned to the run's compile (what a replay packet pins) and turns
+// their panics into errors.
+type pins struct {
+	rt    *Runtime
+	runID string
+
+	mu       sync.Mutex
+	evidence []compiler.EvidenceItem
+	memory   []compiler.MemoryItem
+}
+
+type pinnedEvidence struct {
+	p   *pins
+	src compiler.EvidenceSource
+}
+
+func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) (items []compiler.EvidenceItem, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			items, err = nil, e.p.rt.recovered(p, "evidence source", e.p.runID)
+		}
+	}()
+	items, err = e.src.Evidence(ctx, q)
+	if err == nil {
+		e.p.mu.Lock()
+		e.p.evidence = slices.Clone(items)
+		e.p.mu.Unlock()
+	}
+	return items, err
+}
+
+type pinnedMemory struct {
+	p   *pins
+	src compiler.MemoryRecall
+}
+
+func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items []compiler.MemoryItem, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			items, err = nil, m.p.rt.recovered(p, "memory store", m.p.runID)
+		}
+	}()
+	items, err = m.src.Recall(ctx, q)
+	if err == nil {
+		m.p.mu.Lock()
+		m.p.memory = slices.Clone(items)
+		m.p.mu.Unlock()
+	}
+	return items, err
+}
+
+// emptyMemory recalls nothing: a runtime without a memory store compiles
+// with it, so a run and its replay (which recalls the pinned items) see
+// the same memory input.
+type emptyMemory struct{}
+
+func (emptyMemory) Recall(context.Context, compiler.MemoryQuery) ([]compiler.MemoryItem, error) {
+	return nil, nil
+}
+
+// sources are the run's wrapped sources: a runtime without an evidence
+// source or a memory store compiles with empty ones.
+func (p *pins) sources() (compiler.EvidenceSource, compiler.MemoryRecall) {
+	var ev compiler.EvidenceSource = compiler.StaticEvidence(nil)
+	if p.rt.opts.Evidence != nil {
+		ev = p.rt.opts.Evidence
+	}
+	var mem compiler.MemoryRecall = emptyMemory{}
+	if p.rt.opts.Memory != nil {
+		mem = p.rt.opts.Memory
+	}
+	return pinnedEvidence{p, ev}, pinnedMemory{p, mem}
+}
+
+// pinned returns what the run's compile saw.
+func (p *pins) pinned() ([]compiler.EvidenceItem, []compiler.MemoryItem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.evidence), slices.Clone(p.memory)
+}
+
+// recordedMemory stands in for a run's memory store in a replay: it
+// recalls the items the run's recall returned, as pinned (any that is not
+// promoted included: the compiler omits it again, as it did), and
+// discards proposals.
+type recordedMemory []compiler.MemoryItem
+
+func (m recordedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) ([]compiler.MemoryItem, error) {
+	return compiler.StaticMemory(m).Recall(ctx, q)
+}
+
+func (recordedMemory) Propose(ctx context.Context, _ []MemoryProposal) error { return ctx.Err() }
+
+// guardedDecisions is the decision store as the runtime calls it: a call
+// that panics returns a *PanicError instead (the value and stack logged
+// by recovered), so a panicking Append is an append that failed — the
+// run keeps its record unconfirmed and settles it later — and a
+// panicking lookup or listing fails only its caller.
+type guardedDecisions struct {
+	rt *Runtime
+	s  decision.Store
+}
+
+func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, r.RunID)
+		}
+	}()
+	return g.s.Append(ctx, r)
+}
+
+func (g guardedDecisions) Get(ctx context.Context, id string) (out *decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, "")
+		}
+	}()
+	return g.s.Get(ctx, id)
+}
+
+func (g guardedDecisions) List(ctx context.Context, f decision.Filter) (out []*decision.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, g.rt.recovered(p, pluginDecisions, f.RunID)
+		}
+	}()
+	return g.s.List(ctx, f)
+}
+
+func (g guardedDecisions) Verify(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = g.rt.recovered(p, pluginDecisions, "")
+		}
+	}()
+	return g.s.Verify(ctx)
+}
+
+// pluginDecisions names the decision store in a *PanicError.
+const pluginDecisions = "decision store"

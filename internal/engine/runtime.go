@@ -1,0 +1,842 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/contextos/contextos/internal/sortedkeys"
+	"io"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/ontology"
+	"github.com/contextos/contextos/internal/opmetrics"
+	"github.com/contextos/contextos/internal/playback"
+	"github.com/contextos/contextos/internal/w3ctrace"
+	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// RuntimeContractVersion is the runtime contract this SDK implements; packs
+// check it through contract_meta.compatibility.requires.runtime.
+const RuntimeContractVersion = pack.RuntimeContractVersion
+
+// Options tunes a Runtime: contextos.Options, which documents each field.
+// The root converts its Options to this type, so the two keep the same
+// fields, in the same order, of the same types (a difference does not
+// compile). Defaults are filled by New (newRuntime).
+type Options struct {
+	Adapters          []gateway.Registration
+	Gateway           gateway.Options
+	Transcripts       TranscriptStore
+	Critic            Critic
+	Memory            MemoryStore
+	Evidence          compiler.EvidenceSource
+	Checkpoints       CheckpointStore
+	HeartbeatTTL      time.Duration
+	Decisions         decision.Store
+	Replays           PacketStore
+	ReplaySampleRate  float64
+	TracerProvider    trace.TracerProvider
+	MeterProvider     metric.MeterProvider
+	Logger            *slog.Logger
+	Now               func() time.Time
+	NewRunID          func(req *runcontext.InvokeRequest) (string, error)
+	DefaultSafetyMode runcontext.ApprovalMode
+	Tokenizer         compiler.Tokenizer
+	RuntimeVersion    string
+	Ontologies        []string
+	Overlays          []*pack.Overlay
+	KnowledgeSnapshot string
+	Policy            policy.Options
+	MaxTurns          int
+	Identity          IdentityOptions
+	OnPause           func(ctx context.Context, p PendingApproval)
+}
+
+// TranscriptStore is where the gateway appends each run's transcript and
+// where the runtime reads it back: a transcript sink that is also a
+// reader.
+type TranscriptStore interface {
+	gateway.TranscriptSink
+	gateway.TranscriptReader
+}
+
+// PacketStore keeps replay packets. Safe for concurrent use.
+type PacketStore interface {
+	Save(ctx context.Context, p *replay.Packet) error
+	Get(ctx context.Context, id string) (*replay.Packet, error)
+}
+
+// InMemoryPackets is the in-memory PacketStore.
+type InMemoryPackets struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewInMemoryPackets returns an empty store.
+func NewInMemoryPackets() *InMemoryPackets { return &InMemoryPackets{m: map[string][]byte{}} }
+
+// Save implements PacketStore.
+func (s *InMemoryPackets) Save(ctx context.Context, p *replay.Packet) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[p.ReplayPacketID] = b
+	return nil
+}
+
+// Get implements PacketStore.
+func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	b, ok := s.m[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: no replay packet %q", ErrNotFound, id)
+	}
+	var p replay.Packet
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Sentinel errors.
+var (
+	// ErrNotFound reports an unknown run, checkpoint or packet.
+	ErrNotFound = errors.New("contextos: not found")
+	// ErrNotResumable reports a Resume of a run that is not paused.
+	ErrNotResumable = errors.New("contextos: run is not paused")
+	// ErrResumeInput reports a Resume whose input does not answer what
+	// the run awaits.
+	ErrResumeInput = errors.New("contextos: resume input does not answer the pause")
+	// ErrConfig reports invalid options.
+	ErrConfig = errors.New("contextos: invalid configuration")
+	// ErrRunInProgress reports an Invoke of a run id (by default derived
+	// from tenant and request_id) whose run is still going.
+	ErrRunInProgress = errors.New("contextos: run is in progress")
+	// ErrRequestConflict reports an Invoke whose run id already ran with
+	// another request.
+	ErrRequestConflict = errors.New("contextos: run id already used by another request")
+	// ErrReplayInputsLost reports a Capture of a run that a takeover
+	// settled with the decision its runtime had stored before dying: the
+	// run's record and transcript are whole, but what a replay needs of
+	// the part that runtime ran (planner outputs, adapter outcomes, clock
+	// readings) died with it.
+	ErrReplayInputsLost = errors.New("contextos: the run's replay inputs were lost with the runtime that ran it")
+)
+
+// Runtime runs governed agent work. Build one with New; it is safe for
+// concurrent use by many runs.
+type Runtime struct {
+	planner Planner
+	packs   *pack.Resolver
+	opts    Options
+	gw      *gateway.Gateway
+	// transcripts is the gateway's transcript, read back for replay
+	// capture and takeovers.
+	transcripts TranscriptStore
+	tracer      trace.Tracer
+	metrics     *opmetrics.Metrics
+	builtin     builtinCritic
+	// schemas are the registered capabilities' argument schemas, for
+	// PlanRequest.Tools.
+	schemas map[string]json.RawMessage
+
+	mu       sync.Mutex
+	prepared map[string]*compiler.Prepared
+
+	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
+	// the runtimes Replay builds, whose replayed says what of the packet
+	// they reproduce (nil in ModeLive).
+	mode     Mode
+	replayed *replaySource
+	// inline marks a runtime running in a workflow's deterministic code
+	// (inline.go): no goroutine, no deadline of its own.
+	inline bool
+}
+
+// Mode is what a Runtime's runs are. The engine runs a run the same way in
+// either mode; the mode decides where the run's inputs come from and
+// which of its effects are kept.
+type Mode int
+
+const (
+	// ModeLive runs a host's requests: its planner, adapters and stores,
+	// its clock (Options.Now), and the run's claims, leases, pause hook,
+	// metrics and replay capture. New builds a runtime in this mode.
+	ModeLive Mode = iota
+	// ModeReplay re-runs a captured replay packet offline (Runtime.Replay
+	// builds such a runtime): the recorded planner outputs and adapter
+	// outcomes, the packet's clock readings, interruptions, compiled form
+	// and takeover points, and fresh in-memory stores. It takes no lease,
+	// calls no pause hook, captures no packet and verifies packs for
+	// replay (pack.UseReplay); a run recorded without an identity claim
+	// was waived when it ran, and is again.
+	ModeReplay
+)
+
+// replaySource is what a runtime in ModeReplay reproduces of its packet.
+type replaySource struct {
+	// hash is the compiled_context_hash the replayed packet pins: a
+	// packet recorded in an earlier compiled form (compiler.EarlierForms)
+	// is compiled in that form, so its hash and records are reproduced.
+	hash string
+	// clock serves the packet's clock readings.
+	clock *playback.Clock
+	// interrupts are the interruption checks the live run stopped at.
+	interrupts []replay.Interrupt
+	// stopAt is the takeover point the replay's run stops at, where the
+	// packet's run was taken over next (0: none; run.replayStop).
+	stopAt int
+}
+
+// New returns a runtime that plans with planner and resolves packs from
+// registry, verifying their signatures with keys.
+func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *Options) (*Runtime, error) {
+	if planner == nil || registry == nil || keys == nil {
+		return nil, fmt.Errorf("%w: New needs a planner, a pack registry and a key resolver", ErrConfig)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	// The gateway's clock, tracer provider and transcript are the
+	// runtime's: a value set on the gateway's options would be
+	// overwritten, so it is refused.
+	switch {
+	case o.Gateway.Now != nil:
+		return nil, fmt.Errorf("%w: Gateway.Now is set: the gateway's clock is Options.Now", ErrConfig)
+	case o.Gateway.TracerProvider != nil:
+		return nil, fmt.Errorf("%w: Gateway.TracerProvider is set: the gateway's tracer provider is Options.TracerProvider", ErrConfig)
+	case o.Gateway.Transcript != nil:
+		return nil, fmt.Errorf("%w: Gateway.Transcript is set: the runtime's transcript is Options.Transcripts (a sink it can read back)", ErrConfig)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RuntimeVersion == "" {
+		o.RuntimeVersion = RuntimeContractVersion
+	}
+	host := pack.Host{"runtime": o.RuntimeVersion}
+	for i, ont := range o.Ontologies {
+		if _, _, err := ontology.Parse(ont); err != nil {
+			return nil, fmt.Errorf("%w: Ontologies[%d]: %w", ErrConfig, i, err)
+		}
+	}
+	if v := ontology.Highest(o.Ontologies); v != "" {
+		host["ontology"] = v // compared as semantic versions
+	}
+	for i, ov := range o.Overlays {
+		if ov == nil {
+			return nil, fmt.Errorf("%w: Overlays[%d] is nil", ErrConfig, i)
+		}
+		if b, err := pack.ParseRef(ov.Base); err != nil || b.String() != ov.Base {
+			return nil, fmt.Errorf("%w: Overlays[%d].base is not a pinned pack ref (id@major.minor.patch)", ErrConfig, i)
+		}
+	}
+	return newRuntime(planner, pack.NewResolver(registry, keys, &pack.ResolverOptions{Host: host, Now: o.Now, Validation: hostValidation(o)}), o)
+}
+
+// newRuntime fills the defaults of o and builds the runtime around a pack
+// resolver (shared by a runtime and the runtimes its replays build).
+// hostValidation is the pack validation the host's options call for: the
+// names of its gateway's redaction rules are known.
+func hostValidation(o Options) pack.ValidateOptions {
+	return pack.ValidateOptions{RedactionRules: sortedkeys.Of(o.Gateway.Redactors)}
+}
+
+func newRuntime(planner Planner, packs *pack.Resolver, o Options) (*Runtime, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Checkpoints == nil {
+		cps := NewInMemoryCheckpoints()
+		cps.Now = o.Now
+		o.Checkpoints = cps
+	}
+	if o.Decisions == nil {
+		o.Decisions = decision.NewMemoryStore()
+	}
+	if o.Replays == nil {
+		o.Replays = NewInMemoryPackets()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = noop.NewTracerProvider()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	o.Logger = withoutSecretsLogger(o.Logger) // secrets.go
+	if o.RuntimeVersion == "" {
+		o.RuntimeVersion = RuntimeContractVersion
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 16
+	}
+	if o.ReplaySampleRate < 0 || o.ReplaySampleRate > 1 {
+		return nil, fmt.Errorf("%w: ReplaySampleRate must be in [0, 1]", ErrConfig)
+	}
+	rt := &Runtime{planner: planner, packs: packs, opts: o, prepared: map[string]*compiler.Prepared{},
+		tracer: o.TracerProvider.Tracer("github.com/contextos/contextos")}
+	rt.opts.Decisions = guardedDecisions{rt, o.Decisions} // guard.go: a panic is a failed call
+	var err error
+	if rt.metrics, err = opmetrics.New(o.MeterProvider); err != nil {
+		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrConfig, err)
+	}
+	// Packs may name the host's redaction rules: the names must be valid.
+	hv := hostValidation(o)
+	if err := hv.Check(); err != nil {
+		return nil, fmt.Errorf("%w: Gateway.Redactors: %w", ErrConfig, err)
+	}
+	gopts := gatewayOptions(&o)
+	// Adapters are registered as given: the recorder observes each run's
+	// attempts through the gateway (gatewayRunOptions), after its
+	// redaction, so packets and checkpoints never hold a raw outcome.
+	gw, err := gateway.New(o.Adapters, &gopts)
+	if err != nil {
+		return nil, err
+	}
+	rt.gw = gw
+	rt.schemas = argSchemas(o.Adapters)
+	// The transcript the runtime reads back: Options.Transcripts, or the
+	// gateway's default in-memory transcript, which is a reader too.
+	tr, ok := gw.Transcript().(TranscriptStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: the gateway's transcript cannot be read back", ErrConfig)
+	}
+	rt.transcripts = tr
+	return rt, nil
+}
+
+// Packets returns the store of captured replay packets.
+func (rt *Runtime) Packets() PacketStore { return rt.opts.Replays }
+
+// Result is the outcome of Invoke or Resume.
+type Result struct {
+	RunID  string          `json:"run_id"`
+	Status decision.Status `json:"status"`
+	// Record is the run's (latest) DecisionRecord, as stored.
+	Record *decision.Record `json:"decision_record"`
+	// Compiled is the run's compiled context.
+	Compiled *compiler.CompiledContext `json:"-"`
+	// ToolResults are every tool result of the run, in order.
+	ToolResults []*gateway.ToolResultEnvelope `json:"tool_results"`
+	// Pending is the approval a DEFERRED run awaits.
+	Pending *gateway.ApprovalRequest `json:"pending_approval,omitempty"`
+	// ReplayPacketID names the captured packet, if any.
+	ReplayPacketID string `json:"replay_packet_id,omitempty"`
+	// Notices tell what the run did that the host may not have meant, such
+	// as the tools its safety mode withheld (Notice).
+	Notices []Notice `json:"notices,omitempty"`
+}
+
+// ResumeInput answers what a paused run awaits, or lets a hard-stopped
+// run go on.
+type ResumeInput struct {
+	// Approvals answer a pause on an approval gate; one must name the
+	// awaited gate.
+	Approvals []gateway.Approval
+	// Budget, when set, replaces the run budget (limits count the run's
+	// usage so far; wall_clock_ms counts active time, not time paused), as
+	// an operator does to let a run stopped by a budget limit finish. An
+	// optional limit it leaves unset (0) — max_session_duration_ms,
+	// plan_timeout_ms, max_payload_bytes — keeps the run's value rather
+	// than falling back to the default: raising one is explicit. The
+	// checkpoint's run context holds the budget in force.
+	Budget *runcontext.RunBudget
+	// Takeover continues a run another runtime was continuing when it
+	// stopped without pausing or ending (it crashed, say). It is refused
+	// (ErrLeaseHeld) while that runtime's claim lasts (Options.HeartbeatTTL
+	// from its last save, on the checkpoint store's clock), and of any
+	// number of takeovers of one run exactly one continues it: the others
+	// get ErrLeaseHeld or ErrCheckpointConflict before doing anything. A
+	// run whose runtime died resuming it with an approval goes on with
+	// that approval when Approvals names none; one whose runtime had
+	// stored its decision is ended with that decision.
+	Takeover bool
+}
+
+// Invoke runs one request to a terminal record, a pause or a budget limit.
+// An error means the request could not be run at all (invalid input,
+// packs refused, compile refused) or a store failed; governed outcomes —
+// rejections, escalations, pauses — are results with their record.
+func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (res *Result, err error) {
+	defer rt.guard(&res, &err)
+	return rt.invoke(ctx, req, rc, nil)
+}
+
+// guard is the last line against a panic escaping the SDK: the plug-ins'
+// panics are recovered where they are called and end the run with a
+// record; anything else becomes a *PanicError (logged with its stack).
+func (rt *Runtime) guard(res **Result, err *error) {
+	if p := recover(); p != nil {
+		*res, *err = nil, rt.recovered(p, "runtime", "")
+	}
+}
+
+// Stream runs one request like Invoke and yields its typed events (compiled,
+// plan, verdict, tool call, tool result, pause, decision, progress and
+// heartbeat for long_running, error) ending with a result event. Stopping
+// the iteration cancels the run.
+func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
+	return streamEvents(ctx, func(ctx context.Context, emit func(Event)) (res *Result, err error) {
+		defer rt.guard(&res, &err)
+		return rt.invoke(ctx, req, rc, emit)
+	})
+}
+
+// streamEvents runs do, yielding its events and then its result (or its
+// error); a consumer that stops iterating cancels the run.
+func streamEvents(ctx context.Context, do func(ctx context.Context, emit func(Event)) (*Result, error)) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		var consumerPanic any
+		emit := func(e Event) {
+			if stopped {
+				return
+			}
+			// A consumer that panics stops the run like one that stops
+			// iterating (the run ends with its record), and its panic goes
+			// on once the run has ended.
+			defer func() {
+				if p := recover(); p != nil {
+					consumerPanic, stopped = p, true
+					cancel()
+				}
+			}()
+			if !yield(e, nil) {
+				stopped = true
+				cancel()
+			}
+		}
+		res, err := do(ctx, emit)
+		if consumerPanic != nil {
+			panic(consumerPanic)
+		}
+		if stopped {
+			return
+		}
+		if err != nil {
+			yield(Event{Kind: EventError, Message: err.Error()}, err)
+			return
+		}
+		yield(Event{Kind: EventResult, RunID: res.RunID, Final: res}, nil)
+	}
+}
+
+// run is one run's state.
+type run struct {
+	rt       *Runtime
+	req      *runcontext.InvokeRequest
+	rc       *runcontext.RunContext
+	clock    *playback.Clock
+	meter    *runcontext.Meter
+	inputs   []compiler.Input
+	prepared *compiler.Prepared
+	cc       *compiler.CompiledContext
+	gwRun    *gateway.Run
+	cp       *checkpointState
+	emit     func(Event)
+	span     trace.Span
+	long     bool
+	pins     *pins
+	// identity is what the run's identity claim got (identity.go).
+	identity decision.ClaimVerification
+	// decisions are the pack's decisions for the planner (decisionOptions).
+	decisions []DecisionOption
+	// lab are the run's metric labels (labels).
+	lab opmetrics.Labels
+	// inputsLost marks a run settled by a takeover from a checkpoint saved
+	// before its last part ran (the runtime that ran it died): its replay
+	// inputs are incomplete, so no packet is captured.
+	inputsLost bool
+	// awaiting is the approval request a resumed run was paused on.
+	awaiting *gateway.ApprovalRequest
+	// recompiled marks a run whose context is compiled again to go on
+	// with it or to read it back (a resume, a settle, a stored run): that
+	// compile is not the run's work, and the run's wall clock does not
+	// bound it (a run's own work after it still is).
+	recompiled bool
+	// clockTaken counts the clock readings already taken into the
+	// checkpoint (takeInputs).
+	clockTaken int
+	// recorder records the adapter attempts of this runtime's part of the
+	// run (its own: a run a takeover continues in the same process keeps
+	// its attempts apart from those of the part it took over).
+	recorder *playback.Recorder
+}
+
+func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	rc, err := runcontext.Materialize(req, host, &runcontext.MaterializeOptions{NewRunID: rt.opts.NewRunID, DefaultSafetyMode: rt.opts.DefaultSafetyMode})
+	if err != nil {
+		return nil, err
+	}
+	req, rc = withoutSecrets(req, rc) // secrets.go: before anything sees or stores them
+	clock := rt.clockFor(rc.RunID)
+	start := clock.Now()
+	identity, err := rt.verifyIdentity(ctx, rc, start)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning, identity: identity}
+	// The claim is the run's first takeover point; it holds the start's
+	// reading, so a takeover from it replays.
+	r.cp = &checkpointState{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true, Points: 1}
+	r.renewLease(start)
+	r.cp.Clock, r.clockTaken = []time.Time{start}, 1
+	// Claim the run before any work: a run id that already ran returns its
+	// stored result, and one still running is refused.
+	if err := rt.saveCheckpoint(ctx, r.cp); err != nil {
+		if !errors.Is(err, ErrCheckpointConflict) {
+			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
+		}
+		prev, err := rt.loadCheckpoint(ctx, rc.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("contextos: load run %s: %w", rc.RunID, err)
+		}
+		if prev.Stopped != notStarted || prev.Active {
+			return rt.stored(ctx, req, prev, emit)
+		}
+		// The run's earlier Invoke failed before it started: this one
+		// starts it, over the earlier claim's revision.
+		r.cp.rev = prev.rev
+		if err := rt.saveCheckpoint(ctx, r.cp); err != nil {
+			if errors.Is(err, ErrCheckpointConflict) {
+				return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, rc.RunID)
+			}
+			return nil, fmt.Errorf("contextos: claim run %s: %w", rc.RunID, err)
+		}
+	}
+	if err := r.replayStop(ctx, true); err != nil {
+		return nil, err
+	}
+	ctx, r.span = rt.startRunSpan(ctx, req, rc)
+	defer r.span.End()
+	if err := r.setupRun(ctx, nil); err != nil {
+		// Nothing ran: the claim is released so the request can be
+		// invoked again.
+		r.cp.Active, r.cp.Stopped = false, notStarted
+		sctx, cancel := detached(ctx)
+		defer cancel()
+		if serr := rt.saveCheckpoint(sctx, r.cp); serr != nil {
+			rt.opts.Logger.Error("run claim not released", "run_id", rc.RunID, "error", serr.Error())
+		}
+		return nil, err
+	}
+	return r.run(ctx, nil)
+}
+
+// notStarted marks the claim of a run whose Invoke failed before the run
+// started (nothing ran): a later Invoke of the same request starts it.
+const notStarted = "not_started"
+
+// stored answers an Invoke of a run id that is already claimed: the stored
+// result of a run that ended or paused, ErrRunInProgress for a run still
+// going, and ErrRequestConflict for another request under the same id.
+func (rt *Runtime) stored(ctx context.Context, req *runcontext.InvokeRequest, cp *checkpointState, emit func(Event)) (*Result, error) {
+	runID := cp.RunID
+	if err := checkCheckpoint(cp); err != nil {
+		return nil, err
+	}
+	same, err := sameRequest(cp.Request, req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !same:
+		return nil, fmt.Errorf("%w: run %s was invoked with another request under request_id %s", ErrRequestConflict, runID, req.RequestID)
+	case cp.Active:
+		return nil, fmt.Errorf("%w: run %s", ErrRunInProgress, runID)
+	}
+	// A record whose storage failed is stored now, as a resume would: a
+	// pause's before the pause is answered, the run's own by settling the
+	// run with it.
+	if err := rt.confirmPause(ctx, cp); err != nil {
+		return nil, err
+	}
+	if cp.Unconfirmed != nil {
+		return rt.settle(ctx, cp, false, emit)
+	}
+	r, rec, err := rt.reopen(ctx, cp, emit)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{RunID: runID, Status: rec.Status, Record: rec, Compiled: r.cc, ToolResults: r.toolResults(), Pending: cp.Pending, Notices: r.notices()}
+	if id, err := canon.ID(canon.PrefixReplay, runID, rec.RecordID, string(replay.SourceDecisionRecord)); err == nil {
+		if _, err := rt.opts.Replays.Get(ctx, id); err == nil {
+			res.ReplayPacketID = id
+		}
+	}
+	return res, nil
+}
+
+// reopen rebuilds a stopped, paused or ended run from its checkpoint (its
+// packs resolved for replay, its context compiled again) with its last
+// record that is not CLOSED.
+func (rt *Runtime) reopen(ctx context.Context, cp *checkpointState, emit func(Event)) (*run, *decision.Record, error) {
+	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: cp.RunID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("contextos: load records of %s: %w", cp.RunID, err)
+	}
+	var rec *decision.Record
+	for _, x := range recs {
+		if x.Status != decision.Closed {
+			rec = x
+		}
+	}
+	if rec == nil {
+		return nil, nil, fmt.Errorf("%w: no decision record for run %s", ErrNotFound, cp.RunID)
+	}
+	r, err := rt.rebuild(ctx, cp, emit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, rec, nil
+}
+
+// rebuild rebuilds a run from its checkpoint to record what it already
+// did (reopen, settle): its packs resolved for replay, its context
+// compiled again, its transcript chain where the transcript has it. The
+// run is not continued: no plan, no call, so nothing of it is bounded by
+// the run's wall clock, however long ago the run started.
+func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(Event)) (*run, error) {
+	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
+	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan, recompiled: true}
+	chain, _, err := rt.chainOf(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.setup(ctx, pack.UseReplay, &chain); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// chainOf is where a run's transcript chain stands and how many entries
+// the transcript holds: after its last entry (a runtime that died may
+// have recorded calls its checkpoint does not know), or where the
+// checkpoint left it when the transcript holds none (the zero ChainState
+// is the chain's start).
+func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, error) {
+	entries, err := rt.transcripts.RunEntries(ctx, cp.RunID)
+	if err != nil {
+		return gateway.ChainState{}, 0, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
+	}
+	if len(entries) == 0 {
+		return cp.Chain, 0, nil
+	}
+	last := entries[len(entries)-1]
+	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), nil
+}
+
+// sameRequest reports whether two invoke requests are the same request.
+func sameRequest(a, b *runcontext.InvokeRequest) (bool, error) {
+	da, err := canon.Digest(a)
+	if err != nil {
+		return false, err
+	}
+	db, err := canon.Digest(b)
+	if err != nil {
+		return false, err
+	}
+	return da == db, nil
+}
+
+// startRunSpan starts the invoke span as a child of the request's W3C
+// trace context, so the run's trace id is the request's.
+func (rt *Runtime) startRunSpan(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (context.Context, trace.Span) {
+	carrier := propagation.MapCarrier{}
+	w3ctrace.Inject(req.Trace, func(k, v string) { carrier[k] = v })
+	ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+	return rt.tracer.Start(ctx, "invoke_agent", trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("contextos.tenant_id", rc.TenantID),
+		attribute.String("contextos.run_id", rc.RunID),
+		attribute.String("contextos.pack_ref", strings.Join(req.ContextPackRefs, ",")),
+		attribute.String("contextos.mode", string(req.Mode)),
+	))
+}
+
+// setup resolves the packs, compiles and binds the gateway; chain, when
+// set, continues a paused run's transcript chain.
+func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) (err error) {
+	rt := r.rt
+	_, span := rt.tracer.Start(ctx, "compile")
+	defer span.End()
+	defer func() {
+		if err != nil {
+			failSpan(span, "compile failed: "+errorType(err))
+		}
+	}()
+	r.inputs = r.inputs[:0]
+	key := ""
+	for _, ref := range r.req.ContextPackRefs {
+		res, err := rt.packs.ResolveString(ctx, ref, use)
+		if err != nil {
+			return err
+		}
+		r.inputs = append(r.inputs, compiler.Input{Ref: res.Ref, Pack: res.Pack, ContentHash: res.ContentHash})
+		key += res.Ref.String() + "=" + res.ContentHash + ";"
+	}
+	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
+	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Host: rt.packs.Host(), Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
+	rt.mu.Lock()
+	prepared := rt.prepared[key]
+	rt.mu.Unlock()
+	if prepared == nil {
+		var err error
+		if prepared, err = compiler.Prepare(r.inputs, copts); err != nil {
+			return err
+		}
+		rt.mu.Lock()
+		if len(rt.prepared) >= maxPrepared {
+			clear(rt.prepared) // packs are re-prepared on demand
+		}
+		rt.prepared[key] = prepared
+		rt.mu.Unlock()
+	}
+	if r.pins == nil {
+		r.pins = &pins{rt: rt, runID: r.rc.RunID}
+	}
+	if r.recorder == nil {
+		r.recorder = playback.NewRecorder()
+	}
+	prepared = prepared.At(start).WithSources(r.pins.sources())
+	cc, err := r.compile(ctx, prepared)
+	if rt.mode == ModeReplay && rt.replayed.hash != "" && (err != nil || cc.Hash() != rt.replayed.hash) {
+		// A packet recorded in an earlier form replays in it. The
+		// recorded run compiled once: these compiles read no clock.
+		for _, f := range compiler.EarlierForms() {
+			if occ, ok := compileAs(ctx, prepared.WithForm(f), r, rt.replayed.hash); ok {
+				prepared, cc, err = prepared.WithForm(f), occ, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.pinLedgerPacks(cc); err != nil {
+		return err
+	}
+	r.prepared, r.cc = prepared, cc
+	attrs := []attribute.KeyValue{attribute.String("contextos.compiled_context_hash", cc.Hash())}
+	if c := cc.ContextLedger.DataClassification; c != "" {
+		attrs = append(attrs, attribute.String("contextos.data_classification", string(c)))
+	}
+	span.SetAttributes(attrs...)
+	r.span.SetAttributes(attrs...)
+	gwOpts := gatewayRunOptions(r.clock, chain, r.recorder)
+	gwOpts.VerifyWrite = r.verifyWrite
+	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gwOpts); err != nil {
+		return err
+	}
+	notices := r.notices()
+	if use == pack.UseExecute {
+		r.logNotices(notices) // once, when the run starts
+	}
+	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc, notices)})
+	return nil
+}
+
+// compileAs compiles r's context with prepared, reading no clock, and
+// reports whether it has compiled_context_hash hash (a panic is a miss).
+func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash string) (cc *compiler.CompiledContext, ok bool) {
+	defer func() {
+		if recover() != nil {
+			cc, ok = nil, false
+		}
+	}()
+	cc, err := prepared.Compile(ctx, r.req, r.rc)
+	return cc, err == nil && cc.Hash() == hash
+}
+
+// compile compiles the run's context within what is left of its wall
+// clock: a compile (policy evaluation included) still running then is
+// abandoned with a budget error. A panic in it (a tokenizer's, say) is a
+// *PanicError.
+func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
+	left := r.meter.Remaining(r.clock.Now()) // read inline too: a replay reads the clock as the run did
+	if r.rt.inline {
+		return r.compileInline(ctx, prepared)
+	}
+	if r.rc.RunBudget.WallClockMS <= 0 || r.recompiled {
+		left = time.Duration(1<<63 - 1)
+	}
+	cctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	type compiled struct {
+		cc  *compiler.CompiledContext
+		err error
+	}
+	done := make(chan compiled, 1)
+	go func() {
+		var out compiled
+		defer func() {
+			if p := recover(); p != nil {
+				out = compiled{err: r.rt.recovered(p, "compile", r.rc.RunID)}
+			}
+			done <- out
+		}()
+		out.cc, out.err = prepared.Compile(cctx, r.req, r.rc)
+	}()
+	select {
+	case out := <-done:
+		return out.cc, out.err
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("contextos: compile: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("contextos: compile: %w", &runcontext.BudgetError{Dimension: runcontext.DimWallClock, Limit: float64(r.rc.RunBudget.WallClockMS)})
+	}
+}
+
+// noopSpan stands in for a run span where none is started.
+var noopSpan = trace.SpanFromContext(context.Background())
+
+// maxPrepared bounds the cache of prepared pack sets.
+const maxPrepared = 256
+
+func gatewayRunOptions(c *playback.Clock, chain *gateway.ChainState, rec *playback.Recorder) *gateway.RunOptions {
+	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain, Observe: rec.Observe}
+}
+
+func (r *run) event(e Event) {
+	if r.emit != nil {
+		e.RunID = r.rc.RunID
+		e.Turn = r.cp.planTurn()
+		r.emit(e)
+	}
+}

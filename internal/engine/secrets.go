@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Secrets are redacted where they enter a run, whatever redaction rules
+// its packs name: the built-in secret detectors (API keys and tokens,
+// bearer and basic credentials, private keys, secrets in key=value text
+// and URLs, base64-wrapped secrets, and the values of secret-named
+// members such as api_key) run over what a caller and a planner write
+// freely, before the compiler, policy, the model, a checkpoint, a packet
+// or a record sees it. What they redact becomes sensitive.Redacted, so a
+// resume and a replay see exactly what the run saw. Tool results are
+// redacted by the gateway, which applies the same detectors to every run;
+// token references are refused at validation when they hold a token.
+
+// withoutSecrets returns req and rc with secrets redacted from what a
+// caller writes freely: the input's message, channel and context, the user's
+// additional claims, the run context's metadata and the extension members
+// of both. The identity claim, token references and ids are left alone
+// (validation refuses a token where a reference belongs). Neither input
+// is changed; each is returned as given when it holds no secret.
+func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*runcontext.InvokeRequest, *runcontext.RunContext) {
+	if req != nil {
+		msg, cm := sensitive.Redact(req.Input.Message, sensitive.Secrets)
+		channel, ch := sensitive.Redact(req.Input.Channel, sensitive.Secrets)
+		ctxv, cc := redactMap(req.Input.Context)
+		claims, cu := redactRaw(req.User.Claims)
+		ext, ce := redactRaw(req.Extensions)
+		if cm || ch || cc || cu || ce {
+			c := *req
+			c.Input.Message, c.Input.Channel, c.Input.Context, c.User.Claims, c.Extensions = msg, channel, ctxv, claims, ext
+			req = &c
+		}
+	}
+	if rc != nil {
+		meta, cm := redactMap(rc.Metadata)
+		claims, cu := redactRaw(rc.User.Claims)
+		ext, ce := redactRaw(rc.Extensions)
+		if cm || cu || ce {
+			c := *rc
+			c.Metadata, c.User.Claims, c.Extensions = meta, claims, ext
+			rc = &c
+		}
+	}
+	return req, rc
+}
+
+// redactPlan returns p with secrets redacted from what a planner writes
+// freely: its steps' arguments, evidence refs and idempotency keys, its
+// decision's outputs, rationale, subject ids and evidence refs, its memory
+// proposals' content, subject ids and evidence refs, and its replan
+// reason. The plan is returned
+// as given when it holds no secret; otherwise a copy (the planner's plan
+// is not changed).
+func redactPlan(p *Plan) *Plan {
+	var c *Plan
+	own := func() *Plan {
+		if c == nil {
+			cp := *p
+			cp.Steps = slices.Clone(p.Steps)
+			cp.Memory = slices.Clone(p.Memory)
+			if p.Decision != nil {
+				d := *p.Decision
+				cp.Decision = &d
+			}
+			c = &cp
+		}
+		return c
+	}
+	for i, s := range p.Steps {
+		if args, ch := redactMap(s.Args); ch {
+			own().Steps[i].Args = args
+		}
+		if refs, ch := redactList(s.EvidenceRefs); ch {
+			own().Steps[i].EvidenceRefs = refs
+		}
+		if key, ch := sensitive.Redact(s.IdempotencyKey, sensitive.Secrets); ch {
+			own().Steps[i].IdempotencyKey = key
+		}
+	}
+	if d := p.Decision; d != nil {
+		if out, ch := redactMap(d.Outputs); ch {
+			own().Decision.Outputs = out
+		}
+		if why, ch := sensitive.Redact(d.Rationale, sensitive.Secrets); ch {
+			own().Decision.Rationale = why
+		}
+		if ids, ch := redactList(d.SubjectIDs); ch {
+			own().Decision.SubjectIDs = ids
+		}
+		if refs, ch := redactList(d.EvidenceRefs); ch {
+			own().Decision.EvidenceRefs = refs
+		}
+	}
+	for i, m := range p.Memory {
+		if content, ch := sensitive.Redact(m.Content, sensitive.Secrets); ch {
+			own().Memory[i].Content = content
+		}
+		if ids, ch := redactList(m.SubjectIDs); ch {
+			own().Memory[i].SubjectIDs = ids
+		}
+		if refs, ch := redactList(m.EvidenceRefs); ch {
+			own().Memory[i].EvidenceRefs = refs
+		}
+	}
+	if why, ch := sensitive.Redact(p.Replan, sensitive.Secrets); ch {
+		own().Replan = why
+	}
+	if c == nil {
+		return p
+	}
+	return c
+}
+
+// redactList redacts the secrets of a list of strings (a copy when any).
+func redactList(l []string) ([]string, bool) {
+	var out []string
+	for i, v := range l {
+		if r, ch := sensitive.Redact(v, sensitive.Secrets); ch {
+			if out == nil {
+				out = slices.Clone(l)
+			}
+			out[i] = r
+		}
+	}
+	if out == nil {
+		return l, false
+	}
+	return out, true
+}
+
+// redactMap redacts the secrets of a JSON-shaped map (a copy when any).
+func redactMap(m map[string]any) (map[string]any, bool) {
+	if len(m) == 0 {
+		return m, false
+	}
+	v, changed := sensitive.RedactSecrets(m)
+	if !changed {
+		return m, false
+	}
+	return v.(map[string]any), true
+}
+
+// redactRaw redacts the secrets of raw JSON members (a copy when any):
+// each member is read, redacted as a member of an object (so a
+// secret-named member loses its value) and written again.
+func redactRaw(m map[string]json.RawMessage) (map[string]json.RawMessage, bool) {
+	if len(m) == 0 {
+		return m, false
+	}
+	doc := make(map[string]any, len(m))
+	for k, raw := range m {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			// Not JSON (a caller built the map by hand): kept as a string.
+			v = string(raw)
+		}
+		doc[k] = v
+	}
+	red, changed := sensitive.RedactSecrets(doc)
+	if !changed {
+		return m, false
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range red.(map[string]any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = json.RawMessage(`"` + sensitive.Redacted + `"`)
+		}
+		out[k] = b
+	}
+	return out, true
+}
+
+// secretFreeHandler is the runtime's log handler: every message and
+// attribute it passes on has had the built-in secret detectors applied
+// (an error text, a planner's or a store's words), and the values of
+// secret-named attributes are redacted whole.
+type secretFreeHandler struct{ h slog.Handler }
+
+// withoutSecretsLogger wraps l's handler in a secretFreeHandler.
+func withoutSecretsLogger(l *slog.Logger) *slog.Logger {
+	if _, ok := l.Handler().(secretFreeHandler); ok {
+		return l
+	}
+	return slog.New(secretFreeHandler{l.Handler()})
+}
+
+func (s secretFreeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return s.h.Enabled(ctx, l)
+}
+
+func (s secretFreeHandler) Handle(ctx context.Context, r slog.Record) error {
+	msg, changed := sensitive.Redact(r.Message, sensitive.Secrets)
+	r.Attrs(func(a slog.Attr) bool {
+		_, c := redactAttr(a)
+		changed = changed || c
+		return !changed
+	})
+	if !changed {
+		return s.h.Handle(ctx, r) // the common line: passed on as it is
+	}
+	out := slog.NewRecord(r.Time, r.Level, msg, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		red, _ := redactAttr(a)
+		out.AddAttrs(red)
+		return true
+	})
+	return s.h.Handle(ctx, out)
+}
+
+func (s secretFreeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i], _ = redactAttr(a)
+	}
+	return secretFreeHandler{s.h.WithAttrs(red)}
+}
+
+func (s secretFreeHandler) WithGroup(name string) slog.Handler {
+	return secretFreeHandler{s.h.WithGroup(name)}
+}
+
+// redactAttr redacts one attribute: a string (or a value written as one:
+// an error, a Stringer, anything else) through the secret detectors, a
+// group member by member, and a secret-named attribute whole. It reports
+// whether anything changed.
+func redactAttr(a slog.Attr) (slog.Attr, bool) {
+	v := a.Value.Resolve()
+	if sensitive.IsSecretKey(a.Key) && !v.Equal(slog.StringValue("")) && !v.Equal(slog.StringValue(sensitive.Redacted)) && v.Kind() != slog.KindGroup {
+		return slog.String(a.Key, sensitive.Redacted), true
+	}
+	switch v.Kind() {
+	case slog.KindString:
+		if s, ch := sensitive.Redact(v.String(), sensitive.Secrets); ch {
+			return slog.String(a.Key, s), true
+		}
+	case slog.KindGroup:
+		g, changed := v.Group(), false
+		for i := range g {
+			red, ch := redactAttr(g[i])
+			if !ch {
+				continue
+			}
+			if !changed {
+				g, changed = slices.Clone(g), true // the caller's group is not written
+			}
+			g[i] = red
+		}
+		if changed {
+			return slog.Attr{Key: a.Key, Value: slog.GroupValue(g...)}, true
+		}
+	case slog.KindAny:
+		var text string
+		switch x := v.Any().(type) {
+		case map[string]any, []any:
+			if red, ch := sensitive.RedactSecrets(x); ch {
+				return slog.Any(a.Key, red), true
+			}
+			return a, false
+		case error:
+			text = x.Error()
+		case fmt.Stringer:
+			text = x.String()
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				text = fmt.Sprint(x)
+			} else {
+				text = string(b)
+			}
+		}
+		if s, ch := sensitive.Redact(text, sensitive.Secrets); ch {
+			return slog.String(a.Key, s), true
+		}
+	}
+	return a, false
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/replay"
+)
+
+// Claims and takeovers. A runtime continuing a run holds its claim: the
+// run's checkpoint saved active, with a lease of Options.HeartbeatTTL
+// counted on the checkpoint store's clock. The run renews it as it goes
+// (run.point), and gives it up when it pauses, stops or ends. A takeover
+// (ResumeInput.Takeover) of a claimed run is refused while the lease
+// lasts (ErrLeaseHeld); once it has lapsed, the takeover claims the run
+// over the checkpoint's revision, so of any number of takeovers one
+// continues the run and the others get ErrLeaseHeld or
+// ErrCheckpointConflict before doing anything. The runtime that held the
+// claim, if it was alive after all, finds its next save refused and stops
+// without recording anything more.
+
+// pointKind is where in the loop a takeover point is.
+type pointKind int
+
+const (
+	// pointTop is the top of the loop, before a planner turn: a
+	// long_running run heartbeats there.
+	pointTop pointKind = iota
+	// pointCall is before a tool call.
+	pointCall
+	// pointStep is after a step of a long_running run: it heartbeats.
+	pointStep
+	// pointEnd is before the run's terminal record is appended.
+	pointEnd
+)
+
+// point passes one of the run's takeover points (claims count too, in
+// invoke and resume): a place the run checkpoints with its claim or
+// renews it, so a takeover may continue the run from there. A
+// long_running run heartbeats at the top of its loop and after each step
+// (run.checkpoint); elsewhere the claim is renewed when half of its lease
+// has passed (holdClaim). Points are counted in the checkpoint, so a
+// takeover's packet names the one it continued from and a replay stops
+// there (replayStop). now is the loop's reading of the run's clock, read
+// for a heartbeat only.
+func (r *run) point(ctx context.Context, at pointKind, now time.Time, progress string) error {
+	r.cp.Points++
+	if r.long && (at == pointTop || at == pointStep) {
+		if err := r.checkpoint(ctx, now, progress); err != nil {
+			return err
+		}
+		return r.replayStop(ctx, true)
+	}
+	if r.rt.mode == ModeReplay {
+		return r.replayStop(ctx, false)
+	}
+	return r.holdClaim(ctx)
+}
+
+// holdClaim renews the run's claim once half of its lease has passed
+// since this runtime last saved it (on this runtime's clock: only the
+// time since is read, so the clocks need not agree). A run that gave up
+// its claim (paused or stopping) renews nothing. A save refused because
+// the checkpoint moved on means a takeover has the run: this runtime
+// stops here, recording nothing more (ErrRunInProgress).
+func (r *run) holdClaim(ctx context.Context) error {
+	cp := r.cp
+	if !cp.Active || r.rt.mode == ModeReplay || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+		return nil
+	}
+	r.snapshotInto(cp)
+	sctx, cancel := detached(ctx)
+	defer cancel()
+	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
+		return r.claimLost(err)
+	}
+	return nil
+}
+
+// claimLost is the error of a run whose save was refused: a takeover
+// holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
+// failed.
+func (r *run) claimLost(err error) error {
+	if errors.Is(err, ErrCheckpointConflict) {
+		r.rt.opts.Logger.Error("run taken over by another runtime; this one stops", "run_id", r.rc.RunID)
+		return fmt.Errorf("%w: run %s was taken over by another runtime: %w", ErrRunInProgress, r.rc.RunID, err)
+	}
+	return fmt.Errorf("contextos: checkpoint: %w", err)
+}
+
+// checkLease refuses a takeover of a run whose claim's lease, as the
+// checkpoint store counted it when the checkpoint was loaded, has not
+// lapsed: a runtime holds the run (or held it so recently that it may
+// still be working). A replay takes over the run it stopped itself.
+func (rt *Runtime) checkLease(cp *checkpointState) error {
+	if rt.mode == ModeReplay || cp.lease <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %s is claimed by a runtime whose lease lasts %s more on the checkpoint store's clock (take it over after that)",
+		ErrNotResumable, ErrLeaseHeld, cp.RunID, cp.lease.Round(time.Millisecond))
+}
+
+// errReplayStopped stops a replay's run at the point its packet's run was
+// taken over at; the replay then takes it over (Runtime.Replay).
+var errReplayStopped = errors.New("contextos: replay stopped at a takeover point")
+
+// replayStop stops a replay's run at the takeover point its packet's
+// next takeover continued from (replaySource.stopAt), with the run's
+// checkpoint saved there as the live run's was (saved: it already is).
+// Outside a replay, or at any other point, it does nothing.
+func (r *run) replayStop(ctx context.Context, saved bool) error {
+	if r.rt.mode != ModeReplay || r.rt.replayed.stopAt == 0 || r.cp.Points != r.rt.replayed.stopAt {
+		return nil
+	}
+	if !saved {
+		r.snapshotInto(r.cp)
+		if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
+			return err
+		}
+	}
+	return errReplayStopped
+}
+
+// notePrior keeps, as a replay input, the result of a write the run got
+// from the idempotency store without having made the call itself (a
+// runtime that died made it before a takeover continued the run): a
+// duplicate whose key no earlier step of the run executed.
+func (r *run) notePrior(res *gateway.ToolResultEnvelope) {
+	if res == nil || !res.Metadata.Duplicate {
+		return
+	}
+	key := res.Metadata.IdempotencyKey
+	if slices.ContainsFunc(r.cp.Results, func(s StepResult) bool {
+		return s.Result.Metadata.IdempotencyKey == key && !s.Result.Metadata.Duplicate
+	}) || slices.ContainsFunc(r.cp.Priors, func(p replay.PriorResult) bool { return p.IdempotencyKey == key }) {
+		return
+	}
+	// As the store answered: the duplicate mark and the latency are the
+	// gateway's (a replay's gateway sets them again).
+	prior := *res
+	prior.Metadata.Duplicate, prior.LatencyMS = false, 0
+	r.cp.Priors = append(r.cp.Priors, replay.PriorResult{IdempotencyKey: key, Result: &prior})
+}
+
+// takeInputs moves the replay inputs recorded since it last did (adapter
+// outcomes, clock readings) into cp. The run's clock is kept (the
+// gateway reads it too): the readings already taken are counted.
+func (r *run) takeInputs(cp *checkpointState) {
+	if r.recorder != nil {
+		cp.Outcomes = append(cp.Outcomes, r.recorder.Outcomes(r.rc.RunID)...)
+		r.recorder.Forget(r.rc.RunID)
+	}
+	rd := r.untakenReadings()
+	cp.Clock = append(cp.Clock, rd...)
+	r.clockTaken += len(rd)
+}
+
+// untakenReadings are the run's clock readings takeInputs has not taken.
+func (r *run) untakenReadings() []time.Time {
+	rd := r.clock.Readings()
+	if r.clockTaken >= len(rd) {
+		return nil
+	}
+	return rd[r.clockTaken:]
+}
