@@ -3,12 +3,14 @@ package contextos_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
 )
 
 // benchRuntime is the 1200 refund, all in memory, with the default
@@ -32,6 +34,48 @@ func BenchmarkInvokeRefund(b *testing.B) {
 		res, err := h.Runtime.Invoke(ctx, req, rc)
 		if err != nil || res.Status != decision.Decided {
 			b.Fatalf("%v %v", res.Status, err)
+		}
+	}
+}
+
+// BenchmarkRefundPlainLoop is the floor BenchmarkInvokeRefund is measured
+// against: the same scripted refund agent (the same planner and plans, the
+// same scripted adapters and outputs) as a plain hand-written Go loop that
+// asks the planner, calls each step's adapter and keeps its result until a
+// plan proposes the decision, with none of the governance: no pack, policy,
+// budget, gate, transcript, record or checkpoint.
+func BenchmarkRefundPlainLoop(b *testing.B) {
+	h := benchRuntime(b)
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
+	adapters := map[string]gateway.Adapter{}
+	for _, id := range []string{"adp_orders", "adp_policy", "adp_payments"} {
+		adapters[id] = h.Adapter(id)
+	}
+	req, rc := refundRequest(b, 1200, true)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		var results []contextos.StepResult
+		var proposal *contextos.DecisionProposal
+		for turn := 0; proposal == nil; turn++ {
+			plan, err := planner.Plan(ctx, &contextos.PlanRequest{Request: req, Run: rc, Turn: turn, Results: results})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, step := range plan.Steps {
+				adapterID, capName, _ := strings.Cut(step.CapabilityID, ".")
+				env := &gateway.ToolCallEnvelope{RunID: rc.RunID, CapabilityID: step.CapabilityID, Args: step.Args}
+				out, err := adapters[adapterID].Call(ctx, &gateway.Call{Envelope: env, Capability: capName, Attempt: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				results = append(results, contextos.StepResult{Turn: turn, Index: i, Step: step,
+					Result: &gateway.ToolResultEnvelope{CapabilityID: step.CapabilityID, Output: out.Output}})
+			}
+			proposal = plan.Decision
+		}
+		if proposal.Outcome != "approved" || len(results) != 3 {
+			b.Fatalf("the plain loop ended %q after %d calls", proposal.Outcome, len(results))
 		}
 	}
 }

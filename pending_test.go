@@ -246,3 +246,96 @@ func TestPendingApprovalsOfNamedRuns(t *testing.T) {
 		t.Fatalf("PendingApprovals(%s) = %+v, want that run only", b.RunID, list)
 	}
 }
+
+// countingCheckpoints is an in-memory store (with its pending index) that
+// counts the checkpoints loaded.
+type countingCheckpoints struct {
+	*contextos.InMemoryCheckpoints
+	mu    sync.Mutex
+	loads int
+}
+
+func (c *countingCheckpoints) Load(ctx context.Context, runID string) (*contextos.Checkpoint, error) {
+	c.mu.Lock()
+	c.loads++
+	c.mu.Unlock()
+	return c.InMemoryCheckpoints.Load(ctx, runID)
+}
+
+func (c *countingCheckpoints) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.loads
+	c.loads = 0
+	return n
+}
+
+// With a store that keeps the pending index, PendingApprovals reads the
+// checkpoints of the paused runs only, and of one tenant's only when
+// asked for one tenant; a store without it is read run by run, with the
+// same answer.
+func TestPendingApprovalsReadsTheIndex(t *testing.T) {
+	ctx := context.Background()
+	store := &countingCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	var opts contextostest.Options
+	opts.Runtime.Checkpoints = store
+	h := bareHarness(t, cardPlanner(), &opts)
+	scriptDefaults(h, "")
+	paused := h.Invoke(requestFor(t, "req_index_paused", 4200))
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	for _, id := range []string{"req_index_a", "req_index_b", "req_index_c"} {
+		if res := h.Invoke(requestFor(t, id, 1200)); res.Status != decision.Decided {
+			t.Fatalf("%s ended %s, want DECIDED", id, res.Status)
+		}
+	}
+	_, rc := requestFor(t, "req_index_paused", 4200)
+	tenant := rc.TenantID
+	unindexed := struct {
+		contextos.ListingCheckpointStore
+	}{store}
+	for _, tc := range []struct {
+		name      string
+		list      func() ([]contextos.PendingApproval, error)
+		want      []string
+		wantLoads int
+	}{
+		{"index, every tenant", func() ([]contextos.PendingApproval, error) { return h.Runtime.PendingApprovals(ctx, store) }, []string{paused.RunID}, 1},
+		{"index, the run's tenant", func() ([]contextos.PendingApproval, error) { return h.Runtime.PendingApprovalsOf(ctx, store, tenant) }, []string{paused.RunID}, 1},
+		{"index, another tenant", func() ([]contextos.PendingApproval, error) {
+			return h.Runtime.PendingApprovalsOf(ctx, store, "tenant_other")
+		}, nil, 0},
+		{"no index, every tenant", func() ([]contextos.PendingApproval, error) { return h.Runtime.PendingApprovals(ctx, unindexed) }, []string{paused.RunID}, 4},
+		{"no index, the run's tenant", func() ([]contextos.PendingApproval, error) {
+			return h.Runtime.PendingApprovalsOf(ctx, unindexed, tenant)
+		}, []string{paused.RunID}, 4},
+		{"no index, another tenant", func() ([]contextos.PendingApproval, error) {
+			return h.Runtime.PendingApprovalsOf(ctx, unindexed, "tenant_other")
+		}, nil, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store.count()
+			list, err := tc.list()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range list {
+				got = append(got, p.RunID)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("listed %v, want %v", got, tc.want)
+			}
+			if n := store.count(); n != tc.wantLoads {
+				t.Errorf("%d checkpoints loaded, want %d", n, tc.wantLoads)
+			}
+		})
+	}
+	if _, err := h.Runtime.PendingApprovalsOf(ctx, store, ""); !errors.Is(err, contextos.ErrConfig) {
+		t.Errorf("PendingApprovalsOf without a tenant = %v, want ErrConfig", err)
+	}
+	// Approved and resumed to its end, the run leaves the index.
+	h.Approve(paused, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"})
+	if ids, err := store.PendingRunIDs(ctx, ""); err != nil || len(ids) != 0 {
+		t.Errorf("index after the resume = %v, %v; want empty", ids, err)
+	}
+}

@@ -107,8 +107,18 @@ type (
 	// RunList is a CheckpointLister of the given run ids.
 	RunList = engine.RunList
 	// InMemoryCheckpoints is the in-memory CheckpointStore (a
-	// ListingCheckpointStore). It counts leases on its Now.
+	// ListingCheckpointStore and a PendingIndex). It counts leases on its
+	// Now.
 	InMemoryCheckpoints = engine.InMemoryCheckpoints
+	// PendingIndex is a checkpoint store that keeps, with each save and
+	// atomically, an index of the runs awaiting an approval
+	// (Checkpoint.Awaiting), so PendingApprovals costs in proportion to
+	// the pending approvals; contextostest.RunCheckpointStoreTests checks
+	// it.
+	PendingIndex = engine.PendingIndex
+	// AwaitedApproval is what a PendingIndex keeps of a run paused at an
+	// approval gate: its tenant and gate.
+	AwaitedApproval = engine.AwaitedApproval
 	// PacketStore keeps replay packets. Safe for concurrent use.
 	PacketStore = engine.PacketStore
 	// InMemoryPackets is the in-memory PacketStore.

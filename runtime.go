@@ -257,11 +257,20 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 // them. A run whose record names a rule this runtime does not know is an
 // error wrapping ErrConfig, as its resume would be.
 //
-// It looks at the runs runs lists: every run of the runtime's checkpoint
-// store when that is passed (a ListingCheckpointStore), or given ids
-// (RunList). The checkpoints are loaded from the runtime's store.
+// It looks at the runs runs lists: the runtime's checkpoint store when
+// that is passed (a ListingCheckpointStore) — the runs its index lists
+// when it is a PendingIndex, so the cost is in proportion to the pending
+// approvals, and every run it holds otherwise — or given ids (RunList).
+// The checkpoints are loaded from the runtime's store.
 func (rt *Runtime) PendingApprovals(ctx context.Context, runs CheckpointLister) ([]PendingApproval, error) {
 	return rt.e.PendingApprovals(ctx, runs)
+}
+
+// PendingApprovalsOf is PendingApprovals of one tenant's runs: a
+// PendingIndex lists that tenant's only, and a run of another tenant is
+// never listed. An empty tenantID is an error wrapping ErrConfig.
+func (rt *Runtime) PendingApprovalsOf(ctx context.Context, runs CheckpointLister, tenantID string) ([]PendingApproval, error) {
+	return rt.e.PendingApprovalsOf(ctx, runs, tenantID)
 }
 
 // Packets returns the store of captured replay packets.

@@ -38,7 +38,10 @@ import (
 // that a version-1 checkpoint (the encoding before checkpoints were
 // versioned, from a fixture) still resumes and that a checkpoint of a
 // version the runtime does not know is refused with a
-// *contextos.CheckpointVersionError.
+// *contextos.CheckpointVersionError. A store that is a
+// contextos.PendingIndex is checked to keep each save's Awaiting entry
+// with it, atomically: listed by tenant and for every tenant, dropped by
+// a save that awaits nothing, untouched by a refused save.
 func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos.CheckpointStore) {
 	ctx := context.Background()
 	cp := func(run string, data string) *contextos.Checkpoint {
@@ -113,6 +116,85 @@ func RunCheckpointStoreTests(t *testing.T, newStore func(t *testing.T) contextos
 		}
 		if diff := cmp.Diff(&contextos.Checkpoint{RunID: "run_1", Revision: 2, Version: 1, Data: []byte("second")}, got); diff != "" {
 			t.Errorf("after refused saves (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("pending index", func(t *testing.T) {
+		s := newStore(t)
+		idx, ok := s.(contextos.PendingIndex)
+		if !ok {
+			t.Skip("the store keeps no pending index (contextos.PendingIndex)")
+		}
+		pending := func(tenant string, want ...string) {
+			t.Helper()
+			got, err := idx.PendingRunIDs(ctx, tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PendingRunIDs(%q) (-want +got):\n%s", tenant, diff)
+			}
+		}
+		awaiting := func(run, tenant string) *contextos.Checkpoint {
+			c := cp(run, "paused")
+			c.Awaiting = &contextos.AwaitedApproval{TenantID: tenant, GateID: "gate_refund"}
+			return c
+		}
+		pending("")
+		a, b, c := awaiting("run_a", "tenant_1"), awaiting("run_b", "tenant_2"), cp("run_c", "running")
+		for _, x := range []*contextos.Checkpoint{b, c, a, awaiting("run_d", "tenant_1")} {
+			if err := s.Save(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pending("", "run_a", "run_b", "run_d")
+		pending("tenant_1", "run_a", "run_d")
+		pending("tenant_2", "run_b")
+		pending("tenant_3")
+		// The entry is not part of what Load gives back.
+		if got, err := s.Load(ctx, "run_a"); err != nil || got.Awaiting != nil {
+			t.Errorf("Load of an awaiting run: Awaiting = %v, %v; want nil", got.Awaiting, err)
+		}
+		// A save that no longer awaits drops the entry (a resumed run);
+		// one that awaits adds it (a run that pauses).
+		a.Awaiting, a.Data = nil, []byte("resumed")
+		if err := s.Save(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		c.Awaiting = &contextos.AwaitedApproval{TenantID: "tenant_2", GateID: "gate_refund"}
+		if err := s.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		pending("", "run_b", "run_c", "run_d")
+		pending("tenant_1", "run_d")
+		pending("tenant_2", "run_b", "run_c")
+		// A refused save changes the index no more than the checkpoint.
+		stale := awaiting("run_a", "tenant_1")
+		stale.Revision = 1
+		if err := s.Save(ctx, stale); !errors.Is(err, contextos.ErrCheckpointConflict) {
+			t.Fatalf("save over a stale revision = %v, want ErrCheckpointConflict", err)
+		}
+		stale = cp("run_b", "over")
+		stale.Revision = 0
+		if err := s.Save(ctx, stale); !errors.Is(err, contextos.ErrCheckpointConflict) {
+			t.Fatalf("new checkpoint over an existing run = %v, want ErrCheckpointConflict", err)
+		}
+		pending("", "run_b", "run_c", "run_d")
+		// A run moving to another tenant's entry (never in practice, but
+		// the entry is the last save's) leaves the first tenant's list.
+		d, err := s.Load(ctx, "run_d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Awaiting = &contextos.AwaitedApproval{TenantID: "tenant_2", GateID: "gate_other"}
+		if err := s.Save(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		pending("tenant_1")
+		pending("tenant_2", "run_b", "run_c", "run_d")
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := idx.PendingRunIDs(cctx, ""); !errors.Is(err, context.Canceled) {
+			t.Errorf("PendingRunIDs with a cancelled context = %v, want context.Canceled", err)
 		}
 	})
 	t.Run("concurrent runs", func(t *testing.T) {

@@ -5,10 +5,9 @@ package decision
 // them: the in-memory store's form of a store an earlier release wrote.
 func MemoryStoreHolding(stored [][]byte) *MemoryStore {
 	m := NewMemoryStore()
-	for i, b := range stored {
-		k, _ := readKeys(b)
-		m.index[k.RecordID] = i
-		m.lines = append(m.lines, b)
+	for _, b := range stored {
+		k, err := readKeys(b)
+		m.keep(b, k.RecordID, k.RunID, err == nil)
 		m.head = k.RecordHash
 	}
 	return m

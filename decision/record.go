@@ -317,3 +317,21 @@ func Hash(r *Record) (string, error) {
 	}
 	return canon.Digest(&c)
 }
+
+// hashOwned is Hash of a record the caller owns and no one else reads
+// meanwhile: it blanks and restores the hashes in place rather than
+// hashing a copy.
+func hashOwned(r *Record) (string, error) {
+	rh := r.RecordHash
+	r.RecordHash = ""
+	var rp string
+	if r.Replay != nil {
+		rp, r.Replay.RecordHash = r.Replay.RecordHash, ""
+	}
+	h, err := canon.Digest(r)
+	r.RecordHash = rh
+	if r.Replay != nil {
+		r.Replay.RecordHash = rp
+	}
+	return h, err
+}

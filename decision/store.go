@@ -50,9 +50,20 @@ func (f Filter) Match(r *Record) bool {
 // named in an *UnreadableError when its keys match f (or cannot be
 // read), and the others are still returned.
 func (f Filter) filter(lines [][]byte) ([]*Record, error) {
+	return f.filterAt(lines, nil)
+}
+
+// filterAt is filter of some of a store's lines: at gives their
+// positions in the chain (nil: lines is the whole chain), by which an
+// *UnreadableError names them.
+func (f Filter) filterAt(lines [][]byte, at []int) ([]*Record, error) {
 	var out []*Record
 	var bad []UnreadableRecord
-	for i, line := range lines {
+	for j, line := range lines {
+		i := j
+		if at != nil {
+			i = at[j]
+		}
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
 			if k, kerr := readKeys(line); kerr != nil || f.matchKeys(k) {
@@ -203,13 +214,34 @@ type MemoryStore struct {
 	mu    sync.Mutex
 	lines [][]byte
 	index map[string]int
-	head  string // record_hash of the last record
+	// byRun lists the positions of each run's records, in order, so
+	// listing a run's records reads those only; unkeyed lists the
+	// records whose run cannot be read (bytes that are not JSON), which
+	// every listing reads.
+	byRun   map[string][]int
+	unkeyed []int
+	head    string // record_hash of the last record
 }
 
 var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty store.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{index: map[string]int{}} }
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{index: map[string]int{}, byRun: map[string][]int{}}
+}
+
+// keep appends a record's stored bytes and indexes them under its run
+// (ok: its run id reads); m.mu is held.
+func (m *MemoryStore) keep(b []byte, recordID, runID string, ok bool) {
+	i := len(m.lines)
+	m.index[recordID] = i
+	m.lines = append(m.lines, b)
+	if ok {
+		m.byRun[runID] = append(m.byRun[runID], i)
+	} else {
+		m.unkeyed = append(m.unkeyed, i)
+	}
+}
 
 // Append implements Store.
 func (m *MemoryStore) Append(ctx context.Context, r *Record) (*Record, error) {
@@ -229,8 +261,7 @@ func (m *MemoryStore) Append(ctx context.Context, r *Record) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.index[c.RecordID] = len(m.lines)
-	m.lines = append(m.lines, b)
+	m.keep(b, c.RecordID, c.RunID, true)
 	m.head = c.RecordHash
 	return c, nil
 }
@@ -256,7 +287,25 @@ func (m *MemoryStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return f.filter(m.lines)
+	if f.RunID == "" {
+		return f.filter(m.lines)
+	}
+	// The run's records and those whose run cannot be read, in chain
+	// order.
+	run := m.byRun[f.RunID]
+	at := make([]int, 0, len(run)+len(m.unkeyed))
+	for a, b := run, m.unkeyed; len(a) > 0 || len(b) > 0; {
+		if len(b) == 0 || (len(a) > 0 && a[0] < b[0]) {
+			at, a = append(at, a[0]), a[1:]
+		} else {
+			at, b = append(at, b[0]), b[1:]
+		}
+	}
+	lines := make([][]byte, len(at))
+	for j, i := range at {
+		lines[j] = m.lines[i]
+	}
+	return f.filterAt(lines, at)
 }
 
 // Verify implements Store.
@@ -264,8 +313,35 @@ func (m *MemoryStore) Verify(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The records stored when Verify starts, a page at a time: what it
+	// holds beyond the store is one page, and appends go on meanwhile
+	// (stored records never change).
 	m.mu.Lock()
-	lines := slices.Clone(m.lines)
+	n := len(m.lines)
 	m.mu.Unlock()
-	return verifyChain(lines)
+	prev := GenesisHash
+	var bad []UnreadableRecord
+	for off := 0; off < n; off += verifyPage {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		page := slices.Clone(m.lines[off:min(off+verifyPage, n)])
+		m.mu.Unlock()
+		b, err := verifyChainFrom(page, prev, off)
+		if err != nil {
+			return err
+		}
+		bad = append(bad, b...)
+		k, err := readKeys(page[len(page)-1])
+		if err != nil {
+			// Unreachable: a link that holds was read from its keys.
+			return &ChainError{Index: off + len(page) - 1, Reason: "record is not JSON"}
+		}
+		prev = k.RecordHash
+	}
+	return unreadableErr(bad)
 }
+
+// verifyPage is how many records Verify reads at a time.
+const verifyPage = 256

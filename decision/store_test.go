@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,5 +186,41 @@ func TestFileStoreReplayHandleTamperDetected(t *testing.T) {
 				t.Errorf("OpenFileStore = %v, want a *ChainError at record 0: %s", err, tc.reason)
 			}
 		})
+	}
+}
+
+// Verify reads the in-memory chain a page at a time: a broken link on
+// either side of a page's end, or past the first page, is named at its
+// index.
+func TestMemoryStoreVerifyPastAPage(t *testing.T) {
+	const n = 700
+	chain := func() [][]byte {
+		var out [][]byte
+		prev := decision.GenesisHash
+		for i := range n {
+			c, b, err := decision.Seal(decisiontest.Sample(fmt.Sprintf("dr_%04d", i), decision.Decided), prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, prev = append(out, b), c.RecordHash
+		}
+		return out
+	}
+	if err := decision.MemoryStoreHolding(chain()).Verify(ctx); err != nil {
+		t.Fatalf("Verify of an untouched chain of %d: %v", n, err)
+	}
+	for _, at := range []int{255, 256, 600, n - 1} {
+		stored := chain()
+		stored[at] = bytes.Replace(stored[at], []byte(`"refund_amount_inr":4200`), []byte(`"refund_amount_inr":4201`), 1)
+		var ce *decision.ChainError
+		if err := decision.MemoryStoreHolding(stored).Verify(ctx); !errors.As(err, &ce) || ce.Index != at {
+			t.Errorf("Verify with record %d edited = %v, want a *ChainError at %d", at, err, at)
+		}
+	}
+	stored := append(chain()[:500:500], decisiontest.UnreadableChain(t)...)
+	// The unreadable chain starts from the genesis hash: it breaks at 500.
+	var ce *decision.ChainError
+	if err := decision.MemoryStoreHolding(stored).Verify(ctx); !errors.As(err, &ce) || ce.Index != 500 {
+		t.Errorf("Verify of a chain restarted at 500 = %v, want a *ChainError at 500", err)
 	}
 }

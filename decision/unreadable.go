@@ -177,11 +177,13 @@ func checkLink(line []byte, prev string, i int) (hash string, bad UnreadableReco
 		}
 		return hash, unreadable(line, i, derr), false, nil
 	}
-	c, cerr := canon.JSON(&r)
-	if cerr != nil || !bytes.Equal(c, line) {
+	// The stored bytes must be the record's canonical form; they are
+	// compared by digest, so the form is hashed from a pooled buffer and
+	// not kept.
+	if c, cerr := canon.Digest(&r); cerr != nil || c != canon.DigestBytes(line) {
 		return "", UnreadableRecord{}, false, &ChainError{Index: i, RecordID: r.RecordID, Reason: "stored bytes are not the record's canonical form"}
 	}
-	h, herr := Hash(&r)
+	h, herr := hashOwned(&r)
 	if herr != nil || h != r.RecordHash {
 		return "", UnreadableRecord{}, false, &ChainError{Index: i, RecordID: r.RecordID, Reason: "record_hash does not match the record"}
 	}

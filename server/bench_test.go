@@ -3,9 +3,11 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -81,4 +83,55 @@ func cpuTime(b *testing.B) time.Duration {
 // runtime's default), so the run's own cost does not drown the handler's.
 func benchEnv(b *testing.B) *env {
 	return newEnvTB(b, &envOptions{runtime: func(o *contextos.Options) { o.ReplaySampleRate = 0 }})
+}
+
+// BenchmarkListApprovals is GET /v1/approvals as a finance lead, over
+// 1,000 to 100,000 stored runs in the in-memory checkpoint store of
+// which ten are paused at the finance gate (the others are copies of an
+// ended run's checkpoint, seeded outside the timing). The listing reads
+// the store's pending index, the caller's tenant's only.
+func BenchmarkListApprovals(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run("runs="+strconv.Itoa(n), func(b *testing.B) {
+			e := benchEnv(b)
+			for i := range 10 {
+				e.startPaused(fmt.Sprintf("req_paused_%d", i))
+			}
+			r := e.do("POST", "/v1/runs", e.token(agent), refundBody(b, "req_ended", 1200))
+			if r.status != http.StatusOK {
+				b.Fatalf("POST /v1/runs: %d %s", r.status, r.body)
+			}
+			ended, err := e.harness.Checkpoints.Load(ctx, r.json(b)["run_id"].(string))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range n - 11 {
+				if err := e.harness.Checkpoints.Save(ctx, &contextos.Checkpoint{RunID: "run_seed_" + strconv.Itoa(i), Version: ended.Version, Data: ended.Data}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tok := "Bearer " + token(b, secret, lead, e.clock.Now())
+			list := func() *httptest.ResponseRecorder {
+				req := httptest.NewRequest("GET", "/v1/approvals", nil)
+				req.Header.Set("Authorization", tok)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+				return rec
+			}
+			var got struct {
+				Approvals []json.RawMessage `json:"approvals"`
+			}
+			if err := json.Unmarshal(list().Body.Bytes(), &got); err != nil || len(got.Approvals) != 10 {
+				b.Fatalf("GET /v1/approvals lists %d, %v; want 10", len(got.Approvals), err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				list()
+			}
+		})
+	}
 }

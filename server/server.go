@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,9 +42,11 @@ type Stores struct {
 }
 
 // PendingLister lists the approvals paused runs await, of one tenant or,
-// for tenantID "", of every tenant. Options.Pending plugs in an index;
-// the default asks Runtime.PendingApprovals about every run of
-// Stores.Checkpoints, which costs a checkpoint read per stored run.
+// for tenantID "", of every tenant. The default is
+// Runtime.PendingApprovalsOf over Stores.Checkpoints: a checkpoint read
+// per pending approval of the tenant when the store keeps the pending
+// index (contextos.PendingIndex, as the in-memory, SQLite and PostgreSQL
+// stores do), per stored run otherwise.
 type PendingLister interface {
 	PendingApprovals(ctx context.Context, tenantID string) ([]contextos.PendingApproval, error)
 }
@@ -413,9 +414,8 @@ type runtimePending struct {
 }
 
 func (p runtimePending) PendingApprovals(ctx context.Context, tenantID string) ([]contextos.PendingApproval, error) {
-	list, err := p.rt.PendingApprovals(ctx, p.runs)
-	if err != nil || tenantID == "" {
-		return list, err
+	if tenantID == "" {
+		return p.rt.PendingApprovals(ctx, p.runs)
 	}
-	return slices.DeleteFunc(list, func(a contextos.PendingApproval) bool { return a.TenantID != tenantID }), nil
+	return p.rt.PendingApprovalsOf(ctx, p.runs, tenantID)
 }

@@ -44,6 +44,22 @@ type Checkpoint struct {
 	// (a database server's) counts on that clock, so whether a claim is
 	// live does not depend on the clocks of the runtimes sharing the store.
 	Lease time.Duration
+	// Awaiting is, on Save, the approval the checkpoint leaves the run
+	// waiting for (nil: the run awaits none — it is running, resumed,
+	// ended or was never paused). A store that is a PendingIndex keeps it
+	// with the checkpoint in the same atomic save; any other store may
+	// ignore it. Load leaves it nil.
+	Awaiting *AwaitedApproval
+}
+
+// AwaitedApproval is what a PendingIndex keeps of a run paused at an
+// approval gate: enough to find the run, of a tenant or of every tenant,
+// without reading its checkpoint.
+type AwaitedApproval struct {
+	// TenantID is the run's tenant.
+	TenantID string
+	// GateID is the gate the run paused at.
+	GateID string
 }
 
 // CheckpointStore persists checkpoints so a run can resume on any runtime
@@ -262,7 +278,21 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 	if st.Unconfirmed != nil {
 		v = checkpointV3
 	}
-	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b}, nil
+	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b, Awaiting: st.awaiting()}, nil
+}
+
+// awaiting is what a pending index keeps of st: the approval it waits
+// for when it is paused at a gate (not being continued, not ended), nil
+// otherwise. PendingApprovals lists exactly these runs.
+func (st *checkpointState) awaiting() *AwaitedApproval {
+	if st.Pending == nil || st.Active || st.Terminal {
+		return nil
+	}
+	a := &AwaitedApproval{GateID: st.Pending.GateID}
+	if st.Run != nil {
+		a.TenantID = st.Run.TenantID
+	}
+	return a
 }
 
 // decodeCheckpoint decodes a stored checkpoint of any supported version.
@@ -351,13 +381,17 @@ type InMemoryCheckpoints struct {
 
 	mu  sync.Mutex
 	cps map[string]memCheckpoint
+	// awaiting indexes the runs whose checkpoint awaits an approval, by
+	// tenant (PendingIndex).
+	awaiting map[string]map[string]bool
 }
 
 // memCheckpoint is a stored checkpoint and the end of its lease (zero:
 // none).
 type memCheckpoint struct {
-	c     Checkpoint
-	until time.Time
+	c        Checkpoint
+	until    time.Time
+	awaiting *AwaitedApproval
 }
 
 var _ CheckpointStore = (*InMemoryCheckpoints)(nil)
@@ -388,7 +422,25 @@ func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
 	if at := m.cps[cp.RunID].c.Revision; at != cp.Revision {
 		return fmt.Errorf("%w: run %s is at revision %d, the save is over %d", ErrCheckpointConflict, cp.RunID, at, cp.Revision)
 	}
-	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}, until: until}
+	if old := m.cps[cp.RunID].awaiting; old != nil {
+		delete(m.awaiting[old.TenantID], cp.RunID)
+		if len(m.awaiting[old.TenantID]) == 0 {
+			delete(m.awaiting, old.TenantID)
+		}
+	}
+	var aw *AwaitedApproval
+	if cp.Awaiting != nil {
+		c := *cp.Awaiting
+		aw = &c
+		if m.awaiting == nil {
+			m.awaiting = map[string]map[string]bool{}
+		}
+		if m.awaiting[c.TenantID] == nil {
+			m.awaiting[c.TenantID] = map[string]bool{}
+		}
+		m.awaiting[c.TenantID][cp.RunID] = true
+	}
+	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}, until: until, awaiting: aw}
 	cp.Revision++
 	return nil
 }

@@ -32,6 +32,45 @@ type ListingCheckpointStore interface {
 
 var _ ListingCheckpointStore = (*InMemoryCheckpoints)(nil)
 
+// PendingIndex is a checkpoint store that keeps an index of the runs
+// awaiting an approval: with each Save, atomically, it keeps the save's
+// Checkpoint.Awaiting (or drops the run's entry when it is nil).
+// Runtime.PendingApprovals reads the runs it lists, so listing costs in
+// proportion to the pending approvals, not to the stored runs; a store
+// that is not one is read run by run (CheckpointLister).
+//
+// PendingRunIDs returns, sorted, the id of every run whose last save
+// carried an Awaiting of tenantID (of any tenant when tenantID is ""),
+// and of every run whose checkpoint the store cannot tell about (one
+// saved before the store kept the index): the runtime reads those to
+// see. It honours ctx like Save and Load. RunCheckpointStoreTests in
+// package contextostest checks an index.
+type PendingIndex interface {
+	PendingRunIDs(ctx context.Context, tenantID string) ([]string, error)
+}
+
+var _ PendingIndex = (*InMemoryCheckpoints)(nil)
+
+// PendingRunIDs implements PendingIndex.
+func (m *InMemoryCheckpoints) PendingRunIDs(ctx context.Context, tenantID string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("contextos: list pending runs: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tenantID != "" {
+		return slices.Sorted(maps.Keys(m.awaiting[tenantID])), nil
+	}
+	var ids []string
+	for _, runs := range m.awaiting {
+		for id := range runs {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // RunList is a CheckpointLister of the given run ids: PendingApprovals
 // looks at those runs only (an unknown one is skipped), so one run that
 // cannot be described does not stop another's resume, and the store need
@@ -96,14 +135,38 @@ type PendingApproval struct {
 // them. A run whose record names a rule this runtime does not know is an
 // error wrapping ErrConfig, as its resume would be.
 //
-// It looks at the runs runs lists: every run of the runtime's checkpoint
-// store when that is passed (a ListingCheckpointStore), or given ids
-// (RunList). The checkpoints are loaded from the runtime's store.
+// It looks at the runs runs lists: the runtime's checkpoint store when
+// that is passed (a ListingCheckpointStore) — the runs its index lists
+// when it is a PendingIndex, so the cost is in proportion to the pending
+// approvals, and every run it holds otherwise — or given ids (RunList).
+// The checkpoints are loaded from the runtime's store.
 func (rt *Runtime) PendingApprovals(ctx context.Context, runs CheckpointLister) ([]PendingApproval, error) {
+	return rt.pendingApprovals(ctx, runs, "")
+}
+
+// PendingApprovalsOf is PendingApprovals of one tenant's runs: a
+// PendingIndex lists that tenant's only, and a run of another tenant is
+// never listed. An empty tenantID is an error wrapping ErrConfig.
+func (rt *Runtime) PendingApprovalsOf(ctx context.Context, runs CheckpointLister, tenantID string) ([]PendingApproval, error) {
+	if tenantID == "" {
+		return nil, fmt.Errorf("%w: PendingApprovalsOf needs a tenant id", ErrConfig)
+	}
+	return rt.pendingApprovals(ctx, runs, tenantID)
+}
+
+// pendingApprovals lists the pending approvals of the runs runs lists, of
+// tenantID ("": of every tenant).
+func (rt *Runtime) pendingApprovals(ctx context.Context, runs CheckpointLister, tenantID string) ([]PendingApproval, error) {
 	if runs == nil {
 		return nil, fmt.Errorf("%w: PendingApprovals needs the runs to look at (the checkpoint store, or a RunList)", ErrConfig)
 	}
-	ids, err := runs.RunIDs(ctx)
+	var ids []string
+	var err error
+	if idx, ok := runs.(PendingIndex); ok {
+		ids, err = idx.PendingRunIDs(ctx, tenantID)
+	} else {
+		ids, err = runs.RunIDs(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("contextos: list runs: %w", err)
 	}
@@ -118,7 +181,7 @@ func (rt *Runtime) PendingApprovals(ctx context.Context, runs CheckpointLister) 
 		if err != nil {
 			return nil, err
 		}
-		if cp.Pending == nil || cp.Active || cp.Terminal {
+		if a := cp.awaiting(); a == nil || (tenantID != "" && a.TenantID != tenantID) {
 			continue
 		}
 		p, err := rt.pendingApproval(ctx, cp, known)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/contextos/contextos"
@@ -35,14 +36,29 @@ const pgNowMS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
 // The checkpoint statements. On PostgreSQL the lease's end is the
 // server's time plus the lease; on SQLite the caller computes it.
 const (
-	pgCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until)
-VALUES ($1, 1, $2, $3, ` + pgNowMS + `, CASE WHEN $4::bigint > 0 THEN ` + pgNowMS + ` + $4::bigint ELSE 0 END) ON CONFLICT (run_id) DO NOTHING`
+	pgCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until, awaiting_tenant, awaiting_gate, indexed_rev)
+VALUES ($1, 1, $2, $3, ` + pgNowMS + `, CASE WHEN $4::bigint > 0 THEN ` + pgNowMS + ` + $4::bigint ELSE 0 END, $5, $6, 1) ON CONFLICT (run_id) DO NOTHING`
 	pgCheckpointUpdate = `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = ` + pgNowMS + `,
-lease_until = CASE WHEN $5::bigint > 0 THEN ` + pgNowMS + ` + $5::bigint ELSE 0 END WHERE run_id = $1 AND revision = $2`
+lease_until = CASE WHEN $5::bigint > 0 THEN ` + pgNowMS + ` + $5::bigint ELSE 0 END, awaiting_tenant = $6, awaiting_gate = $7, indexed_rev = revision + 1
+WHERE run_id = $1 AND revision = $2`
 	pgCheckpointLoad    = `SELECT revision, version, data, GREATEST(lease_until - ` + pgNowMS + `, 0) FROM contextos_checkpoints WHERE run_id = $1`
-	sqlCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until) VALUES ($1, 1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING`
-	sqlCheckpointUpdate = `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = $5, lease_until = $6 WHERE run_id = $1 AND revision = $2`
-	sqlCheckpointLoad   = `SELECT revision, version, data, lease_until FROM contextos_checkpoints WHERE run_id = $1`
+	sqlCheckpointInsert = `INSERT INTO contextos_checkpoints (run_id, revision, version, data, updated_at, lease_until, awaiting_tenant, awaiting_gate, indexed_rev)
+VALUES ($1, 1, $2, $3, $4, $5, $6, $7, 1) ON CONFLICT (run_id) DO NOTHING`
+	sqlCheckpointUpdate = `UPDATE contextos_checkpoints SET revision = revision + 1, version = $3, data = $4, updated_at = $5, lease_until = $6,
+awaiting_tenant = $7, awaiting_gate = $8, indexed_rev = revision + 1 WHERE run_id = $1 AND revision = $2`
+	sqlCheckpointLoad = `SELECT revision, version, data, lease_until FROM contextos_checkpoints WHERE run_id = $1`
+)
+
+// The pending index (contextos.PendingIndex): the runs whose checkpoint
+// awaits an approval, of every tenant or of one, and those whose
+// awaiting columns were not written at their revision (saved before the
+// index was kept), each read from its partial index. They are run apart
+// and sorted by the caller: a UNION ordered by run_id would be planned
+// as a scan of every checkpoint in key order.
+const (
+	pendingAll     = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant IS NOT NULL`
+	pendingTenant  = `SELECT run_id FROM contextos_checkpoints WHERE awaiting_tenant = $1`
+	pendingUnknown = `SELECT run_id FROM contextos_checkpoints WHERE indexed_rev <> revision`
 )
 
 // leaseMS is a lease in whole milliseconds, at least 1 for a lease that
@@ -67,13 +83,20 @@ func (c *Checkpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error 
 		data = []byte{}
 	}
 	lease := leaseMS(cp.Lease)
+	// The pending index's entry is written by the same statement as the
+	// checkpoint: both or neither.
+	var tenant sql.NullString
+	var gate string
+	if a := cp.Awaiting; a != nil {
+		tenant, gate = sql.NullString{String: a.TenantID, Valid: true}, a.GateID
+	}
 	var res sql.Result
 	var err error
 	switch {
 	case c.db.dialect == Postgres && cp.Revision == 0:
-		res, err = c.db.sql.ExecContext(ctx, pgCheckpointInsert, cp.RunID, cp.Version, data, lease)
+		res, err = c.db.sql.ExecContext(ctx, pgCheckpointInsert, cp.RunID, cp.Version, data, lease, tenant, gate)
 	case c.db.dialect == Postgres:
-		res, err = c.db.sql.ExecContext(ctx, pgCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, lease)
+		res, err = c.db.sql.ExecContext(ctx, pgCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, lease, tenant, gate)
 	default:
 		now := c.db.cfg.Now().UnixMilli()
 		until := int64(0)
@@ -81,9 +104,9 @@ func (c *Checkpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error 
 			until = now + lease
 		}
 		if cp.Revision == 0 {
-			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointInsert, cp.RunID, cp.Version, data, now, until)
+			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointInsert, cp.RunID, cp.Version, data, now, until, tenant, gate)
 		} else {
-			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, now, until)
+			res, err = c.db.sql.ExecContext(ctx, sqlCheckpointUpdate, cp.RunID, cp.Revision, cp.Version, data, now, until, tenant, gate)
 		}
 	}
 	if err != nil {
@@ -128,6 +151,33 @@ func (c *Checkpoints) RunIDs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return queryStrings(ctx, c.db.sql, `SELECT run_id FROM contextos_checkpoints ORDER BY run_id`)
+}
+
+var _ contextos.PendingIndex = (*Checkpoints)(nil)
+
+// PendingRunIDs implements contextos.PendingIndex: the runs whose last
+// save awaits an approval of tenantID (of any tenant for ""), and those
+// whose checkpoint was saved without the index (before it was kept, or
+// by a binary that does not keep it), sorted.
+func (c *Checkpoints) PendingRunIDs(ctx context.Context, tenantID string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q, args := pendingAll, []any(nil)
+	if tenantID != "" {
+		q, args = pendingTenant, []any{tenantID}
+	}
+	ids, err := queryStrings(ctx, c.db.sql, q, args...)
+	if err != nil {
+		return nil, storeErr(ctx, "list pending runs", err)
+	}
+	unknown, err := queryStrings(ctx, c.db.sql, pendingUnknown)
+	if err != nil {
+		return nil, storeErr(ctx, "list pending runs", err)
+	}
+	ids = append(ids, unknown...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // Packets is the durable contextos.PacketStore; a save under an existing

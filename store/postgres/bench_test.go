@@ -10,6 +10,7 @@ package postgres_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -193,4 +194,47 @@ func refundChild(b *testing.B, url string) {
 		}
 	}
 	fmt.Println("refund-child done")
+}
+
+// BenchmarkPendingApprovals is Runtime.PendingApprovals over 1,000 to
+// 100,000 stored runs, ten of them paused.
+func BenchmarkPendingApprovals(b *testing.B) {
+	var url string
+	storekit.PendingApprovals(b, storekit.PendingBench{
+		Open: func(b *testing.B) (contextos.Options, contextos.CheckpointLister) {
+			url = pgtest.URL(b)
+			st := openURL(b, url)
+			var o contextos.Options
+			st.Configure(&o)
+			return o, st.Checkpoints()
+		},
+		Seed: func(b *testing.B, n int, data []byte) {
+			db, err := sql.Open("pgx", url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(storekit.SeedSQL, data, n); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Exec(`ANALYZE contextos_checkpoints`); err != nil {
+				b.Fatal(err)
+			}
+		},
+	})
+}
+
+// BenchmarkRecordHistory is the decision store's List of one run and
+// Verify over 1,000 to 100,000 stored records.
+func BenchmarkRecordHistory(b *testing.B) {
+	storekit.RecordHistory(b, func(b *testing.B) (decision.Store, *sql.DB) {
+		url := pgtest.URL(b)
+		st := openURL(b, url)
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return st.Records(), db
+	})
 }

@@ -25,7 +25,8 @@ func (s *Store) Configure(o *contextos.Options) {
 
 // Checkpoints returns the checkpoint store: a save succeeds only over the
 // revision it was loaded at, so one runtime at a time continues a run.
-// It also lists stored runs (RunIDs), for Runtime.PendingApprovals.
+// It also lists stored runs (RunIDs) and keeps the index of those that
+// await an approval (contextos.PendingIndex), for Runtime.PendingApprovals.
 func (s *Store) Checkpoints() contextos.ListingCheckpointStore { return s.db.Checkpoints() }
 
 // Packets returns the replay packet store.
