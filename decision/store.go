@@ -146,9 +146,6 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 	return c, b, nil
 }
 
-// verifyChain checks stored canonical records in order (see VerifyChain).
-func verifyChain(lines [][]byte) error { return VerifyChain(lines, GenesisHash, 0) }
-
 // verifyChainFrom checks canonical records that follow a record whose
 // hash is prev; offset is the index of the first (for errors). It returns
 // the records whose links hold but that do not decode as a Record, and
