@@ -104,7 +104,10 @@ func hasSecrets(v any, underSecret bool, depth int) bool {
 			return true
 		}
 		_, found := Detect(x.String(), Secrets)
-		return found || len(x) >= 10
+		// A number written short may still be large ("1E70"): what
+		// decides is its value, as redactNumber reads it.
+		f, err := x.Float64()
+		return found || len(x) >= 10 || err == nil && math.Abs(f) >= 1e9
 	case map[string]any:
 		for k, e := range x {
 			if _, found := Detect(k, Secrets); found {
