@@ -206,7 +206,7 @@ func TestEventJSON(t *testing.T) {
 }
 
 // FuzzBounds: every bounded event obeys the bounds, text splitting rejoins
-// to the (valid UTF-8) text, and messages stay valid UTF-8.
+// to the (redacted, valid UTF-8) text, and messages stay valid UTF-8.
 func FuzzBounds(f *testing.F) {
 	f.Add("hello", "status", "msg", []byte(`{"a":1}`), 0)
 	f.Add(strings.Repeat("😀", 20000), "assistant", strings.Repeat("é", 3000), []byte(`"<>"`), 1)
@@ -251,8 +251,11 @@ func FuzzBounds(f *testing.F) {
 			}
 			joined.WriteString(ev.Text)
 		}
-		if kind == EventTextOutput && joined.String() != strings.ToValidUTF8(text, "\uFFFD") {
-			t.Fatal("the pieces do not rejoin to the text")
+		// Secrets are redacted before the text is cut (a long run of
+		// zeros reads as a card number), so the pieces rejoin to the
+		// redacted text.
+		if kind == EventTextOutput && joined.String() != strings.ToValidUTF8(redactText(text), "\uFFFD") {
+			t.Fatal("the pieces do not rejoin to the redacted text")
 		}
 		if kind != EventTextOutput && len(evs) != 1 {
 			t.Fatalf("%d events for a %s event", len(evs), kind)
