@@ -91,6 +91,8 @@ func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, v
 
 func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }
 
-func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r) }
+func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r, true) }
+
+func (machinery) MarshalRequest(r *Request) ([]byte, error) { return marshalRequest(r) }
 
 func (machinery) CheckTools(ep *Endpoint) error { return checkTools(ep) }

@@ -52,6 +52,9 @@ func (jsonCodec) Marshal(v any) ([]byte, error) {
 		// run the tool again.
 		return kit.MarshalResponse(r), nil
 	}
+	if r, ok := v.(*transport.Request); ok {
+		return kit.MarshalRequest(r) // json.Marshal's bytes, without reflection
+	}
 	return json.Marshal(v)
 }
 func (jsonCodec) Unmarshal(data []byte, v any) error {
@@ -62,12 +65,12 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 		return nil
 	}
 	// A duplicated member or invalid UTF-8 is refused: encoding/json would
-	// keep the last value.
-	if err := wire.Strict(data); err != nil {
-		return err
-	}
+	// keep the last value. (A response is checked as it is read.)
 	if r, ok := v.(*transport.Response); ok {
 		return kit.UnmarshalResponse(data, r)
+	}
+	if err := wire.Strict(data); err != nil {
+		return err
 	}
 	return json.Unmarshal(data, v)
 }
