@@ -337,11 +337,18 @@ func outcome(ctx context.Context, call *gateway.Call, req *Request, resp *Respon
 	if te := resp.err(); te != nil {
 		return nil, withCause(ctx, te)
 	}
-	out := &gateway.Outcome{Output: resp.outputValue()}
+	parts := &outcomeParts{out: gateway.Outcome{Output: resp.outputValue()}}
 	if req.IdempotencyKey != "" {
-		out.Mutations = []string{call.Envelope.CapabilityID + ":" + req.IdempotencyKey}
+		parts.mutation[0] = call.Envelope.CapabilityID + ":" + req.IdempotencyKey
+		parts.out.Mutations = parts.mutation[:]
 	}
-	return out, nil
+	return &parts.out, nil
+}
+
+// outcomeParts is one allocation holding an outcome and its mutation.
+type outcomeParts struct {
+	out      gateway.Outcome
+	mutation [1]string
 }
 
 // Execute makes one attempt of req and never returns a Go error: every

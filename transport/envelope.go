@@ -255,6 +255,20 @@ var plainByte = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// plainWord reports whether all eight bytes of w are plainByte ones: no
+// byte below space or from 0x80, and none of ", \, <, > and &. (A byte
+// equals c when w XOR c has a zero byte there; haszero and hasless are
+// the usual word-at-a-time tests, exact for a whole word.)
+func plainWord(w string) bool {
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(y uint64) uint64 { return (y - ones) & ^y & highs }
+	bad := x&highs | (x-ones*0x20)&^x&highs |
+		zero(x^(ones*'"')) | zero(x^(ones*'\\')) | zero(x^(ones*'<')) | zero(x^(ones*'>')) | zero(x^(ones*'&'))
+	return bad == 0
+}
+
 // appendString writes s as a JSON string as json.Marshal does (HTML
 // escaping on): ", \ and control characters escaped (\b \f \n \r \t
 // short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
@@ -263,6 +277,10 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if plainByte[c] {
 				i++

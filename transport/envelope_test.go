@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextos/contextos/internal/wire"
 )
@@ -377,4 +378,32 @@ func FuzzReplyReaderIsEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsEncodingJSON(t, data)
 	})
+}
+
+// TestPlainWord: plainWord of eight bytes is plainByte of each.
+func TestPlainWord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 3))
+	check := func(w []byte) {
+		want := true
+		for _, c := range w {
+			want = want && c < utf8.RuneSelf && plainByte[c]
+		}
+		if got := plainWord(string(w)); got != want {
+			t.Fatalf("plainWord(%q) = %v", w, got)
+		}
+	}
+	for c := range 256 {
+		for pos := range 8 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	for range 100000 {
+		w := make([]byte, 8)
+		for i := range w {
+			w[i] = byte(0x1c + rng.IntN(0x66)) // around every boundary
+		}
+		check(w)
+	}
 }
