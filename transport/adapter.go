@@ -530,7 +530,7 @@ func (a *Adapter) do(ctx context.Context, hreq *http.Request, details func() map
 		return 0, nil, transportError(ctx, err, details())
 	}
 	defer hres.Body.Close()
-	rbody, err := io.ReadAll(io.LimitReader(hres.Body, maxBody+1))
+	rbody, err := readBody(hres.Body, hres.ContentLength)
 	if err != nil {
 		return 0, nil, transportError(ctx, err, details())
 	}
@@ -544,6 +544,32 @@ func (a *Adapter) do(ctx context.Context, hreq *http.Request, details func() map
 		return 0, nil, redirectStatus(hres.StatusCode, details())
 	}
 	return hres.StatusCode, rbody, nil
+}
+
+// readBody is io.ReadAll(io.LimitReader(body, maxBody+1)), the same bytes
+// and error, into a first buffer the size of the reply's announced
+// length (when it has one within the bound) rather than io.ReadAll's
+// 512 bytes.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	lr := io.LimitedReader{R: body, N: maxBody + 1}
+	size := int64(512)
+	if length >= 0 && length <= maxBody {
+		size = length + 1 // room for the read that sees the end
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
+		}
+	}
 }
 
 // send sends hreq with a.client.Do: through the client, or straight to

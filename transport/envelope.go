@@ -18,7 +18,7 @@ import (
 
 // envelopeSize is the first buffer an envelope is written into: a
 // typical request fits, so it is one allocation.
-const envelopeSize = 640
+const envelopeSize = 512
 
 // marshalRequest is json.Marshal(r), written by appendRequest.
 func marshalRequest(r *Request) ([]byte, error) {
@@ -255,19 +255,16 @@ var plainByte = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// plainWord reports whether all eight bytes of w are plainByte ones: no
-// byte below space or from 0x80, and none of ", \, <, > and &. (A byte
-// equals c when w XOR c has a zero byte there; haszero and hasless are
-// the usual word-at-a-time tests, exact for a whole word.)
-func plainWord(w string) bool {
-	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(y uint64) uint64 { return (y - ones) & ^y & highs }
-	bad := x&highs | (x-ones*0x20)&^x&highs |
-		zero(x^(ones*'"')) | zero(x^(ones*'\\')) | zero(x^(ones*'<')) | zero(x^(ones*'>')) | zero(x^(ones*'&'))
-	return bad == 0
-}
+// ones and highs are the word-at-a-time constants of appendString: eight
+// bytes read as one word have a byte that needs escaping exactly when
+// (x | x-ones*0x20 &^ x | zeroIn(x^ones*c) for each of ", \, <, > and
+// &) & highs is not zero (a byte from 0x80, a byte below space, a byte
+// equal to c).
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// zeroIn has the high bit of some byte set, under highs, when a byte of
+// y is zero.
+func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 
 // appendString writes s as a JSON string as json.Marshal does (HTML
 // escaping on): ", \ and control characters escaped (\b \f \n \r \t
@@ -277,9 +274,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainWord(s[i:i+8]) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			// Eight bytes at a time while none needs escaping (see ones).
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			if (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0 {
+				i += 8
+				continue
+			}
 		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if plainByte[c] {

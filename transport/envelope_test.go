@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/contextos/contextos/internal/wire"
 )
@@ -380,27 +379,26 @@ func FuzzReplyReaderIsEncodingJSON(f *testing.F) {
 	})
 }
 
-// TestPlainWord: plainWord of eight bytes is plainByte of each.
-func TestPlainWord(t *testing.T) {
+// TestStringsWordAtATime: appendString, which skips eight plain bytes at
+// a time, writes json.Marshal's bytes for eight-byte words holding each
+// byte at each place, and for words of bytes around every boundary.
+func TestStringsWordAtATime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 3))
 	check := func(w []byte) {
-		want := true
-		for _, c := range w {
-			want = want && c < utf8.RuneSelf && plainByte[c]
-		}
-		if got := plainWord(string(w)); got != want {
-			t.Fatalf("plainWord(%q) = %v", w, got)
+		want, _ := json.Marshal(string(w))
+		if got := appendString(nil, string(w)); !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %s, json.Marshal %s", w, got, want)
 		}
 	}
 	for c := range 256 {
-		for pos := range 8 {
-			w := []byte("abcdefgh")
+		for pos := range 9 {
+			w := []byte("abcdefghi")
 			w[pos] = byte(c)
 			check(w)
 		}
 	}
 	for range 100000 {
-		w := make([]byte, 8)
+		w := make([]byte, 8+rng.IntN(9))
 		for i := range w {
 			w[i] = byte(0x1c + rng.IntN(0x66)) // around every boundary
 		}

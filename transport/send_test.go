@@ -1,13 +1,18 @@
 package transport
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/contextos/contextos/gateway"
@@ -98,5 +103,26 @@ func sameOutcome(t *testing.T, ep Endpoint) {
 	want, wantErr := viaClient.Call(ctx, c)
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
 		t.Fatalf("straight to the transport: %+v, %#v\nthrough the client: %+v, %#v", got, gotErr, want, wantErr)
+	}
+}
+
+// TestReadBodyIsReadAll: readBody reads what io.ReadAll of the bounded
+// body reads, whatever length the reply announced, and fails alike.
+func TestReadBodyIsReadAll(t *testing.T) {
+	for _, size := range []int{0, 1, 100, 511, 512, 513, 4000, maxBody, maxBody + 1, maxBody + 100} {
+		data := bytes.Repeat([]byte("x"), size)
+		for _, announced := range []int64{-1, 0, int64(size), int64(size) - 1, int64(size) + 7, maxBody, maxBody + 1} {
+			got, gotErr := readBody(iotest.HalfReader(bytes.NewReader(data)), announced)
+			want, wantErr := io.ReadAll(io.LimitReader(iotest.HalfReader(bytes.NewReader(data)), maxBody+1))
+			if !bytes.Equal(got, want) || gotErr != wantErr {
+				t.Fatalf("size %d, announced %d: %d bytes, %v; io.ReadAll %d bytes, %v", size, announced, len(got), gotErr, len(want), wantErr)
+			}
+		}
+	}
+	boom := errors.New("boom")
+	got, err := readBody(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 10)
+	want, wantErr := io.ReadAll(io.LimitReader(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), maxBody+1))
+	if !bytes.Equal(got, want) || err != wantErr {
+		t.Fatalf("%q, %v; io.ReadAll %q, %v", got, err, want, wantErr)
 	}
 }
