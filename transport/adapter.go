@@ -256,6 +256,13 @@ func capabilityOf(ep *Endpoint) gateway.Capability {
 // (external, webhook, grpc) send the arguments as JSON text in input_raw
 // instead. The gRPC and MCP transports use it too (transport/internal/kit).
 func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
+	req, _ := normalizedRequestFor(call, mode, ep)
+	return req
+}
+
+// normalizedRequestFor is requestFor, and normalize's refusal of the
+// request (nil when it normalised).
+func normalizedRequestFor(call *gateway.Call, mode string, ep *Endpoint) (*Request, *gateway.ToolError) {
 	env := call.Envelope
 	parts := new(requestParts)
 	req := &parts.req
@@ -290,8 +297,7 @@ func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 			req.Input, req.InputRaw = nil, string(raw)
 		}
 	}
-	_ = normalize(req)
-	return req
+	return req, normalize(req)
 }
 
 // requestParts is one allocation holding a request and the runtime and
@@ -304,8 +310,8 @@ type requestParts struct {
 
 // Call implements gateway.Adapter.
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-	req := requestFor(call, a.ep.Transport, &a.ep)
-	resp := a.Execute(ctx, req)
+	req, refused := normalizedRequestFor(call, a.ep.Transport, &a.ep)
+	resp := a.execute(ctx, req, refused == nil)
 	return outcome(ctx, call, req, resp)
 }
 
@@ -357,6 +363,13 @@ type outcomeParts struct {
 // Timeout (gateway.DefaultTimeout when unset), so a tool that never
 // finishes its reply cannot hold the caller.
 func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
+	return a.execute(ctx, req, false)
+}
+
+// execute is Execute; normalized says req was normalised without a
+// refusal (normalize changes nothing in it and refuses nothing: the
+// attempt need not run it again).
+func (a *Adapter) execute(ctx context.Context, req *Request, normalized bool) *Response {
 	if _, ok := ctx.Deadline(); !ok {
 		// Called outside the gateway: a tool that never finishes its
 		// reply (or a webhook that never answers) must not hold the
@@ -369,7 +382,7 @@ func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
 }
@@ -739,7 +752,7 @@ func responseVersion(v string, details map[string]any) *gateway.ToolError {
 // value the attempt resolved is scrubbed from the response (output,
 // error, trace) before anything reads it; and the response is completed
 // (version, request id, trace, attempt, duration).
-func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	// With no span of the host's in ctx, the attempt span joins the
 	// caller's trace rather than starting one of its own.
@@ -755,7 +768,10 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	var te *gateway.ToolError
 	if err := ctx.Err(); err != nil {
 		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
-	} else if te = normalize(req); te == nil {
+	} else if !normalized {
+		te = normalize(req)
+	}
+	if te == nil { // the context was live and the request normalised
 		resp, te = f(ctx)
 		if te == nil && resp == nil {
 			te = newError(gateway.CodeExecutionFailed, false, "the tool returned no response", map[string]any{"tool": req.Tool.Name})
