@@ -87,6 +87,45 @@ func BenchmarkPlainHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkPlainHTTPContractHeaders: BenchmarkPlainHTTP with the headers
+// the external adapter sends besides Content-Type (Accept, X-Request-Id,
+// X-Tool-Name, X-Tool-Attempt, Idempotency-Key, traceparent,
+// X-Tool-Contract-Version), set per call as a plain client sets them:
+// what the contract's headers cost a plain POST, client and server.
+func BenchmarkPlainHTTPContractHeaders(b *testing.B) {
+	ts := newBenchServer(b, okReply)
+	c := call(1)
+	body, _ := json.Marshal(transport.RequestFor(c, "external", &transport.Endpoint{}))
+	client := &http.Client{}
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("X-Request-Id", c.Envelope.ToolCallID)
+		req.Header.Set("X-Tool-Name", c.Envelope.CapabilityID)
+		req.Header.Set("X-Tool-Attempt", "1")
+		req.Header.Set("Idempotency-Key", c.IdempotencyKey)
+		req.Header.Set("Traceparent", "00-"+c.Trace.TraceID+"-"+c.Trace.SpanID+"-"+c.Trace.TraceFlags)
+		req.Header.Set("X-Tool-Contract-Version", "v1")
+		res, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var resp plainReply
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if json.Unmarshal(raw, &resp) != nil || resp.Status != "ok" {
+			b.Fatal(string(raw))
+		}
+	}
+}
+
 // plainReply is a contract reply's members, as a plain client declares
 // them.
 type plainReply struct {
