@@ -14,9 +14,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/pgtest"
+	"github.com/contextos/contextos/internal/storekit"
 	"github.com/contextos/contextos/server"
 	"github.com/contextos/contextos/store/postgres"
 	"github.com/contextos/contextos/store/sqlite"
@@ -412,5 +415,62 @@ func TestReplicaContinuingARunStreamsItFromTheStart(t *testing.T) {
 		if !bytes.Equal(paused[i].data, evs[i].data) {
 			t.Fatalf("event %d: b streams %s, a streamed %s", i, evs[i].data, paused[i].data)
 		}
+	}
+}
+
+// twoRefunds looks the order up, refunds it in two halves, one turn
+// each (each pauses at the finance gate), then decides.
+func twoRefunds() contextos.Planner {
+	return contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
+		p := storekit.RefundPlan(2100)
+		switch r.Turn {
+		case 0:
+			return storekit.LookupPlan(), nil
+		case 1, 2:
+			p.Decision = nil
+			p.Steps[0].Args["note"] = "half " + strconv.Itoa(r.Turn)
+		default:
+			p.Steps = nil
+		}
+		return p, nil
+	})
+}
+
+// A run paused through a, continued through b to its second pause, and
+// continued again through a: a, which ran the first and last segments,
+// streams b's segment between them, as b does.
+func TestReplicasTakingTurnsStreamEverySegment(t *testing.T) {
+	state := gateway.NewMemoryIdempotency()
+	first := newEnv(t, &envOptions{planner: twoRefunds()})
+	a := newEnv(t, &envOptions{planner: twoRefunds(), shared: &shared{h: first.harness, state: state, payments: first.payments, clock: first.clock}})
+	b := newEnv(t, &envOptions{planner: twoRefunds(), shared: a.replicaOf(state)})
+	runID := a.startPaused("req_events_turns")
+	if r := b.decide(runID, lead, server.DecisionApprove, ""); r.status != http.StatusAccepted {
+		t.Fatalf("approve through b: %d %s", r.status, r.body)
+	}
+	var m map[string]any
+	for range 2000 {
+		if m = b.do("GET", "/v1/runs/"+runID, b.token(agent), nil).json(t); m["state"] != server.StateRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m["state"] != server.StatePaused {
+		t.Fatalf("the run after the first approval: %v %v", m["state"], m["status"])
+	}
+	if r := a.decide(runID, lead, server.DecisionApprove, ""); r.status != http.StatusAccepted {
+		t.Fatalf("approve through a: %d %s", r.status, r.body)
+	}
+	if m := a.waitEnded(runID); m["status"] != "DECIDED" {
+		t.Fatalf("the run ended %v", m["status"])
+	}
+	fullA, fullB := a.stream(runID), b.stream(runID)
+	if !bytes.Equal(fullA, fullB) {
+		t.Fatalf("the run's events differ:\nthrough a:\n%s\nthrough b:\n%s", fullA, fullB)
+	}
+	evs := readSSE(t, bytes.NewReader(fullA))
+	checkIDs(t, "a's stream", evs)
+	if n := strings.Count(strings.Join(kinds(evs), ","), "pause"); n != 2 {
+		t.Errorf("%d pauses in the run's events, want 2: %v", n, kinds(evs))
 	}
 }

@@ -127,6 +127,8 @@ type envOptions struct {
 	state func(gateway.IdempotencyStore) gateway.IdempotencyStore
 	// note, when set, is the refund's note argument.
 	note string
+	// planner, when set, replaces the planner.
+	planner contextos.Planner
 }
 
 // durable is a SQL store holding every store a runtime and its handler
@@ -229,7 +231,11 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	if o.pack != nil {
 		pk = o.pack
 	}
-	e.harness = contextostest.New(t, planner(e.gate, o.note), [][]byte{pk}, &contextostest.Options{Runtime: ropts})
+	pl := planner(e.gate, o.note)
+	if o.planner != nil {
+		pl = o.planner
+	}
+	e.harness = contextostest.New(t, pl, [][]byte{pk}, &contextostest.Options{Runtime: ropts})
 	if o.shared != nil {
 		e.harness.Checkpoints, e.harness.Decisions, e.harness.Transcript, e.harness.Replays = o.shared.h.Checkpoints, o.shared.h.Decisions, o.shared.h.Transcript, o.shared.h.Replays
 	}
