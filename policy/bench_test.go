@@ -92,7 +92,7 @@ func BenchmarkPolicyRawLogic(b *testing.B) {
 }
 
 // BenchmarkPolicyJsonLogicLibrary is the other floor: the same
-// expressions evaluated by the JsonLogic library DESIGN.md names,
+// expressions evaluated by a widely used Go JsonLogic library,
 // github.com/diegoholiveira/jsonlogic/v3 (rules decoded once, the same
 // data document), each result checked against internal/logic's first.
 func BenchmarkPolicyJsonLogicLibrary(b *testing.B) {
