@@ -363,9 +363,10 @@ func (h *Handler) seed(e *runEntry) {
 	ctx, cancel := context.WithTimeout(h.base, h.o.RequestTimeout)
 	defer cancel()
 	var evs []json.RawMessage
+	rebuilt := false
 	_, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
 	if aerr == nil && st != nil {
-		evs, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
+		evs, rebuilt, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -373,7 +374,11 @@ func (h *Handler) seed(e *runEntry) {
 	if aerr == nil {
 		e.events = evs
 	}
-	e.complete = aerr == nil
+	// With a segment rebuilt, the entry streams the run live as it can,
+	// but once the part ends the run's events are the stores' (the
+	// segment's entry may have been stored since by the handler that ran
+	// it), as on every other replica.
+	e.complete = aerr == nil && !rebuilt
 }
 
 // sweepLoop continues, every SweepInterval, the decided pauses no worker

@@ -509,7 +509,7 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string, withEve
 	case complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID:
 		v.Events = nonNil(evs)
 	case withEvents && st != nil:
-		if v.Events, aerr = h.storedEvents(ctx, p.TenantID, runID, st.recs, st.entries, st.seen); aerr != nil {
+		if v.Events, _, aerr = h.storedEvents(ctx, p.TenantID, runID, st.recs, st.entries, st.seen); aerr != nil {
 			return nil, aerr
 		}
 	}
