@@ -358,13 +358,14 @@ func (h *Handler) resume(d *decisionEntry) {
 // seed gives an entry of a run whose events up to now it does not hold
 // the events the stores keep of it (its stored segments, rebuilt where
 // none is stored), so its stream starts at the run's start with the ids
-// every replica gives them.
-func (h *Handler) seed(e *runEntry) {
+// every replica gives them. It returns the id of the run's last record
+// ("" when the stores keep none, or fail).
+func (h *Handler) seed(e *runEntry) (recordID string) {
 	ctx, cancel := context.WithTimeout(h.base, h.o.RequestTimeout)
 	defer cancel()
 	var evs []json.RawMessage
 	rebuilt := false
-	_, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
+	v, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
 	if aerr == nil && st != nil {
 		evs, rebuilt, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
 	}
@@ -379,6 +380,10 @@ func (h *Handler) seed(e *runEntry) {
 	// segment's entry may have been stored since by the handler that ran
 	// it), as on every other replica.
 	e.complete = aerr == nil && !rebuilt
+	if aerr != nil {
+		return ""
+	}
+	return v.RecordID
 }
 
 // sweepLoop continues, every SweepInterval, the decided pauses no worker
