@@ -15,6 +15,8 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/server"
 	"github.com/contextos/contextos/store/sqlite"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // ticketRule redacts the refund note's ticket reference, a rule a host
@@ -190,5 +192,28 @@ func TestSameRequestAgainStreamsTheRunsEvents(t *testing.T) {
 		if evB[i].id != evD[i].id || !bytes.Equal(evB[i].data, evD[i].data) {
 			t.Fatalf("event %d differs: before %s, during %s", i, evB[i].data, evD[i].data)
 		}
+	}
+}
+
+// A request's path is the caller's text: a server span's url.path is
+// redacted as every answer is (a card number or a key pasted as an id),
+// so the span export holds nothing the handler redacts.
+func TestHTTPSpanPathRedacted(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e := newEnv(t, &envOptions{handler: server.Options{TracerProvider: tp}})
+	e.do("GET", "/v1/records/"+cardNumber, e.token(agent), nil)
+	e.do("GET", "/v1/runs/"+apiSecret+"/events", e.token(agent), nil)
+	n := 0
+	for _, s := range rec.Ended() {
+		for _, kv := range s.Attributes() {
+			if kv.Key == "url.path" {
+				n++
+				noSecret(t, "span "+s.Name()+"'s url.path", []byte(kv.Value.AsString()))
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d spans with url.path, want 2", n)
 	}
 }
