@@ -3,10 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,5 +217,79 @@ func TestHTTPSpanPathRedacted(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d spans with url.path, want 2", n)
+	}
+}
+
+// failingReads wraps a handler's state store: while armed, a claim of a
+// run events key fails (the store does not answer a read).
+type failingReads struct {
+	gateway.IdempotencyStore
+	armed atomic.Bool
+}
+
+func (f *failingReads) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	if f.armed.Load() && strings.HasPrefix(key, "contextos-server/v1/events/") {
+		return nil, false, errors.New("test: the state store does not answer")
+	}
+	return f.IdempotencyStore.Claim(ctx, key)
+}
+
+// gatedTurn is twoRefunds with its turn 2 held until release is closed.
+func gatedTurn(release <-chan struct{}) contextos.Planner {
+	inner := twoRefunds()
+	return contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
+		if r.Turn == 2 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return inner.Plan(ctx, r)
+	})
+}
+
+// A replica that continues a run without reading its events so far (the
+// state store failed the read) must not stream the new segment's events
+// under the ids of the run's first events: a client that reconnects
+// elsewhere with Last-Event-ID would get other events, or none.
+func TestReplicaUnseededStreamKeepsIDs(t *testing.T) {
+	state := gateway.NewMemoryIdempotency()
+	release := make(chan struct{})
+	first := newEnv(t, &envOptions{planner: twoRefunds()})
+	a := newEnv(t, &envOptions{planner: twoRefunds(), shared: &shared{h: first.harness, state: state, payments: first.payments, clock: first.clock}})
+	fr := &failingReads{}
+	b := newEnv(t, &envOptions{planner: gatedTurn(release), shared: a.replicaOf(state),
+		state: func(s gateway.IdempotencyStore) gateway.IdempotencyStore { fr.IdempotencyStore = s; return fr }})
+	runID := a.startPaused("req_events_unseeded")
+	fr.armed.Store(true)
+	r := b.decide(runID, lead, server.DecisionApprove, "")
+	fr.armed.Store(false)
+	if r.status != http.StatusAccepted {
+		close(release)
+		t.Fatalf("approve through b: %d %s", r.status, r.body)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		got <- doTo(t, b.srv.URL, "GET", "/v1/runs/"+runID+"/events", b.token(agent), nil).body
+	}()
+	time.Sleep(100 * time.Millisecond) // the stream has started: the run waits for turn 2
+	close(release)
+	live := readSSE(t, bytes.NewReader(<-got))
+	c := newEnv(t, &envOptions{planner: twoRefunds(), shared: a.replicaOf(state)})
+	all := readSSE(t, bytes.NewReader(c.stream(runID)))
+	byID := map[string]sseEvent{}
+	for _, ev := range all {
+		if ev.id != "" {
+			byID[ev.id] = ev
+		}
+	}
+	for _, ev := range live {
+		if ev.id == "" {
+			continue
+		}
+		if want, ok := byID[ev.id]; !ok || want.event != ev.event || !bytes.Equal(want.data, ev.data) {
+			t.Fatalf("b streamed event %s as %s %.120s; every other replica's event %s is %s %.120s", ev.id, ev.event, ev.data, ev.id, want.event, want.data)
+		}
 	}
 }
