@@ -342,7 +342,7 @@ func (h *Handler) resume(d *decisionEntry) {
 	// segment it ran last ended with the pause's record; else the stores
 	// do (a replica ran the run, or a part of it since).
 	complete := e.complete && e.view != nil && e.view.RecordID == d.RecordID
-	e.running, e.view, e.err = true, nil, nil
+	e.running, e.view, e.err, e.complete = true, nil, nil, complete
 	e.notify()
 	e.mu.Unlock()
 	if !complete {

@@ -351,7 +351,7 @@ func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.In
 	if held {
 		to = e.view.RecordID
 	}
-	e.running, e.view, e.err, e.retell = true, nil, nil, true
+	e.running, e.view, e.err, e.retell, e.complete = true, nil, nil, true, held
 	e.notify()
 	e.mu.Unlock()
 	if !held {
@@ -691,9 +691,11 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		from = n + 1
 	}
 	e := h.entry(runID, "", false)
-	var live bool
+	var live, held bool
 	if e != nil && e.tenantID == p.TenantID {
-		_, live, _, _, _ = e.snapshot(0)
+		e.mu.Lock()
+		live, held = e.running, e.complete
+		e.mu.Unlock()
 	}
 	var static *runView
 	if !live {
@@ -730,17 +732,55 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(x)
 		send(-1, string(contextos.EventResult), b)
 	}
-	if static != nil {
-		for i := from; i < len(static.Events); i++ {
-			if !send(i, eventKind(static.Events[i]), static.Events[i]) {
+	sendStatic := func(v *runView) {
+		for i := from; i < len(v.Events); i++ {
+			if !send(i, eventKind(v.Events[i]), v.Events[i]) {
 				return
 			}
 		}
-		sendResult(static)
+		sendResult(v)
+	}
+	sendError := func(aerr *apiError) {
+		b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
+		send(-1, string(contextos.EventError), b)
+	}
+	if static != nil {
+		sendStatic(static)
 		return
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	if !held {
+		// The handler runs a part of the run without holding its events
+		// before it (a replica ran them, and reading them failed or
+		// rebuilt one): the ids of the part's events are not the run's.
+		// The stream waits for the part's end and sends the run's events
+		// as the stores keep them.
+		for {
+			_, running, _, _, changed := e.snapshot(math.MaxInt)
+			if !running {
+				break
+			}
+			select {
+			case <-changed:
+			case <-tick.C:
+				if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+					return
+				}
+			case <-r.Context().Done():
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+		v, aerr := h.runOf(ctx, p, runID, true)
+		cancel()
+		if aerr != nil {
+			sendError(aerr)
+			return
+		}
+		sendStatic(v)
+		return
+	}
 	next := from
 	for {
 		evs, running, _, _, changed := e.snapshot(next)
@@ -755,8 +795,7 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 			v, aerr := h.runOf(ctx, p, runID, false)
 			cancel()
 			if aerr != nil {
-				b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
-				send(-1, string(contextos.EventError), b)
+				sendError(aerr)
 				return
 			}
 			sendResult(v)
