@@ -114,7 +114,7 @@ func (r *Run) checkTenant(_ context.Context, c *callRecord) (*result, error) {
 }
 
 func (r *Run) checkArgs(_ context.Context, c *callRecord) (*result, error) {
-	if probs := validateArgs(c.s.spec.schema, c.env.Args, c.s.constraints, c.key); len(probs) > 0 {
+	if probs := validateArgs(c.s.spec.schema, c.s.spec.shape, c.env.Args, c.s.constraints, c.key); len(probs) > 0 {
 		return r.refuse(c, StatusRejected, argsError(c.env.CapabilityID, probs), nil), nil
 	}
 	return nil, nil

@@ -93,7 +93,8 @@ type registered struct {
 type capSpec struct {
 	Capability
 	schema *jsonschema.Schema
-	argRef string // metadata.arg_schema_ref
+	shape  *shapeSchema // schema's shape, nil when it has none (see shapeSchema)
+	argRef string       // metadata.arg_schema_ref
 }
 
 // New returns a gateway for the registered adapters. A registration
@@ -171,7 +172,7 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s.%s args schema: %s", ErrConfig, reg.AdapterID, name, schemaProblem(err))
 				}
-				cs.schema = s
+				cs.schema, cs.shape = s, compileShape(s)
 			}
 			if !validCost(c.CostCents) {
 				return nil, fmt.Errorf("%w: %s.%s cost must be a number of cents from 0 to 2^53−1", ErrConfig, reg.AdapterID, name)
