@@ -702,7 +702,7 @@ type executed struct {
 	delegation runcontext.Delegation // the adapter's copy of the user's delegation
 	principals [2]runcontext.Principal
 	scopes     [4]string
-	ptrs       [3]string // policy decision id, idempotency key, auth ref
+	ptrs       [3]string      // policy decision id, idempotency key, auth ref
 	actx       attemptContext // the first attempt's context
 	call       Call
 	outcome    Outcome
