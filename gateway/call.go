@@ -113,8 +113,10 @@ type callRecord struct {
 	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
 
 	// polID holds the run's policy decision id when the call is bound to
-	// it (env.PolicyDecisionID then points here).
-	polID string
+	// it (env.PolicyDecisionID then points here); keyCopy a write's
+	// idempotency key for env.IdempotencyKey (a copy: key is what the
+	// call is executed under, whatever a sink does to the envelope).
+	polID, keyCopy string
 	// argsBuf holds argsJSON when it fits.
 	argsBuf [192]byte
 	// x is what executing the call takes (see executed): part of the

@@ -79,8 +79,8 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	if err != nil {
 		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 	}
-	c.key = key
-	c.env.IdempotencyKey = strPtr(key)
+	c.key, c.keyCopy = key, key
+	c.env.IdempotencyKey = &c.keyCopy
 	if injectsKey(c.s.spec.schema, c.s.constraints) {
 		if _, has := c.env.Args[keyArg]; !has {
 			c.env.Args[keyArg] = key
