@@ -342,7 +342,7 @@ func (h *Handler) resume(d *decisionEntry) {
 	// segment it ran last ended with the pause's record; else the stores
 	// do (a replica ran the run, or a part of it since).
 	complete := e.complete && e.view != nil && e.view.RecordID == d.RecordID
-	e.running, e.view, e.err = true, nil, nil
+	e.running, e.view, e.err, e.complete = true, nil, nil, complete
 	e.notify()
 	e.mu.Unlock()
 	if !complete {
@@ -358,14 +358,16 @@ func (h *Handler) resume(d *decisionEntry) {
 // seed gives an entry of a run whose events up to now it does not hold
 // the events the stores keep of it (its stored segments, rebuilt where
 // none is stored), so its stream starts at the run's start with the ids
-// every replica gives them.
-func (h *Handler) seed(e *runEntry) {
+// every replica gives them. It returns the id of the run's last record
+// ("" when the stores keep none, or fail).
+func (h *Handler) seed(e *runEntry) (recordID string) {
 	ctx, cancel := context.WithTimeout(h.base, h.o.RequestTimeout)
 	defer cancel()
 	var evs []json.RawMessage
-	_, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
+	rebuilt := false
+	v, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
 	if aerr == nil && st != nil {
-		evs, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
+		evs, rebuilt, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -373,7 +375,15 @@ func (h *Handler) seed(e *runEntry) {
 	if aerr == nil {
 		e.events = evs
 	}
-	e.complete = aerr == nil
+	// With a segment rebuilt, the entry streams the run live as it can,
+	// but once the part ends the run's events are the stores' (the
+	// segment's entry may have been stored since by the handler that ran
+	// it), as on every other replica.
+	e.complete = aerr == nil && !rebuilt
+	if aerr != nil {
+		return ""
+	}
+	return v.RecordID
 }
 
 // sweepLoop continues, every SweepInterval, the decided pauses no worker

@@ -87,10 +87,16 @@ type runEntry struct {
 	// reached the bound (its last event is then the EventTruncated one).
 	segStart, segBytes int
 	segCut             bool
-	running            bool
-	changed            chan struct{} // closed (and replaced) on every change
-	view               *runView      // the last part's outcome; nil while running or failed
-	err                *apiError     // the last part's failure to start
+	// retell marks a part that is the same request again: the runtime
+	// answers it from the stores, and its events are the entry's only if
+	// it writes a record (a run it settles); retellTo is the record the
+	// entry's events run to.
+	retell   bool
+	retellTo string
+	running  bool
+	changed  chan struct{} // closed (and replaced) on every change
+	view     *runView      // the last part's outcome; nil while running or failed
+	err      *apiError     // the last part's failure to start
 }
 
 func (e *runEntry) notify() {
@@ -307,7 +313,8 @@ func decodeRun(b []byte) (*runcontext.InvokeRequest, *runcontext.RunContext, *ap
 // startRun records who starts the run and starts it on a worker, or
 // joins the worker already running it.
 func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.InvokeRequest, rc *runcontext.RunContext) *apiError {
-	if _, _, err := h.ledger.put(ctx, runKey(p.TenantID, rc.RunID), starter{TenantID: p.TenantID, Subject: p.Subject, UserID: req.User.UserID}); err != nil {
+	_, created, err := h.ledger.put(ctx, runKey(p.TenantID, rc.RunID), starter{TenantID: p.TenantID, Subject: p.Subject, UserID: req.User.UserID})
+	if err != nil {
 		h.o.Logger.Error("run starter not recorded", "run_id", rc.RunID, "error", err.Error())
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the state store does not answer")
 	}
@@ -327,8 +334,31 @@ func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.In
 		h.release()
 		return nil
 	}
-	e.running, e.view, e.err, e.events, e.complete = true, nil, nil, nil, true
+	if created {
+		e.running, e.view, e.err, e.events, e.complete = true, nil, nil, nil, true
+		e.notify()
+		e.mu.Unlock()
+		h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] { return h.rt.Stream(ctx, req, rc) })
+		return nil
+	}
+	// The same request again (here or on a replica): the runtime answers
+	// the run as stored, re-telling a part of it. The entry keeps the
+	// run's events (those it holds when its last part ended here, else
+	// the stores'), so a stream read meanwhile sends the run's events,
+	// not the re-telling's.
+	held := e.complete && e.view != nil
+	to := ""
+	if held {
+		to = e.view.RecordID
+	}
+	e.running, e.view, e.err, e.retell, e.complete = true, nil, nil, true, held
 	e.notify()
+	e.mu.Unlock()
+	if !held {
+		to = h.seed(e)
+	}
+	e.mu.Lock()
+	e.retellTo = to
 	e.mu.Unlock()
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] { return h.rt.Stream(ctx, req, rc) })
 	return nil
@@ -344,6 +374,8 @@ func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.In
 func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[contextos.Event, error]) {
 	e.mu.Lock()
 	e.segStart, e.segBytes, e.segCut = len(e.events), 0, false
+	retell, retellTo := e.retell, e.retellTo
+	e.retell, e.retellTo = false, ""
 	e.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
@@ -353,6 +385,7 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		var aerr *apiError
 		seen := results{}
 		wrote, ended := "", ""
+		var told []json.RawMessage // a re-telling's events
 		for ev, err := range part(h.base) {
 			if err != nil {
 				aerr = h.runError(e.runID, err)
@@ -369,17 +402,35 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 			if ev.Kind == contextos.EventDecision && ev.Record != nil {
 				wrote = ev.Record.RecordID
 			}
+			if retell {
+				told = append(told, h.event(ev, seen))
+				continue
+			}
 			e.add(h.event(ev, seen))
 		}
 		if view == nil && aerr == nil {
 			aerr = errorf(http.StatusInternalServerError, CodeInternal, "the run ended without a result")
+		}
+		if retell && ended != "" {
+			// The re-telling wrote the record it ended with: its events
+			// are the run's next segment.
+			for _, ev := range told {
+				e.add(ev)
+			}
 		}
 		if view != nil && ended != "" && h.keepEvents {
 			h.storeSegment(e, ended)
 		}
 		e.mu.Lock()
 		e.running, e.view, e.err = false, view, aerr
-		if view != nil && ended == "" {
+		switch {
+		case retell && ended != "":
+			e.complete = false // the part before it may not be the stores'
+		case retell:
+			// The entry holds the run's events when they run to the
+			// record the stores answered with.
+			e.complete = e.complete && view != nil && retellTo != "" && view.RecordID == retellTo
+		case view != nil && ended == "":
 			e.complete = false
 		}
 		e.notify()
@@ -509,7 +560,7 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string, withEve
 	case complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID:
 		v.Events = nonNil(evs)
 	case withEvents && st != nil:
-		if v.Events, aerr = h.storedEvents(ctx, p.TenantID, runID, st.recs, st.entries, st.seen); aerr != nil {
+		if v.Events, _, aerr = h.storedEvents(ctx, p.TenantID, runID, st.recs, st.entries, st.seen); aerr != nil {
 			return nil, aerr
 		}
 	}
@@ -640,9 +691,11 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		from = n + 1
 	}
 	e := h.entry(runID, "", false)
-	var live bool
+	var live, held bool
 	if e != nil && e.tenantID == p.TenantID {
-		_, live, _, _, _ = e.snapshot(0)
+		e.mu.Lock()
+		live, held = e.running, e.complete
+		e.mu.Unlock()
 	}
 	var static *runView
 	if !live {
@@ -679,17 +732,55 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(x)
 		send(-1, string(contextos.EventResult), b)
 	}
-	if static != nil {
-		for i := from; i < len(static.Events); i++ {
-			if !send(i, eventKind(static.Events[i]), static.Events[i]) {
+	sendStatic := func(v *runView) {
+		for i := from; i < len(v.Events); i++ {
+			if !send(i, eventKind(v.Events[i]), v.Events[i]) {
 				return
 			}
 		}
-		sendResult(static)
+		sendResult(v)
+	}
+	sendError := func(aerr *apiError) {
+		b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
+		send(-1, string(contextos.EventError), b)
+	}
+	if static != nil {
+		sendStatic(static)
 		return
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	if !held {
+		// The handler runs a part of the run without holding its events
+		// before it (a replica ran them, and reading them failed or
+		// rebuilt one): the ids of the part's events are not the run's.
+		// The stream waits for the part's end and sends the run's events
+		// as the stores keep them.
+		for {
+			_, running, _, _, changed := e.snapshot(math.MaxInt)
+			if !running {
+				break
+			}
+			select {
+			case <-changed:
+			case <-tick.C:
+				if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+					return
+				}
+			case <-r.Context().Done():
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+		v, aerr := h.runOf(ctx, p, runID, true)
+		cancel()
+		if aerr != nil {
+			sendError(aerr)
+			return
+		}
+		sendStatic(v)
+		return
+	}
 	next := from
 	for {
 		evs, running, _, _, changed := e.snapshot(next)
@@ -704,8 +795,7 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 			v, aerr := h.runOf(ctx, p, runID, false)
 			cancel()
 			if aerr != nil {
-				b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
-				send(-1, string(contextos.EventError), b)
+				sendError(aerr)
 				return
 			}
 			sendResult(v)

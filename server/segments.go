@@ -180,23 +180,27 @@ func segmentsOf(recs []*decision.Record, entries []gateway.TranscriptEntry) []se
 
 // storedEvents are the events of a run from its start as the stores keep
 // them: each segment's stored events, in order, and for a segment with
-// none stored its events rebuilt from its results and records.
-func (h *Handler) storedEvents(ctx context.Context, tenantID, runID string, recs []*decision.Record, entries []gateway.TranscriptEntry, seen results) ([]json.RawMessage, *apiError) {
+// none stored its events rebuilt from its results and records. rebuilt
+// reports whether a segment that ended was rebuilt: its entry may be
+// stored later (the handler that ran it is still writing it), so events
+// with a rebuilt segment are not the run's for good.
+func (h *Handler) storedEvents(ctx context.Context, tenantID, runID string, recs []*decision.Record, entries []gateway.TranscriptEntry, seen results) (evs []json.RawMessage, rebuilt bool, aerr *apiError) {
 	out := []json.RawMessage{}
 	for _, seg := range segmentsOf(recs, entries) {
 		if seg.end != nil && h.keepEvents {
 			evs, ok, aerr := h.segmentEvents(ctx, tenantID, runID, seg.end.RecordID)
 			if aerr != nil {
-				return nil, aerr
+				return nil, false, aerr
 			}
 			if ok {
 				out = append(out, evs...)
 				continue
 			}
+			rebuilt = true
 		}
 		out = h.rebuildSegment(out, runID, seg, seen)
 	}
-	return out, nil
+	return out, rebuilt, nil
 }
 
 // segmentEvents reads the stored events of the segment that ended with
@@ -214,6 +218,12 @@ func (h *Handler) segmentEvents(ctx context.Context, tenantID, runID, recordID s
 	if err := json.Unmarshal(raw, &se); err != nil || se.RecordID != recordID {
 		h.o.Logger.Error("stored run events unreadable: rebuilt from the stores", "run_id", runID, "record_id", recordID)
 		return nil, false, nil
+	}
+	// Redacted again by this handler's rules, as every answer is: the
+	// handler that stored them may have had fewer (an older version, a
+	// rule added since). Events its rules leave alone keep their bytes.
+	for i, ev := range se.Events {
+		se.Events[i] = h.redactJSON(ev)
 	}
 	return se.Events, true, nil
 }

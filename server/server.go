@@ -317,7 +317,7 @@ func (h *Handler) routes() {
 	}))
 	h.root = cop.Handler(m)
 	if h.o.TracerProvider != nil {
-		h.root = traced(h.o.TracerProvider, h.root)
+		h.root = traced(h.o.TracerProvider, h.redactText, h.root)
 	}
 }
 
