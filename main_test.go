@@ -1,6 +1,7 @@
 package contextos_test
 
 import (
+	"flag"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,8 +11,12 @@ import (
 
 // TestMain fails the package when any test leaves a goroutine behind, and
 // holds every checkpoint a test's run encodes to the bytes json.Marshal
-// writes of its state.
+// writes of its state (not when benchmarks run: they measure the runtime
+// as it ships).
 func TestMain(m *testing.M) {
-	contextos.VerifyCheckpointEncoding()
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		contextos.VerifyCheckpointEncoding()
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/contextos/contextos/runcontext"
@@ -22,7 +23,15 @@ import (
 // are never changed in place (a resume with a new budget replaces the
 // run context).
 func marshalCheckpoint(st *checkpointState) ([]byte, error) {
-	w := objectWriter{b: make([]byte, 0, st.enc.size)}
+	bp := checkpointBufs.Get().(*[]byte)
+	w := objectWriter{b: (*bp)[:0]}
+	w.enc = json.NewEncoder(appendWriter{&w.b})
+	defer func() {
+		if cap(w.b) <= maxCheckpointBuf {
+			*bp = w.b[:0]
+			checkpointBufs.Put(bp)
+		}
+	}()
 	w.str("run_id", st.RunID)
 	if st.Active {
 		w.key("active")
@@ -109,8 +118,21 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	st.enc.size = len(w.b)
-	return w.b, nil
+	return bytes.Clone(w.b), nil
+}
+
+// checkpointBufs pools marshalCheckpoint's buffers; one that grew past
+// maxCheckpointBuf is left to the collector.
+var checkpointBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+const maxCheckpointBuf = 256 << 10
+
+// appendWriter appends what is written to a byte slice.
+type appendWriter struct{ b *[]byte }
+
+func (a appendWriter) Write(p []byte) (int, error) {
+	*a.b = append(*a.b, p...)
+	return len(p), nil
 }
 
 // verifyCheckpointEncoding is VerifyCheckpointEncoding's switch.
@@ -133,8 +155,6 @@ type checkpointCache struct {
 	reqJSON []byte
 	rcJSON  []byte
 	orgJSON []byte
-	// size is the length of the last save's JSON.
-	size int
 }
 
 func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) []byte {
@@ -172,6 +192,7 @@ func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext,
 // struct's: keys in order, values as json.Marshal writes them.
 type objectWriter struct {
 	b   []byte
+	enc *json.Encoder // writes to b
 	err error
 }
 
@@ -225,12 +246,14 @@ func (w *objectWriter) value(k string, v any) {
 	w.marshal(v)
 }
 
+// marshal appends json.Marshal(v): the encoder writes the same bytes
+// and a newline, or nothing when it fails.
 func (w *objectWriter) marshal(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	if err := w.enc.Encode(v); err != nil {
 		w.fail(err)
+		return
 	}
-	w.b = append(w.b, b...)
+	w.b = w.b[:len(w.b)-1]
 }
 
 // fail keeps the first error.
