@@ -1018,7 +1018,7 @@ func (r *run) primaryDecision() string {
 func (r *run) facts() *decision.Facts {
 	var fetched []compiler.EvidenceItem
 	if r.pins != nil {
-		fetched, _ = r.pins.pinned()
+		fetched = r.pins.fetched() // runFacts only reads it
 	}
 	f := runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
 	if p := r.cp.Pending; p != nil {
