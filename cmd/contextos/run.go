@@ -25,6 +25,8 @@ import (
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 	"github.com/contextos/contextos/transport"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // packSet is the --pack, --pub and --allow-unsigned flags: the packs go
@@ -289,6 +291,10 @@ type runInputs struct {
 	now       func() time.Time
 	// onPause is the runtime's pause hook (serve's webhook).
 	onPause func(context.Context, contextos.PendingApproval)
+	// tracer and meter receive the runtime's spans and metrics (serve's
+	// OTLP export); nil: none.
+	tracer trace.TracerProvider
+	meter  metric.MeterProvider
 }
 
 // approverFlag is who an --approve flag names.
@@ -499,6 +505,12 @@ func newRunRuntime(f *runFlags, in *runInputs, live *liveAdapters, st durableSto
 	opts.Adapters, opts.Ontologies, opts.Overlays, opts.ReplaySampleRate, opts.Now = registrationsWith(in.packs, in.tools.adapter, live), f.ontologies, in.overlays, 1, in.now
 	opts.Gateway.Redactors = f.packs.redactors.rules
 	opts.OnPause = in.onPause
+	if in.tracer != nil {
+		opts.TracerProvider = in.tracer
+	}
+	if in.meter != nil {
+		opts.MeterProvider = in.meter
+	}
 	var err error
 	if opts.Identity, err = f.claims.options(); err != nil {
 		return nil, exitf(exitUsage, "--claim-pub: %v", err)

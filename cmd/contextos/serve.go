@@ -85,8 +85,10 @@ approvals inbox at /inbox, and /healthz and /readyz, on --addr (default
 sqlite:contextos.db; replicas share a postgres:// store). Callers authenticate with
 a bearer JWT verified by one of --auth-jwks, --auth-oidc or --auth-hs256; its sub,
 tenant and roles claims make the principal. SIGTERM or SIGINT stops it gracefully:
-no new requests, then the runs in flight finish (for up to 30 s). Exit 0 after a
-graceful stop, 2 on a usage or startup error.`)
+no new requests, then the runs in flight finish (for up to 30 s). With
+OTEL_EXPORTER_OTLP_ENDPOINT set, spans and metrics are exported over OTLP/HTTP
+(the standard OTEL_* variables configure it). Exit 0 after a graceful stop, 2 on
+a usage or startup error.`)
 		fs.PrintDefaults()
 	}
 	if code, ok := parse(fs, args, stderr); !ok {
@@ -211,6 +213,19 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 		}
 		svc.webhook = wh
 	}
+	tel, err := newTelemetry(ctx, os.Getenv)
+	if err != nil {
+		return nil, exitf(exitUsage, "%v", err)
+	}
+	if tel != nil {
+		svc.closers = append(svc.closers, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := tel.shutdown(sctx); err != nil {
+				fmt.Fprintln(stderr, "contextos serve: telemetry:", err)
+			}
+		})
+	}
 	if r.store.spec == "" {
 		r.store.spec = defaultServeStore
 	}
@@ -226,6 +241,7 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 	if wh != nil {
 		in.onPause = wh.Notify
 	}
+	in.tracer, in.meter = tel.tracerProvider(), tel.meterProvider()
 	rt, closeLive, err := buildRunRuntime(ctx, r, in, st, stdin, stderr)
 	if err != nil {
 		return nil, err
@@ -233,7 +249,7 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 	svc.closers = append(svc.closers, closeLive)
 	h, err := server.New(rt, server.Stores{Checkpoints: st.Checkpoints(), Records: st.Records(), Transcripts: st.Transcripts(), State: st.Idempotency()},
 		&server.Options{Authenticator: auth, InsecureDev: f.insecureDev, DevTokens: jopts, InvokeRoles: invokeRoles, Redactors: r.packs.redactors.rules,
-			Now: in.now, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+			Now: in.now, Logger: slog.New(slog.NewTextHandler(stderr, nil)), TracerProvider: tel.tracerProvider()})
 	if err != nil {
 		return nil, exitf(exitUsage, "%v", err)
 	}
