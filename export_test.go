@@ -11,5 +11,9 @@ func DecodeCheckpoint(c *Checkpoint) (*CheckpointState, error) { return engine.D
 
 func EncodeCheckpoint(st *CheckpointState) (*Checkpoint, error) { return engine.EncodeCheckpoint(st) }
 
+// VerifyCheckpointEncoding makes every checkpoint the runtime encodes
+// check itself against json.Marshal of its state (TestMain turns it on).
+func VerifyCheckpointEncoding() { engine.VerifyCheckpointEncoding() }
+
 // DefaultHeartbeatTTL is the default Options.HeartbeatTTL.
 const DefaultHeartbeatTTL = engine.DefaultHeartbeatTTL

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -98,6 +99,41 @@ type Prepared struct {
 	perms             map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
 	unbound           []string                   // the gates no permission names (packview.UnboundGates)
 	class             pack.DataClassification    // the highest of the input packs'
+	// evMemo keeps the digest of the last evidence its compiles
+	// retrieved, shared by the copies At, WithSources and WithForm make.
+	evMemo *evidenceMemo
+}
+
+// evidenceMemo is the digest of one list of evidence items: a source that
+// serves the same items to every run (a static corpus) has them digested
+// once, not at every compile.
+type evidenceMemo struct {
+	mu    sync.Mutex
+	items []EvidenceItem
+	hash  string
+}
+
+// digestOf returns canon.Digest(items), from the memo when items are the
+// ones it holds.
+func (m *evidenceMemo) digestOf(items []EvidenceItem) (string, error) {
+	if m == nil {
+		return canon.Digest(items)
+	}
+	m.mu.Lock()
+	if m.items != nil && slices.Equal(m.items, items) {
+		d := m.hash
+		m.mu.Unlock()
+		return d, nil
+	}
+	m.mu.Unlock()
+	d, err := canon.Digest(items)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	m.items, m.hash = slices.Clone(items), d
+	m.mu.Unlock()
+	return d, nil
 }
 
 type tenant struct {
@@ -143,7 +179,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			host["ontology"] = v
 		}
 	}
-	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}}
+	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}, evMemo: &evidenceMemo{}}
 	views := make([]*pack.Pack, len(packs))
 	for i, in := range packs {
 		if in.Pack == nil {
@@ -677,7 +713,7 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 	if items == nil {
 		items = []EvidenceItem{} // none is none, however a source says it
 	}
-	if ledger.Inputs.EvidenceHash, err = canon.Digest(items); err != nil {
+	if ledger.Inputs.EvidenceHash, err = p.evMemo.digestOf(items); err != nil {
 		return nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
 	}
 	var blocks []ContextBlock

@@ -193,18 +193,6 @@ func normalize(r *Record) {
 	}
 }
 
-func cloneRecord(r *Record) (*Record, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("decision: record cannot be encoded: %w", err)
-	}
-	var c Record
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 // MemoryStore is the in-memory Store. It keeps each record's canonical
 // bytes, so Verify checks exactly what was stored.
 type MemoryStore struct {

@@ -112,7 +112,10 @@ type Capability struct {
 	// The gateway then calls it on the caller's goroutine, under the same
 	// deadline, and saves the watchdog goroutine that otherwise guarantees
 	// a bounded return from adapters that ignore their context. Leave it
-	// false for anything you do not control.
+	// false for anything you do not control. The attempt's deadline timer
+	// is then made only when the adapter (or a context it derives) waits
+	// on its context's Done channel: an in-process lookup that never waits
+	// costs none.
 	HonorsContext bool
 }
 

@@ -77,10 +77,11 @@ func schemaMember(s *jsonschema.Schema, name string, depth int) (declared, close
 // write's derived idempotency key ("" for reads): when args do not carry
 // idempotency_key (the key was not injected, see injectsKey), the
 // constraints on idempotency_key are checked against key, which the call
-// carries on its envelope.
-func validateArgs(schema *jsonschema.Schema, args map[string]any, constraints []argConstraint, key string) []ArgProblem {
+// carries on its envelope. shape is the schema's shape (nil when it has
+// none): arguments it accepts are not validated again.
+func validateArgs(schema *jsonschema.Schema, shape *shapeSchema, args map[string]any, constraints []argConstraint, key string) []ArgProblem {
 	var probs []ArgProblem
-	if schema != nil {
+	if schema != nil && (shape == nil || !shape.valid(args)) {
 		if err := schema.Validate(args); err != nil {
 			if flat, ok := schemaerr.Flatten(err); ok {
 				probs = append(probs, flat...)

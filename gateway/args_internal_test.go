@@ -39,7 +39,7 @@ func TestArgConstraints(t *testing.T) {
 		{"unknown", map[string]any{"multiple_of": 2}, map[string]any{"x": 4.0}, `constraint "multiple_of" on x that the gateway does not support`},
 		{"first problem only", map[string]any{"max": 1.0, "min": 5.0}, map[string]any{"x": 3.0}, "3 is above the maximum 1"},
 	} {
-		probs := validateArgs(nil, c.args, compileConstraints(map[string]map[string]any{"x": c.cons}), "")
+		probs := validateArgs(nil, nil, c.args, compileConstraints(map[string]map[string]any{"x": c.cons}), "")
 		switch {
 		case c.want == "" && len(probs) > 0:
 			t.Errorf("%s: problems %v, want none", c.name, probs)
@@ -48,7 +48,7 @@ func TestArgConstraints(t *testing.T) {
 		}
 	}
 	// Arguments are checked in name order; pointers are escaped.
-	probs := validateArgs(nil, map[string]any{}, compileConstraints(map[string]map[string]any{"b/c": {"required": true}, "a~": {"required": true}}), "")
+	probs := validateArgs(nil, nil, map[string]any{}, compileConstraints(map[string]map[string]any{"b/c": {"required": true}, "a~": {"required": true}}), "")
 	if len(probs) != 2 || probs[0].Pointer != "/a~0" || probs[1].Pointer != "/b~1c" {
 		t.Errorf("problems = %v", probs)
 	}

@@ -111,6 +111,17 @@ type callRecord struct {
 	attHashes  []string               // the used attachments' hashes
 	delegation *runcontext.Delegation // the user's, for a delegated call
 	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
+
+	// polID holds the run's policy decision id when the call is bound to
+	// it (env.PolicyDecisionID then points here); keyCopy a write's
+	// idempotency key for env.IdempotencyKey (a copy: key is what the
+	// call is executed under, whatever a sink does to the envelope).
+	polID, keyCopy string
+	// argsBuf holds argsJSON when it fits.
+	argsBuf [192]byte
+	// x is what executing the call takes (see executed): part of the
+	// record, so a call that runs makes one allocation for both.
+	x executed
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil
@@ -245,7 +256,7 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
-	argsJSON, err := canon.JSON(args)
+	argsJSON, err := canon.AppendValue(c.argsBuf[:0], args)
 	step, stepOK := req.Step.key()
 	stepPart := canon.IntPart(step)
 	if !stepOK {

@@ -79,8 +79,8 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	if err != nil {
 		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
 	}
-	c.key = key
-	c.env.IdempotencyKey = strPtr(key)
+	c.key, c.keyCopy = key, key
+	c.env.IdempotencyKey = &c.keyCopy
 	if injectsKey(c.s.spec.schema, c.s.constraints) {
 		if _, has := c.env.Args[keyArg]; !has {
 			c.env.Args[keyArg] = key
@@ -114,7 +114,7 @@ func (r *Run) checkTenant(_ context.Context, c *callRecord) (*result, error) {
 }
 
 func (r *Run) checkArgs(_ context.Context, c *callRecord) (*result, error) {
-	if probs := validateArgs(c.s.spec.schema, c.env.Args, c.s.constraints, c.key); len(probs) > 0 {
+	if probs := validateArgs(c.s.spec.schema, c.s.spec.shape, c.env.Args, c.s.constraints, c.key); len(probs) > 0 {
 		return r.refuse(c, StatusRejected, argsError(c.env.CapabilityID, probs), nil), nil
 	}
 	return nil, nil
@@ -436,9 +436,9 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, c *callR
 	write := c.write
 	switch {
 	case res.Verdict == policy.VerdictRefuse:
-		return r.callDecisionID(env, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
+		return r.callDecisionID(c, res), fmt.Sprintf("must_refuse guardrail %v fired; no tool calls are allowed", res.Raised.MustRefuse)
 	case write && res.Verdict == policy.VerdictEscalate:
-		return r.callDecisionID(env, res), fmt.Sprintf("must_escalate guardrail %v fired; write-class calls are blocked", res.Raised.MustEscalate)
+		return r.callDecisionID(c, res), fmt.Sprintf("must_escalate guardrail %v fired; write-class calls are blocked", res.Raised.MustEscalate)
 	}
 	if write {
 		for _, d := range res.Decisions {
@@ -462,17 +462,18 @@ func (r *Run) bindPolicy(env *ToolCallEnvelope, res *policy.Evaluation, c *callR
 			return &id, ""
 		}
 	}
-	return r.callDecisionID(env, res), ""
+	return r.callDecisionID(c, res), ""
 }
 
 // callDecisionID names the evaluation a call is bound to when no rule
 // decision of its own applies: the run's (one id per run, from the run and
 // its decision ids) when the policy does not read the tool, else the
 // call's own (from the run, the call and the decisions that applied).
-func (r *Run) callDecisionID(env *ToolCallEnvelope, res *policy.Evaluation) *string {
+func (r *Run) callDecisionID(c *callRecord, res *policy.Evaluation) *string {
+	env := &c.env
 	if res == r.base {
-		id := r.runDecisionID // each envelope its own copy
-		return &id
+		c.polID = r.runDecisionID // each call its own copy
+		return &c.polID
 	}
 	digest, err := decisionIDsDigest(res)
 	if err != nil {

@@ -93,7 +93,8 @@ type registered struct {
 type capSpec struct {
 	Capability
 	schema *jsonschema.Schema
-	argRef string // metadata.arg_schema_ref
+	shape  *shapeSchema // schema's shape, nil when it has none (see shapeSchema)
+	argRef string       // metadata.arg_schema_ref
 }
 
 // New returns a gateway for the registered adapters. A registration
@@ -171,7 +172,7 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s.%s args schema: %s", ErrConfig, reg.AdapterID, name, schemaProblem(err))
 				}
-				cs.schema = s
+				cs.schema, cs.shape = s, compileShape(s)
 			}
 			if !validCost(c.CostCents) {
 				return nil, fmt.Errorf("%w: %s.%s cost must be a number of cents from 0 to 2^53−1", ErrConfig, reg.AdapterID, name)
@@ -474,16 +475,19 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	// user's delegation: what it writes into args, lists, pointers or
 	// metadata changes neither the record, its hash, the run nor the
 	// result.
-	x := &executed{env: *env}
+	x := &c.x
+	x.env = *env
 	x.env.Metadata = maps.Clone(env.Metadata)
 	x.env.Args, _ = jsonv.Normalize(env.Args).(map[string]any) // args are JSON-shaped: a deep copy
-	x.env.PrincipalChain = slices.Clone(env.PrincipalChain)
+	x.env.PrincipalChain = cloneInto(x.principals[:0], env.PrincipalChain)
 	x.env.EvidenceRefs = slices.Clone(env.EvidenceRefs)
-	x.env.PolicyDecisionID, x.env.IdempotencyKey, x.env.AuthRef = clonePtr(env.PolicyDecisionID), clonePtr(env.IdempotencyKey), clonePtr(env.AuthRef)
+	x.env.PolicyDecisionID = copyInto(&x.ptrs[0], env.PolicyDecisionID)
+	x.env.IdempotencyKey = copyInto(&x.ptrs[1], env.IdempotencyKey)
+	x.env.AuthRef = copyInto(&x.ptrs[2], env.AuthRef)
 	x.call = Call{Envelope: &x.env, Capability: c.s.capName, IdempotencyKey: key, Trace: r.trace}
 	if d := c.delegation; d != nil {
 		x.delegation = *d
-		x.delegation.Scopes = slices.Clone(d.Scopes)
+		x.delegation.Scopes = cloneInto(x.scopes[:0], d.Scopes)
 		x.call.Delegation = &x.delegation
 	}
 	call := &x.call
@@ -498,7 +502,11 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
-		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext)
+		var room *attemptContext
+		if attempt == 1 {
+			room = &x.actx
+		}
+		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext, room)
 		canceled := ctx.Err() != nil
 		cost = addCost(cost, spec.CostCents)
 		t := r.take(ad, call, out, te, &x.outcome)
@@ -683,18 +691,46 @@ func stopsRetrying(ad Adapter, call *Call) bool {
 // always a cost the meter and the record take.
 func addCost(a, b float64) float64 { return min(a+b, canon.MaxSafeInteger) }
 
-// executed is what an executed call allocates, in one allocation: the
-// Call its adapter gets (with its copies of the envelope and the
-// delegation), the redacted copy of the outcome it took, its
-// result (with the result's transcript copy), and the result's default
-// citation.
+// executed is what an executed call takes, part of its record (one
+// allocation): the Call its adapter gets (with its copies of the
+// envelope and the delegation, and room for short lists and the
+// envelope's strings behind pointers), the redacted copy of the outcome
+// it took, its result (with the result's transcript copy), and the
+// result's default citation.
 type executed struct {
 	env        ToolCallEnvelope      // the adapter's copy of the call envelope
 	delegation runcontext.Delegation // the adapter's copy of the user's delegation
+	principals [2]runcontext.Principal
+	scopes     [4]string
+	ptrs       [3]string      // policy decision id, idempotency key, auth ref
+	actx       attemptContext // the first attempt's context
 	call       Call
 	outcome    Outcome
 	res        result
 	cite       [1]Citation
+}
+
+// cloneInto returns a copy of s that owns its elements: in room's backing
+// array when s fits it, else in a new one. The copy's capacity is its
+// length, so appending to it never writes into room. A nil s stays nil.
+func cloneInto[T any](room, s []T) []T {
+	if s == nil {
+		return nil
+	}
+	if len(s) <= cap(room) {
+		room = append(room[:0], s...)
+		return room[:len(s):len(s)]
+	}
+	return slices.Clone(s)
+}
+
+// copyInto returns a pointer to a copy of *p held in room (nil for nil).
+func copyInto(room *string, p *string) *string {
+	if p == nil {
+		return nil
+	}
+	*room = *p
+	return room
 }
 
 // result is a result the gateway built, with room for the copy its
@@ -736,13 +772,27 @@ func failureStatus(code string) Status {
 // context. panicked reports an adapter that panicked during the attempt
 // (its error is then "the adapter panicked"); a panic after an abandoned
 // attempt timed out is only logged.
-func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool) (_ *Outcome, _ *ToolError, panicked bool) {
-	actx, cancel := context.WithTimeout(withProgressRules(ctx, r.redact), timeout)
-	defer cancel()
+// room, when not nil, is an unused attemptContext the attempt may use.
+func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.Duration, honorsContext bool, room *attemptContext) (_ *Outcome, _ *ToolError, panicked bool) {
 	var res adapterResult
+	var actx context.Context
 	if honorsContext {
+		// The adapter returns when its context is done: its context is made
+		// lazily (see attemptContext), in the call's record for a first
+		// attempt (no allocation), its own for a retry (an attempt's adapter
+		// may keep its context past the attempt).
+		ac := room
+		if ac == nil {
+			ac = new(attemptContext)
+		}
+		ac.start(withProgressRules(ctx, r.redact), timeout)
+		defer ac.end()
+		actx = ac
 		res = r.callAdapter(actx, ad, call)
 	} else {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(withProgressRules(ctx, r.redact), timeout)
+		defer cancel()
 		// The attempt may outlive this call to attempt (the adapter ignores
 		// its context): it gets its own copy of the call, which the next
 		// attempt does not change.
@@ -895,12 +945,4 @@ func missing(have, want []string) []string {
 		}
 	}
 	return out
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

@@ -25,7 +25,9 @@ type MemoryIdempotency struct {
 }
 
 type idemEntry struct {
-	done chan struct{} // closed when the holder completes or releases
+	// done is closed when the holder completes or releases; made by the
+	// first caller that waits for it (nil while none has).
+	done chan struct{}
 	res  *ToolResultEnvelope
 }
 
@@ -45,7 +47,7 @@ func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultE
 		m.mu.Lock()
 		e, ok := m.entries[key]
 		if !ok {
-			m.entries[key] = &idemEntry{done: make(chan struct{})}
+			m.entries[key] = &idemEntry{}
 			m.mu.Unlock()
 			return nil, true, nil
 		}
@@ -53,6 +55,9 @@ func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultE
 			res := e.res
 			m.mu.Unlock()
 			return res, false, nil
+		}
+		if e.done == nil {
+			e.done = make(chan struct{})
 		}
 		done := e.done
 		m.mu.Unlock()
@@ -70,12 +75,14 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
 	if !ok {
-		e = &idemEntry{done: make(chan struct{})}
+		e = &idemEntry{}
 		m.entries[key] = e
 	}
 	if e.res == nil {
 		e.res = res
-		close(e.done)
+		if e.done != nil {
+			close(e.done)
+		}
 	}
 	return nil
 }
@@ -86,7 +93,9 @@ func (m *MemoryIdempotency) Release(_ context.Context, key string) error {
 	defer m.mu.Unlock()
 	if e, ok := m.entries[key]; ok && e.res == nil {
 		delete(m.entries, key)
-		close(e.done)
+		if e.done != nil {
+			close(e.done)
+		}
 	}
 	return nil
 }

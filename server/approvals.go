@@ -338,8 +338,11 @@ func (h *Handler) resume(d *decisionEntry) {
 		h.release()
 		return
 	}
-	e.running, e.view, e.err = true, nil, nil
-	complete := e.complete
+	// The entry holds the run's events up to this pause when the
+	// segment it ran last ended with the pause's record; else the stores
+	// do (a replica ran the run, or a part of it since).
+	complete := e.complete && e.view != nil && e.view.RecordID == d.RecordID
+	e.running, e.view, e.err, e.complete = true, nil, nil, complete
 	e.notify()
 	e.mu.Unlock()
 	if !complete {
@@ -352,18 +355,35 @@ func (h *Handler) resume(d *decisionEntry) {
 	})
 }
 
-// seed gives an entry of a run this handler did not start the events the
-// stores keep of it so far, so its stream starts at the run's start.
-func (h *Handler) seed(e *runEntry) {
+// seed gives an entry of a run whose events up to now it does not hold
+// the events the stores keep of it (its stored segments, rebuilt where
+// none is stored), so its stream starts at the run's start with the ids
+// every replica gives them. It returns the id of the run's last record
+// ("" when the stores keep none, or fail).
+func (h *Handler) seed(e *runEntry) (recordID string) {
 	ctx, cancel := context.WithTimeout(h.base, h.o.RequestTimeout)
 	defer cancel()
-	v, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
+	var evs []json.RawMessage
+	rebuilt := false
+	v, st, aerr := h.storedView(ctx, &Principal{TenantID: e.tenantID}, e.runID, false)
+	if aerr == nil && st != nil {
+		evs, rebuilt, aerr = h.storedEvents(ctx, e.tenantID, e.runID, st.recs, st.entries, st.seen)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.events = nil
 	if aerr == nil {
-		e.events = slices.Clone(v.Events)
+		e.events = evs
 	}
-	e.complete = true
+	// With a segment rebuilt, the entry streams the run live as it can,
+	// but once the part ends the run's events are the stores' (the
+	// segment's entry may have been stored since by the handler that ran
+	// it), as on every other replica.
+	e.complete = aerr == nil && !rebuilt
+	if aerr != nil {
+		return ""
+	}
+	return v.RecordID
 }
 
 // sweepLoop continues, every SweepInterval, the decided pauses no worker

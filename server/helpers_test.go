@@ -18,6 +18,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/internal/storekit"
@@ -116,6 +117,28 @@ type envOptions struct {
 	runtime func(*contextos.Options)
 	// pack, when set, replaces the support pack.
 	pack []byte
+	// durable, when set, keeps every store of the runtime and the
+	// handler (a SQLite or PostgreSQL store); peer, when set, is the env
+	// whose payments service and clock this one shares.
+	durable durable
+	peer    *env
+	// state, when set, wraps the store the handler keeps its state in
+	// (the runtime keeps using the unwrapped one).
+	state func(gateway.IdempotencyStore) gateway.IdempotencyStore
+	// note, when set, is the refund's note argument.
+	note string
+	// planner, when set, replaces the planner.
+	planner contextos.Planner
+}
+
+// durable is a SQL store holding every store a runtime and its handler
+// use (store/sqlite's and store/postgres's Store).
+type durable interface {
+	Configure(*contextos.Options)
+	Checkpoints() contextos.ListingCheckpointStore
+	Records() decision.Store
+	Transcripts() contextos.TranscriptStore
+	Idempotency() gateway.IdempotencyStore
 }
 
 // newEnvWith is newEnv with the runtime's options changed by f.
@@ -131,9 +154,12 @@ type shared struct {
 	clock    *clock
 }
 
-// planner looks the order up, then refunds the request's amount with a
-// card number among the arguments.
-func planner(gate <-chan struct{}) contextos.Planner {
+// planner looks the order up, then refunds the request's amount with
+// note (a card number when empty) among the arguments.
+func planner(gate <-chan struct{}, note string) contextos.Planner {
+	if note == "" {
+		note = "refund to card " + cardNumber
+	}
 	return contextos.PlannerFunc(func(ctx context.Context, r *contextos.PlanRequest) (*contextos.Plan, error) {
 		if r.Turn == 0 {
 			return storekit.LookupPlan(), nil
@@ -158,7 +184,7 @@ func planner(gate <-chan struct{}) contextos.Planner {
 			amount = a
 		}
 		p := storekit.RefundPlan(amount)
-		p.Steps[0].Args["note"] = "refund to card " + cardNumber
+		p.Steps[0].Args["note"] = note
 		return p, nil
 	})
 }
@@ -179,7 +205,15 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 		o.runtime(&ropts)
 	}
 	var state gateway.IdempotencyStore
-	if s := o.shared; s != nil {
+	if d := o.durable; d != nil {
+		if o.peer != nil {
+			e.clock, e.payments = o.peer.clock, o.peer.payments
+		} else {
+			e.clock, e.payments = newClock(), storekit.NewPayments(t)
+		}
+		d.Configure(&ropts)
+		state = ropts.Gateway.Idempotency
+	} else if s := o.shared; s != nil {
 		e.clock, e.payments, state = s.clock, s.payments, s.state
 		ropts.Checkpoints, ropts.Decisions, ropts.Transcripts, ropts.Replays = s.h.Checkpoints, s.h.Decisions, s.h.Transcript, s.h.Replays
 		ropts.Gateway.Idempotency, ropts.Gateway.Approvals = s.state, sharedApprovals
@@ -197,7 +231,11 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	if o.pack != nil {
 		pk = o.pack
 	}
-	e.harness = contextostest.New(t, planner(e.gate), [][]byte{pk}, &contextostest.Options{Runtime: ropts})
+	pl := planner(e.gate, o.note)
+	if o.planner != nil {
+		pl = o.planner
+	}
+	e.harness = contextostest.New(t, pl, [][]byte{pk}, &contextostest.Options{Runtime: ropts})
 	if o.shared != nil {
 		e.harness.Checkpoints, e.harness.Decisions, e.harness.Transcript, e.harness.Replays = o.shared.h.Checkpoints, o.shared.h.Decisions, o.shared.h.Transcript, o.shared.h.Replays
 	}
@@ -213,7 +251,14 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	if ho.SweepInterval == 0 {
 		ho.SweepInterval = -1
 	}
-	h, err := server.New(e.harness.Runtime, server.Stores{Checkpoints: e.harness.Checkpoints, Records: e.harness.Decisions, Transcripts: e.harness.Transcript, State: state}, &ho)
+	stores := server.Stores{Checkpoints: e.harness.Checkpoints, Records: e.harness.Decisions, Transcripts: e.harness.Transcript, State: state}
+	if d := o.durable; d != nil {
+		stores = server.Stores{Checkpoints: d.Checkpoints(), Records: d.Records(), Transcripts: d.Transcripts(), State: state}
+	}
+	if o.state != nil {
+		stores.State = o.state(state)
+	}
+	h, err := server.New(e.harness.Runtime, stores, &ho)
 	if err != nil {
 		t.Fatal(err)
 	}

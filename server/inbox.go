@@ -242,7 +242,7 @@ func (h *Handler) runPage(ctx context.Context, p *Principal, runID string) (*pag
 		}
 		return d, nil
 	}
-	v, aerr := h.runOf(ctx, p, runID)
+	v, aerr := h.runOf(ctx, p, runID, false)
 	if aerr != nil {
 		return nil, aerr
 	}

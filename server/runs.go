@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -77,28 +78,47 @@ type runEntry struct {
 
 	mu sync.Mutex
 	// events are the run's events as JSON, redacted; from its start when
-	// complete.
+	// complete. Each segment's are bounded (maxSegmentEvents,
+	// maxSegmentBytes).
 	events   []json.RawMessage
 	complete bool
+	// segStart is the index in events of the segment running or last run
+	// here, segBytes the size of its events, and segCut whether they
+	// reached the bound (its last event is then the EventTruncated one).
+	segStart, segBytes int
+	segCut             bool
+	// retell marks a part that is the same request again: the runtime
+	// answers it from the stores, and its events are the entry's only if
+	// it writes a record (a run it settles); retellTo is the record the
+	// entry's events run to.
+	retell   bool
+	retellTo string
 	running  bool
 	changed  chan struct{} // closed (and replaced) on every change
 	view     *runView      // the last part's outcome; nil while running or failed
 	err      *apiError     // the last part's failure to start
 }
 
-// maxEvents bounds the events an entry keeps.
-const maxEvents = 4096
-
 func (e *runEntry) notify() {
 	close(e.changed)
 	e.changed = make(chan struct{})
 }
 
+// add appends an event of the running segment, up to the segment's
+// bound; the first event past it is replaced by the EventTruncated one,
+// and the others are dropped.
 func (e *runEntry) add(ev json.RawMessage) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.events) < maxEvents {
+	switch {
+	case e.segCut:
+		return
+	case len(e.events)-e.segStart >= maxSegmentEvents || e.segBytes+len(ev) > maxSegmentBytes:
+		e.events = append(e.events, truncatedEvent(e.runID))
+		e.segCut = true
+	default:
 		e.events = append(e.events, ev)
+		e.segBytes += len(ev)
 	}
 	e.notify()
 }
@@ -188,7 +208,7 @@ func (h *Handler) postRun(w http.ResponseWriter, r *http.Request) {
 		wait := time.NewTimer(h.o.SyncWait)
 		defer wait.Stop()
 		for {
-			_, running, view, rerr, changed := e.snapshot(maxEvents)
+			_, running, view, rerr, changed := e.snapshot(math.MaxInt)
 			if !running {
 				if rerr != nil {
 					writeProblem(w, rerr)
@@ -196,6 +216,17 @@ func (h *Handler) postRun(w http.ResponseWriter, r *http.Request) {
 				}
 				if view != nil {
 					v := h.withEvents(e, view)
+					if v == nil {
+						// The part answered the run as stored (the same
+						// request again): its events are the stores'.
+						ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+						v, rerr = h.runOf(ctx, p, rc.RunID, true)
+						cancel()
+						if rerr != nil {
+							writeProblem(w, rerr)
+							return
+						}
+					}
 					writeView(w, http.StatusOK, v)
 					return
 				}
@@ -282,7 +313,8 @@ func decodeRun(b []byte) (*runcontext.InvokeRequest, *runcontext.RunContext, *ap
 // startRun records who starts the run and starts it on a worker, or
 // joins the worker already running it.
 func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.InvokeRequest, rc *runcontext.RunContext) *apiError {
-	if _, _, err := h.ledger.put(ctx, runKey(p.TenantID, rc.RunID), starter{TenantID: p.TenantID, Subject: p.Subject, UserID: req.User.UserID}); err != nil {
+	_, created, err := h.ledger.put(ctx, runKey(p.TenantID, rc.RunID), starter{TenantID: p.TenantID, Subject: p.Subject, UserID: req.User.UserID})
+	if err != nil {
 		h.o.Logger.Error("run starter not recorded", "run_id", rc.RunID, "error", err.Error())
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the state store does not answer")
 	}
@@ -302,17 +334,49 @@ func (h *Handler) startRun(ctx context.Context, p *Principal, req *runcontext.In
 		h.release()
 		return nil
 	}
-	e.running, e.view, e.err, e.events, e.complete = true, nil, nil, nil, true
+	if created {
+		e.running, e.view, e.err, e.events, e.complete = true, nil, nil, nil, true
+		e.notify()
+		e.mu.Unlock()
+		h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] { return h.rt.Stream(ctx, req, rc) })
+		return nil
+	}
+	// The same request again (here or on a replica): the runtime answers
+	// the run as stored, re-telling a part of it. The entry keeps the
+	// run's events (those it holds when its last part ended here, else
+	// the stores'), so a stream read meanwhile sends the run's events,
+	// not the re-telling's.
+	held := e.complete && e.view != nil
+	to := ""
+	if held {
+		to = e.view.RecordID
+	}
+	e.running, e.view, e.err, e.retell, e.complete = true, nil, nil, true, held
 	e.notify()
+	e.mu.Unlock()
+	if !held {
+		to = h.seed(e)
+	}
+	e.mu.Lock()
+	e.retellTo = to
 	e.mu.Unlock()
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] { return h.rt.Stream(ctx, req, rc) })
 	return nil
 }
 
-// work runs a part of e's run (its start or a resume) on a worker: its
-// events are redacted into e, its result becomes e's view. The worker
-// holds a slot, taken by the caller.
+// work runs a part of e's run (its start or a resume: a segment) on a
+// worker: its events are redacted into e, its result becomes e's view.
+// When the part wrote the record it ended with (its last event is that
+// record's decision event), the segment's events are stored before the
+// result is published. A part that answered the run as stored wrote
+// nothing: e then no longer holds the run's events, the stores do. The
+// worker holds a slot, taken by the caller.
 func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[contextos.Event, error]) {
+	e.mu.Lock()
+	e.segStart, e.segBytes, e.segCut = len(e.events), 0, false
+	retell, retellTo := e.retell, e.retellTo
+	e.retell, e.retellTo = false, ""
+	e.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -320,6 +384,8 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		var view *runView
 		var aerr *apiError
 		seen := results{}
+		wrote, ended := "", ""
+		var told []json.RawMessage // a re-telling's events
 		for ev, err := range part(h.base) {
 			if err != nil {
 				aerr = h.runError(e.runID, err)
@@ -327,6 +393,17 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 			}
 			if ev.Kind == contextos.EventResult {
 				view = h.viewOf(e.tenantID, ev.Final, seen)
+				if rec := ev.Final.Record; rec != nil && rec.RecordID == wrote {
+					ended = wrote
+				}
+				continue
+			}
+			wrote = ""
+			if ev.Kind == contextos.EventDecision && ev.Record != nil {
+				wrote = ev.Record.RecordID
+			}
+			if retell {
+				told = append(told, h.event(ev, seen))
 				continue
 			}
 			e.add(h.event(ev, seen))
@@ -334,8 +411,28 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		if view == nil && aerr == nil {
 			aerr = errorf(http.StatusInternalServerError, CodeInternal, "the run ended without a result")
 		}
+		if retell && ended != "" {
+			// The re-telling wrote the record it ended with: its events
+			// are the run's next segment.
+			for _, ev := range told {
+				e.add(ev)
+			}
+		}
+		if view != nil && ended != "" && h.keepEvents {
+			h.storeSegment(e, ended)
+		}
 		e.mu.Lock()
 		e.running, e.view, e.err = false, view, aerr
+		switch {
+		case retell && ended != "":
+			e.complete = false // the part before it may not be the stores'
+		case retell:
+			// The entry holds the run's events when they run to the
+			// record the stores answered with.
+			e.complete = e.complete && view != nil && retellTo != "" && view.RecordID == retellTo
+		case view != nil && ended == "":
+			e.complete = false
+		}
 		e.notify()
 		e.mu.Unlock()
 		h.endedEntry(e)
@@ -387,8 +484,15 @@ func (h *Handler) viewOf(tenantID string, res *contextos.Result, seen results) *
 	return v
 }
 
-// withEvents is view with e's events.
+// withEvents is view with e's events; nil when e does not hold the
+// run's events from its start.
 func (h *Handler) withEvents(e *runEntry, view *runView) *runView {
+	e.mu.Lock()
+	complete := e.complete
+	e.mu.Unlock()
+	if !complete {
+		return nil
+	}
 	evs, _, _, _, _ := e.snapshot(0)
 	v := *view
 	v.Events = evs
@@ -407,7 +511,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, aerr)
 		return
 	}
-	v, aerr := h.runOf(r.Context(), p, r.PathValue("run_id"))
+	v, aerr := h.runOf(r.Context(), p, r.PathValue("run_id"), true)
 	if aerr != nil {
 		writeProblem(w, aerr)
 		return
@@ -420,9 +524,10 @@ var errNoRun = errorf(http.StatusNotFound, CodeNotFound, "no such run")
 // runOf is the run as the caller may see it: while this handler runs it,
 // what it has so far; else the view the stores give (they say whether a
 // replica continued the run), with this handler's events when it ran the
-// run up to the record the stores hold. A run of another tenant is not
-// found.
-func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runView, *apiError) {
+// run up to the record the stores hold, else the events the stores keep
+// (withEvents; without it, the view's events are left empty). A run of
+// another tenant is not found.
+func (h *Handler) runOf(ctx context.Context, p *Principal, runID string, withEvents bool) (*runView, *apiError) {
 	e := h.entry(runID, "", false)
 	if e != nil && e.tenantID != p.TenantID {
 		e = nil
@@ -438,7 +543,7 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runVi
 				PendingApprovals: []*gateway.ApprovalRequest{}}, nil
 		}
 	}
-	v, aerr := h.storedView(ctx, p, runID, failed == nil)
+	v, st, aerr := h.storedView(ctx, p, runID, failed == nil)
 	if aerr != nil {
 		if aerr == errNoRun && failed != nil {
 			return nil, failed // the run never started here: why
@@ -451,10 +556,23 @@ func (h *Handler) runOf(ctx context.Context, p *Principal, runID string) (*runVi
 		complete = e.complete
 		e.mu.Unlock()
 	}
-	if complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID {
+	switch {
+	case complete && local != nil && local.RecordID != "" && local.RecordID == v.RecordID:
 		v.Events = nonNil(evs)
+	case withEvents && st != nil:
+		if v.Events, _, aerr = h.storedEvents(ctx, p.TenantID, runID, st.recs, st.entries, st.seen); aerr != nil {
+			return nil, aerr
+		}
 	}
 	return v, nil
+}
+
+// stored is what the stores keep of a run: its records, in the order
+// stored, its transcript, and its results as its view redacted them.
+type stored struct {
+	recs    []*decision.Record
+	entries []gateway.TranscriptEntry
+	seen    results
 }
 
 func nonNil[T any](s []T) []T {
@@ -465,34 +583,35 @@ func nonNil[T any](s []T) []T {
 }
 
 // storedView builds the run's view from the stores: its records, its
-// pending approval, its transcript's results, and events rebuilt from
-// them.
+// pending approval and its transcript's results, without its events
+// (storedEvents reads them from what it returns; nil for a run with no
+// record yet).
 //
 // A run with no record yet is running when started is set and the ledger
 // says the handler or a replica started it.
-func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, started bool) (*runView, *apiError) {
+func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, started bool) (*runView, *stored, *apiError) {
 	recs, err := h.stores.Records.List(ctx, decision.Filter{RunID: runID})
 	if err != nil {
-		return nil, h.storeError("list records", err)
+		return nil, nil, h.storeError("list records", err)
 	}
 	v := &runView{RunID: runID, TenantID: p.TenantID, Record: json.RawMessage("null"), Events: []json.RawMessage{}, ToolResults: []json.RawMessage{}, PendingApprovals: []*gateway.ApprovalRequest{}}
 	if len(recs) == 0 {
 		// Started here or on a replica, with no record yet.
 		if !started {
-			return nil, errNoRun
+			return nil, nil, errNoRun
 		}
 		raw, ok, err := h.ledger.get(ctx, runKey(p.TenantID, runID))
 		if err != nil {
-			return nil, h.storeError("read run", err)
+			return nil, nil, h.storeError("read run", err)
 		}
 		if !ok || raw == nil {
-			return nil, errNoRun
+			return nil, nil, errNoRun
 		}
 		v.State = StateRunning
-		return v, nil
+		return v, nil, nil
 	}
 	if recs[0].TenantID != p.TenantID {
-		return nil, errNoRun
+		return nil, nil, errNoRun
 	}
 	last := recs[len(recs)-1]
 	for _, rec := range recs {
@@ -506,7 +625,7 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 		v.State = StateRunning // resumed, unless it still awaits its approval
 		pend, err := h.rt.PendingApprovals(ctx, contextos.RunList{runID})
 		if err != nil {
-			return nil, h.storeError("pending approvals", err)
+			return nil, nil, h.storeError("pending approvals", err)
 		}
 		for _, pa := range pend {
 			if pa.RunID == runID && last.Awaiting != nil {
@@ -519,79 +638,26 @@ func (h *Handler) storedView(ctx context.Context, p *Principal, runID string, st
 	default:
 		v.State = StateEnded
 	}
+	st := &stored{recs: recs, seen: results{}}
 	var found []*gateway.ToolResultEnvelope
 	if h.stores.Transcripts != nil {
-		entries, err := h.stores.Transcripts.RunEntries(ctx, runID)
-		if err != nil {
-			return nil, h.storeError("read transcript", err)
+		if st.entries, err = h.stores.Transcripts.RunEntries(ctx, runID); err != nil {
+			return nil, nil, h.storeError("read transcript", err)
 		}
-		for _, en := range entries {
+		for _, en := range st.entries {
 			if en.Kind == "result" && en.Result != nil {
 				found = append(found, en.Result)
 			}
 		}
 	}
-	seen := results{}
-	v.ToolResults = h.results(found, seen)
-	v.Events = h.rebuildEvents(runID, recs, found, seen)
-	return v, nil
+	v.ToolResults = h.results(found, st.seen)
+	return v, st, nil
 }
 
 // approvalRequest is the pending approval as the run's result names it.
 func approvalRequest(p contextos.PendingApproval, a *decision.Awaiting) *gateway.ApprovalRequest {
 	return &gateway.ApprovalRequest{GateID: p.GateID, ApproverRole: p.ApproverRole, TTLSeconds: p.TTLSeconds, ActionDigest: p.ActionDigest,
 		EvidenceSnapshotHash: a.EvidenceSnapshotHash, ToolCallID: p.ToolCallID, RequestedAt: p.RequestedAt}
-}
-
-// rebuildEvents are the events of a run the stores keep: a tool_result
-// event per result; a pause and a decision event after the paused call's
-// result for each DEFERRED record; a decision event for each other
-// record, in the order stored. Plans and verdicts are not stored: only
-// the handler that ran the run streams them.
-func (h *Handler) rebuildEvents(runID string, recs []*decision.Record, found []*gateway.ToolResultEnvelope, seen results) []json.RawMessage {
-	var out []json.RawMessage
-	emit := func(ev contextos.Event) {
-		ev.RunID = runID
-		out = append(out, h.event(ev, seen))
-	}
-	deferred := map[string][]*decision.Record{}
-	var rest []*decision.Record
-	for _, rec := range recs {
-		if rec.Status == decision.Deferred && rec.Awaiting != nil && rec.Awaiting.ToolCallID != "" {
-			deferred[rec.Awaiting.ToolCallID] = append(deferred[rec.Awaiting.ToolCallID], rec)
-			continue
-		}
-		rest = append(rest, rec)
-	}
-	pauseOf := func(rec *decision.Record) *gateway.ApprovalRequest {
-		a := rec.Awaiting
-		return &gateway.ApprovalRequest{GateID: a.GateID, ApproverRole: a.ApproverRole, TTLSeconds: a.TTLSeconds, ActionDigest: a.ActionDigest,
-			EvidenceSnapshotHash: a.EvidenceSnapshotHash, ToolCallID: a.ToolCallID}
-	}
-	for _, res := range found {
-		emit(contextos.Event{Kind: contextos.EventToolResult, Result: res})
-		if res.Status == gateway.StatusPaused && len(deferred[res.ToolCallID]) > 0 {
-			rec := deferred[res.ToolCallID][0]
-			deferred[res.ToolCallID] = deferred[res.ToolCallID][1:]
-			emit(contextos.Event{Kind: contextos.EventPause, Pause: pauseOf(rec)})
-			emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
-		}
-	}
-	// DEFERRED records whose paused result is not in the transcript, then
-	// the others, in the order stored.
-	for _, rec := range recs {
-		if rec.Status == decision.Deferred && rec.Awaiting != nil && slices.Contains(deferred[rec.Awaiting.ToolCallID], rec) {
-			emit(contextos.Event{Kind: contextos.EventPause, Pause: pauseOf(rec)})
-			emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
-		}
-	}
-	for _, rec := range rest {
-		emit(contextos.Event{Kind: contextos.EventDecision, Record: rec})
-	}
-	if out == nil {
-		out = []json.RawMessage{}
-	}
-	return out
 }
 
 func (h *Handler) storeError(what string, err error) *apiError {
@@ -625,14 +691,16 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		from = n + 1
 	}
 	e := h.entry(runID, "", false)
-	var live bool
+	var live, held bool
 	if e != nil && e.tenantID == p.TenantID {
-		_, live, _, _, _ = e.snapshot(0)
+		e.mu.Lock()
+		live, held = e.running, e.complete
+		e.mu.Unlock()
 	}
 	var static *runView
 	if !live {
 		ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
-		v, aerr := h.runOf(ctx, p, runID)
+		v, aerr := h.runOf(ctx, p, runID, true)
 		cancel()
 		if aerr != nil {
 			writeProblem(w, aerr)
@@ -664,17 +732,55 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(x)
 		send(-1, string(contextos.EventResult), b)
 	}
-	if static != nil {
-		for i := from; i < len(static.Events); i++ {
-			if !send(i, eventKind(static.Events[i]), static.Events[i]) {
+	sendStatic := func(v *runView) {
+		for i := from; i < len(v.Events); i++ {
+			if !send(i, eventKind(v.Events[i]), v.Events[i]) {
 				return
 			}
 		}
-		sendResult(static)
+		sendResult(v)
+	}
+	sendError := func(aerr *apiError) {
+		b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
+		send(-1, string(contextos.EventError), b)
+	}
+	if static != nil {
+		sendStatic(static)
 		return
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	if !held {
+		// The handler runs a part of the run without holding its events
+		// before it (a replica ran them, and reading them failed or
+		// rebuilt one): the ids of the part's events are not the run's.
+		// The stream waits for the part's end and sends the run's events
+		// as the stores keep them.
+		for {
+			_, running, _, _, changed := e.snapshot(math.MaxInt)
+			if !running {
+				break
+			}
+			select {
+			case <-changed:
+			case <-tick.C:
+				if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil || rc.Flush() != nil {
+					return
+				}
+			case <-r.Context().Done():
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
+		v, aerr := h.runOf(ctx, p, runID, true)
+		cancel()
+		if aerr != nil {
+			sendError(aerr)
+			return
+		}
+		sendStatic(v)
+		return
+	}
 	next := from
 	for {
 		evs, running, _, _, changed := e.snapshot(next)
@@ -686,11 +792,10 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		if !running {
 			ctx, cancel := context.WithTimeout(r.Context(), h.o.RequestTimeout)
-			v, aerr := h.runOf(ctx, p, runID)
+			v, aerr := h.runOf(ctx, p, runID, false)
 			cancel()
 			if aerr != nil {
-				b, _ := json.Marshal(map[string]any{"code": aerr.Code, "detail": aerr.Detail, "status": aerr.Status})
-				send(-1, string(contextos.EventError), b)
+				sendError(aerr)
 				return
 			}
 			sendResult(v)

@@ -33,11 +33,16 @@ type Stores struct {
 	// Transcripts, when set, is the runtime's transcript: the tool
 	// results of a run this handler did not run are read from it.
 	Transcripts gateway.TranscriptReader
-	// State keeps who started each run and each approval decision, as
-	// write-once entries under keys of the handler's own; pass the
-	// runtime's idempotency store (the gateway's keys never collide with
-	// them). Replicas must share it: it is what makes a decision count
-	// once across them. Default: in memory (one replica).
+	// State keeps who started each run, each approval decision and the
+	// events of each run segment (so every replica, and the handler after
+	// a restart, streams a run's events from its start), as write-once
+	// entries under keys of the handler's own; pass the runtime's
+	// idempotency store (the gateway's keys never collide with them).
+	// Replicas must share it: it is what makes a decision count once
+	// across them. Default: in memory (one replica), where runs' events
+	// are not kept, so that memory does not grow with every run: a run
+	// the handler no longer holds (Options.RetainRuns) streams the events
+	// rebuilt from the other stores.
 	State gateway.IdempotencyStore
 }
 
@@ -101,8 +106,8 @@ type Options struct {
 	// POST /v1/runs over it is answered 503. Default: 64.
 	MaxRuns int
 	// RetainRuns bounds how many ended runs' event logs the handler keeps
-	// in memory (a run it no longer holds streams the events its stores
-	// keep). Default: 1000.
+	// in memory (a run it no longer holds streams the events Stores.State
+	// keeps of it). Default: 1000.
 	RetainRuns int
 	// SweepInterval is how often the handler looks for decided approvals
 	// whose run no worker continued (a replica stopped in between) and
@@ -114,17 +119,20 @@ type Options struct {
 // approvals inbox and the health checks. Build one with New, mount it,
 // and Close it after the server stops accepting requests.
 type Handler struct {
-	rt        *contextos.Runtime
-	stores    Stores
-	o         Options
-	auth      Authenticator
-	ledger    *ledger
-	pending   PendingLister
-	redaction *redaction
-	cache     redacted
-	mux       *http.ServeMux
-	root      http.Handler
-	pages     pages
+	rt     *contextos.Runtime
+	stores Stores
+	o      Options
+	auth   Authenticator
+	ledger *ledger
+	// keepEvents: segments' events are stored (Stores.State is the
+	// host's).
+	keepEvents bool
+	pending    PendingLister
+	redaction  *redaction
+	cache      redacted
+	mux        *http.ServeMux
+	root       http.Handler
+	pages      pages
 
 	base   context.Context
 	cancel context.CancelFunc
@@ -185,10 +193,11 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 	if o.SweepInterval == 0 {
 		o.SweepInterval = 30 * time.Second
 	}
+	keepEvents := stores.State != nil
 	if stores.State == nil {
 		stores.State = gateway.NewMemoryIdempotency()
 	}
-	h := &Handler{rt: rt, stores: stores, o: o, auth: o.Authenticator, ledger: newLedger(stores.State), pending: o.Pending,
+	h := &Handler{rt: rt, stores: stores, o: o, auth: o.Authenticator, ledger: newLedger(stores.State), keepEvents: keepEvents, pending: o.Pending,
 		slots: make(chan struct{}, o.MaxRuns), runs: map[string]*runEntry{}, stop: make(chan struct{}), cache: redacted{records: map[string]json.RawMessage{}}}
 	if h.auth == nil && o.InsecureDev {
 		dev := o.DevTokens.withDefaults()
@@ -308,7 +317,7 @@ func (h *Handler) routes() {
 	}))
 	h.root = cop.Handler(m)
 	if h.o.TracerProvider != nil {
-		h.root = traced(h.o.TracerProvider, h.root)
+		h.root = traced(h.o.TracerProvider, h.redactText, h.root)
 	}
 }
 

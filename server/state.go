@@ -15,7 +15,8 @@ import (
 )
 
 // ledger keeps what the handler must share with its replicas — who
-// started each run, and each approval decision — as write-once entries
+// started each run, each approval decision, and the events of each run
+// segment (segments.go) — as write-once entries
 // in an idempotency store (gateway.IdempotencyStore), under keys of its
 // own ("contextos-server/v1/…", never a gateway key, which starts
 // "idem_"). The store's guarantee is the one a decision needs: of
@@ -32,8 +33,14 @@ func newLedger(s gateway.IdempotencyStore) *ledger {
 	return &ledger{store: s, cache: map[string]json.RawMessage{}}
 }
 
-// maxCached bounds the ledger's cache of values read.
-const maxCached = 10000
+// maxCached bounds the ledger's cache of values read, and
+// maxCachedValue the size of a value it keeps: who started a run and a
+// decision are small and read often; a run segment's events are large
+// and are read from the store each time.
+const (
+	maxCached      = 10000
+	maxCachedValue = 8 << 10
+)
 
 // ledgerKey derives an entry's key from its kind and parts (each
 // length-prefixed, so no two part lists give one key).
@@ -59,6 +66,11 @@ func (l *ledger) put(ctx context.Context, key string, v any) (json.RawMessage, b
 	if err != nil {
 		return nil, false, err
 	}
+	return l.putRaw(ctx, key, b)
+}
+
+// putRaw is put of a value already encoded: b must be valid JSON.
+func (l *ledger) putRaw(ctx context.Context, key string, b json.RawMessage) (json.RawMessage, bool, error) {
 	prior, claimed, err := l.store.Claim(ctx, key)
 	if err != nil {
 		return nil, false, fmt.Errorf("server: state store: %w", err)
@@ -111,6 +123,9 @@ func (l *ledger) get(ctx context.Context, key string) (json.RawMessage, bool, er
 }
 
 func (l *ledger) remember(key string, raw json.RawMessage) {
+	if len(raw) > maxCachedValue {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.cache) >= maxCached {

@@ -22,11 +22,12 @@ var knownMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT
 // traced wraps next with a server span per request, named and described
 // per OpenTelemetry's HTTP semantic conventions: "{method} {route}" (the
 // route is the pattern the request matched, "/v1/runs/{run_id}", never
-// the path with its ids), http.request.method, url.path, url.scheme,
+// the path with its ids), http.request.method, url.path (redacted and
+// clipped: it is the caller's text), url.scheme,
 // http.route, http.response.status_code, network.protocol.version and
 // server.address; a 5xx answer sets error.type and the error status. The
 // span continues the request's W3C trace context (traceparent).
-func traced(tp trace.TracerProvider, next http.Handler) http.Handler {
+func traced(tp trace.TracerProvider, redact func(string) string, next http.Handler) http.Handler {
 	tracer := tp.Tracer(tracerName)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
@@ -40,7 +41,7 @@ func traced(tp trace.TracerProvider, next http.Handler) http.Handler {
 		}
 		attrs := []attribute.KeyValue{
 			attribute.String("http.request.method", method),
-			attribute.String("url.path", r.URL.Path),
+			attribute.String("url.path", clipMsg(redact(r.URL.Path))), // the caller's text
 			attribute.String("url.scheme", scheme),
 			attribute.String("network.protocol.version", protocolVersion(r)),
 		}

@@ -226,6 +226,10 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 		{"explicit http/protobuf", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true, ""},
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"traces http/json", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, false, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
+		{"headers", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20t,X-Scope=acme"}, true, ""},
+		{"headers without =", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer t"}, false, "OTEL_EXPORTER_OTLP_HEADERS: pair 1"},
+		{"traces headers bad escape", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=b,Authorization=Bearer%zz"}, false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: pair 2"},
+		{"prometheus metrics", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_METRICS_EXPORTER": "prometheus"}, false, "OTEL_METRICS_EXPORTER"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -239,7 +243,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (tel != nil) != c.on || (tel.tracerProvider() != nil) != c.on || (tel.meterProvider() != nil) != c.on {
+			if (tel != nil) != c.on || (tel.tracerProvider() != nil || tel.meterProvider() != nil) != c.on {
 				t.Fatalf("export on = %v, want %v", tel != nil, c.on)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -174,6 +174,9 @@ type checkpointState struct {
 	// of its lease has passed since (run.holdClaim). Only the time since
 	// is read, so the runtime's clock need not agree with the store's.
 	heldAt time.Time
+	// enc keeps the JSON of the request and run contexts between saves
+	// (marshalCheckpoint).
+	enc checkpointCache
 	// Active marks a run a runtime is continuing (claimed and not yet
 	// paused, stopped or ended): another Resume is refused, and a
 	// takeover is refused while the claim's lease lasts.
@@ -270,7 +273,7 @@ func (cp *checkpointState) planTurn() int { return max(cp.Turn-1, 0) }
 // encodeCheckpoint encodes st in the current version, at the revision it
 // was loaded or last saved at.
 func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
-	b, err := json.Marshal(st)
+	b, err := marshalCheckpoint(st)
 	if err != nil {
 		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", st.RunID, err)
 	}

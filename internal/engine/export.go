@@ -13,7 +13,18 @@ func DecodeCheckpoint(c *Checkpoint) (*CheckpointState, error) { return decodeCh
 
 // EncodeCheckpoint encodes st as a checkpoint in the version its content
 // calls for.
-func EncodeCheckpoint(st *CheckpointState) (*Checkpoint, error) { return encodeCheckpoint(st) }
+// A test that edits st in place and encodes it again gets the edit: the
+// JSON kept of its request and run contexts is dropped first.
+func EncodeCheckpoint(st *CheckpointState) (*Checkpoint, error) {
+	st.enc = checkpointCache{}
+	return encodeCheckpoint(st)
+}
+
+// VerifyCheckpointEncoding makes every checkpoint encoding from now on
+// check itself against json.Marshal of the state (the encoding it stands
+// for) and panic on any difference. The root package's tests turn it on
+// for every run they make.
+func VerifyCheckpointEncoding() { verifyCheckpointEncoding.Store(true) }
 
 // DefaultHeartbeatTTL is the default Options.HeartbeatTTL.
 const DefaultHeartbeatTTL = defaultHeartbeatTTL

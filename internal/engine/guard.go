@@ -131,6 +131,14 @@ func (p *pins) sources() (compiler.EvidenceSource, compiler.MemoryRecall) {
 	return pinnedEvidence{p, ev}, pinnedMemory{p, mem}
 }
 
+// fetched returns the evidence the run's compile saw, for reading only:
+// the slice is replaced at each retrieval, never written to.
+func (p *pins) fetched() []compiler.EvidenceItem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.evidence
+}
+
 // pinned returns what the run's compile saw.
 func (p *pins) pinned() ([]compiler.EvidenceItem, []compiler.MemoryItem) {
 	p.mu.Lock()

@@ -407,7 +407,7 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 		deltas = req.deltas.ch
 		defer req.deltas.close()
 	}
-	go func() {
+	r.handoff(func() {
 		var a planAnswer
 		defer func() {
 			if p := recover(); p != nil {
@@ -416,7 +416,7 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 			done <- a
 		}()
 		a.plan, a.err = r.rt.planner.Plan(ctx, req)
-	}()
+	})
 	for {
 		select {
 		case d := <-deltas:
@@ -438,6 +438,7 @@ func (r *run) askPlanner(ctx context.Context, req *PlanRequest) (*Plan, error) {
 			if req.deltas != nil {
 				req.deltas.close() // a late Emit must not hold the planner
 			}
+			r.abandonWorker()
 			return nil, awaitAbandoned(ctx, done)
 		}
 	}
@@ -1017,7 +1018,7 @@ func (r *run) primaryDecision() string {
 func (r *run) facts() *decision.Facts {
 	var fetched []compiler.EvidenceItem
 	if r.pins != nil {
-		fetched, _ = r.pins.pinned()
+		fetched = r.pins.fetched() // runFacts only reads it
 	}
 	f := runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
 	if p := r.cp.Pending; p != nil {

@@ -115,6 +115,8 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), cp.MeterUsage), identity: identity, recompiled: true}
+	r.keepWorker()
+	defer r.releaseWorker()
 	r.renewLease(now)
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()

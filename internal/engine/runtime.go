@@ -492,6 +492,9 @@ type run struct {
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).
 	recorder *playback.Recorder
+	// keepsWorker and work are the run's worker goroutine (worker.go).
+	keepsWorker bool
+	work        chan func()
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
@@ -510,6 +513,8 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 		return nil, err
 	}
 	r := &run{rt: rt, req: req, rc: rc, clock: clock, meter: runcontext.NewMeter(rc.RunBudget, start), emit: emit, long: req.Mode == runcontext.ModeLongRunning, identity: identity}
+	r.keepWorker()
+	defer r.releaseWorker()
 	// The claim is the run's first takeover point; it holds the start's
 	// reading, so a takeover from it replays.
 	r.cp = &checkpointState{RunID: rc.RunID, Request: req, Run: rc, StartedAt: start.UTC().Format(time.RFC3339Nano), Plans: []*Plan{}, Active: true, Points: 1}
@@ -802,7 +807,7 @@ func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compil
 		err error
 	}
 	done := make(chan compiled, 1)
-	go func() {
+	r.handoff(func() {
 		var out compiled
 		defer func() {
 			if p := recover(); p != nil {
@@ -811,11 +816,12 @@ func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compil
 			done <- out
 		}()
 		out.cc, out.err = prepared.Compile(cctx, r.req, r.rc)
-	}()
+	})
 	select {
 	case out := <-done:
 		return out.cc, out.err
 	case <-cctx.Done():
+		r.abandonWorker()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("contextos: compile: %w", ctx.Err())
 		}

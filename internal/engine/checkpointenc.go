@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/contextos/contextos/runcontext"
+)
+
+// marshalCheckpoint writes st's JSON: the bytes json.Marshal(st) writes
+// (a checkpoint written here reads as every earlier one does, and the
+// test holds the two to the same bytes), with the run's request and run
+// context encoded once per run rather than once per save. A run saves
+// its checkpoint at its claim and at its end (and more often when it is
+// long_running), and those two members are about half of every save.
+//
+// The cache is keyed by the pointers: a run's request and run context
+// are never changed in place (a resume with a new budget replaces the
+// run context).
+func marshalCheckpoint(st *checkpointState) ([]byte, error) {
+	bp := checkpointBufs.Get().(*[]byte)
+	w := objectWriter{b: (*bp)[:0]}
+	w.enc = json.NewEncoder(appendWriter{&w.b})
+	defer func() {
+		if cap(w.b) <= maxCheckpointBuf {
+			*bp = w.b[:0]
+			checkpointBufs.Put(bp)
+		}
+	}()
+	w.str("run_id", st.RunID)
+	if st.Active {
+		w.key("active")
+		w.b = append(w.b, "true"...)
+	}
+	w.raw("request", st.enc.request(&w, st.Request))
+	w.raw("run_context", st.enc.runContext(&w, st.Run, &st.enc.rc, &st.enc.rcJSON))
+	if st.LedgerPacks != "" {
+		w.str("ledger_packs", st.LedgerPacks)
+	}
+	w.int("turn", st.Turn)
+	w.int("replans", st.Replans)
+	w.value("plan", &st.Plan)
+	w.int("step_index", st.StepIndex)
+	w.value("results", &st.Results)
+	w.value("usage", &st.Usage)
+	w.value("meter_usage", &st.MeterUsage)
+	w.str("started_at", st.StartedAt)
+	if st.Pending != nil {
+		w.value("pending", &st.Pending)
+	}
+	if st.Deferred != "" {
+		w.str("deferred_record_id", st.Deferred)
+	}
+	if len(st.Open) > 0 {
+		w.value("open_record_ids", &st.Open)
+	}
+	if st.InFlight != "" {
+		w.str("in_flight_record_id", st.InFlight)
+	}
+	if st.LeaseUntil != "" {
+		w.str("lease_until", st.LeaseUntil)
+	}
+	w.value("plans", &st.Plans)
+	w.int("seq", st.Seq)
+	if st.Terminal {
+		w.key("terminal")
+		w.b = append(w.b, "true"...)
+	}
+	w.value("chain", &st.Chain)
+	if len(st.Outcomes) > 0 {
+		w.value("outcomes", &st.Outcomes)
+	}
+	if len(st.Clock) > 0 {
+		w.value("clock", &st.Clock)
+	}
+	if len(st.Resumes) > 0 {
+		w.value("resumes", &st.Resumes)
+	}
+	if len(st.Denials) > 0 {
+		w.value("denials", &st.Denials)
+	}
+	if st.Stopped != "" {
+		w.str("stopped", st.Stopped)
+	}
+	if st.Origin != nil {
+		w.raw("origin_run_context", st.enc.runContext(&w, st.Origin, &st.enc.org, &st.enc.orgJSON))
+	}
+	w.int("planner_calls", st.PlannerCalls)
+	if len(st.PlannerErrors) > 0 {
+		w.value("planner_errors", &st.PlannerErrors)
+	}
+	w.int("checks", st.Checks)
+	if len(st.Interrupts) > 0 {
+		w.value("interrupts", &st.Interrupts)
+	}
+	if st.Unconfirmed != nil {
+		w.value("unconfirmed_record", &st.Unconfirmed)
+	}
+	if st.Points != 0 {
+		w.int("points", st.Points)
+	}
+	if len(st.Priors) > 0 {
+		w.value("prior_results", &st.Priors)
+	}
+	if st.InputsLost {
+		w.key("inputs_lost")
+		w.b = append(w.b, "true"...)
+	}
+	w.b = append(w.b, '}')
+	if verifyCheckpointEncoding.Load() {
+		checkEncoding(st, w.b, w.err)
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	return bytes.Clone(w.b), nil
+}
+
+// checkpointBufs pools marshalCheckpoint's buffers; one that grew past
+// maxCheckpointBuf is left to the collector.
+var checkpointBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+const maxCheckpointBuf = 256 << 10
+
+// appendWriter appends what is written to a byte slice.
+type appendWriter struct{ b *[]byte }
+
+func (a appendWriter) Write(p []byte) (int, error) {
+	*a.b = append(*a.b, p...)
+	return len(p), nil
+}
+
+// verifyCheckpointEncoding is VerifyCheckpointEncoding's switch.
+var verifyCheckpointEncoding atomic.Bool
+
+// checkEncoding panics when b is not json.Marshal(st)'s bytes, or err not
+// its error.
+func checkEncoding(st *checkpointState, b []byte, err error) {
+	want, werr := json.Marshal(st)
+	if (err == nil) != (werr == nil) || err == nil && !bytes.Equal(b, want) {
+		panic(fmt.Sprintf("contextos: checkpoint of %s encoded as\n%s (%v)\njson.Marshal writes\n%s (%v)", st.RunID, b, err, want, werr))
+	}
+}
+
+// checkpointCache keeps the JSON of a run's request, run context and
+// original run context between its checkpoint saves (marshalCheckpoint).
+type checkpointCache struct {
+	req     *runcontext.InvokeRequest
+	rc, org *runcontext.RunContext
+	reqJSON []byte
+	rcJSON  []byte
+	orgJSON []byte
+}
+
+func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) []byte {
+	if r != nil && r != c.req {
+		b, err := r.MarshalJSON()
+		if err != nil {
+			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.InvokeRequest](), Err: err})
+			return nil
+		}
+		c.req, c.reqJSON = r, b
+	}
+	if r == nil {
+		return nil
+	}
+	return c.reqJSON
+}
+
+// runContext is the JSON of rc, kept in *at for the pointer *key.
+func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext, key **runcontext.RunContext, at *[]byte) []byte {
+	if rc == nil {
+		return nil
+	}
+	if rc != *key {
+		b, err := rc.MarshalJSON()
+		if err != nil {
+			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.RunContext](), Err: err})
+			return nil
+		}
+		*key, *at = rc, b
+	}
+	return *at
+}
+
+// objectWriter writes a JSON object's members as encoding/json writes a
+// struct's: keys in order, values as json.Marshal writes them.
+type objectWriter struct {
+	b   []byte
+	enc *json.Encoder // writes to b
+	err error
+}
+
+func (w *objectWriter) key(k string) {
+	if len(w.b) == 0 {
+		w.b = append(w.b, '{')
+	} else {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *objectWriter) int(k string, v int) {
+	w.key(k)
+	w.b = strconv.AppendInt(w.b, int64(v), 10)
+}
+
+// str writes a string as encoding/json does: a string that needs no
+// escaping (printable ASCII other than the quote, the backslash and
+// encoding/json's HTML escapes) as it is, any other through json.Marshal.
+func (w *objectWriter) str(k, s string) {
+	w.key(k)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			w.marshal(s)
+			return
+		}
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, s...)
+	w.b = append(w.b, '"')
+}
+
+// raw writes JSON that encoding/json wrote (compact, with its escapes);
+// nil is null.
+func (w *objectWriter) raw(k string, b []byte) {
+	w.key(k)
+	if b == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, b...)
+}
+
+// value writes *v, given by pointer so methods on pointer receivers apply
+// as they do to an addressable struct field.
+func (w *objectWriter) value(k string, v any) {
+	w.key(k)
+	w.marshal(v)
+}
+
+// marshal appends json.Marshal(v): the encoder writes the same bytes
+// and a newline, or nothing when it fails.
+func (w *objectWriter) marshal(v any) {
+	if err := w.enc.Encode(v); err != nil {
+		w.fail(err)
+		return
+	}
+	w.b = w.b[:len(w.b)-1]
+}
+
+// fail keeps the first error.
+func (w *objectWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// TestMarshalCheckpointIsJSONMarshal holds marshalCheckpoint to the bytes
+// json.Marshal writes of the same state: with every member set (strings
+// that encoding/json escapes among them), with every member zero, with
+// each member alone left zero, and after the request and run context
+// kept from a save are replaced.
+func TestMarshalCheckpointIsJSONMarshal(t *testing.T) {
+	same := func(t *testing.T, st *checkpointState) {
+		t.Helper()
+		got, err := marshalCheckpoint(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("marshalCheckpoint wrote\n%s\njson.Marshal writes\n%s", got, want)
+		}
+	}
+	same(t, &checkpointState{})
+	full := fullCheckpoint()
+	same(t, full)
+	// Every exported member is set in full (so every key is written) and
+	// each, left zero alone, is written as encoding/json writes it.
+	v := reflect.ValueOf(full).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullCheckpoint leaves %s zero: set it", f.Name)
+		}
+		st := fullCheckpoint()
+		reflect.ValueOf(st).Elem().Field(i).SetZero()
+		same(t, st)
+	}
+	// A new request or run context (a resume's new budget) is encoded
+	// anew, not taken from the last save.
+	st := fullCheckpoint()
+	same(t, st)
+	next := st.Run.Clone()
+	next.RunBudget.MaxToolCalls++
+	st.Origin, st.Run = st.Run, next
+	same(t, st)
+	st.Request = &runcontext.InvokeRequest{RequestID: "req_other"}
+	same(t, st)
+}
+
+// fullCheckpoint is a state with every member set.
+func fullCheckpoint() *checkpointState {
+	odd := "a<b>&c \u2028 \"q\" \\ é \x7f bad\xff"
+	res := &gateway.ToolResultEnvelope{CapabilityID: "adp.cap", ToolCallID: "tc_" + odd, Output: map[string]any{"k": odd, "n": 1.5}}
+	at := time.Date(2026, 12, 6, 10, 0, 0, 5, time.UTC)
+	rc := &runcontext.RunContext{RunID: "run_1", TenantID: odd, Metadata: map[string]any{"m": odd},
+		Extensions: map[string]json.RawMessage{"x_ext": json.RawMessage(`{"b":1,"a":"<"}`)}}
+	return &checkpointState{
+		RunID: "run_" + odd, Active: true,
+		Request:     &runcontext.InvokeRequest{RequestID: "req_" + odd, ContextPackRefs: []string{"p@1.0.0"}, Extensions: map[string]json.RawMessage{"x_ext": json.RawMessage(`[1, 2]`)}},
+		Run:         rc,
+		LedgerPacks: "sha256:" + odd, Turn: 2, Replans: 1, Plan: &Plan{Replan: odd}, StepIndex: 1,
+		Results:    []StepResult{{Turn: 1, Index: 0, Step: Step{CapabilityID: "adp.cap", Args: map[string]any{"a": odd}}, Result: res}},
+		Usage:      PlanUsage{Tokens: 3, CostCents: 0.25},
+		MeterUsage: runcontext.Usage{Tokens: 3, ToolCalls: 1, CostCents: 0.25, WallClockMS: 9},
+		StartedAt:  at.Format(time.RFC3339Nano), Pending: &gateway.ApprovalRequest{GateID: odd},
+		Deferred: "dr_&1", InFlight: "dr_\x7f", Open: []string{"dr_1", odd}, LeaseUntil: at.Format(time.RFC3339Nano),
+		Plans: []*Plan{{Replan: odd}, nil}, Seq: 4, Terminal: true, Chain: gateway.ChainState{Seq: 2, Hash: odd},
+		Outcomes: []replay.AdapterOutcome{{ToolCallID: "tc_1", CapabilityID: "adp.cap", Attempt: 1}},
+		Clock:    []time.Time{at, at.Add(time.Second)},
+		Resumes:  []replay.Resume{{Budget: &runcontext.RunBudget{MaxToolCalls: 2}}},
+		Denials:  []decision.Approval{{GateID: "g", Approver: odd, ApprovalModeEffective: runcontext.ReadOnly}},
+		Stopped:  strings.Repeat(odd, 2), Origin: &runcontext.RunContext{RunID: "run_1", TenantID: "t"},
+		PlannerCalls: 2, PlannerErrors: []replay.PlannerError{{Call: 1, Reason: odd}}, Checks: 5,
+		Interrupts:  []replay.Interrupt{{Check: 3, Reason: odd}},
+		Unconfirmed: &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
+		Points:      3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
+	}
+}
+
+func BenchmarkMarshalCheckpoint(b *testing.B) {
+	st := fullCheckpoint()
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := marshalCheckpoint(st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
