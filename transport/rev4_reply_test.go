@@ -14,9 +14,12 @@ import (
 
 // oldDecodeWire is decodeWire as it was before the one-pass reader:
 // wire.Strict (its error as is), then encoding/json, then the result's
-// decoding.
+// decoding; with foldedTwice, which came after, where wire.Strict was.
 func oldDecodeWire(data []byte) (*Response, error) {
 	if err := wire.Strict(data); err != nil {
+		return nil, err
+	}
+	if err := foldedTwice(data); err != nil {
 		return nil, err
 	}
 	var w wireResponse
