@@ -1,0 +1,73 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// editingSink stores each entry after editing it in place, as a sink that
+// redacts or annotates what it stores might: the call entry's args and
+// the strings behind its pointers.
+type editingSink struct{ next gateway.TranscriptSink }
+
+func (s editingSink) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if err := s.next.Append(ctx, e); err != nil {
+		return err
+	}
+	if c := e.Call; c != nil {
+		if _, ok := c.Args["amount_inr"]; ok {
+			c.Args["amount_inr"] = 9e9
+		}
+		c.Args["edited_by_sink"] = true
+		for _, p := range []*string{c.IdempotencyKey, c.PolicyDecisionID} {
+			if p != nil {
+				*p = "edited"
+			}
+		}
+	}
+	return nil
+}
+
+// TestSinkEditingTheCallEntryChangesNotTheCall: the call a transcript
+// sink is given to store has been validated and bound to policy; what the
+// sink does to it afterwards must not reach the adapter, which runs with
+// the arguments that were checked (a refund of 1200, not 9e9), nor the
+// result.
+func TestSinkEditingTheCallEntryChangesNotTheCall(t *testing.T) {
+	t.Parallel()
+	for _, honors := range []bool{false, true} {
+		f := newFixture(t, lowValue, func(f *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			f.opts.Transcript = editingSink{f.opts.Transcript}
+			c := caps["adp_payments.issue_refund"]
+			c.HonorsContext = honors
+			caps["adp_payments.issue_refund"] = c
+		})
+		res, err := f.run.Call(ctx, refundCall(1200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Status.Succeeded() {
+			t.Fatalf("honors_context %v: %s %+v", honors, res.Status, res.Error)
+		}
+		calls := f.payments.Calls()
+		if len(calls) != 1 {
+			t.Fatalf("honors_context %v: %d calls", honors, len(calls))
+		}
+		env := calls[0].Envelope
+		if env.Args["amount_inr"] != 1200.0 || env.Args["edited_by_sink"] != nil {
+			t.Errorf("honors_context %v: the adapter ran with args %v, edited by the transcript sink after they were checked", honors, env.Args)
+		}
+		if env.IdempotencyKey == nil || *env.IdempotencyKey != calls[0].IdempotencyKey {
+			t.Errorf("honors_context %v: the adapter's envelope carries idempotency key %v, its call %q", honors, env.IdempotencyKey, calls[0].IdempotencyKey)
+		}
+		if env.PolicyDecisionID != nil && *env.PolicyDecisionID == "edited" {
+			t.Errorf("honors_context %v: the adapter's envelope carries the policy decision id the sink wrote", honors)
+		}
+		if res.PolicyDecisionID != nil && *res.PolicyDecisionID == "edited" {
+			t.Errorf("honors_context %v: the result carries the policy decision id the sink wrote", honors)
+		}
+	}
+}
