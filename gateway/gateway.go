@@ -468,13 +468,12 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	if err := r.meter.ChargeToolCall(); err != nil {
 		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
-	if err := r.record(ctx, c, nil); err != nil {
-		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
-	}
 	// The adapter sees a deep copy of the recorded envelope and of the
 	// user's delegation: what it writes into args, lists, pointers or
 	// metadata changes neither the record, its hash, the run nor the
-	// result.
+	// result. The copy is taken before the call is recorded: what the
+	// transcript sink does to the entry it stores does not reach the
+	// adapter either (it runs with the arguments that were checked).
 	x := &c.x
 	x.env = *env
 	x.env.Metadata = maps.Clone(env.Metadata)
@@ -489,6 +488,9 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		x.delegation = *d
 		x.delegation.Scopes = cloneInto(x.scopes[:0], d.Scopes)
 		x.call.Delegation = &x.delegation
+	}
+	if err := r.record(ctx, c, nil); err != nil {
+		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
 	call := &x.call
 	var out *Outcome
@@ -710,6 +712,18 @@ type executed struct {
 	cite       [1]Citation
 }
 
+// sinkEnvelope returns the copy of the call's envelope its transcript
+// entry carries (see record).
+func (c *callRecord) sinkEnvelope() *ToolCallEnvelope {
+	s := &c.sink.env
+	*s = c.env
+	s.PolicyDecisionID = copyInto(&c.sink.ptrs[0], c.env.PolicyDecisionID)
+	s.IdempotencyKey = copyInto(&c.sink.ptrs[1], c.env.IdempotencyKey)
+	s.AuthRef = copyInto(&c.sink.ptrs[2], c.env.AuthRef)
+	s.PrincipalChain = cloneInto(c.sink.principals[:0], c.env.PrincipalChain)
+	return s
+}
+
 // cloneInto returns a copy of s that owns its elements: in room's backing
 // array when s fits it, else in a new one. The copy's capacity is its
 // length, so appending to it never writes into room. A nil s stays nil.
@@ -905,9 +919,13 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 	all := string(b)
 	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: all[:canon.DigestLen], PrevHash: r.prev, ChainHash: all[canon.DigestLen : 2*canon.DigestLen]}
 	if res == nil {
-		// The call entry is the envelope itself: nothing changes it once it
-		// is recorded (adapters get a deep copy; see Call.Envelope).
-		e.Call = &c.env
+		// The call entry is a copy of the envelope (in the record: no
+		// allocation) with its own pointers and principal chain, so a
+		// sink that edits what it stores changes neither the record, the
+		// result nor the run. Its args, metadata and evidence refs are the
+		// record's: nothing reads them once the call is recorded (the
+		// adapter's deep copy is taken before).
+		e.Call = c.sinkEnvelope()
 	} else {
 		res.entry = res.env
 		e.Result = &res.entry
