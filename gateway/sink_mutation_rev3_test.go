@@ -22,7 +22,10 @@ func (s editingSink) Append(ctx context.Context, e gateway.TranscriptEntry) erro
 			c.Args["amount_inr"] = 9e9
 		}
 		c.Args["edited_by_sink"] = true
-		for _, p := range []*string{c.IdempotencyKey, c.PolicyDecisionID} {
+		for i := range c.PrincipalChain {
+			c.PrincipalChain[i].ID = "edited"
+		}
+		for _, p := range []*string{c.IdempotencyKey, c.PolicyDecisionID, c.AuthRef} {
 			if p != nil {
 				*p = "edited"
 			}
@@ -68,6 +71,23 @@ func TestSinkEditingTheCallEntryChangesNotTheCall(t *testing.T) {
 		}
 		if res.PolicyDecisionID != nil && *res.PolicyDecisionID == "edited" {
 			t.Errorf("honors_context %v: the result carries the policy decision id the sink wrote", honors)
+		}
+		// The run's principal chain and auth ref, which every call's
+		// envelope carries, are not the sink's to edit either.
+		if _, err := f.run.Call(ctx, lookupCall()); err != nil {
+			t.Fatal(err)
+		}
+		next := f.orders.Calls()
+		if len(next) != 1 {
+			t.Fatalf("honors_context %v: %d lookups", honors, len(next))
+		}
+		for _, p := range next[0].Envelope.PrincipalChain {
+			if p.ID == "edited" {
+				t.Errorf("honors_context %v: the next call carries the principal chain the sink edited: %v", honors, next[0].Envelope.PrincipalChain)
+			}
+		}
+		if a := next[0].Envelope.AuthRef; a != nil && *a == "edited" {
+			t.Errorf("honors_context %v: the next call carries the auth ref the sink edited", honors)
 		}
 	}
 }
