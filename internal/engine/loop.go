@@ -327,7 +327,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	preq := &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	preq := &PlanRequest{Compiled: r.cc, Request: r.req.Clone(), Run: r.rc.Clone(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
@@ -471,7 +471,7 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	}
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc.Clone(), Request: r.req.Clone(), Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
