@@ -123,7 +123,7 @@ func TestShapeNeverAcceptsWhatTheValidatorRefuses(t *testing.T) {
 	drafts := []string{"", `"$schema":"http://json-schema.org/draft-04/schema#",`, `"$schema":"http://json-schema.org/draft-06/schema#",`,
 		`"$schema":"http://json-schema.org/draft-07/schema#",`, `"$schema":"https://json-schema.org/draft/2019-09/schema",`}
 	shaped, accepted := 0, 0
-	for range 20000 {
+	for range 6000 {
 		src := genShapeSchema(r, 0)
 		if src[0] == '{' {
 			src = "{" + drafts[r.IntN(len(drafts))] + src[1:]
@@ -155,7 +155,7 @@ func TestShapeNeverAcceptsWhatTheValidatorRefuses(t *testing.T) {
 			}
 		}
 	}
-	if shaped < 1000 || accepted < 1000 {
+	if shaped < 500 || accepted < 500 {
 		t.Fatalf("only %d schemas had a shape and %d values were accepted: the generator does not reach the fast path", shaped, accepted)
 	}
 	t.Logf("%d shaped schemas, %d accepted values", shaped, accepted)
