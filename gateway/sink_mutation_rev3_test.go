@@ -91,3 +91,60 @@ func TestSinkEditingTheCallEntryChangesNotTheCall(t *testing.T) {
 		}
 	}
 }
+
+// resultEditingSink edits the result entry it stores in place.
+type resultEditingSink struct{ next gateway.TranscriptSink }
+
+func (s resultEditingSink) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if err := s.next.Append(ctx, e); err != nil {
+		return err
+	}
+	if r := e.Result; r != nil {
+		for k := range r.Output {
+			r.Output[k] = "edited"
+		}
+		for i := range r.Citations {
+			r.Citations[i].EvidenceRef = "edited"
+		}
+		for i := range r.Mutations {
+			r.Mutations[i] = "edited"
+		}
+		if r.PolicyDecisionID != nil {
+			*r.PolicyDecisionID = "edited"
+		}
+	}
+	return nil
+}
+
+// TestSinkEditingTheResultEntryChangesNotTheResult: the result a call
+// returns to the run (its output, citations, mutations, policy decision
+// id) is not what a transcript sink makes of the entry it stores.
+func TestSinkEditingTheResultEntryChangesNotTheResult(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, lowValue, func(f *fixture, _ *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		f.opts.Transcript = resultEditingSink{f.opts.Transcript}
+	})
+	res, err := f.run.Call(ctx, refundCall(1200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Status.Succeeded() {
+		t.Fatalf("%s %+v", res.Status, res.Error)
+	}
+	if res.Output["transaction_id"] != "txn_q9" {
+		t.Errorf("the result's output is the sink's edit: %v", res.Output)
+	}
+	for _, c := range res.Citations {
+		if c.EvidenceRef == "edited" {
+			t.Errorf("the result's citations are the sink's edit: %v", res.Citations)
+		}
+	}
+	for _, m := range res.Mutations {
+		if m == "edited" {
+			t.Errorf("the result's mutations are the sink's edit: %v", res.Mutations)
+		}
+	}
+	if res.PolicyDecisionID != nil && *res.PolicyDecisionID == "edited" {
+		t.Errorf("the result's policy decision id is the sink's edit")
+	}
+}
