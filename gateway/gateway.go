@@ -712,6 +712,90 @@ type executed struct {
 	cite       [1]Citation
 }
 
+// ownResult gives e, a copy of a result envelope for the transcript
+// sink, its own copies of what it shares with the result by reference
+// (its output, lists and pointers), so a sink that edits the entry it
+// stores does not edit the result the call returns. Short lists and the
+// values behind pointers are held in room (part of the result: no
+// allocation); the output is copied.
+func ownResult(e *ToolResultEnvelope, room *resultRoom) {
+	if e.Output != nil {
+		e.Output = copyJSON(e.Output).(map[string]any)
+	}
+	strs := room.strs[:]
+	e.Artifacts, e.Mutations, e.RiskTags = takeStrings(&strs, e.Artifacts), takeStrings(&strs, e.Mutations), takeStrings(&strs, e.RiskTags)
+	e.Citations = cloneInto(room.cites[:0], e.Citations)
+	e.PolicyDecisionID = copyInto(&room.polID, e.PolicyDecisionID)
+	if e.Error != nil {
+		room.err = *e.Error
+		if room.err.Details != nil {
+			room.err.Details = copyJSON(room.err.Details).(map[string]any)
+		}
+		e.Error = &room.err
+	}
+	if e.Approval != nil {
+		room.approval = *e.Approval
+		e.Approval = &room.approval
+	}
+	m := &e.Metadata
+	m.Signals, m.EvidenceHashes = takeStrings(&strs, m.Signals), takeStrings(&strs, m.EvidenceHashes)
+	if m.Retryable != nil {
+		room.retryable = *m.Retryable
+		m.Retryable = &room.retryable
+	}
+}
+
+// resultRoom is where ownResult keeps a transcript entry's own copies.
+type resultRoom struct {
+	polID     string
+	retryable bool
+	err       ToolError
+	approval  ApprovalRequest
+	cites     [2]Citation
+	strs      [6]string
+}
+
+// takeStrings returns a copy of s (nil for nil) in what is left of room
+// when it fits (the copy's capacity is its length), else in a new array.
+func takeStrings(room *[]string, s []string) []string {
+	if s == nil {
+		return nil
+	}
+	if len(s) > len(*room) {
+		return slices.Clone(s)
+	}
+	c := (*room)[:len(s):len(s)]
+	copy(c, s)
+	*room = (*room)[len(s):]
+	return c
+}
+
+// copyJSON deep-copies the maps and lists of a JSON-shaped value (a nil
+// map or list stays nil); other values are copied as they are.
+func copyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = copyJSON(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
 // sinkEnvelope returns the copy of the call's envelope its transcript
 // entry carries (see record).
 func (c *callRecord) sinkEnvelope() *ToolCallEnvelope {
@@ -753,6 +837,7 @@ func copyInto(room *string, p *string) *string {
 type result struct {
 	env      ToolResultEnvelope
 	entry    ToolResultEnvelope // the transcript's copy, written by record
+	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
 	m        *runMembers        // the run's, when record encodes the result
 }
@@ -928,6 +1013,7 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 		e.Call = c.sinkEnvelope()
 	} else {
 		res.entry = res.env
+		ownResult(&res.entry, &res.room)
 		e.Result = &res.entry
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.
