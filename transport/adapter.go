@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +179,9 @@ const maxBody = 4 << 20
 type Adapter struct {
 	ep      Endpoint
 	opts    Options
-	client  *http.Client // opts.HTTPClient with the redirect and dial rules
+	client  *http.Client      // opts.HTTPClient with the redirect and dial rules
+	direct  http.RoundTripper // client's transport when client.Do would only hand requests to it (nil otherwise)
+	url     *url.URL          // ep.URL parsed as each request parses it (nil: it does not parse)
 	tracer  trace.Tracer
 	pending *pending // webhook calls waiting for a result
 }
@@ -215,6 +219,16 @@ func NewAdapter(ep Endpoint, opts *Options) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: max_redirects must not be negative", ErrConfig)
 	}
 	a := &Adapter{ep: ep, opts: o, tracer: o.TracerProvider.Tracer(tracerName), client: clientFor(o.HTTPClient, o.MaxRedirects, ep.AllowPrivate)}
+	if o.MaxRedirects == 0 && a.client.Jar == nil && a.client.Timeout == 0 && o.HTTPClient.Transport == nil {
+		// The client follows no redirect, keeps no cookie and sets no
+		// deadline of its own, and its transport is the package's: Do
+		// would only hand each request to the transport.
+		a.direct = a.client.Transport
+	}
+	if u, err := url.Parse(ep.URL); err == nil {
+		u.Host = removeEmptyPort(u.Host) // as http.NewRequest does
+		a.url = u
+	}
 	if ep.Transport == TransportWebhook {
 		a.pending = newPending()
 	}
@@ -242,11 +256,21 @@ func capabilityOf(ep *Endpoint) gateway.Capability {
 // (external, webhook, grpc) send the arguments as JSON text in input_raw
 // instead. The gRPC and MCP transports use it too (transport/internal/kit).
 func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
+	req, _ := normalizedRequestFor(call, mode, ep)
+	return req
+}
+
+// normalizedRequestFor is requestFor, and normalize's refusal of the
+// request (nil when it normalised).
+func normalizedRequestFor(call *gateway.Call, mode string, ep *Endpoint) (*Request, *gateway.ToolError) {
 	env := call.Envelope
-	req := &Request{ToolContractVersion: ContractVersion, RequestID: env.ToolCallID, TaskID: env.RunID, Namespace: ep.Namespace, Agent: ep.Agent,
+	parts := new(requestParts)
+	req := &parts.req
+	*req = Request{ToolContractVersion: ContractVersion, RequestID: env.ToolCallID, TaskID: env.RunID, Namespace: ep.Namespace, Agent: ep.Agent,
 		Tool: Tool{Name: env.CapabilityID, Operation: defaultOperation}, Input: env.Args, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey,
-		Runtime: &RuntimeInfo{Mode: wireMode(mode), TimeoutMS: ep.Timeout.Milliseconds(), MaxAttempts: ep.Retry.attempts(), MaxBackoffMS: ep.Retry.MaxBackoff.Milliseconds(),
-			Jitter: WireJitter(ep.Retry.Jitter == JitterFull || ep.Retry.Jitter == JitterEqual)}}
+		Runtime: &parts.runtime}
+	parts.runtime = RuntimeInfo{Mode: wireMode(mode), TimeoutMS: ep.Timeout.Milliseconds(), MaxAttempts: ep.Retry.attempts(), MaxBackoffMS: ep.Retry.MaxBackoff.Milliseconds(),
+		Jitter: WireJitter(ep.Retry.Jitter == JitterFull || ep.Retry.Jitter == JitterEqual)}
 	if ep.Retry.Backoff > 0 {
 		req.Runtime.Backoff = "exponential"
 	}
@@ -260,26 +284,34 @@ func requestFor(call *gateway.Call, mode string, ep *Endpoint) *Request {
 		req.Auth = &AuthInfo{Profile: p, SecretRef: ep.Auth.SecretRef, Scopes: ep.Auth.Scopes}
 	}
 	if call.Trace.TraceID != "" || call.Trace.SpanID != "" {
-		req.Trace = &Trace{TraceID: call.Trace.TraceID, SpanID: call.Trace.SpanID}
+		parts.trace = Trace{TraceID: call.Trace.TraceID, SpanID: call.Trace.SpanID}
+		req.Trace = &parts.trace
 	}
 	req.TraceContext = call.Trace
 	if req.Input == nil {
 		req.Input = map[string]any{}
 	}
 	if ep.InputRaw && (mode == TransportExternal || mode == TransportWebhook || mode == TransportGRPC) {
-		raw, err := json.Marshal(req.Input)
-		if err == nil { // else the exchange reports it
+		raw, err := appendValue(nil, req.Input, 0) // json.Marshal's bytes
+		if err == nil {                            // else the exchange reports it
 			req.Input, req.InputRaw = nil, string(raw)
 		}
 	}
-	_ = normalize(req)
-	return req
+	return req, normalize(req)
+}
+
+// requestParts is one allocation holding a request and the runtime and
+// trace members requestFor points it at.
+type requestParts struct {
+	req     Request
+	runtime RuntimeInfo
+	trace   Trace
 }
 
 // Call implements gateway.Adapter.
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-	req := requestFor(call, a.ep.Transport, &a.ep)
-	resp := a.Execute(ctx, req)
+	req, refused := normalizedRequestFor(call, a.ep.Transport, &a.ep)
+	resp := a.execute(ctx, req, refused == nil)
 	return outcome(ctx, call, req, resp)
 }
 
@@ -311,11 +343,18 @@ func outcome(ctx context.Context, call *gateway.Call, req *Request, resp *Respon
 	if te := resp.err(); te != nil {
 		return nil, withCause(ctx, te)
 	}
-	out := &gateway.Outcome{Output: resp.outputValue()}
+	parts := &outcomeParts{out: gateway.Outcome{Output: resp.outputValue()}}
 	if req.IdempotencyKey != "" {
-		out.Mutations = []string{call.Envelope.CapabilityID + ":" + req.IdempotencyKey}
+		parts.mutation[0] = call.Envelope.CapabilityID + ":" + req.IdempotencyKey
+		parts.out.Mutations = parts.mutation[:]
 	}
-	return out, nil
+	return &parts.out, nil
+}
+
+// outcomeParts is one allocation holding an outcome and its mutation.
+type outcomeParts struct {
+	out      gateway.Outcome
+	mutation [1]string
 }
 
 // Execute makes one attempt of req and never returns a Go error: every
@@ -324,6 +363,13 @@ func outcome(ctx context.Context, call *gateway.Call, req *Request, resp *Respon
 // Timeout (gateway.DefaultTimeout when unset), so a tool that never
 // finishes its reply cannot hold the caller.
 func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
+	return a.execute(ctx, req, false)
+}
+
+// execute is Execute; normalized says req was normalised without a
+// refusal (normalize changes nothing in it and refuses nothing: the
+// attempt need not run it again).
+func (a *Adapter) execute(ctx context.Context, req *Request, normalized bool) *Response {
 	if _, ok := ctx.Deadline(); !ok {
 		// Called outside the gateway: a tool that never finishes its
 		// reply (or a webhook that never answers) must not hold the
@@ -336,7 +382,7 @@ func (a *Adapter) Execute(ctx context.Context, req *Request) *Response {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
 }
@@ -369,22 +415,21 @@ func authExpired(req *Request) *gateway.ToolError {
 
 // exchange is one HTTP round trip (for webhook, the submit and the wait).
 func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authState, *gateway.ToolError) {
-	details := map[string]any{"tool": req.Tool.Name}
-	if a.ep.Transport != TransportHTTP {
-		details["isolation_mode"] = wireMode(a.ep.Transport)
-	}
+	// The details of this exchange's errors, built only for an error.
+	details := func() map[string]any { return a.callDetails(req) }
 	var body []byte
 	var err error
 	if a.ep.Transport == TransportHTTP {
 		body, err = rawInput(req)
 	} else {
-		body, err = json.Marshal(req)
+		body, err = marshalRequest(req) // json.Marshal's bytes
 	}
 	if err != nil {
-		return nil, authState{}, newError(gateway.CodeInvalidInput, false, "the input has no JSON form", details)
+		return nil, authState{}, newError(gateway.CodeInvalidInput, false, "the input has no JSON form", details())
 	}
 	var wait chan *Response
 	if a.pending != nil {
+		details := details()
 		wait = a.pending.add(req.RequestID)
 		defer a.pending.remove(req.RequestID, wait)
 		if a.pending.wasAccepted(req.RequestID) {
@@ -405,16 +450,11 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 			return nil, authState{}, newError(gateway.CodeExecutionFailed, true, "too many webhook jobs are outstanding on this endpoint; none is submitted until one finishes", details)
 		}
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, bytes.NewReader(body))
+	hreq, err := a.newPost(ctx, body)
 	if err != nil {
-		return nil, authState{}, newError(gateway.CodeRuntimePolicyInvalid, false, "the endpoint URL is invalid", details)
+		return nil, authState{}, newError(gateway.CodeRuntimePolicyInvalid, false, "the endpoint URL is invalid", details())
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	setCallHeaders(ctx, hreq.Header, req)
-	if a.ep.Transport != TransportHTTP {
-		hreq.Header.Set(headerContractVersion, ContractVersion)
-	}
+	setPostHeaders(ctx, hreq.Header, req, a.ep.Transport != TransportHTTP)
 	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header)
 	if te != nil {
 		return nil, st, te
@@ -438,8 +478,43 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	// Accepted (202, another 2xx, or a 200 whose body says the job is
 	// still running): from here on the request is never submitted again.
 	a.pending.accept(req.RequestID)
-	r, te := a.awaitWebhook(ctx, req, wait, details)
+	r, te := a.awaitWebhook(ctx, req, wait, details())
 	return r, st, te
+}
+
+// newPost is http.NewRequestWithContext(ctx, POST, a.ep.URL, body)
+// without parsing the URL again: the request is made for an empty URL and
+// given a copy of the one parsed when the adapter was built
+// (TestNewPostIsNewRequest).
+func (a *Adapter) newPost(ctx context.Context, body []byte) (*http.Request, error) {
+	if a.url == nil {
+		return http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, bytes.NewReader(body))
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	*hreq.URL = *a.url // the request's own URL: nothing else holds it
+	hreq.Host = a.url.Host
+	return hreq, nil
+}
+
+// removeEmptyPort strips an empty port ("host:") as http.NewRequest does.
+func removeEmptyPort(host string) string {
+	if strings.LastIndex(host, ":") > strings.LastIndex(host, "]") {
+		return strings.TrimSuffix(host, ":")
+	}
+	return host
+}
+
+// callDetails is the details an exchange's error carries: the tool, and
+// for the envelope transports the isolation mode.
+func (a *Adapter) callDetails(req *Request) map[string]any {
+	details := map[string]any{"tool": req.Tool.Name}
+	if a.ep.Transport != TransportHTTP {
+		details["isolation_mode"] = wireMode(a.ep.Transport)
+	}
+	return details
 }
 
 // awaitWebhook waits for an accepted job, and forgets it once the tool
@@ -459,29 +534,81 @@ func (a *Adapter) awaitWebhook(ctx context.Context, req *Request, wait chan *Res
 // mapped; a redirect that is not followed or is refused, and an address
 // the dialer refused, are non-retryable errors; an error body loses the
 // secrets the attempt resolved before it is clipped into the message.
-func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string]any) (int, []byte, *gateway.ToolError) {
-	hres, err := a.client.Do(hreq)
+func (a *Adapter) do(ctx context.Context, hreq *http.Request, details func() map[string]any) (int, []byte, *gateway.ToolError) {
+	hres, err := a.send(hreq)
 	if err != nil {
-		if te := refusal(err, details); te != nil {
+		if te := refusal(err, details()); te != nil {
 			return 0, nil, te
 		}
-		return 0, nil, transportError(ctx, err, details)
+		return 0, nil, transportError(ctx, err, details())
 	}
 	defer hres.Body.Close()
-	rbody, err := io.ReadAll(io.LimitReader(hres.Body, maxBody+1))
+	rbody, err := readBody(hres.Body, hres.ContentLength)
 	if err != nil {
-		return 0, nil, transportError(ctx, err, details)
+		return 0, nil, transportError(ctx, err, details())
 	}
 	if len(rbody) > maxBody {
-		return 0, nil, newError(gateway.CodeExecutionFailed, false, "the tool reply is larger than 4 MiB", details)
+		return 0, nil, newError(gateway.CodeExecutionFailed, false, "the tool reply is larger than 4 MiB", details())
 	}
 	switch {
 	case hres.StatusCode >= 400:
-		return 0, nil, httpStatusError(hres.StatusCode, scrubBody(ctx, rbody), details)
+		return 0, nil, httpStatusError(hres.StatusCode, scrubBody(ctx, rbody), details())
 	case hres.StatusCode >= 300:
-		return 0, nil, redirectStatus(hres.StatusCode, details)
+		return 0, nil, redirectStatus(hres.StatusCode, details())
 	}
 	return hres.StatusCode, rbody, nil
+}
+
+// readBody is io.ReadAll(io.LimitReader(body, maxBody+1)), the same bytes
+// and error, into a first buffer the size of the reply's announced
+// length (when it has one within the bound) rather than io.ReadAll's
+// 512 bytes.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	lr := io.LimitedReader{R: body, N: maxBody + 1}
+	size := int64(512)
+	if length >= 0 && length <= maxBody {
+		size = length + 1 // room for the read that sees the end
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
+		}
+	}
+}
+
+// send sends hreq with a.client.Do: through the client, or straight to
+// its transport when that is all Do would do (a.direct; see NewAdapter),
+// which spares the copy of every header Do makes for redirects. A
+// redirect is then handled as Do handles it when CheckRedirect follows
+// none: the response is returned, unless its Location does not parse
+// (TestSendIsClientDo).
+func (a *Adapter) send(hreq *http.Request) (*http.Response, error) {
+	if a.direct == nil {
+		return a.client.Do(hreq)
+	}
+	hres, err := a.direct.RoundTrip(hreq)
+	if err != nil {
+		return nil, err
+	}
+	switch hres.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if loc := hres.Header.Get("Location"); loc != "" {
+			if _, err := hreq.URL.Parse(loc); err != nil {
+				hres.Body.Close()
+				return nil, fmt.Errorf("failed to parse Location header: %w", err)
+			}
+		}
+	}
+	return hres, nil
 }
 
 // setCallHeaders carries the call's identity and trace context on every
@@ -489,11 +616,46 @@ func (a *Adapter) do(ctx context.Context, hreq *http.Request, details map[string
 func setCallHeaders(ctx context.Context, h http.Header, req *Request) {
 	h.Set("X-Request-Id", req.RequestID)
 	h.Set("X-Tool-Name", req.Tool.Name)
-	h.Set("X-Tool-Attempt", fmt.Sprint(req.Attempt))
+	h.Set("X-Tool-Attempt", strconv.Itoa(req.Attempt))
 	if req.IdempotencyKey != "" {
 		h.Set("Idempotency-Key", req.IdempotencyKey)
 	}
 	traceHeaders(ctx, req, h.Set)
+}
+
+// setPostHeaders sets the headers of a request's POST: the content type,
+// Accept, the call headers (setCallHeaders) and, for the envelope
+// transports, X-Tool-Contract-Version. The same headers as h.Set of each,
+// set directly under their canonical names, their values in one slice.
+func setPostHeaders(ctx context.Context, h http.Header, req *Request, envelope bool) {
+	vals := make([]string, 0, 10)
+	set := func(key, value string) {
+		vals = append(vals, value)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set("Content-Type", "application/json")
+	set("Accept", "application/json")
+	set("X-Request-Id", req.RequestID)
+	set("X-Tool-Name", req.Tool.Name)
+	set("X-Tool-Attempt", strconv.Itoa(req.Attempt))
+	if req.IdempotencyKey != "" {
+		set("Idempotency-Key", req.IdempotencyKey)
+	}
+	traceHeaders(ctx, req, func(key, value string) {
+		switch key {
+		case w3ctrace.HeaderTraceparent:
+			set("Traceparent", value)
+		case w3ctrace.HeaderTracestate:
+			set("Tracestate", value)
+		case w3ctrace.HeaderBaggage:
+			set("Baggage", value)
+		default:
+			h.Set(key, value)
+		}
+	})
+	if envelope {
+		set(headerContractVersion, ContractVersion)
+	}
 }
 
 // traceHeaders writes, through set, the W3C trace context one attempt of
@@ -547,13 +709,13 @@ func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
 
 // contractReply requires a contract response. One of another major
 // version is a non-retryable invalid_input: asking again gets the same.
-func contractReply(body []byte, details map[string]any) (*Response, *gateway.ToolError) {
+func contractReply(body []byte, details func() map[string]any) (*Response, *gateway.ToolError) {
 	r, err := DecodeResponse(body)
 	if errors.Is(err, ErrContractVersion) {
-		return nil, versionRefusal(body, details)
+		return nil, versionRefusal(body, details())
 	}
 	if err != nil {
-		return nil, newError(gateway.CodeExecutionFailed, true, "invalid contract response: "+strings.TrimPrefix(err.Error(), ErrContract.Error()+": "), details)
+		return nil, newError(gateway.CodeExecutionFailed, true, "invalid contract response: "+strings.TrimPrefix(err.Error(), ErrContract.Error()+": "), details())
 	}
 	return r, nil
 }
@@ -590,12 +752,12 @@ func responseVersion(v string, details map[string]any) *gateway.ToolError {
 // value the attempt resolved is scrubbed from the response (output,
 // error, trace) before anything reads it; and the response is completed
 // (version, request id, trace, attempt, duration).
-func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	// With no span of the host's in ctx, the attempt span joins the
 	// caller's trace rather than starting one of its own.
 	ctx = w3ctrace.ContextWithParent(ctx, callerTrace(req))
-	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, clientSpan...)
 	defer span.End()
 	var secrets *scrub.Set
 	if auth.profile() != "" {
@@ -606,12 +768,15 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	var te *gateway.ToolError
 	if err := ctx.Err(); err != nil {
 		te = transportError(ctx, err, map[string]any{"tool": req.Tool.Name})
-	} else if te = normalize(req); te == nil {
+	} else if !normalized {
+		te = normalize(req)
+	}
+	if te == nil { // the context was live and the request normalised
 		resp, te = f(ctx)
 		if te == nil && resp == nil {
 			te = newError(gateway.CodeExecutionFailed, false, "the tool returned no response", map[string]any{"tool": req.Tool.Name})
 		}
-		if te == nil {
+		if te == nil && checkVersion(resp.ToolContractVersion) != nil {
 			te = responseVersion(resp.ToolContractVersion, map[string]any{"tool": req.Tool.Name})
 		}
 		if te == nil && resp.RequestID != "" && strings.TrimSpace(resp.RequestID) != req.RequestID {
@@ -629,32 +794,68 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 	if resp.Usage.DurationMS <= 0 || resp.Error != nil {
 		resp.Usage.DurationMS = dur.Milliseconds()
 	}
+	var e *gateway.ToolError
+	if resp.Error != nil {
+		// The canonical code and reason (resp.err also notes an unknown
+		// code or reason of the tool's in the details, as it always has).
+		e = resp.err()
+	}
+	// Attributes are built only for a span that records them and a log
+	// that writes the line.
+	if span.IsRecording() {
+		span.SetAttributes(attemptAttrs(req, resp, mode, auth, dur, e)...)
+		if e != nil {
+			span.SetStatus(codes.Error, e.Code)
+		}
+	}
+	if log.Enabled(ctx, slog.LevelInfo) {
+		log.LogAttrs(ctx, slog.LevelInfo, "tool attempt", attemptLogAttrs(req, resp, mode, auth, dur, e)...)
+	}
+	return resp
+}
+
+// clientSpan is the option every attempt's span starts with.
+var clientSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
+// attemptAttrs are the attributes of an attempt's span: the contract
+// version, request id, tool, transport, attempt, status and duration, the
+// trace id, the auth profile and secret name (never its value), and, for
+// a failure e, the canonical code and reason (never the tool's own text).
+func attemptAttrs(req *Request, resp *Response, mode string, auth *Auth, dur time.Duration, e *gateway.ToolError) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
 		attribute.String("tool.contract_version", ContractVersion), attribute.String("tool.request_id", req.RequestID),
 		attribute.String("tool.name", req.Tool.Name), attribute.String("tool.transport", mode), attribute.Int("tool.attempt", resp.Usage.Attempt),
 		attribute.String("tool.status", resp.Status), attribute.Int64("tool.duration_ms", dur.Milliseconds()),
 	}
-	logAttrs := []slog.Attr{slog.String("tool_contract", ContractVersion), slog.String("tool_request_id", req.RequestID), slog.String("tool", req.Tool.Name),
-		slog.String("transport", mode), slog.Int("tool_attempt", resp.Usage.Attempt), slog.String("status", resp.Status), slog.Int64("duration_ms", dur.Milliseconds())}
 	if req.Trace != nil {
 		attrs = append(attrs, attribute.String("tool.trace_id", req.Trace.TraceID))
-		logAttrs = append(logAttrs, slog.String("trace_id", req.Trace.TraceID))
+	}
+	if p := auth.profile(); p != "" {
+		attrs = append(attrs, attribute.String("tool.auth_profile", p), attribute.String("tool.auth_secret_ref", auth.SecretRef))
+	}
+	if e != nil {
+		attrs = append(attrs, attribute.String("tool.code", e.Code), attribute.String("tool.reason", e.Reason), attribute.Bool("tool.retryable", e.Retryable))
+	}
+	return attrs
+}
+
+// attemptLogAttrs are the attributes of an attempt's log line: those of
+// its span (attemptAttrs) under the log's names.
+func attemptLogAttrs(req *Request, resp *Response, mode string, auth *Auth, dur time.Duration, e *gateway.ToolError) []slog.Attr {
+	attrs := []slog.Attr{slog.String("tool_contract", ContractVersion), slog.String("tool_request_id", req.RequestID), slog.String("tool", req.Tool.Name),
+		slog.String("transport", mode), slog.Int("tool_attempt", resp.Usage.Attempt), slog.String("status", resp.Status), slog.Int64("duration_ms", dur.Milliseconds())}
+	if req.Trace != nil {
+		attrs = append(attrs, slog.String("trace_id", req.Trace.TraceID))
 	}
 	if p := auth.profile(); p != "" {
 		// The profile and the secret's name only, never its value.
-		attrs = append(attrs, attribute.String("tool.auth_profile", p), attribute.String("tool.auth_secret_ref", auth.SecretRef))
-		logAttrs = append(logAttrs, slog.String("tool_auth_profile", p), slog.String("tool_auth_secret_ref", auth.SecretRef))
+		attrs = append(attrs, slog.String("tool_auth_profile", p), slog.String("tool_auth_secret_ref", auth.SecretRef))
 	}
-	if resp.Error != nil {
+	if e != nil {
 		// The canonical code and reason, never the tool's own text.
-		e := resp.err()
-		attrs = append(attrs, attribute.String("tool.code", e.Code), attribute.String("tool.reason", e.Reason), attribute.Bool("tool.retryable", e.Retryable))
-		logAttrs = append(logAttrs, slog.String("tool_code", e.Code), slog.String("tool_reason", e.Reason), slog.Bool("retryable", e.Retryable))
-		span.SetStatus(codes.Error, e.Code)
+		attrs = append(attrs, slog.String("tool_code", e.Code), slog.String("tool_reason", e.Reason), slog.Bool("retryable", e.Retryable))
 	}
-	span.SetAttributes(attrs...)
-	log.LogAttrs(ctx, slog.LevelInfo, "tool attempt", logAttrs...)
-	return resp
+	return attrs
 }
 
 // wrongRequestID refuses a reply to another call: the contract's

@@ -176,12 +176,23 @@ type responseDecoded struct {
 	resp Response
 }
 
-// decodeWire reads a response document (checked strict by the caller) in
-// either form (see Response). Errors match ErrContract.
-func decodeWire(data []byte) (*Response, error) {
+// decodeWire reads a response document in either form (see Response):
+// readReply's fast reading when it accepts the document, else, with
+// strict, wire.Strict (whose error is returned as is) and encoding/json.
+// A caller that passes strict false checked the document itself (or
+// wants encoding/json's reading of it). Other errors match ErrContract.
+func decodeWire(data []byte, strict bool) (*Response, error) {
 	d := new(responseDecoded)
-	if err := json.Unmarshal(data, &d.wire); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+	if !readReply(data, &d.wire) {
+		d.wire = wireResponse{}
+		if strict {
+			if err := wire.Strict(data); err != nil {
+				return nil, err
+			}
+		}
+		if err := json.Unmarshal(data, &d.wire); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrContract, jsonProblem(err))
+		}
 	}
 	w := &d.wire
 	d.resp = Response{ToolContractVersion: w.ToolContractVersion, RequestID: w.RequestID, Status: w.Status, Output: w.Output,
@@ -193,9 +204,10 @@ func decodeWire(data []byte) (*Response, error) {
 }
 
 // decodeInto reads a response document into r, in either form (see
-// Response). Errors match ErrContract.
-func decodeInto(data []byte, r *Response) error {
-	resp, err := decodeWire(data)
+// Response); with strict, the document is checked first (wire.Strict's
+// error is returned as is). Other errors match ErrContract.
+func decodeInto(data []byte, r *Response, strict bool) error {
+	resp, err := decodeWire(data, strict)
 	if err != nil {
 		return err
 	}
@@ -215,7 +227,7 @@ func (r Response) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a response in either form (see Response).
-func (r *Response) UnmarshalJSON(data []byte) error { return decodeInto(data, r) }
+func (r *Response) UnmarshalJSON(data []byte) error { return decodeInto(data, r, false) }
 
 // wireValue is what encodes as r's wire form: r itself, without its JSON
 // methods, when its result is absent or a string (no copy is made), else
@@ -509,10 +521,10 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%w: the body is not a JSON object", ErrContract)
 	}
-	if err := wire.Strict(data); err != nil {
+	r, err := decodeWire(data, true)
+	if errors.Is(err, wire.ErrStrict) {
 		return nil, fmt.Errorf("%w: %s", ErrContract, strictProblem(err))
 	}
-	r, err := decodeWire(data)
 	if err != nil {
 		return nil, err
 	}

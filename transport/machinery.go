@@ -41,11 +41,11 @@ func (machinery) Outcome(ctx context.Context, call *gateway.Call, req *Request, 
 }
 
 func (machinery) Attempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, auth, req, f)
+	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, auth, req, false, f)
 }
 
 func (machinery) AuthorizedAttempt(ctx context.Context, ep *Endpoint, opts *Options, mode string, req *Request, f func(context.Context, http.Header) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, ep.Auth, req, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, ep.Auth, req, false, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return authorized(ctx, ep, opts, req, f)
 	})
 }
@@ -91,6 +91,8 @@ func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, v
 
 func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }
 
-func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r) }
+func (machinery) UnmarshalResponse(data []byte, r *Response) error { return decodeInto(data, r, true) }
+
+func (machinery) MarshalRequest(r *Request) ([]byte, error) { return marshalRequest(r) }
 
 func (machinery) CheckTools(ep *Endpoint) error { return checkTools(ep) }

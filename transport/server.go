@@ -168,6 +168,14 @@ func (resp *Response) complete(req *Request) {
 	if resp.Status == "" {
 		resp.Status = StatusOK
 	}
+	if resp.Usage == nil && req.Trace != nil && resp.Trace == nil {
+		// Both made here: one allocation.
+		both := new(struct {
+			usage AttemptUsage
+			trace Trace
+		})
+		resp.Usage, resp.Trace = &both.usage, &both.trace
+	}
 	if resp.Usage == nil {
 		resp.Usage = &AttemptUsage{}
 	}

@@ -213,7 +213,7 @@ func (a *Adapter) poll(ctx context.Context, req *Request, pollURL string, every 
 	if _, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header); te != nil {
 		return nil, te, false
 	}
-	status, body, te := a.do(pctx, hreq, details)
+	status, body, te := a.do(pctx, hreq, func() map[string]any { return details })
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil, true // the caller reports the attempt's own end
@@ -226,6 +226,6 @@ func (a *Adapter) poll(ctx context.Context, req *Request, pollURL string, every 
 	case status == http.StatusAccepted || status == http.StatusNoContent || pendingBody(body):
 		return nil, nil, true
 	}
-	r, te := contractReply(body, details)
+	r, te := contractReply(body, func() map[string]any { return details })
 	return r, te, false
 }

@@ -87,9 +87,8 @@ func lowerHex(dst []byte, s string) bool {
 		return false
 	}
 	for i := range dst {
-		hi, ok1 := hexVal(s[2*i])
-		lo, ok2 := hexVal(s[2*i+1])
-		if !ok1 || !ok2 {
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		if hi|lo > 0xf {
 			return false
 		}
 		dst[i] = hi<<4 | lo
@@ -97,15 +96,21 @@ func lowerHex(dst []byte, s string) bool {
 	return true
 }
 
-func hexVal(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// hexValue is the value of each lower-case hex digit, 0xff for every other
+// byte.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
 	}
-	return 0, false
-}
+	return t
+}()
 
 // ContextWithParent returns ctx with t as its remote parent span when ctx
 // has no valid span context of its own and t is a valid trace context, so
@@ -197,7 +202,8 @@ func WithBaggage(t runcontext.Trace, kv map[string]string) (runcontext.Trace, er
 // nothing for it).
 func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
 	caller := t
-	if _, ok := parseIDs(caller); !ok {
+	scc, ok := parseIDs(caller)
+	if !ok {
 		caller = runcontext.Trace{}
 		if rc, ok := runcontext.FromContext(ctx); ok && rc.TraceContext != nil {
 			if rt, err := runcontext.TraceFromHeaders(*rc.TraceContext); err == nil {
@@ -217,16 +223,49 @@ func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
 	}
 	out := caller
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		out = runcontext.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), TraceFlags: fmt.Sprintf("%02x", byte(sc.TraceFlags())),
-			TraceState: sc.TraceState().String()}
-		if out.TraceState == "" && out.TraceID == caller.TraceID {
-			out.TraceState = caller.TraceState
+		if ok { // caller is t, whose ids parsed
+			out = spanTrace(sc, caller, scc)
+		} else {
+			out = formatSpanTrace(sc, caller)
 		}
 	}
 	if out.TraceID == "" {
 		return runcontext.Trace{}
 	}
 	out.Baggage = mergeBaggage(caller.Baggage, baggage.FromContext(ctx))
+	return out
+}
+
+// spanTrace is the trace context of the current span sc for a call whose
+// caller's trace context is caller (tracestate valid or empty): sc's ids,
+// flags and tracestate, or caller's tracestate when sc carries none and is
+// in caller's trace. When sc is caller's own context (ContextWithParent's
+// remote parent, under a tracer that starts no span of its own), the ids
+// are caller's text, which is what formatting sc's would write
+// (TestSpanTraceOfTheCallersContext).
+//
+// scc is parseIDs(caller), whose ids parse.
+func spanTrace(sc trace.SpanContext, caller runcontext.Trace, scc trace.SpanContextConfig) runcontext.Trace {
+	if sc.TraceID() == scc.TraceID && sc.SpanID() == scc.SpanID && sc.TraceFlags() == scc.TraceFlags {
+		out := runcontext.Trace{TraceID: caller.TraceID, SpanID: caller.SpanID, TraceFlags: caller.TraceFlags, TraceState: sc.TraceState().String()}
+		if out.TraceFlags == "" {
+			out.TraceFlags = "00" // parseIDs reads no flags as 00
+		}
+		if out.TraceState == "" {
+			out.TraceState = caller.TraceState
+		}
+		return out
+	}
+	return formatSpanTrace(sc, caller)
+}
+
+// formatSpanTrace is spanTrace for any sc: its ids and flags formatted.
+func formatSpanTrace(sc trace.SpanContext, caller runcontext.Trace) runcontext.Trace {
+	out := runcontext.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), TraceFlags: fmt.Sprintf("%02x", byte(sc.TraceFlags())),
+		TraceState: sc.TraceState().String()}
+	if out.TraceState == "" && out.TraceID == caller.TraceID {
+		out.TraceState = caller.TraceState
+	}
 	return out
 }
 

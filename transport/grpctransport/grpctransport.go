@@ -17,6 +17,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ func (jsonCodec) Marshal(v any) ([]byte, error) {
 		// run the tool again.
 		return kit.MarshalResponse(r), nil
 	}
+	if r, ok := v.(*transport.Request); ok {
+		return kit.MarshalRequest(r) // json.Marshal's bytes, without reflection
+	}
 	return json.Marshal(v)
 }
 func (jsonCodec) Unmarshal(data []byte, v any) error {
@@ -62,12 +66,12 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 		return nil
 	}
 	// A duplicated member or invalid UTF-8 is refused: encoding/json would
-	// keep the last value.
-	if err := wire.Strict(data); err != nil {
-		return err
-	}
+	// keep the last value. (A response is checked as it is read.)
 	if r, ok := v.(*transport.Response); ok {
 		return kit.UnmarshalResponse(data, r)
+	}
+	if err := wire.Strict(data); err != nil {
+		return err
 	}
 	return json.Unmarshal(data, v)
 }
@@ -183,25 +187,43 @@ func (a *Adapter) Execute(ctx context.Context, req *transport.Request) *transpor
 }
 
 func (a *Adapter) invoke(ctx context.Context, req *transport.Request, h http.Header) (*transport.Response, *gateway.ToolError) {
-	details := map[string]any{"tool": req.Tool.Name, "isolation_mode": transport.TransportGRPC}
-	md := metadata.Pairs("x-tool-contract-version", transport.ContractVersion, "x-request-id", req.RequestID, "x-tool-attempt", fmt.Sprint(req.Attempt))
-	if req.IdempotencyKey != "" {
-		md.Set("idempotency-key", req.IdempotencyKey)
+	// The call's metadata, set as metadata.MD.Set sets it (the keys are
+	// lower-case), its values in one slice.
+	md := make(metadata.MD, 8+len(h))
+	vals := make([]string, 0, 7)
+	set := func(key, value string) {
+		vals = append(vals, value)
+		md[key] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	kit.TraceHeaders(ctx, req, func(k, v string) { md.Set(k, v) })
+	set("x-tool-contract-version", transport.ContractVersion)
+	set("x-request-id", req.RequestID)
+	set("x-tool-attempt", strconv.Itoa(req.Attempt))
+	if req.IdempotencyKey != "" {
+		set("idempotency-key", req.IdempotencyKey)
+	}
+	kit.TraceHeaders(ctx, req, set) // traceparent, tracestate, baggage
 	for k, vs := range h {
 		md.Set(strings.ToLower(k), vs...)
 	}
 	var resp transport.Response
-	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp, grpc.MaxCallRecvMsgSize(maxReplyBytes))
+	err := a.conn.Invoke(metadata.NewOutgoingContext(ctx, md), FullMethod, req, &resp, maxReply)
 	if err != nil {
-		return nil, statusError(ctx, err, details)
+		return nil, statusError(ctx, err, callDetails(req))
 	}
 	if resp.Status == "" {
-		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "invalid contract response: status is missing", details)
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "invalid contract response: status is missing", callDetails(req))
 	}
 	resp.Status = strings.ToLower(resp.Status)
 	return &resp, nil
+}
+
+// maxReply is the call option bounding a reply.
+var maxReply = grpc.MaxCallRecvMsgSize(maxReplyBytes)
+
+// callDetails is the details of a call's error: the tool and the
+// isolation mode.
+func callDetails(req *transport.Request) map[string]any {
+	return map[string]any{"tool": req.Tool.Name, "isolation_mode": transport.TransportGRPC}
 }
 
 // statusError maps a gRPC call error: the context's deadline or

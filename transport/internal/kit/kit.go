@@ -42,6 +42,7 @@ type Machinery interface {
 	TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string))
 	MarshalResponse(r *transport.Response) []byte
 	UnmarshalResponse(data []byte, r *transport.Response) error
+	MarshalRequest(r *transport.Request) ([]byte, error)
 	CheckTools(ep *transport.Endpoint) error
 }
 
@@ -133,10 +134,15 @@ func TraceHeaders(ctx context.Context, req *transport.Request, set func(key, val
 // that reports it (as transport.NewHandler answers). It never fails.
 func MarshalResponse(r *transport.Response) []byte { return m.MarshalResponse(r) }
 
-// UnmarshalResponse reads a response document (checked strict by the
-// caller) in either form (transport.Response) into r. Errors match
-// transport.ErrContract.
+// UnmarshalResponse reads a response document in either form
+// (transport.Response) into r. A document that is not strict JSON
+// (wire.Strict) is refused with wire.Strict's error, as is; other errors
+// match transport.ErrContract.
 func UnmarshalResponse(data []byte, r *transport.Response) error { return m.UnmarshalResponse(data, r) }
+
+// MarshalRequest is r's JSON form: exactly json.Marshal's bytes, written
+// without reflection. It fails as json.Marshal does.
+func MarshalRequest(r *transport.Request) ([]byte, error) { return m.MarshalRequest(r) }
 
 // CheckTools reports a tools entry of ep that cannot work
 // (transport.ErrConfig, a *transport.ConfigError naming the field): a

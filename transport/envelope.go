@@ -1,0 +1,330 @@
+package transport
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The request envelope is encoded on every attempt (external, webhook,
+// grpc). appendRequest writes it without reflection: exactly the bytes
+// json.Marshal writes for the same *Request, member for member and escape
+// for escape (TestEnvelopeEncodingIsEncodingJSON,
+// FuzzEnvelopeEncodingIsEncodingJSON; TestEnvelopeEncoderKnowsEveryField
+// fails when a member is added to Request or the types it holds without
+// being added here).
+
+// envelopeSize is the first buffer an envelope is written into: a
+// typical request fits, so it is one allocation.
+const envelopeSize = 512
+
+// marshalRequest is json.Marshal(r), written by appendRequest.
+func marshalRequest(r *Request) ([]byte, error) {
+	return appendRequest(make([]byte, 0, envelopeSize), r)
+}
+
+// appendRequest appends r's JSON form (json.Marshal's bytes) to b. It
+// fails, as json.Marshal does, when the input holds a value with no JSON
+// form.
+func appendRequest(b []byte, r *Request) ([]byte, error) {
+	var err error
+	o := object{b: append(b, '{')}
+	o.str("tool_contract_version", r.ToolContractVersion)
+	o.str("request_id", r.RequestID)
+	o.str("task_id", r.TaskID)
+	o.str("namespace", r.Namespace)
+	o.str("agent", r.Agent)
+	o.key("tool")
+	o.b = appendTool(o.b, &r.Tool)
+	if len(r.Input) > 0 {
+		o.key("input")
+		if o.b, err = appendMap(o.b, r.Input, 1); err != nil {
+			return nil, err
+		}
+	}
+	o.str("input_raw", r.InputRaw)
+	if rt := r.Runtime; rt != nil {
+		o.key("runtime")
+		ro := object{b: append(o.b, '{')}
+		ro.str("mode", rt.Mode)
+		ro.int("timeout_ms", rt.TimeoutMS)
+		ro.int("max_attempts", int64(rt.MaxAttempts))
+		ro.str("backoff", rt.Backoff)
+		ro.int("max_backoff_ms", rt.MaxBackoffMS)
+		if rt.Jitter {
+			ro.key("jitter")
+			ro.b = append(ro.b, "true"...)
+		}
+		o.b = append(ro.b, '}')
+	}
+	if a := r.Auth; a != nil {
+		o.key("auth")
+		ao := object{b: append(o.b, '{')}
+		ao.str("profile", a.Profile)
+		ao.str("secret_ref", a.SecretRef)
+		ao.strs("scopes", a.Scopes)
+		o.b = append(ao.b, '}')
+	}
+	if t := r.Trace; t != nil {
+		o.key("trace")
+		to := object{b: append(o.b, '{')}
+		to.str("trace_id", t.TraceID)
+		to.str("span_id", t.SpanID)
+		o.b = append(to.b, '}')
+	}
+	o.int("attempt", int64(r.Attempt))
+	o.str("idempotency_key", r.IdempotencyKey)
+	return append(o.b, '}'), nil
+}
+
+// appendTool appends the tool member's object (its name is always
+// written: it has no omitempty).
+func appendTool(b []byte, t *Tool) []byte {
+	o := object{b: append(b, '{')}
+	o.key("name")
+	o.b = appendString(o.b, t.Name)
+	o.str("operation", t.Operation)
+	o.strs("capabilities", t.Capabilities)
+	o.str("risk_level", t.RiskLevel)
+	return append(o.b, '}')
+}
+
+// object writes the members of one JSON object, as encoding/json writes
+// a struct's: names need no escaping (they are this file's constants),
+// and an omitempty member that is empty is left out.
+type object struct {
+	b    []byte
+	more bool // a member was written: the next needs a comma
+}
+
+func (o *object) key(name string) {
+	if o.more {
+		o.b = append(o.b, ',')
+	}
+	o.more = true
+	o.b = append(o.b, '"')
+	o.b = append(o.b, name...)
+	o.b = append(o.b, '"', ':')
+}
+
+// str writes an omitempty string member.
+func (o *object) str(name, v string) {
+	if v != "" {
+		o.key(name)
+		o.b = appendString(o.b, v)
+	}
+}
+
+// int writes an omitempty integer member.
+func (o *object) int(name string, v int64) {
+	if v != 0 {
+		o.key(name)
+		o.b = strconv.AppendInt(o.b, v, 10)
+	}
+}
+
+// strs writes an omitempty []string member.
+func (o *object) strs(name string, v []string) {
+	if len(v) == 0 {
+		return
+	}
+	o.key(name)
+	o.b = append(o.b, '[')
+	for i, s := range v {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = appendString(o.b, s)
+	}
+	o.b = append(o.b, ']')
+}
+
+// maxDirectDepth is how deep appendValue nests before it hands a value to
+// json.Marshal, which detects cycles (a map that holds itself).
+const maxDirectDepth = 64
+
+// appendValue appends v's JSON form as json.Marshal writes it: the types
+// JSON decodes into (and int, int64) directly, any other through
+// json.Marshal (whose bytes for a value are the same alone as inside a
+// document).
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
+	if depth > maxDirectDepth {
+		return appendMarshal(b, v)
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, x), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return appendMarshal(b, v) // json.Marshal's error
+		}
+		return appendFloat(b, x), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		return appendMap(b, x, depth)
+	case []any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	return appendMarshal(b, v)
+}
+
+// appendMap appends a non-nil map as json.Marshal does: members in the
+// byte order of their names.
+func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, m[k], depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendMarshal appends json.Marshal(v).
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, raw...), nil
+}
+
+// appendFloat writes a finite float64 as encoding/json does: like
+// JavaScript's Number to string, 'e' notation below 1e-6 and from 1e21,
+// with a one-digit negative exponent unpadded (1e-7, not 1e-07).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// plainByte reports the bytes appendString copies as they are: ASCII from
+// space on, but for ", \, <, > and &.
+var plainByte = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// ones and highs are the word-at-a-time constants of appendString: eight
+// bytes read as one word have a byte that needs escaping exactly when
+// (x | x-ones*0x20 &^ x | zeroIn(x^ones*c) for each of ", \, <, > and
+// &) & highs is not zero (a byte from 0x80, a byte below space, a byte
+// equal to c).
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// zeroIn has the high bit of some byte set, under highs, when a byte of
+// y is zero.
+func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
+
+// appendString writes s as a JSON string as json.Marshal does (HTML
+// escaping on): ", \ and control characters escaped (\b \f \n \r \t
+// short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
+// \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Eight bytes at a time while none needs escaping (see ones).
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			if (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0 {
+				i += 8
+				continue
+			}
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			if plainByte[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
