@@ -111,8 +111,18 @@ func copyRecord(r *Record) (*Record, bool) {
 }
 
 // plainCheck accumulates whether the values it was shown read back from
-// their JSON as themselves.
-type plainCheck struct{ ok bool }
+// their JSON as themselves. depth is how deep in the outputs value is.
+type plainCheck struct {
+	ok    bool
+	depth int
+}
+
+// maxCopyDepth bounds how deep outputs are copied without the round trip:
+// deeper outputs (and a cycle, which has no JSON) take the round trip,
+// whose encoder finds a cycle and refuses it with an error, where a
+// typed copy would recurse until the goroutine's stack is exhausted (a
+// fatal error). encoding/json starts looking for cycles at this depth.
+const maxCopyDepth = 1000
 
 func (v *plainCheck) str(ss ...string) {
 	if !v.ok {
@@ -140,6 +150,12 @@ func (v *plainCheck) strs(ss []string) []string {
 
 // object copies a JSON object as decoded into map[string]any.
 func (v *plainCheck) object(m map[string]any) map[string]any {
+	if !v.ok || v.depth >= maxCopyDepth {
+		v.ok = false
+		return nil
+	}
+	v.depth++
+	defer func() { v.depth-- }()
 	out := make(map[string]any, len(m))
 	for k, x := range m {
 		v.str(k)
@@ -169,6 +185,12 @@ func (v *plainCheck) value(x any) any {
 		if x == nil {
 			return nil
 		}
+		if !v.ok || v.depth >= maxCopyDepth {
+			v.ok = false
+			return nil
+		}
+		v.depth++
+		defer func() { v.depth-- }()
 		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = v.value(e)

@@ -27,6 +27,9 @@ type attemptContext struct {
 	cancel context.CancelFunc
 	ended  bool  // the attempt has returned
 	err    error // Err once ended
+	// parentDone: err is the parent's (it was done when the attempt
+	// returned).
+	parentDone bool
 }
 
 var _ context.Context = (*attemptContext)(nil)
@@ -50,6 +53,10 @@ func (c *attemptContext) end() {
 		c.err = c.made.Err()
 		return
 	}
+	if c.err = c.parent.Err(); c.err != nil {
+		c.parentDone = true
+		return
+	}
 	if c.err = c.liveErr(); c.err == nil {
 		c.err = context.Canceled
 	}
@@ -71,11 +78,24 @@ func (c *attemptContext) liveErr() error {
 func (c *attemptContext) make() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.made == nil {
+	switch {
+	case c.made != nil:
+	case !c.ended || c.parentDone:
+		// A parent done at the end stays done: the made context takes its
+		// error and cause.
 		c.made, c.cancel = context.WithDeadline(c.parent, c.deadline)
 		if c.ended {
 			c.cancel()
 		}
+	case c.err == context.DeadlineExceeded:
+		// The deadline had come at the end: made past it, whatever the
+		// parent did since (its values kept, not its cancellation).
+		c.made, c.cancel = context.WithDeadline(context.WithoutCancel(c.parent), c.deadline)
+	default:
+		// Canceled at the end, before the deadline or the parent: the made
+		// context is Canceled with cause Canceled, whatever came since.
+		c.made, c.cancel = context.WithCancel(context.WithoutCancel(c.parent))
+		c.cancel()
 	}
 	return c.made
 }

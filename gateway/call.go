@@ -122,6 +122,13 @@ type callRecord struct {
 	// x is what executing the call takes (see executed): part of the
 	// record, so a call that runs makes one allocation for both.
 	x executed
+	// sink is the envelope the call's transcript entry carries, with room
+	// for what it owns (see sinkEnvelope).
+	sink struct {
+		env        ToolCallEnvelope
+		ptrs       [3]string // policy decision id, idempotency key, auth ref
+		principals [2]runcontext.Principal
+	}
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil

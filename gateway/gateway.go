@@ -468,13 +468,12 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	if err := r.meter.ChargeToolCall(); err != nil {
 		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
-	if err := r.record(ctx, c, nil); err != nil {
-		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
-	}
 	// The adapter sees a deep copy of the recorded envelope and of the
 	// user's delegation: what it writes into args, lists, pointers or
 	// metadata changes neither the record, its hash, the run nor the
-	// result.
+	// result. The copy is taken before the call is recorded: what the
+	// transcript sink does to the entry it stores does not reach the
+	// adapter either (it runs with the arguments that were checked).
 	x := &c.x
 	x.env = *env
 	x.env.Metadata = maps.Clone(env.Metadata)
@@ -489,6 +488,9 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		x.delegation = *d
 		x.delegation.Scopes = cloneInto(x.scopes[:0], d.Scopes)
 		x.call.Delegation = &x.delegation
+	}
+	if err := r.record(ctx, c, nil); err != nil {
+		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
 	call := &x.call
 	var out *Outcome
@@ -710,6 +712,102 @@ type executed struct {
 	cite       [1]Citation
 }
 
+// ownResult gives e, a copy of a result envelope for the transcript
+// sink, its own copies of what it shares with the result by reference
+// (its output, lists and pointers), so a sink that edits the entry it
+// stores does not edit the result the call returns. Short lists and the
+// values behind pointers are held in room (part of the result: no
+// allocation); the output is copied.
+func ownResult(e *ToolResultEnvelope, room *resultRoom) {
+	if e.Output != nil {
+		e.Output = copyJSON(e.Output).(map[string]any)
+	}
+	strs := room.strs[:]
+	e.Artifacts, e.Mutations, e.RiskTags = takeStrings(&strs, e.Artifacts), takeStrings(&strs, e.Mutations), takeStrings(&strs, e.RiskTags)
+	e.Citations = cloneInto(room.cites[:0], e.Citations)
+	e.PolicyDecisionID = copyInto(&room.polID, e.PolicyDecisionID)
+	if e.Error != nil {
+		room.err = *e.Error
+		if room.err.Details != nil {
+			room.err.Details = copyJSON(room.err.Details).(map[string]any)
+		}
+		e.Error = &room.err
+	}
+	if e.Approval != nil {
+		room.approval = *e.Approval
+		e.Approval = &room.approval
+	}
+	m := &e.Metadata
+	m.Signals, m.EvidenceHashes = takeStrings(&strs, m.Signals), takeStrings(&strs, m.EvidenceHashes)
+	if m.Retryable != nil {
+		room.retryable = *m.Retryable
+		m.Retryable = &room.retryable
+	}
+}
+
+// resultRoom is where ownResult keeps a transcript entry's own copies.
+type resultRoom struct {
+	polID     string
+	retryable bool
+	err       ToolError
+	approval  ApprovalRequest
+	cites     [2]Citation
+	strs      [6]string
+}
+
+// takeStrings returns a copy of s (nil for nil) in what is left of room
+// when it fits (the copy's capacity is its length), else in a new array.
+func takeStrings(room *[]string, s []string) []string {
+	if s == nil {
+		return nil
+	}
+	if len(s) > len(*room) {
+		return slices.Clone(s)
+	}
+	c := (*room)[:len(s):len(s)]
+	copy(c, s)
+	*room = (*room)[len(s):]
+	return c
+}
+
+// copyJSON deep-copies the maps and lists of a JSON-shaped value (a nil
+// map or list stays nil); other values are copied as they are.
+func copyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = copyJSON(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// sinkEnvelope returns the copy of the call's envelope its transcript
+// entry carries (see record).
+func (c *callRecord) sinkEnvelope() *ToolCallEnvelope {
+	s := &c.sink.env
+	*s = c.env
+	s.PolicyDecisionID = copyInto(&c.sink.ptrs[0], c.env.PolicyDecisionID)
+	s.IdempotencyKey = copyInto(&c.sink.ptrs[1], c.env.IdempotencyKey)
+	s.AuthRef = copyInto(&c.sink.ptrs[2], c.env.AuthRef)
+	s.PrincipalChain = cloneInto(c.sink.principals[:0], c.env.PrincipalChain)
+	return s
+}
+
 // cloneInto returns a copy of s that owns its elements: in room's backing
 // array when s fits it, else in a new one. The copy's capacity is its
 // length, so appending to it never writes into room. A nil s stays nil.
@@ -739,6 +837,7 @@ func copyInto(room *string, p *string) *string {
 type result struct {
 	env      ToolResultEnvelope
 	entry    ToolResultEnvelope // the transcript's copy, written by record
+	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
 	m        *runMembers        // the run's, when record encodes the result
 }
@@ -905,11 +1004,16 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 	all := string(b)
 	e := TranscriptEntry{RunID: r.rc.RunID, Seq: r.seq, Kind: kind, EntryHash: all[:canon.DigestLen], PrevHash: r.prev, ChainHash: all[canon.DigestLen : 2*canon.DigestLen]}
 	if res == nil {
-		// The call entry is the envelope itself: nothing changes it once it
-		// is recorded (adapters get a deep copy; see Call.Envelope).
-		e.Call = &c.env
+		// The call entry is a copy of the envelope (in the record: no
+		// allocation) with its own pointers and principal chain, so a
+		// sink that edits what it stores changes neither the record, the
+		// result nor the run. Its args, metadata and evidence refs are the
+		// record's: nothing reads them once the call is recorded (the
+		// adapter's deep copy is taken before).
+		e.Call = c.sinkEnvelope()
 	} else {
 		res.entry = res.env
+		ownResult(&res.entry, &res.room)
 		e.Result = &res.entry
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.

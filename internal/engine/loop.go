@@ -327,7 +327,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	preq := &PlanRequest{Compiled: r.cc, Request: r.req, Run: r.rc, Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	preq := &PlanRequest{Compiled: r.cc, Request: r.pluginReq(), Run: r.pluginRC(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
@@ -391,6 +391,24 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	cp.Turn++
 	r.event(Event{Kind: EventPlan, Plan: plan})
 	return plan, nil
+}
+
+// pluginReq and pluginRC are the copies of the run's request and run
+// context its planner and critic are given, made once per run: what a
+// plugin does to them changes neither the run, its facts, its checkpoint
+// (which keeps their JSON from the first save) nor the caller's.
+func (r *run) pluginReq() *runcontext.InvokeRequest {
+	if r.plugin.req == nil {
+		r.plugin.req = r.req.Clone()
+	}
+	return r.plugin.req
+}
+
+func (r *run) pluginRC() *runcontext.RunContext {
+	if r.plugin.rc == nil {
+		r.plugin.rc = r.rc.Clone()
+	}
+	return r.plugin.rc
 }
 
 // askPlanner calls the planner on its own goroutine and waits for its plan
@@ -471,7 +489,7 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	}
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.pluginRC(), Request: r.pluginReq(), Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {

@@ -495,6 +495,12 @@ type run struct {
 	// keepsWorker and work are the run's worker goroutine (worker.go).
 	keepsWorker bool
 	work        chan func()
+	// plugin holds the copies of req and rc the run's planner and critic
+	// read (pluginReq, pluginRC).
+	plugin struct {
+		req *runcontext.InvokeRequest
+		rc  *runcontext.RunContext
+	}
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {

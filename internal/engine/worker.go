@@ -26,11 +26,21 @@ func (r *run) handoff(task func()) {
 	r.work <- task // the worker is free: the run waited for its last task
 }
 
-// work runs tasks until its channel is closed.
+// work runs tasks until its channel is closed. A task that ends its
+// goroutine (runtime.Goexit: a planner's t.Fatal, say) ends this worker
+// with it; another takes the tasks on, so the next hand-off is run as it
+// was when each task had a goroutine of its own.
 func work(tasks <-chan func()) {
+	closed := false
+	defer func() {
+		if !closed {
+			go work(tasks)
+		}
+	}()
 	for task := range tasks {
 		task()
 	}
+	closed = true
 }
 
 // keepWorker makes the run hand its turns and compiles to one worker; the
