@@ -697,6 +697,12 @@ func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
 	}
 	var obj map[string]any
 	if err := decodeObject(body, &obj); err == nil {
+		if err := foldedTwice(body); err != nil && hasStatus(obj) {
+			// A contract response that names a member twice (DecodeResponse
+			// refused it) is refused, not passed on as output: its status
+			// may be error or denied.
+			return nil, newError(gateway.CodeExecutionFailed, false, "invalid tool reply: "+strictProblem(err), map[string]any{"field": "(reply)"})
+		}
 		return &Response{Status: StatusOK, Output: obj}, nil
 	} else if errors.Is(err, wire.ErrStrict) {
 		// A JSON object with a duplicated member or invalid UTF-8 is
@@ -705,6 +711,17 @@ func httpReply(req *Request, body []byte) (*Response, *gateway.ToolError) {
 		return nil, newError(gateway.CodeExecutionFailed, false, "invalid tool reply: "+strictProblem(err), map[string]any{"field": "(reply)"})
 	}
 	return &Response{Status: StatusOK, Output: map[string]any{"result": strings.TrimSpace(string(body))}}, nil
+}
+
+// hasStatus reports whether obj has a status member under any spelling
+// encoding/json reads as one (see foldedTwice).
+func hasStatus(obj map[string]any) bool {
+	for name := range obj {
+		if strings.EqualFold(name, "status") {
+			return true
+		}
+	}
+	return false
 }
 
 // contractReply requires a contract response. One of another major

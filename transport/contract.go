@@ -178,7 +178,8 @@ type responseDecoded struct {
 
 // decodeWire reads a response document in either form (see Response):
 // readReply's fast reading when it accepts the document, else, with
-// strict, wire.Strict (whose error is returned as is) and encoding/json.
+// strict, wire.Strict and foldedTwice (whose errors are returned as is)
+// and encoding/json.
 // A caller that passes strict false checked the document itself (or
 // wants encoding/json's reading of it). Other errors match ErrContract.
 func decodeWire(data []byte, strict bool) (*Response, error) {
@@ -187,6 +188,9 @@ func decodeWire(data []byte, strict bool) (*Response, error) {
 		d.wire = wireResponse{}
 		if strict {
 			if err := wire.Strict(data); err != nil {
+				return nil, err
+			}
+			if err := foldedTwice(data); err != nil {
 				return nil, err
 			}
 		}
@@ -201,6 +205,64 @@ func decodeWire(data []byte, strict bool) (*Response, error) {
 		return nil, err
 	}
 	return &d.resp, nil
+}
+
+// replyFields are the member names of the objects of a response document
+// encoding/json decodes into structs, matching each name to a member
+// case-insensitively: the document itself, and its usage, trace and error.
+var replyFields = []struct {
+	object string
+	names  []string
+}{
+	{"", []string{"tool_contract_version", "request_id", "status", "output", "result_encoding", "usage", "trace", "error"}},
+	{"usage", []string{"duration_ms", "attempt"}},
+	{"trace", []string{"trace_id", "span_id"}},
+	{"error", []string{"code", "reason", "retryable", "message", "details"}},
+}
+
+// foldedTwice refuses a response document (one wire.Strict accepts)
+// that names a member twice under spellings encoding/json reads as one
+// ("status" and "Status", "ſtatus"; it matches names with Unicode simple
+// folding, strings.EqualFold's, and keeps the last value, where a reader
+// matching names exactly keeps the other): which value the tool meant
+// cannot be known, as for a duplicated member. The error is a
+// *wire.StrictError naming the member by its own name, never a spelling
+// of the document's.
+func foldedTwice(data []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return nil // not an object: encoding/json says what it is
+	}
+	for _, f := range replyFields {
+		obj := top
+		if f.object != "" {
+			// The object's one spelling (two were refused with the
+			// document's members, which come first).
+			obj = nil
+			for name, raw := range top {
+				if strings.EqualFold(name, f.object) {
+					_ = json.Unmarshal(raw, &obj) // null or not an object: nil
+				}
+			}
+		}
+		for _, want := range f.names {
+			n := 0
+			for name := range obj {
+				if strings.EqualFold(name, want) {
+					n++
+				}
+			}
+			if n > 1 {
+				path := want
+				if f.object != "" {
+					path = f.object + "." + want
+				}
+				return &wire.StrictError{Problems: []wire.Problem{{Path: path,
+					Message: "member name appears more than once in the object under spellings encoding/json reads as one (names compared case-insensitively); duplicate members are refused"}}}
+			}
+		}
+	}
+	return nil
 }
 
 // decodeInto reads a response document into r, in either form (see
@@ -514,7 +576,9 @@ func decodeInput(r *Request) *gateway.ToolError {
 // 004's forms (output and details hold any JSON) and Orloj's (output with
 // only a result string, string details), and decodes a result that
 // result_encoding "json" says is JSON text (see Response). A body that is not a JSON
-// object, or has no status, is an invalid contract response (ErrContract);
+// object, that wire.Strict refuses or that names a member twice under
+// spellings encoding/json reads as one (foldedTwice), or has no status,
+// is an invalid contract response (ErrContract);
 // one with another major tool_contract_version is also ErrContractVersion.
 func DecodeResponse(data []byte) (*Response, error) {
 	data = bytes.TrimSpace(data)
