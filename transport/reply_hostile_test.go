@@ -106,12 +106,12 @@ func sameAsOldPath(t *testing.T, data []byte) {
 	}
 }
 
-// rev4Names are the member names a hostile reply may spell.
-var rev4Names = []string{"status", "Status", "STATUS", "\\u0073tatus", "stat\\u0075s", "ſtatus", "status ", "status\\u0000", "output", "Output", "result_encoding",
+// hostileNames are the member names a hostile reply may spell.
+var hostileNames = []string{"status", "Status", "STATUS", "\\u0073tatus", "stat\\u0075s", "ſtatus", "status ", "status\\u0000", "output", "Output", "result_encoding",
 	"usage", "trace", "error", "tool_contract_version", "request_id", "extra", "", "\\ud800", "st\xffatus"}
 
-// rev4Values are the values a hostile reply may put anywhere.
-var rev4Values = []string{`"ok"`, `"OK"`, `"error"`, `" ok "`, `null`, `1`, `-0`, `-0.0`, `0e0`, `1e400`, `-1e400`, `1e-400`, `9223372036854775807`,
+// hostileValues are the values a hostile reply may put anywhere.
+var hostileValues = []string{`"ok"`, `"OK"`, `"error"`, `" ok "`, `null`, `1`, `-0`, `-0.0`, `0e0`, `1e400`, `-1e400`, `1e-400`, `9223372036854775807`,
 	`9223372036854775808`, `-9223372036854775808`, `-9223372036854775809`, `1.0`, `1E2`, `01`, `-`, `+1`, `.5`, `true`, `false`, `tru`, `nul`,
 	`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud83d\ude00"`, `"\uD83D\uDE00"`, `"\u0000"`, "\"\xff\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"",
 	"\"\xef\xbf\xbd\"", `"\ufffd"`, `"a\/b"`, `"\x"`, `"\u12"`, "\"a\tb\"", "\"\x7f\"", `{}`, `[]`, `{"a":1}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
@@ -132,15 +132,15 @@ func TestReplyReaderIsTheOldPathOnHostileReplies(t *testing.T) {
 		`{"status":"ok","output":{"a":` + strings.Repeat(`{"b":`, 62) + `1` + strings.Repeat(`}`, 62) + `}}`,
 		`{"status":"ok","output":{"a":` + strings.Repeat(`{"b":`, 64) + `1` + strings.Repeat(`}`, 64) + `}}`,
 	}
-	for _, n := range rev4Names {
-		for _, v := range rev4Values {
+	for _, n := range hostileNames {
+		for _, v := range hostileValues {
 			docs = append(docs, `{"`+n+`":`+v+`}`, `{"status":"ok","`+n+`":`+v+`}`, `{"`+n+`":`+v+`,"status":"ok"}`, `{"`+n+`":`+v+`,"`+n+`":`+v+`}`,
 				"{ \""+n+"\" :\n"+v+"\t}", `{"status":"ok","output":{"`+n+`":`+v+`}}`, `{"status":"error","error":{"`+n+`":`+v+`}}`,
 				`{"status":"ok","usage":{"`+n+`":`+v+`}}`, `{"status":"ok","trace":{"`+n+`":`+v+`}}`)
 		}
 	}
 	for _, m := range []string{"output", "usage", "trace", "error", "status", "result_encoding", "tool_contract_version", "request_id"} {
-		for _, v := range rev4Values {
+		for _, v := range hostileValues {
 			docs = append(docs, `{"status":"ok","`+m+`":`+v+`}`, `{"status":"ok","output":{"result":"[1]"},"`+m+`":`+v+`}`)
 		}
 	}
@@ -155,7 +155,7 @@ func FuzzReplyReaderIsTheOldPath(f *testing.F) {
 	for _, s := range append(append([]string{}, replies...), refusedFast...) {
 		f.Add([]byte(s))
 	}
-	for _, v := range rev4Values {
+	for _, v := range hostileValues {
 		f.Add([]byte(`{"status":"ok","output":{"a":` + v + `},"usage":{"attempt":1}}`))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

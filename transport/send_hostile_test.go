@@ -20,8 +20,8 @@ import (
 	"github.com/contextos/contextos/runcontext"
 )
 
-// rev4Token is the bearer secret the tool echoes back in every way.
-const rev4Token = "sk_live_rev4_bearer_0123456789"
+// echoedToken is the bearer secret the tool echoes back in every way.
+const echoedToken = "sk_live_rev4_bearer_0123456789"
 
 // TestSendIsClientDoUnderCancellationAndSecrets: straight to the
 // transport or through http.Client.Do, an attempt ends the same way — the
@@ -48,11 +48,11 @@ func TestSendIsClientDoUnderCancellationAndSecrets(t *testing.T) {
 			http.Error(w, r.Header.Get("Authorization"), http.StatusUnauthorized)
 		},
 		"302 echo": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Location", "http://u:"+rev4Token+"@elsewhere.example/%zz?t="+rev4Token)
+			w.Header().Set("Location", "http://u:"+echoedToken+"@elsewhere.example/%zz?t="+echoedToken)
 			w.WriteHeader(http.StatusFound)
 		},
 		"302 bad echo": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Location", "http://[::1/"+rev4Token)
+			w.Header().Set("Location", "http://[::1/"+echoedToken)
 			w.WriteHeader(http.StatusFound)
 		},
 		"ok echo": func(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +83,7 @@ func TestSendIsClientDoUnderCancellationAndSecrets(t *testing.T) {
 				run := func(direct bool) (*gateway.Outcome, error, string, string) {
 					rec := tracetest.NewSpanRecorder()
 					var log bytes.Buffer
-					opts := &Options{Secrets: MapSecrets{"tok": rev4Token}, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(rec)),
+					opts := &Options{Secrets: MapSecrets{"tok": echoedToken}, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(rec)),
 						Logger: slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 							if a.Key == slog.TimeKey {
 								return slog.Attr{} // wall clock
@@ -126,7 +126,7 @@ func TestSendIsClientDoUnderCancellationAndSecrets(t *testing.T) {
 					t.Fatalf("straight: span %s log %s\nthrough the client: span %s log %s", gotSpans, gotLog, wantSpans, wantLog)
 				}
 				for _, text := range []string{errText(gotErr), gotSpans, gotLog} {
-					if strings.Contains(text, rev4Token) {
+					if strings.Contains(text, echoedToken) {
 						t.Fatalf("the secret reached %q", text)
 					}
 				}
