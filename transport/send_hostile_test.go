@@ -80,7 +80,7 @@ func TestSendIsClientDoUnderCancellationAndSecrets(t *testing.T) {
 			}
 			t.Run(name+" "+cname, func(t *testing.T) {
 				ep := Endpoint{Transport: TransportExternal, URL: ts.URL, AllowPrivate: true, Auth: &Auth{SecretRef: "tok"}}
-				run := func(direct bool) (*gateway.Outcome, error, string, string) {
+				run := func(direct bool) (*gateway.Outcome, string, string, error) {
 					rec := tracetest.NewSpanRecorder()
 					var log bytes.Buffer
 					opts := &Options{Secrets: MapSecrets{"tok": echoedToken}, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(rec)),
@@ -109,13 +109,13 @@ func TestSendIsClientDoUnderCancellationAndSecrets(t *testing.T) {
 					for _, s := range rec.Ended() {
 						spans.WriteString(s.Name() + " " + s.Status().Code.String() + " " + s.Status().Description)
 						for _, kv := range s.Attributes() {
-							spans.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+							spans.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 						}
 					}
-					return out, err, spans.String(), log.String()
+					return out, spans.String(), log.String(), err
 				}
-				got, gotErr, gotSpans, gotLog := run(true)
-				want, wantErr, wantSpans, wantLog := run(false)
+				got, gotSpans, gotLog, gotErr := run(true)
+				want, wantSpans, wantLog, wantErr := run(false)
 				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
 					t.Fatalf("straight: %+v, %#v\nthrough the client: %+v, %#v", got, gotErr, want, wantErr)
 				}
