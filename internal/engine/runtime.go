@@ -504,9 +504,8 @@ type run struct {
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
+	// Materialize validates the request before anything else (its error
+	// is req.Validate's), then the host context and the result.
 	rc, err := runcontext.Materialize(req, host, &runcontext.MaterializeOptions{NewRunID: rt.opts.NewRunID, DefaultSafetyMode: rt.opts.DefaultSafetyMode})
 	if err != nil {
 		return nil, err
