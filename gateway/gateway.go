@@ -348,7 +348,7 @@ func (r *Run) ChainState() ChainState {
 }
 
 // RunConfig is what a Run is bound to: one run's compile and its budget
-// meter. Every field is required.
+// meter. Every field but Policy is required.
 type RunConfig struct {
 	// Prepared is the prepared packs the run's context was compiled from.
 	Prepared *compiler.Prepared
@@ -361,6 +361,13 @@ type RunConfig struct {
 	RunContext *runcontext.RunContext
 	// Meter charges the run's budget.
 	Meter *runcontext.Meter
+	// Policy, optional, is the run-level policy evaluation Compiled was
+	// compiled with, as Prepared.CompileWithPolicy returns it:
+	// Prepared.Engine()'s evaluation of Request's input and RunContext
+	// under RunContext.RunID. NewRun then enforces it rather than
+	// evaluating the policy again; when nil, NewRun evaluates it. The run
+	// keeps it as its own: nothing may change it afterwards.
+	Policy *policy.Evaluation
 }
 
 // check reports the first missing field (ErrConfig, naming it).
@@ -376,7 +383,7 @@ func (c *RunConfig) check() error {
 	return nil
 }
 
-// NewRun binds a run to cfg; opts may be nil. A RunConfig field left nil
+// NewRun binds a run to cfg; opts may be nil. A required RunConfig field left nil
 // is an error (ErrConfig, naming the field).
 func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if err := cfg.check(); err != nil {
@@ -409,12 +416,16 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.trace = t
 		}
 	}
-	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: run policy: %w", err)
+	base := cfg.Policy
+	if base == nil {
+		var err error
+		if base, err = r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc}); err != nil {
+			return nil, fmt.Errorf("gateway: run policy: %w", err)
+		}
 	}
 	r.base = base
 	r.usesTool = r.engine.UsesTool()
+	var err error
 	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
 		return nil, err
 	}
