@@ -405,7 +405,6 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if opts != nil {
 		r.observe, r.verifyWrite = opts.Observe, opts.VerifyWrite
 	}
-	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
 	r.trace = runcontext.Trace{TraceID: rc.TraceID}
@@ -417,6 +416,12 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		}
 	}
 	base := cfg.Policy
+	r.usesTool = r.engine.UsesTool()
+	// The run's policy document is read by its own evaluation and, when
+	// the policy reads the tool call, by each call's.
+	if base == nil || r.usesTool {
+		r.doc = policy.NewDocument(req.Input, rc)
+	}
 	if base == nil {
 		var err error
 		if base, err = r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc}); err != nil {
@@ -424,7 +429,6 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		}
 	}
 	r.base = base
-	r.usesTool = r.engine.UsesTool()
 	var err error
 	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
 		return nil, err

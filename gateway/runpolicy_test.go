@@ -34,6 +34,15 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 			req.Input.Context["refund_amount"] = 1200
 			rc.SafetyMode = runcontext.ReadOnly
 		}},
+		// Each call evaluated again, over the run's document.
+		{"a rule over the call's arguments, under it", 800, func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			lowValue(f, rc, req, caps)
+			editPack(ruleOverArgs)(f, rc, req, caps)
+		}},
+		{"a rule over the call's arguments, over it", 4200, func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			lowValue(f, rc, req, caps)
+			editPack(ruleOverArgs)(f, rc, req, caps)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -42,6 +51,9 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 				opts = append(opts, tc.edit)
 			}
 			f := newFixture(t, opts...)
+			if tc.amount == 800 && !f.prepared.Engine().UsesTool() {
+				t.Fatal("the policy does not read the tool call")
+			}
 			cc, given, err := f.prepared.CompileWithPolicy(ctx, f.req, f.rc)
 			if err != nil {
 				t.Fatal(err)
