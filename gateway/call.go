@@ -124,11 +124,7 @@ type callRecord struct {
 	x executed
 	// sink is the envelope the call's transcript entry carries, with room
 	// for what it owns (see sinkEnvelope).
-	sink struct {
-		env        ToolCallEnvelope
-		ptrs       [3]string // policy decision id, idempotency key, auth ref
-		principals [2]runcontext.Principal
-	}
+	sink ownedCall
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil

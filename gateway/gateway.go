@@ -796,16 +796,38 @@ func copyJSON(v any) any {
 	return v
 }
 
+// copyObject is copyJSON of a JSON object (nil stays nil).
+func copyObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return copyJSON(m).(map[string]any)
+}
+
 // sinkEnvelope returns the copy of the call's envelope its transcript
 // entry carries (see record).
 func (c *callRecord) sinkEnvelope() *ToolCallEnvelope {
 	s := &c.sink.env
 	*s = c.env
-	s.PolicyDecisionID = copyInto(&c.sink.ptrs[0], c.env.PolicyDecisionID)
-	s.IdempotencyKey = copyInto(&c.sink.ptrs[1], c.env.IdempotencyKey)
-	s.AuthRef = copyInto(&c.sink.ptrs[2], c.env.AuthRef)
-	s.PrincipalChain = cloneInto(c.sink.principals[:0], c.env.PrincipalChain)
+	ownCall(s, &c.sink.room)
 	return s
+}
+
+// ownCall gives e, a copy of a call envelope, its own copies of the
+// values behind its pointers and of its principal chain, held in room
+// when they fit (no allocation). Its args, metadata and evidence refs are
+// left shared.
+func ownCall(e *ToolCallEnvelope, room *callRoom) {
+	e.PolicyDecisionID = copyInto(&room.ptrs[0], e.PolicyDecisionID)
+	e.IdempotencyKey = copyInto(&room.ptrs[1], e.IdempotencyKey)
+	e.AuthRef = copyInto(&room.ptrs[2], e.AuthRef)
+	e.PrincipalChain = cloneInto(room.principals[:0], e.PrincipalChain)
+}
+
+// callRoom is where ownCall keeps a call envelope's own copies.
+type callRoom struct {
+	ptrs       [3]string // policy decision id, idempotency key, auth ref
+	principals [2]runcontext.Principal
 }
 
 // cloneInto returns a copy of s that owns its elements: in room's backing
