@@ -9,69 +9,9 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/deepcheck"
 	"github.com/contextos/contextos/runcontext"
 )
-
-// vandalize changes, in place, everything v reaches through pointers,
-// lists, maps and interfaces: every string, number and bool, and every
-// open object gains a member. What v shares with anything else is changed
-// there too.
-func vandalize(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		e := v.Elem()
-		if v.Kind() == reflect.Interface && v.CanSet() {
-			switch e.Kind() {
-			case reflect.String, reflect.Bool, reflect.Float64, reflect.Int:
-				v.Set(reflect.ValueOf("vandalized"))
-				return
-			}
-		}
-		vandalize(e)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				vandalize(v.Field(i))
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			vandalize(v.Index(i))
-		}
-	case reflect.Map:
-		if v.IsNil() {
-			return
-		}
-		for _, k := range v.MapKeys() {
-			e := reflect.New(v.Type().Elem()).Elem()
-			e.Set(v.MapIndex(k))
-			vandalize(e)
-			v.SetMapIndex(k, e)
-		}
-		if v.Type().Key().Kind() == reflect.String && v.Type().Elem().Kind() == reflect.Interface {
-			v.SetMapIndex(reflect.ValueOf("vandalized").Convert(v.Type().Key()), reflect.ValueOf(true))
-		}
-	case reflect.String:
-		if v.CanSet() {
-			v.SetString(v.String() + "~vandalized")
-		}
-	case reflect.Int, reflect.Int64:
-		if v.CanSet() {
-			v.SetInt(v.Int() + 1)
-		}
-	case reflect.Float64:
-		if v.CanSet() {
-			v.SetFloat(v.Float() + 1)
-		}
-	case reflect.Bool:
-		if v.CanSet() {
-			v.SetBool(!v.Bool())
-		}
-	}
-}
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
@@ -166,7 +106,7 @@ func TestTranscriptReadersHandOutCopies(t *testing.T) {
 			t.Parallel()
 			read, runID := tc.read(t)
 			want := mustJSON(t, read())
-			vandalize(reflect.ValueOf(read()))
+			deepcheck.Vandalize(reflect.ValueOf(read()))
 			again := read()
 			if got := mustJSON(t, again); got != want {
 				t.Errorf("editing what the reader returned changed what it returns next:\n%s", cmp.Diff(want, got))
@@ -186,103 +126,18 @@ func TestTranscriptReadersHandOutCopies(t *testing.T) {
 func TestTranscriptEntryCloneSharesNothing(t *testing.T) {
 	t.Parallel()
 	var e gateway.TranscriptEntry
-	fill(reflect.ValueOf(&e).Elem())
+	deepcheck.Fill(reflect.ValueOf(&e).Elem())
 	c := e.Clone()
 	if !reflect.DeepEqual(c, e) {
 		t.Fatalf("clone\n%+v\nof\n%+v", c, e)
 	}
-	if s := sharedPath("entry", reflect.ValueOf(c), reflect.ValueOf(e)); s != "" {
+	if s := deepcheck.Shared("entry", reflect.ValueOf(c), reflect.ValueOf(e)); s != "" {
 		t.Errorf("the clone shares %s with the entry", s)
 	}
 	var zero gateway.TranscriptEntry
 	if c := zero.Clone(); !reflect.DeepEqual(c, zero) {
 		t.Errorf("the zero entry clones to %+v", c)
 	}
-}
-
-// fill sets every member v reaches to a value that is not its zero value:
-// one-element lists, maps holding a nested object and list, and pointers
-// to filled values.
-func fill(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString("s")
-	case reflect.Int, reflect.Int64:
-		v.SetInt(7)
-	case reflect.Float64:
-		v.SetFloat(0.5)
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i))
-			}
-		}
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(p.Elem())
-		v.Set(p)
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fill(s.Index(0))
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		if v.Type().Elem().Kind() == reflect.Interface {
-			m.SetMapIndex(reflect.ValueOf("obj"), reflect.ValueOf(map[string]any{"list": []any{"x", map[string]any{"k": 1.5}}}))
-		} else {
-			e := reflect.New(v.Type().Elem()).Elem()
-			fill(e)
-			m.SetMapIndex(reflect.ValueOf("k").Convert(v.Type().Key()), e)
-		}
-		v.Set(m)
-	case reflect.Interface:
-		v.Set(reflect.ValueOf("x"))
-	}
-}
-
-// sharedPath names the first list, map or pointer a and b share, "" for
-// none.
-func sharedPath(path string, a, b reflect.Value) string {
-	switch a.Kind() {
-	case reflect.Struct:
-		for i := range a.NumField() {
-			if a.Type().Field(i).IsExported() {
-				if s := sharedPath(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i)); s != "" {
-					return s
-				}
-			}
-		}
-	case reflect.Pointer, reflect.Slice, reflect.Map:
-		if a.IsNil() || b.IsNil() {
-			return ""
-		}
-		if (a.Kind() != reflect.Slice || a.Len() > 0) && a.Pointer() == b.Pointer() {
-			return path
-		}
-		switch a.Kind() {
-		case reflect.Pointer:
-			return sharedPath(path, a.Elem(), b.Elem())
-		case reflect.Slice:
-			for i := range a.Len() {
-				if s := sharedPath(path+"[]", a.Index(i), b.Index(i)); s != "" {
-					return s
-				}
-			}
-		case reflect.Map:
-			for _, k := range a.MapKeys() {
-				if s := sharedPath(path+"["+k.String()+"]", a.MapIndex(k), b.MapIndex(k)); s != "" {
-					return s
-				}
-			}
-		}
-	case reflect.Interface:
-		if !a.IsNil() && !b.IsNil() {
-			return sharedPath(path, a.Elem(), b.Elem())
-		}
-	}
-	return ""
 }
 
 // TestIdempotencyStoreKeepsItsOwnResult: the in-memory idempotency store
@@ -303,7 +158,7 @@ func TestIdempotencyStoreKeepsItsOwnResult(t *testing.T) {
 			}
 			out = append(out, mustJSON(t, res))
 			if edit {
-				vandalize(reflect.ValueOf(res))
+				deepcheck.Vandalize(reflect.ValueOf(res))
 			}
 		}
 		// The store used directly: what Complete was given, and what a
@@ -315,7 +170,7 @@ func TestIdempotencyStoreKeepsItsOwnResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		if edit {
-			vandalize(reflect.ValueOf(res))
+			deepcheck.Vandalize(reflect.ValueOf(res))
 		}
 		for range 2 {
 			prior, claimed, err := store.Claim(ctx, "k")
@@ -324,7 +179,7 @@ func TestIdempotencyStoreKeepsItsOwnResult(t *testing.T) {
 			}
 			out = append(out, mustJSON(t, prior))
 			if edit {
-				vandalize(reflect.ValueOf(prior))
+				deepcheck.Vandalize(reflect.ValueOf(prior))
 			}
 		}
 		return out

@@ -327,7 +327,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	preq := &PlanRequest{Compiled: r.cc, Request: r.pluginReq(), Run: r.pluginRC(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	preq := &PlanRequest{Compiled: r.pluginCC(), Request: r.pluginReq(), Run: r.pluginRC(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
@@ -411,6 +411,18 @@ func (r *run) pluginRC() *runcontext.RunContext {
 	return r.plugin.rc
 }
 
+// pluginCC is the copy of the run's compiled context its planner and
+// critic are given, made once per compile: what a plugin does to it
+// changes neither what the gateway enforces (the active gates, the tool
+// manifest), the run's records, checkpoint and replay packet, nor the
+// compiled context the run's result carries.
+func (r *run) pluginCC() *compiler.CompiledContext {
+	if r.plugin.of != r.cc {
+		r.plugin.cc, r.plugin.of = r.cc.Clone(), r.cc
+	}
+	return r.plugin.cc
+}
+
 // askPlanner calls the planner on its own goroutine and waits for its plan
 // or ctx, whichever comes first: a planner that ignores its context is cut
 // off at its deadline and its late plan discarded. A panic is a
@@ -489,14 +501,19 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	}
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.pluginRC(), Request: r.pluginReq(), Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	// The built-in critic judges by the run's own compiled context, run
+	// context and request; the host critic is given the plug-ins' copies,
+	// which the planner may have edited.
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
 		j, cont = r.rt.builtin.score(in, r.gwRun.Policy(), r.facts())
 	}
 	if c := r.rt.opts.Critic; c != nil {
-		hj, err := r.hostCritic(ctx, c, verify, in)
+		host := *in
+		host.Compiled, host.Run, host.Request = r.pluginCC(), r.pluginRC(), r.pluginReq()
+		hj, err := r.hostCritic(ctx, c, verify, &host)
 		if err != nil {
 			// The critic's own words go to the log, not the record.
 			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())

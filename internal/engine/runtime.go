@@ -495,11 +495,13 @@ type run struct {
 	// keepsWorker and work are the run's worker goroutine (worker.go).
 	keepsWorker bool
 	work        chan func()
-	// plugin holds the copies of req and rc the run's planner and critic
-	// read (pluginReq, pluginRC).
+	// plugin holds the copies of req, rc and cc the run's planner and
+	// critic read (pluginReq, pluginRC, pluginCC); of is the compiled
+	// context cc copies.
 	plugin struct {
-		req *runcontext.InvokeRequest
-		rc  *runcontext.RunContext
+		req    *runcontext.InvokeRequest
+		rc     *runcontext.RunContext
+		cc, of *compiler.CompiledContext
 	}
 }
 
