@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -26,14 +27,14 @@ func (c *CompiledContext) Clone() *CompiledContext {
 	m.PolicyManifest = cloneEach(m.PolicyManifest, func(e *PolicyManifestEntry) { e.RuleIDs = a.clone(e.RuleIDs) })
 	m.ToolManifest = cloneEach(m.ToolManifest, func(e *ToolManifestEntry) {
 		e.Capabilities = a.clone(e.Capabilities)
-		e.Constraints = cloneObject(e.Constraints)
+		e.Constraints = jsonv.CloneObject(e.Constraints)
 		if e.CapabilityMetadata != nil {
 			cm := make(map[string]CapabilityMetadata, len(e.CapabilityMetadata))
 			for k, v := range e.CapabilityMetadata {
 				if v.Constraints != nil {
 					cs := make(map[string]map[string]any, len(v.Constraints))
 					for ck, cv := range v.Constraints {
-						cs[ck] = cloneObject(cv)
+						cs[ck] = jsonv.CloneObject(cv)
 					}
 					v.Constraints = cs
 				}
@@ -127,34 +128,4 @@ func cloneEach[T any](s []T, f func(*T)) []T {
 		f(&s[i])
 	}
 	return s
-}
-
-// cloneObject deep-copies a JSON-shaped object: its objects and arrays
-// (nil stays nil); other values are copied as they are.
-func cloneObject(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneObject(x)
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	}
-	return v
 }

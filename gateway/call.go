@@ -244,9 +244,7 @@ func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
 	}
 	out := make([]policy.Decision, len(ds))
 	for i, d := range ds {
-		d.Requires = slices.Clone(d.Requires)
-		d.Raise = slices.Clone(d.Raise)
-		out[i] = d
+		out[i] = d.Clone()
 	}
 	return out
 }

@@ -720,7 +720,7 @@ type executed struct {
 // allocation); the output is copied.
 func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Output != nil {
-		e.Output = copyJSON(e.Output).(map[string]any)
+		e.Output = jsonv.CloneObject(e.Output)
 	}
 	strs := room.strs[:]
 	e.Artifacts, e.Mutations, e.RiskTags = takeStrings(&strs, e.Artifacts), takeStrings(&strs, e.Mutations), takeStrings(&strs, e.RiskTags)
@@ -729,7 +729,7 @@ func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Error != nil {
 		room.err = *e.Error
 		if room.err.Details != nil {
-			room.err.Details = copyJSON(room.err.Details).(map[string]any)
+			room.err.Details = jsonv.CloneObject(room.err.Details)
 		}
 		e.Error = &room.err
 	}
@@ -768,40 +768,6 @@ func takeStrings(room *[]string, s []string) []string {
 	copy(c, s)
 	*room = (*room)[len(s):]
 	return c
-}
-
-// copyJSON deep-copies the maps and lists of a JSON-shaped value (a nil
-// map or list stays nil); other values are copied as they are.
-func copyJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyJSON(e)
-		}
-		return out
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
-// copyObject is copyJSON of a JSON object (nil stays nil).
-func copyObject(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	return copyJSON(m).(map[string]any)
 }
 
 // sinkEnvelope returns the copy of the call's envelope its transcript

@@ -57,7 +57,7 @@ func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultE
 		if e.res != nil {
 			res := e.res
 			m.mu.Unlock()
-			return cloneResult(res), false, nil
+			return res.Clone(), false, nil
 		}
 		if e.done == nil {
 			e.done = make(chan struct{})
@@ -82,7 +82,7 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 		m.entries[key] = e
 	}
 	if e.res == nil {
-		e.res = cloneResult(res)
+		e.res = res.Clone()
 		if e.done != nil {
 			close(e.done)
 		}

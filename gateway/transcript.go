@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // TranscriptEntry is one transcript record: a call before it runs, or its
@@ -42,13 +43,13 @@ func (e TranscriptEntry) Clone() TranscriptEntry {
 	if e.Call != nil {
 		c := &ownedCall{env: *e.Call}
 		ownCall(&c.env, &c.room)
-		c.env.Args = copyObject(c.env.Args)
-		c.env.Metadata = copyObject(c.env.Metadata)
+		c.env.Args = jsonv.CloneObject(c.env.Args)
+		c.env.Metadata = jsonv.CloneObject(c.env.Metadata)
 		c.env.EvidenceRefs = slices.Clone(c.env.EvidenceRefs)
 		e.Call = &c.env
 	}
 	if e.Result != nil {
-		e.Result = cloneResult(e.Result)
+		e.Result = e.Result.Clone()
 	}
 	return e
 }
@@ -65,8 +66,12 @@ type ownedResult struct {
 	room resultRoom
 }
 
-// cloneResult returns a copy of r that shares no memory with it.
-func cloneResult(r *ToolResultEnvelope) *ToolResultEnvelope {
+// Clone returns a copy of r that shares no memory with it: its output
+// (deep), lists, error details and the values behind its pointers.
+func (r *ToolResultEnvelope) Clone() *ToolResultEnvelope {
+	if r == nil {
+		return nil
+	}
 	c := &ownedResult{env: *r}
 	ownResult(&c.env, &c.room)
 	return &c.env

@@ -327,7 +327,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	preq := &PlanRequest{Compiled: r.pluginCC(), Request: r.pluginReq(), Run: r.pluginRC(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	preq := &PlanRequest{Compiled: r.pluginCC(), Request: r.pluginReq(), Run: r.pluginRC(), Results: r.pluginResults(), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
@@ -423,6 +423,64 @@ func (r *run) pluginCC() *compiler.CompiledContext {
 	return r.plugin.cc
 }
 
+// pluginResults is the list of the run's step results its planner and
+// critic are given: a new list each time, whose results are copies
+// (cloneStepResult) made once per run, the first time a plug-in is given
+// them. What a plug-in does to them changes neither the run's results,
+// its facts, record and checkpoint, nor the results it returns.
+func (r *run) pluginResults() []StepResult {
+	rs := r.cp.Results
+	if len(r.plugin.results) > len(rs) {
+		r.plugin.results = nil // not the run's results any more
+	}
+	for _, s := range rs[len(r.plugin.results):] {
+		r.plugin.results = append(r.plugin.results, cloneStepResult(s))
+	}
+	return slices.Clone(r.plugin.results)
+}
+
+// cloneStepResult returns a copy of s that shares no memory with it.
+func cloneStepResult(s StepResult) StepResult {
+	s.Step = cloneStep(s.Step)
+	s.Result = s.Result.Clone()
+	s.PolicyDecisions = slices.Clone(s.PolicyDecisions)
+	for i, d := range s.PolicyDecisions {
+		s.PolicyDecisions[i] = d.Clone()
+	}
+	return s
+}
+
+// cloneStep returns a copy of s that shares no memory with it.
+func cloneStep(s Step) Step {
+	s.Args = jsonv.CloneObject(s.Args)
+	s.EvidenceRefs, s.Attachments = slices.Clone(s.EvidenceRefs), slices.Clone(s.Attachments)
+	return s
+}
+
+// clonePlan returns a copy of p that shares no memory with it.
+func clonePlan(p *Plan) *Plan {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Steps = slices.Clone(c.Steps)
+	for i, s := range c.Steps {
+		c.Steps[i] = cloneStep(s)
+	}
+	if d := c.Decision; d != nil {
+		dc := *d
+		dc.Outputs = jsonv.CloneObject(dc.Outputs)
+		dc.SubjectIDs, dc.EvidenceRefs = slices.Clone(dc.SubjectIDs), slices.Clone(dc.EvidenceRefs)
+		c.Decision = &dc
+	}
+	c.Memory = slices.Clone(c.Memory)
+	for i := range c.Memory {
+		m := &c.Memory[i]
+		m.SubjectIDs, m.EvidenceRefs = slices.Clone(m.SubjectIDs), slices.Clone(m.EvidenceRefs)
+	}
+	return &c
+}
+
 // askPlanner calls the planner on its own goroutine and waits for its plan
 // or ctx, whichever comes first: a planner that ignores its context is cut
 // off at its deadline and its late plan discarded. A panic is a
@@ -512,7 +570,10 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	}
 	if c := r.rt.opts.Critic; c != nil {
 		host := *in
-		host.Compiled, host.Run, host.Request = r.pluginCC(), r.pluginRC(), r.pluginReq()
+		host.Compiled, host.Run, host.Request, host.Results = r.pluginCC(), r.pluginRC(), r.pluginReq(), r.pluginResults()
+		// The plan is the run's, which it goes on to execute and records:
+		// the critic judges a copy.
+		host.Plan = clonePlan(plan)
 		hj, err := r.hostCritic(ctx, c, verify, &host)
 		if err != nil {
 			// The critic's own words go to the log, not the record.

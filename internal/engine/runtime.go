@@ -495,13 +495,14 @@ type run struct {
 	// keepsWorker and work are the run's worker goroutine (worker.go).
 	keepsWorker bool
 	work        chan func()
-	// plugin holds the copies of req, rc and cc the run's planner and
-	// critic read (pluginReq, pluginRC, pluginCC); of is the compiled
-	// context cc copies.
+	// plugin holds the copies of req, rc, cc and the step results the
+	// run's planner and critic read (pluginReq, pluginRC, pluginCC,
+	// pluginResults); of is the compiled context cc copies.
 	plugin struct {
-		req    *runcontext.InvokeRequest
-		rc     *runcontext.RunContext
-		cc, of *compiler.CompiledContext
+		req     *runcontext.InvokeRequest
+		rc      *runcontext.RunContext
+		cc, of  *compiler.CompiledContext
+		results []StepResult
 	}
 }
 
