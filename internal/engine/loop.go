@@ -423,6 +423,21 @@ func (r *run) pluginCC() *compiler.CompiledContext {
 	return r.plugin.cc
 }
 
+// pluginPack is the copy of the run's pack its host critic is given,
+// made once per run: the run's pack is the runtime's, which every run of
+// it compiles and is governed by, so a critic's edit to it would reach
+// them all.
+func (r *run) pluginPack() (*pack.Pack, error) {
+	if p := r.prepared.Pack(); r.plugin.packOf != p {
+		c, err := p.Clone()
+		if err != nil {
+			return nil, err
+		}
+		r.plugin.pack, r.plugin.packOf = c, p
+	}
+	return r.plugin.pack, nil
+}
+
 // pluginResults is the list of the run's step results its planner and
 // critic are given: a new list each time, whose results are copies
 // (cloneStepResult) made once per run, the first time a plug-in is given
@@ -571,6 +586,10 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	if c := r.rt.opts.Critic; c != nil {
 		host := *in
 		host.Compiled, host.Run, host.Request, host.Results = r.pluginCC(), r.pluginRC(), r.pluginReq(), r.pluginResults()
+		if host.Pack, err = r.pluginPack(); err != nil {
+			r.rt.opts.Logger.Error("host critic: the pack could not be copied", "run_id", r.rc.RunID, "error", err.Error())
+			return Judgement{}, false, &stopError{stopped(stopCritic, "the pack could not be copied for the host critic")}
+		}
 		// The plan is the run's, which it goes on to execute and records:
 		// the critic judges a copy.
 		host.Plan = clonePlan(plan)

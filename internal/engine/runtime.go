@@ -497,12 +497,14 @@ type run struct {
 	work        chan func()
 	// plugin holds the copies of req, rc, cc and the step results the
 	// run's planner and critic read (pluginReq, pluginRC, pluginCC,
-	// pluginResults); of is the compiled context cc copies.
+	// pluginResults), and of the pack its host critic reads (pluginPack);
+	// of and packOf are what cc and pack copy.
 	plugin struct {
-		req     *runcontext.InvokeRequest
-		rc      *runcontext.RunContext
-		cc, of  *compiler.CompiledContext
-		results []StepResult
+		req          *runcontext.InvokeRequest
+		rc           *runcontext.RunContext
+		cc, of       *compiler.CompiledContext
+		results      []StepResult
+		pack, packOf *pack.Pack
 	}
 }
 
