@@ -111,3 +111,65 @@ func TestAdapterEditingWhatItReturnedChangesNothing(t *testing.T) {
 		t.Errorf("an adapter that edits what it returned changed the run (-plain +editing):\n%s", diff)
 	}
 }
+
+// keepingStore is an idempotency store that keeps the prior results its
+// Claim returns and the results Complete is given.
+type keepingStore struct {
+	gateway.IdempotencyStore
+	priors []*gateway.ToolResultEnvelope
+}
+
+func (s *keepingStore) Complete(ctx context.Context, key string, res *gateway.ToolResultEnvelope) error {
+	err := s.IdempotencyStore.Complete(ctx, key, res)
+	s.priors = append(s.priors, res)
+	return err
+}
+
+func (s *keepingStore) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	prior, claimed, err := s.IdempotencyStore.Claim(ctx, key)
+	if prior != nil {
+		s.priors = append(s.priors, prior)
+	}
+	return prior, claimed, err
+}
+
+// TestIdempotencyStoreEditingWhatItReturnedChangesNothing: an idempotency
+// store may keep the result its Complete was given and the prior result
+// its Claim returned for a duplicate write, and edit them later. The
+// results the run returned, the transcript and its chain hash are what
+// they are with a store that edits nothing.
+func TestIdempotencyStoreEditingWhatItReturnedChangesNothing(t *testing.T) {
+	t.Parallel()
+	type outcome struct {
+		Results []*gateway.ToolResultEnvelope
+		Entries []gateway.TranscriptEntry
+		Chain   string
+	}
+	play := func(t *testing.T, edit bool) outcome {
+		store := &keepingStore{IdempotencyStore: gateway.NewMemoryIdempotency()}
+		f := newFixture(t, lowValue, sharedStore(store))
+		var o outcome
+		for _, c := range []gateway.CallRequest{refundCall(1200), refundCall(1200), lookupCall()} {
+			res, err := f.run.Call(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Results = append(o.Results, res)
+		}
+		if len(store.priors) != 2 || !o.Results[1].Metadata.Duplicate {
+			t.Fatalf("the store was given and returned %d results (2 expected), the second refund's duplicate = %v: the test needs one duplicate", len(store.priors), o.Results[1].Metadata.Duplicate)
+		}
+		if edit {
+			deepcheck.Vandalize(reflect.ValueOf(store.priors))
+		}
+		o.Entries, o.Chain = f.recorder.Entries(), f.run.ChainState().Hash
+		if got, err := gateway.VerifyTranscript(o.Entries); err != nil || got != o.Chain {
+			t.Fatalf("VerifyTranscript = %s, %v; the run's chain is %s", got, err, o.Chain)
+		}
+		return o
+	}
+	want, got := play(t, false), play(t, true)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a store that edits the prior result it returned changed the run (-plain +editing):\n%s", diff)
+	}
+}
