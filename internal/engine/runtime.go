@@ -850,10 +850,12 @@ func gatewayRunOptions(c *playback.Clock, chain *gateway.ChainState, rec *playba
 	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain, Observe: rec.Observe}
 }
 
+// event hands e to the run's consumer, if it has one, as a copy that
+// shares nothing with the run (Event.detached).
 func (r *run) event(e Event) {
 	if r.emit != nil {
 		e.RunID = r.rc.RunID
 		e.Turn = r.cp.planTurn()
-		r.emit(e)
+		r.emit(e.detached())
 	}
 }
