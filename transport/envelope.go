@@ -230,6 +230,12 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 // JavaScript's Number to string, 'e' notation below 1e-6 and from 1e21,
 // with a one-digit negative exponent unpadded (1e-7, not 1e-07).
 func appendFloat(b []byte, f float64) []byte {
+	if f != 0 && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		// A whole number every integer next to which is a float64 too: its
+		// shortest form is its digits (0 is left to AppendFloat, which
+		// writes -0 as -0).
+		return strconv.AppendInt(b, int64(f), 10)
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -273,14 +279,22 @@ func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
+	tail := len(s) >= 8 // the last eight bytes are still to be tried as one word
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
+		j := i
+		if i+8 > len(s) && tail {
+			// Fewer than eight bytes left: the last eight, overlapping bytes
+			// already read, are tried once as one word; when none needs
+			// escaping, neither do the bytes left.
+			j, tail = len(s)-8, false
+		}
+		if j+8 <= len(s) {
 			// Eight bytes at a time while none needs escaping (see ones).
-			w := s[i : i+8]
+			w := s[j : j+8]
 			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 			if (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0 {
-				i += 8
+				i = j + 8
 				continue
 			}
 		}
