@@ -31,51 +31,51 @@ func marshalRequest(r *Request) ([]byte, error) {
 func appendRequest(b []byte, r *Request) ([]byte, error) {
 	var err error
 	o := object{b: append(b, '{')}
-	o.str("tool_contract_version", r.ToolContractVersion)
-	o.str("request_id", r.RequestID)
-	o.str("task_id", r.TaskID)
-	o.str("namespace", r.Namespace)
-	o.str("agent", r.Agent)
-	o.key("tool")
+	o.str(`"tool_contract_version":`, r.ToolContractVersion)
+	o.str(`"request_id":`, r.RequestID)
+	o.str(`"task_id":`, r.TaskID)
+	o.str(`"namespace":`, r.Namespace)
+	o.str(`"agent":`, r.Agent)
+	o.key(`"tool":`)
 	o.b = appendTool(o.b, &r.Tool)
 	if len(r.Input) > 0 {
-		o.key("input")
+		o.key(`"input":`)
 		if o.b, err = appendMap(o.b, r.Input, 1); err != nil {
 			return nil, err
 		}
 	}
-	o.str("input_raw", r.InputRaw)
+	o.str(`"input_raw":`, r.InputRaw)
 	if rt := r.Runtime; rt != nil {
-		o.key("runtime")
+		o.key(`"runtime":`)
 		ro := object{b: append(o.b, '{')}
-		ro.str("mode", rt.Mode)
-		ro.int("timeout_ms", rt.TimeoutMS)
-		ro.int("max_attempts", int64(rt.MaxAttempts))
-		ro.str("backoff", rt.Backoff)
-		ro.int("max_backoff_ms", rt.MaxBackoffMS)
+		ro.str(`"mode":`, rt.Mode)
+		ro.int(`"timeout_ms":`, rt.TimeoutMS)
+		ro.int(`"max_attempts":`, int64(rt.MaxAttempts))
+		ro.str(`"backoff":`, rt.Backoff)
+		ro.int(`"max_backoff_ms":`, rt.MaxBackoffMS)
 		if rt.Jitter {
-			ro.key("jitter")
+			ro.key(`"jitter":`)
 			ro.b = append(ro.b, "true"...)
 		}
 		o.b = append(ro.b, '}')
 	}
 	if a := r.Auth; a != nil {
-		o.key("auth")
+		o.key(`"auth":`)
 		ao := object{b: append(o.b, '{')}
-		ao.str("profile", a.Profile)
-		ao.str("secret_ref", a.SecretRef)
-		ao.strs("scopes", a.Scopes)
+		ao.str(`"profile":`, a.Profile)
+		ao.str(`"secret_ref":`, a.SecretRef)
+		ao.strs(`"scopes":`, a.Scopes)
 		o.b = append(ao.b, '}')
 	}
 	if t := r.Trace; t != nil {
-		o.key("trace")
+		o.key(`"trace":`)
 		to := object{b: append(o.b, '{')}
-		to.str("trace_id", t.TraceID)
-		to.str("span_id", t.SpanID)
+		to.str(`"trace_id":`, t.TraceID)
+		to.str(`"span_id":`, t.SpanID)
 		o.b = append(to.b, '}')
 	}
-	o.int("attempt", int64(r.Attempt))
-	o.str("idempotency_key", r.IdempotencyKey)
+	o.int(`"attempt":`, int64(r.Attempt))
+	o.str(`"idempotency_key":`, r.IdempotencyKey)
 	return append(o.b, '}'), nil
 }
 
@@ -83,30 +83,31 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 // written: it has no omitempty).
 func appendTool(b []byte, t *Tool) []byte {
 	o := object{b: append(b, '{')}
-	o.key("name")
+	o.key(`"name":`)
 	o.b = appendString(o.b, t.Name)
-	o.str("operation", t.Operation)
-	o.strs("capabilities", t.Capabilities)
-	o.str("risk_level", t.RiskLevel)
+	o.str(`"operation":`, t.Operation)
+	o.strs(`"capabilities":`, t.Capabilities)
+	o.str(`"risk_level":`, t.RiskLevel)
 	return append(o.b, '}')
 }
 
 // object writes the members of one JSON object, as encoding/json writes
-// a struct's: names need no escaping (they are this file's constants),
-// and an omitempty member that is empty is left out.
+// a struct's: names need no escaping (they are this file's constants,
+// given quoted and with their colon), and an omitempty member that is
+// empty is left out.
 type object struct {
 	b    []byte
 	more bool // a member was written: the next needs a comma
 }
 
+// key writes a member's name, given as it is written: quoted, with its
+// colon.
 func (o *object) key(name string) {
 	if o.more {
 		o.b = append(o.b, ',')
 	}
 	o.more = true
-	o.b = append(o.b, '"')
 	o.b = append(o.b, name...)
-	o.b = append(o.b, '"', ':')
 }
 
 // str writes an omitempty string member.
