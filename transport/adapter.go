@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -183,7 +184,8 @@ type Adapter struct {
 	direct  http.RoundTripper // client's transport when client.Do would only hand requests to it (nil otherwise)
 	url     *url.URL          // ep.URL parsed as each request parses it (nil: it does not parse)
 	tracer  trace.Tracer
-	pending *pending // webhook calls waiting for a result
+	spans   atomic.Pointer[map[string]string] // span names by tool name (spanName)
+	pending *pending                          // webhook calls waiting for a result
 }
 
 var _ gateway.Adapter = (*Adapter)(nil)
@@ -382,9 +384,41 @@ func (a *Adapter) execute(ctx context.Context, req *Request, normalized bool) *R
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, a.tracer, a.spanName(req.Tool.Name), a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
+}
+
+// spanPrefix begins the name of every attempt's span; the tool's name
+// follows it.
+const spanPrefix = "tool_contract "
+
+// maxSpanNames and maxSpanTool bound the span names an adapter remembers:
+// those of its first maxSpanNames tools whose names are at most
+// maxSpanTool bytes long.
+const maxSpanNames, maxSpanTool = 64, 256
+
+// spanName is spanPrefix + tool, the name of the span of an attempt of
+// tool (req.Tool.Name as the attempt begins). The adapter remembers the
+// names it built (see maxSpanNames), so an attempt does not build its
+// span's name again.
+func (a *Adapter) spanName(tool string) string {
+	var known map[string]string
+	p := a.spans.Load()
+	if p != nil {
+		known = *p
+	}
+	if name, ok := known[tool]; ok {
+		return name
+	}
+	name := spanPrefix + tool
+	if len(tool) <= maxSpanTool && len(known) < maxSpanNames {
+		next := make(map[string]string, len(known)+1)
+		maps.Copy(next, known)
+		next[tool] = name
+		a.spans.CompareAndSwap(p, &next) // losing a race forgets a name, never a wrong one
+	}
+	return name
 }
 
 // attempt makes the HTTP exchange. A 401 to a cached OAuth2 token means
@@ -790,13 +824,14 @@ func responseVersion(v string, details map[string]any) *gateway.ToolError {
 // a reply whose request_id is not the call's is refused; every secret
 // value the attempt resolved is scrubbed from the response (output,
 // error, trace) before anything reads it; and the response is completed
-// (version, request id, trace, attempt, duration).
-func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+// (version, request id, trace, attempt, duration). spanName names the
+// span: spanPrefix and req.Tool.Name as given.
+func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	// With no span of the host's in ctx, the attempt span joins the
 	// caller's trace rather than starting one of its own.
 	ctx = w3ctrace.ContextWithParent(ctx, callerTrace(req))
-	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, clientSpan...)
+	ctx, span := tracer.Start(ctx, spanName, clientSpan...)
 	defer span.End()
 	var secrets *scrub.Set
 	if auth.profile() != "" {
