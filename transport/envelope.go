@@ -273,31 +273,40 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 // y is zero.
 func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 
+// word is the first eight bytes of s (at least eight) as one word, the
+// first byte lowest.
+func word(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainWord reports whether no byte of the word x needs escaping (see
+// ones).
+func plainWord(x uint64) bool {
+	return (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0
+}
+
 // appendString writes s as a JSON string as json.Marshal does (HTML
 // escaping on): ", \ and control characters escaped (\b \f \n \r \t
 // short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
 // \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Eight bytes at a time while none needs escaping; when fewer than
+	// eight are left, the last eight (overlapping bytes already read) as
+	// one word. A string with nothing to escape is copied as it is.
+	i := 0
+	for i+8 <= len(s) && plainWord(word(s[i:])) {
+		i += 8
+	}
+	if i < len(s) && i+8 > len(s) && len(s) >= 8 && plainWord(word(s[len(s)-8:])) {
+		i = len(s)
+	}
 	start := 0
-	tail := len(s) >= 8 // the last eight bytes are still to be tried as one word
-	for i := 0; i < len(s); {
-		j := i
-		if i+8 > len(s) && tail {
-			// Fewer than eight bytes left: the last eight, overlapping bytes
-			// already read, are tried once as one word; when none needs
-			// escaping, neither do the bytes left.
-			j, tail = len(s)-8, false
-		}
-		if j+8 <= len(s) {
-			// Eight bytes at a time while none needs escaping (see ones).
-			w := s[j : j+8]
-			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			if (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0 {
-				i = j + 8
-				continue
-			}
+	for i < len(s) {
+		if i+8 <= len(s) && plainWord(word(s[i:])) {
+			i += 8
+			continue
 		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if plainByte[c] {
