@@ -853,7 +853,7 @@ func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *
 		if te == nil && checkVersion(resp.ToolContractVersion) != nil {
 			te = responseVersion(resp.ToolContractVersion, map[string]any{"tool": req.Tool.Name})
 		}
-		if te == nil && resp.RequestID != "" && strings.TrimSpace(resp.RequestID) != req.RequestID {
+		if te == nil && resp.RequestID != "" && resp.RequestID != req.RequestID && strings.TrimSpace(resp.RequestID) != req.RequestID {
 			te = wrongRequestID(req)
 		}
 	}
