@@ -124,11 +124,7 @@ type callRecord struct {
 	x executed
 	// sink is the envelope the call's transcript entry carries, with room
 	// for what it owns (see sinkEnvelope).
-	sink struct {
-		env        ToolCallEnvelope
-		ptrs       [3]string // policy decision id, idempotency key, auth ref
-		principals [2]runcontext.Principal
-	}
+	sink ownedCall
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil
@@ -248,9 +244,7 @@ func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
 	}
 	out := make([]policy.Decision, len(ds))
 	for i, d := range ds {
-		d.Requires = slices.Clone(d.Requires)
-		d.Raise = slices.Clone(d.Raise)
-		out[i] = d
+		out[i] = d.Clone()
 	}
 	return out
 }

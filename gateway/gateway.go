@@ -720,7 +720,7 @@ type executed struct {
 // allocation); the output is copied.
 func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Output != nil {
-		e.Output = copyJSON(e.Output).(map[string]any)
+		e.Output = jsonv.CloneObject(e.Output)
 	}
 	strs := room.strs[:]
 	e.Artifacts, e.Mutations, e.RiskTags = takeStrings(&strs, e.Artifacts), takeStrings(&strs, e.Mutations), takeStrings(&strs, e.RiskTags)
@@ -729,7 +729,7 @@ func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Error != nil {
 		room.err = *e.Error
 		if room.err.Details != nil {
-			room.err.Details = copyJSON(room.err.Details).(map[string]any)
+			room.err.Details = jsonv.CloneObject(room.err.Details)
 		}
 		e.Error = &room.err
 	}
@@ -770,42 +770,30 @@ func takeStrings(room *[]string, s []string) []string {
 	return c
 }
 
-// copyJSON deep-copies the maps and lists of a JSON-shaped value (a nil
-// map or list stays nil); other values are copied as they are.
-func copyJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = copyJSON(e)
-		}
-		return out
-	case []any:
-		if x == nil {
-			return x
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = copyJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
 // sinkEnvelope returns the copy of the call's envelope its transcript
 // entry carries (see record).
 func (c *callRecord) sinkEnvelope() *ToolCallEnvelope {
 	s := &c.sink.env
 	*s = c.env
-	s.PolicyDecisionID = copyInto(&c.sink.ptrs[0], c.env.PolicyDecisionID)
-	s.IdempotencyKey = copyInto(&c.sink.ptrs[1], c.env.IdempotencyKey)
-	s.AuthRef = copyInto(&c.sink.ptrs[2], c.env.AuthRef)
-	s.PrincipalChain = cloneInto(c.sink.principals[:0], c.env.PrincipalChain)
+	ownCall(s, &c.sink.room)
 	return s
+}
+
+// ownCall gives e, a copy of a call envelope, its own copies of the
+// values behind its pointers and of its principal chain, held in room
+// when they fit (no allocation). Its args, metadata and evidence refs are
+// left shared.
+func ownCall(e *ToolCallEnvelope, room *callRoom) {
+	e.PolicyDecisionID = copyInto(&room.ptrs[0], e.PolicyDecisionID)
+	e.IdempotencyKey = copyInto(&room.ptrs[1], e.IdempotencyKey)
+	e.AuthRef = copyInto(&room.ptrs[2], e.AuthRef)
+	e.PrincipalChain = cloneInto(room.principals[:0], e.PrincipalChain)
+}
+
+// callRoom is where ownCall keeps a call envelope's own copies.
+type callRoom struct {
+	ptrs       [3]string // policy decision id, idempotency key, auth ref
+	principals [2]runcontext.Principal
 }
 
 // cloneInto returns a copy of s that owns its elements: in room's backing

@@ -18,7 +18,10 @@ type IdempotencyStore interface {
 	Release(ctx context.Context, key string) error
 }
 
-// MemoryIdempotency is the in-memory IdempotencyStore.
+// MemoryIdempotency is the in-memory IdempotencyStore. It keeps its own
+// copy of a completed result and hands each Claim a copy of it: what a
+// caller does to a result it gave or got changes nothing a later Claim
+// returns.
 type MemoryIdempotency struct {
 	mu      sync.Mutex
 	entries map[string]*idemEntry
@@ -54,7 +57,7 @@ func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultE
 		if e.res != nil {
 			res := e.res
 			m.mu.Unlock()
-			return res, false, nil
+			return res.Clone(), false, nil
 		}
 		if e.done == nil {
 			e.done = make(chan struct{})
@@ -79,7 +82,7 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 		m.entries[key] = e
 	}
 	if e.res == nil {
-		e.res = res
+		e.res = res.Clone()
 		if e.done != nil {
 			close(e.done)
 		}

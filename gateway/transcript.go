@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // TranscriptEntry is one transcript record: a call before it runs, or its
@@ -19,8 +20,11 @@ import (
 // fields that describe the recording rather than the outcome are set on the
 // result Call returns: latency_ms is 0 and metadata.tool_transcript_id is
 // empty. A replay, whose clock and timing differ, therefore rebuilds the
-// same entries byte for byte. Entries share their envelopes with the run:
-// treat them as read only.
+// same entries byte for byte.
+//
+// A sink is given entries that are its own to keep: what it does to them
+// changes neither the call, its result nor the run. The in-memory stores'
+// readers return copies (Clone).
 type TranscriptEntry struct {
 	RunID     string              `json:"run_id"`
 	Seq       int                 `json:"seq"`
@@ -30,6 +34,47 @@ type TranscriptEntry struct {
 	EntryHash string              `json:"entry_hash"`
 	PrevHash  string              `json:"prev_hash"`
 	ChainHash string              `json:"chain_hash"`
+}
+
+// Clone returns a copy of e that shares no memory with it: its envelopes,
+// their maps and lists (deep, for the JSON-shaped values args, metadata,
+// output and error details hold) and the values behind their pointers.
+func (e TranscriptEntry) Clone() TranscriptEntry {
+	if e.Call != nil {
+		c := &ownedCall{env: *e.Call}
+		ownCall(&c.env, &c.room)
+		c.env.Args = jsonv.CloneObject(c.env.Args)
+		c.env.Metadata = jsonv.CloneObject(c.env.Metadata)
+		c.env.EvidenceRefs = slices.Clone(c.env.EvidenceRefs)
+		e.Call = &c.env
+	}
+	if e.Result != nil {
+		e.Result = e.Result.Clone()
+	}
+	return e
+}
+
+// ownedCall is a copy of a call envelope with room for what it owns.
+type ownedCall struct {
+	env  ToolCallEnvelope
+	room callRoom
+}
+
+// ownedResult is a copy of a result envelope with room for what it owns.
+type ownedResult struct {
+	env  ToolResultEnvelope
+	room resultRoom
+}
+
+// Clone returns a copy of r that shares no memory with it: its output
+// (deep), lists, error details and the values behind its pointers.
+func (r *ToolResultEnvelope) Clone() *ToolResultEnvelope {
+	if r == nil {
+		return nil
+	}
+	c := &ownedResult{env: *r}
+	ownResult(&c.env, &c.room)
+	return &c.env
 }
 
 // GenesisHash starts every run's transcript chain.
@@ -89,17 +134,21 @@ func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error 
 	return nil
 }
 
-// Entries returns a copy of the entries of run, or of every kept run, run
-// by run in the order they started, when run is "".
+// Entries returns copies (Clone) of the entries of run, or of every kept
+// run, run by run in the order they started, when run is "": what the
+// caller does to them changes nothing the transcript keeps.
 func (m *MemoryTranscript) Entries(run string) []TranscriptEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	ids := m.order
 	if run != "" {
-		return slices.Clone(m.runs[run])
+		ids = []string{run}
 	}
 	var out []TranscriptEntry
-	for _, id := range m.order {
-		out = append(out, m.runs[id]...)
+	for _, id := range ids {
+		for _, e := range m.runs[id] {
+			out = append(out, e.Clone())
+		}
 	}
 	return out
 }

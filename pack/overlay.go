@@ -405,6 +405,10 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
+// Clone returns a deep copy of p, made through its JSON form; the error
+// is encoding/json's for a pack that has no JSON form.
+func (p *Pack) Clone() (*Pack, error) { return clonePack(p) }
+
 // clonePack deep-copies a pack through its JSON form.
 func clonePack(p *Pack) (*Pack, error) {
 	b, err := json.Marshal(p)

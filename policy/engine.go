@@ -163,6 +163,16 @@ type Decision struct {
 	DataDigest           string                  `json:"data_digest"`
 }
 
+// Clone returns a copy of d that shares no memory with it.
+func (d Decision) Clone() Decision {
+	if d.Allow != nil {
+		a := *d.Allow
+		d.Allow = &a
+	}
+	d.Requires, d.Raise = slices.Clone(d.Requires), slices.Clone(d.Raise)
+	return d
+}
+
 // ManifestEntry lists the rules of a bundle that applied.
 type ManifestEntry struct {
 	BundleID string   `json:"bundle_id"`

@@ -258,11 +258,16 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 	return nil
 }
 
-// Entries returns a copy of every entry.
+// Entries returns copies (gateway.TranscriptEntry.Clone) of every entry:
+// what the caller does to them changes nothing the recorder keeps.
 func (r *Recorder) Entries() []gateway.TranscriptEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.entries)
+	out := make([]gateway.TranscriptEntry, len(r.entries))
+	for i, e := range r.entries {
+		out[i] = e.Clone()
+	}
+	return out
 }
 
 // RunEntries implements gateway.TranscriptReader.
@@ -270,10 +275,12 @@ func (r *Recorder) RunEntries(ctx context.Context, runID string) ([]gateway.Tran
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []gateway.TranscriptEntry
-	for _, e := range r.Entries() {
+	for _, e := range r.entries {
 		if e.RunID == runID {
-			out = append(out, e)
+			out = append(out, e.Clone())
 		}
 	}
 	return out, nil

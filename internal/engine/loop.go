@@ -327,7 +327,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 	defer cancel()
 	call := cp.PlannerCalls
 	cp.PlannerCalls++
-	preq := &PlanRequest{Compiled: r.cc, Request: r.pluginReq(), Run: r.pluginRC(), Results: slices.Clone(cp.Results), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
+	preq := &PlanRequest{Compiled: r.pluginCC(), Request: r.pluginReq(), Run: r.pluginRC(), Results: r.pluginResults(), Turn: cp.Turn, ReplanReason: reason, call: call, schemas: r.rt.schemas, decisions: r.decisionOptions()}
 	if r.emit != nil {
 		preq.deltas = newDeltaSink()
 	}
@@ -411,6 +411,91 @@ func (r *run) pluginRC() *runcontext.RunContext {
 	return r.plugin.rc
 }
 
+// pluginCC is the copy of the run's compiled context its planner and
+// critic are given, made once per compile: what a plugin does to it
+// changes neither what the gateway enforces (the active gates, the tool
+// manifest), the run's records, checkpoint and replay packet, nor the
+// compiled context the run's result carries.
+func (r *run) pluginCC() *compiler.CompiledContext {
+	if r.plugin.of != r.cc {
+		r.plugin.cc, r.plugin.of = r.cc.Clone(), r.cc
+	}
+	return r.plugin.cc
+}
+
+// pluginPack is the copy of the run's pack its host critic is given,
+// made once per run: the run's pack is the runtime's, which every run of
+// it compiles and is governed by, so a critic's edit to it would reach
+// them all.
+func (r *run) pluginPack() (*pack.Pack, error) {
+	if p := r.prepared.Pack(); r.plugin.packOf != p {
+		c, err := p.Clone()
+		if err != nil {
+			return nil, err
+		}
+		r.plugin.pack, r.plugin.packOf = c, p
+	}
+	return r.plugin.pack, nil
+}
+
+// pluginResults is the list of the run's step results its planner and
+// critic are given: a new list each time, whose results are copies
+// (cloneStepResult) made once per run, the first time a plug-in is given
+// them. What a plug-in does to them changes neither the run's results,
+// its facts, record and checkpoint, nor the results it returns.
+func (r *run) pluginResults() []StepResult {
+	rs := r.cp.Results
+	if len(r.plugin.results) > len(rs) {
+		r.plugin.results = nil // not the run's results any more
+	}
+	for _, s := range rs[len(r.plugin.results):] {
+		r.plugin.results = append(r.plugin.results, cloneStepResult(s))
+	}
+	return slices.Clone(r.plugin.results)
+}
+
+// cloneStepResult returns a copy of s that shares no memory with it.
+func cloneStepResult(s StepResult) StepResult {
+	s.Step = cloneStep(s.Step)
+	s.Result = s.Result.Clone()
+	s.PolicyDecisions = slices.Clone(s.PolicyDecisions)
+	for i, d := range s.PolicyDecisions {
+		s.PolicyDecisions[i] = d.Clone()
+	}
+	return s
+}
+
+// cloneStep returns a copy of s that shares no memory with it.
+func cloneStep(s Step) Step {
+	s.Args = jsonv.CloneObject(s.Args)
+	s.EvidenceRefs, s.Attachments = slices.Clone(s.EvidenceRefs), slices.Clone(s.Attachments)
+	return s
+}
+
+// clonePlan returns a copy of p that shares no memory with it.
+func clonePlan(p *Plan) *Plan {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Steps = slices.Clone(c.Steps)
+	for i, s := range c.Steps {
+		c.Steps[i] = cloneStep(s)
+	}
+	if d := c.Decision; d != nil {
+		dc := *d
+		dc.Outputs = jsonv.CloneObject(dc.Outputs)
+		dc.SubjectIDs, dc.EvidenceRefs = slices.Clone(dc.SubjectIDs), slices.Clone(dc.EvidenceRefs)
+		c.Decision = &dc
+	}
+	c.Memory = slices.Clone(c.Memory)
+	for i := range c.Memory {
+		m := &c.Memory[i]
+		m.SubjectIDs, m.EvidenceRefs = slices.Clone(m.SubjectIDs), slices.Clone(m.EvidenceRefs)
+	}
+	return &c
+}
+
 // askPlanner calls the planner on its own goroutine and waits for its plan
 // or ctx, whichever comes first: a planner that ignores its context is cut
 // off at its deadline and its late plan discarded. A panic is a
@@ -489,14 +574,26 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	}
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.pluginRC(), Request: r.pluginReq(), Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	// The built-in critic judges by the run's own compiled context, run
+	// context and request; the host critic is given the plug-ins' copies,
+	// which the planner may have edited.
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
 		j, cont = r.rt.builtin.score(in, r.gwRun.Policy(), r.facts())
 	}
 	if c := r.rt.opts.Critic; c != nil {
-		hj, err := r.hostCritic(ctx, c, verify, in)
+		host := *in
+		host.Compiled, host.Run, host.Request, host.Results = r.pluginCC(), r.pluginRC(), r.pluginReq(), r.pluginResults()
+		if host.Pack, err = r.pluginPack(); err != nil {
+			r.rt.opts.Logger.Error("host critic: the pack could not be copied", "run_id", r.rc.RunID, "error", err.Error())
+			return Judgement{}, false, &stopError{stopped(stopCritic, "the pack could not be copied for the host critic")}
+		}
+		// The plan is the run's, which it goes on to execute and records:
+		// the critic judges a copy.
+		host.Plan = clonePlan(plan)
+		hj, err := r.hostCritic(ctx, c, verify, &host)
 		if err != nil {
 			// The critic's own words go to the log, not the record.
 			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())

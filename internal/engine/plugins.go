@@ -34,7 +34,10 @@ type PlannerFunc func(ctx context.Context, req *PlanRequest) (*Plan, error)
 // Plan implements Planner.
 func (f PlannerFunc) Plan(ctx context.Context, req *PlanRequest) (*Plan, error) { return f(ctx, req) }
 
-// PlanRequest is what a planner sees.
+// PlanRequest is what a planner sees. Its compiled context, request, run
+// context and results are copies, made once per run and shared by the
+// run's planner turns and host critic: what a planner does to them
+// changes nothing the run enforces or records.
 type PlanRequest struct {
 	Compiled *compiler.CompiledContext
 	Request  *runcontext.InvokeRequest
@@ -172,7 +175,11 @@ type Judgement struct {
 	Reason  string        `json:"reason,omitempty"`
 }
 
-// CriticInput is what a critic judges.
+// CriticInput is what a critic judges. A host critic is given copies: of
+// the compiled context, request, run context and results (those its
+// planner is given), of the pack (made once per run) and of the plan
+// (made for each verdict); what it does to them changes nothing the run
+// enforces or records.
 type CriticInput struct {
 	Compiled *compiler.CompiledContext
 	Pack     *pack.Pack

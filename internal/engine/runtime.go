@@ -495,11 +495,16 @@ type run struct {
 	// keepsWorker and work are the run's worker goroutine (worker.go).
 	keepsWorker bool
 	work        chan func()
-	// plugin holds the copies of req and rc the run's planner and critic
-	// read (pluginReq, pluginRC).
+	// plugin holds the copies of req, rc, cc and the step results the
+	// run's planner and critic read (pluginReq, pluginRC, pluginCC,
+	// pluginResults), and of the pack its host critic reads (pluginPack);
+	// of and packOf are what cc and pack copy.
 	plugin struct {
-		req *runcontext.InvokeRequest
-		rc  *runcontext.RunContext
+		req          *runcontext.InvokeRequest
+		rc           *runcontext.RunContext
+		cc, of       *compiler.CompiledContext
+		results      []StepResult
+		pack, packOf *pack.Pack
 	}
 }
 

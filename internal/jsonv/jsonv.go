@@ -135,3 +135,35 @@ func finite(v any, depth int) bool {
 	}
 	return true
 }
+
+// Clone deep-copies the objects and arrays of a JSON-shaped value
+// (map[string]any and []any; nil stays nil); other values are copied as
+// they are, their types kept.
+func Clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return CloneObject(x)
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Clone(e)
+		}
+		return out
+	}
+	return v
+}
+
+// CloneObject is Clone of an object.
+func CloneObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[k] = Clone(e)
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package jsonv
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,5 +54,25 @@ func TestCyclicValuesEndInsteadOfOverflowing(t *testing.T) {
 	}
 	if diff := cmp.Diff(shallow, Normalize(shallow)); diff != "" {
 		t.Errorf("a shallow value changed (-want +got):\n%s", diff)
+	}
+}
+
+// TestClone: objects and arrays are copied at every depth, nil ones stay
+// nil, and other values keep their types.
+func TestClone(t *testing.T) {
+	inner := map[string]any{"n": 1, "f": 1.5}
+	list := []any{inner, "s"}
+	v := map[string]any{"list": list, "nilmap": map[string]any(nil), "nillist": []any(nil), "strs": []string{"a"}}
+	c := CloneObject(v)
+	if !reflect.DeepEqual(c, v) {
+		t.Fatalf("Clone = %v, want %v", c, v)
+	}
+	c["list"].([]any)[0].(map[string]any)["n"] = 2
+	c["list"].([]any)[1] = "t"
+	if inner["n"] != 1 || list[1] != "s" {
+		t.Errorf("editing the clone edited the original: %v", v)
+	}
+	if c["nilmap"].(map[string]any) != nil || c["nillist"].([]any) != nil || CloneObject(nil) != nil {
+		t.Errorf("nil containers did not stay nil: %v", c)
 	}
 }

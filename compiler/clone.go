@@ -1,0 +1,131 @@
+package compiler
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// Clone returns a copy of c that shares no memory with it: every list,
+// map and pointer it reaches is copied (the JSON-shaped values of open
+// objects, constraints, deep). A runtime gives its planner and critic a
+// clone, so what they do to the compiled context they read changes
+// nothing the run enforces or records.
+func (c *CompiledContext) Clone() *CompiledContext {
+	if c == nil {
+		return nil
+	}
+	o := *c
+	var a strs
+	p := &o.CompiledPrompt
+	p.ContextBlocks = cloneEach(p.ContextBlocks, func(b *ContextBlock) { b.ProvenanceRefs = a.clone(b.ProvenanceRefs) })
+	m := &o.Manifests
+	m.PolicyManifest = cloneEach(m.PolicyManifest, func(e *PolicyManifestEntry) { e.RuleIDs = a.clone(e.RuleIDs) })
+	m.ToolManifest = cloneEach(m.ToolManifest, func(e *ToolManifestEntry) {
+		e.Capabilities = a.clone(e.Capabilities)
+		e.Constraints = jsonv.CloneObject(e.Constraints)
+		if e.CapabilityMetadata != nil {
+			cm := make(map[string]CapabilityMetadata, len(e.CapabilityMetadata))
+			for k, v := range e.CapabilityMetadata {
+				if v.Constraints != nil {
+					cs := make(map[string]map[string]any, len(v.Constraints))
+					for ck, cv := range v.Constraints {
+						cs[ck] = jsonv.CloneObject(cv)
+					}
+					v.Constraints = cs
+				}
+				if v.Extra != nil {
+					x := make(map[string]json.RawMessage, len(v.Extra))
+					for xk, xv := range v.Extra {
+						x[xk] = slices.Clone(xv)
+					}
+					v.Extra = x
+				}
+				cm[k] = v
+			}
+			e.CapabilityMetadata = cm
+		}
+	})
+	m.EvidenceManifest = slices.Clone(m.EvidenceManifest)
+	rc := &o.RuntimeControls
+	rc.MustRefuse, rc.MustEscalate = a.clone(rc.MustRefuse), a.clone(rc.MustEscalate)
+	rc.ApprovalGatesActive, rc.RedactionRulesActive = a.clone(rc.ApprovalGatesActive), a.clone(rc.RedactionRulesActive)
+	b := &o.BudgetReport
+	b.TokensAllocated, b.TokensUsedByBucket, b.BucketTruncations = maps.Clone(b.TokensAllocated), maps.Clone(b.TokensUsedByBucket), maps.Clone(b.BucketTruncations)
+	if b.DroppedBlockIDs != nil {
+		d := make(map[runcontext.Bucket][]string, len(b.DroppedBlockIDs))
+		for k, v := range b.DroppedBlockIDs {
+			d[k] = a.clone(v)
+		}
+		b.DroppedBlockIDs = d
+	}
+	b.Warnings = a.clone(b.Warnings)
+	l := &o.ContextLedger
+	l.Packs = cloneEach(l.Packs, func(p *LedgerPack) {
+		if p.Overlay != nil {
+			ov := *p.Overlay
+			p.Overlay = &ov
+		}
+	})
+	l.PolicyBundles = a.clone(l.PolicyBundles)
+	l.PolicyResults = cloneEach(l.PolicyResults, func(d *policy.Decision) {
+		if d.Allow != nil {
+			a := *d.Allow
+			d.Allow = &a
+		}
+		d.Requires, d.Raise = a.clone(d.Requires), a.clone(d.Raise)
+	})
+	l.GuardrailsRaised.MustRefuse, l.GuardrailsRaised.MustEscalate = a.clone(l.GuardrailsRaised.MustRefuse), a.clone(l.GuardrailsRaised.MustEscalate)
+	l.ApprovalGates = cloneEach(l.ApprovalGates, func(g *policy.Gate) { g.ActivatedBy = a.clone(g.ActivatedBy) })
+	l.Tools = a.clone(l.Tools)
+	l.ToolsWithheld = slices.Clone(l.ToolsWithheld)
+	l.EvidenceRefs, l.MemoryRefs = a.clone(l.EvidenceRefs), a.clone(l.MemoryRefs)
+	l.Omissions = cloneEach(l.Omissions, func(om *Omission) { om.SourceRefs = a.clone(om.SourceRefs) })
+	if l.Environment != nil {
+		env := *l.Environment
+		env.Defaulted = a.clone(env.Defaulted)
+		l.Environment = &env
+	}
+	l.Budget.TruncatedBuckets = a.clone(l.Budget.TruncatedBuckets)
+	return &o
+}
+
+// strs hands out copies of string lists from shared backing arrays, a
+// chunk at a time: a compiled context holds dozens of short lists, which
+// cost an allocation each otherwise. Each copy's capacity is its length,
+// so appending to one never writes into another.
+type strs struct{ room []string }
+
+// strsChunk is how many strings a chunk of strs holds.
+const strsChunk = 64
+
+func (a *strs) clone(s []string) []string {
+	switch {
+	case s == nil:
+		return nil
+	case len(s) == 0:
+		return []string{} // empty stays empty (no allocation)
+	case len(s) > cap(a.room)-len(a.room):
+		if len(s) > strsChunk/2 {
+			return slices.Clone(s)
+		}
+		a.room = make([]string, 0, strsChunk)
+	}
+	n := len(a.room)
+	a.room = append(a.room, s...)
+	return a.room[n : n+len(s) : n+len(s)]
+}
+
+// cloneEach returns a copy of s (nil stays nil) whose elements f has
+// given their own lists, maps and pointers.
+func cloneEach[T any](s []T, f func(*T)) []T {
+	s = slices.Clone(s)
+	for i := range s {
+		f(&s[i])
+	}
+	return s
+}
