@@ -917,7 +917,10 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			if c.Reason == "" {
 				c.Reason = ReasonFor(c.Code)
 			}
-			if c.Details == nil {
+			// Details the gateway keeps are its own: redaction copies
+			// non-empty ones, and an empty map the adapter keeps could
+			// gain members after the call.
+			if len(c.Details) == 0 {
 				c.Details = map[string]any{}
 			}
 			return spent, &c, false
