@@ -4,12 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 )
+
+func init() {
+	gatewayhook.ObserveShared = func(opts, observe any) {
+		opts.(*RunOptions).observeShared = observe.(func(Attempt))
+	}
+}
 
 // Attempt is one adapter attempt as the gateway took it, reported to
 // RunOptions.Observe after the gateway checked and redacted it: what a
@@ -47,6 +55,29 @@ type Attempt struct {
 	// Redacted reports that redaction changed the outcome or the error (or
 	// that the adapter reported it had: see redactionReporter).
 	Redacted bool
+}
+
+// copied returns a copy of a that shares nothing with what the gateway
+// holds (the call's result and transcript entry are built from it).
+func (a Attempt) copied() Attempt {
+	if o := a.Outcome; o != nil {
+		c := *o
+		if c.Output != nil {
+			c.Output = jsonv.CloneObject(c.Output)
+		}
+		c.Mutations, c.Artifacts, c.RiskTags, c.Signals = slices.Clone(c.Mutations), slices.Clone(c.Artifacts), slices.Clone(c.RiskTags), slices.Clone(c.Signals)
+		c.Citations = slices.Clone(c.Citations)
+		a.Outcome = &c
+	}
+	if e := a.Error; e != nil {
+		c := *e
+		if c.Details != nil {
+			c.Details = jsonv.CloneObject(c.Details)
+		}
+		a.Error = &c
+	}
+	a.Invalid = slices.Clone(a.Invalid)
+	return a
 }
 
 // redactionReporter is an optional, module-internal interface of an Adapter whose outcomes

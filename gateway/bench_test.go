@@ -67,6 +67,35 @@ func BenchmarkGatewayCallReadOnly(b *testing.B) {
 	benchReadOnly(b, gateway.Capability{ArgsSchema: lookupSchema, HonorsContext: true}, &discardSink{})
 }
 
+// BenchmarkGatewayCallReadOnlyObserved: BenchmarkGatewayCallReadOnly with
+// an observer set as RunOptions.Observe, which is told a copy of each
+// attempt (the runtime's own recorder is told the gateway's, with no copy).
+func BenchmarkGatewayCallReadOnlyObserved(b *testing.B) {
+	f := benchFixture(b)
+	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: noop,
+		Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, HonorsContext: true}}}}, &gateway.Options{Transcript: &discardSink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := 0
+	run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)},
+		&gateway.RunOptions{Observe: func(gateway.Attempt) { seen++ }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := lookupCall()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusOK {
+			b.Fatal(res, err)
+		}
+	}
+	if seen < b.N {
+		b.Fatalf("the observer saw %d attempts for %d calls", seen, b.N)
+	}
+}
+
 // BenchmarkGatewayCallReadOnlyWatchdog: the same with an adapter that does
 // not declare it honours its context, so each attempt runs on a watchdog
 // goroutine (the price of a bounded return from an adapter that ignores

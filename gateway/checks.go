@@ -381,7 +381,9 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), fmt.Errorf("gateway: idempotency claim: %w", err)
 		}
 		if !claimed {
-			dup := &result{env: *prior}
+			// The store may keep the prior result it returned: the
+			// duplicate's is the run's own copy.
+			dup := &result{env: *prior.Clone()}
 			dup.env.Metadata.Duplicate = true
 			return dup, nil
 		}
@@ -391,15 +393,23 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		// Writes keep their result whatever it is (a panicked adapter's
 		// too): a retry with the same key never runs the effect twice. The
 		// store gets its own copy: this call goes on to set its latency
-		// while duplicates read theirs.
-		kept := out.env
+		// while duplicates read theirs. A store may keep what it is given
+		// and edit it later: it gets a deep copy, unless it is the
+		// in-memory store, which keeps a deep copy of its own.
+		var kept *ToolResultEnvelope
+		if _, own := r.g.opts.Idempotency.(*MemoryIdempotency); own {
+			shallow := out.env
+			kept = &shallow
+		} else {
+			kept = out.env.Clone()
+		}
 		cctx := ctx
 		if ctx.Err() != nil {
 			var cancel context.CancelFunc
 			cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 			defer cancel()
 		}
-		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, &kept); cerr != nil {
+		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, kept); cerr != nil {
 			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
 			if err == nil {
 				err = cerr

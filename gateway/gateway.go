@@ -258,6 +258,7 @@ type Run struct {
 	redact        []Redactor
 	now           func() time.Time
 	observe       func(Attempt) // nil when nothing observes the attempts
+	observeCopies bool          // observe is told copies (RunOptions.Observe)
 	verifyWrite   func(*WriteCall) *ToolError
 	usesTool      bool // per-call policy evaluation can differ from the run's
 	// unbound are the approval gates no permission names
@@ -308,7 +309,13 @@ type RunOptions struct {
 	// runtime's replay recorder observes here, above the redaction, so
 	// what it keeps never holds an adapter's raw value. It is called on
 	// the calling goroutine, once per attempt, in order.
+	// What an observer is told is its copy: what it does to it changes
+	// neither the call, its result nor its transcript entry.
 	Observe func(Attempt)
+	// observeShared, set only through gatewayhook.ObserveShared by the
+	// module's runtime, is told each attempt as the gateway holds it (no
+	// copy); it is used when Observe is not set.
+	observeShared func(Attempt)
 	// VerifyWrite, when set, is asked about every write-class call that
 	// passed the checks before it (see the package doc, "evidence"),
 	// before any approval gate holds it: nil lets the call go on; an
@@ -403,7 +410,10 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		}
 	}
 	if opts != nil {
-		r.observe, r.verifyWrite = opts.Observe, opts.VerifyWrite
+		r.observe, r.observeCopies, r.verifyWrite = opts.Observe, opts.Observe != nil, opts.VerifyWrite
+		if r.observe == nil {
+			r.observe = opts.observeShared
+		}
 	}
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
@@ -542,6 +552,9 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			case te != nil && (t.cost != 0 || t.tokens != 0):
 				// A failed attempt that spent something: the error, and what it spent.
 				a.Outcome = &Outcome{CostCents: t.cost, Tokens: t.tokens}
+			}
+			if r.observeCopies {
+				a = a.copied()
 			}
 			r.observe(a)
 		}
@@ -932,7 +945,10 @@ func (r *Run) attempt(ctx context.Context, ad Adapter, call *Call, timeout time.
 			if c.Reason == "" {
 				c.Reason = ReasonFor(c.Code)
 			}
-			if c.Details == nil {
+			// Details the gateway keeps are its own: redaction copies
+			// non-empty ones, and an empty map the adapter keeps could
+			// gain members after the call.
+			if len(c.Details) == 0 {
 				c.Details = map[string]any{}
 			}
 			return spent, &c, false

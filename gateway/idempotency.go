@@ -11,7 +11,10 @@ import (
 // (claimed true), who must call Complete with the result or Release to let
 // a later caller try again (the call failed without a side effect).
 // Implementations must be safe for concurrent use; a durable store makes
-// the guarantee hold across processes and restarts.
+// the guarantee hold across processes and restarts. The result Complete
+// is given and the one Claim returns are the store's and the run's own
+// copies: a store may keep either and change it later without changing
+// the run.
 type IdempotencyStore interface {
 	Claim(ctx context.Context, key string) (prior *ToolResultEnvelope, claimed bool, err error)
 	Complete(ctx context.Context, key string, res *ToolResultEnvelope) error

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -183,7 +184,8 @@ type Adapter struct {
 	direct  http.RoundTripper // client's transport when client.Do would only hand requests to it (nil otherwise)
 	url     *url.URL          // ep.URL parsed as each request parses it (nil: it does not parse)
 	tracer  trace.Tracer
-	pending *pending // webhook calls waiting for a result
+	spans   atomic.Pointer[map[string]string] // span names by tool name (spanName)
+	pending *pending                          // webhook calls waiting for a result
 }
 
 var _ gateway.Adapter = (*Adapter)(nil)
@@ -382,9 +384,41 @@ func (a *Adapter) execute(ctx context.Context, req *Request, normalized bool) *R
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, a.tracer, a.spanName(req.Tool.Name), a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return a.attempt(ctx, req)
 	})
+}
+
+// spanPrefix begins the name of every attempt's span; the tool's name
+// follows it.
+const spanPrefix = "tool_contract "
+
+// maxSpanNames and maxSpanTool bound the span names an adapter remembers:
+// those of its first maxSpanNames tools whose names are at most
+// maxSpanTool bytes long.
+const maxSpanNames, maxSpanTool = 64, 256
+
+// spanName is spanPrefix + tool, the name of the span of an attempt of
+// tool (req.Tool.Name as the attempt begins). The adapter remembers the
+// names it built (see maxSpanNames), so an attempt does not build its
+// span's name again.
+func (a *Adapter) spanName(tool string) string {
+	var known map[string]string
+	p := a.spans.Load()
+	if p != nil {
+		known = *p
+	}
+	if name, ok := known[tool]; ok {
+		return name
+	}
+	name := spanPrefix + tool
+	if len(tool) <= maxSpanTool && len(known) < maxSpanNames {
+		next := make(map[string]string, len(known)+1)
+		maps.Copy(next, known)
+		next[tool] = name
+		a.spans.CompareAndSwap(p, &next) // losing a race forgets a name, never a wrong one
+	}
+	return name
 }
 
 // attempt makes the HTTP exchange. A 401 to a cached OAuth2 token means
@@ -482,22 +516,36 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	return r, st, te
 }
 
-// newPost is http.NewRequestWithContext(ctx, POST, a.ep.URL, body)
-// without parsing the URL again: the request is made for an empty URL and
-// given a copy of the one parsed when the adapter was built
+// newPost is http.NewRequestWithContext(ctx, POST, a.ep.URL,
+// bytes.NewReader(body)) without parsing the URL again: the request
+// NewRequestWithContext makes, field for field (its body the same
+// in-memory reader, which net/http looks through, and GetBody giving the
+// whole body each time), holding a copy of the URL parsed when the
+// adapter was built, in one allocation with the body's reader
 // (TestNewPostIsNewRequest).
 func (a *Adapter) newPost(ctx context.Context, body []byte) (*http.Request, error) {
 	if a.url == nil {
 		return http.NewRequestWithContext(ctx, http.MethodPost, a.ep.URL, bytes.NewReader(body))
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	p := &postParts{url: *a.url} // the request's own URL: nothing else holds it
+	p.body.Reset(body)
+	r := http.Request{Method: http.MethodPost, URL: &p.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: make(http.Header),
+		Body: io.NopCloser(&p.body), ContentLength: int64(len(body)), Host: p.url.Host,
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }}
+	if len(body) == 0 {
+		r.Body, r.GetBody = http.NoBody, noBody
 	}
-	*hreq.URL = *a.url // the request's own URL: nothing else holds it
-	hreq.Host = a.url.Host
-	return hreq, nil
+	return r.WithContext(ctx), nil // the request with its context, as NewRequestWithContext's
 }
+
+// postParts is one allocation holding a POST's URL and body reader.
+type postParts struct {
+	url  url.URL
+	body bytes.Reader
+}
+
+// noBody is the GetBody of a request without a body.
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
 
 // removeEmptyPort strips an empty port ("host:") as http.NewRequest does.
 func removeEmptyPort(host string) string {
@@ -626,9 +674,17 @@ func setCallHeaders(ctx context.Context, h http.Header, req *Request) {
 // setPostHeaders sets the headers of a request's POST: the content type,
 // Accept, the call headers (setCallHeaders) and, for the envelope
 // transports, X-Tool-Contract-Version. The same headers as h.Set of each,
-// set directly under their canonical names, their values in one slice.
+// set directly under their canonical names, their values in one slice
+// (room for a traceparent; a tracestate or baggage grows it).
 func setPostHeaders(ctx context.Context, h http.Header, req *Request, envelope bool) {
-	vals := make([]string, 0, 10)
+	n := 6 // Content-Type, Accept, X-Request-Id, X-Tool-Name, X-Tool-Attempt, traceparent
+	if req.IdempotencyKey != "" {
+		n++
+	}
+	if envelope {
+		n++
+	}
+	vals := make([]string, 0, n)
 	set := func(key, value string) {
 		vals = append(vals, value)
 		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -768,13 +824,14 @@ func responseVersion(v string, details map[string]any) *gateway.ToolError {
 // a reply whose request_id is not the call's is refused; every secret
 // value the attempt resolved is scrubbed from the response (output,
 // error, trace) before anything reads it; and the response is completed
-// (version, request id, trace, attempt, duration).
-func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+// (version, request id, trace, attempt, duration). spanName names the
+// span: spanPrefix and req.Tool.Name as given.
+func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
 	start := now()
 	// With no span of the host's in ctx, the attempt span joins the
 	// caller's trace rather than starting one of its own.
 	ctx = w3ctrace.ContextWithParent(ctx, callerTrace(req))
-	ctx, span := tracer.Start(ctx, "tool_contract "+req.Tool.Name, clientSpan...)
+	ctx, span := tracer.Start(ctx, spanName, clientSpan...)
 	defer span.End()
 	var secrets *scrub.Set
 	if auth.profile() != "" {
@@ -796,7 +853,7 @@ func instrument(ctx context.Context, tracer trace.Tracer, log *slog.Logger, now 
 		if te == nil && checkVersion(resp.ToolContractVersion) != nil {
 			te = responseVersion(resp.ToolContractVersion, map[string]any{"tool": req.Tool.Name})
 		}
-		if te == nil && resp.RequestID != "" && strings.TrimSpace(resp.RequestID) != req.RequestID {
+		if te == nil && resp.RequestID != "" && resp.RequestID != req.RequestID && strings.TrimSpace(resp.RequestID) != req.RequestID {
 			te = wrongRequestID(req)
 		}
 	}

@@ -493,6 +493,9 @@ func normalize(r *Request) *gateway.ToolError {
 // invalid_input naming the field and the expected version. Requests and
 // responses alike: an unknown major version is never read as v1.
 func checkVersion(v string) *gateway.ToolError {
+	if v == ContractVersion || v == "" {
+		return nil // as written: nothing to trim or lower-case
+	}
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "", ContractVersion:
 		return nil

@@ -31,51 +31,51 @@ func marshalRequest(r *Request) ([]byte, error) {
 func appendRequest(b []byte, r *Request) ([]byte, error) {
 	var err error
 	o := object{b: append(b, '{')}
-	o.str("tool_contract_version", r.ToolContractVersion)
-	o.str("request_id", r.RequestID)
-	o.str("task_id", r.TaskID)
-	o.str("namespace", r.Namespace)
-	o.str("agent", r.Agent)
-	o.key("tool")
+	o.str(`"tool_contract_version":`, r.ToolContractVersion)
+	o.str(`"request_id":`, r.RequestID)
+	o.str(`"task_id":`, r.TaskID)
+	o.str(`"namespace":`, r.Namespace)
+	o.str(`"agent":`, r.Agent)
+	o.key(`"tool":`)
 	o.b = appendTool(o.b, &r.Tool)
 	if len(r.Input) > 0 {
-		o.key("input")
+		o.key(`"input":`)
 		if o.b, err = appendMap(o.b, r.Input, 1); err != nil {
 			return nil, err
 		}
 	}
-	o.str("input_raw", r.InputRaw)
+	o.str(`"input_raw":`, r.InputRaw)
 	if rt := r.Runtime; rt != nil {
-		o.key("runtime")
+		o.key(`"runtime":`)
 		ro := object{b: append(o.b, '{')}
-		ro.str("mode", rt.Mode)
-		ro.int("timeout_ms", rt.TimeoutMS)
-		ro.int("max_attempts", int64(rt.MaxAttempts))
-		ro.str("backoff", rt.Backoff)
-		ro.int("max_backoff_ms", rt.MaxBackoffMS)
+		ro.str(`"mode":`, rt.Mode)
+		ro.int(`"timeout_ms":`, rt.TimeoutMS)
+		ro.int(`"max_attempts":`, int64(rt.MaxAttempts))
+		ro.str(`"backoff":`, rt.Backoff)
+		ro.int(`"max_backoff_ms":`, rt.MaxBackoffMS)
 		if rt.Jitter {
-			ro.key("jitter")
+			ro.key(`"jitter":`)
 			ro.b = append(ro.b, "true"...)
 		}
 		o.b = append(ro.b, '}')
 	}
 	if a := r.Auth; a != nil {
-		o.key("auth")
+		o.key(`"auth":`)
 		ao := object{b: append(o.b, '{')}
-		ao.str("profile", a.Profile)
-		ao.str("secret_ref", a.SecretRef)
-		ao.strs("scopes", a.Scopes)
+		ao.str(`"profile":`, a.Profile)
+		ao.str(`"secret_ref":`, a.SecretRef)
+		ao.strs(`"scopes":`, a.Scopes)
 		o.b = append(ao.b, '}')
 	}
 	if t := r.Trace; t != nil {
-		o.key("trace")
+		o.key(`"trace":`)
 		to := object{b: append(o.b, '{')}
-		to.str("trace_id", t.TraceID)
-		to.str("span_id", t.SpanID)
+		to.str(`"trace_id":`, t.TraceID)
+		to.str(`"span_id":`, t.SpanID)
 		o.b = append(to.b, '}')
 	}
-	o.int("attempt", int64(r.Attempt))
-	o.str("idempotency_key", r.IdempotencyKey)
+	o.int(`"attempt":`, int64(r.Attempt))
+	o.str(`"idempotency_key":`, r.IdempotencyKey)
 	return append(o.b, '}'), nil
 }
 
@@ -83,30 +83,31 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 // written: it has no omitempty).
 func appendTool(b []byte, t *Tool) []byte {
 	o := object{b: append(b, '{')}
-	o.key("name")
+	o.key(`"name":`)
 	o.b = appendString(o.b, t.Name)
-	o.str("operation", t.Operation)
-	o.strs("capabilities", t.Capabilities)
-	o.str("risk_level", t.RiskLevel)
+	o.str(`"operation":`, t.Operation)
+	o.strs(`"capabilities":`, t.Capabilities)
+	o.str(`"risk_level":`, t.RiskLevel)
 	return append(o.b, '}')
 }
 
 // object writes the members of one JSON object, as encoding/json writes
-// a struct's: names need no escaping (they are this file's constants),
-// and an omitempty member that is empty is left out.
+// a struct's: names need no escaping (they are this file's constants,
+// given quoted and with their colon), and an omitempty member that is
+// empty is left out.
 type object struct {
 	b    []byte
 	more bool // a member was written: the next needs a comma
 }
 
+// key writes a member's name, given as it is written: quoted, with its
+// colon.
 func (o *object) key(name string) {
 	if o.more {
 		o.b = append(o.b, ',')
 	}
 	o.more = true
-	o.b = append(o.b, '"')
 	o.b = append(o.b, name...)
-	o.b = append(o.b, '"', ':')
 }
 
 // str writes an omitempty string member.
@@ -230,6 +231,12 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 // JavaScript's Number to string, 'e' notation below 1e-6 and from 1e21,
 // with a one-digit negative exponent unpadded (1e-7, not 1e-07).
 func appendFloat(b []byte, f float64) []byte {
+	if f != 0 && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		// A whole number every integer next to which is a float64 too: its
+		// shortest form is its digits (0 is left to AppendFloat, which
+		// writes -0 as -0).
+		return strconv.AppendInt(b, int64(f), 10)
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -266,23 +273,40 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 // y is zero.
 func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 
+// word is the first eight bytes of s (at least eight) as one word, the
+// first byte lowest.
+func word(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainWord reports whether no byte of the word x needs escaping (see
+// ones).
+func plainWord(x uint64) bool {
+	return (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0
+}
+
 // appendString writes s as a JSON string as json.Marshal does (HTML
 // escaping on): ", \ and control characters escaped (\b \f \n \r \t
 // short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
 // \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Eight bytes at a time while none needs escaping; when fewer than
+	// eight are left, the last eight (overlapping bytes already read) as
+	// one word. A string with nothing to escape is copied as it is.
+	i := 0
+	for i+8 <= len(s) && plainWord(word(s[i:])) {
+		i += 8
+	}
+	if i < len(s) && i+8 > len(s) && len(s) >= 8 && plainWord(word(s[len(s)-8:])) {
+		i = len(s)
+	}
 	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			// Eight bytes at a time while none needs escaping (see ones).
-			w := s[i : i+8]
-			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			if (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0 {
-				i += 8
-				continue
-			}
+	for i < len(s) {
+		if i+8 <= len(s) && plainWord(word(s[i:])) {
+			i += 8
+			continue
 		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if plainByte[c] {

@@ -380,8 +380,10 @@ func FuzzReplyReaderIsEncodingJSON(f *testing.F) {
 }
 
 // TestStringsWordAtATime: appendString, which skips eight plain bytes at
-// a time, writes json.Marshal's bytes for eight-byte words holding each
-// byte at each place, and for words of bytes around every boundary.
+// a time (and tries the last eight of a string as one word, overlapping
+// bytes already read), writes json.Marshal's bytes for strings of 8 to 24
+// bytes holding each byte at each place (and a multi-byte rune before
+// it), and for words of bytes around every boundary.
 func TestStringsWordAtATime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 3))
 	check := func(w []byte) {
@@ -390,11 +392,18 @@ func TestStringsWordAtATime(t *testing.T) {
 			t.Fatalf("appendString(%q) = %s, json.Marshal %s", w, got, want)
 		}
 	}
-	for c := range 256 {
-		for pos := range 9 {
-			w := []byte("abcdefghi")
-			w[pos] = byte(c)
-			check(w)
+	const plain = "abcdefghijklmnopqrstuvwx"
+	for n := 8; n <= len(plain); n++ {
+		for c := range 256 {
+			for pos := range n {
+				w := []byte(plain[:n])
+				w[pos] = byte(c)
+				check(w)
+				if pos >= 2 {
+					copy(w[pos-2:], "é") // a rune of two bytes just before it
+					check(w)
+				}
+			}
 		}
 	}
 	for range 100000 {
@@ -403,5 +412,39 @@ func TestStringsWordAtATime(t *testing.T) {
 			w[i] = byte(0x1c + rng.IntN(0x66)) // around every boundary
 		}
 		check(w)
+	}
+}
+
+// TestFloatsAreEncodingJSON: appendFloat, which writes whole numbers
+// below 2^53 as integers, writes json.Marshal's bytes for whole numbers on
+// both sides of 2^53 and of every power of ten, zero and minus zero, and
+// random float64 bit patterns and whole numbers of every size.
+func TestFloatsAreEncodingJSON(t *testing.T) {
+	check := func(f float64) {
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return
+		}
+		want, _ := json.Marshal(f)
+		if got := appendFloat(nil, f); !bytes.Equal(got, want) {
+			t.Fatalf("appendFloat(%v) = %s, json.Marshal %s", f, got, want)
+		}
+	}
+	fs := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1e-7, 1e20, 1e21, 1e22, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	for _, edge := range []float64{1 << 53, 1 << 52, 1 << 63, 1 << 64} {
+		for d := -4.0; d <= 4; d++ {
+			fs = append(fs, edge+d, -(edge + d), math.Nextafter(edge, 0)+d, math.Nextafter(edge, math.Inf(1))+d)
+		}
+	}
+	for p := 1.0; p < 1e23; p *= 10 {
+		fs = append(fs, p, -p, p-1, p+1, math.Nextafter(p, 0), math.Nextafter(p, math.Inf(1)))
+	}
+	for _, f := range fs {
+		check(f)
+	}
+	rng := rand.New(rand.NewPCG(37, 53))
+	for range 200000 {
+		check(math.Float64frombits(rng.Uint64()))
+		check(float64(rng.Int64() >> rng.IntN(64)))
+		check(math.Trunc(rng.Float64() * math.Pow(10, float64(rng.IntN(23)))))
 	}
 }

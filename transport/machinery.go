@@ -41,11 +41,11 @@ func (machinery) Outcome(ctx context.Context, call *gateway.Call, req *Request, 
 }
 
 func (machinery) Attempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, auth, req, false, f)
+	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, auth, req, false, f)
 }
 
 func (machinery) AuthorizedAttempt(ctx context.Context, ep *Endpoint, opts *Options, mode string, req *Request, f func(context.Context, http.Header) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), opts.Logger, opts.Now, mode, ep.Auth, req, false, func(ctx context.Context) (*Response, *gateway.ToolError) {
+	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, ep.Auth, req, false, func(ctx context.Context) (*Response, *gateway.ToolError) {
 		return authorized(ctx, ep, opts, req, f)
 	})
 }

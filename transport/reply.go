@@ -177,7 +177,7 @@ func (p *reader) str() (string, bool) {
 				return "", false
 			}
 			p.pos = i + 1
-			return string(seg), true
+			return replyString(seg), true
 		case c == '\\':
 			return p.unescape(start)
 		case c < 0x20:
@@ -187,6 +187,23 @@ func (p *reader) str() (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// replyString is string(seg), without a copy for the values a reply
+// holds most: its version and statuses (a string's bytes cannot be told
+// apart from a copy's).
+func replyString(seg []byte) string {
+	switch string(seg) {
+	case ContractVersion:
+		return ContractVersion
+	case StatusOK:
+		return StatusOK
+	case StatusError:
+		return StatusError
+	case StatusDenied:
+		return StatusDenied
+	}
+	return string(seg)
 }
 
 // unescape reads the string starting at start (after its quote) that

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/contextos/contextos/compiler"
@@ -36,6 +38,9 @@ const (
 )
 
 // Event is one typed stream event; the field matching Kind is set.
+// What its fields reach is the consumer's own copy (the final result
+// is the run's result): editing it changes nothing the run does,
+// records or replays.
 type Event struct {
 	Kind     EventKind                   `json:"kind"`
 	RunID    string                      `json:"run_id"`
@@ -63,6 +68,65 @@ type CompiledSummary struct {
 	// Notices are the run's notices (Result.Notices), known once it has
 	// compiled.
 	Notices []Notice `json:"notices,omitempty"`
+}
+
+// detached returns e with copies of what its pointers, lists and maps
+// reach, so that it shares nothing with the run: a consumer that edits
+// an event (the plan, the step's arguments, the result's output, the
+// verdict) changes nothing the run executes, enforces or records. It is
+// made only for a run that has a consumer (run.event).
+func (e Event) detached() Event {
+	if c := e.Compiled; c != nil {
+		cc := *c
+		cc.Tools, cc.ApprovalGates = slices.Clone(cc.Tools), slices.Clone(cc.ApprovalGates)
+		cc.Notices = slices.Clone(cc.Notices)
+		for i := range cc.Notices {
+			cc.Notices[i].Withheld = slices.Clone(cc.Notices[i].Withheld)
+		}
+		e.Compiled = &cc
+	}
+	e.Plan = clonePlan(e.Plan)
+	if e.Delta != nil {
+		d := *e.Delta
+		e.Delta = &d
+	}
+	if e.Verdict != nil {
+		j := *e.Verdict
+		e.Verdict = &j
+	}
+	if e.Step != nil {
+		s := cloneStep(*e.Step)
+		e.Step = &s
+	}
+	e.Result = e.Result.Clone()
+	if e.Pause != nil {
+		p := *e.Pause
+		e.Pause = &p
+	}
+	if e.Record != nil {
+		e.Record = cloneStored(e.Record)
+	}
+	if e.Progress != nil {
+		p := *e.Progress
+		e.Progress = &p
+	}
+	return e
+}
+
+// cloneStored is a copy of a stored record, through its JSON: a store
+// keeps a record as Seal made it, and that reads back from its JSON as
+// itself. A record that would not (a store's own doing) is returned as
+// it is.
+func cloneStored(rec *decision.Record) *decision.Record {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return rec
+	}
+	var c decision.Record
+	if json.Unmarshal(b, &c) != nil {
+		return rec
+	}
+	return &c
 }
 
 func summarize(cc *compiler.CompiledContext, notices []Notice) *CompiledSummary {

@@ -370,6 +370,12 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		cp.PlannerErrors = append(cp.PlannerErrors, pe)
 		return nil, &stopError{st}
 	}
+	// The run takes its own copy of the plan before anything checks,
+	// verifies, executes or records it: a planner that keeps the plan it
+	// returned and edits it later (at its next turn, from a goroutine, or
+	// a critic that shares it) changes neither the calls the run makes
+	// nor its record, checkpoint or replay packet.
+	plan = clonePlan(plan)
 	if plan == nil {
 		plan = &Plan{}
 	}

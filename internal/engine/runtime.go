@@ -23,6 +23,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/opmetrics"
 	"github.com/contextos/contextos/internal/playback"
@@ -850,13 +851,19 @@ var noopSpan = trace.SpanFromContext(context.Background())
 const maxPrepared = 256
 
 func gatewayRunOptions(c *playback.Clock, chain *gateway.ChainState, rec *playback.Recorder) *gateway.RunOptions {
-	return &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain, Observe: rec.Observe}
+	opts := &gateway.RunOptions{Now: func() time.Time { return c.Now() }, Chain: chain}
+	// The recorder only reads and keeps what it is told: it observes the
+	// attempts as the gateway holds them, with no copy.
+	gatewayhook.ObserveShared(opts, rec.Observe)
+	return opts
 }
 
+// event hands e to the run's consumer, if it has one, as a copy that
+// shares nothing with the run (Event.detached).
 func (r *run) event(e Event) {
 	if r.emit != nil {
 		e.RunID = r.rc.RunID
 		e.Turn = r.cp.planTurn()
-		r.emit(e)
+		r.emit(e.detached())
 	}
 }

@@ -350,3 +350,44 @@ func TestClockReadingsHaveNoMonotonicPart(t *testing.T) {
 		t.Errorf("live duration %v, replayed %v", live, replayed)
 	}
 }
+
+// TestRecorderEditsNothingItIsTold: the runtime's recorder observes the
+// attempts as the gateway holds them, with no copy (the call's result
+// and transcript entry are built from them): Observe must leave every
+// attempt it is told as it was.
+func TestRecorderEditsNothingItIsTold(t *testing.T) {
+	t.Parallel()
+	rec := playback.NewRecorder()
+	for _, a := range []gateway.Attempt{
+		attempt("tool_a", 1, func(a *gateway.Attempt) {
+			a.Error, a.Canceled = gateway.NewToolError(gateway.CodeTimeout, true, "slow", map[string]any{"after_ms": 30.0}), true
+		}),
+		attempt("tool_a", 2, func(a *gateway.Attempt) {
+			a.Outcome, a.Redacted = &gateway.Outcome{Output: map[string]any{"n": 2.0, "lines": []any{map[string]any{"sku": "a"}}},
+				Mutations: []string{"m"}, Artifacts: []string{"art"}, Citations: []gateway.Citation{{EvidenceRef: "kg:x"}}, RiskTags: []string{"pii"}, Signals: []string{"s"}, CostCents: 3, Tokens: 9}, true
+		}),
+		attempt("tool_b", 1, func(a *gateway.Attempt) { a.Panicked = true }),
+		attempt("tool_c", 1, func(a *gateway.Attempt) {
+			a.Invalid, a.Outcome = []string{"output", "cost_cents"}, &gateway.Outcome{Tokens: 4}
+		}),
+		attempt("tool_e", 1, func(a *gateway.Attempt) {
+			a.Error, a.Outcome = gateway.NewToolError(gateway.CodeExecutionFailed, false, "exit 3", map[string]any{"exit": 3.0}), &gateway.Outcome{CostCents: 25, Tokens: 2484}
+		}),
+	} {
+		before, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Observe(a)
+		after, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(before) != string(after) {
+			t.Errorf("Observe changed the attempt it was told:\n before %s\n after  %s", before, after)
+		}
+	}
+	if n := len(rec.Outcomes("run_1")); n != 5 {
+		t.Fatalf("recorded %d outcomes, want 5", n)
+	}
+}
