@@ -165,3 +165,44 @@ func BenchmarkGatewayCallWritePerCallGate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGatewayCallWriteVerified: BenchmarkGatewayCallWritePerCallGate
+// with a RunOptions.VerifyWrite hook that lets every write go: what
+// asking the hook adds, the call's own decisions included.
+func BenchmarkGatewayCallWriteVerified(b *testing.B) {
+	f := newFixture(b, lowValue, editPack(gateWhenOverArgs), func(fx *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.RunBudget.MaxToolCalls = 1 << 30
+		rc.RunBudget.MaxCostCents = 1e12
+	})
+	reg, err := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Adapter: noop, Capabilities: map[string]gateway.Capability{
+		"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, HonorsContext: true}}}}, &gateway.Options{Transcript: &discardSink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	asked := 0
+	run, err := reg.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)},
+		&gateway.RunOptions{VerifyWrite: func(w *gateway.WriteCall) *gateway.ToolError {
+			if len(w.Decisions) > 0 {
+				asked++
+			}
+			return nil
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		req := refundCall(1200)
+		req.Step = gateway.StepID{Turn: i / 1000, Index: i % 1000}
+		req.IdempotencyKey = "ik_bench_" + strconv.Itoa(i)
+		i++
+		res, err := run.Call(ctx, req)
+		if err != nil || res.Status != gateway.StatusCompleted {
+			b.Fatal(res, err)
+		}
+	}
+	if asked < b.N {
+		b.Fatalf("the hook was asked with the call's decisions %d times for %d calls", asked, b.N)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/gatewayhook"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/principal"
 	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
@@ -315,24 +317,43 @@ func (r *Run) holdingGates(c *callRecord) (gate string, more []string) {
 	return gate, more
 }
 
+func init() {
+	gatewayhook.VerifyWriteShared = func(opts, verify any) {
+		opts.(*RunOptions).verifyWriteShared = verify.(func(*WriteCall) *ToolError)
+	}
+}
+
 // checkEvidence asks the run's VerifyWrite hook, when there is one,
 // whether a write may run with what the run holds (blocked otherwise).
 func (r *Run) checkEvidence(_ context.Context, c *callRecord) (*result, error) {
 	if !c.write || r.verifyWrite == nil {
 		return nil, nil
 	}
-	te := r.verifyWrite(&WriteCall{CapabilityID: c.env.CapabilityID, ToolCallID: c.env.ToolCallID, Decisions: c.decisions()})
+	ds := c.decisions()
+	if r.verifyCopies && ds != nil {
+		// The decisions are the call's (CallDecisions, and those the policy
+		// engine may serve again): a hook is told copies.
+		own := make([]policy.Decision, len(ds))
+		for i, d := range ds {
+			own[i] = d.Clone()
+		}
+		ds = own
+	}
+	te := r.verifyWrite(&WriteCall{CapabilityID: c.env.CapabilityID, ToolCallID: c.env.ToolCallID, Decisions: ds})
 	if te == nil {
 		return nil, nil
 	}
-	// The hook's error is the refusal's, copied: a later change to it
-	// reaches nothing recorded.
+	// The hook's error is the refusal's, copied (a hook's details too): a
+	// later change to it reaches nothing recorded.
 	cp := *te
 	if cp.Reason == "" {
 		cp.Reason = ReasonFor(cp.Code)
 	}
-	if cp.Details == nil {
+	switch {
+	case cp.Details == nil:
 		cp.Details = map[string]any{}
+	case r.verifyCopies:
+		cp.Details = jsonv.CloneObject(cp.Details)
 	}
 	cp.Retryable = false
 	return r.refuse(c, StatusBlocked, &cp, c.env.PolicyDecisionID), nil

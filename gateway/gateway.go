@@ -260,6 +260,7 @@ type Run struct {
 	observe       func(Attempt) // nil when nothing observes the attempts
 	observeCopies bool          // observe is told copies (RunOptions.Observe)
 	verifyWrite   func(*WriteCall) *ToolError
+	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
 	// unbound are the approval gates no permission names
 	// (packview.UnboundGates): active, each holds every write-class call.
@@ -323,7 +324,15 @@ type RunOptions struct {
 	// retryable), and nothing reaches the adapter. The runtime checks
 	// here that the run already holds the evidence the call's rules and
 	// decision require. It is called on the calling goroutine.
+	// What a hook is told is its copy, and the run keeps a copy of the
+	// error it returns: what it does to either, then or later, changes
+	// neither the call, its result nor its transcript entry.
 	VerifyWrite func(w *WriteCall) *ToolError
+	// verifyWriteShared, set only through gatewayhook.VerifyWriteShared
+	// by the module's runtime, is asked with the decisions as the run
+	// holds them, and its error's details are kept as they are; it is
+	// used when VerifyWrite is not set.
+	verifyWriteShared func(w *WriteCall) *ToolError
 }
 
 // WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
@@ -333,7 +342,7 @@ type WriteCall struct {
 	// Decisions are the decisions of the call's own policy evaluation
 	// (the rules that applied to the call), nil when the call is bound to
 	// the run's evaluation (the pack's policy reads no tool data). They
-	// are the run's: read, never change them.
+	// are the hook's copy.
 	Decisions []policy.Decision
 }
 
@@ -413,6 +422,9 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		r.observe, r.observeCopies, r.verifyWrite = opts.Observe, opts.Observe != nil, opts.VerifyWrite
 		if r.observe == nil {
 			r.observe = opts.observeShared
+		}
+		if r.verifyCopies = r.verifyWrite != nil; !r.verifyCopies {
+			r.verifyWrite = opts.verifyWriteShared
 		}
 	}
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())

@@ -777,7 +777,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	span.SetAttributes(attrs...)
 	r.span.SetAttributes(attrs...)
 	gwOpts := gatewayRunOptions(r.clock, chain, r.recorder)
-	gwOpts.VerifyWrite = r.verifyWrite
+	// The built-in evidence check only reads the call's decisions and
+	// returns a new error each time: it is asked with no copies.
+	gatewayhook.VerifyWriteShared(gwOpts, r.verifyWrite)
 	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter, Policy: eval}, gwOpts); err != nil {
 		return err
 	}

@@ -11,3 +11,14 @@ package gatewayhook
 // replay recorder observes here (it only reads and keeps); an observer
 // set as RunOptions.Observe is told copies.
 var ObserveShared func(opts, observe any)
+
+// VerifyWriteShared makes opts (a *gateway.RunOptions) ask verify (a
+// func(*gateway.WriteCall) *gateway.ToolError) about every write with the
+// call's own policy decisions as the gateway holds them, not copies, and
+// keep the error verify returns without copying its details: verify must
+// change nothing it is told and keep nothing it returns. The runtime's
+// built-in evidence check is set here (it only reads the decisions and
+// returns a new error each time); a hook set as RunOptions.VerifyWrite is
+// told copies and its error's details are copied. It is used when
+// RunOptions.VerifyWrite is not set.
+var VerifyWriteShared func(opts, verify any)

@@ -6,6 +6,7 @@ package jsonv
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -137,8 +138,9 @@ func finite(v any, depth int) bool {
 }
 
 // Clone deep-copies the objects and arrays of a JSON-shaped value
-// (map[string]any and []any; nil stays nil); other values are copied as
-// they are, their types kept.
+// (map[string]any and []any; nil stays nil), and lists of strings (a Go
+// caller's []string, kept as one); other values are copied as they are,
+// their types kept.
 func Clone(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -152,6 +154,8 @@ func Clone(v any) any {
 			out[i] = Clone(e)
 		}
 		return out
+	case []string:
+		return slices.Clone(x)
 	}
 	return v
 }

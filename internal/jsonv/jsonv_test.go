@@ -57,8 +57,8 @@ func TestCyclicValuesEndInsteadOfOverflowing(t *testing.T) {
 	}
 }
 
-// TestClone: objects and arrays are copied at every depth, nil ones stay
-// nil, and other values keep their types.
+// TestClone: objects and arrays, and lists of strings, are copied at
+// every depth, nil ones stay nil, and other values keep their types.
 func TestClone(t *testing.T) {
 	inner := map[string]any{"n": 1, "f": 1.5}
 	list := []any{inner, "s"}
@@ -69,7 +69,8 @@ func TestClone(t *testing.T) {
 	}
 	c["list"].([]any)[0].(map[string]any)["n"] = 2
 	c["list"].([]any)[1] = "t"
-	if inner["n"] != 1 || list[1] != "s" {
+	c["strs"].([]string)[0] = "b"
+	if inner["n"] != 1 || list[1] != "s" || v["strs"].([]string)[0] != "a" {
 		t.Errorf("editing the clone edited the original: %v", v)
 	}
 	if c["nilmap"].(map[string]any) != nil || c["nillist"].([]any) != nil || CloneObject(nil) != nil {
