@@ -396,6 +396,29 @@ const (
 // request leaves empty; the session block shows them and the ledger's
 // environment records them.
 func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*CompiledContext, error) {
+	return p.compile(ctx, req, rc, nil)
+}
+
+// CompileWithPolicy is Compile that also returns the run-level policy
+// evaluation the compile made (stage 5): Engine's evaluation of
+// policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)},
+// exactly as a fresh Evaluate of that input returns it. It shares no
+// slice with the compiled context (its Decision.Allow pointers are the
+// pack's, as in every evaluation), so a gateway run can enforce it
+// (gateway.RunConfig.Policy) without evaluating the policy again. On an
+// error both are nil.
+func (p *Prepared) CompileWithPolicy(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*CompiledContext, *policy.Evaluation, error) {
+	var eval *policy.Evaluation
+	cc, err := p.compile(ctx, req, rc, &eval)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cc, eval, nil
+}
+
+// compile is Compile; when eval is not nil, it is set to a copy of the
+// run-level policy evaluation, taken before the compile reads it.
+func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, eval **policy.Evaluation) (*CompiledContext, error) {
 	if req == nil || rc == nil {
 		return nil, fail(0, ErrInput, nil, "request and run context are required")
 	}
@@ -432,6 +455,9 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	res, err := p.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
 	if err != nil {
 		return nil, fail(5, ErrPolicy, err, "evaluate policy")
+	}
+	if eval != nil {
+		*eval = copyEvaluation(res)
 	}
 	cc := &CompiledContext{}
 	ledger := &cc.ContextLedger
@@ -899,4 +925,28 @@ func clipID(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// copyEvaluation returns a copy of e that shares no slice with it: what
+// the compile builds from e (the ledger keeps its decisions and gates)
+// and what a gateway run enforces from the copy stay apart. Allow
+// pointers are kept: every evaluation points them at the pack's rule.
+func copyEvaluation(e *policy.Evaluation) *policy.Evaluation {
+	c := *e
+	c.Decisions = slices.Clone(e.Decisions)
+	for i := range c.Decisions {
+		d := &c.Decisions[i]
+		d.Requires, d.Raise = slices.Clone(d.Requires), slices.Clone(d.Raise)
+	}
+	c.Manifest = slices.Clone(e.Manifest)
+	for i := range c.Manifest {
+		c.Manifest[i].RuleIDs = slices.Clone(c.Manifest[i].RuleIDs)
+	}
+	c.Raised = policy.Raised{MustRefuse: slices.Clone(e.Raised.MustRefuse), MustEscalate: slices.Clone(e.Raised.MustEscalate)}
+	c.Gates = slices.Clone(e.Gates)
+	for i := range c.Gates {
+		c.Gates[i].ActivatedBy = slices.Clone(c.Gates[i].ActivatedBy)
+	}
+	c.Skipped = slices.Clone(e.Skipped)
+	return &c
 }

@@ -112,6 +112,7 @@ func Build(in BuildInput) (*Record, error) {
 			r.Problems = err.(*ValidationError).Problems
 			return withID(r, in), err
 		}
+		return r, nil // validated as it is, its id set
 	}
 	r = withID(r, in)
 	if err := Validate(r, in.Facts); err != nil {

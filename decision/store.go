@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,7 +131,22 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 		return nil, nil, err
 	}
 	normalize(c)
-	c.PrevRecordHash, c.RecordHash = prev, ""
+	c.PrevRecordHash = prev
+	b, ok, err := sealOnce(c)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !ok:
+		return sealTwice(c)
+	}
+	return c, b, nil
+}
+
+// sealTwice sets c's record hashes from the digest of c without them,
+// then encodes c: two canonical encodings, the reference sealOnce is
+// held to.
+func sealTwice(c *Record) (*Record, []byte, error) {
+	c.RecordHash = ""
 	h, err := Hash(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decision: record has no canonical form: %w", err)
@@ -144,6 +160,80 @@ func seal(r *Record, prev string) (*Record, []byte, error) {
 		return nil, nil, err
 	}
 	return c, b, nil
+}
+
+// hashPlaceholder stands in for record_hash while a record is encoded:
+// a digest's length, but never a digest (z is no hex digit).
+const hashPlaceholder = canon.DigestPrefix + "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+
+// placeholderMember is the canonical member record_hash holding the
+// placeholder, in the record and in its replay member.
+const placeholderMember = `"record_hash":"` + hashPlaceholder + `"`
+
+// sealOnce is sealTwice with one canonical encoding: c is encoded with the
+// placeholder for its record hashes; the record hash is the digest of
+// those bytes without the placeholder members (the canonical form of c
+// without them: members are sorted by name, whatever their values), and
+// the stored bytes are those bytes with the placeholder overwritten by
+// the hash, which has its length and is written as is. ok is false, and c
+// is left to sealTwice, when the placeholder member is not met exactly
+// where c has it (a record whose own values hold it).
+func sealOnce(c *Record) (b []byte, ok bool, err error) {
+	c.RecordHash = hashPlaceholder
+	want := 1
+	if c.Replay != nil {
+		c.Replay.RecordHash, want = hashPlaceholder, 2
+	}
+	b, err = canon.JSON(c)
+	if err != nil {
+		return nil, false, fmt.Errorf("decision: record has no canonical form: %w", err)
+	}
+	// The placeholder's run of z is looked for (z is rare in a record, so
+	// the search skips ahead fast), and each run found must be the value
+	// of a placeholder member.
+	var at [2]int
+	n := 0
+	zs := []byte(hashPlaceholder[len(hashPlaceholder)-32:])
+	for i := 0; ; {
+		j := bytes.Index(b[i:], zs)
+		if j < 0 {
+			break
+		}
+		a := i + j - len(`"record_hash":"`+canon.DigestPrefix) // where its member would start
+		if n == want || a < 0 || a+len(placeholderMember) > len(b) || string(b[a:a+len(placeholderMember)]) != placeholderMember {
+			return nil, false, nil
+		}
+		at[n], n, i = a, n+1, a+len(placeholderMember)
+	}
+	if n != want {
+		return nil, false, nil
+	}
+	// Without the members: each goes with the comma before it (neither is
+	// its object's first member: actor and compiled_context_hash sort
+	// before it), else with the comma after it.
+	unhashed := make([]byte, 0, len(b))
+	from := 0
+	for _, a := range at[:n] {
+		end := a + len(placeholderMember)
+		switch {
+		case a > 0 && b[a-1] == ',':
+			a--
+		case end < len(b) && b[end] == ',':
+			end++
+		}
+		unhashed = append(unhashed, b[from:a]...)
+		from = end
+	}
+	unhashed = append(unhashed, b[from:]...)
+	h := canon.DigestBytes(unhashed)
+	for _, a := range at[:n] {
+		copy(b[a+len(`"record_hash":"`):], h)
+	}
+	c.RecordHash = h
+	if c.Replay != nil {
+		c.Replay.RecordHash = h
+	}
+	return b, true, nil
 }
 
 // verifyChainFrom checks canonical records that follow a record whose

@@ -364,7 +364,7 @@ func (r *Run) ChainState() ChainState {
 }
 
 // RunConfig is what a Run is bound to: one run's compile and its budget
-// meter. Every field is required.
+// meter. Every field but Policy is required.
 type RunConfig struct {
 	// Prepared is the prepared packs the run's context was compiled from.
 	Prepared *compiler.Prepared
@@ -377,6 +377,13 @@ type RunConfig struct {
 	RunContext *runcontext.RunContext
 	// Meter charges the run's budget.
 	Meter *runcontext.Meter
+	// Policy, optional, is the run-level policy evaluation Compiled was
+	// compiled with, as Prepared.CompileWithPolicy returns it:
+	// Prepared.Engine()'s evaluation of Request's input and RunContext
+	// under RunContext.RunID. NewRun then enforces it rather than
+	// evaluating the policy again; when nil, NewRun evaluates it. The run
+	// keeps it as its own: nothing may change it afterwards.
+	Policy *policy.Evaluation
 }
 
 // check reports the first missing field (ErrConfig, naming it).
@@ -392,7 +399,7 @@ func (c *RunConfig) check() error {
 	return nil
 }
 
-// NewRun binds a run to cfg; opts may be nil. A RunConfig field left nil
+// NewRun binds a run to cfg; opts may be nil. A required RunConfig field left nil
 // is an error (ErrConfig, naming the field).
 func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if err := cfg.check(); err != nil {
@@ -420,7 +427,6 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.verifyWrite = opts.verifyWriteShared
 		}
 	}
-	r.doc = policy.NewDocument(req.Input, rc)
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
 	r.trace = runcontext.Trace{TraceID: rc.TraceID}
@@ -431,12 +437,21 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.trace = t
 		}
 	}
-	base, err := r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: run policy: %w", err)
+	base := cfg.Policy
+	r.usesTool = r.engine.UsesTool()
+	// The run's policy document is read by its own evaluation and, when
+	// the policy reads the tool call, by each call's.
+	if base == nil || r.usesTool {
+		r.doc = policy.NewDocument(req.Input, rc)
+	}
+	if base == nil {
+		var err error
+		if base, err = r.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: r.doc}); err != nil {
+			return nil, fmt.Errorf("gateway: run policy: %w", err)
+		}
 	}
 	r.base = base
-	r.usesTool = r.engine.UsesTool()
+	var err error
 	if r.baseIDs, err = decisionIDsDigest(base); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -61,11 +62,11 @@ func (r *run) askInline(ctx context.Context, req *PlanRequest) (plan *Plan, err 
 
 // compileInline compiles on the run's goroutine (an inline runtime's
 // compile); a panic is a *PanicError.
-func (r *run) compileInline(ctx context.Context, prepared *compiler.Prepared) (cc *compiler.CompiledContext, err error) {
+func (r *run) compileInline(ctx context.Context, prepared *compiler.Prepared) (cc *compiler.CompiledContext, eval *policy.Evaluation, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			cc, err = nil, r.rt.recovered(p, "compile", r.rc.RunID)
+			cc, eval, err = nil, nil, r.rt.recovered(p, "compile", r.rc.RunID)
 		}
 	}()
-	return prepared.Compile(ctx, r.req, r.rc)
+	return prepared.CompileWithPolicy(ctx, r.req, r.rc)
 }

@@ -510,9 +510,8 @@ type run struct {
 }
 
 func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, host *runcontext.RunContext, emit func(Event)) (*Result, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
+	// Materialize validates the request before anything else (its error
+	// is req.Validate's), then the host context and the result.
 	rc, err := runcontext.Materialize(req, host, &runcontext.MaterializeOptions{NewRunID: rt.opts.NewRunID, DefaultSafetyMode: rt.opts.DefaultSafetyMode})
 	if err != nil {
 		return nil, err
@@ -751,13 +750,15 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		r.recorder = playback.NewRecorder()
 	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
-	cc, err := r.compile(ctx, prepared)
+	// The compile's policy evaluation is the gateway run's: the same
+	// engine over the same request and run context (gateway.RunConfig.Policy).
+	cc, eval, err := r.compile(ctx, prepared)
 	if rt.mode == ModeReplay && rt.replayed.hash != "" && (err != nil || cc.Hash() != rt.replayed.hash) {
 		// A packet recorded in an earlier form replays in it. The
 		// recorded run compiled once: these compiles read no clock.
 		for _, f := range compiler.EarlierForms() {
 			if occ, ok := compileAs(ctx, prepared.WithForm(f), r, rt.replayed.hash); ok {
-				prepared, cc, err = prepared.WithForm(f), occ, nil
+				prepared, cc, eval, err = prepared.WithForm(f), occ, nil, nil // the gateway evaluates
 				break
 			}
 		}
@@ -779,7 +780,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	// The built-in evidence check only reads the call's decisions and
 	// returns a new error each time: it is asked with no copies.
 	gatewayhook.VerifyWriteShared(gwOpts, r.verifyWrite)
-	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}, gwOpts); err != nil {
+	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter, Policy: eval}, gwOpts); err != nil {
 		return err
 	}
 	notices := r.notices()
@@ -805,8 +806,9 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // compile compiles the run's context within what is left of its wall
 // clock: a compile (policy evaluation included) still running then is
 // abandoned with a budget error. A panic in it (a tokenizer's, say) is a
-// *PanicError.
-func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, error) {
+// *PanicError. It returns the compile's run-level policy evaluation too
+// (compiler.Prepared.CompileWithPolicy).
+func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, *policy.Evaluation, error) {
 	left := r.meter.Remaining(r.clock.Now()) // read inline too: a replay reads the clock as the run did
 	if r.rt.inline {
 		return r.compileInline(ctx, prepared)
@@ -817,8 +819,9 @@ func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compil
 	cctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	type compiled struct {
-		cc  *compiler.CompiledContext
-		err error
+		cc   *compiler.CompiledContext
+		eval *policy.Evaluation
+		err  error
 	}
 	done := make(chan compiled, 1)
 	r.handoff(func() {
@@ -829,17 +832,17 @@ func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compil
 			}
 			done <- out
 		}()
-		out.cc, out.err = prepared.Compile(cctx, r.req, r.rc)
+		out.cc, out.eval, out.err = prepared.CompileWithPolicy(cctx, r.req, r.rc)
 	})
 	select {
 	case out := <-done:
-		return out.cc, out.err
+		return out.cc, out.eval, out.err
 	case <-cctx.Done():
 		r.abandonWorker()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("contextos: compile: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("contextos: compile: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("contextos: compile: %w", &runcontext.BudgetError{Dimension: runcontext.DimWallClock, Limit: float64(r.rc.RunBudget.WallClockMS)})
+		return nil, nil, fmt.Errorf("contextos: compile: %w", &runcontext.BudgetError{Dimension: runcontext.DimWallClock, Limit: float64(r.rc.RunBudget.WallClockMS)})
 	}
 }
 

@@ -1,0 +1,107 @@
+package gateway_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/policy"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt: a run given the
+// compile's policy evaluation (RunConfig.Policy, from
+// Prepared.CompileWithPolicy) is the run NewRun builds when it evaluates
+// the policy itself: the same evaluation, equal to a fresh one, and the
+// same calls make the same transcript, entry for entry (call and result
+// envelopes, their policy decision ids, statuses and hashes).
+func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		amount float64
+		edit   fixtureOption
+	}{
+		{"low value", 1200, lowValue},
+		{"high value, the finance gate active", 4200, nil},
+		{"identity not verified", 1200, func(_ *fixture, _ *runcontext.RunContext, req *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+			req.Input.Context["refund_amount"] = 1200
+			req.Input.Context["identity_verified"] = false
+		}},
+		{"read only", 1200, func(_ *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+			req.Input.Context["refund_amount"] = 1200
+			rc.SafetyMode = runcontext.ReadOnly
+		}},
+		// Each call evaluated again, over the run's document.
+		{"a rule over the call's arguments, under it", 800, func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			lowValue(f, rc, req, caps)
+			editPack(ruleOverArgs)(f, rc, req, caps)
+		}},
+		{"a rule over the call's arguments, over it", 4200, func(f *fixture, rc *runcontext.RunContext, req *runcontext.InvokeRequest, caps map[string]gateway.Capability) {
+			lowValue(f, rc, req, caps)
+			editPack(ruleOverArgs)(f, rc, req, caps)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []fixtureOption
+			if tc.edit != nil {
+				opts = append(opts, tc.edit)
+			}
+			f := newFixture(t, opts...)
+			if tc.amount == 800 && !f.prepared.Engine().UsesTool() {
+				t.Fatal("the policy does not read the tool call")
+			}
+			cc, given, err := f.prepared.CompileWithPolicy(ctx, f.req, f.rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Hash() != f.cc.Hash() || cc.ContextLedger.LedgerHash != f.cc.ContextLedger.LedgerHash {
+				t.Fatalf("CompileWithPolicy compiled %s (ledger %s), Compile %s (ledger %s)", cc.Hash(), cc.ContextLedger.LedgerHash, f.cc.Hash(), f.cc.ContextLedger.LedgerHash)
+			}
+			fresh, err := f.prepared.Engine().Evaluate(policy.Input{RunID: f.rc.RunID, Data: policy.NewDocument(f.req.Input, f.rc)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(given, fresh) {
+				t.Fatalf("the compile's evaluation\n%+v\nis not a fresh one\n%+v", given, fresh)
+			}
+			transcript := func(p *policy.Evaluation) ([]gateway.TranscriptEntry, *policy.Evaluation) {
+				rec := &gatewaytest.Recorder{}
+				o := f.opts
+				o.Transcript = rec
+				gw, err := gateway.New([]gateway.Registration{
+					{AdapterID: "adp_orders", Adapter: f.orders, Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema, Scopes: []string{"orders.read"}, Timeout: time.Minute}}},
+					{AdapterID: "adp_policy", Adapter: f.policyAd, Capabilities: map[string]gateway.Capability{"eval": {Timeout: time.Minute}}},
+					{AdapterID: "adp_payments", Adapter: f.payments, Capabilities: map[string]gateway.Capability{"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Minute, CostCents: 0.31}}},
+				}, &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now), Policy: p}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []gateway.CallRequest{lookupCall(), {CapabilityID: "adp_policy.eval", Step: gateway.StepID{Index: 2}, Args: map[string]any{"order_id": "ord_881"}}, refundCall(tc.amount)} {
+					if _, err := run.Call(ctx, c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return rec.Entries(), run.Policy()
+			}
+			evaluated, evaluatedPolicy := transcript(nil)
+			handed, handedPolicy := transcript(given)
+			if handedPolicy != given {
+				t.Error("the run does not enforce the evaluation it was given")
+			}
+			if !reflect.DeepEqual(evaluatedPolicy, handedPolicy) {
+				t.Errorf("run policy: evaluated\n%+v\ngiven\n%+v", evaluatedPolicy, handedPolicy)
+			}
+			if len(evaluated) < 5 || !reflect.DeepEqual(evaluated, handed) { // three results, two or three calls
+				t.Errorf("transcript of the run that evaluates (%d entries)\n%+v\nof the run given the compile's evaluation (%d)\n%+v", len(evaluated), evaluated, len(handed), handed)
+			}
+		})
+	}
+}
