@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/compilehook"
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
@@ -399,21 +400,15 @@ func (p *Prepared) Compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	return p.compile(ctx, req, rc, nil)
 }
 
-// CompileWithPolicy is Compile that also returns the run-level policy
-// evaluation the compile made (stage 5): Engine's evaluation of
-// policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)},
-// exactly as a fresh Evaluate of that input returns it. It shares no
-// slice with the compiled context (its Decision.Allow pointers are the
-// pack's, as in every evaluation), so a gateway run can enforce it
-// (gateway.RunConfig.Policy) without evaluating the policy again. On an
-// error both are nil.
-func (p *Prepared) CompileWithPolicy(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*CompiledContext, *policy.Evaluation, error) {
-	var eval *policy.Evaluation
-	cc, err := p.compile(ctx, req, rc, &eval)
-	if err != nil {
-		return nil, nil, err
+func init() {
+	compilehook.CompileWithPolicy = func(p any, ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (any, *policy.Evaluation, error) {
+		var eval *policy.Evaluation
+		cc, err := p.(*Prepared).compile(ctx, req, rc, &eval)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cc, eval, nil
 	}
-	return cc, eval, nil
 }
 
 // compile is Compile; when eval is not nil, it is set to a copy of the

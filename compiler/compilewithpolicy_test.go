@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/compilehook"
 	"github.com/contextos/contextos/policy"
 )
 
-// CompileWithPolicy compiles what Compile compiles and returns the
+// compilehook.CompileWithPolicy compiles what Compile compiles and returns the
 // compile's policy evaluation, which is a fresh evaluation's and shares no
 // slice with the compiled context: what is done to the ledger's policy
 // results, gates and guardrails leaves it as it was.
@@ -19,10 +20,11 @@ func TestCompileWithPolicyReturnsTheEvaluationApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := s.compile(t)
-	cc, eval, err := prepared.CompileWithPolicy(ctx, s.req, s.rc)
+	c, eval, err := compilehook.CompileWithPolicy(prepared, ctx, s.req, s.rc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cc := c.(*compiler.CompiledContext)
 	if !reflect.DeepEqual(cc, want) {
 		t.Fatal("CompileWithPolicy compiled another context than Compile")
 	}

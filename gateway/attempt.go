@@ -11,11 +11,15 @@ import (
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/policy"
 )
 
 func init() {
 	gatewayhook.ObserveShared = func(opts, observe any) {
 		opts.(*RunOptions).observeShared = observe.(func(Attempt))
+	}
+	gatewayhook.WithPolicy = func(cfg, eval any) {
+		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)
 	}
 }
 

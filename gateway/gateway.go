@@ -364,7 +364,7 @@ func (r *Run) ChainState() ChainState {
 }
 
 // RunConfig is what a Run is bound to: one run's compile and its budget
-// meter. Every field but Policy is required.
+// meter. Every field is required.
 type RunConfig struct {
 	// Prepared is the prepared packs the run's context was compiled from.
 	Prepared *compiler.Prepared
@@ -377,13 +377,15 @@ type RunConfig struct {
 	RunContext *runcontext.RunContext
 	// Meter charges the run's budget.
 	Meter *runcontext.Meter
-	// Policy, optional, is the run-level policy evaluation Compiled was
-	// compiled with, as Prepared.CompileWithPolicy returns it:
-	// Prepared.Engine()'s evaluation of Request's input and RunContext
-	// under RunContext.RunID. NewRun then enforces it rather than
-	// evaluating the policy again; when nil, NewRun evaluates it. The run
-	// keeps it as its own: nothing may change it afterwards.
-	Policy *policy.Evaluation
+	// policy, set only through gatewayhook.WithPolicy by the module's own
+	// runtime, is the run-level policy evaluation Compiled was compiled
+	// with (compilehook.CompileWithPolicy): Prepared.Engine()'s
+	// evaluation of Request's input and RunContext under
+	// RunContext.RunID. NewRun then enforces it rather than evaluating the
+	// policy again; when nil, NewRun evaluates it. The run keeps it as its
+	// own: nothing may change it afterwards. It is not exported, so a
+	// caller cannot have a run enforce an evaluation of other input.
+	policy *policy.Evaluation
 }
 
 // check reports the first missing field (ErrConfig, naming it).
@@ -437,7 +439,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.trace = t
 		}
 	}
-	base := cfg.Policy
+	base := cfg.policy
 	r.usesTool = r.engine.UsesTool()
 	// The run's policy document is read by its own evaluation and, when
 	// the policy reads the tool call, by each call's.

@@ -5,15 +5,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/compilehook"
+	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
 // TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt: a run given the
-// compile's policy evaluation (RunConfig.Policy, from
-// Prepared.CompileWithPolicy) is the run NewRun builds when it evaluates
+// compile's policy evaluation (gatewayhook.WithPolicy, from
+// compilehook.CompileWithPolicy) is the run NewRun builds when it evaluates
 // the policy itself: the same evaluation, equal to a fresh one, and the
 // same calls make the same transcript, entry for entry (call and result
 // envelopes, their policy decision ids, statuses and hashes).
@@ -54,10 +57,11 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 			if tc.amount == 800 && !f.prepared.Engine().UsesTool() {
 				t.Fatal("the policy does not read the tool call")
 			}
-			cc, given, err := f.prepared.CompileWithPolicy(ctx, f.req, f.rc)
+			c, given, err := compilehook.CompileWithPolicy(f.prepared, ctx, f.req, f.rc)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cc := c.(*compiler.CompiledContext)
 			if cc.Hash() != f.cc.Hash() || cc.ContextLedger.LedgerHash != f.cc.ContextLedger.LedgerHash {
 				t.Fatalf("CompileWithPolicy compiled %s (ledger %s), Compile %s (ledger %s)", cc.Hash(), cc.ContextLedger.LedgerHash, f.cc.Hash(), f.cc.ContextLedger.LedgerHash)
 			}
@@ -80,7 +84,11 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				run, err := gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now), Policy: p}, nil)
+				cfg := gateway.RunConfig{Prepared: f.prepared, Compiled: cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}
+				if p != nil {
+					gatewayhook.WithPolicy(&cfg, p)
+				}
+				run, err := gw.NewRun(cfg, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

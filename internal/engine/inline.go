@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/compilehook"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -68,5 +69,16 @@ func (r *run) compileInline(ctx context.Context, prepared *compiler.Prepared) (c
 			cc, eval, err = nil, nil, r.rt.recovered(p, "compile", r.rc.RunID)
 		}
 	}()
-	return prepared.CompileWithPolicy(ctx, r.req, r.rc)
+	return compileWithPolicy(ctx, prepared, r.req, r.rc)
+}
+
+// compileWithPolicy is prepared's Compile of req and rc with the run-level
+// policy evaluation it made (compilehook.CompileWithPolicy), for the run's
+// gateway to enforce (gatewayhook.WithPolicy).
+func compileWithPolicy(ctx context.Context, prepared *compiler.Prepared, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*compiler.CompiledContext, *policy.Evaluation, error) {
+	cc, eval, err := compilehook.CompileWithPolicy(prepared, ctx, req, rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cc.(*compiler.CompiledContext), eval, nil
 }

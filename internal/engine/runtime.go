@@ -751,7 +751,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	}
 	prepared = prepared.At(start).WithSources(r.pins.sources())
 	// The compile's policy evaluation is the gateway run's: the same
-	// engine over the same request and run context (gateway.RunConfig.Policy).
+	// engine over the same request and run context (gatewayhook.WithPolicy).
 	cc, eval, err := r.compile(ctx, prepared)
 	if rt.mode == ModeReplay && rt.replayed.hash != "" && (err != nil || cc.Hash() != rt.replayed.hash) {
 		// A packet recorded in an earlier form replays in it. The
@@ -780,7 +780,11 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	// The built-in evidence check only reads the call's decisions and
 	// returns a new error each time: it is asked with no copies.
 	gatewayhook.VerifyWriteShared(gwOpts, r.verifyWrite)
-	if r.gwRun, err = rt.gw.NewRun(gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter, Policy: eval}, gwOpts); err != nil {
+	cfg := gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}
+	if eval != nil {
+		gatewayhook.WithPolicy(&cfg, eval)
+	}
+	if r.gwRun, err = rt.gw.NewRun(cfg, gwOpts); err != nil {
 		return err
 	}
 	notices := r.notices()
@@ -807,7 +811,7 @@ func compileAs(ctx context.Context, prepared *compiler.Prepared, r *run, hash st
 // clock: a compile (policy evaluation included) still running then is
 // abandoned with a budget error. A panic in it (a tokenizer's, say) is a
 // *PanicError. It returns the compile's run-level policy evaluation too
-// (compiler.Prepared.CompileWithPolicy).
+// (compilehook.CompileWithPolicy).
 func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compiler.CompiledContext, *policy.Evaluation, error) {
 	left := r.meter.Remaining(r.clock.Now()) // read inline too: a replay reads the clock as the run did
 	if r.rt.inline {
@@ -832,7 +836,7 @@ func (r *run) compile(ctx context.Context, prepared *compiler.Prepared) (*compil
 			}
 			done <- out
 		}()
-		out.cc, out.eval, out.err = prepared.CompileWithPolicy(cctx, r.req, r.rc)
+		out.cc, out.eval, out.err = compileWithPolicy(cctx, prepared, r.req, r.rc)
 	})
 	select {
 	case out := <-done:

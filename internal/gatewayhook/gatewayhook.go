@@ -22,3 +22,11 @@ var ObserveShared func(opts, observe any)
 // told copies and its error's details are copied. It is used when
 // RunOptions.VerifyWrite is not set.
 var VerifyWriteShared func(opts, verify any)
+
+// WithPolicy sets cfg's (a *gateway.RunConfig) run-level policy
+// evaluation to eval (a *policy.Evaluation, as
+// compilehook.CompileWithPolicy returns it with cfg's compiled context):
+// the run enforces it rather than evaluating the same input again, and
+// keeps it as its own. It is the module's own: a run bound through the
+// exported RunConfig always evaluates its policy itself.
+var WithPolicy func(cfg, eval any)
