@@ -452,7 +452,7 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		return nil, fail(5, ErrPolicy, err, "evaluate policy")
 	}
 	if eval != nil {
-		*eval = copyEvaluation(res)
+		*eval = res.Clone()
 	}
 	cc := &CompiledContext{}
 	ledger := &cc.ContextLedger
@@ -920,28 +920,4 @@ func clipID(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// copyEvaluation returns a copy of e that shares no slice with it: what
-// the compile builds from e (the ledger keeps its decisions and gates)
-// and what a gateway run enforces from the copy stay apart. Allow
-// pointers are kept: every evaluation points them at the pack's rule.
-func copyEvaluation(e *policy.Evaluation) *policy.Evaluation {
-	c := *e
-	c.Decisions = slices.Clone(e.Decisions)
-	for i := range c.Decisions {
-		d := &c.Decisions[i]
-		d.Requires, d.Raise = slices.Clone(d.Requires), slices.Clone(d.Raise)
-	}
-	c.Manifest = slices.Clone(e.Manifest)
-	for i := range c.Manifest {
-		c.Manifest[i].RuleIDs = slices.Clone(c.Manifest[i].RuleIDs)
-	}
-	c.Raised = policy.Raised{MustRefuse: slices.Clone(e.Raised.MustRefuse), MustEscalate: slices.Clone(e.Raised.MustEscalate)}
-	c.Gates = slices.Clone(e.Gates)
-	for i := range c.Gates {
-		c.Gates[i].ActivatedBy = slices.Clone(c.Gates[i].ActivatedBy)
-	}
-	c.Skipped = slices.Clone(e.Skipped)
-	return &c
 }

@@ -1071,8 +1071,9 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 // made after the caller's context is done: a call that ran is recorded.
 const detachedTimeout = 30 * time.Second
 
-// Policy returns the run-level policy result the gateway enforces.
-func (r *Run) Policy() *policy.Evaluation { return r.base }
+// Policy returns a copy of the run-level policy result the gateway
+// enforces: editing it changes nothing the run enforces or records.
+func (r *Run) Policy() *policy.Evaluation { return r.base.Clone() }
 
 func missing(have, want []string) []string {
 	var out []string

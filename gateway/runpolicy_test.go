@@ -9,6 +9,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/compilehook"
+	"github.com/contextos/contextos/internal/deepcheck"
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -101,8 +102,8 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 			}
 			evaluated, evaluatedPolicy := transcript(nil)
 			handed, handedPolicy := transcript(given)
-			if handedPolicy != given {
-				t.Error("the run does not enforce the evaluation it was given")
+			if handedPolicy == given {
+				t.Error("Run.Policy returned the run's own evaluation, not a copy")
 			}
 			if !reflect.DeepEqual(evaluatedPolicy, handedPolicy) {
 				t.Errorf("run policy: evaluated\n%+v\ngiven\n%+v", evaluatedPolicy, handedPolicy)
@@ -111,5 +112,69 @@ func TestRunGivenTheCompilesPolicyIsARunThatEvaluatesIt(t *testing.T) {
 				t.Errorf("transcript of the run that evaluates (%d entries)\n%+v\nof the run given the compile's evaluation (%d)\n%+v", len(evaluated), evaluated, len(handed), handed)
 			}
 		})
+	}
+}
+
+// TestRunEnforcesTheEvaluationItIsGiven: a run handed an evaluation
+// enforces that evaluation, not one of its own: the 1200 refund that the
+// low-value evaluation lets through is blocked when the evaluation handed
+// over has a must_refuse guardrail raised.
+func TestRunEnforcesTheEvaluationItIsGiven(t *testing.T) {
+	t.Parallel()
+	for _, refused := range []bool{false, true} {
+		f := newFixture(t, lowValue)
+		c, given, err := compilehook.CompileWithPolicy(f.prepared, ctx, f.req, f.rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if given.Verdict != policy.VerdictAllow {
+			t.Fatalf("the low-value evaluation's verdict is %s, want allow", given.Verdict)
+		}
+		if refused {
+			given.Verdict, given.Raised.MustRefuse = policy.VerdictRefuse, []string{"handed_over"}
+		}
+		cfg := gateway.RunConfig{Prepared: f.prepared, Compiled: c.(*compiler.CompiledContext), Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}
+		gatewayhook.WithPolicy(&cfg, given)
+		run, err := f.gw.NewRun(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run.Call(ctx, refundCall(1200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Status == gateway.StatusBlocked; got != refused {
+			t.Errorf("must_refuse raised in the evaluation handed over: %v; the refund is %s", refused, res.Status)
+		}
+	}
+}
+
+// TestRunPolicyIsTheCallersOwn: editing what Run.Policy returns changes
+// neither what it returns next nor what the run enforces: the finance
+// gate still holds a 4200 refund.
+func TestRunPolicyIsTheCallersOwn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := f.run.Policy()
+	if len(p.ActiveGates()) == 0 || len(p.Decisions) == 0 {
+		t.Fatalf("the high-value evaluation has no active gate or no decision: %+v", p)
+	}
+	want := mustJSON(t, p)
+	deepcheck.Vandalize(reflect.ValueOf(p))
+	for i := range p.Gates {
+		p.Gates[i].Active = false
+	}
+	if got := mustJSON(t, f.run.Policy()); got != want {
+		t.Errorf("editing what Run.Policy returned changed what it returns next:\n%s\n%s", want, got)
+	}
+	if _, err := f.run.Call(ctx, lookupCall()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.run.Call(ctx, refundCall(4200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != gateway.StatusPaused {
+		t.Errorf("after the returned policy's gates were switched off, the 4200 refund is %s, want paused", res.Status)
 	}
 }

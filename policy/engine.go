@@ -245,6 +245,32 @@ type Evaluation struct {
 	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
+// Clone returns a copy of r that shares nothing with it (decisions as
+// Decision.Clone copies them). A nil r gives nil.
+func (r *Evaluation) Clone() *Evaluation {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if r.Decisions != nil {
+		c.Decisions = make([]Decision, len(r.Decisions))
+		for i, d := range r.Decisions {
+			c.Decisions[i] = d.Clone()
+		}
+	}
+	c.Manifest = slices.Clone(r.Manifest)
+	for i := range c.Manifest {
+		c.Manifest[i].RuleIDs = slices.Clone(c.Manifest[i].RuleIDs)
+	}
+	c.Raised = Raised{MustRefuse: slices.Clone(r.Raised.MustRefuse), MustEscalate: slices.Clone(r.Raised.MustEscalate)}
+	c.Gates = slices.Clone(r.Gates)
+	for i := range c.Gates {
+		c.Gates[i].ActivatedBy = slices.Clone(c.Gates[i].ActivatedBy)
+	}
+	c.Skipped = slices.Clone(r.Skipped)
+	return &c
+}
+
 // ActiveGates returns the ids of the active gates, in declaration order.
 func (r *Evaluation) ActiveGates() []string {
 	var out []string
