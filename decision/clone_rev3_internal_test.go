@@ -1,13 +1,13 @@
 package decision
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/contextos/contextos/internal/deepcheck"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -47,92 +47,6 @@ func validRecordForCycle() *Record {
 		Lineage: Lineage{PackVersion: "1"}, TraceID: "t"}
 }
 
-// fillAll sets every member v reaches to a value that is not its zero
-// value: strings, numbers, one-element lists, one-member maps (an outputs
-// map holding a list and an object), and pointers to filled values.
-func fillAll(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString("s")
-	case reflect.Int, reflect.Int64:
-		v.SetInt(7)
-	case reflect.Float64:
-		v.SetFloat(0.5)
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fillAll(v.Field(i))
-			}
-		}
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fillAll(p.Elem())
-		v.Set(p)
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fillAll(s.Index(0))
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		if v.Type().Elem().Kind() == reflect.Interface {
-			m.SetMapIndex(reflect.ValueOf("list"), reflect.ValueOf([]any{"x", map[string]any{"k": 1.5}}))
-		} else {
-			e := reflect.New(v.Type().Elem()).Elem()
-			fillAll(e)
-			m.SetMapIndex(reflect.ValueOf("k"), e)
-		}
-		v.Set(m)
-	case reflect.Interface:
-		v.Set(reflect.ValueOf("x"))
-	}
-}
-
-// shared names the first list, map or pointer a and b share, "" for none.
-func shared(path string, a, b reflect.Value) string {
-	switch a.Kind() {
-	case reflect.Struct:
-		for i := range a.NumField() {
-			if a.Type().Field(i).IsExported() {
-				if s := shared(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i)); s != "" {
-					return s
-				}
-			}
-		}
-	case reflect.Pointer, reflect.Slice, reflect.Map:
-		if a.IsNil() || b.IsNil() {
-			return ""
-		}
-		if a.Kind() != reflect.Slice || a.Len() > 0 {
-			if a.Pointer() == b.Pointer() {
-				return path
-			}
-		}
-		switch a.Kind() {
-		case reflect.Pointer:
-			return shared(path, a.Elem(), b.Elem())
-		case reflect.Slice:
-			for i := range a.Len() {
-				if s := shared(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i)); s != "" {
-					return s
-				}
-			}
-		case reflect.Map:
-			for _, k := range a.MapKeys() {
-				if s := shared(fmt.Sprintf("%s[%v]", path, k), a.MapIndex(k), b.MapIndex(k)); s != "" {
-					return s
-				}
-			}
-		}
-	case reflect.Interface:
-		if !a.IsNil() && !b.IsNil() {
-			return shared(path, a.Elem(), b.Elem())
-		}
-	}
-	return ""
-}
-
 // TestCloneRecordCopiesEveryMember fills every member a Record has (by
 // reflection, so a member added later is filled too) and holds the typed
 // copy to the JSON round trip and to sharing nothing with the record: a
@@ -140,7 +54,7 @@ func shared(path string, a, b reflect.Value) string {
 // by the shallow copy it starts from.
 func TestCloneRecordCopiesEveryMember(t *testing.T) {
 	r := &Record{}
-	fillAll(reflect.ValueOf(r).Elem())
+	deepcheck.Fill(reflect.ValueOf(r).Elem())
 	r.Status = Decided
 	for i := range r.AgentIdentity.PrincipalChain {
 		r.AgentIdentity.PrincipalChain[i].Kind = runcontext.PrincipalUser
@@ -159,7 +73,7 @@ func TestCloneRecordCopiesEveryMember(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("copy\n%#v\nround trip\n%#v", c, want)
 	}
-	if s := shared("Record", reflect.ValueOf(r).Elem(), reflect.ValueOf(c).Elem()); s != "" {
+	if s := deepcheck.Shared("Record", reflect.ValueOf(r).Elem(), reflect.ValueOf(c).Elem()); s != "" {
 		t.Fatalf("the copy shares %s with the record", s)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/contextos/contextos/internal/deepcheck"
 )
 
 // TestSealOnceIsSealTwice holds seal's one encoding to the two it saves:
@@ -27,7 +29,7 @@ func TestSealOnceIsSealTwice(t *testing.T) {
 		recs = append(recs, r)
 	}
 	full := validRecordForCycle()
-	fillAll(reflect.ValueOf(full).Elem())
+	deepcheck.Fill(reflect.ValueOf(full).Elem())
 	recs = append(recs, full)
 	for _, outputs := range []map[string]any{
 		{"record_hash": hashPlaceholder},

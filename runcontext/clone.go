@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // Clone returns a deep copy of rc; nil for nil.
@@ -19,7 +21,7 @@ func (rc *RunContext) Clone() *RunContext {
 		tc := *rc.TraceContext
 		c.TraceContext = &tc
 	}
-	c.Metadata = cloneObject(rc.Metadata)
+	c.Metadata = jsonv.CloneObject(rc.Metadata)
 	c.Extensions = cloneRaw(rc.Extensions)
 	return &c
 }
@@ -33,7 +35,7 @@ func (r *InvokeRequest) Clone() *InvokeRequest {
 	c.User = r.User.clone()
 	c.Agent = r.Agent.clone()
 	c.ContextPackRefs = slices.Clone(r.ContextPackRefs)
-	c.Input.Context = cloneObject(r.Input.Context)
+	c.Input.Context = jsonv.CloneObject(r.Input.Context)
 	c.Runtime = r.Runtime.clone()
 	c.Attachments = slices.Clone(r.Attachments)
 	c.Extensions = cloneRaw(r.Extensions)
@@ -97,35 +99,4 @@ func cloneRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
 		out[k] = slices.Clone(v)
 	}
 	return out
-}
-
-func cloneObject(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-// cloneValue deep-copies the JSON-shaped values found in open maps
-// (objects, arrays and scalars); other values are copied as they are.
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneObject(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	case []string:
-		return slices.Clone(x)
-	case json.RawMessage:
-		return slices.Clone(x)
-	}
-	return v
 }

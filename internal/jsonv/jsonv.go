@@ -138,9 +138,9 @@ func finite(v any, depth int) bool {
 }
 
 // Clone deep-copies the objects and arrays of a JSON-shaped value
-// (map[string]any and []any; nil stays nil), and lists of strings (a Go
-// caller's []string, kept as one); other values are copied as they are,
-// their types kept.
+// (map[string]any and []any; nil stays nil), lists of strings (a Go
+// caller's []string, kept as one) and raw JSON; other values are copied
+// as they are, their types kept.
 func Clone(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -155,6 +155,8 @@ func Clone(v any) any {
 		}
 		return out
 	case []string:
+		return slices.Clone(x)
+	case json.RawMessage:
 		return slices.Clone(x)
 	}
 	return v

@@ -62,7 +62,7 @@ func TestCyclicValuesEndInsteadOfOverflowing(t *testing.T) {
 func TestClone(t *testing.T) {
 	inner := map[string]any{"n": 1, "f": 1.5}
 	list := []any{inner, "s"}
-	v := map[string]any{"list": list, "nilmap": map[string]any(nil), "nillist": []any(nil), "strs": []string{"a"}}
+	v := map[string]any{"list": list, "nilmap": map[string]any(nil), "nillist": []any(nil), "strs": []string{"a"}, "raw": json.RawMessage(`{"a":1}`)}
 	c := CloneObject(v)
 	if !reflect.DeepEqual(c, v) {
 		t.Fatalf("Clone = %v, want %v", c, v)
@@ -70,7 +70,8 @@ func TestClone(t *testing.T) {
 	c["list"].([]any)[0].(map[string]any)["n"] = 2
 	c["list"].([]any)[1] = "t"
 	c["strs"].([]string)[0] = "b"
-	if inner["n"] != 1 || list[1] != "s" || v["strs"].([]string)[0] != "a" {
+	c["raw"].(json.RawMessage)[1] = '['
+	if inner["n"] != 1 || list[1] != "s" || v["strs"].([]string)[0] != "a" || string(v["raw"].(json.RawMessage)) != `{"a":1}` {
 		t.Errorf("editing the clone edited the original: %v", v)
 	}
 	if c["nilmap"].(map[string]any) != nil || c["nillist"].([]any) != nil || CloneObject(nil) != nil {
