@@ -20,6 +20,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/decisionspec"
+	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/internal/sensitive"
@@ -587,7 +588,7 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
-		j, cont = r.rt.builtin.score(in, r.gwRun.Policy(), r.facts())
+		j, cont = r.rt.builtin.score(in, r.runPolicy(), r.facts())
 	}
 	if c := r.rt.opts.Critic; c != nil {
 		host := *in
@@ -615,6 +616,15 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
 	r.event(Event{Kind: EventVerdict, Verdict: &j})
 	return j, cont, nil
+}
+
+// runPolicy is the run-level policy evaluation the gateway enforces, as
+// the run holds it (gatewayhook.RunPolicy), not the copy Run.Policy hands
+// out: only the built-in critic reads it, and it changes nothing it reads
+// (TestBuiltinCriticEditsNothing).
+func (r *run) runPolicy() *policy.Evaluation {
+	pol, _ := gatewayhook.RunPolicy(r.gwRun).(*policy.Evaluation)
+	return pol
 }
 
 // hostCritic asks the host critic, turning a panic into a *PanicError.
