@@ -134,7 +134,12 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			step := plan.Steps[i]
 			call := gateway.CallRequest{CapabilityID: step.CapabilityID, Args: step.Args, EvidenceRefs: step.EvidenceRefs, IdempotencyKey: step.IdempotencyKey,
 				Step: gateway.StepID{Turn: cp.planTurn(), Index: i}, ApprovalMode: step.ApprovalMode, Attachments: step.Attachments}
-			r.event(Event{Kind: EventToolCall, Step: &step})
+			if r.emit != nil {
+				// A copy of the step, made only for a consumer (r.event):
+				// step itself stays off the heap.
+				s := step
+				r.event(Event{Kind: EventToolCall, Step: &s})
+			}
 			if len(approvals) > 0 {
 				call.Approval, call.ApprovalRequest = &approvals[0], awaited
 			}
@@ -614,7 +619,12 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 		}
 	}
 	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
-	r.event(Event{Kind: EventVerdict, Verdict: &j})
+	if r.emit != nil {
+		// A copy of the verdict, made only for a consumer (r.event): j
+		// itself stays off the heap.
+		v := j
+		r.event(Event{Kind: EventVerdict, Verdict: &v})
+	}
 	return j, cont, nil
 }
 

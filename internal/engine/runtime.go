@@ -791,7 +791,10 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if use == pack.UseExecute {
 		r.logNotices(notices) // once, when the run starts
 	}
-	r.event(Event{Kind: EventCompiled, Compiled: summarize(cc, notices)})
+	if r.emit != nil {
+		// The summary is built only for a consumer (r.event).
+		r.event(Event{Kind: EventCompiled, Compiled: summarize(cc, notices)})
+	}
 	return nil
 }
 
