@@ -104,7 +104,9 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 	if rc.User.UserID == "" {
 		rc.User = req.User.clone()
 	}
-	if !hostAgent(&rc) {
+	// reqAgent: rc's agent is the request's, which req.Validate checked.
+	reqAgent := !hostAgent(&rc)
+	if reqAgent {
 		rc.Agent = req.Agent.clone()
 	} else {
 		fill(&rc.Agent.AgentURN, req.Agent.AgentURN)
@@ -142,7 +144,9 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 		}
 	}
 	applyHints(&rc.RunBudget, &req.Runtime, hostBudget)
-	if err := rc.Validate(); err != nil {
+	// The request's agent, checked with the request's tenant, is not
+	// checked again.
+	if err := rc.validate(reqAgent && rc.TenantID == req.TenantID); err != nil {
 		return nil, err
 	}
 	return &rc, nil

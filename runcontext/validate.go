@@ -136,13 +136,23 @@ func (rc *RunContext) Validate() error {
 	if rc == nil {
 		return invalid(KindRunContext, []Problem{{Code: CodeRequired, Message: "run context is nil"}})
 	}
+	return rc.validate(false)
+}
+
+// validate is Validate of a run context that is not nil. agentChecked
+// says that checkAgent already found no problem in rc's agent with rc's
+// tenant: the agent of a request that validated, taken with its tenant
+// (Materialize), which checkAgent would pass again.
+func (rc *RunContext) validate(agentChecked bool) error {
 	var ps problems
 	checkPrefixedID(&ps, "run_id", rc.RunID, canon.PrefixRun)
 	checkTraceID(&ps, "trace_id", rc.TraceID)
 	checkOptionalID(&ps, "session_id", rc.SessionID)
 	checkID(&ps, "tenant_id", rc.TenantID)
 	checkUser(&ps, "user", &rc.User)
-	checkAgent(&ps, "agent", &rc.Agent, rc.TenantID)
+	if !agentChecked {
+		checkAgent(&ps, "agent", &rc.Agent, rc.TenantID)
+	}
 	switch {
 	case rc.SafetyMode == "":
 		ps.add("safety_mode", CodeRequired, "is required ("+joinModes()+")")
