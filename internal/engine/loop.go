@@ -1017,9 +1017,14 @@ func (r *run) capture(rec *decision.Record) bool {
 	if r.rt.opts.ReplaySampleRate >= 1 {
 		return true
 	}
-	h, _ := canon.Digest(r.rc.RunID)
-	x, _ := strconv.ParseUint(h[len("sha256:"):len("sha256:")+8], 16, 32)
-	return float64(x)/float64(1<<32) < r.rt.opts.ReplaySampleRate
+	// Asked when the record is named (nameReplayPacket) and again when it
+	// is stored: the run id is digested once.
+	if !r.sample.known {
+		h, _ := canon.Digest(r.rc.RunID)
+		x, _ := strconv.ParseUint(h[len("sha256:"):len("sha256:")+8], 16, 32)
+		r.sample.known, r.sample.in = true, float64(x)/float64(1<<32) < r.rt.opts.ReplaySampleRate
+	}
+	return r.sample.in
 }
 
 // record builds the run's DecisionRecord.

@@ -493,6 +493,9 @@ type run struct {
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).
 	recorder *playback.Recorder
+	// sample is whether the run id falls within the replay sample rate,
+	// once known (run.capture).
+	sample struct{ known, in bool }
 	// keepsWorker and work are the run's worker goroutine (worker.go).
 	keepsWorker bool
 	work        chan func()
