@@ -44,6 +44,11 @@ type BuildInput struct {
 	// ClaimVerification is what the runtime did with the run's identity
 	// claim (agent_identity.claim_verification); "" when it needed none.
 	ClaimVerification ClaimVerification
+
+	// outputsRedacted, set only through decisionhook.OutputsRedacted by
+	// the module's own packages, says Outputs already passed the built-in
+	// secret detectors: Build does not apply them to Outputs again.
+	outputsRedacted bool
 }
 
 // Build assembles a record and settles its status against the facts (its
@@ -103,7 +108,7 @@ func Build(in BuildInput) (*Record, error) {
 	if r.Outputs == nil {
 		r.Outputs = map[string]any{}
 	}
-	redactSecrets(r)
+	redactSecrets(r, in.outputsRedacted)
 	if r.Status == Decided {
 		// A DECIDED record must validate: one that does not is ESCALATED
 		// and names its problems, never stored as decided.
@@ -126,10 +131,14 @@ func Build(in BuildInput) (*Record, error) {
 // takes from a planner, a critic or a stop reason (its outputs and
 // rationale), whatever redaction rules the pack names: a key, a token or
 // the value of a secret-named output never reaches a record. What they
-// find becomes "[REDACTED]"; the inputs are not changed.
-func redactSecrets(r *Record) {
-	if out, changed := sensitive.RedactSecrets(r.Outputs); changed {
-		r.Outputs = out.(map[string]any)
+// find becomes "[REDACTED]"; the inputs are not changed. Outputs they
+// already redacted (outputsRedacted) are not redacted again: it would
+// change nothing.
+func redactSecrets(r *Record, outputsRedacted bool) {
+	if !outputsRedacted {
+		if out, changed := sensitive.RedactSecrets(r.Outputs); changed {
+			r.Outputs = out.(map[string]any)
+		}
 	}
 	r.Rationale.Strategy, _ = sensitive.Redact(r.Rationale.Strategy, sensitive.Secrets)
 	r.Rationale.Summary, _ = sensitive.Redact(r.Rationale.Summary, sensitive.Secrets)

@@ -19,6 +19,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/decisionhook"
 	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
@@ -398,6 +399,9 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		return nil, &stopError{st}
 	}
 	plan = redactPlan(plan) // secrets.go: before anything sees or stores it
+	if plan.Decision != nil {
+		r.redactedDecision = plan.Decision
+	}
 	plan.Replan = boundReason(plan.Replan)
 	cp.Plans = append(cp.Plans, plan)
 	cp.Turn++
@@ -1060,6 +1064,11 @@ func (r *run) build(t time.Time, status decision.Status, prop *DecisionProposal,
 	if prop != nil {
 		key = prop.DecisionKey
 		in.Outcome, in.Outputs, in.Confidence = prop.Outcome, prop.Outputs, prop.Confidence
+		if prop == r.redactedDecision {
+			// redactPlan redacted these very outputs, in the run's own
+			// copy of the plan: Build does not redact them again.
+			decisionhook.OutputsRedacted(&in)
+		}
 		in.SubjectIDs, in.EvidenceRefs = prop.SubjectIDs, prop.EvidenceRefs
 		in.Rationale = decision.Rationale{Strategy: "planner_proposal", Summary: prop.Rationale}
 	}

@@ -493,6 +493,11 @@ type run struct {
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).
 	recorder *playback.Recorder
+	// redactedDecision is the decision of the latest plan redactPlan
+	// redacted (the run's own copy of the plan, which nothing edits
+	// after): build marks its outputs as redacted already
+	// (decisionhook.OutputsRedacted).
+	redactedDecision *DecisionProposal
 	// sample is whether the run id falls within the replay sample rate,
 	// once known (run.capture).
 	sample struct{ known, in bool }
