@@ -34,3 +34,30 @@ func BenchmarkMeterChargeToolCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMaterialize: the run context of the refund request from a host
+// context that names no agent (the request's agent is checked once, with
+// the request) and from one that names its own (both agents checked).
+func BenchmarkMaterialize(b *testing.B) {
+	req := fixtureRequest(b)
+	for _, tc := range []struct {
+		name  string
+		agent bool
+	}{{"host names no agent", false}, {"host names its agent", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			host, err := DecodeRunContext(readFixture(b, "run-context.support.json"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !tc.agent {
+				host.Agent = AgentIdentity{}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Materialize(req, host, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
