@@ -276,6 +276,7 @@ func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 // word is the first eight bytes of s (at least eight) as one word, the
 // first byte lowest.
 func word(s string) uint64 {
+	_ = s[7] // one bounds check, not eight
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
