@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -95,9 +96,10 @@ type callRecord struct {
 	// m is the run's constant members, encoded once (see runMembers).
 	m *runMembers
 	// argsJSON is the canonical form of env.Args as the gateway built it
-	// (nil when not known, and once a check changes the args); metaJSON
-	// that of env.Metadata (shared by the run's calls of one capability).
-	argsJSON, metaJSON []byte
+	// (nil when not known), in buf while the call is made (see
+	// argsBuffer); a check that changes the args encodes them again.
+	argsJSON []byte
+	buf      *[]byte
 	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
 	// result cites when the adapter cites nothing (ToolCallID is its tail).
 	citeRef string
@@ -117,14 +119,45 @@ type callRecord struct {
 	// idempotency key for env.IdempotencyKey (a copy: key is what the
 	// call is executed under, whatever a sink does to the envelope).
 	polID, keyCopy string
-	// argsBuf holds argsJSON when it fits.
-	argsBuf [192]byte
 	// x is what executing the call takes (see executed): part of the
 	// record, so a call that runs makes one allocation for both.
 	x executed
 	// sink is the envelope the call's transcript entry carries, with room
 	// for what it owns (see sinkEnvelope).
 	sink ownedCall
+}
+
+// metaJSON is the canonical form of env.Metadata, which the run's calls
+// of one capability share (nil when the capability is not surfaced).
+func (c *callRecord) metaJSON() []byte {
+	if c.s == nil {
+		return nil
+	}
+	return c.s.callMetaJSON
+}
+
+// argsBufs pools the buffers calls encode their arguments into. The
+// encoding is read only while the call is made (its ids, its idempotency
+// key, its size and its transcript entry), so Call gives the buffer back
+// when it returns instead of keeping it in the call's record, which
+// outlives the call (the result points into it).
+var argsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// maxPooledArgs bounds the buffers argsBufs keeps.
+const maxPooledArgs = 16 << 10
+
+// releaseArgs gives the call's argument buffer back (see argsBufs): its
+// encoding is not read again.
+func (c *callRecord) releaseArgs() {
+	if c.buf == nil {
+		return
+	}
+	if cap(c.argsJSON) <= maxPooledArgs && cap(c.argsJSON) > cap(*c.buf) {
+		*c.buf = c.argsJSON // it grew: keep the larger buffer
+	}
+	*c.buf = (*c.buf)[:0]
+	argsBufs.Put(c.buf)
+	c.buf, c.argsJSON = nil, nil
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil
@@ -145,6 +178,7 @@ func (c *callRecord) decisions() []policy.Decision {
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
 	c, res := r.envelope(req)
+	defer c.releaseArgs()
 	// With the no-op provider there is no span to start: a no-op child
 	// would only carry the parent's span context, which ctx carries.
 	var span trace.Span
@@ -257,7 +291,8 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
-	argsJSON, err := canon.AppendValue(c.argsBuf[:0], args)
+	c.buf = argsBufs.Get().(*[]byte)
+	argsJSON, err := canon.AppendValue((*c.buf)[:0], args)
 	step, stepOK := req.Step.key()
 	stepPart := canon.IntPart(step)
 	if !stepOK {
@@ -296,7 +331,7 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		}
 		// Each envelope owns its metadata: an envelope a sink changes does
 		// not change another's.
-		env.Metadata, c.metaJSON = maps.Clone(s.callMeta), s.callMetaJSON
+		env.Metadata = maps.Clone(s.callMeta)
 	}
 	switch {
 	case err != nil:

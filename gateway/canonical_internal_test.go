@@ -49,7 +49,7 @@ func TestRunMembers(t *testing.T) {
 				for _, x := range []struct {
 					fast    canon.Appender
 					general any
-				}{{callEncoding{e: env, args: rec.argsJSON, meta: rec.metaJSON, m: m}, env}, {resultEncoding{r: res, m: m}, res}} {
+				}{{callEncoding{e: env, args: rec.argsJSON, meta: rec.metaJSON(), m: m}, env}, {resultEncoding{r: res, m: m}, res}} {
 					got, err := x.fast.AppendCanonical(nil)
 					if err != nil {
 						t.Fatal(err)

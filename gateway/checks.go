@@ -86,7 +86,12 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	if injectsKey(c.s.spec.schema, c.s.constraints) {
 		if _, has := c.env.Args[keyArg]; !has {
 			c.env.Args[keyArg] = key
-			c.argsJSON = nil
+			// Encoded again once, for the payload size and the transcript
+			// digest (the call's id and key are derived already).
+			var err error
+			if c.argsJSON, err = canon.AppendValue(c.argsJSON[:0], c.env.Args); err != nil {
+				c.argsJSON = nil
+			}
 		}
 	}
 	return nil, nil
@@ -416,12 +421,10 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		// store gets its own copy: this call goes on to set its latency
 		// while duplicates read theirs. A store may keep what it is given
 		// and edit it later: it gets a deep copy, unless it is the
-		// in-memory store, which keeps a deep copy of its own.
-		var kept *ToolResultEnvelope
-		if _, own := r.g.opts.Idempotency.(*MemoryIdempotency); own {
-			shallow := out.env
-			kept = &shallow
-		} else {
+		// in-memory store, which takes a deep copy of its own before
+		// Complete returns (it is given the result itself).
+		kept := &out.env
+		if _, own := r.g.opts.Idempotency.(*MemoryIdempotency); !own {
 			kept = out.env.Clone()
 		}
 		cctx := ctx

@@ -759,7 +759,8 @@ type executed struct {
 // (its output, lists and pointers), so a sink that edits the entry it
 // stores does not edit the result the call returns. Short lists and the
 // values behind pointers are held in room (part of the result: no
-// allocation); the output is copied.
+// allocation), but for a paused call's approval request; the output is
+// copied.
 func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Output != nil {
 		e.Output = jsonv.CloneObject(e.Output)
@@ -776,8 +777,10 @@ func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 		e.Error = &room.err
 	}
 	if e.Approval != nil {
-		room.approval = *e.Approval
-		e.Approval = &room.approval
+		// Only a paused call's result has one: its copy is not kept in
+		// room, which every result carries.
+		a := *e.Approval
+		e.Approval = &a
 	}
 	m := &e.Metadata
 	m.Signals, m.EvidenceHashes = takeStrings(&strs, m.Signals), takeStrings(&strs, m.EvidenceHashes)
@@ -792,7 +795,6 @@ type resultRoom struct {
 	polID     string
 	retryable bool
 	err       ToolError
-	approval  ApprovalRequest
 	cites     [2]Citation
 	strs      [6]string
 }
