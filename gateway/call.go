@@ -245,14 +245,15 @@ var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 // stands, and the duplicate's evaluation is kept only when the run has
 // nothing for it (the first call ran before a resume).
 func (r *Run) keepDecisions(toolCallID string, ds []policy.Decision, duplicate bool) {
+	if ds == nil {
+		// A call refused before policy ran (or bound to the run's
+		// evaluation) has no decisions of its own; a call with the same id
+		// that did run keeps its own.
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.decisions[toolCallID]; ok && duplicate {
-		return
-	}
-	if ds == nil {
-		// A call refused before policy ran has no decisions of its own; a
-		// call with the same id that did run keeps its own.
 		return
 	}
 	if r.decisions == nil {

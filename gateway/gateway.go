@@ -882,12 +882,15 @@ func newResult(c *callRecord, polID *string) *result {
 	return res
 }
 
-// startResult starts res for c.
+// startResult starts res, which is zero (new, or the unused one in the
+// call's record), for c. Only the members it sets are written: the
+// envelope is half a kilobyte, and copying a whole one in would copy its
+// zero members too.
 func startResult(res *result, c *callRecord, polID *string) {
-	env := &c.env
-	res.env = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
-		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID,
-		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
+	env, e := &c.env, &res.env
+	e.EnvelopeVersion, e.ToolCallID, e.RunID, e.TraceID, e.SessionID, e.CapabilityID = ResultEnvelopeVersion, env.ToolCallID, env.RunID, env.TraceID, env.SessionID, env.CapabilityID
+	e.PolicyDecisionID = polID
+	e.Artifacts, e.Citations, e.Mutations, e.RiskTags = []string{}, []Citation{}, []string{}, []string{}
 }
 
 func failureStatus(code string) Status {
