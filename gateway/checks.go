@@ -83,7 +83,7 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	}
 	c.key, c.keyCopy = key, key
 	c.env.IdempotencyKey = &c.keyCopy
-	if injectsKey(c.s.spec.schema, c.s.constraints) {
+	if c.s.injectsKey {
 		if _, has := c.env.Args[keyArg]; !has {
 			c.env.Args[keyArg] = key
 			// Encoded again once, for the payload size and the transcript

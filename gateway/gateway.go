@@ -293,6 +293,9 @@ type surfaced struct {
 	callMetaJSON []byte
 	mode         runcontext.ApprovalMode // the capability's highest mode (pack.Permission.Mode)
 	constraints  []argConstraint         // perm.ArgConstraints, compiled
+	// injectsKey: a write's derived idempotency key is set in its args
+	// (see injectsKey), worked out once per run.
+	injectsKey bool
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -473,6 +476,9 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 				constraints: compileConstraints(perms[id].ArgConstraints)}
 			if s.reg != nil {
 				s.spec = s.reg.caps[c]
+			}
+			if s.spec != nil {
+				s.injectsKey = injectsKey(s.spec.schema, s.constraints)
 			}
 			if s.callMeta, s.callMetaJSON, err = g.callMetadata(s); err != nil {
 				return nil, err
