@@ -95,11 +95,10 @@ type callRecord struct {
 	request     *ApprovalRequest
 	// m is the run's constant members, encoded once (see runMembers).
 	m *runMembers
-	// argsJSON is the canonical form of env.Args as the gateway built it
-	// (nil when not known), in buf while the call is made (see
-	// argsBuffer); a check that changes the args encodes them again.
-	argsJSON []byte
-	buf      *[]byte
+	// args holds the canonical form of env.Args as the gateway built it
+	// (nil when not known) while the call is made: a buffer from argsBufs
+	// (see argsJSON). A check that changes the args encodes them again.
+	args *[]byte
 	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
 	// result cites when the adapter cites nothing (ToolCallID is its tail).
 	citeRef string
@@ -146,18 +145,28 @@ var argsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 // maxPooledArgs bounds the buffers argsBufs keeps.
 const maxPooledArgs = 16 << 10
 
-// releaseArgs gives the call's argument buffer back (see argsBufs): its
-// encoding is not read again.
+// argsJSON is the canonical form of env.Args as the gateway built it, nil
+// when not known (it is then encoded afresh where it is needed).
+func (c *callRecord) argsJSON() []byte {
+	if c.args == nil {
+		return nil
+	}
+	return *c.args
+}
+
+// releaseArgs gives the call's argument buffer back (see argsBufs): from
+// now on the encoding is not known.
 func (c *callRecord) releaseArgs() {
-	if c.buf == nil {
+	b := c.args
+	if b == nil {
 		return
 	}
-	if cap(c.argsJSON) <= maxPooledArgs && cap(c.argsJSON) > cap(*c.buf) {
-		*c.buf = c.argsJSON // it grew: keep the larger buffer
+	c.args = nil
+	if cap(*b) > maxPooledArgs {
+		return // left to the collector
 	}
-	*c.buf = (*c.buf)[:0]
-	argsBufs.Put(c.buf)
-	c.buf, c.argsJSON = nil, nil
+	*b = (*b)[:0]
+	argsBufs.Put(b)
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil
@@ -292,8 +301,8 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
-	c.buf = argsBufs.Get().(*[]byte)
-	argsJSON, err := canon.AppendValue((*c.buf)[:0], args)
+	c.args = argsBufs.Get().(*[]byte)
+	argsJSON, err := canon.AppendValue((*c.args)[:0], args)
 	step, stepOK := req.Step.key()
 	stepPart := canon.IntPart(step)
 	if !stepOK {
@@ -313,7 +322,11 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID))
 	}
 	c.citeRef = string(b)
-	c.argsJSON = argsJSON
+	if argsJSON == nil {
+		c.releaseArgs()
+	} else {
+		*c.args = argsJSON
+	}
 	c.env = ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: c.citeRef[len(cite):], RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),

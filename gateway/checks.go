@@ -88,9 +88,10 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 			c.env.Args[keyArg] = key
 			// Encoded again once, for the payload size and the transcript
 			// digest (the call's id and key are derived already).
-			var err error
-			if c.argsJSON, err = canon.AppendValue(c.argsJSON[:0], c.env.Args); err != nil {
-				c.argsJSON = nil
+			if b, err := canon.AppendValue(c.argsJSON()[:0], c.env.Args); err == nil && c.args != nil {
+				*c.args = b
+			} else {
+				c.releaseArgs()
 			}
 		}
 	}
@@ -141,8 +142,8 @@ func (r *Run) checkPayload(_ context.Context, c *callRecord) (*result, error) {
 
 // argsSize is the size of the call's canonical arguments.
 func (c *callRecord) argsSize() (int64, error) {
-	if c.argsJSON != nil {
-		return int64(len(c.argsJSON)), nil
+	if b := c.argsJSON(); b != nil {
+		return int64(len(b)), nil
 	}
 	b, err := canon.JSON(c.env.Args)
 	return int64(len(b)), err
@@ -457,9 +458,9 @@ func (r *Run) idempotencyKey(c *callRecord) (string, error) {
 	// action's result), and the same write proposed again in a later turn
 	// of the run is the same action (it never runs twice).
 	if c.callerKey != "" {
-		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
 	}
-	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why

@@ -136,8 +136,8 @@ func TestChecks(t *testing.T) {
 			}
 			// The cached encoding (the payload size, the transcript digest)
 			// is the args' with the key injected.
-			if want, err := canon.JSON(c.env.Args); err != nil || string(c.argsJSON) != string(want) {
-				t.Errorf("cached args %s, want %s (%v)", c.argsJSON, want, err)
+			if want, err := canon.JSON(c.env.Args); err != nil || string(c.argsJSON()) != string(want) {
+				t.Errorf("cached args %s, want %s (%v)", c.argsJSON(), want, err)
 			}
 		}},
 		{name: "undeclared attachment", check: "attachments", req: with(lookup, func(q *CallRequest) { q.Attachments = []string{"art_nope"} }), want: want{StatusRejected, CodePermissionDenied}},

@@ -663,7 +663,7 @@ type taken struct {
 // Results are bounded by the run
 // budget's max_payload_bytes, or runcontext.DefaultRunBudget().MaxPayloadBytes when it
 // sets none.
-func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
+func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *takenOutcome) taken {
 	var t taken
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
@@ -688,7 +688,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 			t.te, t.invalid = refusal, bad
 		} else {
 			// A taken outcome ends the call's attempts: dst holds it.
-			t.out, t.redacted = dst, redactOutcome(dst, out, r.redact)
+			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact)
 		}
 	}
 	t.redacted = t.redacted || reportsRedaction(ad, call)
@@ -755,7 +755,7 @@ type executed struct {
 	ptrs       [3]string      // policy decision id, idempotency key, auth ref
 	actx       attemptContext // the first attempt's context
 	call       Call
-	outcome    Outcome
+	outcome    takenOutcome // the taken outcome's redacted copy
 	res        result
 	cite       [1]Citation
 }
