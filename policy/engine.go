@@ -678,7 +678,11 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 		return d, nil
 	}
 	d.Branch = branch
-	d.Allow, d.Reason, d.Requires = eff.Allow, eff.Reason, slices.Clone(eff.Requires)
+	d.Reason, d.Requires = eff.Reason, slices.Clone(eff.Requires)
+	if eff.Allow != nil { // the decision's own: the rule's is the pack's, for every run
+		a := *eff.Allow
+		d.Allow = &a
+	}
 	d.ApprovalMode, d.RequiresApprovalGate, d.Raise = eff.ApprovalMode, eff.RequiresApprovalGate, slices.Clone(eff.Raise)
 	d.Outcome = Allow
 	if eff.Allow != nil && !*eff.Allow {
