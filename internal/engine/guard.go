@@ -168,13 +168,26 @@ type guardedDecisions struct {
 	s  decision.Store
 }
 
+// Append gives the store a copy of r, which shares the run's compiled
+// context and plan, and returns a copy of the record the store returns,
+// which the run's result carries: a store that edits either later
+// changes nothing the run enforces, records or replays.
 func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *decision.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, g.rt.recovered(p, pluginDecisions, r.RunID)
 		}
 	}()
-	return g.s.Append(ctx, r)
+	c, err := r.Clone()
+	if err != nil {
+		return nil, err
+	}
+	if out, err = g.s.Append(ctx, c); out != nil {
+		if own, cerr := out.Clone(); cerr == nil {
+			out = own
+		}
+	}
+	return out, err
 }
 
 func (g guardedDecisions) Get(ctx context.Context, id string) (out *decision.Record, err error) {
