@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/replay"
 )
 
 // ErrPanic reports a host plug-in (planner, critic, evidence source,
@@ -219,3 +221,19 @@ func (g guardedDecisions) Verify(ctx context.Context) (err error) {
 
 // pluginDecisions names the decision store in a *PanicError.
 const pluginDecisions = "decision store"
+
+// savePacket gives the packet store a copy of p, through its JSON: p
+// shares the run's record, compiled context and tool results, which its
+// result carries and a caller of Capture is returned, so a store that
+// edits the packet it was given changes none of them.
+func (rt *Runtime) savePacket(ctx context.Context, p *replay.Packet) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	var c replay.Packet
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	return rt.opts.Replays.Save(ctx, &c)
+}
