@@ -38,17 +38,19 @@ type playRecord struct {
 }
 
 // playSources are where a play's checkpoints, transcript and packets are
-// read back from: the harness's stores unless a play set its own.
+// read back from, and its payment adapter: the harness's unless a play
+// set its own.
 type playSources struct {
 	H           *contextostest.Harness
 	Checkpoints contextos.CheckpointStore
 	Transcript  *gatewaytest.Recorder
 	Packets     contextos.PacketStore
+	Payments    *gatewaytest.ScriptedAdapter
 }
 
 // sourcesOf are the harness's own stores.
 func sourcesOf(h *contextostest.Harness) playSources {
-	return playSources{H: h, Checkpoints: h.Checkpoints, Transcript: h.Transcript, Packets: h.Replays}
+	return playSources{H: h, Checkpoints: h.Checkpoints, Transcript: h.Transcript, Packets: h.Replays, Payments: h.Adapter("adp_payments")}
 }
 
 // asJSON is v's JSON, failing the test when v has none.
@@ -83,7 +85,7 @@ func (s playSources) run(t testing.TB, runID string, events []string, res *conte
 // packet the runtime saved.
 func (s playSources) finish(t testing.TB, o *playRecord) {
 	t.Helper()
-	o.Transcript, o.Refunds = asJSON(t, s.Transcript.Entries()), s.H.Adapter("adp_payments").CallCount("issue_refund")
+	o.Transcript, o.Refunds = asJSON(t, s.Transcript.Entries()), s.Payments.CallCount("issue_refund")
 	for _, id := range s.H.PacketIDs() {
 		p, err := s.Packets.Get(context.Background(), id)
 		if err != nil {
