@@ -208,15 +208,22 @@ func (s vandalIdempotency) Complete(ctx context.Context, key string, res *gatewa
 	return err
 }
 
-// vandalTranscript keeps a copy of each entry it is given, and hands
-// the entries it is given and returns to the vandals.
+// vandalTranscript keeps each entry it is given (as the recorder does,
+// by reference; a copy when its vandals may edit what it is given), and
+// hands the entries it is given and returns to the vandals. An entry
+// kept by reference shows an edit by other outside code (an adapter, an
+// observer) of what the entry shares with them.
 type vandalTranscript struct {
 	rec *gatewaytest.Recorder
 	v   *vandals
 }
 
 func (s vandalTranscript) Append(ctx context.Context, e gateway.TranscriptEntry) error {
-	err := s.rec.Append(ctx, e.Clone())
+	kept := e
+	if s.v.at[atTranscript] {
+		kept = e.Clone()
+	}
+	err := s.rec.Append(ctx, kept)
 	s.v.handed(atTranscript, &e, true)
 	return err
 }
