@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -24,5 +25,51 @@ func TestEvaluationCloneSharesNothing(t *testing.T) {
 	}
 	if (*policy.Evaluation)(nil).Clone() != nil {
 		t.Error("a nil evaluation's clone is not nil")
+	}
+}
+
+// TestEvaluationsShareNothingWithTheEngine: an evaluation is the caller's
+// own. Editing everything it reaches (a decision's allow flipped, its
+// lists rewritten) changes neither the engine's next evaluation of the
+// same input nor the pack the engine was prepared from.
+func TestEvaluationsShareNothingWithTheEngine(t *testing.T) {
+	p, req, rc := load(t)
+	packBefore, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.Prepare(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)}
+	first, err := e.Evaluate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allows := 0
+	for _, d := range first.Decisions {
+		if d.Allow != nil {
+			allows++
+		}
+	}
+	if allows == 0 {
+		t.Fatal("no decision of the canonical bundle sets allow: the test would prove nothing")
+	}
+	want := first.Clone()
+	deepcheck.Vandalize(reflect.ValueOf(first))
+	second, err := e.Evaluate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(second, want) {
+		t.Errorf("after the caller edited its evaluation, the engine evaluates\n%+v\nnot\n%+v", second, want)
+	}
+	packAfter, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(packAfter) != string(packBefore) {
+		t.Error("editing an evaluation edited the pack the engine was prepared from")
 	}
 }

@@ -678,11 +678,13 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 		return d, nil
 	}
 	d.Branch = branch
-	d.Reason, d.Requires = eff.Reason, slices.Clone(eff.Requires)
-	if eff.Allow != nil { // the decision's own: the rule's is the pack's, for every run
-		a := *eff.Allow
-		d.Allow = &a
+	if eff.Allow != nil {
+		// The decision's own copy: a pointer into the rule would let a
+		// caller that edits its evaluation rewrite the rule itself.
+		allow := *eff.Allow
+		d.Allow = &allow
 	}
+	d.Reason, d.Requires = eff.Reason, slices.Clone(eff.Requires)
 	d.ApprovalMode, d.RequiresApprovalGate, d.Raise = eff.ApprovalMode, eff.RequiresApprovalGate, slices.Clone(eff.Raise)
 	d.Outcome = Allow
 	if eff.Allow != nil && !*eff.Allow {
