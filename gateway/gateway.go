@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,9 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%w: adapter %s: %w", ErrConfig, reg.AdapterID, err)
 		}
 		for name, c := range reg.Capabilities {
+			// The gateway's own copy: a host editing the Scopes or
+			// ArgsSchema it registered after New changes no check.
+			c.Scopes, c.ArgsSchema = slices.Clone(c.Scopes), bytes.Clone(c.ArgsSchema)
 			cs := &capSpec{Capability: c}
 			ref, err := argSchemaRef(&c)
 			if err != nil {
