@@ -1,9 +1,14 @@
 package contextos
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -149,7 +154,10 @@ type Runtime struct {
 func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *Options) (*Runtime, error) {
 	var eo *engine.Options
 	if opts != nil {
-		o := engine.Options(*opts)
+		o, err := ownOptions(opts)
+		if err != nil {
+			return nil, err
+		}
 		eo = &o
 	}
 	e, err := engine.New(planner, registry, keys, eo)
@@ -157,6 +165,54 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 		return nil, err
 	}
 	return &Runtime{e: e}, nil
+}
+
+// ownOptions is the runtime's own copy of the host's options: the lists
+// and maps a runtime reads after New (for each run's compile, gateway
+// and replay) — the adapters' capabilities with their scopes and
+// argument schemas, the gateway's redactors, the ontologies and the
+// overlays — are copied, so a host that edits its Options (or the
+// values they hold) after New changes no control of a live runtime.
+func ownOptions(opts *Options) (engine.Options, error) {
+	o := engine.Options(*opts)
+	if o.Adapters != nil {
+		o.Adapters = make([]gateway.Registration, len(opts.Adapters))
+		for i, reg := range opts.Adapters {
+			if reg.Capabilities != nil {
+				caps := make(map[string]gateway.Capability, len(reg.Capabilities))
+				for name, c := range reg.Capabilities {
+					c.Scopes, c.ArgsSchema = slices.Clone(c.Scopes), bytes.Clone(c.ArgsSchema)
+					caps[name] = c
+				}
+				reg.Capabilities = caps
+			}
+			o.Adapters[i] = reg
+		}
+	}
+	o.Gateway.Redactors = maps.Clone(opts.Gateway.Redactors)
+	o.Ontologies = slices.Clone(opts.Ontologies)
+	if o.Overlays != nil {
+		o.Overlays = make([]*pack.Overlay, len(opts.Overlays))
+		for i, ov := range opts.Overlays {
+			if ov == nil {
+				continue // New refuses it
+			}
+			b, err := json.Marshal(ov)
+			if err != nil {
+				return engine.Options{}, fmt.Errorf("%w: Overlays[%d]: %w", ErrConfig, i, err)
+			}
+			// Numbers stay as written (json.Number), as DecodeOverlay
+			// leaves them: the copy has the overlay's digest.
+			var c pack.Overlay
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber()
+			if err := dec.Decode(&c); err != nil {
+				return engine.Options{}, fmt.Errorf("%w: Overlays[%d]: %w", ErrConfig, i, err)
+			}
+			o.Overlays[i] = &c
+		}
+	}
+	return o, nil
 }
 
 // Invoke runs one request to a terminal record, a pause or a budget limit.

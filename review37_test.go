@@ -1,0 +1,60 @@
+package contextos_test
+
+import (
+	"testing"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/pack"
+)
+
+// TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck: the scopes a
+// host's registration says a capability needs are the gateway's from New
+// on. A host that edits the Scopes slice it registered (a shared config
+// value, say) after New does not change which delegations the gateway
+// lets call the capability: a refund needing a scope the user lacks stays
+// blocked.
+func TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck(t *testing.T) {
+	t.Parallel()
+	scopes := []string{"payments.refund.unlimited"} // the user's delegation lacks it
+	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)),
+		&contextostest.Options{Scopes: map[string][]string{"adp_payments.issue_refund": scopes}})
+	scopes[0] = "payments.refund" // the host edits its own slice after New
+	req, rc := refundRequest(t, 1200, true)
+	res := h.Invoke(req, rc)
+	if n := h.Adapter("adp_payments").CallCount("issue_refund"); n != 0 {
+		t.Fatalf("issue_refund ran %d times (run %s): editing the registration's Scopes after New lifted the gateway's scope check", n, res.Status)
+	}
+}
+
+// TestHostEditingItsOverlayAfterNewLiftsNoControl: the environment
+// overlays of a runtime's Options are its own from New on. An overlay
+// that caps refunds at INR 1000 holds a refund of 1200 whether or not the
+// host edits the overlay it handed to New (its cap, or its list of
+// permissions) before the runtime's first run.
+func TestHostEditingItsOverlayAfterNewLiftsNoControl(t *testing.T) {
+	t.Parallel()
+	for _, edit := range []string{"none", "cap raised", "permissions dropped"} {
+		t.Run(edit, func(t *testing.T) {
+			t.Parallel()
+			ov := &pack.Overlay{OverlayID: "ov_prod_cap", Base: "ctxpack.support@1.0.0", Environment: "prod",
+				Permissions: []pack.Permission{{PermissionID: "p_issue_refund", AdapterID: "adp_payments", Capability: "issue_refund", Allow: true,
+					RequiresApprovalGate: "GATE_FINANCE_APPROVAL",
+					ArgConstraints:       map[string]map[string]any{"amount_inr": {"min": 1, "max": 1000}, "idempotency_key": {"required": true}}}}}
+			ontologies := []string{"ont.support@1.0.0"}
+			h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)),
+				&contextostest.Options{Runtime: contextos.Options{Overlays: []*pack.Overlay{ov}, Ontologies: ontologies}})
+			switch edit {
+			case "cap raised":
+				ov.Permissions[0].ArgConstraints["amount_inr"]["max"] = 50000
+			case "permissions dropped":
+				ov.Permissions = nil
+			}
+			req, rc := refundRequest(t, 1200, true)
+			res := h.Invoke(req, rc)
+			if n := h.Adapter("adp_payments").CallCount("issue_refund"); n != 0 {
+				t.Fatalf("issue_refund of 1200 ran %d times (run %s) under an overlay capping refunds at 1000: editing the overlay after New lifted its cap", n, res.Status)
+			}
+		})
+	}
+}
