@@ -219,8 +219,13 @@ func ownOptions(opts *Options) (engine.Options, error) {
 // An error means the request could not be run at all (invalid input,
 // packs refused, compile refused) or a store failed; governed outcomes —
 // rejections, escalations, pauses — are results with their record.
+//
+// The run keeps its own copy of req (rc is copied as it is materialized):
+// what the caller does to either once it has handed them over — from a
+// Stream consumer, say, which runs between the run's steps — changes
+// nothing the run enforces, records or replays.
 func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (res *Result, err error) {
-	return rt.e.Invoke(ctx, req, rc)
+	return rt.e.Invoke(ctx, req.Clone(), rc)
 }
 
 // Stream runs one request like Invoke and yields its typed events (compiled,
@@ -228,7 +233,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc
 // heartbeat for long_running, error) ending with a result event. Stopping
 // the iteration cancels the run.
 func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
-	return rt.e.Stream(ctx, req, rc)
+	return rt.e.Stream(ctx, req.Clone(), rc)
 }
 
 // Resume continues a paused run with what it awaits (an approval), on any
@@ -243,13 +248,26 @@ func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc
 // the store kept) and ends the run with it, without planning or calling
 // again and whatever in holds. Invoking the run again does the same.
 func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (res *Result, err error) {
-	return rt.e.Resume(ctx, runID, in)
+	return rt.e.Resume(ctx, runID, ownResumeInput(in))
+}
+
+// ownResumeInput is the run's own copy of in: the approvals and the
+// budget the caller handed over, which the checkpoint and the replay
+// packet record, are not the caller's to change while the run goes.
+func ownResumeInput(in ResumeInput) ResumeInput {
+	in.Approvals = slices.Clone(in.Approvals)
+	if in.Budget != nil {
+		b := *in.Budget
+		b.BucketTokens = maps.Clone(b.BucketTokens)
+		in.Budget = &b
+	}
+	return in
 }
 
 // ResumeStream resumes like Resume and yields the run's events as Stream
 // does, ending with a result event.
 func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInput) iter.Seq2[Event, error] {
-	return rt.e.ResumeStream(ctx, runID, in)
+	return rt.e.ResumeStream(ctx, runID, ownResumeInput(in))
 }
 
 // Replay re-runs a captured packet offline through the same loop, policy,
