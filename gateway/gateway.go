@@ -411,7 +411,10 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request, cfg.RunContext, cfg.Meter
+	// The run enforces the request and run context as they are handed
+	// over: a caller that edits its own after NewRun (its safety mode,
+	// delegation, user or budget) changes no check of the run's calls.
+	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request.Clone(), cfg.RunContext.Clone(), cfg.Meter
 	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now

@@ -30,3 +30,23 @@ func TestHostEditingRegisteredScopesAfterNewLiftsNoScopeCheck(t *testing.T) {
 		t.Fatalf("refund = %s with %d adapter calls: editing the registration's Scopes after New lifted the scope check", res.Status, f.payments.CallCount("issue_refund"))
 	}
 }
+
+// TestCallerEditingItsRunConfigAfterNewRunLiftsNoCheck: a Run enforces the
+// run context and request its RunConfig handed over, as they were at
+// NewRun. A caller that edits them afterwards (it keeps its pointers)
+// does not change what the run's calls are checked against: a delegation
+// that lacked the refund scope at NewRun still lacks it.
+func TestCallerEditingItsRunConfigAfterNewRunLiftsNoCheck(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, lowValue, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.User.Delegation.Scopes = []string{"orders.read"}
+	})
+	f.rc.User.Delegation.Scopes = append(f.rc.User.Delegation.Scopes, "payments.refund") // after NewRun
+	res, err := f.run.Call(context.Background(), refundCall(1200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != gateway.StatusBlocked || f.payments.CallCount("issue_refund") != 0 {
+		t.Fatalf("refund = %s with %d adapter calls: editing the run context after NewRun lifted the scope check", res.Status, f.payments.CallCount("issue_refund"))
+	}
+}
