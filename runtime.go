@@ -1,14 +1,10 @@
 package contextos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"iter"
 	"log/slog"
 	"maps"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -154,10 +150,7 @@ type Runtime struct {
 func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *Options) (*Runtime, error) {
 	var eo *engine.Options
 	if opts != nil {
-		o, err := ownOptions(opts)
-		if err != nil {
-			return nil, err
-		}
+		o := engine.Options(*opts)
 		eo = &o
 	}
 	e, err := engine.New(planner, registry, keys, eo)
@@ -165,54 +158,6 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 		return nil, err
 	}
 	return &Runtime{e: e}, nil
-}
-
-// ownOptions is the runtime's own copy of the host's options: the lists
-// and maps a runtime reads after New (for each run's compile, gateway
-// and replay) — the adapters' capabilities with their scopes and
-// argument schemas, the gateway's redactors, the ontologies and the
-// overlays — are copied, so a host that edits its Options (or the
-// values they hold) after New changes no control of a live runtime.
-func ownOptions(opts *Options) (engine.Options, error) {
-	o := engine.Options(*opts)
-	if o.Adapters != nil {
-		o.Adapters = make([]gateway.Registration, len(opts.Adapters))
-		for i, reg := range opts.Adapters {
-			if reg.Capabilities != nil {
-				caps := make(map[string]gateway.Capability, len(reg.Capabilities))
-				for name, c := range reg.Capabilities {
-					c.Scopes, c.ArgsSchema = slices.Clone(c.Scopes), bytes.Clone(c.ArgsSchema)
-					caps[name] = c
-				}
-				reg.Capabilities = caps
-			}
-			o.Adapters[i] = reg
-		}
-	}
-	o.Gateway.Redactors = maps.Clone(opts.Gateway.Redactors)
-	o.Ontologies = slices.Clone(opts.Ontologies)
-	if o.Overlays != nil {
-		o.Overlays = make([]*pack.Overlay, len(opts.Overlays))
-		for i, ov := range opts.Overlays {
-			if ov == nil {
-				continue // New refuses it
-			}
-			b, err := json.Marshal(ov)
-			if err != nil {
-				return engine.Options{}, fmt.Errorf("%w: Overlays[%d]: %w", ErrConfig, i, err)
-			}
-			// Numbers stay as written (json.Number), as DecodeOverlay
-			// leaves them: the copy has the overlay's digest.
-			var c pack.Overlay
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.UseNumber()
-			if err := dec.Decode(&c); err != nil {
-				return engine.Options{}, fmt.Errorf("%w: Overlays[%d]: %w", ErrConfig, i, err)
-			}
-			o.Overlays[i] = &c
-		}
-	}
-	return o, nil
 }
 
 // Invoke runs one request to a terminal record, a pause or a budget limit.
@@ -247,27 +192,28 @@ func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc
 // continued: Resume stores the record the run built (or adopts the copy
 // the store kept) and ends the run with it, without planning or calling
 // again and whatever in holds. Invoking the run again does the same.
+//
+// The run keeps its own copy of in.Budget, which its checkpoint and
+// replay packet record: the caller's edits to it after the call (from a
+// ResumeStream consumer, say) change neither.
 func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (res *Result, err error) {
-	return rt.e.Resume(ctx, runID, ownResumeInput(in))
-}
-
-// ownResumeInput is the run's own copy of in: the approvals and the
-// budget the caller handed over, which the checkpoint and the replay
-// packet record, are not the caller's to change while the run goes.
-func ownResumeInput(in ResumeInput) ResumeInput {
-	in.Approvals = slices.Clone(in.Approvals)
 	if in.Budget != nil {
 		b := *in.Budget
 		b.BucketTokens = maps.Clone(b.BucketTokens)
 		in.Budget = &b
 	}
-	return in
+	return rt.e.Resume(ctx, runID, in)
 }
 
 // ResumeStream resumes like Resume and yields the run's events as Stream
 // does, ending with a result event.
 func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInput) iter.Seq2[Event, error] {
-	return rt.e.ResumeStream(ctx, runID, ownResumeInput(in))
+	if in.Budget != nil {
+		b := *in.Budget
+		b.BucketTokens = maps.Clone(b.BucketTokens)
+		in.Budget = &b
+	}
+	return rt.e.ResumeStream(ctx, runID, in)
 }
 
 // Replay re-runs a captured packet offline through the same loop, policy,
