@@ -846,6 +846,16 @@ func set(list []string) map[string]bool {
 func (e *Engine) UsesTool() bool { return e.usesTool }
 
 // PerCallGates returns the gates that read the tool call (Gate.PerCall),
-// in declaration order, each with when it applies to a call. The slice
-// and its members are shared: callers must not change them.
-func (e *Engine) PerCallGates() []PerCallGate { return e.perCall }
+// in declaration order, each with when it applies to a call. The list is
+// the caller's own copy: what it does to it changes neither the engine
+// nor what the next caller is given.
+func (e *Engine) PerCallGates() []PerCallGate {
+	if e.perCall == nil {
+		return nil
+	}
+	out := make([]PerCallGate, len(e.perCall))
+	for i, pc := range e.perCall {
+		out[i] = PerCallGate{GateID: pc.GateID, When: slices.Clone(pc.When), Rules: slices.Clone(pc.Rules)}
+	}
+	return out
+}
