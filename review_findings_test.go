@@ -1,11 +1,13 @@
 package contextos_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/pack"
 )
 
@@ -85,6 +87,64 @@ func TestHostEditingItsOverlayAfterNewLiftsNoControl(t *testing.T) {
 			res := h.Invoke(req, rc)
 			if n := h.Adapter("adp_payments").CallCount("issue_refund"); n != 0 {
 				t.Fatalf("issue_refund of 1200 ran %d times (run %s) under an overlay capping refunds at 1000: editing the overlay after New lifted its cap", n, res.Status)
+			}
+		})
+	}
+}
+
+// rewritingStore is a decision store whose Append stores the record it is
+// handed and returns another: a DECIDED approval.
+type rewritingStore struct{ *decision.MemoryStore }
+
+func (s rewritingStore) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	out, err := s.MemoryStore.Append(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	c := *out
+	c.Status, c.Outcome = decision.Decided, "approved"
+	return &c, nil
+}
+
+// TestDecisionStoreHandingBackAnotherRecordChangesNotTheRun: the record a
+// decision store's Append hands back is checked, as the one a failed
+// Append's lookup finds is: a store that stores the run's record and
+// hands back another (another status, outcome, or id) changes neither the
+// run's status, its Result's record, its checkpoint nor its replay packet.
+//
+// Finding (fix in internal/engine, run.append: check the success path's
+// stored copy as the failure path does — decision.Hash(stored) equals its
+// record_hash and decision.Seal(rec, stored.PrevRecordHash) gives that
+// hash — and refuse it, or go on with the run's own sealed copy): today a
+// run paused at the finance gate is reported DECIDED, approved, with its
+// Result, EventDecision and replay packet pinning the store's rewrite.
+func TestDecisionStoreHandingBackAnotherRecordChangesNotTheRun(t *testing.T) {
+	skipFinding(t)
+	t.Parallel()
+	tests := []struct {
+		name        string
+		plans       []*contextos.Plan
+		amount      int
+		wantStatus  decision.Status
+		wantOutcome string
+	}{
+		{"a refund paused at the finance gate", []*contextos.Plan{lookupPlan(), refundPlan(4200)}, 4200, decision.Deferred, ""},
+		{"a refund the planner denies", []*contextos.Plan{deniedPlan()}, 1200, decision.Decided, "denied"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := rewritingStore{decision.NewMemoryStore()}
+			h := bareHarness(t, contextostest.NewPlanner(tc.plans...), &contextostest.Options{Runtime: contextos.Options{Decisions: store}})
+			scriptDefaults(h, "")
+			req, rc := refundRequest(t, tc.amount, true)
+			res, err := h.Runtime.Invoke(context.Background(), req, rc)
+			if err != nil {
+				return // refusing the store's answer is a fix too
+			}
+			if res.Status != tc.wantStatus || res.Record.Status != tc.wantStatus || res.Record.Outcome != tc.wantOutcome {
+				t.Fatalf("the run is %s, its record %s %q, want %s %q: the decision store's rewrite of the record it handed back was taken",
+					res.Status, res.Record.Status, res.Record.Outcome, tc.wantStatus, tc.wantOutcome)
 			}
 		})
 	}
