@@ -115,9 +115,10 @@ func (s rewritingStore) Append(ctx context.Context, r *decision.Record) (*decisi
 // Finding (fix in internal/engine, run.append: check the success path's
 // stored copy as the failure path does — decision.Hash(stored) equals its
 // record_hash and decision.Seal(rec, stored.PrevRecordHash) gives that
-// hash — and refuse it, or go on with the run's own sealed copy): today a
-// run paused at the finance gate is reported DECIDED, approved, with its
-// Result, EventDecision and replay packet pinning the store's rewrite.
+// hash — and refuse it, or go on with the run's own sealed copy): today
+// the Result's record of a denied refund says approved (a paused run's
+// says DECIDED, approved), and the EventDecision, the replay packet and a
+// terminal run's reported status are built from the store's rewrite.
 func TestDecisionStoreHandingBackAnotherRecordChangesNotTheRun(t *testing.T) {
 	skipFinding(t)
 	t.Parallel()
