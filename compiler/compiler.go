@@ -224,6 +224,14 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			}
 			view, lp.Overlay = v, &applied
 		}
+		if lp.Overlay != nil {
+			// The overlaid view holds what the overlay added (its
+			// permissions, rules, gates): the Prepared's own copy of that
+			// too, so a caller editing its overlay changes no compile.
+			if view, err = ownPack(view); err != nil {
+				return nil, fail(3, ErrInput, err, "copy %s overlaid", in.Ref)
+			}
+		}
 		views[i] = view
 		if c := view.PackMeta.DataClassification; slices.Index(pack.DataClassifications(), c) > slices.Index(pack.DataClassifications(), pr.class) {
 			pr.class = c

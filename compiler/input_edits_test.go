@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -38,5 +39,36 @@ func TestCallerEditingItsPackAfterPrepareChangesNoCompile(t *testing.T) {
 	if got.Hash() != want.Hash() {
 		t.Errorf("compiled_context_hash %s, want %s: editing the pack after Prepare changed the compile (controls %+v, want %+v)",
 			got.Hash(), want.Hash(), got.RuntimeControls, want.RuntimeControls)
+	}
+}
+
+// TestCallerEditingItsOverlayAfterPrepareChangesNoCompile: the overlays
+// of the Options handed to Prepare are applied once, as they were: a
+// caller that edits an overlay afterwards (the cap of a permission it
+// restates) changes no later compile of the Prepared.
+func TestCallerEditingItsOverlayAfterPrepareChangesNoCompile(t *testing.T) {
+	t.Parallel()
+	s := canonicalScenario(t)
+	ov := &pack.Overlay{OverlayID: "ov_prod_cap", Base: "ctxpack.support@1.0.0", Environment: "prod",
+		Permissions: []pack.Permission{{PermissionID: "p_issue_refund", AdapterID: "adp_payments", Capability: "issue_refund", Allow: true,
+			RequiresApprovalGate: "GATE_FINANCE_APPROVAL",
+			ArgConstraints:       map[string]map[string]any{"amount_inr": {"min": 1, "max": 1000}, "idempotency_key": {"required": true}}}}}
+	s.opts.Overlays = []*pack.Overlay{ov}
+	p, err := compiler.Prepare(s.inputs(), &s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Compile(ctx, s.req, s.rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov.Permissions[0].ArgConstraints["amount_inr"]["max"] = 50000
+	got, err := p.Compile(ctx, s.req, s.rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash() != want.Hash() {
+		t.Errorf("editing the overlay after Prepare changed the compile: refund constraints %v, want %v",
+			got.Manifests.ToolManifest[2].CapabilityMetadata["issue_refund"].Constraints, want.Manifests.ToolManifest[2].CapabilityMetadata["issue_refund"].Constraints)
 	}
 }
