@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/compilehook"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
@@ -758,7 +759,10 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 	if p.opts.Evidence == nil {
 		return nil, nil, nil
 	}
-	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: req.Input.Context})
+	// The source is handed its own copy of the request's context: what
+	// it does to it is not the request's (a runtime's record reads that
+	// context for required evidence, and its replay packet pins it).
+	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: jsonv.CloneObject(req.Input.Context)})
 	if err != nil {
 		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
 	}

@@ -1,6 +1,8 @@
 package compiler_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/contextos/contextos/compiler"
@@ -70,5 +72,48 @@ func TestCallerEditingItsOverlayAfterPrepareChangesNoCompile(t *testing.T) {
 	if got.Hash() != want.Hash() {
 		t.Errorf("editing the overlay after Prepare changed the compile: refund constraints %v, want %v",
 			got.Manifests.ToolManifest[2].CapabilityMetadata["issue_refund"].Constraints, want.Manifests.ToolManifest[2].CapabilityMetadata["issue_refund"].Constraints)
+	}
+}
+
+// editingEvidence is an evidence source that serves its items and edits
+// the request context it is handed.
+type editingEvidence struct{ compiler.StaticEvidence }
+
+func (e editingEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) ([]compiler.EvidenceItem, error) {
+	q.Context["refund_amount"] = 99999
+	q.Context["identity_verified"] = false
+	return e.StaticEvidence.Evidence(ctx, q)
+}
+
+// TestEvidenceSourceEditingItsQueryChangesNothing: an evidence source is
+// handed the request's context to pick its items by. What it does to
+// that context changes neither the compile (its prompt and hash) nor the
+// request the caller compiled (whose context a runtime's record reads
+// for required evidence and its replay packet pins).
+func TestEvidenceSourceEditingItsQueryChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := canonicalScenario(t)
+	p, err := compiler.Prepare(s.inputs(), &s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, ok := s.opts.Evidence.(compiler.StaticEvidence)
+	if !ok {
+		t.Fatalf("the scenario's evidence is %T", s.opts.Evidence)
+	}
+	want, err := p.Compile(ctx, s.req, s.rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fmt.Sprint(s.req.Input.Context)
+	got, err := p.WithSources(editingEvidence{ev}, s.opts.Memory).Compile(ctx, s.req, s.rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprint(s.req.Input.Context); after != before {
+		t.Errorf("the evidence source edited the compiled request's context: %s, was %s", after, before)
+	}
+	if got.Hash() != want.Hash() {
+		t.Errorf("the evidence source's edit changed the compile: %s, want %s", got.Hash(), want.Hash())
 	}
 }
