@@ -100,20 +100,29 @@ func reportsRedaction(ad Adapter, call *Call) bool {
 	return ok && rr.RedactedAttempt(call)
 }
 
+// takenOutcome is the gateway's redacted copy of an outcome, with room for
+// its short lists (see redactOutcome).
+type takenOutcome struct {
+	out  Outcome
+	strs [2]string
+}
+
 // redactOutcome writes a redacted copy of out to dst: every member an
 // adapter supplies text in (output values and keys, mutations, artifacts,
 // citations, risk tags, signals) goes through the rules. The copy owns its
-// lists; the cost and tokens are kept as they are.
-func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
-	c := dst
+// lists (short ones in dst's room); the cost and tokens are kept as they
+// are.
+func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor) bool {
+	c := &dst.out
 	*c = Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
 	v, changed := redactValue(out.Output, rules)
 	c.Output, _ = v.(map[string]any)
 	var ch [5]bool
-	c.Mutations, ch[0] = redactStrings(out.Mutations, rules)
-	c.Artifacts, ch[1] = redactStrings(out.Artifacts, rules)
-	c.RiskTags, ch[2] = redactStrings(out.RiskTags, rules)
-	c.Signals, ch[3] = redactStrings(out.Signals, rules)
+	room := dst.strs[:]
+	c.Mutations, ch[0] = redactStrings(out.Mutations, rules, &room)
+	c.Artifacts, ch[1] = redactStrings(out.Artifacts, rules, &room)
+	c.RiskTags, ch[2] = redactStrings(out.RiskTags, rules, &room)
+	c.Signals, ch[3] = redactStrings(out.Signals, rules, &room)
 	if len(out.Citations) > 0 {
 		c.Citations = make([]Citation, len(out.Citations))
 		for i, ct := range out.Citations {
@@ -125,12 +134,13 @@ func redactOutcome(dst, out *Outcome, rules []Redactor) bool {
 	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
 }
 
-// redactStrings returns a redacted copy of s (nil for an empty s).
-func redactStrings(s []string, rules []Redactor) ([]string, bool) {
+// redactStrings returns a redacted copy of s (nil for an empty s), in what
+// is left of room when it fits (see takeStrings).
+func redactStrings(s []string, rules []Redactor, room *[]string) ([]string, bool) {
 	if len(s) == 0 {
 		return nil, false
 	}
-	out := make([]string, len(s))
+	out := takeStrings(room, s)
 	changed := false
 	for i, e := range s {
 		var c bool

@@ -25,8 +25,8 @@ type attemptContext struct {
 	mu     sync.Mutex
 	made   context.Context // nil until made
 	cancel context.CancelFunc
-	ended  bool  // the attempt has returned
 	err    error // Err once ended
+	ended  bool  // the attempt has returned
 	// parentDone: err is the parent's (it was done when the attempt
 	// returned).
 	parentDone bool

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -94,10 +95,10 @@ type callRecord struct {
 	request     *ApprovalRequest
 	// m is the run's constant members, encoded once (see runMembers).
 	m *runMembers
-	// argsJSON is the canonical form of env.Args as the gateway built it
-	// (nil when not known, and once a check changes the args); metaJSON
-	// that of env.Metadata (shared by the run's calls of one capability).
-	argsJSON, metaJSON []byte
+	// args holds the canonical form of env.Args as the gateway built it
+	// (nil when not known) while the call is made: a buffer from argsBufs
+	// (see argsJSON). A check that changes the args encodes them again.
+	args *[]byte
 	// citeRef is "tool:<capability_id>:<tool_call_id>", the evidence ref a
 	// result cites when the adapter cites nothing (ToolCallID is its tail).
 	citeRef string
@@ -117,14 +118,55 @@ type callRecord struct {
 	// idempotency key for env.IdempotencyKey (a copy: key is what the
 	// call is executed under, whatever a sink does to the envelope).
 	polID, keyCopy string
-	// argsBuf holds argsJSON when it fits.
-	argsBuf [192]byte
 	// x is what executing the call takes (see executed): part of the
 	// record, so a call that runs makes one allocation for both.
 	x executed
 	// sink is the envelope the call's transcript entry carries, with room
 	// for what it owns (see sinkEnvelope).
 	sink ownedCall
+}
+
+// metaJSON is the canonical form of env.Metadata, which the run's calls
+// of one capability share (nil when the capability is not surfaced).
+func (c *callRecord) metaJSON() []byte {
+	if c.s == nil {
+		return nil
+	}
+	return c.s.callMetaJSON
+}
+
+// argsBufs pools the buffers calls encode their arguments into. The
+// encoding is read only while the call is made (its ids, its idempotency
+// key, its size and its transcript entry), so Call gives the buffer back
+// when it returns instead of keeping it in the call's record, which
+// outlives the call (the result points into it).
+var argsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// maxPooledArgs bounds the buffers argsBufs keeps.
+const maxPooledArgs = 16 << 10
+
+// argsJSON is the canonical form of env.Args as the gateway built it, nil
+// when not known (it is then encoded afresh where it is needed).
+func (c *callRecord) argsJSON() []byte {
+	if c.args == nil {
+		return nil
+	}
+	return *c.args
+}
+
+// releaseArgs gives the call's argument buffer back (see argsBufs): from
+// now on the encoding is not known.
+func (c *callRecord) releaseArgs() {
+	b := c.args
+	if b == nil {
+		return
+	}
+	c.args = nil
+	if cap(*b) > maxPooledArgs {
+		return // left to the collector
+	}
+	*b = (*b)[:0]
+	argsBufs.Put(b)
 }
 
 // decisions are the decisions of the call's own policy evaluation, nil
@@ -145,6 +187,7 @@ func (c *callRecord) decisions() []policy.Decision {
 func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, error) {
 	start := r.now()
 	c, res := r.envelope(req)
+	defer c.releaseArgs()
 	// With the no-op provider there is no span to start: a no-op child
 	// would only carry the parent's span context, which ctx carries.
 	var span trace.Span
@@ -211,14 +254,15 @@ var spanKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 // stands, and the duplicate's evaluation is kept only when the run has
 // nothing for it (the first call ran before a resume).
 func (r *Run) keepDecisions(toolCallID string, ds []policy.Decision, duplicate bool) {
+	if ds == nil {
+		// A call refused before policy ran (or bound to the run's
+		// evaluation) has no decisions of its own; a call with the same id
+		// that did run keeps its own.
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.decisions[toolCallID]; ok && duplicate {
-		return
-	}
-	if ds == nil {
-		// A call refused before policy ran has no decisions of its own; a
-		// call with the same id that did run keeps its own.
 		return
 	}
 	if r.decisions == nil {
@@ -257,7 +301,8 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	args, _ := jsonv.Normalize(req.Args).(map[string]any)
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
-	argsJSON, err := canon.AppendValue(c.argsBuf[:0], args)
+	c.args = argsBufs.Get().(*[]byte)
+	argsJSON, err := canon.AppendValue((*c.args)[:0], args)
 	step, stepOK := req.Step.key()
 	stepPart := canon.IntPart(step)
 	if !stepOK {
@@ -277,7 +322,11 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID))
 	}
 	c.citeRef = string(b)
-	c.argsJSON = argsJSON
+	if argsJSON == nil {
+		c.releaseArgs()
+	} else {
+		*c.args = argsJSON
+	}
 	c.env = ToolCallEnvelope{
 		EnvelopeVersion: CallEnvelopeVersion, ToolCallID: c.citeRef[len(cite):], RunID: r.rc.RunID, TraceID: r.rc.TraceID, SessionID: r.rc.SessionID,
 		CapabilityID: req.CapabilityID, Args: args, PrincipalChain: r.principals, EvidenceRefs: slices.Clone(req.EvidenceRefs),
@@ -296,7 +345,7 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		}
 		// Each envelope owns its metadata: an envelope a sink changes does
 		// not change another's.
-		env.Metadata, c.metaJSON = maps.Clone(s.callMeta), s.callMetaJSON
+		env.Metadata = maps.Clone(s.callMeta)
 	}
 	switch {
 	case err != nil:

@@ -393,7 +393,7 @@ type (
 )
 
 func (c *recordedCall) AppendCanonical(dst []byte) ([]byte, error) {
-	return callEncoding{e: &c.env, args: c.argsJSON, meta: c.metaJSON, m: c.m}.AppendCanonical(dst)
+	return callEncoding{e: &c.env, args: (*callRecord)(c).argsJSON(), meta: (*callRecord)(c).metaJSON(), m: c.m}.AppendCanonical(dst)
 }
 
 func (r *recordedResult) AppendCanonical(dst []byte) ([]byte, error) {

@@ -23,7 +23,8 @@ func TestRunMembers(t *testing.T) {
 			c := &callRecord{env: ToolCallEnvelope{EnvelopeVersion: CallEnvelopeVersion, ToolCallID: "tool_1", RunID: "run_1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SessionID: session,
 				CapabilityID: "a.b", Args: map[string]any{"x": "y"}, PrincipalChain: chain, EvidenceRefs: []string{}, PolicyDecisionID: &pol,
 				ApprovalModeRequested: runcontext.ReadOnly, ApprovalModeEffective: runcontext.ReadOnly, ApprovalModeHighest: runcontext.ReadOnly}}
-			c.argsJSON = []byte(`{"x":"y"}`)
+			args := []byte(`{"x":"y"}`)
+			c.args = &args
 			res := newResult(c, &pol)
 			res.env.Status, res.env.Output = StatusOK, map[string]any{"ok": true}
 			return c, &res.env
@@ -49,7 +50,7 @@ func TestRunMembers(t *testing.T) {
 				for _, x := range []struct {
 					fast    canon.Appender
 					general any
-				}{{callEncoding{e: env, args: rec.argsJSON, meta: rec.metaJSON, m: m}, env}, {resultEncoding{r: res, m: m}, res}} {
+				}{{callEncoding{e: env, args: rec.argsJSON(), meta: rec.metaJSON(), m: m}, env}, {resultEncoding{r: res, m: m}, res}} {
 					got, err := x.fast.AppendCanonical(nil)
 					if err != nil {
 						t.Fatal(err)

@@ -83,10 +83,16 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	}
 	c.key, c.keyCopy = key, key
 	c.env.IdempotencyKey = &c.keyCopy
-	if injectsKey(c.s.spec.schema, c.s.constraints) {
+	if c.s.injectsKey {
 		if _, has := c.env.Args[keyArg]; !has {
 			c.env.Args[keyArg] = key
-			c.argsJSON = nil
+			// Encoded again once, for the payload size and the transcript
+			// digest (the call's id and key are derived already).
+			if b, err := canon.AppendValue(c.argsJSON()[:0], c.env.Args); err == nil && c.args != nil {
+				*c.args = b
+			} else {
+				c.releaseArgs()
+			}
 		}
 	}
 	return nil, nil
@@ -136,8 +142,8 @@ func (r *Run) checkPayload(_ context.Context, c *callRecord) (*result, error) {
 
 // argsSize is the size of the call's canonical arguments.
 func (c *callRecord) argsSize() (int64, error) {
-	if c.argsJSON != nil {
-		return int64(len(c.argsJSON)), nil
+	if b := c.argsJSON(); b != nil {
+		return int64(len(b)), nil
 	}
 	b, err := canon.JSON(c.env.Args)
 	return int64(len(b)), err
@@ -416,12 +422,10 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		// store gets its own copy: this call goes on to set its latency
 		// while duplicates read theirs. A store may keep what it is given
 		// and edit it later: it gets a deep copy, unless it is the
-		// in-memory store, which keeps a deep copy of its own.
-		var kept *ToolResultEnvelope
-		if _, own := r.g.opts.Idempotency.(*MemoryIdempotency); own {
-			shallow := out.env
-			kept = &shallow
-		} else {
+		// in-memory store, which takes a deep copy of its own before
+		// Complete returns (it is given the result itself).
+		kept := &out.env
+		if _, own := r.g.opts.Idempotency.(*MemoryIdempotency); !own {
 			kept = out.env.Clone()
 		}
 		cctx := ctx
@@ -454,9 +458,9 @@ func (r *Run) idempotencyKey(c *callRecord) (string, error) {
 	// action's result), and the same write proposed again in a later turn
 	// of the run is the same action (it never runs twice).
 	if c.callerKey != "" {
-		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
 	}
-	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON))
+	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why

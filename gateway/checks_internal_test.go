@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -130,8 +131,13 @@ func TestChecks(t *testing.T) {
 			}
 		}},
 		{name: "write gets its key, in args too", check: "idempotency_key", req: refund, after: func(t *testing.T, c *callRecord) {
-			if !c.write || c.key == "" || c.env.IdempotencyKey == nil || *c.env.IdempotencyKey != c.key || c.env.Args[keyArg] != c.key || c.argsJSON != nil {
-				t.Errorf("write: write %v, key %q, envelope key %v, args %v, cached args %s", c.write, c.key, c.env.IdempotencyKey, c.env.Args, c.argsJSON)
+			if !c.write || c.key == "" || c.env.IdempotencyKey == nil || *c.env.IdempotencyKey != c.key || c.env.Args[keyArg] != c.key {
+				t.Errorf("write: write %v, key %q, envelope key %v, args %v", c.write, c.key, c.env.IdempotencyKey, c.env.Args)
+			}
+			// The cached encoding (the payload size, the transcript digest)
+			// is the args' with the key injected.
+			if want, err := canon.JSON(c.env.Args); err != nil || string(c.argsJSON()) != string(want) {
+				t.Errorf("cached args %s, want %s (%v)", c.argsJSON(), want, err)
 			}
 		}},
 		{name: "undeclared attachment", check: "attachments", req: with(lookup, func(q *CallRequest) { q.Attachments = []string{"art_nope"} }), want: want{StatusRejected, CodePermissionDenied}},

@@ -297,6 +297,9 @@ type surfaced struct {
 	callMetaJSON []byte
 	mode         runcontext.ApprovalMode // the capability's highest mode (pack.Permission.Mode)
 	constraints  []argConstraint         // perm.ArgConstraints, compiled
+	// injectsKey: a write's derived idempotency key is set in its args
+	// (see injectsKey), worked out once per run.
+	injectsKey bool
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -481,6 +484,9 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			if s.reg != nil {
 				s.spec = s.reg.caps[c]
 			}
+			if s.spec != nil {
+				s.injectsKey = injectsKey(s.spec.schema, s.constraints)
+			}
 			if s.callMeta, s.callMetaJSON, err = g.callMetadata(s); err != nil {
 				return nil, err
 			}
@@ -664,7 +670,7 @@ type taken struct {
 // Results are bounded by the run
 // budget's max_payload_bytes, or runcontext.DefaultRunBudget().MaxPayloadBytes when it
 // sets none.
-func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Outcome) taken {
+func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *takenOutcome) taken {
 	var t taken
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
@@ -689,7 +695,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *Out
 			t.te, t.invalid = refusal, bad
 		} else {
 			// A taken outcome ends the call's attempts: dst holds it.
-			t.out, t.redacted = dst, redactOutcome(dst, out, r.redact)
+			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact)
 		}
 	}
 	t.redacted = t.redacted || reportsRedaction(ad, call)
@@ -756,7 +762,7 @@ type executed struct {
 	ptrs       [3]string      // policy decision id, idempotency key, auth ref
 	actx       attemptContext // the first attempt's context
 	call       Call
-	outcome    Outcome
+	outcome    takenOutcome // the taken outcome's redacted copy
 	res        result
 	cite       [1]Citation
 }
@@ -766,7 +772,8 @@ type executed struct {
 // (its output, lists and pointers), so a sink that edits the entry it
 // stores does not edit the result the call returns. Short lists and the
 // values behind pointers are held in room (part of the result: no
-// allocation); the output is copied.
+// allocation), but for a paused call's approval request; the output is
+// copied.
 func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Output != nil {
 		e.Output = jsonv.CloneObject(e.Output)
@@ -783,8 +790,10 @@ func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 		e.Error = &room.err
 	}
 	if e.Approval != nil {
-		room.approval = *e.Approval
-		e.Approval = &room.approval
+		// Only a paused call's result has one: its copy is not kept in
+		// room, which every result carries.
+		a := *e.Approval
+		e.Approval = &a
 	}
 	m := &e.Metadata
 	m.Signals, m.EvidenceHashes = takeStrings(&strs, m.Signals), takeStrings(&strs, m.EvidenceHashes)
@@ -799,7 +808,6 @@ type resultRoom struct {
 	polID     string
 	retryable bool
 	err       ToolError
-	approval  ApprovalRequest
 	cites     [2]Citation
 	strs      [6]string
 }
@@ -887,12 +895,15 @@ func newResult(c *callRecord, polID *string) *result {
 	return res
 }
 
-// startResult starts res for c.
+// startResult starts res, which is zero (new, or the unused one in the
+// call's record), for c. Only the members it sets are written: the
+// envelope is half a kilobyte, and copying a whole one in would copy its
+// zero members too.
 func startResult(res *result, c *callRecord, polID *string) {
-	env := &c.env
-	res.env = ToolResultEnvelope{EnvelopeVersion: ResultEnvelopeVersion, ToolCallID: env.ToolCallID, RunID: env.RunID, TraceID: env.TraceID,
-		SessionID: env.SessionID, CapabilityID: env.CapabilityID, PolicyDecisionID: polID,
-		Artifacts: []string{}, Citations: []Citation{}, Mutations: []string{}, RiskTags: []string{}}
+	env, e := &c.env, &res.env
+	e.EnvelopeVersion, e.ToolCallID, e.RunID, e.TraceID, e.SessionID, e.CapabilityID = ResultEnvelopeVersion, env.ToolCallID, env.RunID, env.TraceID, env.SessionID, env.CapabilityID
+	e.PolicyDecisionID = polID
+	e.Artifacts, e.Citations, e.Mutations, e.RiskTags = []string{}, []Citation{}, []string{}, []string{}
 }
 
 func failureStatus(code string) Status {

@@ -384,8 +384,8 @@ func (a *Adapter) execute(ctx context.Context, req *Request, normalized bool) *R
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	return instrument(ctx, a.tracer, a.spanName(req.Tool.Name), a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context) (*Response, *gateway.ToolError) {
-		return a.attempt(ctx, req)
+	return instrument(ctx, a.tracer, a.spanName(req.Tool.Name), a.opts.Logger, a.opts.Now, wireMode(a.ep.Transport), a.ep.Auth, req, normalized, func(ctx context.Context, caller w3ctrace.Caller) (*Response, *gateway.ToolError) {
+		return a.attempt(ctx, req, &caller)
 	})
 }
 
@@ -425,8 +425,8 @@ func (a *Adapter) spanName(tool string) string {
 // the token expired early (auth_expired): it is evicted and the exchange
 // made once more with a fresh token, whose refusal is final
 // (auth_invalid).
-func (a *Adapter) attempt(ctx context.Context, req *Request) (*Response, *gateway.ToolError) {
-	resp, st, te := a.exchange(ctx, req)
+func (a *Adapter) attempt(ctx context.Context, req *Request, caller *w3ctrace.Caller) (*Response, *gateway.ToolError) {
+	resp, st, te := a.exchange(ctx, req, caller)
 	if !expired(st, te) {
 		return resp, te
 	}
@@ -434,7 +434,7 @@ func (a *Adapter) attempt(ctx context.Context, req *Request) (*Response, *gatewa
 	if ctx.Err() != nil {
 		return nil, authExpired(req)
 	}
-	resp, _, te = a.exchange(ctx, req)
+	resp, _, te = a.exchange(ctx, req, caller)
 	return resp, te
 }
 
@@ -447,8 +447,9 @@ func authExpired(req *Request) *gateway.ToolError {
 	return newError(gateway.CodeAuthExpired, true, "the cached OAuth2 token was refused and there was no time left to retry with a fresh one", map[string]any{"tool": req.Tool.Name})
 }
 
-// exchange is one HTTP round trip (for webhook, the submit and the wait).
-func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authState, *gateway.ToolError) {
+// exchange is one HTTP round trip (for webhook, the submit and the wait);
+// caller is the caller's trace context of req, parsed.
+func (a *Adapter) exchange(ctx context.Context, req *Request, caller *w3ctrace.Caller) (*Response, authState, *gateway.ToolError) {
 	// The details of this exchange's errors, built only for an error.
 	details := func() map[string]any { return a.callDetails(req) }
 	var body []byte
@@ -488,7 +489,7 @@ func (a *Adapter) exchange(ctx context.Context, req *Request) (*Response, authSt
 	if err != nil {
 		return nil, authState{}, newError(gateway.CodeRuntimePolicyInvalid, false, "the endpoint URL is invalid", details())
 	}
-	setPostHeaders(ctx, hreq.Header, req, a.ep.Transport != TransportHTTP)
+	setPostHeaders(ctx, hreq.Header, req, caller, a.ep.Transport != TransportHTTP)
 	st, te := applyAuth(ctx, a.ep.Auth, a.opts.Secrets, a.opts.Tokens, a.ep.AllowPrivate, hreq.Header)
 	if te != nil {
 		return nil, st, te
@@ -675,8 +676,9 @@ func setCallHeaders(ctx context.Context, h http.Header, req *Request) {
 // Accept, the call headers (setCallHeaders) and, for the envelope
 // transports, X-Tool-Contract-Version. The same headers as h.Set of each,
 // set directly under their canonical names, their values in one slice
-// (room for a traceparent; a tracestate or baggage grows it).
-func setPostHeaders(ctx context.Context, h http.Header, req *Request, envelope bool) {
+// (room for a traceparent; a tracestate or baggage grows it). caller is
+// the caller's trace context of req (callerTrace), parsed.
+func setPostHeaders(ctx context.Context, h http.Header, req *Request, caller *w3ctrace.Caller, envelope bool) {
 	n := 6 // Content-Type, Accept, X-Request-Id, X-Tool-Name, X-Tool-Attempt, traceparent
 	if req.IdempotencyKey != "" {
 		n++
@@ -697,7 +699,7 @@ func setPostHeaders(ctx context.Context, h http.Header, req *Request, envelope b
 	if req.IdempotencyKey != "" {
 		set("Idempotency-Key", req.IdempotencyKey)
 	}
-	traceHeaders(ctx, req, func(key, value string) {
+	caller.InjectOutbound(ctx, func(key, value string) {
 		switch key {
 		case w3ctrace.HeaderTraceparent:
 			set("Traceparent", value)
@@ -726,7 +728,8 @@ func setPostHeaders(ctx context.Context, h http.Header, req *Request, envelope b
 // want them; http.Header.Set canonicalises them. Nothing is written for
 // ids that are not W3C ids, so a caller's text never reaches a header.
 func traceHeaders(ctx context.Context, req *Request, set func(key, value string)) {
-	w3ctrace.Inject(w3ctrace.Outbound(ctx, callerTrace(req)), set)
+	caller := w3ctrace.Parse(callerTrace(req))
+	caller.InjectOutbound(ctx, set)
 }
 
 // callerTrace is the caller's trace context of req: req.TraceContext, or,
@@ -825,12 +828,15 @@ func responseVersion(v string, details map[string]any) *gateway.ToolError {
 // value the attempt resolved is scrubbed from the response (output,
 // error, trace) before anything reads it; and the response is completed
 // (version, request id, trace, attempt, duration). spanName names the
-// span: spanPrefix and req.Tool.Name as given.
-func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
+// span: spanPrefix and req.Tool.Name as given. f gets the caller's trace
+// context of req (callerTrace), parsed once for the attempt: its remote
+// parent here, the headers f writes (traceHeaders) there.
+func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *slog.Logger, now func() time.Time, mode string, auth *Auth, req *Request, normalized bool, f func(context.Context, w3ctrace.Caller) (*Response, *gateway.ToolError)) *Response {
 	start := now()
+	caller := w3ctrace.Parse(callerTrace(req))
 	// With no span of the host's in ctx, the attempt span joins the
 	// caller's trace rather than starting one of its own.
-	ctx = w3ctrace.ContextWithParent(ctx, callerTrace(req))
+	ctx = caller.ContextWithParent(ctx)
 	ctx, span := tracer.Start(ctx, spanName, clientSpan...)
 	defer span.End()
 	var secrets *scrub.Set
@@ -846,7 +852,7 @@ func instrument(ctx context.Context, tracer trace.Tracer, spanName string, log *
 		te = normalize(req)
 	}
 	if te == nil { // the context was live and the request normalised
-		resp, te = f(ctx)
+		resp, te = f(ctx, caller)
 		if te == nil && resp == nil {
 			te = newError(gateway.CodeExecutionFailed, false, "the tool returned no response", map[string]any{"tool": req.Tool.Name})
 		}

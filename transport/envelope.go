@@ -276,6 +276,7 @@ func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
 // word is the first eight bytes of s (at least eight) as one word, the
 // first byte lowest.
 func word(s string) uint64 {
+	_ = s[7] // one bounds check, not eight
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
@@ -291,17 +292,34 @@ func plainWord(x uint64) bool {
 // short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
 // \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
 func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
 	// Eight bytes at a time while none needs escaping; when fewer than
 	// eight are left, the last eight (overlapping bytes already read) as
-	// one word. A string with nothing to escape is copied as it is.
+	// one word, or, in a string shorter than eight bytes, each byte. A
+	// string with nothing to escape is copied as it is.
 	i := 0
 	for i+8 <= len(s) && plainWord(word(s[i:])) {
 		i += 8
 	}
-	if i < len(s) && i+8 > len(s) && len(s) >= 8 && plainWord(word(s[len(s)-8:])) {
+	switch {
+	case i == len(s):
+	case len(s) < 8:
+		for i < len(s) && s[i] < utf8.RuneSelf && plainByte[s[i]] {
+			i++
+		}
+	case i+8 > len(s) && plainWord(word(s[len(s)-8:])):
 		i = len(s)
 	}
+	b = append(b, '"')
+	if i == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	return appendEscaped(b, s, i)
+}
+
+// appendEscaped is appendString of s, whose first i bytes need no
+// escaping, after the opening quote, which b ends with.
+func appendEscaped(b []byte, s string, i int) []byte {
 	start := 0
 	for i < len(s) {
 		if i+8 <= len(s) && plainWord(word(s[i:])) {

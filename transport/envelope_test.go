@@ -381,9 +381,10 @@ func FuzzReplyReaderIsEncodingJSON(f *testing.F) {
 
 // TestStringsWordAtATime: appendString, which skips eight plain bytes at
 // a time (and tries the last eight of a string as one word, overlapping
-// bytes already read), writes json.Marshal's bytes for strings of 8 to 24
-// bytes holding each byte at each place (and a multi-byte rune before
-// it), and for words of bytes around every boundary.
+// bytes already read, or the bytes of a string shorter than eight one by
+// one), writes json.Marshal's bytes for strings of 0 to 24 bytes holding
+// each byte at each place (and a multi-byte rune before it), and for
+// words of bytes around every boundary.
 func TestStringsWordAtATime(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 3))
 	check := func(w []byte) {
@@ -393,7 +394,7 @@ func TestStringsWordAtATime(t *testing.T) {
 		}
 	}
 	const plain = "abcdefghijklmnopqrstuvwx"
-	for n := 8; n <= len(plain); n++ {
+	for n := 0; n <= len(plain); n++ {
 		for c := range 256 {
 			for pos := range n {
 				w := []byte(plain[:n])
@@ -407,7 +408,7 @@ func TestStringsWordAtATime(t *testing.T) {
 		}
 	}
 	for range 100000 {
-		w := make([]byte, 8+rng.IntN(9))
+		w := make([]byte, rng.IntN(17))
 		for i := range w {
 			w[i] = byte(0x1c + rng.IntN(0x66)) // around every boundary
 		}

@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/transport/internal/share"
 )
 
@@ -40,19 +43,21 @@ func (machinery) Outcome(ctx context.Context, call *gateway.Call, req *Request, 
 	return outcome(ctx, call, req, resp)
 }
 
-func (machinery) Attempt(ctx context.Context, opts *Options, mode string, auth *Auth, req *Request, f func(context.Context) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, auth, req, false, f)
+func (machinery) Tracer(opts *Options) trace.Tracer { return opts.TracerProvider.Tracer(tracerName) }
+
+func (machinery) Attempt(ctx context.Context, tracer trace.Tracer, opts *Options, mode string, auth *Auth, req *Request, f func(context.Context, w3ctrace.Caller) (*Response, *gateway.ToolError)) *Response {
+	return instrument(ctx, tracer, spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, auth, req, false, f)
 }
 
-func (machinery) AuthorizedAttempt(ctx context.Context, ep *Endpoint, opts *Options, mode string, req *Request, f func(context.Context, http.Header) (*Response, *gateway.ToolError)) *Response {
-	return instrument(ctx, opts.TracerProvider.Tracer(tracerName), spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, ep.Auth, req, false, func(ctx context.Context) (*Response, *gateway.ToolError) {
-		return authorized(ctx, ep, opts, req, f)
+func (machinery) AuthorizedAttempt(ctx context.Context, tracer trace.Tracer, ep *Endpoint, opts *Options, mode string, req *Request, f func(context.Context, http.Header, w3ctrace.Caller) (*Response, *gateway.ToolError)) *Response {
+	return instrument(ctx, tracer, spanPrefix+req.Tool.Name, opts.Logger, opts.Now, mode, ep.Auth, req, false, func(ctx context.Context, caller w3ctrace.Caller) (*Response, *gateway.ToolError) {
+		return authorized(ctx, ep, opts, req, caller, f)
 	})
 }
 
 // authorized runs f with ep's auth headers; a 401 to a cached OAuth2
 // token evicts it and f runs once more with a fresh one.
-func authorized(ctx context.Context, ep *Endpoint, opts *Options, req *Request, f func(context.Context, http.Header) (*Response, *gateway.ToolError)) (*Response, *gateway.ToolError) {
+func authorized(ctx context.Context, ep *Endpoint, opts *Options, req *Request, caller w3ctrace.Caller, f func(context.Context, http.Header, w3ctrace.Caller) (*Response, *gateway.ToolError)) (*Response, *gateway.ToolError) {
 	for retried := false; ; retried = true {
 		var h http.Header // nil without auth: nothing to send
 		if ep.Auth.profile() != "" {
@@ -61,7 +66,7 @@ func authorized(ctx context.Context, ep *Endpoint, opts *Options, req *Request, 
 		st, te := applyAuth(ctx, ep.Auth, opts.Secrets, opts.Tokens, ep.AllowPrivate, h)
 		var resp *Response
 		if te == nil {
-			resp, te = f(ctx, h)
+			resp, te = f(ctx, h, caller)
 		}
 		if retried || !expired(st, te) {
 			return resp, te
@@ -83,10 +88,6 @@ func (machinery) AuthHeaders(ctx context.Context, ep *Endpoint, opts *Options) (
 
 func (machinery) CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError {
 	return transportError(ctx, err, details)
-}
-
-func (machinery) TraceHeaders(ctx context.Context, req *Request, set func(key, value string)) {
-	traceHeaders(ctx, req, set)
 }
 
 func (machinery) MarshalResponse(r *Response) []byte { return marshalWire(r) }

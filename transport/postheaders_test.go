@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -42,12 +43,15 @@ func TestPostHeadersAreHeaderSet(t *testing.T) {
 					if key != "" {
 						want.Set("Idempotency-Key", key)
 					}
-					traceHeaders(ctx, req, want.Set)
+					// The trace headers as the functions that parse the
+					// caller's text each time write them.
+					w3ctrace.Inject(w3ctrace.Outbound(ctx, callerTrace(req)), want.Set)
 					if envelope {
 						want.Set("X-Tool-Contract-Version", ContractVersion)
 					}
 					got := http.Header{}
-					setPostHeaders(ctx, got, req, envelope)
+					caller := w3ctrace.Parse(callerTrace(req))
+					setPostHeaders(ctx, got, req, &caller, envelope)
 					if d := cmp.Diff(want, got); d != "" {
 						t.Fatalf("trace %+v, key %q, envelope %v: headers (-Header.Set +setPostHeaders):\n%s", tr, key, envelope, d)
 					}

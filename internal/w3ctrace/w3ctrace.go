@@ -112,19 +112,45 @@ var hexValue = func() (t [256]byte) {
 	return t
 }()
 
+// Caller is a caller's trace context with its ids and flags parsed once:
+// one attempt parses its caller's context here and uses it for the
+// remote parent (ContextWithParent) and the headers it writes
+// (InjectOutbound), rather than parsing the same text for each.
+type Caller struct {
+	t   runcontext.Trace
+	scc trace.SpanContextConfig // parseIDs(t) when ok
+	ok  bool
+}
+
+// Parse parses t's ids and flags as parseIDs does. A Caller of a t that
+// is not a valid trace context is usable: it gives no remote parent, and
+// its outbound context falls back as Outbound's does.
+func Parse(t runcontext.Trace) Caller {
+	scc, ok := parseIDs(t)
+	return Caller{t: t, scc: scc, ok: ok}
+}
+
 // ContextWithParent returns ctx with t as its remote parent span when ctx
 // has no valid span context of its own and t is a valid trace context, so
 // a span started from it joins the caller's trace (keeping the caller's
 // flags and tracestate). Otherwise it returns ctx unchanged.
 func ContextWithParent(ctx context.Context, t runcontext.Trace) context.Context {
-	if trace.SpanContextFromContext(ctx).IsValid() {
+	c := Parse(t)
+	return c.ContextWithParent(ctx)
+}
+
+// ContextWithParent is the package's ContextWithParent of c's trace
+// context, without parsing it again.
+func (c *Caller) ContextWithParent(ctx context.Context) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() || !c.ok {
 		return ctx
 	}
-	sc, err := spanContext(t)
-	if err != nil {
-		return ctx
-	}
-	return trace.ContextWithRemoteSpanContext(ctx, sc)
+	scc := c.scc
+	// A tracestate that does not parse is dropped, as spanContext drops
+	// it.
+	scc.TraceState, _ = trace.ParseTraceState(c.t.TraceState)
+	scc.Remote = true
+	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(scc))
 }
 
 // Inject writes the W3C headers of t through set (for example
@@ -133,6 +159,11 @@ func Inject(t runcontext.Trace, set func(key, value string)) {
 	if _, ok := parseIDs(t); !ok {
 		return
 	}
+	inject(t, set)
+}
+
+// inject is Inject of a t whose ids parse.
+func inject(t runcontext.Trace, set func(key, value string)) {
 	h := t.Headers()
 	set(HeaderTraceparent, h.TraceParent)
 	if h.TraceState != "" {
@@ -140,6 +171,17 @@ func Inject(t runcontext.Trace, set func(key, value string)) {
 	}
 	if h.Baggage != "" {
 		set(HeaderBaggage, h.Baggage)
+	}
+}
+
+// InjectOutbound writes through set the headers
+// Inject(Outbound(ctx, t), set) writes for c's trace context t, without
+// parsing t's ids again, nor those of the outbound context when they are
+// t's own or a valid span's (TestInjectOutboundIsInjectOfOutbound,
+// FuzzInjectOutboundIsInjectOfOutbound).
+func (c *Caller) InjectOutbound(ctx context.Context, set func(key, value string)) {
+	if out, valid := c.outbound(ctx); valid {
+		inject(out, set)
 	}
 }
 
@@ -201,8 +243,18 @@ func WithBaggage(t runcontext.Trace, kv map[string]string) (runcontext.Trace, er
 // as text. The zero Trace when no trace context is valid (Inject writes
 // nothing for it).
 func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
-	caller := t
-	scc, ok := parseIDs(caller)
+	c := Parse(t)
+	out, _ := c.outbound(ctx)
+	return out
+}
+
+// outbound is Outbound(ctx, c.t), and whether its ids and flags parse
+// (parseIDs), known without parsing them when they are c's own (which
+// parsed) or a valid span context's (lower-case hex of ids that are not
+// all zeros: they parse exactly when the flags have no bit above
+// FlagsRandom).
+func (c *Caller) outbound(ctx context.Context) (runcontext.Trace, bool) {
+	caller, ok := c.t, c.ok
 	if !ok {
 		caller = runcontext.Trace{}
 		if rc, ok := runcontext.FromContext(ctx); ok && rc.TraceContext != nil {
@@ -221,19 +273,24 @@ func Outbound(ctx context.Context, t runcontext.Trace) runcontext.Trace {
 			caller.Baggage = ""
 		}
 	}
-	out := caller
+	out, valid := caller, ok
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		if ok { // caller is t, whose ids parsed
-			out = spanTrace(sc, caller, scc)
+			out = spanTrace(sc, caller, c.scc)
 		} else {
 			out = formatSpanTrace(sc, caller)
 		}
+		// The ids are caller's (which parsed, as did its flags, which are
+		// then sc's) or sc's formatted.
+		valid = byte(sc.TraceFlags()) <= byte(trace.FlagsSampled|trace.FlagsRandom)
+	} else if !ok {
+		_, valid = parseIDs(out) // the run context's, or none
 	}
 	if out.TraceID == "" {
-		return runcontext.Trace{}
+		return runcontext.Trace{}, false
 	}
 	out.Baggage = mergeBaggage(caller.Baggage, baggage.FromContext(ctx))
-	return out
+	return out, valid
 }
 
 // spanTrace is the trace context of the current span sc for a call whose

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -30,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/transport"
 	"github.com/contextos/contextos/transport/internal/kit"
@@ -102,9 +104,10 @@ type Options struct {
 // as the HTTP transports bound theirs. It holds one connection; Close
 // releases it.
 type Adapter struct {
-	ep   transport.Endpoint
-	opts Options
-	conn *grpc.ClientConn
+	ep     transport.Endpoint
+	opts   Options
+	tracer trace.Tracer // kit.Tracer(&opts.Options), got once
+	conn   *grpc.ClientConn
 }
 
 var _ gateway.Adapter = (*Adapter)(nil)
@@ -160,7 +163,7 @@ func New(ep transport.Endpoint, opts *Options) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: %w", transport.ErrConfig, err)
 	}
 	o.Options = kit.Defaults(&o.Options)
-	return &Adapter{ep: ep, opts: o, conn: conn}, nil
+	return &Adapter{ep: ep, opts: o, tracer: kit.Tracer(&o.Options), conn: conn}, nil
 }
 
 // Close closes the connection.
@@ -181,12 +184,12 @@ func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcom
 // Execute makes one attempt of req; every failure is a response. A 401 to
 // a cached OAuth2 token is retried once with a fresh token.
 func (a *Adapter) Execute(ctx context.Context, req *transport.Request) *transport.Response {
-	return kit.AuthorizedAttempt(ctx, &a.ep, &a.opts.Options, transport.TransportGRPC, req, func(ctx context.Context, h http.Header) (*transport.Response, *gateway.ToolError) {
-		return a.invoke(ctx, req, h)
+	return kit.AuthorizedAttempt(ctx, a.tracer, &a.ep, &a.opts.Options, transport.TransportGRPC, req, func(ctx context.Context, h http.Header, caller w3ctrace.Caller) (*transport.Response, *gateway.ToolError) {
+		return a.invoke(ctx, req, h, &caller)
 	})
 }
 
-func (a *Adapter) invoke(ctx context.Context, req *transport.Request, h http.Header) (*transport.Response, *gateway.ToolError) {
+func (a *Adapter) invoke(ctx context.Context, req *transport.Request, h http.Header, caller *w3ctrace.Caller) (*transport.Response, *gateway.ToolError) {
 	// The call's metadata, set as metadata.MD.Set sets it (the keys are
 	// lower-case), its values in one slice.
 	md := make(metadata.MD, 8+len(h))
@@ -201,7 +204,7 @@ func (a *Adapter) invoke(ctx context.Context, req *transport.Request, h http.Hea
 	if req.IdempotencyKey != "" {
 		set("idempotency-key", req.IdempotencyKey)
 	}
-	kit.TraceHeaders(ctx, req, set) // traceparent, tracestate, baggage
+	kit.TraceHeaders(ctx, caller, set) // traceparent, tracestate, baggage
 	for k, vs := range h {
 		md.Set(strings.ToLower(k), vs...)
 	}

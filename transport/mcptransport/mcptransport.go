@@ -47,10 +47,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/transport"
 	"github.com/contextos/contextos/transport/internal/kit"
 	"github.com/contextos/contextos/transport/internal/netguard"
@@ -102,6 +104,7 @@ type Options struct {
 type Adapter struct {
 	ep      transport.Endpoint
 	opts    Options
+	tracer  trace.Tracer // kit.Tracer(&opts.Options), got once
 	session *mcp.ClientSession
 	tools   map[string]*mcp.Tool
 
@@ -179,7 +182,7 @@ func Connect(ctx context.Context, ep transport.Endpoint, opts *Options) (*Adapte
 	default:
 		return nil, fmt.Errorf("%w: an mcp endpoint needs a command, a url or Options.Transport", transport.ErrConfig)
 	}
-	a := &Adapter{ep: ep, opts: o, tools: map[string]*mcp.Tool{}}
+	a := &Adapter{ep: ep, opts: o, tracer: kit.Tracer(&o.Options), tools: map[string]*mcp.Tool{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "contextos", Version: "v1"}, &mcp.ClientOptions{ProgressNotificationHandler: a.progressed})
 	session, err := client.Connect(ctx, t, nil)
 	if err != nil {
@@ -271,13 +274,13 @@ func (a *Adapter) Capabilities() (map[string]gateway.Capability, error) {
 // (errors.Is(err, context.Canceled)).
 func (a *Adapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
 	req := kit.RequestFor(call, transport.TransportMCP, &a.ep)
-	resp := kit.Attempt(ctx, &a.opts.Options, transport.TransportMCP, a.ep.Auth, req, func(ctx context.Context) (*transport.Response, *gateway.ToolError) {
-		return a.callTool(ctx, call, req)
+	resp := kit.Attempt(ctx, a.tracer, &a.opts.Options, transport.TransportMCP, a.ep.Auth, req, func(ctx context.Context, caller w3ctrace.Caller) (*transport.Response, *gateway.ToolError) {
+		return a.callTool(ctx, call, req, &caller)
 	})
 	return kit.Outcome(ctx, call, req, resp)
 }
 
-func (a *Adapter) callTool(ctx context.Context, call *gateway.Call, req *transport.Request) (*transport.Response, *gateway.ToolError) {
+func (a *Adapter) callTool(ctx context.Context, call *gateway.Call, req *transport.Request, caller *w3ctrace.Caller) (*transport.Response, *gateway.ToolError) {
 	name := call.Capability
 	details := map[string]any{"tool": req.Tool.Name, "isolation_mode": transport.TransportMCP}
 	if _, ok := a.tools[name]; !ok {
@@ -289,7 +292,7 @@ func (a *Adapter) callTool(ctx context.Context, call *gateway.Call, req *transpo
 	}
 	// The caller's trace context, parented on the current span with its
 	// sampled flag; tracestate and baggage forwarded (seed 000).
-	kit.TraceHeaders(ctx, req, func(k, v string) { meta[k] = v })
+	kit.TraceHeaders(ctx, caller, func(k, v string) { meta[k] = v })
 	params := &mcp.CallToolParams{Meta: meta, Name: name, Arguments: req.Input}
 	var res *mcp.CallToolResult
 	var err error

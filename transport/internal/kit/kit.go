@@ -11,17 +11,22 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/transport"
 	"github.com/contextos/contextos/transport/internal/share"
 )
 
 // Exchange is one attempt's wire exchange: it returns the tool's response
-// or the failure.
-type Exchange func(ctx context.Context) (*transport.Response, *gateway.ToolError)
+// or the failure. caller is the caller's trace context of the attempt's
+// request, parsed once for the attempt: the exchange writes its headers
+// with TraceHeaders.
+type Exchange func(ctx context.Context, caller w3ctrace.Caller) (*transport.Response, *gateway.ToolError)
 
 // AuthExchange is an exchange sent with the attempt's auth headers.
-type AuthExchange func(ctx context.Context, auth http.Header) (*transport.Response, *gateway.ToolError)
+type AuthExchange func(ctx context.Context, auth http.Header, caller w3ctrace.Caller) (*transport.Response, *gateway.ToolError)
 
 // Machinery is what package transport implements for its subpackages.
 type Machinery interface {
@@ -33,13 +38,13 @@ type Machinery interface {
 	HTTPClient(ep *transport.Endpoint, opts *transport.Options) *http.Client
 	RequestFor(call *gateway.Call, mode string, ep *transport.Endpoint) *transport.Request
 	Outcome(ctx context.Context, call *gateway.Call, req *transport.Request, resp *transport.Response) (*gateway.Outcome, error)
-	Attempt(ctx context.Context, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request,
-		f func(context.Context) (*transport.Response, *gateway.ToolError)) *transport.Response
-	AuthorizedAttempt(ctx context.Context, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request,
-		f func(context.Context, http.Header) (*transport.Response, *gateway.ToolError)) *transport.Response
+	Tracer(opts *transport.Options) trace.Tracer
+	Attempt(ctx context.Context, tracer trace.Tracer, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request,
+		f func(context.Context, w3ctrace.Caller) (*transport.Response, *gateway.ToolError)) *transport.Response
+	AuthorizedAttempt(ctx context.Context, tracer trace.Tracer, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request,
+		f func(context.Context, http.Header, w3ctrace.Caller) (*transport.Response, *gateway.ToolError)) *transport.Response
 	AuthHeaders(ctx context.Context, ep *transport.Endpoint, opts *transport.Options) (http.Header, *gateway.ToolError)
 	CallError(ctx context.Context, err error, details map[string]any) *gateway.ToolError
-	TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string))
 	MarshalResponse(r *transport.Response) []byte
 	UnmarshalResponse(data []byte, r *transport.Response) error
 	MarshalRequest(r *transport.Request) ([]byte, error)
@@ -93,20 +98,26 @@ func Outcome(ctx context.Context, call *gateway.Call, req *transport.Request, re
 	return m.Outcome(ctx, call, req, resp)
 }
 
+// Tracer is the tracer of opts' TracerProvider every transport's attempt
+// spans start from. Get it once per adapter, when it is built, and pass it
+// to Attempt and AuthorizedAttempt.
+func Tracer(opts *transport.Options) trace.Tracer { return m.Tracer(opts) }
+
 // Attempt runs one attempt f of req the way every transport does: a span
-// and a log line, a cancelled context refused before f runs, the
-// attempt's secrets scrubbed from the response, and the response
-// completed (version, request id, attempt, duration, trace).
-func Attempt(ctx context.Context, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request, f Exchange) *transport.Response {
-	return m.Attempt(ctx, opts, mode, auth, req, f)
+// (started from tracer, Tracer's) and a log line, a cancelled context
+// refused before f runs, the attempt's secrets scrubbed from the
+// response, and the response completed (version, request id, attempt,
+// duration, trace).
+func Attempt(ctx context.Context, tracer trace.Tracer, opts *transport.Options, mode string, auth *transport.Auth, req *transport.Request, f Exchange) *transport.Response {
+	return m.Attempt(ctx, tracer, opts, mode, auth, req, f)
 }
 
 // AuthorizedAttempt is Attempt for an exchange sent with ep's auth
 // headers, resolved afresh for the attempt (and scrubbed from its
 // response). A 401 to a cached OAuth2 token evicts it and f runs once more
 // with a fresh one (auth_expired when no time is left).
-func AuthorizedAttempt(ctx context.Context, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request, f AuthExchange) *transport.Response {
-	return m.AuthorizedAttempt(ctx, ep, opts, mode, req, f)
+func AuthorizedAttempt(ctx context.Context, tracer trace.Tracer, ep *transport.Endpoint, opts *transport.Options, mode string, req *transport.Request, f AuthExchange) *transport.Response {
+	return m.AuthorizedAttempt(ctx, tracer, ep, opts, mode, req, f)
 }
 
 // AuthHeaders resolves ep's auth into the headers of one request (for a
@@ -123,10 +134,12 @@ func CallError(ctx context.Context, err error, details map[string]any) *gateway.
 	return m.CallError(ctx, err, details)
 }
 
-// TraceHeaders writes the W3C trace context one attempt of req carries
-// (traceparent, tracestate, baggage; lower-case keys) through set.
-func TraceHeaders(ctx context.Context, req *transport.Request, set func(key, value string)) {
-	m.TraceHeaders(ctx, req, set)
+// TraceHeaders writes the W3C trace context an attempt made under ctx
+// carries (traceparent, tracestate, baggage; lower-case keys) through set,
+// as the HTTP adapter writes it: caller is the attempt's, given to its
+// Exchange.
+func TraceHeaders(ctx context.Context, caller *w3ctrace.Caller, set func(key, value string)) {
+	caller.InjectOutbound(ctx, set)
 }
 
 // MarshalResponse is r's wire form (transport.Response), or, when r
