@@ -2,11 +2,8 @@ package contextos_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -26,22 +23,6 @@ import (
 // replay is equal too.)
 func TestPlannerEditingThePlansItReturnedChangesNotTheRun(t *testing.T) {
 	t.Parallel()
-	type runOutcome struct {
-		Status, Record, Pending, Checkpoint string
-	}
-	type outcome struct {
-		Runs                []runOutcome
-		Transcript, Packets string
-		Refunds             int
-	}
-	asJSON := func(t *testing.T, v any) string {
-		t.Helper()
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	vandalize := func(plans []*contextos.Plan) {
 		for _, p := range plans {
 			deepcheck.Vandalize(reflect.ValueOf(p))
@@ -52,7 +33,7 @@ func TestPlannerEditingThePlansItReturnedChangesNotTheRun(t *testing.T) {
 	// it edits them all at every turn and after each run returns; with
 	// criticRaises the host critic raises the refund of the plan the
 	// planner returned last, at each verdict.
-	play := func(t *testing.T, amount int, editTurns, criticRaises bool) outcome {
+	play := func(t *testing.T, amount int, editTurns, criticRaises bool) playRecord {
 		var kept []*contextos.Plan
 		planner := contextos.PlannerFunc(func(_ context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
 			if editTurns {
@@ -76,7 +57,8 @@ func TestPlannerEditingThePlansItReturnedChangesNotTheRun(t *testing.T) {
 			})
 		}
 		h := harness(t, planner, &opts)
-		var o outcome
+		src := sourcesOf(h)
+		var o playRecord
 		for _, runID := range []string{"run_a1b2c3d4e5f60718", "run_a1b2c3d4e5f60719"} {
 			req, rc := refundRequest(t, amount, true)
 			rc.RunID = runID
@@ -84,24 +66,9 @@ func TestPlannerEditingThePlansItReturnedChangesNotTheRun(t *testing.T) {
 			if editTurns {
 				vandalize(kept)
 			}
-			if err != nil {
-				o.Runs = append(o.Runs, runOutcome{Status: "error: " + err.Error()})
-				continue
-			}
-			ro := runOutcome{Status: string(res.Status), Record: asJSON(t, res.Record), Pending: asJSON(t, res.Pending)}
-			if c, err := h.Checkpoints.Load(context.Background(), rc.RunID); err == nil {
-				ro.Checkpoint = string(c.Data)
-			}
-			o.Runs = append(o.Runs, ro)
+			o.Runs = append(o.Runs, src.run(t, runID, nil, res, err))
 		}
-		o.Transcript, o.Refunds = asJSON(t, h.Transcript.Entries()), h.Adapter("adp_payments").CallCount("issue_refund")
-		for _, id := range h.PacketIDs() {
-			p, err := h.Replays.Get(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o.Packets += asJSON(t, p)
-		}
+		src.finish(t, &o)
 		return o
 	}
 	tests := []struct {
@@ -118,12 +85,8 @@ func TestPlannerEditingThePlansItReturnedChangesNotTheRun(t *testing.T) {
 			t.Parallel()
 			want := play(t, tc.amount, false, false)
 			got := play(t, tc.amount, tc.editTurns, tc.criticRaises)
-			if want.Refunds == 0 && tc.amount < 3000 {
-				t.Fatalf("the plain run is %s with no refund", want.Runs[0].Status)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("a planner that edits the plans it returned changed the run (-plain +editing):\n%s", diff)
-			}
+			checkPlain(t, tc.amount, want)
+			samePlays(t, "a planner that edits the plans it returned", want, got)
 		})
 	}
 }

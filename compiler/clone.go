@@ -31,13 +31,7 @@ func (c *CompiledContext) Clone() *CompiledContext {
 		if e.CapabilityMetadata != nil {
 			cm := make(map[string]CapabilityMetadata, len(e.CapabilityMetadata))
 			for k, v := range e.CapabilityMetadata {
-				if v.Constraints != nil {
-					cs := make(map[string]map[string]any, len(v.Constraints))
-					for ck, cv := range v.Constraints {
-						cs[ck] = jsonv.CloneObject(cv)
-					}
-					v.Constraints = cs
-				}
+				v.Constraints = cloneConstraints(v.Constraints)
 				if v.Extra != nil {
 					x := make(map[string]json.RawMessage, len(v.Extra))
 					for xk, xv := range v.Extra {
@@ -65,12 +59,7 @@ func (c *CompiledContext) Clone() *CompiledContext {
 	}
 	b.Warnings = a.clone(b.Warnings)
 	l := &o.ContextLedger
-	l.Packs = cloneEach(l.Packs, func(p *LedgerPack) {
-		if p.Overlay != nil {
-			ov := *p.Overlay
-			p.Overlay = &ov
-		}
-	})
+	l.Packs = clonePacks(l.Packs)
 	l.PolicyBundles = a.clone(l.PolicyBundles)
 	l.PolicyResults = cloneEach(l.PolicyResults, func(d *policy.Decision) {
 		if d.Allow != nil {
@@ -128,4 +117,28 @@ func cloneEach[T any](s []T, f func(*T)) []T {
 		f(&s[i])
 	}
 	return s
+}
+
+// cloneConstraints returns a copy of a capability's argument constraints
+// that shares no memory with them (nil for nil).
+func cloneConstraints(c map[string]map[string]any) map[string]map[string]any {
+	if c == nil {
+		return nil
+	}
+	out := make(map[string]map[string]any, len(c))
+	for k, v := range c {
+		out[k] = jsonv.CloneObject(v)
+	}
+	return out
+}
+
+// clonePacks returns a copy of a ledger's packs that shares no memory
+// with them.
+func clonePacks(ps []LedgerPack) []LedgerPack {
+	return cloneEach(ps, func(p *LedgerPack) {
+		if p.Overlay != nil {
+			ov := *p.Overlay
+			p.Overlay = &ov
+		}
+	})
 }

@@ -488,8 +488,10 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	}
 	cc := &CompiledContext{}
 	ledger := &cc.ContextLedger
+	// The packs are copied: the compiled context goes to the run's result,
+	// and the prepared packs' list to every run of them.
 	*ledger = ContextLedger{
-		PackRef: p.packs[0].Ref, Packs: p.packs, RequestID: req.RequestID, RunID: rc.RunID, TraceID: rc.TraceID,
+		PackRef: p.packs[0].Ref, Packs: clonePacks(p.packs), RequestID: req.RequestID, RunID: rc.RunID, TraceID: rc.TraceID,
 		TenantID: rc.TenantID, Intent: intent, SafetyMode: string(rc.SafetyMode), Ontology: p.ontology,
 		PolicyResults: res.Decisions, PolicyVerdict: res.Verdict, GuardrailsRaised: res.Raised, ApprovalGates: res.Gates,
 		PolicyBundles: []string{}, Tools: []string{}, EvidenceRefs: []string{}, MemoryRefs: []string{},
@@ -651,9 +653,11 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 				kind = "write"
 			}
 			entry.Capabilities = append(entry.Capabilities, c)
+			// The constraints are copied: the compiled context goes to the
+			// run's result, and the pack's own map to every run of it.
 			md := CapabilityMetadata{
 				Kind: kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
-				Constraints: perm.ArgConstraints, ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
+				Constraints: cloneConstraints(perm.ArgConstraints), ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
 			}
 			if md.ApprovalGate != "" && !md.GateActive {
 				md.GatePerCall = perCallCondition(perCall, md.ApprovalGate)

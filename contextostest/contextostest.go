@@ -373,6 +373,7 @@ type packetLog struct {
 }
 
 func (l *packetLog) Save(ctx context.Context, p *replay.Packet) error {
+	id := p.ReplayPacketID // before the host's store, which may edit p, has it
 	if err := l.PacketStore.Save(ctx, p); err != nil {
 		return err
 	}
@@ -381,7 +382,7 @@ func (l *packetLog) Save(ctx context.Context, p *replay.Packet) error {
 	if l.ids == nil {
 		l.ids = map[string]bool{}
 	}
-	l.ids[p.ReplayPacketID] = true
+	l.ids[id] = true
 	return nil
 }
 

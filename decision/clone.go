@@ -30,6 +30,13 @@ func cloneRecord(r *Record) (*Record, error) {
 	return cloneRecordJSON(r)
 }
 
+// Clone returns a copy of r that shares no memory with it, as r reads
+// back from its JSON (see Seal): a runtime hands its decision store a
+// clone, and keeps one of the record the store returns, so what the
+// store does to either changes nothing the run records. The error is
+// encoding/json's for a record with no JSON form.
+func (r *Record) Clone() (*Record, error) { return cloneRecord(r) }
+
 // cloneRecordJSON is cloneRecord through encoding/json.
 func cloneRecordJSON(r *Record) (*Record, error) {
 	b, err := json.Marshal(r)

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/deepcheck"
@@ -55,12 +53,7 @@ func TestAdapterEditingWhatItReturnedChangesNothing(t *testing.T) {
 		{CapabilityID: "adp_policy.eval", Step: gateway.StepID{Index: 2}, Args: map[string]any{"order_id": "ord_881"}},
 		refundCall(1200),
 	}
-	type outcome struct {
-		Results []*gateway.ToolResultEnvelope
-		Entries []gateway.TranscriptEntry
-		Chain   string
-	}
-	play := func(t *testing.T, edit bool) outcome {
+	play := func(t *testing.T, edit bool) callsRecord {
 		f := newFixture(t, lowValue)
 		rec := &gatewaytest.Recorder{}
 		opts := f.opts
@@ -82,7 +75,7 @@ func TestAdapterEditingWhatItReturnedChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := rebind(t, f, gw)
-		var o outcome
+		var o callsRecord
 		for _, c := range calls {
 			res, err := run.Call(ctx, c)
 			if err != nil {
@@ -96,10 +89,7 @@ func TestAdapterEditingWhatItReturnedChangesNothing(t *testing.T) {
 		if len(k.outcomes) != 2 || len(k.errs) != 1 {
 			t.Fatalf("kept %d outcomes and %d errors; the calls return 2 and 1", len(k.outcomes), len(k.errs))
 		}
-		o.Entries, o.Chain = rec.Entries(), run.ChainState().Hash
-		if got, err := gateway.VerifyTranscript(o.Entries); err != nil || got != o.Chain {
-			t.Fatalf("VerifyTranscript = %s, %v; the run's chain is %s", got, err, o.Chain)
-		}
+		finishCalls(t, &o, rec, run)
 		return o
 	}
 	want := play(t, false)
@@ -107,9 +97,7 @@ func TestAdapterEditingWhatItReturnedChangesNothing(t *testing.T) {
 	if want.Results[1].Status.Succeeded() || !want.Results[2].Status.Succeeded() {
 		t.Fatalf("the plain run's eval is %s and refund %s: the test needs a failed call and a write", want.Results[1].Status, want.Results[2].Status)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("an adapter that edits what it returned changed the run (-plain +editing):\n%s", diff)
-	}
+	sameCalls(t, "an adapter that edits what it returned", want, got)
 }
 
 // keepingStore is an idempotency store that keeps the prior results its
@@ -140,15 +128,10 @@ func (s *keepingStore) Claim(ctx context.Context, key string) (*gateway.ToolResu
 // they are with a store that edits nothing.
 func TestIdempotencyStoreEditingWhatItReturnedChangesNothing(t *testing.T) {
 	t.Parallel()
-	type outcome struct {
-		Results []*gateway.ToolResultEnvelope
-		Entries []gateway.TranscriptEntry
-		Chain   string
-	}
-	play := func(t *testing.T, edit bool) outcome {
+	play := func(t *testing.T, edit bool) callsRecord {
 		store := &keepingStore{IdempotencyStore: gateway.NewMemoryIdempotency()}
 		f := newFixture(t, lowValue, sharedStore(store))
-		var o outcome
+		var o callsRecord
 		for _, c := range []gateway.CallRequest{refundCall(1200), refundCall(1200), lookupCall()} {
 			res, err := f.run.Call(ctx, c)
 			if err != nil {
@@ -162,14 +145,9 @@ func TestIdempotencyStoreEditingWhatItReturnedChangesNothing(t *testing.T) {
 		if edit {
 			deepcheck.Vandalize(reflect.ValueOf(store.priors))
 		}
-		o.Entries, o.Chain = f.recorder.Entries(), f.run.ChainState().Hash
-		if got, err := gateway.VerifyTranscript(o.Entries); err != nil || got != o.Chain {
-			t.Fatalf("VerifyTranscript = %s, %v; the run's chain is %s", got, err, o.Chain)
-		}
+		finishCalls(t, &o, f.recorder, f.run)
 		return o
 	}
 	want, got := play(t, false), play(t, true)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("a store that edits the prior result it returned changed the run (-plain +editing):\n%s", diff)
-	}
+	sameCalls(t, "a store that edits the prior result it returned", want, got)
 }

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/deepcheck"
@@ -26,13 +24,7 @@ func TestObserverEditingAttemptsChangesNothing(t *testing.T) {
 		{CapabilityID: "adp_policy.eval", Step: gateway.StepID{Index: 2}, Args: map[string]any{"order_id": "ord_881"}},
 		refundCall(1200),
 	}
-	type outcome struct {
-		Results  []*gateway.ToolResultEnvelope
-		Entries  []gateway.TranscriptEntry
-		Chain    string
-		Attempts int
-	}
-	play := func(t *testing.T, edit bool) outcome {
+	play := func(t *testing.T, edit bool) callsRecord {
 		f := newFixture(t, lowValue)
 		rec := &gatewaytest.Recorder{}
 		opts := f.opts
@@ -50,9 +42,9 @@ func TestObserverEditingAttemptsChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o outcome
+		var o callsRecord
 		observe := func(a gateway.Attempt) {
-			o.Attempts++
+			o.Told++
 			if edit {
 				deepcheck.Vandalize(reflect.ValueOf(&a))
 			}
@@ -69,18 +61,13 @@ func TestObserverEditingAttemptsChangesNothing(t *testing.T) {
 			}
 			o.Results = append(o.Results, res)
 		}
-		o.Entries, o.Chain = rec.Entries(), run.ChainState().Hash
-		if got, err := gateway.VerifyTranscript(o.Entries); err != nil || got != o.Chain {
-			t.Fatalf("VerifyTranscript = %s, %v; the run's chain is %s", got, err, o.Chain)
-		}
+		finishCalls(t, &o, rec, run)
 		return o
 	}
 	want := play(t, false)
 	got := play(t, true)
-	if want.Attempts < len(calls) || want.Results[1].Status.Succeeded() || !want.Results[2].Status.Succeeded() {
-		t.Fatalf("the plain run observed %d attempts, its eval is %s and refund %s: the test needs a failed call and a write", want.Attempts, want.Results[1].Status, want.Results[2].Status)
+	if want.Told < len(calls) || want.Results[1].Status.Succeeded() || !want.Results[2].Status.Succeeded() {
+		t.Fatalf("the plain run observed %d attempts, its eval is %s and refund %s: the test needs a failed call and a write", want.Told, want.Results[1].Status, want.Results[2].Status)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("an observer that edits the attempts it is told changed the run (-plain +editing):\n%s", diff)
-	}
+	sameCalls(t, "an observer that edits the attempts it is told", want, got)
 }

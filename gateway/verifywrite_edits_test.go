@@ -4,12 +4,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/internal/deepcheck"
-	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -28,14 +25,7 @@ func TestVerifyWriteEditingChangesNothing(t *testing.T) {
 		return c
 	}
 	calls := []gateway.CallRequest{lookupCall(), withStep(refundCall(4200), 3), withStep(refundCall(1200), 4), withStep(refundCall(4200), 5)}
-	type outcome struct {
-		Results   []*gateway.ToolResultEnvelope
-		Entries   []gateway.TranscriptEntry
-		Chain     string
-		Decisions [][]policy.Decision
-		Asked     int
-	}
-	play := func(t *testing.T, edit bool) outcome {
+	play := func(t *testing.T, edit bool) callsRecord {
 		f := newFixture(t, editPack(ruleAppliesToRefunds), func(_ *fixture, _ *runcontext.RunContext, req *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
 			req.Input.Context["refund_amount"] = 100
 		})
@@ -49,15 +39,15 @@ func TestVerifyWriteEditingChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o outcome
+		var o callsRecord
 		var kept []*gateway.ToolError
 		verify := func(w *gateway.WriteCall) *gateway.ToolError {
-			o.Asked++
+			o.Told++
 			if edit {
 				deepcheck.Vandalize(reflect.ValueOf(w.Decisions))
 				deepcheck.Vandalize(reflect.ValueOf(kept))
 			}
-			if o.Asked > 1 {
+			if o.Told > 1 {
 				return nil
 			}
 			// The first write is blocked; the hook keeps its error.
@@ -84,20 +74,15 @@ func TestVerifyWriteEditingChangesNothing(t *testing.T) {
 		for _, res := range o.Results {
 			o.Decisions = append(o.Decisions, run.CallDecisions(res.ToolCallID))
 		}
-		o.Entries, o.Chain = rec.Entries(), run.ChainState().Hash
-		if got, err := gateway.VerifyTranscript(o.Entries); err != nil || got != o.Chain {
-			t.Errorf("VerifyTranscript = %s, %v; the run's chain is %s", got, err, o.Chain)
-		}
+		finishCalls(t, &o, rec, run)
 		return o
 	}
 	want := play(t, false)
 	got := play(t, true)
-	if s := []gateway.Status{want.Results[1].Status, want.Results[2].Status, want.Results[3].Status}; want.Asked != 3 ||
+	if s := []gateway.Status{want.Results[1].Status, want.Results[2].Status, want.Results[3].Status}; want.Told != 3 ||
 		s[0] != gateway.StatusBlocked || s[1] != gateway.StatusCompleted || s[2] != gateway.StatusPaused || len(want.Decisions[1]) == 0 {
 		t.Fatalf("the plain run asked the hook %d times, its writes are %v with %d decisions: the test needs a refusal, a write the hook lets go and one a gate holds, each with its own decisions",
-			want.Asked, s, len(want.Decisions[1]))
+			want.Told, s, len(want.Decisions[1]))
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("a hook that edits what it is told and what it returned changed the run (-plain +editing):\n%s", diff)
-	}
+	sameCalls(t, "a hook that edits what it is told and what it returned", want, got)
 }

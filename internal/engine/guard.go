@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/replay"
 )
 
 // ErrPanic reports a host plug-in (planner, critic, evidence source,
@@ -168,13 +170,26 @@ type guardedDecisions struct {
 	s  decision.Store
 }
 
+// Append gives the store a copy of r, which shares the run's compiled
+// context and plan, and returns a copy of the record the store returns,
+// which the run's result carries: a store that edits either later
+// changes nothing the run enforces, records or replays.
 func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *decision.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, g.rt.recovered(p, pluginDecisions, r.RunID)
 		}
 	}()
-	return g.s.Append(ctx, r)
+	c, err := r.Clone()
+	if err != nil {
+		return nil, err
+	}
+	if out, err = g.s.Append(ctx, c); out != nil {
+		if own, cerr := out.Clone(); cerr == nil {
+			out = own
+		}
+	}
+	return out, err
 }
 
 func (g guardedDecisions) Get(ctx context.Context, id string) (out *decision.Record, err error) {
@@ -206,3 +221,19 @@ func (g guardedDecisions) Verify(ctx context.Context) (err error) {
 
 // pluginDecisions names the decision store in a *PanicError.
 const pluginDecisions = "decision store"
+
+// savePacket gives the packet store a copy of p, through its JSON: p
+// shares the run's record, compiled context and tool results, which its
+// result carries and a caller of Capture is returned, so a store that
+// edits the packet it was given changes none of them.
+func (rt *Runtime) savePacket(ctx context.Context, p *replay.Packet) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	var c replay.Packet
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	return rt.opts.Replays.Save(ctx, &c)
+}

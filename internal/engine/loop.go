@@ -973,7 +973,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 		// and the result says none was (ReplayPacketID empty).
 		p, err := r.packet(stored, replay.SourceDecisionRecord)
 		if err == nil {
-			err = r.rt.opts.Replays.Save(ctx, p)
+			err = r.rt.savePacket(ctx, p)
 		}
 		if err != nil {
 			r.rt.opts.Logger.Error("replay packet not captured", "run_id", r.rc.RunID, "record_id", stored.RecordID, "error", err.Error())

@@ -413,7 +413,7 @@ func (rt *Runtime) Capture(ctx context.Context, runID string, kind replay.Source
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.opts.Replays.Save(ctx, p); err != nil {
+	if err := rt.savePacket(ctx, p); err != nil {
 		return nil, fmt.Errorf("contextos: store replay packet: %w", err)
 	}
 	return p, nil
