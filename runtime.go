@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"log/slog"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -163,8 +164,13 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 // An error means the request could not be run at all (invalid input,
 // packs refused, compile refused) or a store failed; governed outcomes —
 // rejections, escalations, pauses — are results with their record.
+//
+// The run keeps its own copy of req (rc is copied as it is materialized):
+// what the caller does to either once it has handed them over — from a
+// Stream consumer, say, which runs between the run's steps — changes
+// nothing the run enforces, records or replays.
 func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) (res *Result, err error) {
-	return rt.e.Invoke(ctx, req, rc)
+	return rt.e.Invoke(ctx, req.Clone(), rc)
 }
 
 // Stream runs one request like Invoke and yields its typed events (compiled,
@@ -172,7 +178,7 @@ func (rt *Runtime) Invoke(ctx context.Context, req *runcontext.InvokeRequest, rc
 // heartbeat for long_running, error) ending with a result event. Stopping
 // the iteration cancels the run.
 func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext) iter.Seq2[Event, error] {
-	return rt.e.Stream(ctx, req, rc)
+	return rt.e.Stream(ctx, req.Clone(), rc)
 }
 
 // Resume continues a paused run with what it awaits (an approval), on any
@@ -186,13 +192,27 @@ func (rt *Runtime) Stream(ctx context.Context, req *runcontext.InvokeRequest, rc
 // continued: Resume stores the record the run built (or adopts the copy
 // the store kept) and ends the run with it, without planning or calling
 // again and whatever in holds. Invoking the run again does the same.
+//
+// The run keeps its own copy of in.Budget, which its checkpoint and
+// replay packet record: the caller's edits to it after the call (from a
+// ResumeStream consumer, say) change neither.
 func (rt *Runtime) Resume(ctx context.Context, runID string, in ResumeInput) (res *Result, err error) {
+	if in.Budget != nil {
+		b := *in.Budget
+		b.BucketTokens = maps.Clone(b.BucketTokens)
+		in.Budget = &b
+	}
 	return rt.e.Resume(ctx, runID, in)
 }
 
 // ResumeStream resumes like Resume and yields the run's events as Stream
 // does, ending with a result event.
 func (rt *Runtime) ResumeStream(ctx context.Context, runID string, in ResumeInput) iter.Seq2[Event, error] {
+	if in.Budget != nil {
+		b := *in.Budget
+		b.BucketTokens = maps.Clone(b.BucketTokens)
+		in.Budget = &b
+	}
 	return rt.e.ResumeStream(ctx, runID, in)
 }
 

@@ -245,6 +245,23 @@ func NewAdapter(b Backend, opts *AdapterOptions) *Adapter {
 	a := &Adapter{backend: b}
 	if opts != nil {
 		a.opts = *opts
+		// The adapter's own copy of what it enforces: a host editing the
+		// lists and maps it handed over widens no limit.
+		o := &a.opts
+		o.Scopes, o.Env = slices.Clone(o.Scopes), maps.Clone(o.Env)
+		o.Extensions = cloneRawMap(o.Extensions)
+		o.Allow.WorkingDirs, o.Allow.AddDirs = slices.Clone(o.Allow.WorkingDirs), slices.Clone(o.Allow.AddDirs)
+		if o.Allow.Extensions != nil {
+			ext := make(map[string][]json.RawMessage, len(o.Allow.Extensions))
+			for k, vs := range o.Allow.Extensions {
+				c := make([]json.RawMessage, len(vs))
+				for i, v := range vs {
+					c[i] = bytes.Clone(v)
+				}
+				ext[k] = c
+			}
+			o.Allow.Extensions = ext
+		}
 	}
 	if a.opts.AdapterID == "" && b != nil {
 		a.opts.AdapterID = "adp_" + string(b.Kind())
@@ -775,4 +792,16 @@ func (s *summary) output() map[string]any {
 		msgs[i] = m
 	}
 	return map[string]any{"total": s.total, "by_kind": byKind, "channels": channels, "messages": msgs, "messages_dropped": s.dropped}
+}
+
+// cloneRawMap is a deep copy of m (nil stays nil).
+func cloneRawMap(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/compilehook"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/pack"
@@ -204,7 +205,13 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 		if err := checkOverlayVersion(in.Ref, o.Overlays); err != nil {
 			return nil, err
 		}
-		view := in.Pack
+		// The Prepared compiles its own copy of the pack, as it was
+		// checked: a caller that edits the pack it handed over changes
+		// no later compile (its controls, tool surface or hash).
+		view, err := ownPack(in.Pack)
+		if err != nil {
+			return nil, fail(1, ErrInput, err, "copy %s", in.Ref)
+		}
 		for _, ov := range o.Overlays {
 			if ov == nil || ov.Base != in.Ref.String() {
 				continue
@@ -217,6 +224,14 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 				return nil, fail(3, ErrInput, err, "overlay %s", ov.OverlayID)
 			}
 			view, lp.Overlay = v, &applied
+		}
+		if lp.Overlay != nil {
+			// The overlaid view holds what the overlay added (its
+			// permissions, rules, gates): the Prepared's own copy of that
+			// too, so a caller editing its overlay changes no compile.
+			if view, err = ownPack(view); err != nil {
+				return nil, fail(3, ErrInput, err, "copy %s overlaid", in.Ref)
+			}
 		}
 		views[i] = view
 		if c := view.PackMeta.DataClassification; slices.Index(pack.DataClassifications(), c) > slices.Index(pack.DataClassifications(), pr.class) {
@@ -264,6 +279,23 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	pr.unbound = packview.UnboundGates(merged, pr.perms)
 	return pr, nil
+}
+
+// ownPack is a deep copy of p through its JSON form (as Pack.Clone),
+// whose raw JSON (rules, gate conditions) is not HTML-escaped again: the
+// copy compiles to the same bytes and hashes as p.
+func ownPack(p *pack.Pack) (*pack.Pack, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	var c pack.Pack
+	if err := json.Unmarshal(buf.Bytes(), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // At returns a copy of p that judges evidence expiry at now (the run's
@@ -731,7 +763,10 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 	if p.opts.Evidence == nil {
 		return nil, nil, nil
 	}
-	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: req.Input.Context})
+	// The source is handed its own copy of the request's context: what
+	// it does to it is not the request's (a runtime's record reads that
+	// context for required evidence, and its replay packet pins it).
+	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: jsonv.CloneObject(req.Input.Context)})
 	if err != nil {
 		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
 	}

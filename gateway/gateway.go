@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,9 @@ func New(regs []Registration, opts *Options) (*Gateway, error) {
 			return nil, fmt.Errorf("%w: adapter %s: %w", ErrConfig, reg.AdapterID, err)
 		}
 		for name, c := range reg.Capabilities {
+			// The gateway's own copy: a host editing the Scopes or
+			// ArgsSchema it registered after New changes no check.
+			c.Scopes, c.ArgsSchema = slices.Clone(c.Scopes), bytes.Clone(c.ArgsSchema)
 			cs := &capSpec{Capability: c}
 			ref, err := argSchemaRef(&c)
 			if err != nil {
@@ -410,7 +414,10 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request, cfg.RunContext, cfg.Meter
+	// The run enforces the request and run context as they are handed
+	// over: a caller that edits its own after NewRun (its safety mode,
+	// delegation, user or budget) changes no check of the run's calls.
+	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request.Clone(), cfg.RunContext.Clone(), cfg.Meter
 	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now

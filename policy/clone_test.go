@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/internal/deepcheck"
+	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 )
 
@@ -71,5 +72,53 @@ func TestEvaluationsShareNothingWithTheEngine(t *testing.T) {
 	}
 	if string(packAfter) != string(packBefore) {
 		t.Error("editing an evaluation edited the pack the engine was prepared from")
+	}
+}
+
+// TestPackEditsAfterPrepareChangeNoVerdict: an engine enforces the pack
+// as it was handed to Prepare. A caller that edits that pack afterwards —
+// every rule's branches (allow flipped, approval gate dropped, requires
+// and raised labels rewritten) and the lists its applies_to match — changes
+// no evaluation of the engine.
+func TestPackEditsAfterPrepareChangeNoVerdict(t *testing.T) {
+	p, req, rc := load(t)
+	for _, b := range p.PolicyLayer.PolicyBundles {
+		for _, r := range b.PolicyDSL.Rules {
+			if r.AppliesTo != nil {
+				r.AppliesTo["intent"] = []any{r.AppliesTo["intent"]} // a list, so an edit can reach it
+			}
+		}
+	}
+	e, err := policy.Prepare(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)}
+	want, err := e.Evaluate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Decisions) == 0 || len(want.ActiveGates()) == 0 {
+		t.Fatalf("the canonical bundle decides nothing or holds no gate (%+v): the test would prove nothing", want)
+	}
+	yes := true
+	for _, b := range p.PolicyLayer.PolicyBundles {
+		for _, r := range b.PolicyDSL.Rules {
+			for _, eff := range []*pack.Effect{r.Then, r.Else} {
+				if eff != nil {
+					eff.Allow, eff.RequiresApprovalGate, eff.Requires, eff.Raise = &yes, "", nil, nil
+				}
+			}
+			if list, ok := r.AppliesTo["intent"].([]any); ok {
+				list[0] = "another.intent"
+			}
+		}
+	}
+	got, err := e.Evaluate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("editing the pack after Prepare changed the evaluation:\ngot  %+v\nwant %+v", got, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/logic"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
@@ -407,6 +408,11 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		}
 		e.bundles = append(e.bundles, b.BundleID)
 		for _, r := range b.PolicyDSL.Rules {
+			// The engine's own copy of the rule: a caller editing the pack
+			// it prepared from (a branch's allow, gate or requires, an
+			// applies_to list) changes no verdict.
+			r.AppliesTo, r.If = jsonv.CloneObject(r.AppliesTo), slices.Clone(r.If)
+			r.Then, r.Else = cloneEffect(r.Then), cloneEffect(r.Else)
 			prog, expr, err := parse(r.If)
 			if err != nil {
 				return nil, &Error{Kind: KindPrepare, BundleID: b.BundleID, RuleID: r.RuleID, Err: err}
@@ -423,6 +429,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		}
 	}
 	for _, g := range p.PolicyLayer.ApprovalGates {
+		g.When = slices.Clone(g.When)
 		prog, expr, err := parse(g.When)
 		if err != nil {
 			return nil, &Error{Kind: KindPrepare, GateID: g.GateID, Err: err}
@@ -433,6 +440,20 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	}
 	e.preparePerCall()
 	return e, nil
+}
+
+// cloneEffect is a deep copy of e (nil stays nil).
+func cloneEffect(e *pack.Effect) *pack.Effect {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	if e.Allow != nil {
+		a := *e.Allow
+		c.Allow = &a
+	}
+	c.Requires, c.Raise = slices.Clone(e.Requires), slices.Clone(e.Raise)
+	return &c
 }
 
 // toolRoot is the member of the data document a per-call evaluation adds.
@@ -846,6 +867,16 @@ func set(list []string) map[string]bool {
 func (e *Engine) UsesTool() bool { return e.usesTool }
 
 // PerCallGates returns the gates that read the tool call (Gate.PerCall),
-// in declaration order, each with when it applies to a call. The slice
-// and its members are shared: callers must not change them.
-func (e *Engine) PerCallGates() []PerCallGate { return e.perCall }
+// in declaration order, each with when it applies to a call. The list is
+// the caller's own copy: what it does to it changes neither the engine
+// nor what the next caller is given.
+func (e *Engine) PerCallGates() []PerCallGate {
+	if e.perCall == nil {
+		return nil
+	}
+	out := make([]PerCallGate, len(e.perCall))
+	for i, pc := range e.perCall {
+		out[i] = PerCallGate{GateID: pc.GateID, When: slices.Clone(pc.When), Rules: slices.Clone(pc.Rules)}
+	}
+	return out
+}

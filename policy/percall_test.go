@@ -3,6 +3,7 @@ package policy_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -172,5 +173,30 @@ func TestPerCallGatesDescribed(t *testing.T) {
 	}
 	if got := e.PerCallGates(); len(got) != 1 || len(got[0].Rules) != 1 || got[0].When != nil {
 		t.Errorf("PerCallGates = %+v", got)
+	}
+}
+
+// TestPerCallGatesShareNothingWithTheEngine: what a caller does to the
+// per-call gates it is given (their gate ids, when and rules) changes
+// neither what the engine gives the next caller — the gateway, which
+// holds a call whose gate's rule could not be judged, and the compiler,
+// which tells the model a gate applies per call — nor the engine.
+func TestPerCallGatesShareNothingWithTheEngine(t *testing.T) {
+	t.Parallel()
+	e, err := policy.Prepare(perCallPack(t, gateOverArgs, ruleOverArgs), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.PerCallGates()
+	if len(first) != 1 || len(first[0].Rules) != 1 || first[0].When == nil {
+		t.Fatalf("PerCallGates = %+v", first)
+	}
+	want := []policy.PerCallGate{{GateID: first[0].GateID, When: slices.Clone(first[0].When), Rules: slices.Clone(first[0].Rules)}}
+	got := e.PerCallGates()
+	got[0].Rules[0] = "edited#edited"
+	got[0].When[0] = ' '
+	got[0].GateID = "edited"
+	if diff := cmp.Diff(want, e.PerCallGates()); diff != "" {
+		t.Errorf("a caller's edits reached the engine's per-call gates (-first +after the edits):\n%s", diff)
 	}
 }

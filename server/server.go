@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,6 +165,9 @@ func New(rt *contextos.Runtime, stores Stores, opts *Options) (*Handler, error) 
 	case o.BasePath != "" && (!strings.HasPrefix(o.BasePath, "/") || strings.HasSuffix(o.BasePath, "/")):
 		return nil, fmt.Errorf("%w: BasePath must start with / and not end with one", ErrConfig)
 	}
+	// The handler's own copy: a host editing the slice it handed over
+	// changes no role check.
+	o.InvokeRoles = slices.Clone(o.InvokeRoles)
 	for _, r := range o.InvokeRoles {
 		if strings.TrimSpace(r) == "" {
 			return nil, fmt.Errorf("%w: InvokeRoles holds an empty role", ErrConfig)
