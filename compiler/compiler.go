@@ -323,7 +323,11 @@ func (p *Prepared) WithForm(f Form) *Prepared {
 	return &c
 }
 
-// Pack returns the merged, overlaid pack view the compile uses.
+// Pack returns the merged, overlaid pack view the compile uses. The view
+// is the Prepared's own, read by every later Compile and every gateway
+// run over p: callers must not change it (pack.Pack.Clone gives a copy to
+// edit). Prepare itself works on its own copies of the packs and
+// overlays it is handed, so editing those changes nothing here.
 func (p *Prepared) Pack() *pack.Pack { return p.pack }
 
 // Engine returns the prepared policy engine (the gateway evaluates per-call

@@ -219,9 +219,26 @@ func TestGatewayOptionsReachLiveRunsAndReplays(t *testing.T) {
 		}
 		return nil
 	}
+	// copied: the runtime's own map (New copies it: a host editing its
+	// map after New changes no live gateway) holding the host's values.
+	copied := func(hostV, gotV reflect.Value) error {
+		if hostV.Len() == 0 || gotV.Len() != hostV.Len() {
+			return fmt.Errorf("has %d members, want the host's %d", gotV.Len(), hostV.Len())
+		}
+		if gotV.UnsafePointer() == hostV.UnsafePointer() {
+			return errors.New("is the host's own map, not the runtime's copy")
+		}
+		for _, k := range hostV.MapKeys() {
+			g := gotV.MapIndex(k)
+			if !g.IsValid() || g.Pointer() != hostV.MapIndex(k).Pointer() {
+				return fmt.Errorf("[%v] is not the host's", k)
+			}
+		}
+		return nil
+	}
 	runtimeNow, runtimeTracer := is(opts.Now), is(opts.TracerProvider)
-	liveOverrides := map[string]want{"Now": runtimeNow, "TracerProvider": runtimeTracer, "Transcript": is(transcripts)}
-	replayOverrides := map[string]want{"Now": runtimeNow, "TracerProvider": runtimeTracer,
+	liveOverrides := map[string]want{"Now": runtimeNow, "TracerProvider": runtimeTracer, "Transcript": is(transcripts), "Redactors": copied}
+	replayOverrides := map[string]want{"Now": runtimeNow, "TracerProvider": runtimeTracer, "Redactors": copied,
 		"Idempotency": fresh, "Approvals": fresh, "Transcript": fresh, "Sleep": noWait,
 		"OmitContractMetadata": is(false)}
 

@@ -184,12 +184,31 @@ func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *
 	if err != nil {
 		return nil, err
 	}
-	if out, err = g.s.Append(ctx, c); out != nil {
+	if out, err = g.s.Append(ctx, c); out == nil || err != nil {
+		return out, err
+	}
+	switch g.s.(type) {
+	case *decision.MemoryStore, *decision.FileStore:
+		// The module's own stores seal what they were given and hand
+		// back their own copy of it.
 		if own, cerr := out.Clone(); cerr == nil {
 			out = own
 		}
+		return out, nil
 	}
-	return out, err
+	// Another store's answer is checked, not trusted, as a failed
+	// Append's lookup is (run.append): it must be r sealed after the
+	// predecessor it names. The run goes on with its own sealed copy, so
+	// a store that hands back a rewrite (another status or outcome)
+	// changes nothing the run reports, checkpoints or replays.
+	sealed, _, serr := decision.Seal(r, out.PrevRecordHash)
+	if serr != nil {
+		return nil, serr
+	}
+	if sealed.RecordHash != out.RecordHash {
+		return nil, fmt.Errorf("contextos: the decision store's Append returned a record other than %s sealed after the prev_record_hash it names: %w", r.RecordID, decision.ErrChain)
+	}
+	return sealed, nil
 }
 
 func (g guardedDecisions) Get(ctx context.Context, id string) (out *decision.Record, err error) {

@@ -261,6 +261,9 @@ func New(planner Planner, registry pack.Registry, keys pack.KeyResolver, opts *O
 			return nil, fmt.Errorf("%w: Overlays[%d].base is not a pinned pack ref (id@major.minor.patch)", ErrConfig, i)
 		}
 	}
+	if err := ownOptions(&o); err != nil {
+		return nil, err
+	}
 	return newRuntime(planner, pack.NewResolver(registry, keys, &pack.ResolverOptions{Host: host, Now: o.Now, Validation: hostValidation(o)}), o)
 }
 

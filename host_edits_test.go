@@ -2,7 +2,6 @@ package contextos_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/contextos/contextos"
@@ -11,19 +10,6 @@ import (
 	"github.com/contextos/contextos/pack"
 )
 
-// The tests in this file demonstrate findings of the rev37 review whose
-// fix belongs in internal/engine, which this review did not edit. They
-// fail today; they run with REVIEW_FINDINGS=1:
-//
-//	REVIEW_FINDINGS=1 go test -count=1 -run 'TestHostEditing' .
-
-func skipFinding(t *testing.T) {
-	t.Helper()
-	if os.Getenv("REVIEW_FINDINGS") == "" {
-		t.Skip("review finding (fix in internal/engine); set REVIEW_FINDINGS=1 to run")
-	}
-}
-
 // TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck: the scopes a
 // host's registration says a capability needs are the gateway's from New
 // on. A host that edits the Scopes slice it registered (a shared config
@@ -31,14 +17,11 @@ func skipFinding(t *testing.T) {
 // lets call the capability: a refund needing a scope the user lacks stays
 // blocked.
 //
-// Finding (fix in internal/engine.New, which keeps opts.Adapters,
-// opts.Overlays, opts.Ontologies and opts.Gateway.Redactors as the host's
-// slices, maps and pointers): the gateway's live scope check holds since
-// gateway.New copies the scopes, but a replay builds its runtime from
-// rt.opts.Adapters, the host's registrations, and runs with the edited
-// scopes: the packet replays as a mismatch.
+// The gateway's live check holds through gateway.New's own copy of the
+// scopes; a replay builds its runtime from the runtime's registrations,
+// which New copies too (internal/engine/ownoptions.go), so the packet
+// replays equal.
 func TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck(t *testing.T) {
-	skipFinding(t)
 	t.Parallel()
 	scopes := []string{"payments.refund.unlimited"} // the user's delegation lacks it
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)),
@@ -49,6 +32,9 @@ func TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck(t *testing.T) {
 	if n := h.Adapter("adp_payments").CallCount("issue_refund"); n != 0 {
 		t.Fatalf("issue_refund ran %d times (run %s): editing the registration's Scopes after New lifted the gateway's scope check", n, res.Status)
 	}
+	if h.ReplayAll() == 0 {
+		t.Fatal("the run captured no replay packet: the replay half of the test proves nothing")
+	}
 }
 
 // TestHostEditingItsOverlayAfterNewLiftsNoControl: the environment
@@ -57,15 +43,11 @@ func TestHostEditingCapabilityScopesAfterNewLiftsNoScopeCheck(t *testing.T) {
 // host edits the overlay it handed to New (its cap, or its list of
 // permissions) before the runtime's first run.
 //
-// Finding (fix in internal/engine.New: keep a deep copy of opts.Overlays —
-// through their JSON form with UseNumber, as DecodeOverlay leaves
-// numbers — and of opts.Ontologies, opts.Adapters' capabilities and
-// opts.Gateway.Redactors): the runtime keeps the host's *pack.Overlay
-// pointers and reads them at every compiler.Prepare (the first run of a
-// pack version, and again whenever the prepared cache is cleared) and at
-// every replay.
+// The runtime reads its overlays at every compiler.Prepare (the first run
+// of a pack version, and again whenever the prepared cache is cleared)
+// and at every replay: New keeps its own copy of them
+// (internal/engine/ownoptions.go).
 func TestHostEditingItsOverlayAfterNewLiftsNoControl(t *testing.T) {
-	skipFinding(t)
 	t.Parallel()
 	for _, edit := range []string{"none", "cap raised", "permissions dropped"} {
 		t.Run(edit, func(t *testing.T) {
@@ -87,6 +69,9 @@ func TestHostEditingItsOverlayAfterNewLiftsNoControl(t *testing.T) {
 			res := h.Invoke(req, rc)
 			if n := h.Adapter("adp_payments").CallCount("issue_refund"); n != 0 {
 				t.Fatalf("issue_refund of 1200 ran %d times (run %s) under an overlay capping refunds at 1000: editing the overlay after New lifted its cap", n, res.Status)
+			}
+			if h.ReplayAll() == 0 {
+				t.Fatal("the run captured no replay packet: the replay half of the test proves nothing")
 			}
 		})
 	}
@@ -111,16 +96,14 @@ func (s rewritingStore) Append(ctx context.Context, r *decision.Record) (*decisi
 // Append's lookup finds is: a store that stores the run's record and
 // hands back another (another status, outcome, or id) changes neither the
 // run's status, its Result's record, its checkpoint nor its replay packet.
-//
-// Finding (fix in internal/engine, run.append: check the success path's
-// stored copy as the failure path does — decision.Hash(stored) equals its
-// record_hash and decision.Seal(rec, stored.PrevRecordHash) gives that
-// hash — and refuse it, or go on with the run's own sealed copy): today
-// the Result's record of a denied refund says approved (a paused run's
-// says DECIDED, approved), and the EventDecision, the replay packet and a
-// terminal run's reported status are built from the store's rewrite.
+// The runtime checks another store's answer against the run's own record
+// sealed after the predecessor the answer names; a mismatch is a failed
+// append, whose lookup finds the record the store did keep, and the run
+// goes on with its own sealed copy (internal/engine/guard.go). Before,
+// the Result's record of a denied refund said approved (a paused run's
+// said DECIDED, approved), and the decision event, the replay packet and
+// a terminal run's reported status were built from the store's rewrite.
 func TestDecisionStoreHandingBackAnotherRecordChangesNotTheRun(t *testing.T) {
-	skipFinding(t)
 	t.Parallel()
 	tests := []struct {
 		name        string
@@ -141,7 +124,7 @@ func TestDecisionStoreHandingBackAnotherRecordChangesNotTheRun(t *testing.T) {
 			req, rc := refundRequest(t, tc.amount, true)
 			res, err := h.Runtime.Invoke(context.Background(), req, rc)
 			if err != nil {
-				return // refusing the store's answer is a fix too
+				t.Fatalf("Invoke: %v (the store kept the run's record: the run goes on with it)", err)
 			}
 			if res.Status != tc.wantStatus || res.Record.Status != tc.wantStatus || res.Record.Outcome != tc.wantOutcome {
 				t.Fatalf("the run is %s, its record %s %q, want %s %q: the decision store's rewrite of the record it handed back was taken",
