@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -168,13 +169,24 @@ func (v *vandals) holding(on bool) {
 // vandals: the call once the adapter has answered it, the outcome kept.
 // It answers each call with an outcome of its own (a copy of the
 // scripted one), as a live adapter does.
+//
+// An adapter that retries fails each call's first attempt with a
+// retryable error (with details of its own) before it asks next, as a
+// busy backend does: the gateway makes the call again.
 type keepingAdapter struct {
-	next gateway.Adapter
-	v    *vandals
+	next    gateway.Adapter
+	v       *vandals
+	retries bool
 }
 
 func (a keepingAdapter) Call(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
 	a.v.later("at a tool call")
+	if a.retries && c.Attempt == 1 {
+		te := gateway.NewToolError(gateway.CodeExecutionFailed, true, "busy, try again", map[string]any{"queue": []any{"q1", map[string]any{"depth": 7}}})
+		a.v.handed(atAdapterCall, c, true)
+		a.v.handed(atAdapterOutcome, te, false)
+		return nil, te
+	}
 	out, err := a.next.Call(ctx, c)
 	out, err = deepCopy(out), deepCopy(err)
 	a.v.handed(atAdapterCall, c, true)
@@ -189,14 +201,18 @@ func (a keepingAdapter) Call(ctx context.Context, c *gateway.Call) (*gateway.Out
 
 // vandalIdempotency keeps results as the in-memory store does, and hands
 // what it is given and returns to the vandals.
+// It counts the prior results it answered a claim with (a duplicate
+// write's).
 type vandalIdempotency struct {
 	*gateway.MemoryIdempotency
-	v *vandals
+	v      *vandals
+	priors *int
 }
 
 func (s vandalIdempotency) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
 	prior, claimed, err := s.MemoryIdempotency.Claim(ctx, key)
 	if prior != nil {
+		*s.priors++
 		s.v.handed(atIdempotency, prior, false)
 	}
 	return prior, claimed, err
@@ -311,20 +327,32 @@ func (s vandalDecisions) List(ctx context.Context, f decision.Filter) ([]*decisi
 
 // outsideCase is one generated case: the scripted refund agent's
 // refund, whether its runs stream, whether a held refund is approved and
-// resumed, and the plug-in points its vandals are set at.
+// resumed, and the plug-in points its vandals are set at. Some cases
+// also have each tool call's first attempt fail retryably (retry), the
+// refund proposed again in the next turn, which the idempotency store
+// answers with the first one's result (duplicate; a refund under the
+// gate only), or the policy
+// adapter fail with an error whose details it keeps and edits later
+// (fail).
 type outsideCase struct {
-	amount          int
-	stream, approve bool
-	at              []string
+	amount                 int
+	stream, approve        bool
+	retry, duplicate, fail bool
+	at                     []string
 }
 
 func (c outsideCase) String() string {
-	return fmt.Sprintf("refund %d INR, stream %v, approve %v, vandals at:\n\t%s", c.amount, c.stream, c.approve, strings.Join(c.at, "\n\t"))
+	return fmt.Sprintf("refund %d INR, stream %v, approve %v, retry %v, duplicate %v, fail %v, vandals at:\n\t%s",
+		c.amount, c.stream, c.approve, c.retry, c.duplicate, c.fail, strings.Join(c.at, "\n\t"))
 }
 
 // newOutsideCase draws a case from rng: a refund under the finance gate
 // (3000 INR) or one above it that the gate holds, and a non-empty random
-// subset of the plug-in points.
+// subset of the plug-in points; then (drawn last, so the earlier draws
+// stay what they were) whether it retries, duplicates the refund or has
+// the policy adapter fail. A case that does sets vandals at the points
+// that see it: the adapters' calls (a retry), their outcomes (a retry's
+// error, a failure) and the idempotency store (a duplicate).
 func newOutsideCase(rng *rand.Rand) outsideCase {
 	c := outsideCase{amount: []int{1200, 5000}[rng.Intn(2)], stream: rng.Intn(2) == 0}
 	c.approve = c.amount > 3000 && rng.Intn(2) == 0
@@ -335,6 +363,19 @@ func newOutsideCase(rng *rand.Rand) outsideCase {
 			}
 		}
 	}
+	c.retry, c.duplicate, c.fail = rng.Intn(2) == 0, rng.Intn(2) == 0, rng.Intn(3) == 0
+	// A refund the gate holds is held again when it is proposed again
+	// (each proposal is its own call to approve): only one under the
+	// gate is a duplicate the idempotency store answers.
+	c.duplicate = c.duplicate && c.amount < 3000
+	with := func(on bool, p string) {
+		if on && !slices.Contains(c.at, p) {
+			c.at = append(c.at, p)
+		}
+	}
+	with(c.retry, atAdapterCall)
+	with(c.retry || c.fail, atAdapterOutcome)
+	with(c.duplicate, atIdempotency)
 	return c
 }
 
@@ -357,6 +398,9 @@ func playOutside(t *testing.T, c outsideCase, seed int64, at []string) (playReco
 		if req.Turn > 0 {
 			p = refundPlan(c.amount)
 		}
+		if c.duplicate && req.Turn == 1 {
+			p.Decision = nil // the refund is proposed again next turn
+		}
 		tools, decisions := req.Tools(), req.Decisions()
 		v.handed(atPlannerRequest, req, true)
 		v.handed(atPlannerRequest, tools, true)
@@ -372,12 +416,17 @@ func playOutside(t *testing.T, c outsideCase, seed int64, at []string) (playReco
 	}{{"adp_orders", "lookup", nil}, {"adp_policy", "eval", nil}, {"adp_payments", "issue_refund", []string{"payments.refund"}}} {
 		sa := gatewaytest.NewScriptedAdapter()
 		scripted[a.id] = sa
-		regs = append(regs, gateway.Registration{AdapterID: a.id, Adapter: keepingAdapter{sa, v},
-			Capabilities: map[string]gateway.Capability{a.capability: {Scopes: a.scopes}}})
+		regs = append(regs, gateway.Registration{AdapterID: a.id, Adapter: keepingAdapter{sa, v, c.retry},
+			Capabilities: map[string]gateway.Capability{a.capability: {Scopes: a.scopes, MaxAttempts: 2, Backoff: func(string, int) time.Duration { return 0 }}}})
 	}
 	scripted["adp_orders"].On("lookup").Return(&gateway.Outcome{Output: map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200,
 		"lines": []any{map[string]any{"sku": "a", "qty": 1}}}, Citations: []gateway.Citation{{EvidenceRef: "kg:order:ord_881"}}, Signals: []string{"ok"}})
-	scripted["adp_policy"].On("eval").ReturnOutput(map[string]any{"eligible": true, "why": []any{"delivered", map[string]any{"window_days": 30}}})
+	if c.fail {
+		scripted["adp_policy"].On("eval").FailWith(gateway.NewToolError(gateway.CodeExecutionFailed, false, "policy engine down",
+			map[string]any{"backend": "pe-3", "tried": []any{"pe-1", map[string]any{"host": "pe-2", "ms": 120}}}))
+	} else {
+		scripted["adp_policy"].On("eval").ReturnOutput(map[string]any{"eligible": true, "why": []any{"delivered", map[string]any{"window_days": 30}}})
+	}
 	scripted["adp_payments"].On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
 
 	rec := &gatewaytest.Recorder{}
@@ -390,7 +439,8 @@ func playOutside(t *testing.T, c outsideCase, seed int64, at []string) (playReco
 		v.later("at a verdict")
 		v.handed(atCriticInput, in, true)
 	})
-	opts.Runtime.Gateway.Idempotency = vandalIdempotency{gateway.NewMemoryIdempotency(), v}
+	priors := 0
+	opts.Runtime.Gateway.Idempotency = vandalIdempotency{gateway.NewMemoryIdempotency(), v, &priors}
 	opts.Runtime.Transcripts = vandalTranscript{rec, v}
 	opts.Runtime.Checkpoints = vandalCheckpoints{cps, v}
 	opts.Runtime.Replays = vandalPackets{packets, v}
@@ -486,6 +536,7 @@ func playOutside(t *testing.T, c outsideCase, seed int64, at []string) (playReco
 		}
 	}
 	src.finish(t, &o)
+	o.Extra = append(o.Extra, fmt.Sprintf("claims answered with a prior result: %d", priors))
 	return o, v.log
 }
 
@@ -519,12 +570,22 @@ func TestOutsideEditsChangeNotTheRun(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			plain, _ := playOutside(t, c, seed, nil)
-			if c.approve {
+			switch {
+			case c.fail:
+				// Without the policy evaluation the refund is not issued:
+				// the run escalates.
+				if plain.Runs[0].Status != "ESCALATED" || plain.Refunds != 0 {
+					t.Fatalf("the plain play's first run is %s and it issued %d refunds: a run whose policy adapter fails must escalate", plain.Runs[0].Status, plain.Refunds)
+				}
+			case c.approve:
 				if plain.Runs[0].Status != "DEFERRED" || plain.Refunds != 2 {
 					t.Fatalf("the plain play's first run is %s and it issued %d refunds: the gate must hold each refund until it is approved, then issue it once", plain.Runs[0].Status, plain.Refunds)
 				}
-			} else {
+			default:
 				checkPlain(t, c.amount, plain)
+			}
+			if prior := plain.Extra[len(plain.Extra)-1]; c.duplicate && plain.Refunds > 0 && prior == "claims answered with a prior result: 0" {
+				t.Fatalf("the plain play proposed the refund again, but the idempotency store answered no claim with the first one's result (%s)", prior)
 			}
 			editing, log := playOutside(t, c, seed, c.at)
 			if t.Failed() {
