@@ -368,6 +368,9 @@ func newOutsideCase(rng *rand.Rand) outsideCase {
 	// (each proposal is its own call to approve): only one under the
 	// gate is a duplicate the idempotency store answers.
 	c.duplicate = c.duplicate && c.amount < 3000
+	// A failing policy adapter escalates the run before any refund: a
+	// duplicate has none to answer.
+	c.fail = c.fail && !c.duplicate
 	with := func(on bool, p string) {
 		if on && !slices.Contains(c.at, p) {
 			c.at = append(c.at, p)
