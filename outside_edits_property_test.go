@@ -548,6 +548,9 @@ func playOutside(t *testing.T, c outsideCase, seed int64, at []string) (playReco
 // records, enforces or replays. Each generated case plays the scripted
 // refund agent (two runs of a refund under the finance gate, or of one
 // above it that the gate holds, approved and resumed or not; streamed or
+// not; each tool call's first attempt failing retryably or not; the
+// refund proposed again, which the idempotency store answers, or not;
+// the policy adapter failing, with details it keeps and edits later, or
 // not; then every replay packet replayed, twice) with every plug-in
 // point in place: the planner, a host critic, the Stream consumer, the
 // tool adapters, the idempotency, transcript, checkpoint, packet and
@@ -564,7 +567,7 @@ func TestOutsideEditsChangeNotTheRun(t *testing.T) {
 	t.Parallel()
 	const (
 		firstSeed = 20261206
-		cases     = 10
+		cases     = 24
 	)
 	for i := range int64(cases) {
 		seed := firstSeed + i
