@@ -205,13 +205,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 		if err := checkOverlayVersion(in.Ref, o.Overlays); err != nil {
 			return nil, err
 		}
-		// The Prepared compiles its own copy of the pack, as it was
-		// checked: a caller that edits the pack it handed over changes
-		// no later compile (its controls, tool surface or hash).
-		view, err := ownPack(in.Pack)
-		if err != nil {
-			return nil, fail(1, ErrInput, err, "copy %s", in.Ref)
-		}
+		view := in.Pack
 		for _, ov := range o.Overlays {
 			if ov == nil || ov.Base != in.Ref.String() {
 				continue
@@ -225,15 +219,16 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			}
 			view, lp.Overlay = v, &applied
 		}
-		if lp.Overlay != nil {
-			// The overlaid view holds what the overlay added (its
-			// permissions, rules, gates): the Prepared's own copy of that
-			// too, so a caller editing its overlay changes no compile.
-			if view, err = ownPack(view); err != nil {
-				return nil, fail(3, ErrInput, err, "copy %s overlaid", in.Ref)
-			}
+		// The Prepared compiles its own copy of the pack, as it was
+		// checked, and of what an overlay added (its permissions, rules,
+		// gates): a caller that edits the pack or overlay it handed over
+		// changes no later compile (its controls, tool surface or hash).
+		own, err := view.Clone()
+		if err != nil {
+			return nil, fail(1, ErrInput, err, "copy %s", in.Ref)
 		}
-		views[i] = view
+		views[i] = own
+		view = own
 		if c := view.PackMeta.DataClassification; slices.Index(pack.DataClassifications(), c) > slices.Index(pack.DataClassifications(), pr.class) {
 			pr.class = c
 		}
@@ -279,23 +274,6 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	pr.unbound = packview.UnboundGates(merged, pr.perms)
 	return pr, nil
-}
-
-// ownPack is a deep copy of p through its JSON form (as Pack.Clone),
-// whose raw JSON (rules, gate conditions) is not HTML-escaped again: the
-// copy compiles to the same bytes and hashes as p.
-func ownPack(p *pack.Pack) (*pack.Pack, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, err
-	}
-	var c pack.Pack
-	if err := json.Unmarshal(buf.Bytes(), &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // At returns a copy of p that judges evidence expiry at now (the run's

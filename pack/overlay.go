@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/contextos/contextos/internal/sortedkeys"
@@ -406,17 +407,21 @@ func sameSet(a, b []string) bool {
 }
 
 // Clone returns a deep copy of p, made through its JSON form; the error
-// is encoding/json's for a pack that has no JSON form.
+// is encoding/json's for a pack that has no JSON form. Its raw JSON
+// (rules, gate conditions) is copied as written, not HTML-escaped, so the
+// copy has p's bytes and hashes.
 func (p *Pack) Clone() (*Pack, error) { return clonePack(p) }
 
 // clonePack deep-copies a pack through its JSON form.
 func clonePack(p *Pack) (*Pack, error) {
-	b, err := json.Marshal(p)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
 		return nil, fmt.Errorf("pack: copy: %w", err)
 	}
 	var out Pack
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
 		return nil, fmt.Errorf("pack: copy: %w", err)
 	}
 	return &out, nil
