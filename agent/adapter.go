@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -249,7 +250,7 @@ func NewAdapter(b Backend, opts *AdapterOptions) *Adapter {
 		// lists and maps it handed over widens no limit.
 		o := &a.opts
 		o.Scopes, o.Env = slices.Clone(o.Scopes), maps.Clone(o.Env)
-		o.Extensions = cloneRawMap(o.Extensions)
+		o.Extensions = jsonv.CloneRaw(o.Extensions)
 		o.Allow.WorkingDirs, o.Allow.AddDirs = slices.Clone(o.Allow.WorkingDirs), slices.Clone(o.Allow.AddDirs)
 		if o.Allow.Extensions != nil {
 			ext := make(map[string][]json.RawMessage, len(o.Allow.Extensions))
@@ -792,16 +793,4 @@ func (s *summary) output() map[string]any {
 		msgs[i] = m
 	}
 	return map[string]any{"total": s.total, "by_kind": byKind, "channels": channels, "messages": msgs, "messages_dropped": s.dropped}
-}
-
-// cloneRawMap is a deep copy of m (nil stays nil).
-func cloneRawMap(m map[string]json.RawMessage) map[string]json.RawMessage {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = bytes.Clone(v)
-	}
-	return out
 }

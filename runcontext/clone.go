@@ -1,7 +1,6 @@
 package runcontext
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 
@@ -22,7 +21,7 @@ func (rc *RunContext) Clone() *RunContext {
 		c.TraceContext = &tc
 	}
 	c.Metadata = jsonv.CloneObject(rc.Metadata)
-	c.Extensions = cloneRaw(rc.Extensions)
+	c.Extensions = jsonv.CloneRaw(rc.Extensions)
 	return &c
 }
 
@@ -38,7 +37,7 @@ func (r *InvokeRequest) Clone() *InvokeRequest {
 	c.Input.Context = jsonv.CloneObject(r.Input.Context)
 	c.Runtime = r.Runtime.clone()
 	c.Attachments = slices.Clone(r.Attachments)
-	c.Extensions = cloneRaw(r.Extensions)
+	c.Extensions = jsonv.CloneRaw(r.Extensions)
 	return &c
 }
 
@@ -53,7 +52,7 @@ func (u UserClaims) clone() UserClaims {
 		v := *u.TenureDays
 		u.TenureDays = &v
 	}
-	u.Claims = cloneRaw(u.Claims)
+	u.Claims = jsonv.CloneRaw(u.Claims)
 	return u
 }
 
@@ -88,15 +87,4 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
-}
-
-func cloneRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = slices.Clone(v)
-	}
-	return out
 }

@@ -173,3 +173,16 @@ func CloneObject(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// CloneRaw copies a map of raw JSON values (nil stays nil), each value's
+// bytes its own.
+func CloneRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}

@@ -78,3 +78,19 @@ func TestClone(t *testing.T) {
 		t.Errorf("nil containers did not stay nil: %v", c)
 	}
 }
+
+func TestCloneRaw(t *testing.T) {
+	if CloneRaw(nil) != nil {
+		t.Error("a nil map's copy is not nil")
+	}
+	m := map[string]json.RawMessage{"a": json.RawMessage(`{"x":1}`), "b": nil}
+	c := CloneRaw(m)
+	if !reflect.DeepEqual(c, m) {
+		t.Fatalf("copy %v of %v", c, m)
+	}
+	m["a"][2] = 'y'
+	m["c"] = json.RawMessage(`2`)
+	if string(c["a"]) != `{"x":1}` || len(c) != 2 {
+		t.Errorf("editing the original edited its copy: %s", c)
+	}
+}
