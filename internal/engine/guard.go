@@ -201,11 +201,8 @@ func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *
 	// predecessor it names. The run goes on with its own sealed copy, so
 	// a store that hands back a rewrite (another status or outcome)
 	// changes nothing the run reports, checkpoints or replays.
-	sealed, _, serr := decision.Seal(r, out.PrevRecordHash)
-	if serr != nil {
-		return nil, serr
-	}
-	if sealed.RecordHash != out.RecordHash {
+	sealed, ok := sealedAs(r, out)
+	if !ok {
 		return nil, fmt.Errorf("contextos: the decision store's Append returned a record other than %s sealed after the prev_record_hash it names: %w", r.RecordID, decision.ErrChain)
 	}
 	return sealed, nil

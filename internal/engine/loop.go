@@ -865,14 +865,24 @@ func (r *run) append(ctx context.Context, rec *decision.Record) (*decision.Recor
 		return nil, err
 	}
 	// The store's copy is checked, not trusted: it must hash to its own
-	// record_hash, and that must be this record's sealed after the
-	// predecessor it names. The run goes on with its own sealed copy.
-	sealed, _, serr := decision.Seal(rec, got.PrevRecordHash)
-	if h, herr := decision.Hash(got); serr != nil || herr != nil || h != got.RecordHash || sealed.RecordHash != got.RecordHash {
+	// record_hash, and be this record sealed after the predecessor it
+	// names. The run goes on with its own sealed copy.
+	sealed, ok := sealedAs(rec, got)
+	if h, herr := decision.Hash(got); !ok || herr != nil || h != got.RecordHash {
 		return nil, err
 	}
 	r.rt.opts.Logger.Warn("the decision store failed an append it had stored", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
 	return sealed, nil
+}
+
+// sealedAs returns rec sealed after the predecessor stored names, when
+// that has stored's record_hash: stored is then rec as a store sealed it.
+func sealedAs(rec, stored *decision.Record) (*decision.Record, bool) {
+	sealed, _, err := decision.Seal(rec, stored.PrevRecordHash)
+	if err != nil || sealed.RecordHash != stored.RecordHash {
+		return nil, false
+	}
+	return sealed, true
 }
 
 // store stores the run's terminal record (see finish).
