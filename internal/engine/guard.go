@@ -171,30 +171,27 @@ type guardedDecisions struct {
 }
 
 // Append gives the store a copy of r, which shares the run's compiled
-// context and plan, and returns a copy of the record the store returns,
-// which the run's result carries: a store that edits either later
-// changes nothing the run enforces, records or replays.
+// context and plan, and checks what the store returns (see below): a
+// store that edits either later changes nothing the run enforces,
+// records or replays.
 func (g guardedDecisions) Append(ctx context.Context, r *decision.Record) (out *decision.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, g.rt.recovered(p, pluginDecisions, r.RunID)
 		}
 	}()
+	switch g.s.(type) {
+	case *decision.MemoryStore, *decision.FileStore:
+		// The module's own stores seal a copy of r, keep only its bytes
+		// and hand back that copy: the run's own.
+		return g.s.Append(ctx, r)
+	}
 	c, err := r.Clone()
 	if err != nil {
 		return nil, err
 	}
 	if out, err = g.s.Append(ctx, c); out == nil || err != nil {
 		return out, err
-	}
-	switch g.s.(type) {
-	case *decision.MemoryStore, *decision.FileStore:
-		// The module's own stores seal what they were given and hand
-		// back their own copy of it.
-		if own, cerr := out.Clone(); cerr == nil {
-			out = own
-		}
-		return out, nil
 	}
 	// Another store's answer is checked, not trusted, as a failed
 	// Append's lookup is (run.append): it must be r sealed after the
