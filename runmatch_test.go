@@ -117,3 +117,28 @@ func samePlays(t testing.TB, who string, plain, editing playRecord) {
 		t.Errorf("%s changed the run (-plain +editing):\n%s", who, diff)
 	}
 }
+
+// lookupThenRefund is the planner of the edit tests: the order lookup at
+// the first turn, the refund of amount at every later one.
+func lookupThenRefund(amount int) contextos.Planner {
+	return contextos.PlannerFunc(func(_ context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+		if req.Turn > 0 {
+			return refundPlan(amount), nil
+		}
+		return lookupPlan(), nil
+	})
+}
+
+// editsChangeNothing plays a refund under the finance gate (1200) and one
+// above it (5000), each without and with the edits (play's edit), and
+// requires the plain play to hold or issue the refund as the gate says
+// and the edited play to record, enforce and replay what it does. what
+// names the editing party in failures.
+func editsChangeNothing(t *testing.T, what string, play func(t *testing.T, amount int, edit bool) playRecord) {
+	t.Helper()
+	for _, amount := range []int{1200, 5000} {
+		want, got := play(t, amount, false), play(t, amount, true)
+		checkPlain(t, amount, want)
+		samePlays(t, what, want, got)
+	}
+}
