@@ -11,14 +11,22 @@ import (
 // as it writes: it follows what encoding/json writes (exported and
 // embedded fields, json:"-", maps' values, not their keys) and skips what
 // it writes as strings (the ",string" option, []byte) or hands to a
-// MarshalJSON or MarshalText method, whose output is JSON of its own. v
+// MarshalJSON or MarshalText method, whose output is JSON of its own
+// (a pointer-receiver method only where the value is addressable). v
 // has been marshalled already, so it holds no cycle.
 func checkIntegers(v reflect.Value) error {
 	if !v.IsValid() {
 		return nil
 	}
 	t := v.Type()
-	if flagsOf(t)&(isMarshaler|ptrMarshaler|isTextMarshaler|ptrTextMarshaler|isAppender) != 0 {
+	tf := flagsOf(t)
+	if tf&(isMarshaler|isTextMarshaler|isAppender) != 0 {
+		return nil
+	}
+	// A method on *T applies only where encoding/json can take the
+	// value's address (through a pointer, a slice, an addressable
+	// struct): a T passed or held by value is written field by field.
+	if tf&(ptrMarshaler|ptrTextMarshaler) != 0 && v.CanAddr() {
 		return nil
 	}
 	switch v.Kind() {

@@ -60,6 +60,10 @@ func TestUnsafeIntegers(t *testing.T) {
 		{"json.Number is JSON's number", json.Number("9223372036854775807"), "9223372036854776000"},
 		{"raw JSON is JSON's numbers", json.RawMessage(`{"n":9223372036854775807}`), `{"n":9223372036854776000}`},
 		{"a MarshalJSON writes its own JSON", ownJSON{}, `{"n":9223372036854776000}`},
+		// encoding/json calls a pointer-receiver MarshalJSON only on an
+		// addressable value: held by value, the struct's fields are written.
+		{"pointer-receiver MarshalJSON on a value", struct{ M ptrJSONMarshaler }{ptrJSONMarshaler{N: math.MaxInt}}, ""},
+		{"pointer-receiver MarshalJSON behind a pointer", &struct{ M ptrJSONMarshaler }{ptrJSONMarshaler{N: math.MaxInt}}, `{"M":{"n":7,"ptr":true}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
