@@ -334,7 +334,14 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 	if st.Active {
 		c.Lease = rt.heartbeatTTL()
 	}
-	if err := rt.opts.Checkpoints.Save(ctx, c); err != nil {
+	if m, ok := rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+		// c.Data is the encoder's own copy and nobody else holds it: the
+		// module's own store keeps it as it is rather than copy it again.
+		err = m.save(ctx, c, false)
+	} else {
+		err = rt.opts.Checkpoints.Save(ctx, c)
+	}
+	if err != nil {
 		return err
 	}
 	st.rev, st.heldAt = c.Revision, time.Time{}
@@ -411,8 +418,16 @@ func (m *InMemoryCheckpoints) now() time.Time {
 	return time.Now()
 }
 
-// Save implements CheckpointStore.
+// Save implements CheckpointStore. The store keeps its own copy of
+// cp.Data.
 func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
+	return m.save(ctx, cp, true)
+}
+
+// save is Save; with copyData false the store keeps cp.Data itself, which
+// its caller must never write again (the runtime's saveCheckpoint, whose
+// encoder made the bytes for this save alone).
+func (m *InMemoryCheckpoints) save(ctx context.Context, cp *Checkpoint, copyData bool) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("contextos: save checkpoint: %w", err)
 	}
@@ -443,7 +458,11 @@ func (m *InMemoryCheckpoints) Save(ctx context.Context, cp *Checkpoint) error {
 		}
 		m.awaiting[c.TenantID][cp.RunID] = true
 	}
-	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: bytes.Clone(cp.Data)}, until: until, awaiting: aw}
+	data := cp.Data
+	if copyData {
+		data = bytes.Clone(data)
+	}
+	m.cps[cp.RunID] = memCheckpoint{c: Checkpoint{RunID: cp.RunID, Revision: cp.Revision + 1, Version: cp.Version, Data: data}, until: until, awaiting: aw}
 	cp.Revision++
 	return nil
 }

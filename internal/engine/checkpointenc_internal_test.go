@@ -113,3 +113,45 @@ func BenchmarkMarshalCheckpoint(b *testing.B) {
 		}
 	})
 }
+
+// TestOwnStoreKeepsEncodedCheckpoint holds the runtime's save into its own
+// in-memory store (which keeps the encoder's bytes without a copy) to the
+// bytes json.Marshal writes of the state, after later saves of other runs
+// reuse the encoder's buffer; and the store's public Save to its copy of
+// what it was given.
+func TestOwnStoreKeepsEncodedCheckpoint(t *testing.T) {
+	cps := NewInMemoryCheckpoints()
+	rt := &Runtime{opts: Options{Checkpoints: cps, Now: time.Now}}
+	ctx := t.Context()
+	a, b := fullCheckpoint(), fullCheckpoint()
+	a.RunID, b.RunID = "run_a", "run_b"
+	b.Plan = &Plan{Replan: strings.Repeat("x", 300)}
+	want, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.saveCheckpoint(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := rt.saveCheckpoint(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := cps.Load(ctx, "run_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Data, want) || got.Revision != 1 || a.rev != 1 {
+		t.Fatalf("run_a's checkpoint reads back (revision %d, state at %d) as\n%s\nnot\n%s", got.Revision, a.rev, got.Data, want)
+	}
+	// Save, for any other caller, keeps its own copy.
+	c := &Checkpoint{RunID: "run_c", Version: checkpointV2, Data: []byte(`{"run_id":"run_c"}`)}
+	if err := cps.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	copy(c.Data, "XXXXXXXXXX")
+	if got, err := cps.Load(ctx, "run_c"); err != nil || string(got.Data) != `{"run_id":"run_c"}` {
+		t.Fatalf("an edit after Save reached the store: %s %v", got.Data, err)
+	}
+}
