@@ -9,6 +9,7 @@ import (
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/sortedkeys"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,21 +119,42 @@ type Requirement struct {
 // requirements returns every evidence name a decision of spec needs in a
 // run with facts f, in order: the spec's required_evidence, then the
 // requires entries of each applied rule bound to spec's decision or to
-// none. Refusal and escalation outcomes need none of them.
-func requirements(spec pack.DecisionSpec, f *Facts) []Requirement {
-	out := make([]Requirement, 0, len(spec.RequiredEvidence))
+// none. Refusal and escalation outcomes need none of them. Their paths
+// are left to [requirement.withPath]: only an unsatisfied one is given
+// its path.
+func requirements(spec pack.DecisionSpec, f *Facts) []requirement {
+	out := make([]requirement, 0, len(spec.RequiredEvidence))
 	for i, name := range spec.RequiredEvidence {
-		out = append(out, Requirement{Name: name, Path: fmt.Sprintf("required_evidence[%d]", i)})
+		out = append(out, requirement{q: Requirement{Name: name}, index: i})
 	}
 	for _, r := range f.AppliedRules {
 		if r.DecisionBinding != "" && r.DecisionBinding != spec.DecisionKey {
 			continue
 		}
 		for i, name := range r.Requires {
-			out = append(out, Requirement{Name: name, Path: fmt.Sprintf("policy_rules[%s#%s].requires[%d]", r.BundleID, r.RuleID, i), BundleID: r.BundleID, RuleID: r.RuleID})
+			out = append(out, requirement{q: Requirement{Name: name, BundleID: r.BundleID, RuleID: r.RuleID}, index: i, rule: true})
 		}
 	}
 	return out
+}
+
+// requirement is a Requirement without its Path, and what the path is
+// written from.
+type requirement struct {
+	q     Requirement
+	index int  // in the spec's required_evidence, or the rule's requires
+	rule  bool // a rule's requires entry
+}
+
+// withPath is the Requirement with its Path.
+func (r requirement) withPath() Requirement {
+	q := r.q
+	if r.rule {
+		q.Path = "policy_rules[" + q.BundleID + "#" + q.RuleID + "].requires[" + strconv.Itoa(r.index) + "]"
+	} else {
+		q.Path = "required_evidence[" + strconv.Itoa(r.index) + "]"
+	}
+	return q
 }
 
 // Unsatisfied returns the requirements of a decision of spec (see
@@ -140,9 +162,9 @@ func requirements(spec pack.DecisionSpec, f *Facts) []Requirement {
 // need none of them.
 func Unsatisfied(spec pack.DecisionSpec, f *Facts) []Requirement {
 	var out []Requirement
-	for _, q := range requirements(spec, f) {
-		if !satisfied(q.Name, f) {
-			out = append(out, q)
+	for _, r := range requirements(spec, f) {
+		if !satisfied(r.q.Name, f) {
+			out = append(out, r.withPath())
 		}
 	}
 	return out
@@ -166,8 +188,8 @@ func satisfied(name string, f *Facts) bool {
 	if f.Pack != nil {
 		for _, a := range f.Pack.ToolingLayer.AdapterRegistry {
 			for _, c := range a.Capabilities {
-				if name == packrules.AdapterNoun(a.AdapterID)+"_"+c || name == a.AdapterID+"."+c {
-					return slices.ContainsFunc(f.ToolResults, func(t ToolFact) bool { return t.CapabilityID == a.AdapterID+"."+c })
+				if joined(name, packrules.AdapterNoun(a.AdapterID), '_', c) || joined(name, a.AdapterID, '.', c) {
+					return slices.ContainsFunc(f.ToolResults, func(t ToolFact) bool { return joined(t.CapabilityID, a.AdapterID, '.', c) })
 				}
 			}
 		}
@@ -187,6 +209,12 @@ func satisfied(name string, f *Facts) bool {
 		}
 	}
 	return false
+}
+
+// joined reports whether s is a, then sep, then b (s == a+string(sep)+b,
+// without building the right-hand side).
+func joined(s, a string, sep byte, b string) bool {
+	return len(s) == len(a)+1+len(b) && s[len(a)] == sep && s[:len(a)] == a && s[len(a)+1:] == b
 }
 
 // Validate checks r against its decision spec and the run's facts, and
