@@ -36,12 +36,10 @@ const maxIDLen = 256
 const MaxRequestIDLen = 128
 
 var (
-	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$`)
 	// requestIDPattern is requestid.Pattern: no space, control or
 	// non-ASCII character, no \ ? # % or quote, and no "." or ".."
 	// path segment: hosts key logs, files and stores by request_id.
 	requestIDPattern = regexp.MustCompile(requestid.Pattern)
-	agentURNPattern  = regexp.MustCompile(`^agent:([a-z0-9][a-z0-9._-]*)/([a-z0-9][a-z0-9._-]*)@([^@/]+)$`)
 	sha256Hex        = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
 )
 
@@ -185,7 +183,7 @@ func (rc *RunContext) validate(agentChecked bool) error {
 }
 
 func checkID(ps *problems, path, v string) {
-	checkIDAs(ps, path, v, maxIDLen, idPattern, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
+	checkIDAs(ps, path, v, maxIDLen, isID, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
 }
 
 func checkOptionalID(ps *problems, path, v string) {
@@ -201,19 +199,94 @@ func checkOptionalID(ps *problems, path, v string) {
 // bytes), so that paused runs and recorded packets holding one resume and
 // replay.
 func checkRequestID(ps *problems, path, v string) {
-	checkIDAs(ps, path, v, requestid.MaxLegacyLen, requestIDPattern,
-		fmt.Sprintf("may contain only ASCII letters, digits and _ . : - and must start with a letter or digit (at most %d bytes), or start with \"req_\" and contain only letters, digits and _ . : @ / - with no \".\" or \"..\" path segment (at most %d bytes)", MaxRequestIDLen, requestid.MaxLegacyLen))
+	checkIDAs(ps, path, v, requestid.MaxLegacyLen, isRequestID, requestIDGrammar)
+}
+
+// requestIDGrammar is the problem of a request_id that is not in its
+// grammar (written once, not at every check).
+var requestIDGrammar = fmt.Sprintf("may contain only ASCII letters, digits and _ . : - and must start with a letter or digit (at most %d bytes), or start with \"req_\" and contain only letters, digits and _ . : @ / - with no \".\" or \"..\" path segment (at most %d bytes)", MaxRequestIDLen, requestid.MaxLegacyLen)
+
+// isID reports whether v matches idPattern,
+// ^[A-Za-z0-9][A-Za-z0-9_.:@/-]*$, byte by byte (every byte of the
+// class is ASCII, so a byte outside it, a non-ASCII one among them, is a
+// rune outside it).
+func isID(v string) bool {
+	if v == "" || !isAlnum(v[0]) {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if c := v[i]; !isAlnum(c) && c != '_' && c != '.' && c != ':' && c != '@' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isRequestID reports whether v matches requestIDPattern: the safe
+// grammar, [A-Za-z0-9][A-Za-z0-9_.:-]{0,127}, is read byte by byte (one
+// branch of the pattern's alternation, so a match of it is a match); any
+// other id is left to the pattern.
+func isRequestID(v string) bool {
+	if len(v) > 0 && len(v) <= MaxRequestIDLen && isAlnum(v[0]) {
+		safe := true
+		for i := 1; i < len(v) && safe; i++ {
+			c := v[i]
+			safe = isAlnum(c) || c == '_' || c == '.' || c == ':' || c == '-'
+		}
+		if safe {
+			return true
+		}
+	}
+	return requestIDPattern.MatchString(v)
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// agentURNVersion returns the version of an agent URN that matches
+// agentURNPattern, ^agent:([a-z0-9][a-z0-9._-]*)/([a-z0-9][a-z0-9._-]*)@([^@/]+)$,
+// read without the pattern: the namespace runs to the first "/" and the
+// slug to the first "@" after it (neither class holds "/" or "@"), and
+// the version is the rest, non-empty, with neither.
+func agentURNVersion(urn string) (string, bool) {
+	rest, ok := strings.CutPrefix(urn, "agent:")
+	if !ok {
+		return "", false
+	}
+	ns, rest, ok := strings.Cut(rest, "/")
+	if !ok || !isURNName(ns) {
+		return "", false
+	}
+	slug, version, ok := strings.Cut(rest, "@")
+	if !ok || !isURNName(slug) || version == "" || strings.ContainsAny(version, "@/") {
+		return "", false
+	}
+	return version, true
+}
+
+// isURNName reports whether s matches [a-z0-9][a-z0-9._-]*.
+func isURNName(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkIDAs checks a required id against its length limit and grammar;
 // a problem never repeats the value.
-func checkIDAs(ps *problems, path, v string, maxLen int, pattern *regexp.Regexp, grammar string) {
+func checkIDAs(ps *problems, path, v string, maxLen int, match func(string) bool, grammar string) {
 	switch {
 	case v == "":
 		ps.add(path, CodeRequired, "is required")
 	case len(v) > maxLen:
 		ps.add(path, CodeFormat, fmt.Sprintf("is longer than %d bytes", maxLen))
-	case !pattern.MatchString(v):
+	case !match(v):
 		ps.add(path, CodeFormat, grammar)
 	}
 }
@@ -279,13 +352,13 @@ func checkAgentURN(ps *problems, path, urn string) {
 		ps.add(path, CodeRequired, "is required (agent:<namespace>/<slug>@<semver>)")
 		return
 	}
-	m := agentURNPattern.FindStringSubmatch(urn)
-	if m == nil || len(urn) > maxIDLen {
+	version, ok := agentURNVersion(urn)
+	if !ok || len(urn) > maxIDLen {
 		ps.add(path, CodeFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
 		return
 	}
-	if _, err := semver.StrictNewVersion(m[3]); err != nil {
-		ps.add(path, CodeFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", problem.Clip(m[3])))
+	if _, err := semver.StrictNewVersion(version); err != nil {
+		ps.add(path, CodeFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", problem.Clip(version)))
 	}
 }
 
