@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // apiKeys are the vendor key formats; lit is a literal every match
@@ -307,6 +308,41 @@ func IsSecretKey(key string) bool {
 	if len(key) < 3 || len(key) > 128 {
 		return false
 	}
+	// A run reads the same few member names again and again (every
+	// argument, output and context member of every call): the answer
+	// for each is kept, for up to secretKeyMemoMax names.
+	secretKeyMemo.RLock()
+	v, ok := secretKeyMemo.m[key]
+	secretKeyMemo.RUnlock()
+	if ok {
+		return v
+	}
+	v = isSecretKey(key)
+	secretKeyMemo.Lock()
+	if len(secretKeyMemo.m) < secretKeyMemoMax {
+		if secretKeyMemo.m == nil {
+			secretKeyMemo.m = map[string]bool{}
+		}
+		secretKeyMemo.m[strings.Clone(key)] = v
+	}
+	secretKeyMemo.Unlock()
+	return v
+}
+
+// secretKeyMemo holds IsSecretKey's answers (isSecretKey's, which
+// depend on the name alone); it stops growing at secretKeyMemoMax names
+// (each at most 128 bytes), so names a caller makes up cannot grow it
+// further.
+var secretKeyMemo struct {
+	sync.RWMutex
+	m map[string]bool
+}
+
+const secretKeyMemoMax = 4096
+
+// isSecretKey is IsSecretKey without the memo, for a name of 3 to 128
+// bytes.
+func isSecretKey(key string) bool {
 	var words [24]string
 	n := splitWords(key, words[:])
 	if n == 0 {
