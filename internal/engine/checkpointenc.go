@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/contextos/contextos/runcontext"
 )
@@ -76,7 +77,7 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.value("outcomes", &st.Outcomes)
 	}
 	if len(st.Clock) > 0 {
-		w.value("clock", &st.Clock)
+		w.times("clock", st.Clock)
 	}
 	if len(st.Resumes) > 0 {
 		w.value("resumes", &st.Resumes)
@@ -237,6 +238,35 @@ func (w *objectWriter) raw(k string, b []byte) {
 		return
 	}
 	w.b = append(w.b, b...)
+}
+
+// times writes a list of times as json.Marshal does: each as its
+// MarshalJSON writes it, quoted RFC 3339 with sub-second precision
+// (AppendText's bytes; encoding/json's compaction leaves them as they
+// are: digits, "-", ":", ".", "T", "Z" and "+"), without the reflection
+// and the compaction. A time that has no such form is left to
+// json.Marshal, for its error.
+func (w *objectWriter) times(k string, ts []time.Time) {
+	w.key(k)
+	if ts == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	mark := len(w.b)
+	w.b = append(w.b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		b, err := t.AppendText(append(w.b, '"'))
+		if err != nil {
+			w.b = w.b[:mark]
+			w.marshal(&ts)
+			return
+		}
+		w.b = append(b, '"')
+	}
+	w.b = append(w.b, ']')
 }
 
 // value writes *v, given by pointer so methods on pointer receivers apply

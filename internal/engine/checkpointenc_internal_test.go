@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,38 @@ func TestOwnStoreKeepsEncodedCheckpoint(t *testing.T) {
 	copy(c.Data, "XXXXXXXXXX")
 	if got, err := cps.Load(ctx, "run_c"); err != nil || string(got.Data) != `{"run_id":"run_c"}` {
 		t.Fatalf("an edit after Save reached the store: %s %v", got.Data, err)
+	}
+}
+
+// TestMarshalCheckpointClock holds the clock member, which marshalCheckpoint
+// writes without encoding/json, to json.Marshal's bytes and errors: times
+// in other zones, with and without fractions, the zero time, and times
+// with no RFC 3339 form (a year beyond 9999 or before 0, a zone offset of
+// a day or more) anywhere in the list.
+func TestMarshalCheckpointClock(t *testing.T) {
+	at := time.Date(2026, 5, 4, 9, 31, 0, 0, time.UTC)
+	ist := time.FixedZone("IST", 5*3600+30*60)
+	odd := time.FixedZone("odd", -(3*3600 + 7*60 + 9)) // seconds in the offset
+	far := time.FixedZone("far", 24*3600)
+	good := []time.Time{at, at.Add(123456789), at.In(ist), at.In(odd), {}, time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC), at.Local(), time.Unix(0, 0)}
+	bad := []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), at.In(far)}
+	cases := [][]time.Time{nil, {}, good, {at}}
+	for _, b := range bad {
+		cases = append(cases, []time.Time{b}, append([]time.Time{at, at}, b), append(slices.Clone(good), b, at))
+	}
+	for _, clock := range cases {
+		st := &checkpointState{RunID: "run_c", Clock: clock}
+		got, err := marshalCheckpoint(st)
+		want, werr := json.Marshal(st)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !bytes.Equal(got, want) {
+			t.Fatalf("clock %v: marshalCheckpoint wrote\n%s (%v)\njson.Marshal writes\n%s (%v)", clock, got, err, want, werr)
+		}
+	}
+	// The member is written with its own writer, not left to encoding/json.
+	w := objectWriter{}
+	w.times("clock", good)
+	if want, _ := json.Marshal(good); !bytes.Equal(w.b, append([]byte(`{"clock":`), want...)) {
+		t.Fatalf("times wrote %s", w.b)
 	}
 }
