@@ -47,6 +47,13 @@ func widePack(t *testing.T) *pack.Pack {
 	return p
 }
 
+// ownBundle gives p's last bundle an id of its own.
+func ownBundle(p *pack.Pack) *pack.Pack {
+	last := &p.PolicyLayer.PolicyBundles[len(p.PolicyLayer.PolicyBundles)-1]
+	last.BundleID = "POLICY_WIDE_V1"
+	return p
+}
+
 // TestEvaluationsGolden holds Evaluate's whole output, ids and data
 // digests included, over the support pack and a wider one and documents
 // that take every branch, skip, fail an operand check or lack a
@@ -57,7 +64,7 @@ func TestEvaluationsGolden(t *testing.T) {
 	packs := []struct {
 		name string
 		p    *pack.Pack
-	}{{"support", canonical}, {"wide", widePack(t)}}
+	}{{"support", canonical}, {"wide", widePack(t)}, {"wide, own bundle", ownBundle(widePack(t))}}
 	type docCase struct {
 		name    string
 		edit    func(req *runcontext.InvokeRequest, rc *runcontext.RunContext)

@@ -157,3 +157,16 @@ func (m Members) AppendObject(dst []byte, value func(i int) any) ([]byte, error)
 	}
 	return append(dst, '}'), nil
 }
+
+// DigestObject returns the digest (as [Digest]) of the object of m's
+// names with values in the same order: what Digest of a map[string]any
+// of those names and values returns, without the map. values must hold
+// one value for each name.
+func (m Members) DigestObject(values []any) (string, error) {
+	if len(values) != len(m.names) {
+		return "", fmt.Errorf("canon: %d values for %d members", len(values), len(m.names))
+	}
+	return digestOf(func(dst []byte) ([]byte, error) {
+		return m.AppendObject(dst, func(i int) any { return values[i] })
+	})
+}
