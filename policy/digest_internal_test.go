@@ -78,7 +78,8 @@ func TestDataDigestInvalidUTF8Name(t *testing.T) {
 func readDigest(pr *prepared, d Document) (string, error) {
 	var b varBufs
 	rv := pr.vars.read(d, &b)
-	return pr.dataDigest(&rv)
+	digest, err := pr.appendDataDigest(nil, &rv)
+	return string(digest), err
 }
 
 // A path split once at Prepare finds what the dotted path finds, for any

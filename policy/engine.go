@@ -715,14 +715,20 @@ func (pr *prepared) evaluate(e *Engine, in Input, rv *readVars) (Decision, error
 	if err != nil {
 		return Decision{}, err
 	}
-	digest, err := pr.dataDigest(rv)
+	// The data digest, then the id derived from it, written into one
+	// buffer and kept as one string.
+	var buf [128]byte
+	b, err := pr.appendDataDigest(buf[:0], rv)
 	if err != nil {
 		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 	}
-	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.StringPart(digest))
+	n := len(b)
+	b, err = canon.AppendIDOf(b, canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.BytesPart(b[:n]))
 	if err != nil {
 		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
 	}
+	both := string(b)
+	digest, id := both[:n], both[n:]
 	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
 	eff, branch := r.Else, "else"
 	if logic.Truthy(out) {
@@ -747,19 +753,20 @@ func (pr *prepared) evaluate(e *Engine, in Input, rv *readVars) (Decision, error
 	return d, nil
 }
 
-// dataDigest is the digest of the values the rule read (rv, read from
-// pr.vars): the canonical JSON of the object of its variables, null for
-// one the document lacks.
-func (pr *prepared) dataDigest(rv *readVars) (string, error) {
+// appendDataDigest appends the digest of the values the rule read (rv,
+// read from pr.vars): the canonical JSON of the object of its variables,
+// null for one the document lacks.
+func (pr *prepared) appendDataDigest(dst []byte, rv *readVars) ([]byte, error) {
 	vals := rv.vals[:pr.vars.digestN]
 	if pr.readsOK {
-		return pr.reads.DigestObject(vals)
+		return pr.reads.AppendDigestObject(dst, vals)
 	}
 	read := make(map[string]any, len(vals))
 	for i, p := range pr.vars.paths[:pr.vars.digestN] {
 		read[p] = vals[i] // nil for a variable the document lacks
 	}
-	return canon.Digest(read)
+	d, err := canon.Digest(read)
+	return append(dst, d...), err
 }
 
 // run checks the required variables and operand types (from rv, read

@@ -51,6 +51,9 @@ func TestMembersMatchesMap(t *testing.T) {
 		if wantDigest, _ := canon.Digest(byName); gotDigest != wantDigest {
 			t.Errorf("names %q: DigestObject = %s, Digest of the map = %s", tc.names, gotDigest, wantDigest)
 		}
+		if b, err := m.AppendDigestObject([]byte("x"), ordered); err != nil || string(b) != "x"+gotDigest {
+			t.Errorf("names %q: AppendDigestObject = %q, %v; want x then the digest", tc.names, b, err)
+		}
 		if _, err := m.DigestObject(append(ordered, "extra")); err == nil {
 			t.Errorf("names %q: DigestObject took one value too many", tc.names)
 		}
