@@ -150,6 +150,9 @@ func TestEvaluationsGolden(t *testing.T) {
 // variables were read once). Not parallel: AllocsPerRun counts every
 // goroutine's allocations.
 func TestEvaluateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates for itself")
+	}
 	p, req, rc := load(t)
 	e, err := policy.Prepare(p, nil)
 	if err != nil {
