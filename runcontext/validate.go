@@ -382,7 +382,7 @@ func checkSPIFFE(ps *problems, path, id string) {
 		ps.add(path, CodeFormat, msg)
 		return
 	}
-	for _, seg := range strings.Split(strings.TrimPrefix(u.Path, "/"), "/") {
+	for seg := range strings.SplitSeq(strings.TrimPrefix(u.Path, "/"), "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.TrimLeft(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
 			ps.add(path, CodeFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
 			return
