@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -45,7 +46,7 @@ func TestDataDigestIsDigestOfReadMap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := pr.dataDigest(d)
+			got, err := readDigest(pr, d)
 			if err != nil || got != want {
 				t.Errorf("rule %s: dataDigest = %s, %v; the map's digest is %s", pr.rule.RuleID, got, err, want)
 			}
@@ -61,12 +62,38 @@ func TestDataDigestInvalidUTF8Name(t *testing.T) {
 	if pr.readsOK {
 		t.Fatal("NewMembers accepted a name that is not valid UTF-8")
 	}
+	pr.vars = newVarReads(pr.info.Vars, pr.info, nil, nil)
 	d := Document{"user": map[string]any{"role": "agent"}}
 	want, err := canon.Digest(map[string]any{"user.role": "agent", "a\xff": nil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := pr.dataDigest(d); err != nil || got != want {
+	if got, err := readDigest(pr, d); err != nil || got != want {
 		t.Errorf("dataDigest = %s, %v; want %s", got, err, want)
 	}
+}
+
+// readDigest reads pr's variables from d, as an evaluation does, and
+// returns their digest.
+func readDigest(pr *prepared, d Document) (string, error) {
+	var b varBufs
+	rv := pr.vars.read(d, &b)
+	digest, err := pr.appendDataDigest(nil, &rv)
+	return string(digest), err
+}
+
+// A path split once at Prepare finds what the dotted path finds, for any
+// path: empty segments, a trailing dot, array indexes in every spelling.
+func FuzzLookupSegsMatchesLookup(f *testing.F) {
+	for _, p := range []string{"", ".", "a", "a.", ".a", "a..b", "a.b.0", "a.b.01", "a.b.+1", "a.b.-1", "a.b.2", "a.c", "x.y", "a.b.0.z"} {
+		f.Add(p)
+	}
+	d := Document{"a": map[string]any{"b": []any{"zero", map[string]any{"z": 1.0}}, "": map[string]any{"b": true}, "c": nil}, "": "empty"}
+	f.Fuzz(func(t *testing.T, path string) {
+		want, wok := d.lookup(path)
+		got, gok := d.lookupSegs(splitPath(path))
+		if wok != gok || fmt.Sprint(want) != fmt.Sprint(got) {
+			t.Fatalf("path %q: lookup = %v, %v; lookupSegs = %v, %v", path, want, wok, got, gok)
+		}
+	})
 }

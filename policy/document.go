@@ -97,31 +97,45 @@ func (d Document) WithTool(capabilityID string, args map[string]any, mode runcon
 // lookup resolves a dotted path ("request.context.refund_amount"; numeric
 // segments index arrays). The empty path is the whole document.
 func (d Document) lookup(path string) (any, bool) {
-	if path == "" {
-		return map[string]any(d), true
-	}
 	var cur any = map[string]any(d)
 	for path != "" {
 		var seg string
 		seg, path, _ = strings.Cut(path, ".")
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
+		var ok bool
+		if cur, ok = step(cur, seg); !ok {
 			return nil, false
 		}
 	}
 	return cur, true
+}
+
+// lookupSegs is lookup of a path split by splitPath.
+func (d Document) lookupSegs(segs []string) (any, bool) {
+	var cur any = map[string]any(d)
+	for _, seg := range segs {
+		var ok bool
+		if cur, ok = step(cur, seg); !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// step is one segment of a lookup: a member of an object or an element
+// of an array.
+func step(cur any, seg string) (any, bool) {
+	switch x := cur.(type) {
+	case map[string]any:
+		v, ok := x[seg]
+		return v, ok
+	case []any:
+		i, err := strconv.Atoi(seg)
+		if err != nil || i < 0 || i >= len(x) {
+			return nil, false
+		}
+		return x[i], true
+	}
+	return nil, false
 }
 
 // signals returns request.context.signals as strings (non-strings are

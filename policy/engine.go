@@ -308,14 +308,17 @@ type Input struct {
 // Engine is a prepared policy layer. It is immutable and safe for
 // concurrent use.
 type Engine struct {
-	limits   logic.Limits
-	rules    []prepared
-	bundles  []string // bundle ids in evaluation order
-	gates    []preparedGate
-	refuse   map[string]bool
-	escalate map[string]bool
-	usesTool bool
-	perCall  []PerCallGate
+	limits  logic.Limits
+	rules   []prepared
+	bundles []string // bundle ids in evaluation order
+	// bundlesUnique: no two bundles share an id, so the rules of each
+	// bundle are one run of e.rules and the manifest is built without a map.
+	bundlesUnique bool
+	gates         []preparedGate
+	refuse        map[string]bool
+	escalate      map[string]bool
+	usesTool      bool
+	perCall       []PerCallGate
 }
 
 type prepared struct {
@@ -335,23 +338,9 @@ type prepared struct {
 	// over a map.
 	reads   canon.Members
 	readsOK bool
-}
-
-// readObject is the object of the values a rule read: the rule's data
-// digest covers its canonical form.
-type readObject struct {
-	m *canon.Members
-	d Document
-}
-
-// AppendCanonical implements canon.Appender: a variable the document
-// lacks is null.
-func (r readObject) AppendCanonical(dst []byte) ([]byte, error) {
-	names := r.m.Names()
-	return r.m.AppendObject(dst, func(i int) any {
-		v, _ := r.d.lookup(names[i])
-		return v
-	})
+	// vars are the variables read once per evaluation; the first
+	// vars.digestN are reads' names (info.Vars when !readsOK).
+	vars varReads
 }
 
 type applies struct {
@@ -369,6 +358,7 @@ type preparedGate struct {
 	// tool call (Gate.PerCall).
 	readsTool, perCall bool
 	toolVars           []string
+	vars               varReads
 }
 
 // PerCallGate says when a gate that reads the tool call applies to a
@@ -425,6 +415,11 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			pr.readsTool = pr.readsTool || readsTool(pr.info)
 			pr.toolVars = toolVars(pr.info)
 			pr.reads, pr.readsOK = canon.NewMembers(pr.info.Vars)
+			names := pr.info.Vars
+			if pr.readsOK {
+				names = pr.reads.Names()
+			}
+			pr.vars = newVarReads(names, pr.info, pr.toolVars, pr.checks)
 			e.rules = append(e.rules, pr)
 		}
 	}
@@ -436,8 +431,10 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		}
 		pg := preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)}
 		pg.readsTool, pg.toolVars = readsTool(pg.info), toolVars(pg.info)
+		pg.vars = newVarReads(pg.info.Vars, pg.info, pg.toolVars, pg.check)
 		e.gates = append(e.gates, pg)
 	}
+	e.bundlesUnique = len(set(e.bundles)) == len(e.bundles)
 	e.preparePerCall()
 	return e, nil
 }
@@ -518,16 +515,6 @@ func namesGate(r pack.Rule, gate string) bool {
 	return r.Then != nil && r.Then.RequiresApprovalGate == gate || r.Else != nil && r.Else.RequiresApprovalGate == gate
 }
 
-// missingTool returns the first of vars the document has no value for.
-func missingTool(vars []string, d Document) (string, bool) {
-	for _, p := range vars {
-		if v, ok := d.lookup(p); !ok || v == nil {
-			return p, true
-		}
-	}
-	return "", false
-}
-
 // parse compiles raw; the decoded expression feeds the operand type
 // checks.
 func parse(raw json.RawMessage) (*logic.Program, any, error) {
@@ -567,21 +554,28 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	gateRules := map[string][]string{}
 	var gateByCall map[string]bool // gates a rule that reads tool.* named
 	_, perCall := in.Data[toolRoot]
-	manifest := map[string][]string{}
+	var manifest map[string][]string
+	if !e.bundlesUnique {
+		manifest = map[string][]string{}
+	}
+	var bufs varBufs
 	for i := range e.rules {
 		pr := &e.rules[i]
 		if !pr.matches(in.Data) {
 			continue
 		}
-		if p, missing := missingTool(pr.toolVars, in.Data); missing {
+		rv := pr.vars.read(in.Data, &bufs)
+		if p, missing := rv.missing(&pr.vars, pr.vars.tool); missing {
 			res.Skipped = append(res.Skipped, Skipped{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Path: p})
 			continue
 		}
-		d, err := pr.evaluate(e, in)
+		d, err := pr.evaluate(e, in, &rv)
 		if err != nil {
 			return nil, err
 		}
-		manifest[pr.bundleID] = append(manifest[pr.bundleID], pr.rule.RuleID)
+		if manifest != nil {
+			manifest[pr.bundleID] = append(manifest[pr.bundleID], pr.rule.RuleID)
+		}
 		for _, l := range d.Raise {
 			raised[l] = true
 		}
@@ -596,31 +590,44 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		}
 		res.Decisions = append(res.Decisions, d)
 	}
-	for _, b := range e.bundles {
-		if ids, ok := manifest[b]; ok {
-			res.Manifest = append(res.Manifest, ManifestEntry{BundleID: b, RuleIDs: ids})
+	if manifest != nil {
+		for _, b := range e.bundles {
+			if ids, ok := manifest[b]; ok {
+				res.Manifest = append(res.Manifest, ManifestEntry{BundleID: b, RuleIDs: ids})
+			}
 		}
+	} else {
+		res.Manifest = manifestOf(res.Decisions)
+	}
+	if len(e.gates) > 0 {
+		res.Gates = make([]Gate, 0, len(e.gates))
 	}
 	for i := range e.gates {
 		g := &e.gates[i]
 		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds, PerCall: g.perCall}
-		if p, missing := missingTool(g.toolVars, in.Data); missing {
+		rv := g.vars.read(in.Data, &bufs)
+		when := false
+		if p, missing := rv.missing(&g.vars, g.vars.tool); missing {
 			res.Skipped = append(res.Skipped, Skipped{GateID: g.gate.GateID, Path: p})
 		} else {
-			out, err := e.run(g.prog, g.info, g.check, in.Data, "", "", g.gate.GateID)
+			out, err := e.run(g.prog, g.check, &g.vars, &rv, in.Data, "", "", g.gate.GateID)
 			if err != nil {
 				return nil, err
 			}
-			if logic.Truthy(out) {
-				st.Active = true
+			when = logic.Truthy(out)
+		}
+		ids := gateRules[g.gate.GateID]
+		if when || len(ids) > 0 {
+			st.Active = true
+			st.ActivatedBy = make([]string, 0, len(ids)+1)
+			if when {
 				st.ActivatedBy = append(st.ActivatedBy, "when")
 				st.ByCall = perCall && g.readsTool
 			}
-		}
-		if ids := gateRules[g.gate.GateID]; len(ids) > 0 {
-			st.Active = true
-			st.ActivatedBy = append(st.ActivatedBy, ids...)
-			st.ByCall = st.ByCall || gateByCall[g.gate.GateID]
+			if len(ids) > 0 {
+				st.ActivatedBy = append(st.ActivatedBy, ids...)
+				st.ByCall = st.ByCall || gateByCall[g.gate.GateID]
+			}
 		}
 		res.Gates = append(res.Gates, st)
 	}
@@ -644,6 +651,32 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		res.Verdict = VerdictAllow
 	}
 	return res, nil
+}
+
+// manifestOf groups the decisions' rule ids by bundle, in order: when no
+// two bundles share an id, each bundle's decisions are one run. The
+// entries' lists share one array, each capped at its own end.
+func manifestOf(ds []Decision) []ManifestEntry {
+	if len(ds) == 0 {
+		return nil
+	}
+	n := 1
+	for i := 1; i < len(ds); i++ {
+		if ds[i].BundleID != ds[i-1].BundleID {
+			n++
+		}
+	}
+	ids := make([]string, len(ds))
+	out := make([]ManifestEntry, 0, n)
+	start := 0
+	for i := range ds {
+		ids[i] = ds[i].RuleID
+		if i+1 == len(ds) || ds[i+1].BundleID != ds[i].BundleID {
+			out = append(out, ManifestEntry{BundleID: ds[i].BundleID, RuleIDs: ids[start : i+1 : i+1]})
+			start = i + 1
+		}
+	}
+	return out
 }
 
 func (pr *prepared) matches(d Document) bool {
@@ -676,20 +709,26 @@ func equalJSON(a, b any) bool {
 	return false
 }
 
-func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
+func (pr *prepared) evaluate(e *Engine, in Input, rv *readVars) (Decision, error) {
 	r := pr.rule
-	out, err := e.run(pr.prog, pr.info, pr.checks, in.Data, pr.bundleID, r.RuleID, "")
+	out, err := e.run(pr.prog, pr.checks, &pr.vars, rv, in.Data, pr.bundleID, r.RuleID, "")
 	if err != nil {
 		return Decision{}, err
 	}
-	digest, err := pr.dataDigest(in.Data)
+	// The data digest, then the id derived from it, written into one
+	// buffer and kept as one string.
+	var buf [128]byte
+	b, err := pr.appendDataDigest(buf[:0], rv)
 	if err != nil {
 		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 	}
-	id, err := canon.IDOf(canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.StringPart(digest))
+	n := len(b)
+	b, err = canon.AppendIDOf(b, canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.BytesPart(b[:n]))
 	if err != nil {
 		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
 	}
+	both := string(b)
+	digest, id := both[:n], both[n:]
 	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
 	eff, branch := r.Else, "else"
 	if logic.Truthy(out) {
@@ -714,42 +753,42 @@ func (pr *prepared) evaluate(e *Engine, in Input) (Decision, error) {
 	return d, nil
 }
 
-// dataDigest is the digest of the values the rule read: the canonical
-// JSON of the object of its variables, null for one the document lacks.
-func (pr *prepared) dataDigest(d Document) (string, error) {
+// appendDataDigest appends the digest of the values the rule read (rv,
+// read from pr.vars): the canonical JSON of the object of its variables,
+// null for one the document lacks.
+func (pr *prepared) appendDataDigest(dst []byte, rv *readVars) ([]byte, error) {
+	vals := rv.vals[:pr.vars.digestN]
 	if pr.readsOK {
-		return canon.DigestOf(readObject{&pr.reads, d})
+		return pr.reads.AppendDigestObject(dst, vals)
 	}
-	read := make(map[string]any, len(pr.info.Vars))
-	for _, p := range pr.info.Vars {
-		if v, ok := d.lookup(p); ok {
-			read[p] = v
-		} else {
-			read[p] = nil
-		}
+	read := make(map[string]any, len(vals))
+	for i, p := range pr.vars.paths[:pr.vars.digestN] {
+		read[p] = vals[i] // nil for a variable the document lacks
 	}
-	return canon.Digest(read)
+	d, err := canon.Digest(read)
+	return append(dst, d...), err
 }
 
-// run checks the required variables and operand types, then evaluates
-// within the engine's budget.
-func (e *Engine) run(prog *logic.Program, info logic.Info, checks []typeCheck, d Document, bundle, rule, gate string) (out any, err error) {
-	for _, p := range info.Required {
-		if v, ok := d.lookup(p); !ok || v == nil {
-			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
-		}
+// run checks the required variables and operand types (from rv, read
+// from vr), then evaluates within the engine's budget.
+func (e *Engine) run(prog *logic.Program, checks []typeCheck, vr *varReads, rv *readVars, d Document, bundle, rule, gate string) (out any, err error) {
+	if p, missing := rv.missing(vr, vr.required); missing {
+		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindMissingVariable, Path: p, Msg: "the data document has no value for it"}
 	}
-	for _, c := range checks {
-		if msg := c.check(d); msg != "" {
+	for k, c := range checks {
+		i := vr.checks[k]
+		if msg := c.check(rv.vals[i], rv.found[i]); msg != "" {
 			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
 		}
 	}
 	out, err = prog.Eval(map[string]any(d), e.limits)
-	var be *logic.BudgetError
-	switch {
-	case errors.As(err, &be):
-		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
-	case err != nil:
+	if err != nil {
+		// Declared here: errors.As's target would otherwise be allocated
+		// on every evaluation.
+		var be *logic.BudgetError
+		if errors.As(err, &be) {
+			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
+		}
 		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
 	}
 	return out, nil
@@ -821,8 +860,8 @@ func plainVar(v any) (string, bool) {
 	return p, ok && p != ""
 }
 
-func (c typeCheck) check(d Document) string {
-	v, ok := d.lookup(c.path)
+// check checks the operand's value v (ok: the document has it).
+func (c typeCheck) check(v any, ok bool) string {
 	if !ok {
 		return ""
 	}

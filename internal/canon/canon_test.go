@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -279,6 +280,23 @@ func TestIDOf(t *testing.T) {
 		if got, err := AppendIDOf([]byte("tool:x:"), PrefixToolCall, c.typed...); err != nil || string(got) != "tool:x:"+want {
 			t.Errorf("AppendIDOf(%v) = %q, %v; want the id after what was there", c.any, got, err)
 		}
+		// A string part given as bytes is the same part.
+		asBytes := slices.Clone(c.typed)
+		for i, p := range asBytes {
+			if p.kind == partString {
+				asBytes[i] = BytesPart([]byte(p.s))
+			}
+		}
+		if got, err := IDOf(PrefixToolCall, asBytes...); err != nil || got != want {
+			t.Errorf("IDOf(%v as bytes) = %q, %v; ID gives %q", c.any, got, err, want)
+		}
+	}
+	// The bytes may be the buffer the id is appended to.
+	buf := append(make([]byte, 0, 128), "sha256:"+strings.Repeat("ab", 32)...)
+	n := len(buf)
+	got, err := AppendIDOf(buf, PrefixPolicy, StringPart("run_1"), BytesPart(buf[:n]))
+	if want, _ := ID(PrefixPolicy, "run_1", string(buf[:n])); err != nil || string(got[n:]) != want || string(got[:n]) != string(buf[:n]) {
+		t.Errorf("AppendIDOf over its own buffer = %q, %v; want the digest then %q", got, err, want)
 	}
 	if b, err := AppendIDOf([]byte("kept"), "a_b"); err == nil || b != nil {
 		t.Errorf("AppendIDOf with a bad prefix = %q, %v", b, err)

@@ -284,7 +284,7 @@ func appendGoString(dst []byte, s string) []byte {
 // plainASCII reports whether s is printable ASCII without '"' or '\\',
 // eight bytes at a time: a byte below 0x20, at or above 0x80, or equal to
 // either quote character sets the high bit of its lane in one of the masks.
-func plainASCII(s string) bool {
+func plainASCII[T string | []byte](s T) bool {
 	const (
 		lo   = 0x0101010101010101
 		high = 0x8080808080808080

@@ -63,8 +63,8 @@ func TestPlainASCII(t *testing.T) {
 				for c := 0; c < 256; c++ {
 					b := bytes.Repeat([]byte{fill}, n)
 					b[pos] = byte(c)
-					if got, want := plainASCII(string(b)), plainASCIISlow(string(b)); got != want {
-						t.Fatalf("plainASCII(%q) = %v, want %v", b, got, want)
+					if got, want := plainASCII(string(b)), plainASCIISlow(string(b)); got != want || plainASCII(b) != want {
+						t.Fatalf("plainASCII(%q) = %v (bytes %v), want %v", b, got, plainASCII(b), want)
 					}
 				}
 			}
@@ -78,8 +78,8 @@ func FuzzPlainASCII(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := plainASCII(s), plainASCIISlow(s); got != want {
-			t.Fatalf("plainASCII(%q) = %v, want %v", s, got, want)
+		if got, want := plainASCII(s), plainASCIISlow(s); got != want || plainASCII([]byte(s)) != want {
+			t.Fatalf("plainASCII(%q) = %v (bytes %v), want %v", s, got, plainASCII([]byte(s)), want)
 		}
 	})
 }

@@ -36,6 +36,7 @@ func ID(prefix string, parts ...any) (string, error) {
 // build ids without allocating for their parts.
 type Part struct {
 	s    string
+	b    []byte
 	raw  Raw
 	i    int
 	kind partKind
@@ -47,6 +48,7 @@ const (
 	partString partKind = iota
 	partInt
 	partRaw
+	partBytes
 )
 
 // StringPart is a string part of an id.
@@ -54,6 +56,12 @@ func StringPart(s string) Part { return Part{s: s, kind: partString} }
 
 // IntPart is an int part of an id.
 func IntPart(i int) Part { return Part{i: i, kind: partInt} }
+
+// BytesPart is a string part given as its bytes: IDOf(p, BytesPart(b))
+// equals IDOf(p, StringPart(string(b))) without the string, so a caller
+// can hash bytes it has just written (a digest, say) into the same buffer
+// it appends the id to. b must not change until the id is built.
+func BytesPart(b []byte) Part { return Part{b: b, kind: partBytes} }
 
 // RawPart is a part of an id already in canonical JSON (see [Raw]).
 func RawPart(r Raw) Part { return Part{raw: r, kind: partRaw} }
@@ -80,6 +88,12 @@ func appendParts(dst []byte, parts []Part) ([]byte, error) {
 		switch p.kind {
 		case partString:
 			dst = appendGoString(dst, p.s)
+		case partBytes:
+			if plainASCII(p.b) {
+				dst = append(append(append(dst, '"'), p.b...), '"')
+			} else {
+				dst = appendGoString(dst, string(p.b))
+			}
 		case partInt:
 			var err error
 			if dst, err = appendInt(dst, int64(p.i)); err != nil {
