@@ -22,8 +22,7 @@ type varReads struct {
 }
 
 func newVarReads(names []string, info logic.Info, tool []string, checks []typeCheck) varReads {
-	vr := varReads{paths: names, digestN: len(names)}
-	vr.paths = append([]string(nil), names...)
+	vr := varReads{paths: append([]string(nil), names...), digestN: len(names)}
 	at := make(map[string]int, len(names))
 	for i, n := range names {
 		at[n] = i

@@ -595,7 +595,11 @@ func DecodeResponse(data []byte) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Status = strings.ToLower(strings.TrimSpace(r.Status))
+	switch r.Status {
+	case StatusOK, StatusError, StatusDenied: // as written: nothing to trim or lower-case
+	default:
+		r.Status = strings.ToLower(strings.TrimSpace(r.Status))
+	}
 	switch r.Status {
 	case StatusOK, StatusError, StatusDenied:
 	case "":

@@ -12,7 +12,11 @@ import (
 // embedded fields, json:"-", maps' values, not their keys) and skips what
 // it writes as strings (the ",string" option, []byte) or hands to a
 // MarshalJSON or MarshalText method, whose output is JSON of its own
-// (a pointer-receiver method only where the value is addressable). v
+// (a pointer-receiver method only where the value is addressable), and
+// flattens untagged embedded structs as encoding/json does. It does not
+// apply encoding/json's rules for conflicting or shadowed embedded
+// fields: an unsafe integer in a field encoding/json drops is still
+// refused, which fails closed. v
 // has been marshalled already, so it holds no cycle.
 func checkIntegers(v reflect.Value) error {
 	if !v.IsValid() {
@@ -61,21 +65,45 @@ func checkIntegers(v reflect.Value) error {
 			}
 		}
 	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() && !embeddedStruct(f) {
-				continue // encoding/json writes neither
+		return checkFields(v)
+	}
+	return nil
+}
+
+// checkFields checks the fields encoding/json writes for the struct v.
+func checkFields(v reflect.Value) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() && !embeddedStruct(f) {
+			continue // encoding/json writes neither
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if hasOption(opts, "string") {
+			continue // written as a JSON string
+		}
+		fv := v.Field(i)
+		if embeddedStruct(f) && name == "" {
+			// encoding/json flattens an untagged embedded struct: its
+			// fields are written, never its own MarshalJSON or MarshalText
+			// (a method promoted to v was handled at v).
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue
+				}
+				fv = fv.Elem()
 			}
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			if _, opts, _ := strings.Cut(tag, ","); hasOption(opts, "string") {
-				continue // written as a JSON string
-			}
-			if err := checkIntegers(v.Field(i)); err != nil {
+			if err := checkFields(fv); err != nil {
 				return err
 			}
+			continue
+		}
+		if err := checkIntegers(fv); err != nil {
+			return err
 		}
 	}
 	return nil

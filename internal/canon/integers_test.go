@@ -21,6 +21,35 @@ type bigInner struct {
 	N int64 `json:"n"`
 }
 
+// Two embedded structs with a MarshalJSON each: neither method is
+// promoted (the selector is ambiguous), so encoding/json writes their
+// fields, flattened.
+type ptrMarshalsN struct{ N int64 }
+
+func (*ptrMarshalsN) MarshalJSON() ([]byte, error) { return []byte(`1`), nil }
+
+type ptrMarshalsK struct{ K int64 }
+
+func (*ptrMarshalsK) MarshalJSON() ([]byte, error) { return []byte(`2`), nil }
+
+type ambiguousPtrMarshalers struct {
+	ptrMarshalsN
+	ptrMarshalsK
+}
+
+type valMarshalsN struct{ N int64 }
+
+func (valMarshalsN) MarshalJSON() ([]byte, error) { return []byte(`1`), nil }
+
+type valMarshalsK struct{ K int64 }
+
+func (valMarshalsK) MarshalJSON() ([]byte, error) { return []byte(`2`), nil }
+
+type ambiguousValMarshalers struct {
+	valMarshalsN
+	valMarshalsK
+}
+
 type ownJSON struct{ N int64 }
 
 func (o ownJSON) MarshalJSON() ([]byte, error) { return []byte(`{"n":9223372036854775807}`), nil }
@@ -63,6 +92,9 @@ func TestUnsafeIntegers(t *testing.T) {
 		// encoding/json calls a pointer-receiver MarshalJSON only on an
 		// addressable value: held by value, the struct's fields are written.
 		{"pointer-receiver MarshalJSON on a value", struct{ M ptrJSONMarshaler }{ptrJSONMarshaler{N: math.MaxInt}}, ""},
+		{"embedded marshalers that cancel out (pointer receivers)", &ambiguousPtrMarshalers{ptrMarshalsN: ptrMarshalsN{N: math.MaxInt64}}, ""},
+		{"embedded marshalers that cancel out (value receivers)", ambiguousValMarshalers{valMarshalsN: valMarshalsN{N: math.MaxInt64}}, ""},
+		{"embedded marshalers that cancel out, safe", ambiguousValMarshalers{valMarshalsN: valMarshalsN{N: 5}}, `{"K":0,"N":5}`},
 		{"pointer-receiver MarshalJSON behind a pointer", &struct{ M ptrJSONMarshaler }{ptrJSONMarshaler{N: math.MaxInt}}, `{"M":{"n":7,"ptr":true}}`},
 	}
 	for _, tc := range tests {

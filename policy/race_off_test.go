@@ -1,0 +1,6 @@
+//go:build !race
+
+package policy_test
+
+// raceEnabled: the race detector is on, and allocation counts are its own.
+const raceEnabled = false
