@@ -18,6 +18,11 @@ var errNotObject = errors.New("canon: not the canonical form of the map")
 func AppendWithMember(dst, obj []byte, m map[string]any, key, value string) ([]byte, error) {
 	before := 0
 	for k := range m {
+		if !utf8.ValidString(k) {
+			// Encoded through encoding/json and RFC 8785, which order the
+			// key by its replaced form: the caller encodes the map again.
+			return nil, errNotObject
+		}
 		if compareUTF16(k, key) < 0 {
 			before++
 		}

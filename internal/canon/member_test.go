@@ -59,4 +59,14 @@ func TestAppendWithMemberRefuses(t *testing.T) {
 			t.Errorf("%q: got %s, want an error", obj, got)
 		}
 	}
+	// A key that is not valid UTF-8 is ordered by its replaced form on
+	// the general path: such a map is not spliced.
+	bad := map[string]any{"a\xff": 1.0, "b": 2.0}
+	obj, err := AppendValue(nil, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := AppendWithMember(nil, obj, bad, "c", "v"); err == nil {
+		t.Errorf("a key that is not valid UTF-8: got %s, want an error", got)
+	}
 }
