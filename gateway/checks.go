@@ -85,13 +85,27 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	c.env.IdempotencyKey = &c.keyCopy
 	if c.s.injectsKey {
 		if _, has := c.env.Args[keyArg]; !has {
+			// The arguments' encoding with the key, for the payload size and
+			// the transcript digest (the call's id and key are derived
+			// already): the key's member written into the encoding without
+			// it, where it sorts (the same bytes as encoding them again).
+			spliced := false
+			if old := c.argsJSON(); old != nil {
+				nb := argsBufs.Get().(*[]byte)
+				if b, err := canon.AppendWithMember((*nb)[:0], old, c.env.Args, keyArg, key); err == nil {
+					c.releaseArgs()
+					*nb, c.args, spliced = b, nb, true
+				} else {
+					argsBufs.Put(nb)
+				}
+			}
 			c.env.Args[keyArg] = key
-			// Encoded again once, for the payload size and the transcript
-			// digest (the call's id and key are derived already).
-			if b, err := canon.AppendValue(c.argsJSON()[:0], c.env.Args); err == nil && c.args != nil {
-				*c.args = b
-			} else {
-				c.releaseArgs()
+			if !spliced {
+				if b, err := canon.AppendValue(c.argsJSON()[:0], c.env.Args); err == nil && c.args != nil {
+					*c.args = b
+				} else {
+					c.releaseArgs()
+				}
 			}
 		}
 	}

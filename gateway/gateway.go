@@ -96,6 +96,12 @@ type capSpec struct {
 	schema *jsonschema.Schema
 	shape  *shapeSchema // schema's shape, nil when it has none (see shapeSchema)
 	argRef string       // metadata.arg_schema_ref
+	// callDigest and resultDigest remember SHA-256's state after the
+	// first block of the capability's call and result envelopes (their
+	// approval modes; empty artifacts and the capability id), which the
+	// gateway's calls of it share across runs: the entry hashes are the
+	// same, each one block shorter to compute (see canon.PrefixState).
+	callDigest, resultDigest canon.PrefixState
 }
 
 // New returns a gateway for the registered adapters. A registration
@@ -1036,11 +1042,15 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 	var hashes [2*canon.DigestLen + 48]byte // and room for a result's transcript id
 	var b []byte
 	var err error
+	var callState, resultState *canon.PrefixState
+	if c.s != nil && c.s.spec != nil {
+		callState, resultState = &c.s.spec.callDigest, &c.s.spec.resultDigest
+	}
 	if res == nil {
-		b, err = canon.AppendDigestOf(hashes[:0], (*recordedCall)(c))
+		b, err = canon.AppendDigestOfCached(hashes[:0], (*recordedCall)(c), callState)
 	} else {
 		res.m = c.m
-		b, err = canon.AppendDigestOf(hashes[:0], (*recordedResult)(res))
+		b, err = canon.AppendDigestOfCached(hashes[:0], (*recordedResult)(res), resultState)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTranscript, err)

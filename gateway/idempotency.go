@@ -34,7 +34,10 @@ type idemEntry struct {
 	// done is closed when the holder completes or releases; made by the
 	// first caller that waits for it (nil while none has).
 	done chan struct{}
-	res  *ToolResultEnvelope
+	res  *ToolResultEnvelope // &own.env once completed
+	// own is the completed result's copy, held in the entry the claim
+	// made: a claim and its completion are one allocation.
+	own ownedResult
 }
 
 var _ IdempotencyStore = (*MemoryIdempotency)(nil)
@@ -85,7 +88,10 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 		m.entries[key] = e
 	}
 	if e.res == nil {
-		e.res = res.Clone()
+		// The store's own deep copy (as Clone makes), in the entry.
+		e.own.env = *res
+		ownResult(&e.own.env, &e.own.room)
+		e.res = &e.own.env
 		if e.done != nil {
 			close(e.done)
 		}

@@ -93,9 +93,14 @@ type Meter struct {
 	start   time.Time
 	tokens  int
 	buckets map[Bucket]int
-	calls   int
-	cost    int64 // micro-cents
-	elapsed int64 // last observed wall clock, ms
+	// bucketsUnder records that Exceeded found no bucket over its limit
+	// since the buckets last changed (the limits never do): a meter's
+	// buckets change only when tokens are charged to one, while Exceeded
+	// is asked before every call.
+	bucketsUnder bool
+	calls        int
+	cost         int64 // micro-cents
+	elapsed      int64 // last observed wall clock, ms
 }
 
 // NewMeter returns a meter for b whose wall clock starts at start (from the
@@ -146,6 +151,7 @@ func (m *Meter) ChargeTokens(bucket Bucket, n int) error {
 			return &BudgetError{Dimension: DimTokens + "." + string(bucket), Limit: float64(limit), Used: float64(m.buckets[bucket]), Requested: float64(n)}
 		}
 		m.buckets[bucket] += n
+		m.bucketsUnder = false
 	}
 	m.tokens += n
 	return nil
@@ -244,14 +250,17 @@ func (m *Meter) Exceeded() error {
 	if m.tokens > m.budget.TotalTokens {
 		return &BudgetError{Dimension: DimTokens, Limit: float64(m.budget.TotalTokens), Used: float64(m.tokens)}
 	}
-	var over Bucket // the first by name, so the answer does not depend on map order
-	for b, limit := range m.budget.BucketTokens {
-		if m.buckets[b] > limit && (over == "" || b < over) {
-			over = b
+	if !m.bucketsUnder {
+		var over Bucket // the first by name, so the answer does not depend on map order
+		for b, limit := range m.budget.BucketTokens {
+			if m.buckets[b] > limit && (over == "" || b < over) {
+				over = b
+			}
 		}
-	}
-	if over != "" {
-		return &BudgetError{Dimension: DimTokens + "." + string(over), Limit: float64(m.budget.BucketTokens[over]), Used: float64(m.buckets[over])}
+		if over != "" {
+			return &BudgetError{Dimension: DimTokens + "." + string(over), Limit: float64(m.budget.BucketTokens[over]), Used: float64(m.buckets[over])}
+		}
+		m.bucketsUnder = true
 	}
 	if m.calls > m.budget.MaxToolCalls {
 		return &BudgetError{Dimension: DimToolCalls, Limit: float64(m.budget.MaxToolCalls), Used: float64(m.calls)}

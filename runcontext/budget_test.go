@@ -268,3 +268,33 @@ func TestMeterExceeded(t *testing.T) {
 		})
 	}
 }
+
+// Exceeded remembers only that no bucket is over (until a bucket is
+// charged): asked again, it answers as it did, over or not.
+func TestMeterExceededAskedAgain(t *testing.T) {
+	t.Parallel()
+	b := testBudget()
+	b.BucketTokens[BucketEvidence] = 299
+	over := RestoreMeter(b, time.Unix(0, 0), Usage{Tokens: 300, TokensByBucket: map[Bucket]int{BucketEvidence: 300}})
+	for i := range 3 {
+		var be *BudgetError
+		if err := over.Exceeded(); !errors.As(err, &be) || be.Dimension != DimTokens+"."+string(BucketEvidence) {
+			t.Fatalf("asked %d times: Exceeded() = %v, want the evidence bucket over", i+1, err)
+		}
+	}
+	under := NewMeter(testBudget(), time.Unix(0, 0))
+	for i := range 3 {
+		if err := under.Exceeded(); err != nil {
+			t.Fatalf("asked %d times: Exceeded() = %v, want nil", i+1, err)
+		}
+		if err := under.ChargeTokens(BucketEvidence, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := under.ChargeTokens(BucketEvidence, 1); err == nil {
+		t.Fatal("a charge past the bucket's limit was taken")
+	}
+	if err := under.Exceeded(); err != nil {
+		t.Fatalf("a meter at its bucket's limit: Exceeded() = %v, want nil", err)
+	}
+}

@@ -5,6 +5,7 @@ package jsonv
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -48,6 +49,11 @@ func normalize(v any, depth int) any {
 		}
 		return f
 	case map[string]any:
+		if x != nil && depth < MaxDepth && Flat(x) {
+			// Every member is JSON-shaped already and shares nothing: the
+			// map's own copy is the normalized copy (no rehashing).
+			return maps.Clone(x)
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = normalize(e, depth+1)
@@ -137,6 +143,22 @@ func finite(v any, depth int) bool {
 	return true
 }
 
+// Flat reports whether every member of m is a JSON scalar (nil, bool,
+// string or float64): values an interface holds by value, so a copy of the
+// map (maps.Clone, which copies its table without hashing a key again)
+// shares nothing with m, and is what Normalize, Clone and CloneObject
+// return for it.
+func Flat(m map[string]any) bool {
+	for _, e := range m {
+		switch e.(type) {
+		case nil, bool, string, float64:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Clone deep-copies the objects and arrays of a JSON-shaped value
 // (map[string]any and []any; nil stays nil), lists of strings (a Go
 // caller's []string, kept as one) and raw JSON; other values are copied
@@ -166,6 +188,11 @@ func Clone(v any) any {
 func CloneObject(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
+	}
+	if Flat(m) {
+		// Nothing a member holds can be shared: the map's own copy is a
+		// deep copy.
+		return maps.Clone(m)
 	}
 	out := make(map[string]any, len(m))
 	for k, e := range m {

@@ -2,6 +2,7 @@ package sensitive
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -217,8 +218,20 @@ func redactNumber[R ~func(string) (string, bool)](f float64, rules []R) (any, bo
 // redactMap redacts values and keys. A key a rule changes takes its
 // redacted form; keys that would collide are numbered ("[REDACTED#2]"),
 // in the order of the original keys, so the result is deterministic.
+//
+// The copy starts as the map's own copy (maps.Clone copies its table
+// without hashing a key again): a member whose key stays and whose value
+// is a JSON scalar that redaction leaves as it is (nil, a bool, a string
+// or a float64, which an interface holds by value) is already its own
+// there; every other member's value is set again, and a renamed key is
+// taken out before it is put back under its new name.
 func redactMap[R ~func(string) (string, bool)](x map[string]any, rules []R, secretKeys bool) (any, bool) {
-	out := make(map[string]any, len(x))
+	var out map[string]any
+	if x == nil {
+		out = map[string]any{}
+	} else {
+		out = maps.Clone(x)
+	}
 	changed := false
 	type renamed struct {
 		from, to string
@@ -233,10 +246,13 @@ func redactMap[R ~func(string) (string, bool)](x map[string]any, rules []R, secr
 		val, c := redactAny(e, rules, secretKeys, secret)
 		changed = changed || c
 		if kc {
+			delete(out, k)
 			moved = append(moved, renamed{k, nk, val})
 			continue
 		}
-		out[k] = val
+		if c || !scalar(e) {
+			out[k] = val
+		}
 	}
 	if len(moved) == 0 {
 		return out, changed
@@ -253,6 +269,16 @@ func redactMap[R ~func(string) (string, bool)](x map[string]any, rules []R, secr
 		out[name] = m.v
 	}
 	return out, true
+}
+
+// scalar reports whether v is a JSON scalar held by value: redactAny
+// returns such a value itself when it changes nothing.
+func scalar(v any) bool {
+	switch v.(type) {
+	case nil, bool, string, float64:
+		return true
+	}
+	return false
 }
 
 // numbered numbers the last marker of a redacted key.
