@@ -35,6 +35,9 @@ func TestIsSecretKeyMemo(t *testing.T) {
 	if n != secretKeyMemoMax {
 		t.Fatalf("the memo holds %d names, its bound is %d", n, secretKeyMemoMax)
 	}
+	if !secretKeyMemo.full.Load() {
+		t.Fatal("the memo is at its bound but not marked full: names past it still take its lock")
+	}
 	for _, k := range names {
 		if got, want := IsSecretKey(k), len(k) >= 3 && isSecretKey(k); got != want {
 			t.Fatalf("IsSecretKey(%q) = %v past the bound, isSecretKey says %v", k, got, want)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // apiKeys are the vendor key formats; lit is a literal every match
@@ -318,12 +319,17 @@ func IsSecretKey(key string) bool {
 		return v
 	}
 	v = isSecretKey(key)
+	if secretKeyMemo.full.Load() {
+		return v // no lock once full: made-up names do not queue on it
+	}
 	secretKeyMemo.Lock()
 	if len(secretKeyMemo.m) < secretKeyMemoMax {
 		if secretKeyMemo.m == nil {
 			secretKeyMemo.m = map[string]bool{}
 		}
 		secretKeyMemo.m[strings.Clone(key)] = v
+	} else {
+		secretKeyMemo.full.Store(true)
 	}
 	secretKeyMemo.Unlock()
 	return v
@@ -335,7 +341,8 @@ func IsSecretKey(key string) bool {
 // further.
 var secretKeyMemo struct {
 	sync.RWMutex
-	m map[string]bool
+	m    map[string]bool
+	full atomic.Bool // m holds secretKeyMemoMax names
 }
 
 const secretKeyMemoMax = 4096
