@@ -2,10 +2,10 @@ package policy
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/logic"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -94,8 +94,9 @@ func (d Document) WithTool(capabilityID string, args map[string]any, mode runcon
 	return out
 }
 
-// lookup resolves a dotted path ("request.context.refund_amount"; numeric
-// segments index arrays). The empty path is the whole document.
+// lookup resolves a dotted path ("request.context.refund_amount"; a
+// canonical number indexes an array, as the JsonLogic evaluator reads it).
+// The empty path is the whole document.
 func (d Document) lookup(path string) (any, bool) {
 	var cur any = map[string]any(d)
 	for path != "" {
@@ -129,8 +130,10 @@ func step(cur any, seg string) (any, bool) {
 		v, ok := x[seg]
 		return v, ok
 	case []any:
-		i, err := strconv.Atoi(seg)
-		if err != nil || i < 0 || i >= len(x) {
+		// The evaluator's own reading of an index: "01" or "+1" is no
+		// index there, so none here either.
+		i, ok := logic.ArrayIndex(seg)
+		if !ok || i >= len(x) {
 			return nil, false
 		}
 		return x[i], true

@@ -200,3 +200,53 @@ func TestPerCallGatesShareNothingWithTheEngine(t *testing.T) {
 		t.Errorf("a caller's edits reached the engine's per-call gates (-first +after the edits):\n%s", diff)
 	}
 }
+
+// A path's array indexes are read as the evaluator reads them: "01" and
+// "+1" index no array there, so the required check must find no value
+// either. Read by strconv.Atoi, they passed the check on amounts[1] while
+// the gate's when saw null: the gate never held, and nothing said so.
+// A member named "01" of an object is still found.
+func TestGateIndexesReadAsTheEvaluatorReads(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		path    string
+		context any // request.context.amounts
+		active  bool
+		missing bool
+	}{
+		{"request.context.amounts.1", []any{0.0, 5000.0}, true, false},
+		{"request.context.amounts.01", []any{0.0, 5000.0}, false, true},
+		{"request.context.amounts.+1", []any{0.0, 5000.0}, false, true},
+		{"request.context.amounts.-1", []any{0.0, 5000.0}, false, true},
+		{"request.context.amounts.01", map[string]any{"01": 5000.0}, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			t.Parallel()
+			// The gate alone: the high-value rule reads a refund amount
+			// under the threshold.
+			p := perCallPack(t, `{">":[{"var":"`+tc.path+`"},3000]}`, gateOverRequest)
+			_, req, rc := load(t)
+			req.Input.Context["refund_amount"] = 100.0
+			req.Input.Context["amounts"] = tc.context
+			e, err := policy.Prepare(p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
+			if tc.missing {
+				var pe *policy.Error
+				if !errors.As(err, &pe) || pe.Kind != policy.KindMissingVariable || pe.Path != tc.path {
+					t.Fatalf("Evaluate = %v, %v; want a missing_variable error for %s", res, err, tc.path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := gate(t, res); g.Active != tc.active {
+				t.Errorf("gate active = %v, want %v", g.Active, tc.active)
+			}
+		})
+	}
+}

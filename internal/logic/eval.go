@@ -652,7 +652,7 @@ func lookup(data any, segs []string) (any, bool) {
 			}
 			cur = v
 		case []any:
-			i, ok := arrayIndex(seg)
+			i, ok := ArrayIndex(seg)
 			if !ok || i >= len(x) {
 				return nil, false
 			}
@@ -673,8 +673,12 @@ func lookup(data any, segs []string) (any, bool) {
 	return norm(cur), true
 }
 
-// arrayIndex parses a canonical array index ("0", "12"; not "01" or "-1").
-func arrayIndex(seg string) (int, bool) {
+// ArrayIndex parses a canonical array index ("0", "12"; not "01", "+1"
+// or "-1"): the segments of a var path that index an array. A data
+// document read outside the evaluator (policy's checks and digests) must
+// read it the same way, or a check would pass on a value the expression
+// never sees.
+func ArrayIndex(seg string) (int, bool) {
 	if seg == "" || len(seg) > 1 && seg[0] == '0' || len(seg) > 9 {
 		return 0, false
 	}
