@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -82,10 +83,13 @@ func readDigest(pr *prepared, d Document) (string, error) {
 	return string(digest), err
 }
 
-// A path split once at Prepare finds what the dotted path finds, for any
-// path: empty segments, a trailing dot, array indexes in every spelling.
+// A path split once at Prepare finds what the dotted path finds, and both
+// find what the JsonLogic evaluator's var finds, for any path: empty
+// segments, a trailing dot, array indexes in every spelling. A value the
+// checks and the digest read that the expression does not see would let
+// a gate pass its checks and never hold.
 func FuzzLookupSegsMatchesLookup(f *testing.F) {
-	for _, p := range []string{"", ".", "a", "a.", ".a", "a..b", "a.b.0", "a.b.01", "a.b.+1", "a.b.-1", "a.b.2", "a.c", "x.y", "a.b.0.z"} {
+	for _, p := range []string{"", ".", "a", "a.", ".a", "a..b", "a.b.0", "a.b.01", "a.b.+1", "a.b.-1", "a.b.2", "a.c", "x.y", "a.b.0.z", "a.b.1.z.", "a.b.0."} {
 		f.Add(p)
 	}
 	d := Document{"a": map[string]any{"b": []any{"zero", map[string]any{"z": 1.0}}, "": map[string]any{"b": true}, "c": nil}, "": "empty"}
@@ -94,6 +98,24 @@ func FuzzLookupSegsMatchesLookup(f *testing.F) {
 		got, gok := d.lookupSegs(splitPath(path))
 		if wok != gok || fmt.Sprint(want) != fmt.Sprint(got) {
 			t.Fatalf("path %q: lookup = %v, %v; lookupSegs = %v, %v", path, want, wok, got, gok)
+		}
+		expr, err := json.Marshal(map[string]any{"var": path})
+		if err != nil {
+			return
+		}
+		prog, err := logic.Compile(expr)
+		if err != nil {
+			return // not a path the evaluator takes (Prepare refuses it)
+		}
+		seen, err := prog.Eval(map[string]any(d), logic.Limits{})
+		if err != nil {
+			t.Fatalf("path %q: the evaluator fails: %v", path, err)
+		}
+		if !wok {
+			want = nil
+		}
+		if fmt.Sprint(seen) != fmt.Sprint(want) {
+			t.Fatalf("path %q: policy reads %v (found %v), the evaluator sees %v", path, want, wok, seen)
 		}
 	})
 }

@@ -94,20 +94,27 @@ func (d Document) WithTool(capabilityID string, args map[string]any, mode runcon
 	return out
 }
 
-// lookup resolves a dotted path ("request.context.refund_amount"; a
-// canonical number indexes an array, as the JsonLogic evaluator reads it).
-// The empty path is the whole document.
+// lookup resolves a dotted path ("request.context.refund_amount") as the
+// JsonLogic evaluator does: every dot splits, and a canonical number
+// indexes an array. The empty path is the whole document.
 func (d Document) lookup(path string) (any, bool) {
 	var cur any = map[string]any(d)
-	for path != "" {
-		var seg string
-		seg, path, _ = strings.Cut(path, ".")
+	if path == "" {
+		return cur, true
+	}
+	// Every dot splits, as logic.Segments splits: "a." reads the member
+	// "" of a, as the evaluator does.
+	for {
+		seg, rest, more := strings.Cut(path, ".")
 		var ok bool
 		if cur, ok = step(cur, seg); !ok {
 			return nil, false
 		}
+		if !more {
+			return cur, true
+		}
+		path = rest
 	}
-	return cur, true
 }
 
 // lookupSegs is lookup of a path split by splitPath.

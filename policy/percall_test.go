@@ -201,12 +201,12 @@ func TestPerCallGatesShareNothingWithTheEngine(t *testing.T) {
 	}
 }
 
-// A path's array indexes are read as the evaluator reads them: "01" and
-// "+1" index no array there, so the required check must find no value
-// either. Read by strconv.Atoi, they passed the check on amounts[1] while
+// A path is read as the evaluator reads it: "01" and "+1" index no
+// array there, and a trailing dot reads a member named "", so the
+// required check must find no value either. Read by strconv.Atoi, they passed the check on amounts[1] while
 // the gate's when saw null: the gate never held, and nothing said so.
 // A member named "01" of an object is still found.
-func TestGateIndexesReadAsTheEvaluatorReads(t *testing.T) {
+func TestGatePathsReadAsTheEvaluatorReads(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		path    string
@@ -219,6 +219,9 @@ func TestGateIndexesReadAsTheEvaluatorReads(t *testing.T) {
 		{"request.context.amounts.+1", []any{0.0, 5000.0}, false, true},
 		{"request.context.amounts.-1", []any{0.0, 5000.0}, false, true},
 		{"request.context.amounts.01", map[string]any{"01": 5000.0}, true, false},
+		// A trailing dot reads the member "" of amounts[1], as the
+		// evaluator reads it; a number has none.
+		{"request.context.amounts.1.", []any{0.0, 5000.0}, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"strings"
-
 	"github.com/contextos/contextos/internal/logic"
 )
 
@@ -51,17 +49,9 @@ func newVarReads(names []string, info logic.Info, tool []string, checks []typeCh
 	return vr
 }
 
-// splitPath splits a dotted path as Document.lookup walks it: "" is the
-// whole document (nil), and a trailing dot adds no segment.
-func splitPath(path string) []string {
-	var segs []string
-	for path != "" {
-		var seg string
-		seg, path, _ = strings.Cut(path, ".")
-		segs = append(segs, seg)
-	}
-	return segs
-}
+// splitPath splits a dotted path as the evaluator does (logic.Segments):
+// "" is the whole document (nil), and "a." is "a" then "".
+func splitPath(path string) []string { return logic.Segments(path) }
 
 // stackVars is how many variables an evaluation reads without allocating.
 const stackVars = 8

@@ -269,7 +269,7 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) (*nod
 		if err != nil {
 			return nil, err
 		}
-		n.val, n.segs = pathValue(args[0]), segments(p)
+		n.val, n.segs = pathValue(args[0]), Segments(p)
 		if top {
 			c.vars[p] = true
 			if len(args) == 1 && p != "" {
@@ -307,7 +307,7 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) (*nod
 			if c.nodes++; c.nodes > MaxNodes {
 				return nil, &BudgetError{Path: path, Limit: LimitNodes, Max: MaxNodes}
 			}
-			n.paths = append(n.paths, &node{op: opVar, val: pathValue(a), segs: segments(p)})
+			n.paths = append(n.paths, &node{op: opVar, val: pathValue(a), segs: Segments(p)})
 			if top {
 				c.vars[p] = true
 			}
@@ -340,8 +340,10 @@ func pathValue(v any) any {
 	return v
 }
 
-// segments splits a var path; nil is the whole data.
-func segments(p string) []string {
+// Segments splits a var path as the evaluator reads it: on every dot,
+// so "a." is "a" then "" (a member named ""); nil is the whole data. A
+// data document read outside the evaluator must split paths the same way.
+func Segments(p string) []string {
 	if p == "" {
 		return nil
 	}
