@@ -288,6 +288,9 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 		}
 		return m.add(len(x))
 	case map[string]any:
+		if x == nil {
+			return m.add(4) // written as null
+		}
 		if v := m.add(2); v != sizeOK {
 			return v
 		}
@@ -304,6 +307,9 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 		}
 		return sizeOK
 	case []any:
+		if x == nil {
+			return m.add(4) // written as null
+		}
 		if v := m.add(2); v != sizeOK {
 			return v
 		}
@@ -317,11 +323,17 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 		}
 		return sizeOK
 	case []string:
+		if x == nil {
+			return m.add(4) // written as null
+		}
 		if v := m.add(2); v != sizeOK {
 			return v
 		}
 		return m.strs(x)
 	case []float64:
+		if x == nil {
+			return m.add(4) // written as null
+		}
 		for _, e := range x {
 			if v := m.float(e); v != sizeOK {
 				return v
@@ -329,6 +341,9 @@ func (m *meter) value(v any, depth int) sizeVerdict {
 		}
 		return m.add(2 + len(x))
 	case map[string]float64:
+		if x == nil {
+			return m.add(4) // written as null
+		}
 		for k, e := range x {
 			if v := m.str(k); v != sizeOK {
 				return v

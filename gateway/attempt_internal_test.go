@@ -28,6 +28,9 @@ func TestMeterBoundsTheCanonicalSize(t *testing.T) {
 		map[string]any{"l": []any{1.0, "x", []any{}, map[string]any{"k": []any{nil}}}},
 		map[string]any{"ints": []any{int64(-canon.MaxSafeInteger), uint64(canon.MaxSafeInteger), int32(-7)}, "j": json.Number("12.50")},
 		map[string]any{"strs": []string{"a", "b"}, "fs": []float64{1.5, 2}, "m": map[string]float64{"x": 3}},
+		// A nil map or slice is written as null (4 bytes), not {} or [].
+		map[string]any(nil),
+		map[string]any{"m": map[string]any(nil), "l": []any(nil), "s": []string(nil), "f": []float64(nil), "mf": map[string]float64(nil)},
 	} {
 		b, err := canon.JSON(v)
 		if err != nil {
