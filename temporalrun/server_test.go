@@ -109,7 +109,7 @@ func TestMultiProcessChild(t *testing.T) {
 }
 
 // awaitPending polls the workflow until its run awaits an approval.
-func awaitPending(t *testing.T, ctx context.Context, c client.Client, workflowID string) *gateway.ApprovalRequest {
+func awaitPending(t *testing.T, ctx context.Context, c client.Client, workflowID string, workers ...*storekit.Child) *gateway.ApprovalRequest {
 	t.Helper()
 	for {
 		p, err := temporalrun.Pending(ctx, c, workflowID)
@@ -118,7 +118,20 @@ func awaitPending(t *testing.T, ctx context.Context, c client.Client, workflowID
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the run of %s never paused: %v (last error %v)", workflowID, ctx.Err(), err)
+			// What the worker processes said: a run that never pauses is
+			// most often a worker that never polled or died early.
+			var out strings.Builder
+			for i, w := range workers {
+				state := "running"
+				select {
+				case <-w.Done():
+					res, werr := w.Exit()
+					state = fmt.Sprintf("exited (%s, %v)", res, werr)
+				default:
+				}
+				fmt.Fprintf(&out, "\nworker %d, %s:\n%s", i+1, state, w.Output())
+			}
+			t.Fatalf("the run of %s never paused: %v (last error %v)%s", workflowID, ctx.Err(), err, out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -293,7 +306,7 @@ func TestCrashInsideRefund(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := awaitPending(t, ctx, c, queue)
+	p := awaitPending(t, ctx, c, queue, first)
 	// On the server too, the validator refuses an approval of another
 	// action before it enters the history.
 	other := financeApproval(p, "apr_other")
