@@ -158,7 +158,10 @@ func (m Members) AppendObject(dst []byte, value func(i int) any) ([]byte, error)
 	return append(dst, '}'), nil
 }
 
-// AppendDigestObject appends [Members.DigestObject] of values to dst.
+// AppendDigestObject appends to dst the digest (as [Digest]) of the
+// object of m's names with values in the same order: what Digest of a
+// map[string]any of those names and values gives, without the map.
+// values must hold one value for each name.
 func (m Members) AppendDigestObject(dst []byte, values []any) ([]byte, error) {
 	if len(values) != len(m.names) {
 		return nil, fmt.Errorf("canon: %d values for %d members", len(values), len(m.names))
@@ -166,17 +169,4 @@ func (m Members) AppendDigestObject(dst []byte, values []any) ([]byte, error) {
 	return appendDigestWith(dst, func(dst []byte) ([]byte, error) {
 		return m.AppendObject(dst, func(i int) any { return values[i] })
 	})
-}
-
-// DigestObject returns the digest (as [Digest]) of the object of m's
-// names with values in the same order: what Digest of a map[string]any
-// of those names and values returns, without the map. values must hold
-// one value for each name.
-func (m Members) DigestObject(values []any) (string, error) {
-	var buf [DigestLen]byte
-	b, err := m.AppendDigestObject(buf[:0], values)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
 }

@@ -150,13 +150,21 @@ func finite(v any, depth int) bool {
 // return for it.
 func Flat(m map[string]any) bool {
 	for _, e := range m {
-		switch e.(type) {
-		case nil, bool, string, float64:
-		default:
+		if !Scalar(e) {
 			return false
 		}
 	}
 	return true
+}
+
+// Scalar reports whether v is a JSON scalar an interface holds by value
+// (nil, bool, string or float64): a copy of it shares nothing with it.
+func Scalar(v any) bool {
+	switch v.(type) {
+	case nil, bool, string, float64:
+		return true
+	}
+	return false
 }
 
 // Clone deep-copies the objects and arrays of a JSON-shaped value

@@ -250,7 +250,7 @@ func redactMap[R ~func(string) (string, bool)](x map[string]any, rules []R, secr
 			moved = append(moved, renamed{k, nk, val})
 			continue
 		}
-		if c || !scalar(e) {
+		if c || !jsonv.Scalar(e) { // redactAny returns an unchanged scalar itself
 			out[k] = val
 		}
 	}
@@ -269,16 +269,6 @@ func redactMap[R ~func(string) (string, bool)](x map[string]any, rules []R, secr
 		out[name] = m.v
 	}
 	return out, true
-}
-
-// scalar reports whether v is a JSON scalar held by value: redactAny
-// returns such a value itself when it changes nothing.
-func scalar(v any) bool {
-	switch v.(type) {
-	case nil, bool, string, float64:
-		return true
-	}
-	return false
 }
 
 // numbered numbers the last marker of a redacted key.
