@@ -2,6 +2,7 @@ package temporalrun_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -99,8 +101,22 @@ func TestMultiProcessChild(t *testing.T) {
 		}
 		defer wk.Stop()
 		storekit.ChildReady(t)
-		if err := c.GetWorkflow(ctx, job.WorkflowID, "").Get(ctx, nil); err != nil {
-			t.Fatal(err)
+		// The parent starts the workflow after it releases this worker:
+		// until it has, the workflow is not found (under load this worker
+		// asked first, and exited).
+		for {
+			err := c.GetWorkflow(ctx, job.WorkflowID, "").Get(ctx, nil)
+			if _, notYet := errors.AsType[*serviceerror.NotFound](err); !notYet {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("workflow %s never started: %v", job.WorkflowID, err)
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 		storekit.ChildResult(t, childResult{PID: os.Getpid()})
 	default:
