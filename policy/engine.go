@@ -800,7 +800,10 @@ type typeCheck struct {
 	op, path string
 }
 
-var numericOps = map[string]bool{">": true, ">=": true, "<": true, "<=": true, "+": true, "-": true, "*": true, "/": true, "%": true}
+// numericOps are the operators that read their operands as numbers: a
+// non-number makes a comparison false (NaN) or a max, min or sum NaN, so a
+// gate over a call's argument would not hold the call.
+var numericOps = map[string]bool{">": true, ">=": true, "<": true, "<=": true, "+": true, "-": true, "*": true, "/": true, "%": true, "max": true, "min": true}
 
 func typeChecks(expr any) []typeCheck {
 	var out []typeCheck
@@ -840,7 +843,10 @@ func typeChecks(expr any) []typeCheck {
 
 var scoped = map[string]bool{"map": true, "filter": true, "reduce": true, "all": true, "none": true, "some": true}
 
-// plainVar reports a {"var": "path"} operand without a default.
+// plainVar reports a {"var": "path"} operand, with a default or without:
+// the check reads the value the document holds (a default stands only for
+// a value the document lacks, and a null the document holds is read as
+// null, not as the default).
 func plainVar(v any) (string, bool) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
@@ -851,7 +857,7 @@ func plainVar(v any) (string, bool) {
 		return "", false
 	}
 	if list, ok := arg.([]any); ok {
-		if len(list) != 1 {
+		if len(list) != 1 && len(list) != 2 {
 			return "", false
 		}
 		arg = list[0]
