@@ -384,6 +384,10 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	if opts != nil {
 		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
 	}
+	// A non-number where a rule or gate reads a number fails closed, also
+	// where no var operand names it (a reduce over a call's line items, a
+	// computed value): see logic.Limits.StrictNumbers.
+	e.limits.StrictNumbers = true
 	order := make([]int, len(p.PolicyLayer.PolicyBundles))
 	for i := range order {
 		order[i] = i
@@ -788,6 +792,10 @@ func (e *Engine) run(prog *logic.Program, checks []typeCheck, vr *varReads, rv *
 		var be *logic.BudgetError
 		if errors.As(err, &be) {
 			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
+		}
+		var ne *logic.NumberError
+		if errors.As(err, &ne) {
+			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: ne.Path, Msg: strings.TrimPrefix(ne.Error(), ne.Path+": ")}
 		}
 		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
 	}
