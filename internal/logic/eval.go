@@ -274,32 +274,33 @@ type evaluator struct {
 	strict bool
 }
 
-// strictNumber is an operand of an arithmetic operator under
-// StrictNumbers: a number, or a *NumberError.
-func (e *evaluator) strictNumber(n *node, op string, v any) float64 {
+// strictNumber is an operand of n (an arithmetic operator or a
+// comparison) under StrictNumbers: a number, or a *NumberError.
+func (e *evaluator) strictNumber(n *node, v any) float64 {
+	if f, ok := v.(float64); ok && !math.IsNaN(f) {
+		return f
+	}
 	f, ok := norm(v).(float64)
 	if !ok || math.IsNaN(f) {
 		got := "NaN"
 		if !ok {
 			got = valueKind(v)
 		}
-		panic(&NumberError{Path: n.where, Op: op, Got: got})
+		panic(&NumberError{Path: n.where, Op: opNames[n.op], Got: got})
 	}
 	return f
 }
 
 // strictCompare checks the operands of a comparison under StrictNumbers:
 // two numbers or two strings.
-func (e *evaluator) strictCompare(n *node, op string, a, b any) {
-	a, b = norm(a), norm(b)
+func (e *evaluator) strictCompare(n *node, a, b any) {
 	if _, ok := a.(string); ok {
 		if _, ok := b.(string); ok {
 			return
 		}
 	}
-	for _, v := range [...]any{a, b} {
-		e.strictNumber(n, op, v)
-	}
+	e.strictNumber(n, a)
+	e.strictNumber(n, b)
 }
 
 // valueKind names the kind of a JSON value, for errors.
@@ -422,7 +423,7 @@ func (e *evaluator) eval(n *node, data any) any {
 	case opLt, opLe, opGt, opGe:
 		a, b := e.eval(n.args[0], data), e.eval(n.args[1], data)
 		if e.strict {
-			e.strictCompare(n, opNames[n.op], a, b)
+			e.strictCompare(n, a, b)
 		}
 		var r bool
 		switch n.op {
@@ -440,7 +441,7 @@ func (e *evaluator) eval(n *node, data any) any {
 		if len(n.args) == 3 && r { // between: a < b < c
 			c := e.eval(n.args[2], data)
 			if e.strict {
-				e.strictCompare(n, opNames[n.op], b, c)
+				e.strictCompare(n, b, c)
 			}
 			cmp := e.compare(n, b, c)
 			r = cmp == cmpLess || n.op == opLe && cmp == cmpEqual
@@ -454,7 +455,7 @@ func (e *evaluator) eval(n *node, data any) any {
 		for _, a := range n.args {
 			v := e.eval(a, data)
 			if e.strict {
-				e.strictNumber(n, opNames[n.op], v)
+				e.strictNumber(n, v)
 			}
 			x := e.number(n, v)
 			switch {
@@ -470,7 +471,7 @@ func (e *evaluator) eval(n *node, data any) any {
 		for _, a := range n.args {
 			v := e.eval(a, data)
 			if e.strict {
-				e.strictNumber(n, "+", v)
+				e.strictNumber(n, v)
 			}
 			sum += e.parseFloat(n, v)
 		}
@@ -481,13 +482,13 @@ func (e *evaluator) eval(n *node, data any) any {
 			return first // JavaScript's reduce without an initial value
 		}
 		if e.strict {
-			e.strictNumber(n, "*", first)
+			e.strictNumber(n, first)
 		}
 		prod := e.parseFloat(n, first)
 		for _, a := range n.args[1:] {
 			v := e.eval(a, data)
 			if e.strict {
-				e.strictNumber(n, "*", v)
+				e.strictNumber(n, v)
 			}
 			prod *= e.parseFloat(n, v)
 		}
@@ -1042,7 +1043,7 @@ func utf16Lead(r rune) rune {
 // number only.
 func (e *evaluator) arith(n *node, v any) float64 {
 	if e.strict {
-		return e.strictNumber(n, opNames[n.op], v)
+		return e.strictNumber(n, v)
 	}
 	return e.number(n, v)
 }
