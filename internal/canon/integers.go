@@ -1,7 +1,12 @@
 package canon
 
 import (
+	"cmp"
+	"encoding"
+	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -58,9 +63,11 @@ func checkIntegers(v reflect.Value) error {
 			}
 		}
 	case reflect.Map:
-		iter := v.MapRange()
-		for iter.Next() {
-			if err := checkIntegers(iter.Value()); err != nil {
+		// In the order the canonical form writes the members, so that of
+		// several unsafe integers the same one is reported every time (a
+		// map's own order changes from one range to the next).
+		for _, k := range sortedMapKeys(v) {
+			if err := checkIntegers(v.MapIndex(k)); err != nil {
 				return err
 			}
 		}
@@ -130,4 +137,53 @@ func embeddedStruct(f reflect.StructField) bool {
 		t = t.Elem()
 	}
 	return f.Anonymous && t.Kind() == reflect.Struct
+}
+
+// sortedMapKeys returns m's keys ordered by the member names encoding/json
+// gives them (a string kind's value, a MarshalText method's text, an
+// integer's decimal form), compared as the canonical form orders names,
+// then byte by byte.
+func sortedMapKeys(m reflect.Value) []reflect.Value {
+	keys := m.MapKeys()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = mapKeyName(k)
+	}
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := compareUTF16(names[a], names[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(names[a], names[b])
+	})
+	out := make([]reflect.Value, len(keys))
+	for i, j := range idx {
+		out[i] = keys[j]
+	}
+	return out
+}
+
+// mapKeyName is the member name encoding/json writes for the map key k.
+func mapKeyName(k reflect.Value) string {
+	if k.Kind() == reflect.String {
+		return k.String()
+	}
+	if tm, ok := k.Interface().(encoding.TextMarshaler); ok {
+		if k.Kind() == reflect.Pointer && k.IsNil() {
+			return ""
+		}
+		if b, err := tm.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
+	switch k.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(k.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(k.Uint(), 10)
+	}
+	return fmt.Sprint(k.Interface())
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -136,5 +138,39 @@ func TestUnsafeIntegerErrorEchoesNothing(t *testing.T) {
 	}
 	if _, err := AppendInt(nil, -card); err == nil || strings.Contains(err.Error(), "911111") {
 		t.Errorf("AppendInt err = %v", err)
+	}
+}
+
+// Of several unsafe integers in a map, the general path reports the same
+// one every time: the first in the order the canonical form writes the
+// members, not the map's own order, which changes from one range to the
+// next.
+func TestUnsafeIntegerInAMapIsReportedDeterministically(t *testing.T) {
+	type keyed map[string]any
+	big := map[string]int64{}
+	ints := map[int]int64{}
+	for i := 0; i < 40; i++ {
+		n := int64(1) << (54 + i%9) // 17 to 19 digits
+		big["k"+strconv.Itoa(i)] = n
+		ints[i] = n
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+		want int
+	}{
+		{"string keys", struct{ M map[string]int64 }{big}, 17},     // "k0" sorts first: 2^54
+		{"int keys", struct{ M map[int]int64 }{ints}, 17},          // "0" sorts first: 2^54
+		{"nested", struct{ M keyed }{keyed{"a": big, "b": 1}}, 17}, // through an interface
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 0; i < 50; i++ {
+				err := checkIntegers(reflect.ValueOf(tc.v))
+				var ie *IntegerError
+				if !errors.As(err, &ie) || ie.Digits != tc.want {
+					t.Fatalf("try %d: %v, want an *IntegerError of %d digits", i, err, tc.want)
+				}
+			}
+		})
 	}
 }
