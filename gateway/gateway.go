@@ -568,11 +568,18 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		}
 		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext, room)
 		canceled := ctx.Err() != nil
-		cost = addCost(cost, spec.CostCents)
 		t := r.take(ad, call, out, te, &x.outcome)
 		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
-		cost = addCost(cost, t.cost)
+		// The attempt was made: its cost is charged whatever the budget
+		// says, now, so a retry is made only while the run still has the
+		// budget for it. A cost that takes the run over its budget leaves
+		// the meter Exceeded, which the runtime checks after every call;
+		// the call's result stands (its side effect happened).
+		spent := addCost(spec.CostCents, t.cost)
+		cost = addCost(cost, spent)
 		tokens = addTokens(tokens, t.tokens)
+		_ = r.meter.ChargeIncurredCost(spent)
+		_ = r.meter.ChargeIncurredTokens(t.tokens)
 		if r.observe != nil {
 			a := Attempt{RunID: env.RunID, ToolCallID: env.ToolCallID, CapabilityID: env.CapabilityID, Attempt: attempt,
 				Outcome: out, Error: te, Panicked: panicked, Invalid: t.invalid, Canceled: canceled, Redacted: redacted}
@@ -591,7 +598,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			}
 			r.observe(a)
 		}
-		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) {
+		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) || !r.affordsRetry(spec.CostCents) {
 			break
 		}
 		var wait time.Duration
@@ -605,12 +612,6 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			break
 		}
 	}
-	// The attempts were made: their cost is charged whatever the budget
-	// says. A cost that takes the run over its budget leaves the meter
-	// Exceeded, which the runtime checks after every call; the call's
-	// result stands (its side effect happened).
-	_ = r.meter.ChargeIncurredCost(cost)
-	_ = r.meter.ChargeIncurredTokens(tokens)
 	startResult(&x.res, c, polID)
 	res := &x.res.env
 	if c.approved != nil {
@@ -743,6 +744,19 @@ func addTokens(a, b int) int {
 // where the recorded run stopped retrying (its caller had gone).
 type retryStopper interface {
 	StopRetrying(call *Call) bool
+}
+
+// affordsRetry reports whether the run still has the budget for another
+// attempt costing cents: no dimension is over its limit (an attempt's
+// reported cost or tokens may have taken it over) and the cost left
+// covers the attempt's declared cost, as checkBudget asks of a first
+// attempt.
+func (r *Run) affordsRetry(cents float64) bool {
+	if r.meter.Exceeded() != nil {
+		return false
+	}
+	_, costLeft := r.meter.Left()
+	return cents <= costLeft
 }
 
 func stopsRetrying(ad Adapter, call *Call) bool {
