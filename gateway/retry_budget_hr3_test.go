@@ -75,3 +75,50 @@ func TestRetriesStopWhenTheNextAttemptsCostIsNotLeft(t *testing.T) {
 		t.Errorf("adapter called %d times at 6 cents each, %v cents charged of a 10-cent budget; want 1 call and 6 cents", n, u.CostCents)
 	}
 }
+
+// Calls made at once on one run share its cost budget: two calls whose
+// declared cost the budget holds only once do not both run.
+func TestConcurrentCallsShareTheCostBudget(t *testing.T) {
+	t.Parallel()
+	budget := func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.RunBudget.MaxCostCents = 10
+	}
+	f := newFixture(t, budget)
+	var calls atomic.Int32
+	entered, release := make(chan struct{}, 2), make(chan struct{})
+	run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-release
+		return &gateway.Outcome{Output: map[string]any{}}, nil
+	}), gateway.Capability{ArgsSchema: lookupSchema, CostCents: 6, Timeout: time.Minute}, &gateway.Options{Transcript: canonChecked{t, f.recorder}})
+	done := make(chan *gateway.ToolResultEnvelope, 2)
+	for i := range 2 {
+		go func() {
+			r := lookupCall()
+			r.Step = gateway.StepID{Index: i + 1}
+			r.Args = map[string]any{"order_id": "ord_" + string(rune('a'+i))}
+			res, _ := run.Call(ctx, r)
+			done <- res
+		}()
+	}
+	// Both calls are in the adapter, or one was refused.
+	<-entered
+	select {
+	case <-entered:
+	case res := <-done:
+		close(release)
+		<-done
+		if res.Status != gateway.StatusBlocked {
+			t.Errorf("the call that did not run is %s, want blocked", res.Status)
+		}
+		return
+	case <-time.After(2 * time.Second):
+	}
+	close(release)
+	<-done
+	<-done
+	if n, u := calls.Load(), meter.Usage(); n != 1 || u.CostCents > 10 {
+		t.Errorf("adapter called %d times at 6 cents each, %v cents charged of a 10-cent budget; want 1", n, u.CostCents)
+	}
+}
