@@ -69,15 +69,13 @@ type compiledContent struct {
 // sha256 over the RFC 8785 form of {compiled_prompt, manifests,
 // runtime_controls, budget_report}. The ledger is not part of it.
 func contentHash(c *CompiledContext) (string, error) {
-	return canon.Digest(compiledContent{c.CompiledPrompt, c.Manifests, c.RuntimeControls, c.BudgetReport})
+	return canon.DigestOf(contentEncoding{c})
 }
 
 // LedgerHash returns the ledger_hash of l: sha256 over the RFC 8785 form
 // of the ledger without ledger_hash.
 func LedgerHash(l *ContextLedger) (string, error) {
-	c := *l
-	c.LedgerHash = ""
-	return canon.Digest(&c)
+	return canon.DigestOf(ledgerEncoding{l, true})
 }
 
 // seal sets the hashes of cc in form f.

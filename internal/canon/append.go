@@ -170,3 +170,8 @@ func (m Members) AppendDigestObject(dst []byte, values []any) ([]byte, error) {
 		return m.AppendObject(dst, func(i int) any { return values[i] })
 	})
 }
+
+// CompareKeys orders object member names as the canonical form does, by
+// their UTF-16 code units (RFC 8785 §3.2.3), for writers that sort a
+// map's keys themselves. Names must be valid UTF-8.
+func CompareKeys(a, b string) int { return compareUTF16(a, b) }
