@@ -221,20 +221,10 @@ func (w *objectWriter) int(k string, v int) {
 	w.b = strconv.AppendInt(w.b, int64(v), 10)
 }
 
-// str writes a string as encoding/json does: a string that needs no
-// escaping (printable ASCII other than the quote, the backslash and
-// encoding/json's HTML escapes) as it is, any other through json.Marshal.
+// str writes a string member as encoding/json does (appendJSONString).
 func (w *objectWriter) str(k, s string) {
 	w.key(k)
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			w.marshal(s)
-			return
-		}
-	}
-	w.b = append(w.b, '"')
-	w.b = append(w.b, s...)
-	w.b = append(w.b, '"')
+	w.b = appendJSONString(w.b, s)
 }
 
 // raw writes JSON that encoding/json wrote (compact, with its escapes);

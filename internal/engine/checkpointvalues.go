@@ -599,7 +599,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if jsonPlain[b] {
 				i++
 				continue
 			}
@@ -644,6 +644,16 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// jsonPlain marks the ASCII bytes encoding/json writes as they are in a
+// string, HTML escaping on: all but the control characters, the quote,
+// the backslash, <, > and &.
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for b := range t {
+		t[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
 
 // appendJSONFloat appends a finite f as encoding/json writes a float64:
 // ES6 number-to-string form, exponent notation below 1e-6 and from 1e21,
