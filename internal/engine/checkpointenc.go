@@ -167,7 +167,7 @@ type checkpointCache struct {
 
 func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) []byte {
 	if r != nil && r != c.req {
-		b, err := r.MarshalJSON()
+		b, err := encodeRequest(r)
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.InvokeRequest](), Err: err})
 			return nil
@@ -186,7 +186,7 @@ func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext,
 		return nil
 	}
 	if rc != *key {
-		b, err := rc.MarshalJSON()
+		b, err := encodeRunContext(rc)
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.RunContext](), Err: err})
 			return nil

@@ -359,7 +359,11 @@ func TestCheckpointValueTypes(t *testing.T) {
 		reflect.TypeFor[StepResult](), reflect.TypeFor[gateway.ToolResultEnvelope](), reflect.TypeFor[gateway.ResultMetadata](),
 		reflect.TypeFor[gateway.ToolError](), reflect.TypeFor[gateway.Citation](), reflect.TypeFor[gateway.ChainState](),
 		reflect.TypeFor[gateway.Status](), reflect.TypeFor[runcontext.Usage](), reflect.TypeFor[replay.AdapterOutcome](),
-		reflect.TypeFor[gateway.Outcome](),
+		reflect.TypeFor[gateway.Outcome](), reflect.TypeFor[runcontext.AgentIdentity](), reflect.TypeFor[runcontext.Principal](),
+		reflect.TypeFor[runcontext.PrincipalKind](), reflect.TypeFor[runcontext.Lifecycle](), reflect.TypeFor[runcontext.IdentityClaim](),
+		reflect.TypeFor[runcontext.Delegation](), reflect.TypeFor[runcontext.AuthType](), reflect.TypeFor[runcontext.RunBudget](),
+		reflect.TypeFor[runcontext.TraceContext](), reflect.TypeFor[runcontext.Input](), reflect.TypeFor[runcontext.Mode](),
+		reflect.TypeFor[runcontext.RuntimeHints](), reflect.TypeFor[runcontext.Attachment](), reflect.TypeFor[runcontext.Trace](),
 	} {
 		for _, tt := range []reflect.Type{typ, reflect.PointerTo(typ)} {
 			if tt.Implements(marshaler) || tt.Implements(texter) {
@@ -391,5 +395,77 @@ func FuzzCheckpointValues(f *testing.F) {
 			st.MeterUsage.CostCents = x
 		}
 		sameAsJSON(t, st)
+	})
+}
+
+// randomRun fills a run context and a request at random; their extension
+// members and the user's unknown claims are mostly left out (with them,
+// MarshalJSON writes them itself).
+func randomRun(r *rand.Rand, extra string) (*runcontext.RunContext, *runcontext.InvokeRequest) {
+	g := &valueGen{r: r, extra: extra}
+	rc, req := &runcontext.RunContext{}, &runcontext.InvokeRequest{}
+	g.fill(reflect.ValueOf(rc).Elem())
+	g.fill(reflect.ValueOf(req).Elem())
+	ext := func() map[string]json.RawMessage {
+		if r.IntN(8) > 0 {
+			return nil
+		}
+		return map[string]json.RawMessage{"x_" + g.str(): json.RawMessage(`{"b": 1, "a": "<"}`), "run_id": json.RawMessage(`1`)}
+	}
+	rc.Extensions, rc.User.Claims, req.Extensions, req.User.Claims = ext(), ext(), ext(), ext()
+	return rc, req
+}
+
+// TestCheckpointRunValues holds the run context's and the request's
+// writers to their MarshalJSON (bytes and errors), and the checkpoint
+// that holds them to json.Marshal's.
+func TestCheckpointRunValues(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	r := rand.New(rand.NewPCG(37, 3))
+	plain := 0
+	for i := range n {
+		rc, req := randomRun(r, oddStrings[i%len(oddStrings)])
+		sameRun(t, rc, req)
+		if _, err := rc.MarshalJSON(); err == nil && len(rc.Extensions) == 0 && len(rc.User.Claims) == 0 {
+			plain++
+		}
+		st := randomCheckpoint(r, "")
+		st.Run, st.Request = rc, req
+		if i%3 == 0 {
+			st.Origin = rc
+		}
+		sameAsJSON(t, st)
+	}
+	if plain < n/3 {
+		t.Fatalf("only %d of %d run contexts are written by the writer: the test does not reach it", plain, n)
+	}
+}
+
+func sameRun(t *testing.T, rc *runcontext.RunContext, req *runcontext.InvokeRequest) {
+	t.Helper()
+	got, err := encodeRunContext(rc)
+	want, werr := rc.MarshalJSON()
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !bytes.Equal(got, want) {
+		t.Fatalf("run context written as\n%s (%v)\nMarshalJSON writes\n%s (%v)", got, err, want, werr)
+	}
+	got, err = encodeRequest(req)
+	want, werr = req.MarshalJSON()
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !bytes.Equal(got, want) {
+		t.Fatalf("request written as\n%s (%v)\nMarshalJSON writes\n%s (%v)", got, err, want, werr)
+	}
+}
+
+// FuzzCheckpointRunValues is TestCheckpointRunValues for the fuzzer's
+// seed and string.
+func FuzzCheckpointRunValues(f *testing.F) {
+	for i, s := range oddStrings {
+		f.Add(s, uint64(i))
+	}
+	f.Fuzz(func(t *testing.T, s string, seed uint64) {
+		rc, req := randomRun(rand.New(rand.NewPCG(seed, seed>>9)), s)
+		sameRun(t, rc, req)
 	})
 }
