@@ -37,8 +37,10 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.key("active")
 		w.b = append(w.b, "true"...)
 	}
-	w.raw("request", st.enc.request(w, st.Request))
-	w.raw("run_context", st.enc.runContext(w, st.Run, &st.enc.rc, &st.enc.rcJSON))
+	w.key("request")
+	st.enc.request(w, st.Request)
+	w.key("run_context")
+	st.enc.runContext(w, st.Run, &st.enc.rc, &st.enc.rcJSON)
 	if st.LedgerPacks != "" {
 		w.str("ledger_packs", st.LedgerPacks)
 	}
@@ -96,7 +98,8 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.str("stopped", st.Stopped)
 	}
 	if st.Origin != nil {
-		w.raw("origin_run_context", st.enc.runContext(w, st.Origin, &st.enc.org, &st.enc.orgJSON))
+		w.key("origin_run_context")
+		st.enc.runContext(w, st.Origin, &st.enc.org, &st.enc.orgJSON)
 	}
 	w.int("planner_calls", st.PlannerCalls)
 	if len(st.PlannerErrors) > 0 {
@@ -165,35 +168,54 @@ type checkpointCache struct {
 	orgJSON []byte
 }
 
-func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) []byte {
-	if r != nil && r != c.req {
-		b, err := encodeRequest(r)
+// request writes the request member's value: the JSON kept from an
+// earlier save of r, or r's JSON, written into the checkpoint and kept.
+func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) {
+	switch {
+	case r == nil:
+		w.null()
+	case r == c.req:
+		w.b = append(w.b, c.reqJSON...)
+	default:
+		mark := len(w.b)
+		if len(r.Extensions) == 0 && w.plain(func() { w.request(r) }) {
+			c.req, c.reqJSON = r, bytes.Clone(w.b[mark:])
+			return
+		}
+		b, err := r.MarshalJSON()
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.InvokeRequest](), Err: err})
-			return nil
+			w.null()
+			return
 		}
 		c.req, c.reqJSON = r, b
+		w.b = append(w.b, b...)
 	}
-	if r == nil {
-		return nil
-	}
-	return c.reqJSON
 }
 
-// runContext is the JSON of rc, kept in *at for the pointer *key.
-func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext, key **runcontext.RunContext, at *[]byte) []byte {
-	if rc == nil {
-		return nil
-	}
-	if rc != *key {
-		b, err := encodeRunContext(rc)
+// runContext writes rc's JSON as request does r's, kept in *at for the
+// pointer *key.
+func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext, key **runcontext.RunContext, at *[]byte) {
+	switch {
+	case rc == nil:
+		w.null()
+	case rc == *key:
+		w.b = append(w.b, *at...)
+	default:
+		mark := len(w.b)
+		if len(rc.Extensions) == 0 && w.plain(func() { w.runContext(rc) }) {
+			*key, *at = rc, bytes.Clone(w.b[mark:])
+			return
+		}
+		b, err := rc.MarshalJSON()
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.RunContext](), Err: err})
-			return nil
+			w.null()
+			return
 		}
 		*key, *at = rc, b
+		w.b = append(w.b, b...)
 	}
-	return *at
 }
 
 // objectWriter writes a JSON object's members as encoding/json writes a
@@ -225,17 +247,6 @@ func (w *objectWriter) int(k string, v int) {
 func (w *objectWriter) str(k, s string) {
 	w.key(k)
 	w.b = appendJSONString(w.b, s)
-}
-
-// raw writes JSON that encoding/json wrote (compact, with its escapes);
-// nil is null.
-func (w *objectWriter) raw(k string, b []byte) {
-	w.key(k)
-	if b == nil {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	w.b = append(w.b, b...)
 }
 
 // times writes a list of times as json.Marshal does: each as its

@@ -18,28 +18,37 @@ import (
 // errNotPlain stops a writer below: the value is left to MarshalJSON.
 var errNotPlain = errors.New("contextos: not written without MarshalJSON")
 
-// encodeRunContext is rc.MarshalJSON().
+// encodeRunContext is rc.MarshalJSON() (what the checkpoint writes of rc).
 func encodeRunContext(rc *runcontext.RunContext) ([]byte, error) {
-	if len(rc.Extensions) == 0 {
-		w := objectWriter{b: make([]byte, 0, 1024)}
-		w.runContext(rc)
-		if w.err == nil {
-			return w.b, nil
-		}
+	var w objectWriter
+	if len(rc.Extensions) == 0 && w.plain(func() { w.runContext(rc) }) {
+		return w.b, nil
 	}
 	return rc.MarshalJSON()
 }
 
-// encodeRequest is r.MarshalJSON().
+// encodeRequest is r.MarshalJSON() (what the checkpoint writes of r).
 func encodeRequest(r *runcontext.InvokeRequest) ([]byte, error) {
-	if len(r.Extensions) == 0 {
-		w := objectWriter{b: make([]byte, 0, 1024)}
-		w.request(r)
-		if w.err == nil {
-			return w.b, nil
-		}
+	var w objectWriter
+	if len(r.Extensions) == 0 && w.plain(func() { w.request(r) }) {
+		return w.b, nil
 	}
 	return r.MarshalJSON()
+}
+
+// plain runs write, which writes a value into w, and reports whether it
+// wrote it: when it stopped (errNotPlain, or encoding/json failed on a
+// value inside), w is left as it was.
+func (w *objectWriter) plain(write func()) bool {
+	mark, err := len(w.b), w.err
+	w.err = nil
+	write()
+	ok := w.err == nil
+	if !ok {
+		w.b = w.b[:mark]
+	}
+	w.err = err
+	return ok
 }
 
 // strictMode writes an approval mode as MarshalText does, or stops.

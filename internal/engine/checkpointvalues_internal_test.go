@@ -469,3 +469,18 @@ func FuzzCheckpointRunValues(f *testing.F) {
 		sameRun(t, rc, req)
 	})
 }
+
+// TestCheckpointCacheOwnsItsBytes holds the request and run context JSON a
+// state keeps between saves to its own copy: they are written into the
+// pooled buffer of the save that encodes them, which later saves of other
+// runs write over.
+func TestCheckpointCacheOwnsItsBytes(t *testing.T) {
+	a, b := fullCheckpoint(), fullCheckpoint()
+	b.Request = &runcontext.InvokeRequest{RequestID: strings.Repeat("req_b", 40), TenantID: "t_b"}
+	b.Run = &runcontext.RunContext{RunID: strings.Repeat("run_b", 40), SafetyMode: runcontext.ReadOnly}
+	b.Origin = b.Run
+	for range 3 {
+		sameAsJSON(t, a)
+		sameAsJSON(t, b)
+	}
+}
