@@ -84,7 +84,19 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	c.key, c.keyCopy = key, key
 	c.env.IdempotencyKey = &c.keyCopy
 	if c.s.injectsKey {
-		if _, has := c.env.Args[keyArg]; !has {
+		if old, has := c.env.Args[keyArg]; has && old != key {
+			// The plan's own idempotency_key argument (a model fills in
+			// what the tool's schema declares) never reaches the adapter:
+			// the key there is the derived one, scoped to the tenant and
+			// run, as on the envelope. The plan's value is part of the
+			// arguments the key and the call's id were derived from.
+			c.env.Args[keyArg] = key
+			if b, err := canon.AppendValue(c.argsJSON()[:0], c.env.Args); err == nil && c.args != nil {
+				*c.args = b
+			} else {
+				c.releaseArgs()
+			}
+		} else if !has {
 			// The arguments' encoding with the key, for the payload size and
 			// the transcript digest (the call's id and key are derived
 			// already): the key's member written into the encoding without

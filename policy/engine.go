@@ -384,6 +384,10 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	if opts != nil {
 		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
 	}
+	// A non-number where a rule or gate reads a number fails closed, also
+	// where no var operand names it (a reduce over a call's line items, a
+	// computed value): see logic.Limits.StrictNumbers.
+	e.limits.StrictNumbers = true
 	order := make([]int, len(p.PolicyLayer.PolicyBundles))
 	for i := range order {
 		order[i] = i
@@ -789,6 +793,10 @@ func (e *Engine) run(prog *logic.Program, checks []typeCheck, vr *varReads, rv *
 		if errors.As(err, &be) {
 			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindBudget, Path: be.Path, Msg: strings.TrimPrefix(be.Error(), be.Path+": ")}
 		}
+		var ne *logic.NumberError
+		if errors.As(err, &ne) {
+			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: ne.Path, Msg: strings.TrimPrefix(ne.Error(), ne.Path+": ")}
+		}
 		return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindEvaluation, Msg: err.Error()}
 	}
 	return out, nil
@@ -800,7 +808,10 @@ type typeCheck struct {
 	op, path string
 }
 
-var numericOps = map[string]bool{">": true, ">=": true, "<": true, "<=": true, "+": true, "-": true, "*": true, "/": true, "%": true}
+// numericOps are the operators that read their operands as numbers: a
+// non-number makes a comparison false (NaN) or a max, min or sum NaN, so a
+// gate over a call's argument would not hold the call.
+var numericOps = map[string]bool{">": true, ">=": true, "<": true, "<=": true, "+": true, "-": true, "*": true, "/": true, "%": true, "max": true, "min": true}
 
 func typeChecks(expr any) []typeCheck {
 	var out []typeCheck
@@ -840,7 +851,10 @@ func typeChecks(expr any) []typeCheck {
 
 var scoped = map[string]bool{"map": true, "filter": true, "reduce": true, "all": true, "none": true, "some": true}
 
-// plainVar reports a {"var": "path"} operand without a default.
+// plainVar reports a {"var": "path"} operand, with a default or without:
+// the check reads the value the document holds (a default stands only for
+// a value the document lacks, and a null the document holds is read as
+// null, not as the default).
 func plainVar(v any) (string, bool) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
@@ -851,7 +865,7 @@ func plainVar(v any) (string, bool) {
 		return "", false
 	}
 	if list, ok := arg.([]any); ok {
-		if len(list) != 1 {
+		if len(list) != 1 && len(list) != 2 {
 			return "", false
 		}
 		arg = list[0]

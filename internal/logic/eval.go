@@ -37,6 +37,32 @@ type Limits struct {
 	// MaxBytes bounds what one evaluation builds: the bytes of the strings
 	// it makes plus 16 per array element. Default DefaultMaxBytes.
 	MaxBytes int
+	// StrictNumbers makes a value JsonLogic would read as a number without
+	// being one an error (a *NumberError) instead of a NaN or a coercion:
+	// an operand of +, -, *, /, %, max or min that is not a number (or is
+	// NaN), and a comparison (<, <=, >, >=) of anything but two numbers or
+	// two strings. A NaN makes every comparison false, so a control written
+	// as one (a total above a threshold) would otherwise not hold for data
+	// that carries a non-number where the total reads it.
+	StrictNumbers bool
+}
+
+// NumberError is a value read as a number that is not one, in an
+// evaluation with Limits.StrictNumbers; the evaluation has no result.
+type NumberError struct {
+	// Path locates the operator in the expression ("" is the expression
+	// itself).
+	Path string
+	// Op is the operator; Got says what it was given ("a string").
+	Op, Got string
+}
+
+func (e *NumberError) Error() string {
+	msg := fmt.Sprintf("operator %q needs numbers, got %s", e.Op, e.Got)
+	if e.Path == "" {
+		return msg
+	}
+	return e.Path + ": " + msg
 }
 
 func (l Limits) withDefaults() Limits {
@@ -188,11 +214,15 @@ func (p *Program) Eval(data any, lim Limits) (out any, err error) {
 
 func (p *Program) eval(data any, lim Limits, eager bool) (out any, err error) {
 	lim = lim.withDefaults()
-	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes, eager: eager}
+	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes, eager: eager, strict: lim.StrictNumbers}
 	defer func() {
 		if r := recover(); r != nil {
 			if be, ok := r.(*BudgetError); ok {
 				out, err = nil, be
+				return
+			}
+			if ne, ok := r.(*NumberError); ok {
+				out, err = nil, ne
 				return
 			}
 			out, err = nil, &Error{Msg: fmt.Sprintf("internal evaluation fault (%T)", r)}
@@ -240,7 +270,58 @@ type evaluator struct {
 	// budget for branches a lazy evaluation skips), as an evaluator
 	// without short-circuits would.
 	eager bool
+	// strict is Limits.StrictNumbers.
+	strict bool
 }
+
+// strictNumber is an operand of n (an arithmetic operator or a
+// comparison) under StrictNumbers: a number, or a *NumberError.
+func (e *evaluator) strictNumber(n *node, v any) float64 {
+	if f, ok := v.(float64); ok && !math.IsNaN(f) {
+		return f
+	}
+	f, ok := norm(v).(float64)
+	if !ok || math.IsNaN(f) {
+		got := "NaN"
+		if !ok {
+			got = valueKind(v)
+		}
+		panic(&NumberError{Path: n.where, Op: opNames[n.op], Got: got})
+	}
+	return f
+}
+
+// strictCompare checks the operands of a comparison under StrictNumbers:
+// two numbers or two strings.
+func (e *evaluator) strictCompare(n *node, a, b any) {
+	if _, ok := a.(string); ok {
+		if _, ok := b.(string); ok {
+			return
+		}
+	}
+	e.strictNumber(n, a)
+	e.strictNumber(n, b)
+}
+
+// valueKind names the kind of a JSON value, for errors.
+func valueKind(v any) string {
+	switch norm(v).(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+// opNames are the operators StrictNumbers names in its errors.
+var opNames = map[opcode]string{opGt: ">", opGe: ">=", opLt: "<", opLe: "<=", opMax: "max", opMin: "min", opAdd: "+", opSub: "-", opMul: "*", opDiv: "/", opMod: "%"}
 
 func (e *evaluator) step(n *node, cost int) {
 	e.ops += cost
@@ -341,6 +422,9 @@ func (e *evaluator) eval(n *node, data any) any {
 		return eq == (n.op == opEq || n.op == opStrictEq)
 	case opLt, opLe, opGt, opGe:
 		a, b := e.eval(n.args[0], data), e.eval(n.args[1], data)
+		if e.strict {
+			e.strictCompare(n, a, b)
+		}
 		var r bool
 		switch n.op {
 		case opLt:
@@ -356,6 +440,9 @@ func (e *evaluator) eval(n *node, data any) any {
 		}
 		if len(n.args) == 3 && r { // between: a < b < c
 			c := e.eval(n.args[2], data)
+			if e.strict {
+				e.strictCompare(n, b, c)
+			}
 			cmp := e.compare(n, b, c)
 			r = cmp == cmpLess || n.op == opLe && cmp == cmpEqual
 		}
@@ -366,7 +453,11 @@ func (e *evaluator) eval(n *node, data any) any {
 			r = math.Inf(1)
 		}
 		for _, a := range n.args {
-			x := e.number(n, e.eval(a, data))
+			v := e.eval(a, data)
+			if e.strict {
+				e.strictNumber(n, v)
+			}
+			x := e.number(n, v)
 			switch {
 			case math.IsNaN(x) || math.IsNaN(r):
 				r = math.NaN()
@@ -378,7 +469,11 @@ func (e *evaluator) eval(n *node, data any) any {
 	case opAdd:
 		sum := 0.0
 		for _, a := range n.args {
-			sum += e.parseFloat(n, e.eval(a, data))
+			v := e.eval(a, data)
+			if e.strict {
+				e.strictNumber(n, v)
+			}
+			sum += e.parseFloat(n, v)
 		}
 		return sum
 	case opMul:
@@ -386,23 +481,30 @@ func (e *evaluator) eval(n *node, data any) any {
 		if len(n.args) == 1 {
 			return first // JavaScript's reduce without an initial value
 		}
+		if e.strict {
+			e.strictNumber(n, first)
+		}
 		prod := e.parseFloat(n, first)
 		for _, a := range n.args[1:] {
-			prod *= e.parseFloat(n, e.eval(a, data))
+			v := e.eval(a, data)
+			if e.strict {
+				e.strictNumber(n, v)
+			}
+			prod *= e.parseFloat(n, v)
 		}
 		return prod
 	case opSub:
-		a := e.number(n, e.eval(n.args[0], data))
+		a := e.arith(n, e.eval(n.args[0], data))
 		if len(n.args) == 1 {
 			return -a
 		}
-		return a - e.number(n, e.eval(n.args[1], data))
+		return a - e.arith(n, e.eval(n.args[1], data))
 	case opDiv:
-		a := e.number(n, e.eval(n.args[0], data))
-		return a / e.number(n, e.eval(n.args[1], data))
+		a := e.arith(n, e.eval(n.args[0], data))
+		return a / e.arith(n, e.eval(n.args[1], data))
 	case opMod:
-		a := e.number(n, e.eval(n.args[0], data))
-		return math.Mod(a, e.number(n, e.eval(n.args[1], data)))
+		a := e.arith(n, e.eval(n.args[0], data))
+		return math.Mod(a, e.arith(n, e.eval(n.args[1], data)))
 	case opMap, opFilter, opAll, opNone, opSome:
 		return e.loop(n, data)
 	case opReduce:
@@ -935,6 +1037,15 @@ func utf16Lead(r rune) rune {
 		return r
 	}
 	return 0xD800 + (r-0x10000)>>10
+}
+
+// arith is an operand of -, / or %: ToNumber, or under StrictNumbers a
+// number only.
+func (e *evaluator) arith(n *node, v any) float64 {
+	if e.strict {
+		return e.strictNumber(n, v)
+	}
+	return e.number(n, v)
 }
 
 // number is ToNumber, charging arrays' string form.

@@ -261,3 +261,52 @@ func TestEvalBudget(t *testing.T) {
 		t.Fatalf("bytes: %v", err)
 	}
 }
+
+// StrictNumbers: a value read as a number that is not one is a
+// *NumberError, where JsonLogic gives NaN (every comparison false) or a
+// coercion; numbers, two strings compared, and any expression without a
+// numeric operator evaluate as without it.
+func TestStrictNumbers(t *testing.T) {
+	strict := Limits{StrictNumbers: true}
+	data := map[string]any{"n": 5.0, "s": "abc", "z": nil, "lines": []any{map[string]any{"a": 1.0}, map[string]any{}}}
+	for _, tc := range []struct {
+		expr string
+		want any // nil: a *NumberError
+	}{
+		{`{">":[{"var":"n"},3]}`, true},
+		{`{"<":["a","b"]}`, true},
+		{`{"<":[1,{"var":"n"},9]}`, true},
+		{`{"+":[{"var":"n"},1]}`, 6.0},
+		{`{"max":[{"var":"n"},1]}`, 5.0},
+		{`{"==":[{"var":"s"},5]}`, false},
+		{`{"cat":[{"var":"s"},1]}`, "abc1"},
+		{`{">":[{"var":"s"},3]}`, nil},
+		{`{">":[{"var":"z"},3]}`, nil},
+		{`{"<":[1,{"var":"s"},9]}`, nil},
+		{`{"<":[1,5,{"var":"s"}]}`, nil},
+		{`{"+":[{"var":"n"},"5,000"]}`, nil},
+		{`{"*":[{"var":"n"},true]}`, nil},
+		{`{"-":[{"var":"s"}]}`, nil},
+		{`{"/":[{"var":"n"},[1]]}`, nil},
+		{`{"%":[{"var":"n"},{"var":"z"}]}`, nil},
+		{`{"min":[{"var":"n"},"1"]}`, nil},
+		{`{">":[{"/":[0,{"-":[{"var":"n"},5]}]},1]}`, nil},
+		{`{">":[{"reduce":[{"var":"lines"},{"+":[{"var":"accumulator"},{"var":"current.a"}]},0]},0]}`, nil},
+	} {
+		p, err := Compile(json.RawMessage(tc.expr))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		got, err := p.Eval(data, strict)
+		var ne *NumberError
+		switch {
+		case tc.want == nil && !errors.As(err, &ne):
+			t.Errorf("%s = %v, %v; want a *NumberError", tc.expr, got, err)
+		case tc.want != nil && (err != nil || got != tc.want):
+			t.Errorf("%s = %v, %v; want %v", tc.expr, got, err, tc.want)
+		}
+		if _, err := p.Eval(data, Limits{}); err != nil {
+			t.Errorf("%s without StrictNumbers: %v", tc.expr, err)
+		}
+	}
+}
