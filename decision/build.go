@@ -73,7 +73,7 @@ func Build(in BuildInput) (*Record, error) {
 	}
 	refs := slices.Clone(in.EvidenceRefs)
 	for _, t := range in.Facts.ToolResults {
-		if !slices.Contains(refs, t.ref()) {
+		if !slices.ContainsFunc(refs, t.isRef) {
 			refs = append(refs, t.ref())
 		}
 	}

@@ -119,6 +119,9 @@ func recordWithIdentity(t *testing.T, mutate func(a *decision.AgentIdentity)) er
 // pathRE matches a file path in an error message.
 var pathRE = regexp.MustCompile(`(?:/[^\s/:]+)+`)
 
+// pidRE matches the process id a lock's holder is named by.
+var pidRE = regexp.MustCompile(`pid [0-9]+`)
+
 func TestHostileDecision(t *testing.T) {
 	t.Parallel()
 	type outcome struct {
@@ -369,9 +372,10 @@ func TestHostileDecision(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.want.text)
 			}
 			// No error quotes a record's content. The store's path may
-			// name the log (t.TempDir's random digits can hold "4200"):
-			// it is taken out first.
-			msg := pathRE.ReplaceAllString(err.Error(), "<path>")
+			// name the log (t.TempDir's random digits can hold "4200"),
+			// and a lock's holder is named by its pid (pid 24200 did):
+			// they are taken out first.
+			msg := pidRE.ReplaceAllString(pathRE.ReplaceAllString(err.Error(), "<path>"), "pid <pid>")
 			for _, secret := range []string{"refund_amount_inr", "4200", "approved_by_attacker"} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("error quotes record content %q: %v", secret, err)

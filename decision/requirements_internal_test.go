@@ -57,7 +57,7 @@ func TestUnsatisfiedPathsAsFormatted(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Unsatisfied gave\n%#v\nnot\n%#v", got, want)
 	}
-	for _, r := range requirements(spec, f) {
+	for r := range requirements(spec, f) {
 		if q := r.withPath(); !slicesContainsReq(all, q) {
 			t.Fatalf("requirement %#v has no formatted twin", q)
 		}

@@ -3,6 +3,8 @@ package decision
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,7 +213,9 @@ func sealOnce(c *Record) (b []byte, ok bool, err error) {
 	// Without the members: each goes with the comma before it (neither is
 	// its object's first member: actor and compiled_context_hash sort
 	// before it), else with the comma after it.
-	unhashed := make([]byte, 0, len(b))
+	// The digest is taken of the bytes around them as they are (no copy
+	// of the record without them): canon.DigestBytes' form.
+	d := sha256.New()
 	from := 0
 	for _, a := range at[:n] {
 		end := a + len(placeholderMember)
@@ -221,11 +225,13 @@ func sealOnce(c *Record) (b []byte, ok bool, err error) {
 		case end < len(b) && b[end] == ',':
 			end++
 		}
-		unhashed = append(unhashed, b[from:a]...)
+		d.Write(b[from:a])
 		from = end
 	}
-	unhashed = append(unhashed, b[from:]...)
-	h := canon.DigestBytes(unhashed)
+	d.Write(b[from:])
+	var sum [sha256.Size]byte
+	var hb [canon.DigestLen]byte
+	h := string(hex.AppendEncode(append(hb[:0], canon.DigestPrefix...), d.Sum(sum[:0])))
 	for _, a := range at[:n] {
 		copy(b[a+len(`"record_hash":"`):], h)
 	}

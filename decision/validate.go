@@ -8,6 +8,7 @@ import (
 	"github.com/contextos/contextos/internal/logic"
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/sortedkeys"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,21 +122,26 @@ type Requirement struct {
 // requires entries of each applied rule bound to spec's decision or to
 // none. Refusal and escalation outcomes need none of them. Their paths
 // are left to [requirement.withPath]: only an unsatisfied one is given
-// its path.
-func requirements(spec pack.DecisionSpec, f *Facts) []requirement {
-	out := make([]requirement, 0, len(spec.RequiredEvidence))
-	for i, name := range spec.RequiredEvidence {
-		out = append(out, requirement{q: Requirement{Name: name}, index: i})
-	}
-	for _, r := range f.AppliedRules {
-		if r.DecisionBinding != "" && r.DecisionBinding != spec.DecisionKey {
-			continue
+// its path. They are yielded, not gathered in a list: Unsatisfied keeps
+// only the few a run lacks.
+func requirements(spec pack.DecisionSpec, f *Facts) iter.Seq[requirement] {
+	return func(yield func(requirement) bool) {
+		for i, name := range spec.RequiredEvidence {
+			if !yield(requirement{q: Requirement{Name: name}, index: i}) {
+				return
+			}
 		}
-		for i, name := range r.Requires {
-			out = append(out, requirement{q: Requirement{Name: name, BundleID: r.BundleID, RuleID: r.RuleID}, index: i, rule: true})
+		for _, r := range f.AppliedRules {
+			if r.DecisionBinding != "" && r.DecisionBinding != spec.DecisionKey {
+				continue
+			}
+			for i, name := range r.Requires {
+				if !yield(requirement{q: Requirement{Name: name, BundleID: r.BundleID, RuleID: r.RuleID}, index: i, rule: true}) {
+					return
+				}
+			}
 		}
 	}
-	return out
 }
 
 // requirement is a Requirement without its Path, and what the path is
@@ -162,7 +168,7 @@ func (r requirement) withPath() Requirement {
 // need none of them.
 func Unsatisfied(spec pack.DecisionSpec, f *Facts) []Requirement {
 	var out []Requirement
-	for _, r := range requirements(spec, f) {
+	for r := range requirements(spec, f) {
 		if !satisfied(r.q.Name, f) {
 			out = append(out, r.withPath())
 		}
@@ -179,6 +185,13 @@ type ToolFact struct {
 
 // ref is the evidence ref a tool result is cited by.
 func (t ToolFact) ref() string { return "tool:" + t.CapabilityID + ":" + t.ToolCallID }
+
+// isRef reports whether s is t.ref(), without writing it.
+func (t ToolFact) isRef(s string) bool {
+	rest, ok := strings.CutPrefix(s, "tool:")
+	return ok && len(rest) == len(t.CapabilityID)+1+len(t.ToolCallID) && rest[:len(t.CapabilityID)] == t.CapabilityID &&
+		rest[len(t.CapabilityID)] == ':' && rest[len(t.CapabilityID)+1:] == t.ToolCallID
+}
 
 // satisfied reports whether a required evidence name is satisfied
 // (docs/evidence.md): by a successful tool result of the

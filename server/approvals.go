@@ -77,6 +77,16 @@ func expiresAt(p contextos.PendingApproval) time.Time {
 }
 
 func (h *Handler) view(p contextos.PendingApproval) approvalView {
+	// The runtime redacts the arguments by the built-in rules and the
+	// run's active ones; the handler's own rules apply to every answer,
+	// whatever the run's pack activated.
+	if args, changed := h.redaction.value(p.Args); changed {
+		m, _ := args.(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		p.Args = m
+	}
 	exp := expiresAt(p)
 	left := exp.Sub(h.o.Now())
 	v := approvalView{PendingApproval: p, ExpiresAt: exp.UTC(), Expired: left <= 0, Decide: h.path("/v1/runs/" + p.RunID + "/approvals/" + p.GateID)}
@@ -180,11 +190,19 @@ func (h *Handler) requesters(ctx context.Context, pa contextos.PendingApproval) 
 	return names, nil
 }
 
-// decisionBody is a decision's body.
+// decisionBody is a decision's body. ActionDigest, when set, is the
+// action digest of the pause the approver was shown: the decision is
+// refused unless that pause is the one the run awaits, so a decision
+// meant for a call never lands on the next pause of the same gate (the
+// inbox's form always sends it).
 type decisionBody struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason"`
+	Decision     string `json:"decision"`
+	Reason       string `json:"reason"`
+	ActionDigest string `json:"action_digest,omitempty"`
 }
+
+// maxDigestBytes bounds a decision's action digest.
+const maxDigestBytes = 200
 
 func (b *decisionBody) check() *apiError {
 	if b.Decision != DecisionApprove && b.Decision != DecisionDeny {
@@ -195,6 +213,9 @@ func (b *decisionBody) check() *apiError {
 	}
 	if strings.ContainsFunc(b.Reason, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }) {
 		return invalid(FieldError{Path: "reason", Code: "control", Message: "must not hold control characters"})
+	}
+	if len(b.ActionDigest) > maxDigestBytes || strings.ContainsFunc(b.ActionDigest, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return invalid(FieldError{Path: "action_digest", Code: "format", Message: "must be an action digest (printable ASCII, at most 200 bytes)"})
 	}
 	b.Reason = strings.TrimSpace(b.Reason)
 	return nil
@@ -267,6 +288,9 @@ func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string
 	if self {
 		return nil, forbidden(RuleSelfApproval, "the caller requested or started this run and gate %s needs someone else to decide", pa.GateID)
 	}
+	if body.ActionDigest != "" && body.ActionDigest != pa.ActionDigest {
+		return nil, h.otherPause(ctx, runID, gateID, body.ActionDigest)
+	}
 	now := h.o.Now()
 	if body.Decision == DecisionApprove && !now.Before(expiresAt(*pa)) {
 		return nil, errorf(http.StatusConflict, CodeApprovalExpired, "the approval expired at %s (%ds after the run paused); it can only be denied", expiresAt(*pa).UTC().Format(time.RFC3339), pa.TTLSeconds)
@@ -322,6 +346,30 @@ func (h *Handler) notPending(ctx context.Context, p *Principal, runID, gateID st
 		break
 	}
 	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval on %s", clip(gateID))
+}
+
+// otherPause answers a decision naming the action digest of a pause the
+// run no longer awaits on gateID: 409 already decided when the run paused
+// on that action and the pause has a decision, 409 not pending otherwise.
+func (h *Handler) otherPause(ctx context.Context, runID, gateID, digest string) *apiError {
+	recs, err := h.stores.Records.List(ctx, decision.Filter{RunID: runID})
+	if err != nil {
+		return h.storeError("list records", err)
+	}
+	for _, rec := range slices.Backward(recs) {
+		a := rec.Awaiting
+		if rec.Status != decision.Deferred || a == nil || a.GateID != gateID || a.ActionDigest != digest {
+			continue
+		}
+		raw, ok, err := h.ledger.get(ctx, decisionKey(rec.TenantID, runID, rec.RecordID, a.GateID, a.ToolCallID, a.ActionDigest))
+		if err != nil {
+			return h.storeError("read decision", err)
+		}
+		if ok {
+			return alreadyDecided(raw)
+		}
+	}
+	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval of that action on %s", clip(gateID))
 }
 
 // resume continues the run with d on a worker, now when a slot is free;

@@ -294,7 +294,7 @@ func (h *Handler) inboxDecide(w http.ResponseWriter, r *http.Request) {
 		h.pageError(w, p, errorf(http.StatusBadRequest, CodeInvalidRequest, "the form could not be read"))
 		return
 	}
-	body := decisionBody{Decision: r.PostForm.Get("decision"), Reason: r.PostForm.Get("reason")}
+	body := decisionBody{Decision: r.PostForm.Get("decision"), Reason: r.PostForm.Get("reason"), ActionDigest: r.PostForm.Get("action_digest")}
 	if aerr := body.check(); aerr != nil {
 		h.pageError(w, p, aerr)
 		return

@@ -24,13 +24,12 @@ import (
 // are never changed in place (a resume with a new budget replaces the
 // run context).
 func marshalCheckpoint(st *checkpointState) ([]byte, error) {
-	bp := checkpointBufs.Get().(*[]byte)
-	w := objectWriter{b: (*bp)[:0]}
-	w.enc = json.NewEncoder(appendWriter{&w.b})
+	w := checkpointBufs.Get().(*objectWriter)
 	defer func() {
 		if cap(w.b) <= maxCheckpointBuf {
-			*bp = w.b[:0]
-			checkpointBufs.Put(bp)
+			clear(w.keys)
+			w.b, w.err, w.keys = w.b[:0], nil, w.keys[:0]
+			checkpointBufs.Put(w)
 		}
 	}()
 	w.str("run_id", st.RunID)
@@ -38,18 +37,24 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.key("active")
 		w.b = append(w.b, "true"...)
 	}
-	w.raw("request", st.enc.request(&w, st.Request))
-	w.raw("run_context", st.enc.runContext(&w, st.Run, &st.enc.rc, &st.enc.rcJSON))
+	w.key("request")
+	st.enc.request(w, st.Request)
+	w.key("run_context")
+	st.enc.runContext(w, st.Run, &st.enc.rc, &st.enc.rcJSON)
 	if st.LedgerPacks != "" {
 		w.str("ledger_packs", st.LedgerPacks)
 	}
 	w.int("turn", st.Turn)
 	w.int("replans", st.Replans)
-	w.value("plan", &st.Plan)
+	w.key("plan")
+	w.plan(st.Plan)
 	w.int("step_index", st.StepIndex)
-	w.value("results", &st.Results)
-	w.value("usage", &st.Usage)
-	w.value("meter_usage", &st.MeterUsage)
+	w.key("results")
+	w.results(st.Results)
+	w.key("usage")
+	w.planUsage(&st.Usage)
+	w.key("meter_usage")
+	w.meterUsage(&st.MeterUsage)
 	w.str("started_at", st.StartedAt)
 	if st.Pending != nil {
 		w.value("pending", &st.Pending)
@@ -58,7 +63,8 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.str("deferred_record_id", st.Deferred)
 	}
 	if len(st.Open) > 0 {
-		w.value("open_record_ids", &st.Open)
+		w.key("open_record_ids")
+		w.strings(st.Open)
 	}
 	if st.InFlight != "" {
 		w.str("in_flight_record_id", st.InFlight)
@@ -66,15 +72,18 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 	if st.LeaseUntil != "" {
 		w.str("lease_until", st.LeaseUntil)
 	}
-	w.value("plans", &st.Plans)
+	w.key("plans")
+	w.plans(st.Plans)
 	w.int("seq", st.Seq)
 	if st.Terminal {
 		w.key("terminal")
 		w.b = append(w.b, "true"...)
 	}
-	w.value("chain", &st.Chain)
+	w.key("chain")
+	w.chain(&st.Chain)
 	if len(st.Outcomes) > 0 {
-		w.value("outcomes", &st.Outcomes)
+		w.key("outcomes")
+		w.outcomes(st.Outcomes)
 	}
 	if len(st.Clock) > 0 {
 		w.times("clock", st.Clock)
@@ -89,7 +98,8 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.str("stopped", st.Stopped)
 	}
 	if st.Origin != nil {
-		w.raw("origin_run_context", st.enc.runContext(&w, st.Origin, &st.enc.org, &st.enc.orgJSON))
+		w.key("origin_run_context")
+		st.enc.runContext(w, st.Origin, &st.enc.org, &st.enc.orgJSON)
 	}
 	w.int("planner_calls", st.PlannerCalls)
 	if len(st.PlannerErrors) > 0 {
@@ -122,9 +132,9 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 	return bytes.Clone(w.b), nil
 }
 
-// checkpointBufs pools marshalCheckpoint's buffers; one that grew past
-// maxCheckpointBuf is left to the collector.
-var checkpointBufs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+// checkpointBufs pools marshalCheckpoint's writers (their buffers); one
+// whose buffer grew past maxCheckpointBuf is left to the collector.
+var checkpointBufs = sync.Pool{New: func() any { return &objectWriter{b: make([]byte, 0, 8<<10)} }}
 
 const maxCheckpointBuf = 256 << 10
 
@@ -158,43 +168,63 @@ type checkpointCache struct {
 	orgJSON []byte
 }
 
-func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) []byte {
-	if r != nil && r != c.req {
+// request writes the request member's value: the JSON kept from an
+// earlier save of r, or r's JSON, written into the checkpoint and kept.
+func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) {
+	switch {
+	case r == nil:
+		w.null()
+	case r == c.req:
+		w.b = append(w.b, c.reqJSON...)
+	default:
+		mark := len(w.b)
+		if len(r.Extensions) == 0 && w.plain(func() { w.request(r) }) {
+			c.req, c.reqJSON = r, bytes.Clone(w.b[mark:])
+			return
+		}
 		b, err := r.MarshalJSON()
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.InvokeRequest](), Err: err})
-			return nil
+			w.null()
+			return
 		}
 		c.req, c.reqJSON = r, b
+		w.b = append(w.b, b...)
 	}
-	if r == nil {
-		return nil
-	}
-	return c.reqJSON
 }
 
-// runContext is the JSON of rc, kept in *at for the pointer *key.
-func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext, key **runcontext.RunContext, at *[]byte) []byte {
-	if rc == nil {
-		return nil
-	}
-	if rc != *key {
+// runContext writes rc's JSON as request does r's, kept in *at for the
+// pointer *key.
+func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext, key **runcontext.RunContext, at *[]byte) {
+	switch {
+	case rc == nil:
+		w.null()
+	case rc == *key:
+		w.b = append(w.b, *at...)
+	default:
+		mark := len(w.b)
+		if len(rc.Extensions) == 0 && w.plain(func() { w.runContext(rc) }) {
+			*key, *at = rc, bytes.Clone(w.b[mark:])
+			return
+		}
 		b, err := rc.MarshalJSON()
 		if err != nil {
 			w.fail(&json.MarshalerError{Type: reflect.TypeFor[*runcontext.RunContext](), Err: err})
-			return nil
+			w.null()
+			return
 		}
 		*key, *at = rc, b
+		w.b = append(w.b, b...)
 	}
-	return *at
 }
 
 // objectWriter writes a JSON object's members as encoding/json writes a
 // struct's: keys in order, values as json.Marshal writes them.
 type objectWriter struct {
-	b   []byte
-	enc *json.Encoder // writes to b
-	err error
+	b    []byte
+	enc  *json.Encoder // writes to b; made when first needed
+	err  error
+	keys []string // the writer's scratch for sorting map keys (object)
 }
 
 func (w *objectWriter) key(k string) {
@@ -213,31 +243,10 @@ func (w *objectWriter) int(k string, v int) {
 	w.b = strconv.AppendInt(w.b, int64(v), 10)
 }
 
-// str writes a string as encoding/json does: a string that needs no
-// escaping (printable ASCII other than the quote, the backslash and
-// encoding/json's HTML escapes) as it is, any other through json.Marshal.
+// str writes a string member as encoding/json does (appendJSONString).
 func (w *objectWriter) str(k, s string) {
 	w.key(k)
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			w.marshal(s)
-			return
-		}
-	}
-	w.b = append(w.b, '"')
-	w.b = append(w.b, s...)
-	w.b = append(w.b, '"')
-}
-
-// raw writes JSON that encoding/json wrote (compact, with its escapes);
-// nil is null.
-func (w *objectWriter) raw(k string, b []byte) {
-	w.key(k)
-	if b == nil {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	w.b = append(w.b, b...)
+	w.b = appendJSONString(w.b, s)
 }
 
 // times writes a list of times as json.Marshal does: each as its
@@ -279,6 +288,9 @@ func (w *objectWriter) value(k string, v any) {
 // marshal appends json.Marshal(v): the encoder writes the same bytes
 // and a newline, or nothing when it fails.
 func (w *objectWriter) marshal(v any) {
+	if w.enc == nil {
+		w.enc = json.NewEncoder(appendWriter{&w.b})
+	}
 	if err := w.enc.Encode(v); err != nil {
 		w.fail(err)
 		return
