@@ -526,6 +526,13 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	if err := r.meter.ChargeToolCall(); err != nil {
 		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimToolCalls}), polID), nil
 	}
+	// Each attempt's declared cost is charged before it is made, refused
+	// whole when the budget no longer has it: checkBudget's look at the
+	// cost left is no reservation, and calls made at once on the run
+	// would each find the same cost left.
+	if err := r.meter.ChargeCost(spec.CostCents); err != nil {
+		return r.refuse(c, StatusBlocked, NewToolError(CodeRuntimePolicyInvalid, false, err.Error(), map[string]any{"dimension": runcontext.DimCost}), polID), nil
+	}
 	// The adapter sees a deep copy of the recorded envelope and of the
 	// user's delegation: what it writes into args, lists, pointers or
 	// metadata changes neither the record, its hash, the run nor the
@@ -568,11 +575,18 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		}
 		out, te, panicked = r.attempt(ctx, ad, call, spec.Timeout, spec.HonorsContext, room)
 		canceled := ctx.Err() != nil
-		cost = addCost(cost, spec.CostCents)
 		t := r.take(ad, call, out, te, &x.outcome)
 		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
-		cost = addCost(cost, t.cost)
+		// The attempt was made: what it reports it spent is charged
+		// whatever the budget says, now, so a retry is made only while
+		// the run still has the budget for it. A cost that takes the run
+		// over its budget leaves the meter Exceeded, which the runtime
+		// checks after every call; the call's result stands (its side
+		// effect happened).
+		cost = addCost(addCost(cost, spec.CostCents), t.cost)
 		tokens = addTokens(tokens, t.tokens)
+		_ = r.meter.ChargeIncurredCost(t.cost)
+		_ = r.meter.ChargeIncurredTokens(t.tokens)
 		if r.observe != nil {
 			a := Attempt{RunID: env.RunID, ToolCallID: env.ToolCallID, CapabilityID: env.CapabilityID, Attempt: attempt,
 				Outcome: out, Error: te, Panicked: panicked, Invalid: t.invalid, Canceled: canceled, Redacted: redacted}
@@ -591,7 +605,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			}
 			r.observe(a)
 		}
-		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) {
+		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) || !r.affordsRetry(spec.CostCents) {
 			break
 		}
 		var wait time.Duration
@@ -605,12 +619,6 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			break
 		}
 	}
-	// The attempts were made: their cost is charged whatever the budget
-	// says. A cost that takes the run over its budget leaves the meter
-	// Exceeded, which the runtime checks after every call; the call's
-	// result stands (its side effect happened).
-	_ = r.meter.ChargeIncurredCost(cost)
-	_ = r.meter.ChargeIncurredTokens(tokens)
 	startResult(&x.res, c, polID)
 	res := &x.res.env
 	if c.approved != nil {
@@ -743,6 +751,14 @@ func addTokens(a, b int) int {
 // where the recorded run stopped retrying (its caller had gone).
 type retryStopper interface {
 	StopRetrying(call *Call) bool
+}
+
+// affordsRetry charges another attempt's declared cost, cents, and
+// reports whether the run had the budget for it: no dimension is over its
+// limit (an attempt's reported cost or tokens may have taken it over) and
+// the cost left covers the attempt.
+func (r *Run) affordsRetry(cents float64) bool {
+	return r.meter.Exceeded() == nil && r.meter.ChargeCost(cents) == nil
 }
 
 func stopsRetrying(ad Adapter, call *Call) bool {

@@ -308,10 +308,13 @@ func TestSpendReturnedWithinGraceIsCharged(t *testing.T) {
 // What retries spend adds up to at most 2^53−1 tokens and cents: the sum
 // of valid counts saturates there instead of reaching a number the
 // transcript and the record could not hold exactly, and the call's
-// result is recorded.
+// result is recorded. (The run's budget is the largest a run holds, so
+// no attempt takes it over and all three are made.)
 func TestRetriedSpendSaturates(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newFixture(t, func(_ *fixture, rc *runcontext.RunContext, _ *runcontext.InvokeRequest, _ map[string]gateway.Capability) {
+		rc.RunBudget.TotalTokens, rc.RunBudget.MaxCostCents = 1<<53-1, 1<<53-1
+	})
 	const each = 1 << 52 // valid alone; three of them are beyond 2^53−1
 	run, meter := meteredRun(t, f, gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
 		return &gateway.Outcome{Tokens: each, CostCents: each}, gateway.NewToolError(gateway.CodeExecutionFailed, true, "busy", nil)

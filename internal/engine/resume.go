@@ -113,21 +113,26 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	// the time the run had used when it paused, not from its start, so
 	// the hours an approval takes are not charged.
 	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
+	// The run goes on from the last entry its transcript holds: a runtime
+	// that died may have recorded calls after its last checkpoint (a
+	// takeover's packet says so: a replay takes those entries as
+	// recorded). What those calls spent is the run's too: the budget
+	// counts it.
+	chain, n, after, err := rt.chainOf(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	usage := cp.MeterUsage
+	if takeover {
+		usage = addUsage(usage, after)
+	}
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
-		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), cp.MeterUsage), identity: identity, recompiled: true}
+		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), usage), identity: identity, recompiled: true}
 	r.keepWorker()
 	defer r.releaseWorker()
 	r.renewLease(now)
 	ctx, r.span = rt.startRunSpan(ctx, cp.Request, cp.Run)
 	defer r.span.End()
-	// The run goes on from the last entry its transcript holds: a runtime
-	// that died may have recorded calls after its last checkpoint (a
-	// takeover's packet says so: a replay takes those entries as
-	// recorded).
-	chain, n, err := rt.chainOf(ctx, cp)
-	if err != nil {
-		return nil, err
-	}
 	var took *replay.Takeover
 	if takeover {
 		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n}

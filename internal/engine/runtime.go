@@ -661,7 +661,7 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan, recompiled: true}
-	chain, _, err := rt.chainOf(ctx, cp)
+	chain, _, _, err := rt.chainOf(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -676,16 +676,44 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 // have recorded calls its checkpoint does not know), or where the
 // checkpoint left it when the transcript holds none (the zero ChainState
 // is the chain's start).
-func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, error) {
+func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, runcontext.Usage, error) {
 	entries, err := rt.transcripts.RunEntries(ctx, cp.RunID)
 	if err != nil {
-		return gateway.ChainState{}, 0, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
+		return gateway.ChainState{}, 0, runcontext.Usage{}, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
 	}
 	if len(entries) == 0 {
-		return cp.Chain, 0, nil
+		return cp.Chain, 0, runcontext.Usage{}, nil
 	}
 	last := entries[len(entries)-1]
-	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), nil
+	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), spentAfter(entries, cp.Chain.Seq), nil
+}
+
+// spentAfter is what the calls a transcript records from seq on spent:
+// a tool call for each call the gateway made (it records a call entry
+// only for a call it charged and runs), and the cost and tokens their
+// results report (a duplicate's are the first call's, charged then).
+func spentAfter(entries []gateway.TranscriptEntry, seq int) runcontext.Usage {
+	var u runcontext.Usage
+	for _, e := range entries {
+		switch {
+		case e.Seq < seq:
+		case e.Kind == "call":
+			u.ToolCalls++
+		case e.Result != nil && !e.Result.Metadata.Duplicate:
+			u.CostCents = min(u.CostCents+max(e.Result.Metadata.CostCents, 0), canon.MaxSafeInteger)
+			u.Tokens = min(u.Tokens+max(e.Result.Metadata.Tokens, 0), canon.MaxSafeInteger)
+		}
+	}
+	return u
+}
+
+// addUsage adds b's tool calls, cost and tokens to a's, saturating at
+// 2^53−1 as charges do.
+func addUsage(a, b runcontext.Usage) runcontext.Usage {
+	a.ToolCalls = min(a.ToolCalls+b.ToolCalls, canon.MaxSafeInteger)
+	a.CostCents = min(a.CostCents+b.CostCents, canon.MaxSafeInteger)
+	a.Tokens = min(a.Tokens+b.Tokens, canon.MaxSafeInteger)
+	return a
 }
 
 // sameRequest reports whether two invoke requests are the same request.
