@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -83,6 +84,17 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 	}()
 	items, err = e.src.Evidence(ctx, q)
 	if err == nil {
+		// Evidence text comes from outside the run: a secret in it is
+		// redacted before the compile reads it and the packet pins it.
+		cloned := false
+		for i := range items {
+			if c, ch := sensitive.Redact(items[i].Content, sensitive.Secrets); ch {
+				if !cloned {
+					items, cloned = slices.Clone(items), true // the source's list is not changed
+				}
+				items[i].Content = c
+			}
+		}
 		e.p.mu.Lock()
 		e.p.evidence = slices.Clone(items)
 		e.p.mu.Unlock()

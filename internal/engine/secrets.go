@@ -86,8 +86,20 @@ func redactPlan(p *Plan) *Plan {
 		if key, ch := sensitive.Redact(s.IdempotencyKey, sensitive.Secrets); ch {
 			own().Steps[i].IdempotencyKey = key
 		}
+		if id, ch := sensitive.Redact(s.CapabilityID, sensitive.Secrets); ch {
+			own().Steps[i].CapabilityID = id
+		}
+		if atts, ch := redactList(s.Attachments); ch {
+			own().Steps[i].Attachments = atts
+		}
 	}
 	if d := p.Decision; d != nil {
+		if key, ch := sensitive.Redact(d.DecisionKey, sensitive.Secrets); ch {
+			own().Decision.DecisionKey = key
+		}
+		if out, ch := sensitive.Redact(d.Outcome, sensitive.Secrets); ch {
+			own().Decision.Outcome = out
+		}
 		if out, ch := redactMap(d.Outputs); ch {
 			own().Decision.Outputs = out
 		}
@@ -102,6 +114,9 @@ func redactPlan(p *Plan) *Plan {
 		}
 	}
 	for i, m := range p.Memory {
+		if wc, ch := sensitive.Redact(m.WriteClass, sensitive.Secrets); ch {
+			own().Memory[i].WriteClass = wc
+		}
 		if content, ch := sensitive.Redact(m.Content, sensitive.Secrets); ch {
 			own().Memory[i].Content = content
 		}
