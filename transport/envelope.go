@@ -5,7 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/contextos/contextos/internal/jsonv"
 )
 
 // The request envelope is encoded on every attempt (external, webhook,
@@ -84,7 +85,7 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 func appendTool(b []byte, t *Tool) []byte {
 	o := object{b: append(b, '{')}
 	o.key(`"name":`)
-	o.b = appendString(o.b, t.Name)
+	o.b = jsonv.AppendString(o.b, t.Name)
 	o.str(`"operation":`, t.Operation)
 	o.strs(`"capabilities":`, t.Capabilities)
 	o.str(`"risk_level":`, t.RiskLevel)
@@ -114,7 +115,7 @@ func (o *object) key(name string) {
 func (o *object) str(name, v string) {
 	if v != "" {
 		o.key(name)
-		o.b = appendString(o.b, v)
+		o.b = jsonv.AppendString(o.b, v)
 	}
 }
 
@@ -137,7 +138,7 @@ func (o *object) strs(name string, v []string) {
 		if i > 0 {
 			o.b = append(o.b, ',')
 		}
-		o.b = appendString(o.b, s)
+		o.b = jsonv.AppendString(o.b, s)
 	}
 	o.b = append(o.b, ']')
 }
@@ -158,7 +159,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, x), nil
+		return jsonv.AppendString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case float64:
@@ -208,7 +209,7 @@ func appendMap(b []byte, m map[string]any, depth int) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsonv.AppendString(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendValue(b, m[k], depth+1); err != nil {
@@ -249,124 +250,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plainByte reports the bytes appendString copies as they are: ASCII from
-// space on, but for ", \, <, > and &.
-var plainByte = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// ones and highs are the word-at-a-time constants of appendString: eight
-// bytes read as one word have a byte that needs escaping exactly when
-// (x | x-ones*0x20 &^ x | zeroIn(x^ones*c) for each of ", \, <, > and
-// &) & highs is not zero (a byte from 0x80, a byte below space, a byte
-// equal to c).
-const ones, highs = 0x0101010101010101, 0x8080808080808080
-
-// zeroIn has the high bit of some byte set, under highs, when a byte of
-// y is zero.
-func zeroIn(y uint64) uint64 { return (y - ones) &^ y }
-
-// word is the first eight bytes of s (at least eight) as one word, the
-// first byte lowest.
-func word(s string) uint64 {
-	_ = s[7] // one bounds check, not eight
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// plainWord reports whether no byte of the word x needs escaping (see
-// ones).
-func plainWord(x uint64) bool {
-	return (x|(x-ones*0x20)&^x|zeroIn(x^(ones*'"'))|zeroIn(x^(ones*'\\'))|zeroIn(x^(ones*'<'))|zeroIn(x^(ones*'>'))|zeroIn(x^(ones*'&')))&highs == 0
-}
-
-// appendString writes s as a JSON string as json.Marshal does (HTML
-// escaping on): ", \ and control characters escaped (\b \f \n \r \t
-// short), <, > and & as \u003c \u003e \u0026, U+2028 and U+2029 as
-// \u2028 \u2029, and each byte of invalid UTF-8 as \ufffd.
-func appendString(b []byte, s string) []byte {
-	// Eight bytes at a time while none needs escaping; when fewer than
-	// eight are left, the last eight (overlapping bytes already read) as
-	// one word, or, in a string shorter than eight bytes, each byte. A
-	// string with nothing to escape is copied as it is.
-	i := 0
-	for i+8 <= len(s) && plainWord(word(s[i:])) {
-		i += 8
-	}
-	switch {
-	case i == len(s):
-	case len(s) < 8:
-		for i < len(s) && s[i] < utf8.RuneSelf && plainByte[s[i]] {
-			i++
-		}
-	case i+8 > len(s) && plainWord(word(s[len(s)-8:])):
-		i = len(s)
-	}
-	b = append(b, '"')
-	if i == len(s) {
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	return appendEscaped(b, s, i)
-}
-
-// appendEscaped is appendString of s, whose first i bytes need no
-// escaping, after the opening quote, which b ends with.
-func appendEscaped(b []byte, s string, i int) []byte {
-	start := 0
-	for i < len(s) {
-		if i+8 <= len(s) && plainWord(word(s[i:])) {
-			i += 8
-			continue
-		}
-		if c := s[i]; c < utf8.RuneSelf {
-			if plainByte[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

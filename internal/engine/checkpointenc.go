@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -243,10 +244,10 @@ func (w *objectWriter) int(k string, v int) {
 	w.b = strconv.AppendInt(w.b, int64(v), 10)
 }
 
-// str writes a string member as encoding/json does (appendJSONString).
+// str writes a string member as encoding/json does (jsonv.AppendString).
 func (w *objectWriter) str(k, s string) {
 	w.key(k)
-	w.b = appendJSONString(w.b, s)
+	w.b = jsonv.AppendString(w.b, s)
 }
 
 // times writes a list of times as json.Marshal does: each as its

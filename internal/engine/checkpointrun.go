@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -58,7 +59,7 @@ func (w *objectWriter) strictMode(m runcontext.ApprovalMode) {
 		w.fail(errNotPlain)
 		return
 	}
-	w.b = appendJSONString(w.b, string(t))
+	w.b = jsonv.AppendString(w.b, string(t))
 }
 
 func (w *objectWriter) runContext(rc *runcontext.RunContext) {

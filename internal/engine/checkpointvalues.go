@@ -4,9 +4,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -57,7 +57,7 @@ func (w *objectWriter) bool(v bool) {
 	}
 }
 
-func (w *objectWriter) string(s string) { w.b = appendJSONString(w.b, s) }
+func (w *objectWriter) string(s string) { w.b = jsonv.AppendString(w.b, s) }
 
 func (w *objectWriter) float(f float64) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
@@ -78,7 +78,7 @@ func (w *objectWriter) strings(v []string) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = appendJSONString(w.b, s)
+		w.b = jsonv.AppendString(w.b, s)
 	}
 	w.b = append(w.b, ']')
 }
@@ -105,7 +105,7 @@ func (w *objectWriter) object(m map[string]any, depth int) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = appendJSONString(w.b, k)
+		w.b = jsonv.AppendString(w.b, k)
 		w.b = append(w.b, ':')
 		w.any(m[k], depth+1)
 	}
@@ -120,7 +120,7 @@ func (w *objectWriter) any(v any, depth int) {
 	case nil:
 		w.null()
 	case string:
-		w.b = appendJSONString(w.b, x)
+		w.b = jsonv.AppendString(w.b, x)
 	case bool:
 		w.bool(x)
 	case float64:
@@ -239,7 +239,7 @@ func (w *objectWriter) approvalMode(m runcontext.ApprovalMode) {
 		w.marshal(m)
 		return
 	}
-	w.b = appendJSONString(w.b, string(t))
+	w.b = jsonv.AppendString(w.b, string(t))
 }
 
 func (w *objectWriter) proposal(d *DecisionProposal) {
@@ -587,73 +587,6 @@ func (w *objectWriter) chain(c *gateway.ChainState) {
 	w.string(c.Hash)
 	w.close()
 }
-
-// appendJSONString appends s as encoding/json writes a string with its
-// HTML escaping (its appendString with escapeHTML): <, > and & as \u003c,
-// \u003e and \u0026, the control characters other than \b, \f, \n, \r
-// and \t as \u00XX, U+2028 and U+2029 escaped, and each byte of invalid
-// UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonPlain[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// jsonPlain marks the ASCII bytes encoding/json writes as they are in a
-// string, HTML escaping on: all but the control characters, the quote,
-// the backslash, <, > and &.
-var jsonPlain = func() (t [utf8.RuneSelf]bool) {
-	for b := range t {
-		t[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return t
-}()
 
 // appendJSONFloat appends a finite f as encoding/json writes a float64:
 // ES6 number-to-string form, exponent notation below 1e-6 and from 1e21,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -301,7 +302,7 @@ func TestCheckpointValuesAreJSONMarshal(t *testing.T) {
 // encoding/json reports) and maps nested past maxValueDepth.
 func TestCheckpointValueEdges(t *testing.T) {
 	for _, s := range append(oddStrings, strings.Repeat("<é\u2028\xff", 50)) {
-		if got, want := appendJSONString(nil, s), mustJSON(t, s); !bytes.Equal(got, want) {
+		if got, want := jsonv.AppendString(nil, s), mustJSON(t, s); !bytes.Equal(got, want) {
 			t.Fatalf("string %q: wrote %s, json.Marshal %s", s, got, want)
 		}
 	}
@@ -382,7 +383,7 @@ func FuzzCheckpointValues(f *testing.F) {
 	}
 	f.Add("\xed\xa0\x80 surrogate", math.MaxFloat64, uint64(99))
 	f.Fuzz(func(t *testing.T, s string, x float64, seed uint64) {
-		if got, want := appendJSONString(nil, s), mustJSON(t, s); !bytes.Equal(got, want) {
+		if got, want := jsonv.AppendString(nil, s), mustJSON(t, s); !bytes.Equal(got, want) {
 			t.Fatalf("string %q: wrote %s, json.Marshal %s", s, got, want)
 		}
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {

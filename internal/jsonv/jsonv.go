@@ -1,6 +1,8 @@
 // Package jsonv owns the normalization of Go values into JSON-shaped values
 // (the form policy documents and tool arguments are evaluated, validated
-// and hashed in).
+// and hashed in), and the one writer of a JSON string as encoding/json
+// writes it (AppendString), which the wire envelopes and the checkpoint
+// encoder share.
 package jsonv
 
 import (
