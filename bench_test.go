@@ -38,6 +38,30 @@ func BenchmarkInvokeRefund(b *testing.B) {
 	}
 }
 
+// BenchmarkUnmeteredInvokeRefund is BenchmarkInvokeRefund with a planner
+// that reports no usage: such a run saves no checkpoint for its planner
+// spend (a takeover has none to charge), so it must cost what it did
+// before takeovers charged planner turns.
+func BenchmarkUnmeteredInvokeRefund(b *testing.B) {
+	lookup, refund := lookupPlan(), refundPlan(1200)
+	lookup.Usage, refund.Usage = contextos.PlanUsage{}, contextos.PlanUsage{}
+	h := contextostest.New(b, contextostest.NewPlanner(lookup, refund), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
+		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(b, 1200, true)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		rc.RunID = "run_bench_" + strconv.Itoa(i)
+		res, err := h.Runtime.Invoke(ctx, req, rc)
+		if err != nil || res.Status != decision.Decided {
+			b.Fatalf("%v %v", res.Status, err)
+		}
+	}
+}
+
 // BenchmarkRefundPlainLoop is the floor BenchmarkInvokeRefund is measured
 // against: the same scripted refund agent (the same planner and plans, the
 // same scripted adapters and outputs) as a plain hand-written Go loop that
