@@ -278,10 +278,24 @@ type Resume struct {
 // the transcript entries the dead runtime recorded after it as recorded
 // (they are in the chain), and continues as the takeover did. What the
 // dead runtime did after the point is not replayed; a write it completed
-// that the run met again is answered from PriorResults.
+// that the run met again is answered from PriorResults. Spent is what the
+// dead runtime had saved of its spend after the point that the transcript
+// does not show (nil: none); the takeover charged it, and a replay charges
+// it as recorded.
 type Takeover struct {
-	Point             int `json:"point"`
-	TranscriptEntries int `json:"transcript_entries"`
+	Point             int    `json:"point"`
+	TranscriptEntries int    `json:"transcript_entries"`
+	Spent             *Spent `json:"spent,omitempty"`
+}
+
+// Spent is a runtime's spend after a run's takeover point that the run's
+// transcript does not record: the tokens and cost (cents) its planner
+// turns reported, and the wall clock (ms) the run had used by its last
+// charged turn.
+type Spent struct {
+	Tokens      int     `json:"tokens,omitempty"`
+	CostCents   float64 `json:"cost_cents,omitempty"`
+	WallClockMS int64   `json:"wall_clock_ms,omitempty"`
 }
 
 // PriorResult is a write's result that the run got from the idempotency

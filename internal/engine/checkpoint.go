@@ -140,14 +140,24 @@ var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from t
 // and 2 must refuse it (it would plan the run again and could record a
 // second decision), so a checkpoint holding one is written at version 3
 // and every other at version 2, which such a runtime still reads.
+// Version 4 is version 3 with "spent_since_point": what the run's
+// planner turns spent after the state the checkpoint holds (run.saveSpent).
+// A runtime that reads only versions 1 to 3 would ignore it and take the
+// run over without charging that spend, so such a runtime must refuse it:
+// a checkpoint holding it is written at version 4. The member is dropped
+// at the run's next state save (snapshotInto), which is written at version
+// 2 or 3 again.
 const (
 	checkpointV1 = 1
 	checkpointV2 = 2
 	checkpointV3 = 3
+	checkpointV4 = 4
 )
 
 // checkpointVersions lists the versions this runtime reads, oldest first.
-func checkpointVersions() []int { return []int{checkpointV1, checkpointV2, checkpointV3} }
+func checkpointVersions() []int {
+	return []int{checkpointV1, checkpointV2, checkpointV3, checkpointV4}
+}
 
 // unconfirmedRecord is a run's terminal record that the decision store
 // failed without saying whether it stored it, and the stop the run was
@@ -177,6 +187,13 @@ type checkpointState struct {
 	// enc keeps the JSON of the request and run contexts between saves
 	// (marshalCheckpoint).
 	enc checkpointCache
+	// saved is the Data this runtime last saved (its state, and its
+	// spent_since_point member when it has one), and cut the offset in it
+	// where that member starts (the closing brace when there is none):
+	// run.saveSpent saves saved[:cut] with a new member, so the state a
+	// takeover continues from stays the one saved.
+	saved []byte
+	cut   int
 	// Active marks a run a runtime is continuing (claimed and not yet
 	// paused, stopped or ended): another Resume is refused, and a
 	// takeover is refused while the claim's lease lasts.
@@ -265,6 +282,13 @@ type checkpointState struct {
 	// runtime had stored: that runtime's replay inputs died with it, so
 	// the run has no packet and Capture refuses it.
 	InputsLost bool `json:"inputs_lost,omitempty"`
+	// SpentSincePoint is what the run's planner turns spent (tokens, cost)
+	// after the state this checkpoint holds, and the wall clock the run
+	// had used after it, as of the run's last charged turn: it is in
+	// neither MeterUsage nor the transcript, and a takeover charges it
+	// (run.saveSpent). Nil: none. It is the last member, so a save of the
+	// same state with another value differs only at the end.
+	SpentSincePoint *replay.Spent `json:"spent_since_point,omitempty"`
 }
 
 // planTurn is the turn the plan in progress was made at.
@@ -278,7 +302,10 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", st.RunID, err)
 	}
 	v := checkpointV2
-	if st.Unconfirmed != nil {
+	switch {
+	case st.SpentSincePoint != nil:
+		v = checkpointV4
+	case st.Unconfirmed != nil:
 		v = checkpointV3
 	}
 	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b, Awaiting: st.awaiting()}, nil
@@ -303,9 +330,10 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	if !slices.Contains(checkpointVersions(), c.Version) {
 		return nil, &CheckpointVersionError{RunID: c.RunID, Version: c.Version, Supported: checkpointVersions()}
 	}
-	// Versions 1 to 3 share their members (version 1's "rev" is ignored,
-	// and it has no "ledger_packs"; only version 3 has
-	// "unconfirmed_record"), so one decoder reads them all.
+	// Versions 1 to 4 share their members (version 1's "rev" is ignored,
+	// and it has no "ledger_packs"; only versions 3 and 4 have
+	// "unconfirmed_record", only version 4 "spent_since_point"), so one
+	// decoder reads them all.
 	var st checkpointState
 	if err := json.Unmarshal(c.Data, &st); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", c.RunID, err)
@@ -318,6 +346,9 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	}
 	if c.Version < checkpointV3 {
 		st.Unconfirmed = nil
+	}
+	if c.Version < checkpointV4 {
+		st.SpentSincePoint = nil
 	}
 	st.rev, st.lease = c.Revision, c.Lease
 	return &st, nil
@@ -344,6 +375,7 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 	if err != nil {
 		return err
 	}
+	st.saved, st.cut = c.Data, st.enc.cut
 	st.rev, st.heldAt = c.Revision, time.Time{}
 	if st.Active {
 		st.heldAt = rt.opts.Now()

@@ -123,6 +123,11 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.key("inputs_lost")
 		w.b = append(w.b, "true"...)
 	}
+	st.enc.cut = len(w.b)
+	if st.SpentSincePoint != nil {
+		w.key("spent_since_point")
+		w.spent(st.SpentSincePoint)
+	}
 	w.b = append(w.b, '}')
 	if verifyCheckpointEncoding.Load() {
 		checkEncoding(st, w.b, w.err)
@@ -162,6 +167,9 @@ func checkEncoding(st *checkpointState, b []byte, err error) {
 // checkpointCache keeps the JSON of a run's request, run context and
 // original run context between its checkpoint saves (marshalCheckpoint).
 type checkpointCache struct {
+	// cut is where the last encoding's spent_since_point member starts
+	// (or its closing brace): checkpointState.cut.
+	cut     int
 	req     *runcontext.InvokeRequest
 	rc, org *runcontext.RunContext
 	reqJSON []byte

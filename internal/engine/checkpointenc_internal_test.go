@@ -92,6 +92,7 @@ func fullCheckpoint() *checkpointState {
 		Interrupts:  []replay.Interrupt{{Check: 3, Reason: odd}},
 		Unconfirmed: &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
 		Points:      3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
+		SpentSincePoint: &replay.Spent{Tokens: 5000, CostCents: 0.1 + 0.2, WallClockMS: 1234},
 	}
 }
 
@@ -154,6 +155,83 @@ func TestOwnStoreKeepsEncodedCheckpoint(t *testing.T) {
 	copy(c.Data, "XXXXXXXXXX")
 	if got, err := cps.Load(ctx, "run_c"); err != nil || string(got.Data) != `{"run_id":"run_c"}` {
 		t.Fatalf("an edit after Save reached the store: %s %v", got.Data, err)
+	}
+}
+
+// TestSaveSpentKeepsTheSavedState holds a spend save (run.saveSpent) to
+// the state last saved, byte for byte, with spent_since_point set: the
+// bytes are what encoding/json writes of that state with the member (as a
+// save of it would be), at version 4, over the run's revision; the state
+// it decodes to is the saved one, so a takeover continues from it. The
+// run's state edited since (a plan, a turn, a point) is not saved, and a
+// second spend save replaces the member rather than adding one.
+func TestSaveSpentKeepsTheSavedState(t *testing.T) {
+	for _, name := range []string{"plain", "spent before"} {
+		t.Run(name, func(t *testing.T) {
+			cps := NewInMemoryCheckpoints()
+			rt := &Runtime{opts: Options{Checkpoints: cps, Now: time.Now}}
+			ctx := t.Context()
+			st := fullCheckpoint()
+			st.Unconfirmed, st.Active = nil, true
+			if name == "plain" {
+				st.SpentSincePoint = nil
+			}
+			if err := rt.saveCheckpoint(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			saved := *st
+			saved.SpentSincePoint = nil
+			st.Turn, st.Points, st.Plan = 9, 9, &Plan{Replan: "edited since"}
+			// The state's run context has no wall clock budget: the wall
+			// clock spent since reads 0.
+			r := &run{rt: rt, rc: st.Run, cp: st, meter: runcontext.NewMeter(st.Run.RunBudget, time.Now())}
+			for i, tokens := range []int{700, 1200} {
+				r.spent, r.spentUnsaved = replay.Spent{Tokens: tokens, CostCents: 0.5}, true
+				if err := r.saveSpent(ctx); err != nil {
+					t.Fatal(err)
+				}
+				got, err := cps.Load(ctx, st.RunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := saved
+				want.SpentSincePoint = &replay.Spent{Tokens: tokens, CostCents: 0.5}
+				wb, err := json.Marshal(&want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Data, wb) || got.Version != checkpointV4 || got.Revision != 2+i || st.rev != 2+i {
+					t.Fatalf("spend save %d stored (version %d, revision %d, state at %d)\n%s\nwant (version 4, revision %d)\n%s", i, got.Version, got.Revision, st.rev, got.Data, 2+i, wb)
+				}
+				var dec struct {
+					Turn            int           `json:"turn"`
+					Points          int           `json:"points"`
+					SpentSincePoint *replay.Spent `json:"spent_since_point"`
+				}
+				if err := json.Unmarshal(got.Data, &dec); err != nil {
+					t.Fatalf("spend save %d does not decode: %v", i, err)
+				}
+				if dec.Turn != saved.Turn || dec.Points != saved.Points || dec.SpentSincePoint == nil || dec.SpentSincePoint.Tokens != tokens {
+					t.Fatalf("spend save %d decodes to turn %d, point %d, spent %+v", i, dec.Turn, dec.Points, dec.SpentSincePoint)
+				}
+			}
+			// Nothing charged since: no save.
+			if err := r.saveSpent(ctx); err != nil || st.rev != 3 {
+				t.Fatalf("a spend save with nothing charged moved the revision to %d (%v)", st.rev, err)
+			}
+			// The member is read at version 4 only: a checkpoint of an
+			// earlier version claiming one is read without it.
+			for v, want := range map[int]int{checkpointV2: 0, checkpointV3: 0, checkpointV4: 5} {
+				c := &Checkpoint{RunID: "r", Version: v, Data: []byte(`{"run_id":"r","spent_since_point":{"tokens":5}}`)}
+				dec, err := decodeCheckpoint(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := dec.SpentSincePoint; (got == nil) != (want == 0) || got != nil && got.Tokens != want {
+					t.Fatalf("a version-%d checkpoint decodes with spent %+v", v, got)
+				}
+			}
+		})
 	}
 }
 

@@ -313,6 +313,24 @@ func (w *objectWriter) meterUsage(u *runcontext.Usage) {
 	w.close()
 }
 
+// spent writes a spent_since_point member's value.
+func (w *objectWriter) spent(u *replay.Spent) {
+	s := w.open()
+	if u.Tokens != 0 {
+		w.member(s, "tokens")
+		w.b = strconv.AppendInt(w.b, int64(u.Tokens), 10)
+	}
+	if u.CostCents != 0 {
+		w.member(s, "cost_cents")
+		w.float(u.CostCents)
+	}
+	if u.WallClockMS != 0 {
+		w.member(s, "wall_clock_ms")
+		w.b = strconv.AppendInt(w.b, u.WallClockMS, 10)
+	}
+	w.close()
+}
+
 // results writes the step results; nil is null.
 func (w *objectWriter) results(rs []StepResult) {
 	if rs == nil {

@@ -96,12 +96,24 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			}
 			var err error
 			if plan, err = r.plan(ctx, reason); err != nil {
+				// A failed turn's usage is charged (r.plan): it is made
+				// durable before the run stops, as a plan's is.
+				if serr := r.saveSpent(ctx); serr != nil {
+					return nil, serr
+				}
 				if werr := r.meter.CheckWallClock(r.clock.Now()); werr != nil {
 					return r.hardStop(ctx, stop{kind: stopBudget, why: werr.Error()})
 				}
 				return r.hardStop(ctx, stopOf(err, stopPlanner))
 			}
-			if s := r.charge(plan.Usage); !s.none() {
+			s := r.charge(plan.Usage)
+			// The turn's spend is made durable before anything else runs
+			// (a critic, a tool call, the next turn): a takeover charges
+			// it if this runtime dies from here on.
+			if err := r.saveSpent(ctx); err != nil {
+				return nil, err
+			}
+			if !s.none() {
 				return r.hardStop(ctx, s)
 			}
 			j, _, err := r.judge(ctx, true, plan)
@@ -281,6 +293,11 @@ func finitePlan(p *Plan) bool {
 // spent, so all of it is charged, and the run stops when it is over.
 func (r *run) charge(u PlanUsage) stop {
 	errT, errC := r.meter.ChargeIncurredTokens(u.charged()), r.meter.ChargeIncurredCost(u.CostCents)
+	if t, c := u.charged(), u.CostCents; t > 0 || c > 0 {
+		r.spent.Tokens = min(r.spent.Tokens+max(t, 0), canon.MaxSafeInteger)
+		r.spent.CostCents = min(r.spent.CostCents+max(c, 0), canon.MaxSafeInteger)
+		r.spentUnsaved = true
+	}
 	for _, err := range []error{errT, errC} {
 		if errors.Is(err, runcontext.ErrBudgetExceeded) {
 			return stopped(stopBudget, "the planner's usage exceeds the run budget: "+err.Error())
@@ -812,6 +829,9 @@ func (r *run) snapshotInto(cp *checkpointState) {
 	cp.MeterUsage = u
 	cp.Chain = r.gwRun.ChainState()
 	r.takeInputs(cp)
+	// The usage holds every charge so far: none is left for a takeover
+	// to charge on top of it.
+	cp.SpentSincePoint, r.spent, r.spentUnsaved = nil, replay.Spent{}, false
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint

@@ -100,7 +100,10 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 				break
 			}
 		}
-		rp.replayed.stopAt = takeoverPoint(p, i+1)
+		rp.replayed.stopAt, rp.replayed.spent = takeoverPoint(p, i+1), nil
+		if rs.Takeover != nil {
+			rp.replayed.spent = rs.Takeover.Spent
+		}
 		next, rerr := rp.Resume(ctx, rc.RunID, ResumeInput{Approvals: rs.Approvals, Budget: rs.Budget, Takeover: rs.Takeover != nil})
 		if errors.Is(rerr, ErrNotResumable) || errors.Is(rerr, ErrResumeInput) {
 			ended := "paused or stopped"

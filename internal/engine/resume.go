@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/decisionspec"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/replay"
@@ -109,10 +110,32 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err != nil {
 		return nil, err
 	}
+	// A takeover charges what the dead runtime saved of its planner
+	// turns' spend after the checkpoint's state (run.saveSpent); a replay
+	// charges what its packet's takeover recorded.
+	var spent *replay.Spent
+	if takeover {
+		spent = cp.SpentSincePoint
+		if rt.mode == ModeReplay {
+			spent = rt.replayed.spent
+		}
+		if spent != nil {
+			s := *spent
+			// As charges are: nothing negative, counts saturate, and no
+			// more wall clock than the run's budget (a packet's value
+			// comes from outside).
+			s.Tokens, s.CostCents = min(max(s.Tokens, 0), canon.MaxSafeInteger), min(max(s.CostCents, 0), canon.MaxSafeInteger)
+			s.WallClockMS = min(max(s.WallClockMS, 0), cp.Run.RunBudget.WallClockMS)
+			spent = &s
+		}
+	}
 	// wall_clock_ms counts the run's active time: the meter goes on from
 	// the time the run had used when it paused, not from its start, so
 	// the hours an approval takes are not charged.
 	active := time.Duration(cp.MeterUsage.WallClockMS) * time.Millisecond
+	if spent != nil {
+		active += time.Duration(spent.WallClockMS) * time.Millisecond
+	}
 	// The run goes on from the last entry its transcript holds: a runtime
 	// that died may have recorded calls after its last checkpoint (a
 	// takeover's packet says so: a replay takes those entries as
@@ -126,6 +149,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if takeover {
 		usage = addUsage(usage, after)
 	}
+	if spent != nil {
+		usage = addUsage(usage, runcontext.Usage{Tokens: spent.Tokens, CostCents: spent.CostCents})
+	}
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: clock, cp: cp, emit: emit, long: cp.Request.Mode == runcontext.ModeLongRunning,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, now.Add(-active), usage), identity: identity, recompiled: true}
 	r.keepWorker()
@@ -135,7 +161,7 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	defer r.span.End()
 	var took *replay.Takeover
 	if takeover {
-		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n}
+		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n, Spent: spent}
 	}
 	if err := r.setupRun(ctx, &chain); err != nil {
 		return nil, err

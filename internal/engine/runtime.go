@@ -215,6 +215,10 @@ type replaySource struct {
 	// stopAt is the takeover point the replay's run stops at, where the
 	// packet's run was taken over next (0: none; run.replayStop).
 	stopAt int
+	// spent is what the packet's next takeover charged of its dead
+	// runtime's planner spend (replay.Takeover.Spent): the replay's
+	// takeover charges it as recorded.
+	spent *replay.Spent
 }
 
 // New returns a runtime that plans with planner and resolves packs from
@@ -492,6 +496,11 @@ type run struct {
 	// clockTaken counts the clock readings already taken into the
 	// checkpoint (takeInputs).
 	clockTaken int
+	// spent is what the run's planner turns charged since its last state
+	// save (snapshotInto), and spentUnsaved marks a charge saveSpent has
+	// not made durable yet.
+	spent        replay.Spent
+	spentUnsaved bool
 	// recorder records the adapter attempts of this runtime's part of the
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).

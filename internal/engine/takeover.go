@@ -81,6 +81,54 @@ func (r *run) holdClaim(ctx context.Context) error {
 	return nil
 }
 
+// saveSpent makes durable what the run's planner turns charged since its
+// last state save (r.spent), when a charge is not yet saved: a takeover
+// charges it, with the transcript's calls (chainOf), so the runtime's
+// death loses at most the spend of the turn in progress. The save is the
+// state last saved, byte for byte, with its spent_since_point member set
+// (checkpointState.cut): not a new takeover point, so a takeover
+// continues from the same state, point and replay inputs, and the spend
+// is the member's alone (never also in meter_usage or the transcript). It
+// renews the run's claim too, over the revision the run holds: a save
+// refused because a takeover moved the checkpoint on stops this runtime
+// before it does anything more (claimLost). A run whose planner reports
+// no usage never saves here.
+func (r *run) saveSpent(ctx context.Context) error {
+	cp := r.cp
+	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
+		return nil
+	}
+	r.spentUnsaved = false
+	spent := r.spent
+	// The wall clock used since the saved state, read on the runtime's
+	// clock, not the run's recording one (a reading there would be a
+	// replay input); a takeover's packet keeps it (replay.Takeover).
+	budget := r.rc.RunBudget.WallClockMS
+	used := budget - r.meter.Remaining(r.rt.opts.Now()).Milliseconds()
+	spent.WallClockMS = max(used-cp.MeterUsage.WallClockMS, 0)
+	w := objectWriter{b: make([]byte, 0, cp.cut+96)}
+	w.b = append(w.b, cp.saved[:cp.cut]...)
+	w.key("spent_since_point")
+	w.spent(&spent)
+	w.b = append(w.b, '}')
+	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: checkpointV4, Data: w.b, Lease: r.rt.heartbeatTTL()}
+	sctx, cancel := detached(ctx)
+	defer cancel()
+	var err error
+	if m, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+		err = m.save(sctx, c, false) // w.b is this save's own
+	} else {
+		err = r.rt.opts.Checkpoints.Save(sctx, c)
+	}
+	if err != nil {
+		return r.claimLost(err)
+	}
+	// The run's state is the saved one's, with the member: a later save
+	// of it that takes no snapshot keeps the member (it is still owed).
+	cp.rev, cp.saved, cp.SpentSincePoint = c.Revision, c.Data, &spent
+	return nil
+}
+
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
 // failed.
