@@ -88,8 +88,14 @@ func TestCancelledContextIsKeptThroughEveryLayer(t *testing.T) {
 		{"checkpoint save", func(c *cancelAt) (*contextostest.Options, contextos.Planner) {
 			return &contextostest.Options{Runtime: contextos.Options{Checkpoints: &cancelCheckpoints{cancelAt: c, CheckpointStore: contextos.NewInMemoryCheckpoints(), at: 1}}}, contextostest.NewPlanner(lookupPlan())
 		}, false},
+		// Saves: the claim, the planner's spend after each turn, the
+		// pause's. A failed save of the spend does not stop the run: the
+		// cancellation reaches it next, as a governed stop.
+		{"checkpoint save of the planner's spend", func(c *cancelAt) (*contextostest.Options, contextos.Planner) {
+			return &contextostest.Options{Runtime: contextos.Options{Checkpoints: &cancelCheckpoints{cancelAt: c, CheckpointStore: contextos.NewInMemoryCheckpoints(), at: 2}}}, contextostest.NewPlanner(lookupPlan())
+		}, true},
 		{"checkpoint save at pause", func(c *cancelAt) (*contextostest.Options, contextos.Planner) {
-			return &contextostest.Options{Runtime: contextos.Options{Checkpoints: &cancelCheckpoints{cancelAt: c, CheckpointStore: contextos.NewInMemoryCheckpoints(), at: 2}}}, contextostest.NewPlanner(lookupPlan(), refundPlan(4200))
+			return &contextostest.Options{Runtime: contextos.Options{Checkpoints: &cancelCheckpoints{cancelAt: c, CheckpointStore: contextos.NewInMemoryCheckpoints(), at: 4}}}, contextostest.NewPlanner(lookupPlan(), refundPlan(4200))
 		}, false},
 		{"decision append", func(c *cancelAt) (*contextostest.Options, contextos.Planner) {
 			return &contextostest.Options{Runtime: contextos.Options{Decisions: cancelDecisions{cancelAt: c, Store: decision.NewMemoryStore()}}}, contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
@@ -120,7 +126,11 @@ func TestCancelledContextIsKeptThroughEveryLayer(t *testing.T) {
 			if res.Status != decision.Escalated || !strings.HasPrefix(res.Record.Rationale.Summary, "canceled: ") {
 				t.Fatalf("Invoke = %s %q, want ESCALATED canceled", res.Status, res.Record.Rationale.Summary)
 			}
-			cp, err := loadState(context.Background(), h.Checkpoints, res.RunID)
+			var store contextos.CheckpointStore = h.Checkpoints
+			if opts != nil && opts.Runtime.Checkpoints != nil {
+				store = opts.Runtime.Checkpoints
+			}
+			cp, err := loadState(context.Background(), store, res.RunID)
 			if err != nil {
 				t.Fatal(err)
 			}

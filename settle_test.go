@@ -295,8 +295,9 @@ func (f *failingSaves) Save(ctx context.Context, c *contextos.Checkpoint) error 
 // are those of its replay.
 func TestPauseCheckpointLostAfterTheAppend(t *testing.T) {
 	ctx := context.Background()
-	// Saves: the claim, the pause's before its append, the pause's after.
-	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), at: 3}
+	// Saves: the claim, the planner's spend after each of its two turns,
+	// the pause's before its append, the pause's after.
+	saves := &failingSaves{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints(), at: 5}
 	h := harness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200)), &contextostest.Options{Runtime: contextos.Options{Checkpoints: saves}})
 	req, rc := refundRequest(t, 4200, true)
 	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {

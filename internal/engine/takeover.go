@@ -91,8 +91,9 @@ func (r *run) holdClaim(ctx context.Context) error {
 // is the member's alone (never also in meter_usage or the transcript). It
 // renews the run's claim too, over the revision the run holds: a save
 // refused because a takeover moved the checkpoint on stops this runtime
-// before it does anything more (claimLost). A run whose planner reports
-// no usage never saves here.
+// before it does anything more (claimLost). A save the store fails is
+// logged and the run goes on (the spend is saved with the next one). A
+// run whose planner reports no usage never saves here.
 func (r *run) saveSpent(ctx context.Context) error {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
@@ -120,8 +121,15 @@ func (r *run) saveSpent(ctx context.Context) error {
 	} else {
 		err = r.rt.opts.Checkpoints.Save(sctx, c)
 	}
-	if err != nil {
+	if errors.Is(err, ErrCheckpointConflict) {
 		return r.claimLost(err)
+	}
+	if err != nil {
+		// A store that fails the save does not stop the run (its record
+		// counts the spend); the spend stays owed to the next save.
+		r.spentUnsaved = true
+		r.rt.opts.Logger.Error("checkpoint of the planner's spend not saved", "run_id", r.rc.RunID, "error", err.Error())
+		return nil
 	}
 	// The run's state is the saved one's, with the member: a later save
 	// of it that takes no snapshot keeps the member (it is still owed).
