@@ -79,11 +79,14 @@
 // in an encoding the runtime owns and names with Version. Stores never
 // interpret Data. A runtime reads every version it lists as supported
 // (version 1, the encoding before checkpoints were versioned; version 2,
-// which pins the run's packs and overlays; and version 3, version 2 with
+// which pins the run's packs and overlays; version 3, version 2 with
 // a terminal record the decision store did not confirm, written only for
-// such a run so that a runtime reading versions 1 and 2 alone refuses it)
-// and refuses another with a *CheckpointVersionError
-// (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
+// such a run so that a runtime reading versions 1 and 2 alone refuses it;
+// and version 4, version 3 with the spend of the run's planner turns since
+// the state it holds, written only while the run owes a takeover such
+// spend, so that a runtime reading versions 1 to 3 refuses to take the
+// run over without charging it) and refuses another with a
+// *CheckpointVersionError (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
 // compiled under: a resume under others is refused with ErrLedgerMismatch.
 //
 // This package is what a host uses: Runtime and Options, the plug-in
