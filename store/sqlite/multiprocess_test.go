@@ -47,6 +47,9 @@ type mpJob struct {
 	// ClaimTTL is the store's idempotency claim TTL and the runtime's
 	// HeartbeatTTL, the lease of its claim of a run (0: the defaults).
 	ClaimTTL time.Duration `json:"claim_ttl,omitempty"`
+	// TurnTokens is the tokens each planner turn reports (0: the plans'
+	// own).
+	TurnTokens int `json:"turn_tokens,omitempty"`
 }
 
 // mpOutcome is what the child's Invoke or Resume got.
@@ -73,7 +76,11 @@ func TestMultiProcessChild(t *testing.T) {
 	defer st.Close()
 	opts := contextos.Options{Adapters: storekit.Adapters(t, job.Payments), Evidence: storekit.Evidence(t), ReplaySampleRate: 1, HeartbeatTTL: job.ClaimTTL}
 	st.Configure(&opts)
-	h := contextostest.New(t, contextostest.NewPlanner(storekit.LookupPlan(), storekit.RefundPlan(job.Amount)), [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: opts})
+	lookup, refund := storekit.LookupPlan(), storekit.RefundPlan(job.Amount)
+	if job.TurnTokens > 0 {
+		lookup.Usage, refund.Usage = contextos.PlanUsage{Tokens: job.TurnTokens}, contextos.PlanUsage{Tokens: job.TurnTokens}
+	}
+	h := contextostest.New(t, contextostest.NewPlanner(lookup, refund), [][]byte{fixture.SupportPack()}, &contextostest.Options{Runtime: opts})
 	req, rc := storekit.RefundRequest(t, job.RunID, job.Amount)
 	storekit.ChildReady(t)
 	var res *contextos.Result
@@ -191,6 +198,43 @@ func TestMPCrashBetweenEffectAndRecord(t *testing.T) {
 	}
 	p.AssertOneEffect(t, 2)
 	storekit.AssertRecords(t, ctx, st.Records(), runID, decision.Decided)
+}
+
+// TestMPCrashChargesTheDeadProcessesPlannerTurns: process A, whose
+// planner turns report 5,000 tokens each, is SIGKILLed at the refund's
+// effect, after its two turns; process B takes the run over from A's
+// claim and plans again. B's budget counts A's two turns (saved to the
+// database before A's calls): with B's first turn the run is at 15,000
+// tokens, over total_tokens 12,000, and it ends ESCALATED rather than
+// DECIDED at B's own 10,000.
+func TestMPCrashChargesTheDeadProcessesPlannerTurns(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "contextos.db")
+	ctx := storekit.Context(t)
+	p := storekit.NewPayments(t)
+	const runID, ttl, tokens = "run_mp_t", 2 * time.Second, 5000
+	a := storekit.StartChild(t, "process A", mpJob{Role: roleInvoke, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, ClaimTTL: ttl, TurnTokens: tokens})
+	var killed sync.Once
+	p.OnEffect(func(string) { killed.Do(a.Kill) })
+	storekit.Release(t, ctx, a)
+	select {
+	case <-a.Done():
+	case <-ctx.Done():
+		t.Fatalf("process A did not stop: %v", ctx.Err())
+	}
+	if result, exit := a.Exit(); result != "" || exit == nil {
+		t.Fatalf("process A was not killed before it finished (exit %v, result %s):\n%s", exit, result, a.Output())
+	}
+	time.Sleep(ttl) // A's claim of the run lapses
+	out := runChild(t, ctx, "process B", mpJob{Role: roleResume, DB: db, Payments: p.URL(), RunID: runID, Amount: 1200, Takeover: true, ClaimTTL: ttl, TurnTokens: tokens})
+	if out.Err != "" || out.Status != string(decision.Escalated) {
+		t.Fatalf("takeover in process B = %+v, want ESCALATED over total_tokens (A's two turns and B's first)", out)
+	}
+	st := openParent(t, ctx, db)
+	storekit.AssertRecords(t, ctx, st.Records(), runID, decision.Escalated)
+	recs, err := st.Records().List(ctx, decision.Filter{RunID: runID})
+	if err != nil || len(recs) != 1 || recs[0].BudgetUsage.Tokens != 3*tokens {
+		t.Fatalf("records %+v (%v), want one counting %d tokens", recs, err, 3*tokens)
+	}
 }
 
 // TestMPConcurrentTakeoversContinueOnce: process A is SIGKILLed after the
