@@ -373,8 +373,9 @@ func (p *Packet) Seal() error {
 //     record matches expected.decision_record_hash (the record is pinned as
 //     the decision store holds it, so that hash is the stored record_hash,
 //     and the record's own record_hash and replay.record_hash, when it
-//     carries them, are the same), and expected.status is the record's
-//     status;
+//     carries them, are the same; its bytes are the canonical form of the
+//     record they decode to, so no member is duplicated, respelled or
+//     unknown), and expected.status is the record's status;
 //   - packet_hash: the packet's digest (see [Packet.Seal]) equals it, so no
 //     member but latest_result changed since it was sealed (a packet that
 //     no longer encodes to JSON and back has changed too: it did when
@@ -442,6 +443,17 @@ func (p *Packet) checkPins() error {
 		var rec decision.Record
 		if err := json.Unmarshal(p.Record, &rec); err != nil {
 			return fmt.Errorf("%w: the decision record does not decode", ErrTamper)
+		}
+		// The record is pinned as the store holds it, in its canonical
+		// form: each member once, spelled as the record spells it. Bytes
+		// whose canonical form is not the decoded record's hold a member
+		// encoding/json reads otherwise than a case-sensitive reader
+		// ("status" and "Status", the last kept) or not at all, and would
+		// show that reader another decision than the one hashed.
+		raw, rerr := canon.JSON(json.RawMessage(p.Record))
+		dec, derr := canon.JSON(&rec)
+		if rerr != nil || derr != nil || !bytes.Equal(raw, dec) {
+			return fmt.Errorf("%w: the decision record is not the record it decodes to (a member duplicated, respelled or unknown)", ErrTamper)
 		}
 		if h, err := decision.Hash(&rec); err != nil || h != p.Expected.DecisionRecordHash {
 			return fmt.Errorf("%w: the decision record does not match expected.decision_record_hash", ErrTamper)
