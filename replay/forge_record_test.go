@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/contextos/contextos/replay"
@@ -68,5 +69,41 @@ func TestPacketRecordMustBeItsCanonicalForm(t *testing.T) {
 		if err := p.CheckIntegrity(); !errors.Is(err, replay.ErrTamper) {
 			t.Errorf("CheckIntegrity of the resealed forged packet = %v, want ErrTamper", err)
 		}
+	}
+}
+
+// A packet file edited behind its seal with a member respelled
+// ("Status" after "status": encoding/json folds the names and keeps the
+// last) still decodes to the sealed packet, so CheckIntegrity passes with
+// the original packet_hash, while every case-sensitive reader of the file
+// sees the edited value: here expected.status REJECTED and the refund's
+// result "failed" in a packet that proves DECIDED and a completed refund.
+// DecodePacket, which reads a packet's bytes, refuses them.
+func TestDecodePacketRefusesRespelledMembers(t *testing.T) {
+	data, err := os.ReadFile("testdata/corpus/good-decided-approved-1200.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.DecodePacket(data); err != nil {
+		t.Fatalf("DecodePacket of the untouched packet: %v", err)
+	}
+	edited := bytes.Replace(data, []byte(`"status": "DECIDED",`), []byte(`"status": "REJECTED", "Status": "DECIDED",`), 1)
+	edited = bytes.Replace(edited, []byte(`"status": "completed",`), []byte(`"status": "failed", "Status": "completed",`), 1)
+	if bytes.Count(edited, []byte(`"Status"`)) != 2 {
+		t.Fatal("the packet has no status to respell")
+	}
+	var p replay.Packet
+	if err := json.Unmarshal(edited, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckIntegrity(); err != nil {
+		t.Logf("CheckIntegrity of the edited file (not sealed again): %v", err)
+	}
+	if _, err := replay.DecodePacket(edited); !errors.Is(err, replay.ErrTamper) {
+		t.Errorf("DecodePacket of a packet whose file reads expected.status REJECTED and a failed refund to a case-sensitive reader = %v, want ErrTamper", err)
+	}
+	dup := bytes.Replace(data, []byte(`"status": "DECIDED",`), []byte(`"status": "REJECTED", "status": "DECIDED",`), 1)
+	if _, err := replay.DecodePacket(dup); !errors.Is(err, replay.ErrTamper) {
+		t.Errorf("DecodePacket of a packet with a duplicated member = %v, want ErrTamper", err)
 	}
 }

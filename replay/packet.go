@@ -528,3 +528,32 @@ type Report struct {
 	Status Status `json:"status"`
 	Diffs  []Diff `json:"diffs"`
 }
+
+// DecodePacket decodes a stored or transmitted packet's bytes. Beyond
+// encoding/json, it refuses (ErrTamper) bytes that are not the packet they
+// decode to: a member duplicated, spelled in another case (encoding/json
+// matches names case-insensitively and keeps the last, so "status" then
+// "Status" decodes to the second while every case-sensitive reader sees
+// the first), or unknown. Such bytes would still pass CheckIntegrity,
+// whose packet_hash is the digest of the decoded packet, while showing a
+// reader of the file other values than the ones sealed. It does not check
+// the packet's integrity: call CheckIntegrity (Runtime.Replay does).
+func DecodePacket(data []byte) (*Packet, error) {
+	var p Packet
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: the packet does not decode: %w", ErrInvalid, err)
+	}
+	again, err := json.Marshal(&p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the packet has no JSON form", ErrInvalid)
+	}
+	a, err := canon.JSON(json.RawMessage(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the packet has no canonical JSON form (a member duplicated?)", ErrTamper)
+	}
+	b, err := canon.JSON(json.RawMessage(again))
+	if err != nil || !bytes.Equal(a, b) {
+		return nil, fmt.Errorf("%w: the packet's bytes are not the packet they decode to (a member respelled or unknown)", ErrTamper)
+	}
+	return &p, nil
+}

@@ -689,15 +689,18 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failCmd(stderr, "replay", err)
 	}
-	var p replay.Packet
 	if err := wire.Strict(data); err != nil { // duplicate members, invalid UTF-8
 		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
 		return exitInvalid
 	}
-	if err := json.Unmarshal(data, &p); err != nil {
+	// A member respelled ("Status" after "status") or unknown: bytes that
+	// would show a reader of the file other values than the ones sealed.
+	pp, err := replay.DecodePacket(data)
+	if err != nil {
 		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
 		return exitInvalid
 	}
+	p := *pp
 	noLive := func(string) gateway.Adapter {
 		return gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
 			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "live calls are disabled in replay", nil)
