@@ -450,9 +450,9 @@ func (p *Packet) checkPins() error {
 		// encoding/json reads otherwise than a case-sensitive reader
 		// ("status" and "Status", the last kept) or not at all, and would
 		// show that reader another decision than the one hashed.
-		raw, rerr := canon.JSON(json.RawMessage(p.Record))
-		dec, derr := canon.JSON(&rec)
-		if rerr != nil || derr != nil || !bytes.Equal(raw, dec) {
+		raw, rerr := canon.Digest(json.RawMessage(p.Record))
+		dec, derr := canon.Digest(&rec)
+		if rerr != nil || derr != nil || raw != dec {
 			return fmt.Errorf("%w: the decision record is not the record it decodes to (a member duplicated, respelled or unknown)", ErrTamper)
 		}
 		if h, err := decision.Hash(&rec); err != nil || h != p.Expected.DecisionRecordHash {
