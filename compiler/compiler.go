@@ -104,6 +104,9 @@ type Prepared struct {
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
 	evMemo *evidenceMemo
+	// sealMemo remembers the content its compiles hashed last, shared
+	// by the copies At, WithSources and WithForm make.
+	sealMemo *sealMemo
 }
 
 // evidenceMemo is the digest of one list of evidence items: a source that
@@ -181,7 +184,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 			host["ontology"] = v
 		}
 	}
-	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}, evMemo: &evidenceMemo{}}
+	pr := &Prepared{opts: o, gates: map[string]pack.ApprovalGate{}, ruleMeta: map[string]ruleMeta{}, evMemo: &evidenceMemo{}, sealMemo: &sealMemo{}}
 	views := make([]*pack.Pack, len(packs))
 	for i, in := range packs {
 		if in.Pack == nil {
@@ -557,7 +560,7 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 			ledger.Budget.TruncatedBuckets = append(ledger.Budget.TruncatedBuckets, string(b))
 		}
 	}
-	if err := seal(cc, form); err != nil {
+	if err := seal(cc, form, p.sealMemo); err != nil {
 		return nil, fail(9, ErrInput, err, "the compiled context has no canonical form")
 	}
 	return cc, nil

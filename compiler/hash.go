@@ -78,8 +78,21 @@ func LedgerHash(l *ContextLedger) (string, error) {
 	return canon.DigestOf(ledgerEncoding{l, true})
 }
 
-// seal sets the hashes of cc in form f.
-func seal(cc *CompiledContext, f Form) error {
+// sealMemo remembers the content encoding a Prepared's compiles hashed
+// last (canon.HashMemo): runs of the same pack and evidence share most of
+// their compiled content (another request's input first differs in the
+// session block, past the pack's blocks and the evidence), and a stretch
+// of it that is byte for byte the one hashed before is not compressed
+// again. The hash is the same as without it. The ledger has no memo: it
+// differs from run to run within its first kilobyte (request and run
+// context hashes).
+type sealMemo struct {
+	content canon.HashMemo
+}
+
+// seal sets the hashes of cc in form f, with m (nil: none) remembering
+// the content encoding hashed.
+func seal(cc *CompiledContext, f Form, m *sealMemo) error {
 	l := &cc.ContextLedger
 	l.CompiledContextHash, l.LedgerHash = "", ""
 	var err error
@@ -87,7 +100,11 @@ func seal(cc *CompiledContext, f Form) error {
 		l.CompiledContextHash, err = canon.Digest(cc) // the hash field is empty and omitted
 		return err
 	}
-	if l.CompiledContextHash, err = contentHash(cc); err != nil {
+	var cm *canon.HashMemo
+	if m != nil {
+		cm = &m.content
+	}
+	if l.CompiledContextHash, err = canon.DigestOfMemo(contentEncoding{cc}, cm); err != nil {
 		return err
 	}
 	l.LedgerHash, err = LedgerHash(l)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -406,3 +407,33 @@ var (
 	_ canon.Appender = (*recordedCall)(nil)
 	_ canon.Appender = (*recordedResult)(nil)
 )
+
+// evidenceManifest is the canonical form of a compiled evidence manifest,
+// which a run's approvals are bound to (evidence_snapshot_hash): its
+// digest was the reflective encoder's at every run.
+// TestEvidenceManifestWriter and FuzzEvidenceManifestWriter hold it to
+// canon.JSON of the same entries.
+type evidenceManifest []compiler.EvidenceManifestEntry
+
+// AppendCanonical implements canon.Appender.
+func (m evidenceManifest) AppendCanonical(dst []byte) ([]byte, error) {
+	if m == nil {
+		return append(dst, "null"...), nil
+	}
+	dst = append(dst, '[')
+	for i := range m {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		e := &m[i]
+		dst = canon.AppendString(append(dst, `{"evidence_ref":`...), e.EvidenceRef)
+		if e.Hash != "" {
+			dst = canon.AppendString(append(dst, `,"hash":`...), e.Hash)
+		}
+		if e.SourceID != "" {
+			dst = canon.AppendString(append(dst, `,"source_id":`...), e.SourceID)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}

@@ -499,7 +499,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.surfaced[id] = s
 		}
 	}
-	if r.snapshot, err = canon.Digest(cc.Manifests.EvidenceManifest); err != nil {
+	if r.snapshot, err = canon.DigestOf(evidenceManifest(cc.Manifests.EvidenceManifest)); err != nil {
 		return nil, err
 	}
 	// The built-in secret detectors apply whatever the pack names (an

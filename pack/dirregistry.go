@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/contextos/contextos/internal/packref"
 )
 
 // DirRegistry is a Registry and LifecycleRegistry in a directory: one file
@@ -88,7 +90,7 @@ type stateFile struct {
 // packDir validates a pack id for use as a directory name.
 func packDir(id string) (string, error) {
 	if id == "" || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\`) || !fs.ValidPath(id) {
-		return "", fmt.Errorf("%w: pack id %q cannot name a registry directory", ErrNotFound, clip(id))
+		return "", fmt.Errorf("%w: pack id %s cannot name a registry directory", ErrNotFound, packref.Show(id))
 	}
 	return id, nil
 }
@@ -184,7 +186,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 	}
 	doc, err := d.root.ReadFile(docPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, packref.Show(ref.String()))
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: %w", err)
@@ -214,7 +216,7 @@ func (d *DirRegistry) read(ref Ref) (Entry, error) {
 func (d *DirRegistry) readState(ref Ref, statePath string) (Entry, error) {
 	sb, err := d.root.ReadFile(statePath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Entry{}, fmt.Errorf("%w: %s (its state is not written yet)", ErrNotFound, ref)
+		return Entry{}, fmt.Errorf("%w: %s (its state is not written yet)", ErrNotFound, packref.Show(ref.String()))
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("pack: registry: state of %s: %w", ref, err)
@@ -474,7 +476,7 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
+		return nil, fmt.Errorf("%w: no versions of %s", ErrNotFound, packref.Show(packID))
 	}
 	var out []Entry
 	for _, n := range names {
@@ -496,7 +498,7 @@ func (d *DirRegistry) Versions(ctx context.Context, packID string) ([]Entry, err
 		out = append(out, e)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
+		return nil, fmt.Errorf("%w: no versions of %s", ErrNotFound, packref.Show(packID))
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return a.Ref.Compare(b.Ref) })
 	return out, nil

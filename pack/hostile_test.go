@@ -189,3 +189,62 @@ func TestValidateOptionsRedactionRules(t *testing.T) {
 		t.Errorf("Put with bad options = %v, want ErrRedactionRuleName and not ErrSignature", err)
 	}
 }
+
+// Hostile refs: a registry that does not hold a ref or pack id refuses it
+// with ErrNotFound and names it only when it is a pack ref or id an
+// operator can read back; one that looks like a secret (a key pasted as a
+// pack id) or is not of the ref grammar is never echoed.
+func TestHostileRefsNeverEchoed(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-hr5packrefsecret0001"
+	dir, err := pack.OpenDirRegistry(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	regs := map[string]pack.LifecycleRegistry{"memory": pack.NewMemoryRegistry(nil), "dir": dir}
+	for _, c := range []struct {
+		name  string
+		call  func(r pack.LifecycleRegistry) error
+		leak  string // must not appear ("" when the ref must be named)
+		name2 string // must appear
+	}{
+		{name: "Get of a key as a pack id", call: func(r pack.LifecycleRegistry) error {
+			_, err := r.Get(ctx, pack.MustParseRef(key+"@1.0.0"))
+			return err
+		}, leak: key},
+		{name: "Versions of a key", call: func(r pack.LifecycleRegistry) error { _, err := r.Versions(ctx, key); return err }, leak: key},
+		{name: "Versions of a bearer credential", call: func(r pack.LifecycleRegistry) error {
+			_, err := r.Versions(ctx, "Bearer hr5opaquebearer0002")
+			return err
+		}, leak: "hr5opaquebearer0002"},
+		{name: "SetState of a key as a pack id", call: func(r pack.LifecycleRegistry) error {
+			_, err := r.SetState(ctx, pack.MustParseRef(key+"@1.0.0"), pack.StatePublished, "")
+			return err
+		}, leak: key},
+		{name: "Review of a key as a pack id", call: func(r pack.LifecycleRegistry) error {
+			_, err := r.Review(ctx, pack.MustParseRef(key+"@1.0.0"))
+			return err
+		}, leak: key},
+		{name: "Get of an honest ref names it", call: func(r pack.LifecycleRegistry) error {
+			_, err := r.Get(ctx, pack.MustParseRef("support@9.9.9"))
+			return err
+		}, name2: "support@9.9.9"},
+		{name: "Versions of an honest id names it", call: func(r pack.LifecycleRegistry) error { _, err := r.Versions(ctx, "support"); return err }, name2: "support"},
+	} {
+		for rn, reg := range regs {
+			t.Run(c.name+" ("+rn+")", func(t *testing.T) {
+				err := c.call(reg)
+				if !errors.Is(err, pack.ErrNotFound) {
+					t.Fatalf("error = %v, want ErrNotFound", err)
+				}
+				if c.leak != "" && strings.Contains(err.Error(), c.leak) {
+					t.Errorf("error echoes the value: %v", err)
+				}
+				if c.name2 != "" && !strings.Contains(err.Error(), c.name2) {
+					t.Errorf("error = %v, want it to name %s", err, c.name2)
+				}
+			})
+		}
+	}
+}

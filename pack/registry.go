@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/contextos/contextos/internal/packref"
 )
 
 // Registry stores pack versions and their lifecycle state. Implementations
@@ -256,7 +258,7 @@ func (m *MemoryRegistry) Get(ctx context.Context, ref Ref) (Entry, error) {
 	defer m.mu.RUnlock()
 	e, ok := m.entries[ref.ID][ref]
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, packref.Show(ref.String()))
 	}
 	return copyEntry(e), nil
 }
@@ -270,7 +272,7 @@ func (m *MemoryRegistry) Stat(ctx context.Context, ref Ref) (Entry, error) {
 	defer m.mu.RUnlock()
 	e, ok := m.entries[ref.ID][ref]
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, packref.Show(ref.String()))
 	}
 	e.Document = nil
 	e.Reviews = slices.Clone(e.Reviews)
@@ -292,7 +294,7 @@ func (m *MemoryRegistry) update(ctx context.Context, ref Ref, f func(Entry) (Ent
 	defer m.mu.Unlock()
 	e, ok := m.entries[ref.ID][ref]
 	if !ok {
-		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, packref.Show(ref.String()))
 	}
 	e, err := f(e)
 	if err != nil {
@@ -311,7 +313,7 @@ func (m *MemoryRegistry) Versions(ctx context.Context, packID string) ([]Entry, 
 	defer m.mu.RUnlock()
 	versions, ok := m.entries[packID]
 	if !ok || len(versions) == 0 {
-		return nil, fmt.Errorf("%w: no versions of %q", ErrNotFound, clip(packID))
+		return nil, fmt.Errorf("%w: no versions of %s", ErrNotFound, packref.Show(packID))
 	}
 	out := make([]Entry, 0, len(versions))
 	for _, e := range versions {
@@ -335,7 +337,7 @@ func (m *MemoryRegistry) ApplyPin(ctx context.Context, c PinChange) (Pin, error)
 	defer m.mu.Unlock()
 	target, ok := m.entries[c.Ref().ID][c.Ref()]
 	if !ok {
-		return Pin{}, fmt.Errorf("%w: %s", ErrNotFound, c.Ref())
+		return Pin{}, fmt.Errorf("%w: %s", ErrNotFound, packref.Show(c.Ref().String()))
 	}
 	hist := m.pins[c.Env()][c.Ref().ID]
 	next, e, write, err := c.Apply(currentPin(hist), target)

@@ -178,7 +178,7 @@ func TestDecodeStrict(t *testing.T) {
 		{"case variant", `"adapter_registry"`, `"Adapter_Registry"`, "tooling_layer.Adapter_Registry", `unknown field "Adapter_Registry": field names are case-sensitive (did you mean "adapter_registry"?)`},
 		{"missing layer", `"tone_and_comms"`, `"tone_and_comm"`, "tone_and_comms", "is required"},
 		{"bad enum", `"INTERNAL"`, `"SECRET"`, "pack_meta.data_classification", `data_classification "SECRET" is not one of PUBLIC, INTERNAL, CONFIDENTIAL, RESTRICTED`},
-		{"bad approval mode", `"approval_mode": "read_only"`, `"approval_mode": "readonly"`, "tooling_layer.adapter_registry[0].approval_mode", `runcontext: unknown enum value: approval mode "readonly" is not one of read_only, local_write, network, delegated, destructive`},
+		{"bad approval mode", `"approval_mode": "read_only"`, `"approval_mode": "readonly"`, "tooling_layer.adapter_registry[0].approval_mode", `runcontext: unknown enum value: approval mode is not one of read_only, local_write, network, delegated, destructive`},
 		{"bad write class", `"correction"]`, `"corrections"]`, "memory_layer.memory_policy.write_classes_allowed[3]", `write class "corrections" is not one of evidence_link, preference, decision_outcome, correction`},
 	}
 	for _, tc := range tests {

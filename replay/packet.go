@@ -387,8 +387,9 @@ func (p *Packet) Seal() error {
 //     record matches expected.decision_record_hash (the record is pinned as
 //     the decision store holds it, so that hash is the stored record_hash,
 //     and the record's own record_hash and replay.record_hash, when it
-//     carries them, are the same), and expected.status is the record's
-//     status;
+//     carries them, are the same; its bytes are the canonical form of the
+//     record they decode to, so no member is duplicated, respelled or
+//     unknown), and expected.status is the record's status;
 //   - packet_hash: the packet's digest (see [Packet.Seal]) equals it, so no
 //     member but latest_result changed since it was sealed (a packet that
 //     no longer encodes to JSON and back has changed too: it did when
@@ -456,6 +457,17 @@ func (p *Packet) checkPins() error {
 		var rec decision.Record
 		if err := json.Unmarshal(p.Record, &rec); err != nil {
 			return fmt.Errorf("%w: the decision record does not decode", ErrTamper)
+		}
+		// The record is pinned as the store holds it, in its canonical
+		// form: each member once, spelled as the record spells it. Bytes
+		// whose canonical form is not the decoded record's hold a member
+		// encoding/json reads otherwise than a case-sensitive reader
+		// ("status" and "Status", the last kept) or not at all, and would
+		// show that reader another decision than the one hashed.
+		raw, rerr := canon.Digest(json.RawMessage(p.Record))
+		dec, derr := canon.Digest(&rec)
+		if rerr != nil || derr != nil || raw != dec {
+			return fmt.Errorf("%w: the decision record is not the record it decodes to (a member duplicated, respelled or unknown)", ErrTamper)
 		}
 		if h, err := decision.Hash(&rec); err != nil || h != p.Expected.DecisionRecordHash {
 			return fmt.Errorf("%w: the decision record does not match expected.decision_record_hash", ErrTamper)
@@ -529,4 +541,33 @@ type Diff struct {
 type Report struct {
 	Status Status `json:"status"`
 	Diffs  []Diff `json:"diffs"`
+}
+
+// DecodePacket decodes a stored or transmitted packet's bytes. Beyond
+// encoding/json, it refuses (ErrTamper) bytes that are not the packet they
+// decode to: a member duplicated, spelled in another case (encoding/json
+// matches names case-insensitively and keeps the last, so "status" then
+// "Status" decodes to the second while every case-sensitive reader sees
+// the first), or unknown. Such bytes would still pass CheckIntegrity,
+// whose packet_hash is the digest of the decoded packet, while showing a
+// reader of the file other values than the ones sealed. It does not check
+// the packet's integrity: call CheckIntegrity (Runtime.Replay does).
+func DecodePacket(data []byte) (*Packet, error) {
+	var p Packet
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: the packet does not decode: %w", ErrInvalid, err)
+	}
+	again, err := json.Marshal(&p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the packet has no JSON form", ErrInvalid)
+	}
+	a, err := canon.JSON(json.RawMessage(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the packet has no canonical JSON form (a member duplicated?)", ErrTamper)
+	}
+	b, err := canon.JSON(json.RawMessage(again))
+	if err != nil || !bytes.Equal(a, b) {
+		return nil, fmt.Errorf("%w: the packet's bytes are not the packet they decode to (a member respelled or unknown)", ErrTamper)
+	}
+	return &p, nil
 }

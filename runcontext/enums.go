@@ -27,7 +27,7 @@ var approvalModes = [...]ApprovalMode{ReadOnly, LocalWrite, Network, Delegated, 
 func ParseApprovalMode(s string) (ApprovalMode, error) {
 	m := ApprovalMode(s)
 	if m.rank() < 0 {
-		return "", fmt.Errorf("%w: approval mode %q is not one of %s", ErrInvalidEnum, s, joinModes())
+		return "", fmt.Errorf("%w: approval mode is not one of %s", ErrInvalidEnum, joinModes())
 	}
 	return m, nil
 }
@@ -105,7 +105,7 @@ func (m ApprovalMode) String() string { return string(m) }
 // is written as "" and refused by validation.
 func (m ApprovalMode) MarshalText() ([]byte, error) {
 	if m != "" && !m.Valid() {
-		return nil, fmt.Errorf("%w: approval mode %q is not one of %s", ErrInvalidEnum, string(m), joinModes())
+		return nil, fmt.Errorf("%w: approval mode is not one of %s", ErrInvalidEnum, joinModes())
 	}
 	return []byte(m), nil
 }
@@ -129,6 +129,9 @@ func joinModes() string {
 }
 
 // enumText implements the text methods for the small closed string enums.
+// Its error names the enum and the allowed values, never the value given:
+// a caller's value may be anything, a credential pasted in the wrong
+// member too, and the allowed values are all an operator needs.
 func enumText[T ~string](what string, allowed []T, v T) error {
 	for _, a := range allowed {
 		if a == v {
@@ -139,7 +142,7 @@ func enumText[T ~string](what string, allowed []T, v T) error {
 	for i, a := range allowed {
 		names[i] = string(a)
 	}
-	return fmt.Errorf("%w: %s %q is not one of %s", ErrInvalidEnum, what, string(v), strings.Join(names, ", "))
+	return fmt.Errorf("%w: %s is not one of %s", ErrInvalidEnum, what, strings.Join(names, ", "))
 }
 
 // Mode is the invoke execution mode.

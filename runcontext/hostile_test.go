@@ -180,3 +180,83 @@ func TestHostileClaimConflict(t *testing.T) {
 }
 
 var ctx0 = context.Background()
+
+// Hostile values a caller sends in a request or run context: each is
+// refused with a *ValidationError naming the member, and no error repeats
+// the value (a credential in an attachment URI, or pasted into an enum).
+func TestHostileRequestValuesNeverEchoed(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-hr5attachmentsecret0001"
+	att := func(uri string) func(r *InvokeRequest) {
+		return func(r *InvokeRequest) {
+			r.Attachments = []Attachment{{ArtifactID: "art_1", MediaType: "application/pdf", URI: uri, SHA256: strings.Repeat("2f", 32)}}
+		}
+	}
+	tests := []struct {
+		name   string
+		req    func(r *InvokeRequest) // nil: rc instead
+		rc     func(rc *RunContext)
+		json   string // when set, decoded as the request (the mode member replaced)
+		field  string
+		secret string
+	}{
+		{name: "api key in an attachment uri's query", req: att("https://files.example/x.pdf?api_key=" + key), field: "attachments[0].uri", secret: key},
+		{name: "token in an attachment uri's query", req: att("https://files.example/x.pdf?v=2&token=hr5opaque0002"), field: "attachments[0].uri", secret: "hr5opaque0002"},
+		{name: "s3 pre-signed attachment uri", req: att("https://b.s3.amazonaws.com/x.pdf?X-Amz-Expires=300&X-Amz-Signature=4f0c2c1d9e8b7a6f5e4d3c2b1a0f9e8d"), field: "attachments[0].uri", secret: "4f0c2c1d9e8b7a6f5e4d3c2b1a0f9e8d"},
+		{name: "azure sas attachment uri", req: att("https://acct.blob.core.windows.net/c/x.pdf?sv=2022-11-02&sp=r&sig=hr5sasSignature0003%3D"), field: "attachments[0].uri", secret: "hr5sasSignature0003"},
+		{name: "access token in an attachment uri's fragment", req: att("https://files.example/x.pdf#access_token=hr5fragment0004"), field: "attachments[0].uri", secret: "hr5fragment0004"},
+		{name: "percent-encoded secret-named query parameter", req: att("https://files.example/x.pdf?api%5Fkey=hr5encoded0005"), field: "attachments[0].uri", secret: "hr5encoded0005"},
+		{name: "vendor key in an attachment uri's path", req: att("https://files.example/" + key + "/x.pdf"), field: "attachments[0].uri", secret: key},
+		{name: "vendor key as an artifact id", req: func(r *InvokeRequest) {
+			att("s3://b/k.pdf")(r)
+			r.Attachments[0].ArtifactID = key
+		}, field: "attachments[0].artifact_id", secret: key},
+		{name: "vendor key as the request mode", req: func(r *InvokeRequest) { r.Mode = key }, field: "mode", secret: key},
+		{name: "vendor key as the request mode, decoded", json: key, field: "mode", secret: key},
+		{name: "vendor key as the run context safety_mode", rc: func(rc *RunContext) { rc.SafetyMode = key }, field: "safety_mode", secret: key},
+		{name: "vendor key as a delegation auth_type", req: func(r *InvokeRequest) {
+			r.User.Delegation = &Delegation{AuthType: key, TokenRef: "tok_user_7a"}
+		}, field: "user.delegation.auth_type", secret: key},
+		{name: "vendor key as a principal kind", req: func(r *InvokeRequest) {
+			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalKind(key), ID: "x"}}
+		}, field: "agent.principal_chain[0].kind", secret: key},
+		{name: "vendor key as the agent lifecycle", req: func(r *InvokeRequest) { r.Agent.Lifecycle = Lifecycle(key) }, field: "agent.lifecycle", secret: key},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var err error
+			switch {
+			case tc.json != "":
+				b := readFixture(t, "invoke.support-refund.json")
+				b = []byte(strings.Replace(string(b), `"mode": "batch"`, `"mode": "`+tc.json+`"`, 1))
+				if !strings.Contains(string(b), tc.json) {
+					t.Fatal("fixture has no batch mode member")
+				}
+				_, err = DecodeInvokeRequest(b)
+			case tc.req != nil:
+				r := fixtureRequest(t)
+				tc.req(r)
+				err = r.Validate()
+			default:
+				rc := fixtureRunContext(t)
+				tc.rc(rc)
+				err = rc.Validate()
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error = %v, want a *ValidationError", err)
+			}
+			found := false
+			for _, p := range ve.Problems {
+				found = found || p.Path == tc.field
+			}
+			if !found {
+				t.Errorf("problems = %v, want one at %s", ve.Problems, tc.field)
+			}
+			if strings.Contains(err.Error(), tc.secret) {
+				t.Errorf("error echoes the value: %v", err)
+			}
+		})
+	}
+}

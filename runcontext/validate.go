@@ -118,7 +118,7 @@ func (r *InvokeRequest) Validate() error {
 	case "":
 		ps.add("mode", CodeRequired, "is required (stream, batch or long_running)")
 	default:
-		ps.add("mode", CodeEnum, fmt.Sprintf("%q is not one of stream, batch, long_running", problem.Clip(string(r.Mode))))
+		ps.add("mode", CodeEnum, "is not one of stream, batch, long_running")
 	}
 	checkHints(&ps, "runtime", &r.Runtime)
 	for i, a := range r.Attachments {
@@ -155,7 +155,7 @@ func (rc *RunContext) validate(agentChecked bool) error {
 	case rc.SafetyMode == "":
 		ps.add("safety_mode", CodeRequired, "is required ("+joinModes()+")")
 	case !rc.SafetyMode.Valid():
-		ps.add("safety_mode", CodeEnum, fmt.Sprintf("%q is not one of %s", problem.Clip(string(rc.SafetyMode)), joinModes()))
+		ps.add("safety_mode", CodeEnum, "is not one of "+joinModes())
 	case rc.SafetyMode.Compare(Delegated) >= 0 && rc.User.Delegation == nil:
 		ps.add("user.delegation", CodeRequired, fmt.Sprintf("is required when safety_mode is %s", rc.SafetyMode))
 	}
@@ -309,7 +309,7 @@ func checkUser(ps *problems, path string, u *UserClaims) {
 			if d.AuthType == "" {
 				ps.add(wire.Join(dp, "auth_type"), CodeRequired, "is required (oauth2, saml, oidc or service)")
 			} else {
-				ps.add(wire.Join(dp, "auth_type"), CodeEnum, fmt.Sprintf("%q is not one of oauth2, saml, oidc, service", problem.Clip(string(d.AuthType))))
+				ps.add(wire.Join(dp, "auth_type"), CodeEnum, "is not one of oauth2, saml, oidc, service")
 			}
 		}
 		if d.Scopes == nil {
@@ -336,7 +336,7 @@ func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
 	switch {
 	case a.Lifecycle == "":
 	case enumText("lifecycle", lifecycles(), a.Lifecycle) != nil:
-		ps.add(wire.Join(path, "lifecycle"), CodeEnum, fmt.Sprintf("%q is not a lifecycle state", problem.Clip(string(a.Lifecycle))))
+		ps.add(wire.Join(path, "lifecycle"), CodeEnum, "is not a lifecycle state (draft, active, suspended, deprecated, retired)")
 	case a.Lifecycle != LifecycleActive:
 		ps.add(wire.Join(path, "lifecycle"), CodeConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
 	}
@@ -397,7 +397,7 @@ func checkChain(ps *problems, path string, chain []Principal, tenant string) {
 		case p.Kind == "":
 			ps.add(wire.Join(pp, "kind"), CodeRequired, "is required (user, service, agent or automation)")
 		case enumText("kind", principalKinds(), p.Kind) != nil:
-			ps.add(wire.Join(pp, "kind"), CodeEnum, fmt.Sprintf("%q is not one of user, service, agent, automation", problem.Clip(string(p.Kind))))
+			ps.add(wire.Join(pp, "kind"), CodeEnum, "is not one of user, service, agent, automation")
 		}
 		if strings.TrimSpace(p.ID) == "" {
 			ps.add(wire.Join(pp, "id"), CodeRequired, "is required")
@@ -418,7 +418,7 @@ func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tena
 		if c.Version == "" {
 			ps.add(wire.Join(path, "version"), CodeRequired, "is required ("+ClaimVersion+")")
 		} else {
-			ps.add(wire.Join(path, "version"), CodeEnum, fmt.Sprintf("%q is not %s", problem.Clip(c.Version), ClaimVersion))
+			ps.add(wire.Join(path, "version"), CodeEnum, "is not "+ClaimVersion)
 		}
 	}
 	req("iss", c.Iss)
@@ -533,7 +533,7 @@ func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
 	for _, k := range sortedkeys.Of(b) {
 		switch {
 		case !k.Valid():
-			ps.add(wire.Join(path, string(k)), CodeEnum, fmt.Sprintf("%q is not a context bucket (business, policy, tool, evidence, memory, session)", problem.Clip(string(k))))
+			ps.add(wire.Join(path, string(k)), CodeEnum, "is not a context bucket (business, policy, tool, evidence, memory, session)")
 		case b[k] < 0:
 			ps.add(wire.Join(path, string(k)), CodeRange, "must be ≥ 0")
 		case b[k] > canon.MaxSafeInteger:
@@ -705,5 +705,36 @@ func checkAttachment(ps *problems, path string, a Attachment) {
 		ps.add(wire.Join(path, "uri"), CodeFormat, "must be an absolute URI")
 	} else if u.User != nil {
 		ps.add(wire.Join(path, "uri"), CodeFormat, "must not carry credentials (user info)")
+	} else if holdsSecret(a.URI) {
+		ps.add(wire.Join(path, "uri"), CodeFormat, "must not carry credentials (a token, key or signature in its query, fragment or path); pass a reference the host resolves")
 	}
+	if holdsSecret(a.ArtifactID) {
+		ps.add(wire.Join(path, "artifact_id"), CodeFormat, "must not hold a credential")
+	}
+	if holdsSecret(a.MediaType) {
+		ps.add(wire.Join(path, "media_type"), CodeFormat, "must not hold a credential")
+	}
+}
+
+// holdsSecret reports whether the built-in secret detectors find a
+// credential in s, as written or percent-decoded: an API key or token, a
+// bearer or basic credential, a private key, the value of a secret-named
+// query parameter or key=value pair (token=, api_key=, X-Amz-Credential=)
+// or of a URL-signing query parameter (sig=, X-Amz-Signature=), or
+// base64 wrapping one. An attachment is stored as given in checkpoints,
+// packets, events and records, so a credential in it is refused rather
+// than kept.
+func holdsSecret(s string) bool {
+	if _, found := sensitive.Detect(s, sensitive.Secrets); found {
+		return true
+	}
+	if strings.IndexByte(s, '%') < 0 {
+		return false
+	}
+	dec, err := url.PathUnescape(s)
+	if err != nil {
+		return false
+	}
+	_, found := sensitive.Detect(dec, sensitive.Secrets)
+	return found
 }

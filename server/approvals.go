@@ -18,6 +18,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/principal"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -277,7 +278,7 @@ func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string
 	case pa.TenantID != p.TenantID:
 		return nil, errNoRun
 	case pa.GateID != gateID:
-		return nil, errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval on %s", clip(gateID))
+		return nil, errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval on %s", shownGate(gateID))
 	case !p.HasRole(pa.ApproverRole):
 		return nil, forbidden(RuleApproverRole, "deciding on %s needs the role %s", pa.GateID, pa.ApproverRole)
 	}
@@ -345,7 +346,7 @@ func (h *Handler) notPending(ctx context.Context, p *Principal, runID, gateID st
 		}
 		break
 	}
-	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval on %s", clip(gateID))
+	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval on %s", shownGate(gateID))
 }
 
 // otherPause answers a decision naming the action digest of a pause the
@@ -369,7 +370,7 @@ func (h *Handler) otherPause(ctx context.Context, runID, gateID, digest string) 
 			return alreadyDecided(raw)
 		}
 	}
-	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval of that action on %s", clip(gateID))
+	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval of that action on %s", shownGate(gateID))
 }
 
 // resume continues the run with d on a worker, now when a slot is free;
@@ -495,4 +496,15 @@ func (h *Handler) sweep(ctx context.Context) {
 		h.o.Logger.Info("sweep: resuming a decided run", "run_id", d.RunID, "decision", d.Decision, "approver", d.Approver)
 		h.resume(&d)
 	}
+}
+
+// shownGate is a gate id from a request's path as an error may name it:
+// clipped, or not shown when the secret detectors find a credential in
+// it (an answer never echoes a value that may be a secret pasted into
+// the wrong place).
+func shownGate(id string) string {
+	if _, found := sensitive.Detect(id, sensitive.Secrets); found {
+		return "a gate not shown (it looks like a secret)"
+	}
+	return clip(id)
 }

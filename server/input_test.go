@@ -118,6 +118,7 @@ func TestDecisionRules(t *testing.T) {
 		status     int
 		code, rule string
 		path       string
+		leak       string // must not appear in the answer
 	}{
 		{name: "other tenant", w: outsider, run: runID, gate: "GATE_FINANCE_APPROVAL", body: approve, status: 404, code: server.CodeNotFound},
 		{name: "unknown run", w: lead, run: "run_nope", gate: "GATE_FINANCE_APPROVAL", body: approve, status: 404, code: server.CodeNotFound},
@@ -126,6 +127,7 @@ func TestDecisionRules(t *testing.T) {
 		{name: "the run's user, look-alike", w: who{"usr_771\u200b", tenant, []string{"finance_lead"}}, run: runID, gate: "GATE_FINANCE_APPROVAL", body: approve, status: 403, code: server.CodeForbidden, rule: server.RuleSelfApproval},
 		{name: "who started it", w: starter, run: runID, gate: "GATE_FINANCE_APPROVAL", body: approve, status: 403, code: server.CodeForbidden, rule: server.RuleSelfApproval},
 		{name: "another gate", w: lead, run: runID, gate: "GATE_OTHER", body: approve, status: 409, code: server.CodeNotPending},
+		{name: "a key as the gate", w: lead, run: runID, gate: "sk-live-hr5gateidsecret0001", body: approve, status: 409, code: server.CodeNotPending, leak: "hr5gateidsecret0001"},
 		{name: "bad decision", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "maybe"}`), status: 400, code: server.CodeInvalidRequest, path: "decision"},
 		{name: "approver in the body", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "approver": "ceo"}`), status: 400, code: server.CodeInvalidRequest, path: "approver"},
 		{name: "long reason", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "reason": "` + strings.Repeat("r", 1001) + `"}`), status: 400, code: server.CodeInvalidRequest, path: "reason"},
@@ -133,7 +135,11 @@ func TestDecisionRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := post(c.w, c.run, c.gate, c.body).problem(t, c.status, c.code)
+			r := post(c.w, c.run, c.gate, c.body)
+			if c.leak != "" && strings.Contains(string(r.body), c.leak) {
+				t.Errorf("the answer echoes the value: %s", r.body)
+			}
+			m := r.problem(t, c.status, c.code)
 			if c.rule != "" && m["rule"] != c.rule {
 				t.Errorf("rule %v, want %s", m["rule"], c.rule)
 			}

@@ -689,15 +689,18 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failCmd(stderr, "replay", err)
 	}
-	var p replay.Packet
 	if err := wire.Strict(data); err != nil { // duplicate members, invalid UTF-8
 		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
 		return exitInvalid
 	}
-	if err := json.Unmarshal(data, &p); err != nil {
+	// A member respelled ("Status" after "status") or unknown: bytes that
+	// would show a reader of the file other values than the ones sealed.
+	pp, err := replay.DecodePacket(data)
+	if err != nil {
 		fmt.Fprintf(stderr, "contextos replay: %s: %v\n", fs.Arg(0), err)
 		return exitInvalid
 	}
+	p := *pp
 	noLive := func(string) gateway.Adapter {
 		return gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
 			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "live calls are disabled in replay", nil)
@@ -755,11 +758,12 @@ func readPacket(ctx context.Context, sf *storeFlag, name string, stdin io.Reader
 	}
 	defer st.Close()
 	id := name
+	var rec *decision.Record
 	if r, err := st.Records().Get(ctx, name); err == nil {
 		if r.Replay == nil || r.Replay.ReplayPacketID == "" {
 			return nil, exitf(exitInvalid, "record %.80q names no replay packet", name)
 		}
-		id = r.Replay.ReplayPacketID
+		id, rec = r.Replay.ReplayPacketID, r
 	}
 	p, err := st.Packets().Get(ctx, id)
 	if errors.Is(err, contextos.ErrNotFound) {
@@ -767,6 +771,17 @@ func readPacket(ctx context.Context, sf *storeFlag, name string, stdin io.Reader
 	}
 	if err != nil {
 		return nil, exitf(exitUsage, "%v", err)
+	}
+	// The packet must be the one asked for: the store's row for id holds
+	// packet id, and a record's packet pins that record as stored (its
+	// expected.decision_record_hash is the record's record_hash), so a
+	// replay of a record is a replay of its decision and not of a packet
+	// put in its packet's place.
+	if p.ReplayPacketID != id {
+		return nil, exitf(exitInvalid, "the store's replay packet %.80q is another packet (%.80q)", id, p.ReplayPacketID)
+	}
+	if rec != nil && p.Expected.DecisionRecordHash != rec.RecordHash {
+		return nil, exitf(exitInvalid, "replay packet %.80q does not pin record %.80q: its expected.decision_record_hash is not the stored record's record_hash", id, name)
 	}
 	data, err := json.Marshal(p)
 	if err != nil {

@@ -87,19 +87,77 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		// Evidence text comes from outside the run: a secret in it is
 		// redacted before the compile reads it and the packet pins it.
 		cloned := false
+		memo := e.p.rt.evRedact.last()
+		var seen []redacted // made at the first content the memo lacks
 		for i := range items {
-			if c, ch := sensitive.Redact(items[i].Content, sensitive.Secrets); ch {
+			r, hit := memo.of(i, items[i].Content)
+			if !hit && seen == nil {
+				seen = make([]redacted, len(items))
+				copy(seen, memo[:i]) // the contents before i are the memo's
+			}
+			if seen != nil {
+				seen[i] = r
+			}
+			if c, ch := r.out, r.changed; ch {
 				if !cloned {
 					items, cloned = slices.Clone(items), true // the source's list is not changed
 				}
 				items[i].Content = c
 			}
 		}
+		if seen != nil {
+			e.p.rt.evRedact.keep(seen)
+		}
 		e.p.mu.Lock()
 		e.p.evidence = slices.Clone(items)
 		e.p.mu.Unlock()
 	}
 	return items, err
+}
+
+// redacted is one evidence content and what sensitive.Redact(in,
+// sensitive.Secrets) returned for it.
+type redacted struct {
+	in, out string
+	changed bool
+}
+
+// redactMemo keeps the evidence contents a runtime's last retrieval
+// redacted: a source that serves the same items to every run (a static
+// corpus) has them scanned once, not at every compile. sensitive.Redact
+// is a function of its text alone, so an item whose content is the
+// remembered one at its position gets the remembered result; any other
+// is scanned.
+type redactMemo struct {
+	mu    sync.Mutex
+	items []redacted
+}
+
+// redactedList is a retrieval's remembered contents, read only.
+type redactedList []redacted
+
+// last returns the contents last kept.
+func (m *redactMemo) last() redactedList {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.items
+}
+
+// keep remembers items (which the caller no longer writes).
+func (m *redactMemo) keep(items []redacted) {
+	m.mu.Lock()
+	m.items = items
+	m.mu.Unlock()
+}
+
+// of returns the redaction of content, the item at i: the remembered one
+// (hit) when its content is content, else sensitive.Redact's.
+func (l redactedList) of(i int, content string) (r redacted, hit bool) {
+	if i < len(l) && l[i].in == content {
+		return l[i], true
+	}
+	out, changed := sensitive.Redact(content, sensitive.Secrets)
+	return redacted{in: content, out: out, changed: changed}, false
 }
 
 type pinnedMemory struct {

@@ -171,6 +171,9 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	prepared map[string]*compiler.Prepared
+	// evRedact remembers the evidence contents its runs' sources
+	// returned last, redacted (evidence source items enter redacted).
+	evRedact redactMemo
 
 	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
 	// the runtimes Replay builds, whose replayed says what of the packet

@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/runcontext"
@@ -24,8 +29,8 @@ import (
 
 // withoutSecrets returns req and rc with secrets redacted from what a
 // caller writes freely: the input's message, channel and context, the user's
-// additional claims, the run context's metadata and the extension members
-// of both. The identity claim, token references and ids are left alone
+// additional claims, the run context's metadata, the extension members
+// of both, and the tracestate and baggage of each's trace context. The identity claim, token references and ids are left alone
 // (validation refuses a token where a reference belongs). Neither input
 // is changed; each is returned as given when it holds no secret.
 func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*runcontext.InvokeRequest, *runcontext.RunContext) {
@@ -35,9 +40,12 @@ func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*
 		ctxv, cc := redactMap(req.Input.Context)
 		claims, cu := redactRaw(req.User.Claims)
 		ext, ce := redactRaw(req.Extensions)
-		if cm || ch || cc || cu || ce {
+		state, cs := redactTraceState(req.Trace.TraceState)
+		bag, cb := redactBaggage(req.Trace.Baggage)
+		if cm || ch || cc || cu || ce || cs || cb {
 			c := *req
 			c.Input.Message, c.Input.Channel, c.Input.Context, c.User.Claims, c.Extensions = msg, channel, ctxv, claims, ext
+			c.Trace.TraceState, c.Trace.Baggage = state, bag
 			req = &c
 		}
 	}
@@ -45,13 +53,112 @@ func withoutSecrets(req *runcontext.InvokeRequest, rc *runcontext.RunContext) (*
 		meta, cm := redactMap(rc.Metadata)
 		claims, cu := redactRaw(rc.User.Claims)
 		ext, ce := redactRaw(rc.Extensions)
-		if cm || cu || ce {
+		var tc *runcontext.TraceContext
+		if rc.TraceContext != nil {
+			state, cs := redactTraceState(rc.TraceContext.TraceState)
+			bag, cb := redactBaggage(rc.TraceContext.Baggage)
+			if cs || cb {
+				tc = &runcontext.TraceContext{TraceParent: rc.TraceContext.TraceParent, TraceState: state, Baggage: bag}
+			}
+		}
+		if cm || cu || ce || tc != nil {
 			c := *rc
 			c.Metadata, c.User.Claims, c.Extensions = meta, claims, ext
+			if tc != nil {
+				c.TraceContext = tc
+			}
 			rc = &c
 		}
 	}
 	return req, rc
+}
+
+// redactTraceState and redactBaggage redact the secrets of a W3C
+// tracestate or baggage header (redactTraceList). The traceparent — the
+// trace and span ids and flags — is never touched, so the run's spans and
+// its tools' calls still join the caller's trace, and honest members pass
+// on byte for byte.
+func redactTraceState(s string) (string, bool) {
+	return redactTraceList(s, false, func(s string) bool {
+		_, err := trace.ParseTraceState(s)
+		return err == nil
+	})
+}
+
+func redactBaggage(s string) (string, bool) {
+	return redactTraceList(s, true, func(s string) bool {
+		_, err := baggage.Parse(s)
+		return err == nil
+	})
+}
+
+// redactTraceList redacts the secrets of a W3C list header: each
+// comma-separated member is a key=value pair (in baggage, with
+// ;-separated key=value properties). A pair whose key is secret-named
+// (sensitive.IsSecretKey: api_key, token, ...) or whose value, as written
+// or percent-decoded, holds a secret the built-in detectors find keeps
+// its key and gets sensitive.Redacted for a value, which both grammars
+// accept; every other member is kept as written. When the redacted header
+// no longer parses (valid; the marker can make a member or the header
+// longer than its limit), the members that held a secret are dropped
+// instead. A trace header is passed on as it came (a caller forwards an
+// upstream's), so a secret in it is redacted rather than refused.
+func redactTraceList(s string, props bool, valid func(string) bool) (string, bool) {
+	if !strings.Contains(s, "=") {
+		return s, false
+	}
+	members := strings.Split(s, ",")
+	secret := make([]bool, len(members))
+	hit := false
+	for i, m := range members {
+		parts := []string{m}
+		if props {
+			parts = strings.Split(m, ";")
+		}
+		for k, p := range parts {
+			key, val, ok := strings.Cut(p, "=")
+			if !ok || strings.TrimSpace(val) == sensitive.Redacted || !secretPair(strings.TrimSpace(key), strings.TrimSpace(val)) {
+				continue
+			}
+			parts[k] = key + "=" + sensitive.Redacted
+			secret[i], hit = true, true
+		}
+		if secret[i] {
+			members[i] = strings.Join(parts, ";")
+		}
+	}
+	if !hit {
+		return s, false
+	}
+	if out := strings.Join(members, ","); valid(out) {
+		return out, true
+	}
+	kept := members[:0]
+	for i, m := range members {
+		if !secret[i] {
+			kept = append(kept, m)
+		}
+	}
+	return strings.Join(kept, ","), true
+}
+
+// secretPair reports whether a trace header's key=value pair holds a
+// secret: a secret-named key, or a value in which the built-in detectors
+// find one, as written or percent-decoded.
+func secretPair(key, val string) bool {
+	if sensitive.IsSecretKey(key) {
+		return true
+	}
+	if _, found := sensitive.Detect(val, sensitive.Secrets); found {
+		return true
+	}
+	if strings.IndexByte(val, '%') >= 0 {
+		if dec, err := url.PathUnescape(val); err == nil {
+			_, found := sensitive.Detect(dec, sensitive.Secrets)
+			return found
+		}
+	}
+	return false
 }
 
 // redactPlan returns p with secrets redacted from what a planner writes

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -135,3 +138,86 @@ func (nopHandler) Enabled(context.Context, slog.Level) bool  { return true }
 func (nopHandler) Handle(context.Context, slog.Record) error { return nil }
 func (h nopHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
 func (h nopHandler) WithGroup(string) slog.Handler           { return h }
+
+// Trace headers: a secret-named member, or a member whose value (also
+// percent-encoded) is a credential, loses its value; honest members pass
+// on as written, and what comes out still parses.
+func TestTraceHeadersRedacted(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, in, want string
+		baggage        bool
+	}{
+		{"baggage secret-named member", "userId=alice,api_key=hr5bag0001,isProduction=false", "userId=alice,api_key=[REDACTED],isProduction=false", true},
+		{"baggage vendor key value", "tenant=acme, deploy=" + tKey, "tenant=acme, deploy=[REDACTED]", true},
+		{"baggage percent-encoded bearer", "auth_hdr=Bearer%20" + tJWT, "auth_hdr=[REDACTED]", true},
+		{"baggage secret in a property", "userId=alice;session_token=hr5prop0002", "userId=alice;session_token=[REDACTED]", true},
+		{"baggage honest", "userId=alice,serverNode=DF%2028,isProduction=false", "userId=alice,serverNode=DF%2028,isProduction=false", true},
+		{"baggage already redacted", "api_key=[REDACTED]", "api_key=[REDACTED]", true},
+		{"tracestate vendor key value", "rojo=00f067aa0ba902b7,congo=" + tKey, "rojo=00f067aa0ba902b7,congo=[REDACTED]", false},
+		{"tracestate secret-named key", "access_token=hr5state0003,rojo=00f067aa0ba902b7", "access_token=[REDACTED],rojo=00f067aa0ba902b7", false},
+		{"tracestate honest", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			redact, parse := redactTraceState, func(s string) error { _, err := trace.ParseTraceState(s); return err }
+			if c.baggage {
+				redact, parse = redactBaggage, func(s string) error { _, err := baggage.Parse(s); return err }
+			}
+			if err := parse(c.in); err != nil {
+				t.Fatalf("input does not parse: %v", err)
+			}
+			got, changed := redact(c.in)
+			if got != c.want || changed != (c.in != c.want) {
+				t.Errorf("redact(%q) = %q, %v; want %q", c.in, got, changed, c.want)
+			}
+			if err := parse(got); err != nil {
+				t.Errorf("redacted header does not parse: %v", err)
+			}
+		})
+	}
+	// A member the marker makes too long for baggage's limit is dropped.
+	long := "k0=" + strings.Repeat("v", 4090) + ",k1=" + strings.Repeat("v", 4080) + ",api_key=x"
+	if _, err := baggage.Parse(long); err != nil {
+		t.Fatalf("long baggage does not parse: %v", err)
+	}
+	if got, _ := redactBaggage(long); got != long[:len(long)-len(",api_key=x")] {
+		t.Errorf("redacted long baggage = …%q, want the secret member dropped", got[max(0, len(got)-20):])
+	}
+	req := &runcontext.InvokeRequest{Trace: runcontext.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", TraceState: "congo=" + tKey, Baggage: "api_key=hr5bag0004"}}
+	rc := &runcontext.RunContext{TraceContext: &runcontext.TraceContext{TraceParent: req.Trace.Traceparent(), TraceState: req.Trace.TraceState, Baggage: req.Trace.Baggage}}
+	r2, rc2 := withoutSecrets(req, rc)
+	if r2.Trace.TraceID != req.Trace.TraceID || r2.Trace.SpanID != req.Trace.SpanID || rc2.TraceContext.TraceParent != rc.TraceContext.TraceParent {
+		t.Error("redaction changed the trace ids")
+	}
+	got, _ := json.Marshal([]any{r2, rc2})
+	if strings.Contains(string(got), tKey) || strings.Contains(string(got), "hr5bag0004") {
+		t.Errorf("redacted request holds a trace secret: %s", got)
+	}
+	if rc.TraceContext.Baggage != "api_key=hr5bag0004" || req.Trace.Baggage != "api_key=hr5bag0004" {
+		t.Error("the caller's trace context changed")
+	}
+}
+
+// A plan's step attachments are the model's free text: a credential in
+// an attachment written as a URI (user info, a secret-named or
+// URL-signing query parameter) is redacted where the plan enters, as the
+// request's attachments are refused at validation.
+func TestPlanAttachmentURICredentialsRedacted(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"https://u:hr5pw0001@files.example/x.pdf",
+		"https://files.example/x.pdf?token=hr5pw0002",
+		"https://acct.blob.core.windows.net/c/x.pdf?sv=2022-11-02&sig=hr5pw0003",
+		"https://b.s3.amazonaws.com/x.pdf?X-Amz-Credential=AK%2F1&X-Amz-Signature=hr5pw0004",
+	} {
+		p := &Plan{Steps: []Step{{CapabilityID: "adp_docs.read", Attachments: []string{"art_1", in}}}}
+		got := redactPlan(p)
+		if got == p || p.Steps[0].Attachments[1] != in {
+			t.Errorf("%s: the plan was not copied, or the planner's was changed", in)
+			continue
+		}
+		if a := got.Steps[0].Attachments; a[0] != "art_1" || strings.Contains(a[1], "hr5pw000") || !strings.Contains(a[1], sensitive.Redacted) {
+			t.Errorf("%s: attachments = %q", in, a)
+		}
+	}
+}

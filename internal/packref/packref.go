@@ -81,6 +81,29 @@ func idByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
 }
 
+// Show is s as an error may name it: s itself when it is a pack ref or id
+// an operator can read back — at most 128 bytes of the ref grammar's
+// characters (letters, digits, _ . : - and @) in which the secret
+// detectors find nothing, such as support@1.2.0 — and otherwise a
+// placeholder that names no part of it (an error never echoes a value
+// that may be a credential pasted into the wrong member).
+func Show(s string) string {
+	if s == "" || len(s) > 128 {
+		return withheld
+	}
+	for i := 0; i < len(s); i++ {
+		if !idByte(s[i]) && s[i] != '@' {
+			return withheld
+		}
+	}
+	if _, found := sensitive.Detect(s, sensitive.Secrets); found {
+		return withheld
+	}
+	return s
+}
+
+const withheld = "(a ref not shown: it is not a pack ref or looks like a secret)"
+
 // quote is s quoted for an error message, or "ref" when it is too long to
 // quote or holds a secret (an error never echoes one).
 func quote(s string) string {

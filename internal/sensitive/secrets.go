@@ -186,7 +186,9 @@ func findURLCredentials(s string, st *stats, spans []span, first bool) []span {
 // Passwords in text: the value of a secret-named key (IsSecretKey) in
 // key=value or key: value form, the key optionally quoted (JSON, also
 // escaped inside a string), the value quoted or up to the next delimiter.
-// An authorization scheme ("Bearer ...") before the value stays.
+// An authorization scheme ("Bearer ...") before the value stays. A URL
+// query parameter that signs the URL (querySignature) is a secret-named
+// key too.
 func findPasswords(s string, st *stats, spans []span, first bool) []span {
 	if !st.eq && !st.colon {
 		return spans
@@ -224,7 +226,7 @@ func passwordAt(s string, sep int) (span, bool) {
 	for l > 0 && (isWord(s[l-1]) || s[l-1] == '-' || s[l-1] == '.') && j-l < 128 {
 		l--
 	}
-	if l == j || !IsSecretKey(s[l:j]) {
+	if l == j || !IsSecretKey(s[l:j]) && !querySignature(s, l, j, sep) {
 		return span{}, false
 	}
 	// The value, after it.
@@ -383,6 +385,22 @@ func isSecretKey(key string) bool {
 		}
 	}
 	return false
+}
+
+// querySignature reports whether s[l:j], the key before the separator
+// at sep, is a URL query parameter that signs the URL (sig, signature,
+// X-Amz-Signature, X-Goog-Signature, Signature): "?" or "&" before it,
+// "=" after it. Such a signature is the credential of a pre-signed or
+// shared-access URL (S3, GCS, Azure SAS, CloudFront); as a member name
+// elsewhere a signature is not a secret (IsSecretKey), so only the
+// query position counts.
+func querySignature(s string, l, j, sep int) bool {
+	if l == 0 || s[l-1] != '?' && s[l-1] != '&' || s[sep] != '=' || j-l > 64 {
+		return false
+	}
+	var words [32]string // a key of at most 64 bytes has at most 32 words
+	n := splitWords(s[l:j], words[:])
+	return n > 0 && (strings.EqualFold(words[n-1], "sig") || strings.EqualFold(words[n-1], "signature"))
 }
 
 // cursorWord reports whether w, before "token", makes it a cursor of a

@@ -231,6 +231,13 @@ func (rs *Records) Get(ctx context.Context, recordID string) (*decision.Record, 
 	if err != nil {
 		return nil, storeErr(ctx, "get record", err)
 	}
+	// The record_id column is a copy made at append time; the record
+	// itself decides (or, when it does not decode, its own keys): a row
+	// whose column names another record than it holds is a broken link,
+	// never that other record.
+	if k, err := readKeys(b); err == nil && k.RecordID != recordID {
+		return nil, &decision.ChainError{Index: int(seq - 1), RecordID: recordID, Reason: "the stored columns do not match the record"}
+	}
 	// A record that does not decode is a *decision.UnreadableError naming it.
 	return decision.DecodeStored(b, int(seq-1))
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/contextos/contextos/internal/packref"
 	"github.com/contextos/contextos/pack"
 )
 
@@ -75,7 +76,7 @@ func (r *Registry) Get(ctx context.Context, ref pack.Ref) (pack.Entry, error) {
 		return pack.Entry{}, err
 	}
 	if !ok {
-		return pack.Entry{}, fmt.Errorf("%w: %s", pack.ErrNotFound, ref)
+		return pack.Entry{}, fmt.Errorf("%w: %s", pack.ErrNotFound, packref.Show(ref.String()))
 	}
 	return e, nil
 }
@@ -92,7 +93,7 @@ func (r *Registry) SetState(ctx context.Context, ref pack.Ref, to pack.State, re
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: %s", pack.ErrNotFound, ref)
+			return fmt.Errorf("%w: %s", pack.ErrNotFound, packref.Show(ref.String()))
 		}
 		e, err := cur.Transition(to, reason, r.opts)
 		if err != nil {
@@ -129,7 +130,7 @@ func (r *Registry) Versions(ctx context.Context, packID string) ([]pack.Entry, e
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no versions of %q", pack.ErrNotFound, clip(packID))
+		return nil, fmt.Errorf("%w: no versions of %s", pack.ErrNotFound, packref.Show(packID))
 	}
 	slices.SortFunc(out, func(a, b pack.Entry) int { return a.Ref.Compare(b.Ref) })
 	return out, nil
@@ -203,7 +204,7 @@ func (r *Registry) Review(ctx context.Context, ref pack.Ref, signoffs ...pack.Si
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: %s", pack.ErrNotFound, ref)
+			return fmt.Errorf("%w: %s", pack.ErrNotFound, packref.Show(ref.String()))
 		}
 		e, err := cur.SignOff(r.opts, signoffs...)
 		if err != nil {
@@ -235,7 +236,7 @@ func (r *Registry) ApplyPin(ctx context.Context, c pack.PinChange) (pack.Pin, er
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: %s", pack.ErrNotFound, c.Ref())
+			return fmt.Errorf("%w: %s", pack.ErrNotFound, packref.Show(c.Ref().String()))
 		}
 		last, err := scanPin(tx.QueryRowContext(ctx, `SELECT env, pack_id, seq, version, action, previous, reason, at_nanos FROM contextos_pins
 WHERE env = $1 AND pack_id = $2 ORDER BY seq DESC LIMIT 1`, c.Env(), c.Ref().ID))

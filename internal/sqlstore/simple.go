@@ -222,6 +222,11 @@ func (p *Packets) Get(ctx context.Context, id string) (*replay.Packet, error) {
 	if err := json.Unmarshal(b, &pk); err != nil {
 		return nil, fmt.Errorf("store: packet %q is corrupt: %w", clip(id), err)
 	}
+	// The packet_id column is a copy made at save time; the packet
+	// decides: a row that holds another packet is not packet id.
+	if pk.ReplayPacketID != id {
+		return nil, fmt.Errorf("store: packet %q is corrupt: its row holds another packet", clip(id))
+	}
 	return &pk, nil
 }
 

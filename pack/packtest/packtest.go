@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -246,6 +247,15 @@ func registryNotFound(t *testing.T, s *registrySuite) {
 	}
 	if _, err := reg.SetState(ctx, pack.MustParseRef("nope@1.0.0"), pack.StatePublished, ""); !errors.Is(err, pack.ErrNotFound) {
 		t.Errorf("SetState(unknown) = %v, want ErrNotFound", err)
+	}
+	// An unknown ref or id that looks like a secret (a key pasted as a
+	// pack id) is never echoed.
+	const key = "sk-live-packtestsecretref0001"
+	if _, err := reg.Get(ctx, pack.MustParseRef(key+"@1.0.0")); !errors.Is(err, pack.ErrNotFound) || strings.Contains(err.Error(), key) {
+		t.Errorf("Get(secret-looking ref) = %v, want ErrNotFound without the ref", err)
+	}
+	if _, err := reg.Versions(ctx, key); !errors.Is(err, pack.ErrNotFound) || strings.Contains(err.Error(), key) {
+		t.Errorf("Versions(secret-looking id) = %v, want ErrNotFound without the id", err)
 	}
 }
 

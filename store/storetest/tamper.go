@@ -62,6 +62,36 @@ func RunTamperTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
 			}
 		})
 	}
+	// The record_id columns of two rows swapped (no hash recomputed): Get
+	// by id must not return the other record, as List never selects a
+	// record by a column its record does not hold.
+	t.Run("SwappedIDColumns", func(t *testing.T) {
+		s, exec := seed(t)
+		exec(t, `UPDATE contextos_records SET record_id = 'dr_x' WHERE record_id = 'dr_1'`)
+		exec(t, `UPDATE contextos_records SET record_id = 'dr_1' WHERE record_id = 'dr_2'`)
+		exec(t, `UPDATE contextos_records SET record_id = 'dr_2' WHERE record_id = 'dr_x'`)
+		for _, id := range []string{"dr_1", "dr_2"} {
+			r, err := s.Records().Get(ctx, id)
+			if err == nil {
+				t.Errorf("Get(%s) after its row's id column was swapped = record %s, want an error", id, r.RecordID)
+			} else if !errors.Is(err, decision.ErrChain) {
+				t.Errorf("Get(%s) after its row's id column was swapped = %v, want a *decision.ChainError", id, err)
+			}
+		}
+	})
+	// A packet row whose packet_id column names another packet than it
+	// holds: Get by id must not return that other packet.
+	t.Run("SwappedPacketIDColumn", func(t *testing.T) {
+		s, exec := seed(t)
+		p := packet()
+		if err := s.Packets().Save(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, `UPDATE contextos_packets SET packet_id = 'rp_2' WHERE packet_id = 'rp_1'`)
+		if got, err := s.Packets().Get(ctx, "rp_2"); err == nil {
+			t.Errorf("Get(rp_2) = packet %s, want an error", got.ReplayPacketID)
+		}
+	})
 }
 
 // RunUnreadableTests runs decisiontest.RunUnreadableTests against a

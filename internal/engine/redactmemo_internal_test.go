@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/internal/sensitive"
+)
+
+// TestEvidenceRedactionMemo holds what a run's evidence source hands the
+// compile, with the runtime remembering the contents it redacted last, to
+// sensitive.Redact of each item: the same list again, a secret added to
+// one item, the secret gone, a shorter list, a longer one, items in
+// another order, and none. The source's own list is never written.
+func TestEvidenceRedactionMemo(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-proj-hr4redactmemosecret0001"
+	item := func(ref, content string) compiler.EvidenceItem {
+		return compiler.EvidenceItem{EvidenceRef: ref, Kind: "note", Content: content, Trust: compiler.Trusted}
+	}
+	a, b, c := item("kg:a", "refund window is 30 days"), item("kg:b", "ops note: api_key="+secret), item("kg:c", "orders ship in 2 days")
+	plain := item("kg:b", "ops note: nothing here")
+	lists := [][]compiler.EvidenceItem{
+		{a, plain, c}, {a, plain, c}, {a, b, c}, {a, b, c}, {a, plain, c}, {a}, {a, b, c, b}, {c, b, a}, nil, {a, b, c},
+	}
+	rt := &Runtime{}
+	for i, list := range lists {
+		orig := slices.Clone(list)
+		p := &pins{rt: rt, runID: "run_memo"}
+		got, err := pinnedEvidence{p, compiler.StaticEvidence(list)}.Evidence(context.Background(), compiler.EvidenceQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(list, orig) {
+			t.Fatalf("list %d: the source's list was written", i)
+		}
+		if len(got) != len(list) {
+			t.Fatalf("list %d: %d items, want %d", i, len(got), len(list))
+		}
+		for j := range got {
+			want, _ := sensitive.Redact(list[j].Content, sensitive.Secrets)
+			if got[j].Content != want {
+				t.Fatalf("list %d item %d: %q, want %q", i, j, got[j].Content, want)
+			}
+		}
+		if !slices.Equal(p.fetched(), got) {
+			t.Fatalf("list %d: pinned %v, handed %v", i, p.fetched(), got)
+		}
+	}
+}
+
+// Runs retrieving at once share the memo (run with -race): each gets its
+// own list's redaction.
+func TestEvidenceRedactionMemoConcurrent(t *testing.T) {
+	t.Parallel()
+	rt := &Runtime{}
+	lists := [][]compiler.EvidenceItem{
+		{{EvidenceRef: "a", Content: "token=sk-proj-hr4redactmemoconc0001"}, {EvidenceRef: "b", Content: "plain"}},
+		{{EvidenceRef: "a", Content: "plain a"}, {EvidenceRef: "b", Content: "password: hunter2hunter2"}},
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for k := range 100 {
+				list := lists[(g+k)%2]
+				got, err := pinnedEvidence{&pins{rt: rt}, compiler.StaticEvidence(list)}.Evidence(context.Background(), compiler.EvidenceQuery{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for j := range got {
+					if want, _ := sensitive.Redact(list[j].Content, sensitive.Secrets); got[j].Content != want {
+						t.Errorf("%q, want %q", got[j].Content, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
