@@ -145,6 +145,13 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	if err != nil {
 		return nil, err
 	}
+	if !takeover && n > cp.Chain.Seq {
+		// A run that paused or stopped saved its checkpoint after its
+		// last call: only a runtime that died mid-run leaves entries
+		// past it, and that run is taken over, not resumed. An entry
+		// past a paused run's checkpoint was written by someone else.
+		return nil, fmt.Errorf("%w: the transcript of %s holds %d entries past its checkpoint, which no runtime of the run recorded: %w", ErrNotResumable, runID, n-cp.Chain.Seq, gateway.ErrChain)
+	}
 	usage := cp.MeterUsage
 	if takeover {
 		usage = addUsage(usage, after)

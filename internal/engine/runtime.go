@@ -687,7 +687,16 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 // the transcript holds: after its last entry (a runtime that died may
 // have recorded calls its checkpoint does not know), or where the
 // checkpoint left it when the transcript holds none (the zero ChainState
-// is the chain's start).
+// is the chain's start; a transcript that keeps a bounded number of runs
+// may have let the run's entries go).
+//
+// The entries are verified before the run goes on from them (the chain
+// is a digest chain anyone who can write the store can extend, so a run
+// must not seal a chain it has not checked): the chain recomputes from
+// its start, each entry's kind is the envelope it holds, and the
+// checkpoint's chain state lies on it (its entry's chain hash is the one
+// the checkpoint saved). A transcript that fails is refused with
+// gateway.ErrChain and ErrNotResumable: the run is not continued over it.
 func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, runcontext.Usage, error) {
 	entries, err := rt.transcripts.RunEntries(ctx, cp.RunID)
 	if err != nil {
@@ -696,8 +705,37 @@ func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.Ch
 	if len(entries) == 0 {
 		return cp.Chain, 0, runcontext.Usage{}, nil
 	}
+	if err := checkTranscript(entries, cp.Chain); err != nil {
+		return gateway.ChainState{}, 0, runcontext.Usage{}, fmt.Errorf("%w: the transcript of %s: %w", ErrNotResumable, cp.RunID, err)
+	}
 	last := entries[len(entries)-1]
 	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), spentAfter(entries, cp.Chain.Seq), nil
+}
+
+// checkTranscript verifies a run's transcript entries against the chain
+// state its checkpoint saved at: the chain verifies from its start, every
+// entry is a "call" holding a call or a "result" holding a result (the
+// kind is not part of an entry's hash, and a takeover counts calls by
+// it), and the entry before at.Seq ends at at.Hash (the transcript holds
+// every entry the checkpoint knew, unchanged).
+func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) error {
+	if _, err := gateway.VerifyTranscript(entries); err != nil {
+		return err
+	}
+	for i, e := range entries {
+		if e.Kind == "call" && e.Call != nil && e.Result == nil || e.Kind == "result" && e.Result != nil && e.Call == nil {
+			continue
+		}
+		return fmt.Errorf("%w: entry %d is neither a call nor a result", gateway.ErrChain, i)
+	}
+	switch {
+	case at.Seq == 0:
+	case at.Seq > len(entries):
+		return fmt.Errorf("%w: it holds %d entries and the checkpoint recorded %d", gateway.ErrChain, len(entries), at.Seq)
+	case entries[at.Seq-1].ChainHash != at.Hash:
+		return fmt.Errorf("%w: entry %d is not the one the checkpoint recorded", gateway.ErrChain, at.Seq-1)
+	}
+	return nil
 }
 
 // spentAfter is what the calls a transcript records from seq on spent:
