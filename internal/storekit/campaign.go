@@ -750,6 +750,20 @@ func (w *worker) drain(t *testing.T, ctx context.Context) {
 				a := contextostest.Approval(cp.Pending, FinanceLead, time.Now())
 				_, _ = w.rt.Resume(cctx, id, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
 				unfinished = append(unfinished, id)
+			case !cp.Active && strings.HasPrefix(cp.Stopped, "budget_exceeded") && len(cp.Unconfirmed) == 0:
+				// A run taken over more than once makes its reads again
+				// (each a real call, charged), so it can run out of
+				// max_tool_calls: its operator resumes it with a larger
+				// budget, as the drain does. A resume without one ends it
+				// ESCALATED again.
+				rc, err := runcontext.DecodeRunContext(cp.Run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := rc.RunBudget
+				b.MaxToolCalls, b.TotalTokens, b.MaxCostCents, b.WallClockMS = 2*b.MaxToolCalls, 2*b.TotalTokens, 2*b.MaxCostCents, 2*b.WallClockMS
+				_, _ = w.rt.Resume(cctx, id, contextos.ResumeInput{Budget: &b})
+				unfinished = append(unfinished, id)
 			default:
 				if _, err := w.rt.Resume(cctx, id, contextos.ResumeInput{Takeover: true}); err == nil && cp.Active {
 					emit(campaignEvent{Kind: "takeover", Run: id})
