@@ -53,3 +53,35 @@ func TestResumeAfterTheTranscriptDroppedTheRunsEarlyEntries(t *testing.T) {
 		t.Fatalf("status %s, want DECIDED", res.Status)
 	}
 }
+
+// Invoking an ended run again answers its stored result (reopen). The run
+// was resumed after the bounded transcript dropped its early entries, so
+// the store holds its later entries alone: the repeated Invoke must still
+// answer, not refuse the run's own transcript.
+func TestInvokeAgainAfterTheTranscriptDroppedTheRunsEarlyEntries(t *testing.T) {
+	store := gateway.NewMemoryTranscriptLimit(1)
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(4200), lookupPlan()), &contextostest.Options{Runtime: contextos.Options{Transcripts: store}})
+	scriptDefaults(h, "")
+	req, rc := refundRequest(t, 4200, true)
+	paused := h.Invoke(req, rc)
+	contextostest.AssertPending(t, paused, "GATE_FINANCE_APPROVAL")
+	req2, rc2 := refundRequest(t, 4200, true)
+	rc2.RunID = paused.RunID + "_other"
+	h.Invoke(req2, rc2)
+
+	a := contextostest.Approval(paused.Pending, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, contextostest.FixedTime())
+	done, err := h.Runtime.Resume(context.Background(), paused.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != decision.Decided {
+		t.Fatalf("status %s, want DECIDED", done.Status)
+	}
+	again, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if err != nil {
+		t.Fatalf("invoking the ended run again was refused: %v", err)
+	}
+	if again.Record == nil || again.Record.RecordID != done.Record.RecordID {
+		t.Fatalf("invoking the ended run again answered %+v, want its record %s", again.Record, done.Record.RecordID)
+	}
+}
