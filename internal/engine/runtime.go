@@ -727,6 +727,9 @@ func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) e
 	// entries it holds verify as the chain's part from the first of them,
 	// which the checkpoint's chain hash anchors below.
 	first := entries[0].Seq
+	if first < 0 {
+		return fmt.Errorf("%w: its first entry's sequence is %d", gateway.ErrChain, first)
+	}
 	if first == 0 {
 		if _, err := gateway.VerifyTranscript(entries); err != nil {
 			return err
