@@ -1103,12 +1103,30 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 		defer cancel()
 	}
-	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
+	if err := r.g.opts.Transcript.Append(ctx, e); err != nil && !r.kept(ctx, e) {
 		return fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	r.seq++
 	r.prev = e.ChainHash
 	return nil
+}
+
+// kept reports whether a transcript whose append of e failed holds e
+// after all (a store whose commit succeeded and whose answer was lost): a
+// sink that can read the run back holds it as its entry at e's sequence
+// with e's chain hash. The entry is then the run's, as appended: a resume
+// finds it in the chain and must not take it for one the run never wrote.
+func (r *Run) kept(ctx context.Context, e TranscriptEntry) bool {
+	rd, ok := r.g.opts.Transcript.(TranscriptReader)
+	if !ok {
+		return false
+	}
+	es, err := rd.RunEntries(ctx, e.RunID)
+	if err != nil || len(es) == 0 {
+		return false
+	}
+	last := es[len(es)-1]
+	return last.Seq == e.Seq && last.ChainHash == e.ChainHash && last.EntryHash == e.EntryHash
 }
 
 // detachedTimeout bounds a transcript append or an idempotency completion

@@ -175,13 +175,18 @@ var ErrChain = errors.New("gateway: transcript chain broken")
 // and returns the final chain hash, or an error naming the first broken
 // entry.
 func VerifyTranscript(entries []TranscriptEntry) (string, error) {
-	prev := GenesisHash
+	return verifyChain(entries, 0, GenesisHash)
+}
+
+// verifyChain verifies entries as the part of a run's chain that starts
+// at sequence seq after the chain hash prev.
+func verifyChain(entries []TranscriptEntry, seq int, prev string) (string, error) {
 	for i, e := range entries {
 		h, err := entryDigest(e)
 		if err != nil {
 			return "", fmt.Errorf("%w: entry %d: %w", ErrChain, i, err)
 		}
-		if e.Seq != i || h != e.EntryHash || e.PrevHash != prev || e.ChainHash != chain(prev, h) {
+		if e.Seq != seq+i || h != e.EntryHash || e.PrevHash != prev || e.ChainHash != chain(prev, h) {
 			return "", fmt.Errorf("%w at entry %d (seq %d)", ErrChain, i, e.Seq)
 		}
 		prev = e.ChainHash

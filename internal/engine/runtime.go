@@ -708,8 +708,10 @@ func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.Ch
 	if err := checkTranscript(entries, cp.Chain); err != nil {
 		return gateway.ChainState{}, 0, runcontext.Usage{}, fmt.Errorf("%w: the transcript of %s: %w", ErrNotResumable, cp.RunID, err)
 	}
+	// The count is the chain's length (its next sequence): the entries
+	// the transcript holds when it kept the run's from the start.
 	last := entries[len(entries)-1]
-	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, len(entries), spentAfter(entries, cp.Chain.Seq), nil
+	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, last.Seq + 1, spentAfter(entries, cp.Chain.Seq), nil
 }
 
 // checkTranscript verifies a run's transcript entries against the chain
@@ -719,7 +721,20 @@ func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.Ch
 // it), and the entry before at.Seq ends at at.Hash (the transcript holds
 // every entry the checkpoint knew, unchanged).
 func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) error {
-	if _, err := gateway.VerifyTranscript(entries); err != nil {
+	// A transcript that keeps a bounded number of runs may have dropped
+	// the run's earlier entries while it was paused, and holds those the
+	// run appended after (from the chain state its checkpoint saved): the
+	// entries it holds verify as the chain's part from the first of them,
+	// which the checkpoint's chain hash anchors below.
+	first := entries[0].Seq
+	if first < 0 {
+		return fmt.Errorf("%w: its first entry's sequence is %d", gateway.ErrChain, first)
+	}
+	if first == 0 {
+		if _, err := gateway.VerifyTranscript(entries); err != nil {
+			return err
+		}
+	} else if _, err := gatewayhook.VerifyChain(entries, first, entries[0].PrevHash); err != nil {
 		return err
 	}
 	for i, e := range entries {
@@ -728,11 +743,20 @@ func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) e
 		}
 		return fmt.Errorf("%w: entry %d is neither a call nor a result", gateway.ErrChain, i)
 	}
+	end := first + len(entries)
 	switch {
-	case at.Seq == 0:
-	case at.Seq > len(entries):
-		return fmt.Errorf("%w: it holds %d entries and the checkpoint recorded %d", gateway.ErrChain, len(entries), at.Seq)
-	case entries[at.Seq-1].ChainHash != at.Hash:
+	case at.Seq == 0 && first == 0:
+	case at.Seq < first:
+		// Entries the checkpoint knew are missing, not dropped with the
+		// run's earlier ones.
+		return fmt.Errorf("%w: it holds the run's entries from %d and the checkpoint recorded %d", gateway.ErrChain, first, at.Seq)
+	case at.Seq > end:
+		return fmt.Errorf("%w: it holds %d entries and the checkpoint recorded %d", gateway.ErrChain, end, at.Seq)
+	case at.Seq == first:
+		if entries[0].PrevHash != at.Hash {
+			return fmt.Errorf("%w: entry %d does not follow the one the checkpoint recorded", gateway.ErrChain, first)
+		}
+	case entries[at.Seq-1-first].ChainHash != at.Hash:
 		return fmt.Errorf("%w: entry %d is not the one the checkpoint recorded", gateway.ErrChain, at.Seq-1)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,15 @@ func (r *run) saveSpent(ctx context.Context) error {
 		return r.claimLost(err)
 	}
 	if err != nil {
+		// A store may have kept the save and lost its answer (a commit
+		// whose reply was cut off): when it holds these very bytes, the
+		// save is this runtime's (a takeover's claim writes other bytes),
+		// and the run goes on at the store's revision, not over the old
+		// one, whose next save the store would refuse as a takeover's.
+		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
+			cp.rev, cp.saved, cp.SpentSincePoint = got.Revision, w.b, &spent
+			return nil
+		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true

@@ -30,3 +30,11 @@ var VerifyWriteShared func(opts, verify any)
 // keeps it as its own. It is the module's own: a run bound through the
 // exported RunConfig always evaluates its policy itself.
 var WithPolicy func(cfg, eval any)
+
+// VerifyChain verifies entries (a []gateway.TranscriptEntry, in order) as
+// the part of a run's transcript chain that starts at sequence seq after
+// the chain hash prev, as gateway.VerifyTranscript verifies a whole one
+// (seq 0 after the genesis hash), and returns the last chain hash. The
+// runtime verifies with it a transcript that keeps only a run's later
+// entries (a bounded store dropped the earlier ones).
+var VerifyChain func(entries any, seq int, prev string) (string, error)
