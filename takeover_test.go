@@ -265,7 +265,9 @@ func FuzzReplayTakeover(f *testing.F) {
 		if err := json.Unmarshal(good, &pk); err != nil {
 			t.Fatal(err)
 		}
-		pk.Resumes[len(pk.Resumes)-1].Takeover = &replay.Takeover{Point: point, TranscriptEntries: entries}
+		// The recorded spend stays: it is what the takeover charged of the
+		// dead runtime's planner turns, and the replay charges it.
+		pk.Resumes[len(pk.Resumes)-1].Takeover = &replay.Takeover{Point: point, TranscriptEntries: entries, Spent: to.Spent}
 		if priors >= 0 && priors < len(pk.PriorResults) {
 			pk.PriorResults = pk.PriorResults[:priors]
 		}
