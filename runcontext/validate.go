@@ -725,16 +725,6 @@ func checkAttachment(ps *problems, path string, a Attachment) {
 // packets, events and records, so a credential in it is refused rather
 // than kept.
 func holdsSecret(s string) bool {
-	if _, found := sensitive.Detect(s, sensitive.Secrets); found {
-		return true
-	}
-	if strings.IndexByte(s, '%') < 0 {
-		return false
-	}
-	dec, err := url.PathUnescape(s)
-	if err != nil {
-		return false
-	}
-	_, found := sensitive.Detect(dec, sensitive.Secrets)
+	_, found := sensitive.DetectEscaped(s, sensitive.Secrets)
 	return found
 }

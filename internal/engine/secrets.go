@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -149,16 +148,8 @@ func secretPair(key, val string) bool {
 	if sensitive.IsSecretKey(key) {
 		return true
 	}
-	if _, found := sensitive.Detect(val, sensitive.Secrets); found {
-		return true
-	}
-	if strings.IndexByte(val, '%') >= 0 {
-		if dec, err := url.PathUnescape(val); err == nil {
-			_, found := sensitive.Detect(dec, sensitive.Secrets)
-			return found
-		}
-	}
-	return false
+	_, found := sensitive.DetectEscaped(val, sensitive.Secrets)
+	return found
 }
 
 // redactPlan returns p with secrets redacted from what a planner writes

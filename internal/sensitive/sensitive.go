@@ -14,6 +14,7 @@
 package sensitive
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -166,6 +167,23 @@ func Detect(s string, set Set) (Finding, bool) {
 		}
 	}
 	return Finding{}, false
+}
+
+// DetectEscaped is Detect of s as written and, when s holds a '%' and
+// decodes, of s percent-decoded (url.PathUnescape): a value from a URL or
+// a header whose escaping would hide a secret from Detect alone.
+func DetectEscaped(s string, set Set) (Finding, bool) {
+	if f, found := Detect(s, set); found {
+		return f, true
+	}
+	if strings.IndexByte(s, '%') < 0 {
+		return Finding{}, false
+	}
+	dec, err := url.PathUnescape(s)
+	if err != nil {
+		return Finding{}, false
+	}
+	return Detect(dec, set)
 }
 
 // maxPasses bounds the passes Redact makes to reach a fixed point; a
