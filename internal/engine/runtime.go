@@ -730,11 +730,11 @@ func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) e
 	if first < 0 {
 		return fmt.Errorf("%w: its first entry's sequence is %d", gateway.ErrChain, first)
 	}
-	if first == 0 {
-		if _, err := gateway.VerifyTranscript(entries); err != nil {
-			return err
-		}
-	} else if _, err := gatewayhook.VerifyChain(entries, first, entries[0].PrevHash); err != nil {
+	prev := gateway.GenesisHash // a whole chain starts there
+	if first > 0 {
+		prev = entries[0].PrevHash
+	}
+	if _, err := gatewayhook.VerifyChain(entries, first, prev); err != nil {
 		return err
 	}
 	for i, e := range entries {
