@@ -38,6 +38,8 @@ func TestSpanContextMatchesPropagator(t *testing.T) {
 		{TraceID: tid, SpanID: sid, TraceFlags: "0A"},
 		{TraceID: tid, SpanID: sid, TraceFlags: "1"},
 		{TraceID: tid, SpanID: sid, TraceFlags: "01-00"},
+		{TraceID: tid, SpanID: sid, TraceFlags: "00-"},
+		{TraceID: tid, SpanID: sid, TraceFlags: "01-"},
 		{TraceID: "00000000000000000000000000000000", SpanID: sid},
 		{TraceID: tid, SpanID: "0000000000000000"},
 		{TraceID: "4BF92F3577B34DA6A3CE929D0E0E4736", SpanID: sid},

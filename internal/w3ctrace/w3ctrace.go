@@ -51,8 +51,16 @@ func spanContext(t runcontext.Trace) (trace.SpanContext, error) {
 // extractSpanContext is spanContext through OpenTelemetry's W3C
 // propagator: the definition spanContext and parseIDs are held to
 // (TestSpanContextMatchesPropagator, FuzzSpanContextMatchesPropagator).
+// A version-00 traceparent is exactly 55 characters (W3C Trace Context,
+// section 3.2); the propagator also takes one with a trailing '-' (flags
+// "00-"), which the specification and runcontext refuse, so such a header
+// is refused here before the propagator reads it.
 func extractSpanContext(t runcontext.Trace) (trace.SpanContext, error) {
-	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: t.Traceparent(), HeaderTracestate: t.TraceState})
+	tp := t.Traceparent()
+	if len(tp) != 55 {
+		return trace.SpanContext{}, fmt.Errorf("%w: invalid trace or span id", runcontext.ErrTraceContext)
+	}
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{HeaderTraceparent: tp, HeaderTracestate: t.TraceState})
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return sc, fmt.Errorf("%w: invalid trace or span id", runcontext.ErrTraceContext)
