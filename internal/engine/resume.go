@@ -293,6 +293,11 @@ func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, inputsLost b
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	cp.Unconfirmed, cp.Stopped = nil, u.Stopped
+	// The settle's own clock readings (its rebuild's) are no replay
+	// input: a replay builds the record where the run built it, reading
+	// what that runtime read, and never settles. Kept, they would be
+	// served to the next resume's replay in place of its own readings.
+	r.clockTaken = len(r.clock.Readings())
 	return r.recorded(ctx, u.Record, stored)
 }
 
