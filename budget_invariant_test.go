@@ -288,12 +288,6 @@ func (w *budgetWorld) gone() { <-w.release }
 
 var errBudgetDead = errors.New("budget invariant: this runtime is dead")
 
-func (w *budgetWorld) note(e budgetEvent) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.events = append(w.events, e)
-}
-
 // budgetPlanner plans by turn: the reads at turn 0, the refund (with the
 // approved decision) after; the script may plan the reads again. Each
 // call reports the script's usage, in its plan or its PlanUsageError.
