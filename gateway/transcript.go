@@ -173,7 +173,10 @@ var ErrChain = errors.New("gateway: transcript chain broken")
 
 // VerifyTranscript recomputes the chain of one run's entries (in order)
 // and returns the final chain hash, or an error naming the first broken
-// entry.
+// entry. Each entry must also be what its kind says: a "call" holding a
+// call envelope and no result, or a "result" holding a result and no
+// call. The kind is outside the entry's hash, and a reader counts calls
+// and results by it.
 func VerifyTranscript(entries []TranscriptEntry) (string, error) {
 	return verifyChain(entries, 0, GenesisHash)
 }
@@ -182,6 +185,9 @@ func VerifyTranscript(entries []TranscriptEntry) (string, error) {
 // at sequence seq after the chain hash prev.
 func verifyChain(entries []TranscriptEntry, seq int, prev string) (string, error) {
 	for i, e := range entries {
+		if !(e.Kind == "call" && e.Call != nil && e.Result == nil || e.Kind == "result" && e.Result != nil && e.Call == nil) {
+			return "", fmt.Errorf("%w: entry %d (seq %d) is neither a call nor a result", ErrChain, i, e.Seq)
+		}
 		h, err := entryDigest(e)
 		if err != nil {
 			return "", fmt.Errorf("%w: entry %d: %w", ErrChain, i, err)

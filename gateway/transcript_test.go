@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -57,5 +58,40 @@ func TestRecordedResultLeavesOutRecordingFields(t *testing.T) {
 	}
 	if _, err := gateway.VerifyTranscript(entries); err != nil {
 		t.Error(err)
+	}
+}
+
+// An entry's kind is outside its hash, and readers count calls and
+// results by it: VerifyTranscript refuses an entry that is not what its
+// kind says, though its chain links still hold.
+func TestVerifyTranscriptRefusesAnEntryItsKindMisnames(t *testing.T) {
+	f := newFixture(t)
+	run, err := f.gw.NewRun(gateway.RunConfig{Prepared: f.prepared, Compiled: f.cc, Request: f.req, RunContext: f.rc, Meter: runcontext.NewMeter(f.rc.RunBudget, f.now)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run.Call(ctx, lookupCall()); err != nil || res.Status != gateway.StatusOK {
+		t.Fatal(res, err)
+	}
+	entries := f.recorder.Entries()
+	if len(entries) != 2 || entries[0].Kind != "call" || entries[1].Kind != "result" {
+		t.Fatalf("entries: %+v", entries)
+	}
+	if _, err := gateway.VerifyTranscript(entries); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(es []gateway.TranscriptEntry){
+		"a call renamed":                  func(es []gateway.TranscriptEntry) { es[0].Kind = "approval" },
+		"a call with no kind":             func(es []gateway.TranscriptEntry) { es[0].Kind = "" },
+		"a call that also holds a result": func(es []gateway.TranscriptEntry) { es[0].Result = es[1].Result },
+		"a result that also holds a call": func(es []gateway.TranscriptEntry) { es[1].Call = es[0].Call },
+	} {
+		t.Run(name, func(t *testing.T) {
+			es := append([]gateway.TranscriptEntry(nil), entries...)
+			edit(es)
+			if _, err := gateway.VerifyTranscript(es); !errors.Is(err, gateway.ErrChain) {
+				t.Errorf("VerifyTranscript = %v, want ErrChain", err)
+			}
+		})
 	}
 }

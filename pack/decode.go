@@ -28,7 +28,7 @@ func Decode(data []byte) (*Pack, error) {
 			if q.Message == "is required" {
 				code = CodeRequired
 			}
-			out[i] = Problem{Gate: GateSchema, Code: Code(code), Path: q.Path, Message: q.Message}
+			out[i] = Problem{Gate: GateSchema, Code: Code(code), Path: q.Path, Message: quiet(q.Message)}
 		}
 		return nil, invalid(out)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is.
@@ -142,3 +143,17 @@ func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
 
 // clip bounds a value quoted in a problem message (problem.Clip).
 func clip(s string) string { return problem.Clip(s) }
+
+// quietKinds are what a refusal's message never quotes.
+var quietKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)
+
+// quiet is a refusal's message with any credential or card number it
+// quotes redacted: a key pasted where an id, a name or a value belongs is
+// refused by the check that reads that member, whose message quotes the
+// member's value (the security gate names the member without it).
+func quiet(msg string) string {
+	if out, changed := sensitive.Redact(msg, quietKinds); changed {
+		return out
+	}
+	return msg
+}

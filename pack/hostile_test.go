@@ -60,6 +60,15 @@ func TestHostilePackValidation(t *testing.T) {
 			pack.CodeSecret, "pack_meta.description", "hunter2"},
 		{"credentials in a URL", func(p *pack.Pack) { p.PackMeta.Metadata = map[string]any{"dsn": "postgres://admin:hunter2@db/app"} },
 			pack.CodeSecret, "pack_meta.metadata.dsn", "hunter2"},
+		// A key pasted where an id or a name belongs is refused by the
+		// check that reads that member, and its message names the member
+		// without quoting the key.
+		{"a key as a redaction rule", func(p *pack.Pack) {
+			p.PolicyLayer.Guardrails.RedactionRules = []string{"ghp_" + strings.Repeat("Ab1", 12)}
+		}, pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[0]", "ghp_Ab1Ab1"},
+		{"a key as a permission's adapter", func(p *pack.Pack) {
+			p.ToolingLayer.Permissions[0].AdapterID = "sk_live_" + strings.Repeat("q7", 12)
+		}, pack.CodePermissionWithoutAdapter, "tooling_layer.permissions[0].adapter_id", "sk_live_q7q7"},
 		{"invalid-checksum iban left alone", func(p *pack.Pack) { p.PackMeta.Description = "reference DE89 3704 0044 0532 0130 01" }, "", "", ""},
 		{"secret and token references left alone", func(p *pack.Pack) {
 			p.PackMeta.Metadata = map[string]any{"secret_ref": "vault://payments/key", "token_ref": "secret://orders", "max_tokens": "512"}

@@ -83,7 +83,7 @@ func DecodeOverlay(data []byte) (*Overlay, error) {
 	if len(probs) > 0 {
 		out := make([]Problem, len(probs))
 		for i, q := range probs {
-			out[i] = Problem{Gate: GateSchema, Code: CodeDecode, Path: q.Path, Message: q.Message}
+			out[i] = Problem{Gate: GateSchema, Code: CodeDecode, Path: q.Path, Message: quiet(q.Message)}
 		}
 		return nil, invalid(out)
 	}
@@ -141,7 +141,7 @@ func ApplyOverlay(base *Pack, o *Overlay, opts *ValidateOptions) (*Pack, Applied
 // refuse returns the *OverlayError of a broken overlay rule; ApplyOverlay
 // names the overlay (of).
 func refuse(rule, path, format string, args ...any) *OverlayError {
-	return &OverlayError{Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)}
+	return &OverlayError{Rule: rule, Path: path, Message: quiet(fmt.Sprintf(format, args...))}
 }
 
 // of names the overlay e refuses.

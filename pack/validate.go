@@ -191,7 +191,7 @@ func newValidator(p *Pack) *validator {
 }
 
 func (v *validator) add(gate, code, path, format string, args ...any) {
-	v.probs = append(v.probs, Problem{Gate: gate, Code: Code(code), Path: path, Message: fmt.Sprintf(format, args...)})
+	v.probs = append(v.probs, Problem{Gate: gate, Code: Code(code), Path: path, Message: quiet(fmt.Sprintf(format, args...))})
 }
 
 func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }

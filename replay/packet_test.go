@@ -215,6 +215,9 @@ func TestSealRefusesWhatCheckIntegrityRefuses(t *testing.T) {
 		"invoke hash":    {func(p *replay.Packet) { p.InvokeHash = "sha256:00" }, replay.ErrTamper},
 		"chain":          {func(p *replay.Packet) { p.ToolTranscriptChainHash = gateway.GenesisHash }, replay.ErrTamper},
 		"status":         {func(p *replay.Packet) { p.Expected.Status = "REJECTED" }, replay.ErrTamper},
+		// The kind is outside the entry's hash: a call renamed keeps
+		// every chain link.
+		"entry kind": {func(p *replay.Packet) { p.Transcript[0].Kind = "approval" }, replay.ErrTamper},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -81,13 +81,7 @@ func (h *Handler) view(p contextos.PendingApproval) approvalView {
 	// The runtime redacts the arguments by the built-in rules and the
 	// run's active ones; the handler's own rules apply to every answer,
 	// whatever the run's pack activated.
-	if args, changed := h.redaction.value(p.Args); changed {
-		m, _ := args.(map[string]any)
-		if m == nil {
-			m = map[string]any{}
-		}
-		p.Args = m
-	}
+	p.Args = h.redaction.args(p.Args)
 	exp := expiresAt(p)
 	left := exp.Sub(h.o.Now())
 	v := approvalView{PendingApproval: p, ExpiresAt: exp.UTC(), Expired: left <= 0, Decide: h.path("/v1/runs/" + p.RunID + "/approvals/" + p.GateID)}

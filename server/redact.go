@@ -234,6 +234,20 @@ func (rd *redaction) value(v any) (any, bool) {
 	return sensitive.RedactValue(v, []func(string) (string, bool){rd.redactString}, rd.secretKeys)
 }
 
+// args redacts a pending approval's arguments: a when no rule changes
+// them, else the redacted copy.
+func (rd *redaction) args(a map[string]any) map[string]any {
+	v, changed := rd.value(a)
+	if !changed {
+		return a
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
 // redactText redacts a text by every rule the handler knows.
 func (h *Handler) redactText(s string) string {
 	if v, changed := h.redaction.value(s); changed {

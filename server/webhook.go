@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/gateway"
 )
 
 // The pause webhook: a POST to the host's URL each time a run starts
@@ -53,6 +54,11 @@ type WebhookOptions struct {
 	Now func() time.Time
 	// Logger receives a line per failed delivery. Default: discard.
 	Logger *slog.Logger
+	// Redactors are the host's redaction rules, as Options.Redactors: an
+	// event's arguments are redacted by them and by every built-in rule,
+	// as the handler's answers are, whatever rules the run's packs
+	// activated (the runtime redacts a pause's arguments by those alone).
+	Redactors map[string]gateway.Redactor
 }
 
 // Webhook tells a URL of each pause. Its Notify is an
@@ -69,6 +75,8 @@ type Webhook struct {
 
 	// ownClient: the client is the webhook's, closed with it.
 	ownClient bool
+	// redaction is every built-in rule and o.Redactors.
+	redaction *redaction
 
 	mu     sync.Mutex
 	closed bool
@@ -132,7 +140,8 @@ func NewWebhook(rawURL string, key []byte, opts *WebhookOptions) (*Webhook, erro
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	o.InboxURL = strings.TrimSuffix(o.InboxURL, "/")
-	w := &Webhook{url: rawURL, key: append([]byte(nil), key...), o: o, queue: make(chan webhookEvent, o.Queue), done: make(chan struct{}), ownClient: own}
+	w := &Webhook{url: rawURL, key: append([]byte(nil), key...), o: o, queue: make(chan webhookEvent, o.Queue), done: make(chan struct{}), ownClient: own,
+		redaction: newRedaction(o.Redactors)}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.loop()
 	return w, nil
@@ -157,6 +166,7 @@ type approvalNote struct {
 // Notify queues an event for the pause p; it never blocks (a full queue
 // drops the event). Use it as contextos.Options.OnPause.
 func (w *Webhook) Notify(ctx context.Context, p contextos.PendingApproval) {
+	p.Args = w.redaction.args(p.Args)
 	note := approvalNote{PendingApproval: p, ExpiresAt: expiresAt(p).UTC()}
 	if w.o.InboxURL != "" {
 		note.InboxURL = w.o.InboxURL + "/runs/" + url.PathEscape(p.RunID)

@@ -197,21 +197,15 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 		}
 	}()
 	svc = s
-	var wh *server.Webhook
+	var whKey []byte
 	if f.webhook != "" {
 		data, err := os.ReadFile(f.webhookSecret)
 		if err != nil {
 			return nil, exitf(exitUsage, "--webhook-secret: %v", err)
 		}
-		key, err := server.ParseWebhookSecret(string(data))
-		if err != nil {
+		if whKey, err = server.ParseWebhookSecret(string(data)); err != nil {
 			return nil, exitf(exitUsage, "--webhook-secret: %v", err)
 		}
-		logger := slog.New(slog.NewTextHandler(stderr, nil))
-		if wh, err = server.NewWebhook(f.webhook, key, &server.WebhookOptions{InboxURL: f.inboxURL, Logger: logger}); err != nil {
-			return nil, exitf(exitUsage, "--webhook: %v", err)
-		}
-		svc.webhook = wh
 	}
 	tel, err := newTelemetry(ctx, os.Getenv)
 	if err != nil {
@@ -238,7 +232,15 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	if wh != nil {
+	if f.webhook != "" {
+		// The webhook redacts an event's arguments by every rule the
+		// service's answers are redacted by (--redactors included).
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		wh, err := server.NewWebhook(f.webhook, whKey, &server.WebhookOptions{InboxURL: f.inboxURL, Logger: logger, Redactors: r.packs.redactors.rules})
+		if err != nil {
+			return nil, exitf(exitUsage, "--webhook: %v", err)
+		}
+		svc.webhook = wh
 		in.onPause = wh.Notify
 	}
 	in.tracer, in.meter = tel.tracerProvider(), tel.meterProvider()
