@@ -52,6 +52,7 @@ func traced(tp trace.TracerProvider, redact func(string) string, next http.Handl
 			attrs = append(attrs, attribute.String("http.request.method_original", clip(redact(original)))) // the caller's text
 		}
 		if host := hostOf(r.Host); host != "" {
+			host = clip(redact(host)) // the caller's text (the Host header)
 			attrs = append(attrs, attribute.String("server.address", host))
 		}
 		ctx, span := tracer.Start(ctx, spanMethod(method), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 
 // A request's span carries none of the credentials a caller put in what
 // the span is described by: an unknown method's name (kept as
-// http.request.method_original) and the tracestate the span continues.
+// http.request.method_original), the Host header (server.address) and
+// the tracestate the span continues.
 func TestHTTPSpansCarryNoCallerSecret(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -22,6 +24,16 @@ func TestHTTPSpansCarryNoCallerSecret(t *testing.T) {
 	e.do(key, "/v1/runs", e.token(agent), nil)
 	e.do("GET", "/nowhere", e.token(agent), nil,
 		"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate", "congo="+key)
+	req, err := http.NewRequest("GET", e.srv.URL+"/nowhere", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = key + ":80"
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	} else {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, s := range rec.Ended() {
 		if s.InstrumentationScope().Name != "github.com/contextos/contextos/server" {
@@ -33,7 +45,7 @@ func TestHTTPSpansCarryNoCallerSecret(t *testing.T) {
 			t.Errorf("span %s carries the caller's key: %s", s.Name(), text)
 		}
 	}
-	if n != 2 {
-		t.Fatalf("%d server spans, want 2", n)
+	if n != 3 {
+		t.Fatalf("%d server spans, want 3", n)
 	}
 }
