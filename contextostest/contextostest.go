@@ -19,6 +19,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -53,9 +54,19 @@ func NewPlanner(plans ...*contextos.Plan) *Planner {
 	return p
 }
 
-// Then adds a turn that returns plan.
+// Then adds a turn that returns plan as a model's decoded answer would
+// be: plan is encoded and decoded once, when Then is called (its numbers
+// become float64, as from a model's JSON), and each time the turn is
+// asked it returns a fresh copy of that, so neither the runtime nor the
+// caller shares the other's plan. A change to plan after Then is not seen.
 func (p *Planner) Then(plan *contextos.Plan) *Planner {
-	return p.ThenFunc(func(*contextos.PlanRequest) (*contextos.Plan, error) { return clonePlan(plan) })
+	decoded, err := clonePlan(plan)
+	return p.ThenFunc(func(*contextos.PlanRequest) (*contextos.Plan, error) {
+		if err != nil {
+			return nil, err
+		}
+		return engine.ClonePlan(decoded), nil
+	})
 }
 
 // ThenFunc adds a turn decided by f (which sees the results so far).

@@ -48,6 +48,40 @@ func TestPlannerTurns(t *testing.T) {
 	}
 }
 
+// A scripted turn answers as a model's decoded JSON would (Go ints become
+// float64), a fresh copy each time: neither the runtime's changes to one
+// answer (nested arguments included) nor the caller's to its plan after
+// Then reach another answer.
+func TestPlannerTurnsAreDecodedCopies(t *testing.T) {
+	ctx := context.Background()
+	plan := &contextos.Plan{Steps: []contextos.Step{{CapabilityID: "adp_orders.lookup",
+		Args: map[string]any{"order_id": "ord_881", "amount": 1200, "lines": []any{map[string]any{"sku": "a"}}}, EvidenceRefs: []string{"kg:order:ord_881"}}}}
+	p := contextostest.NewPlanner(plan).RepeatLast()
+	plan.Steps[0].Args["order_id"] = "changed by the caller"
+	first, err := p.Plan(ctx, &contextos.PlanRequest{Turn: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := first.Steps[0].Args
+	if args["order_id"] != "ord_881" || args["amount"] != float64(1200) {
+		t.Fatalf("the answer's args = %#v, want the plan as decoded when Then was called", args)
+	}
+	args["amount"] = 99.0
+	args["lines"].([]any)[0].(map[string]any)["sku"] = "b"
+	first.Steps[0].EvidenceRefs[0] = "changed"
+	second, err := p.Plan(ctx, &contextos.PlanRequest{Turn: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := second.Steps[0].Args; a["amount"] != float64(1200) || a["lines"].([]any)[0].(map[string]any)["sku"] != "a" || second.Steps[0].EvidenceRefs[0] != "kg:order:ord_881" {
+		t.Errorf("a change to one answer reached the next: %#v %v", a, second.Steps[0].EvidenceRefs)
+	}
+	bad := contextostest.NewPlanner(&contextos.Plan{Steps: []contextos.Step{{Args: map[string]any{"f": func() {}}}}})
+	if _, err := bad.Plan(ctx, &contextos.PlanRequest{}); err == nil || !strings.Contains(err.Error(), "scripted plan") {
+		t.Errorf("a plan with no JSON form = %v", err)
+	}
+}
+
 func TestAssertionsFail(t *testing.T) {
 	h := contextostest.New(t, contextostest.NewPlanner(), [][]byte{fixture.SupportPack()}, &contextostest.Options{
 		Runtime: contextos.Options{Evidence: evidence()}})

@@ -11,6 +11,7 @@ import (
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/policy"
 )
 
@@ -112,9 +113,25 @@ type takenOutcome struct {
 // citations, risk tags, signals) goes through the rules. The copy owns its
 // lists (short ones in dst's room); the cost and tokens are kept as they
 // are.
-func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor) bool {
+//
+// clean, when known, is cleanSet of rules: an outcome in which none of its
+// detectors finds anything (cleanValue, cleanStrings) is copied as it is
+// (its output normalized), which is what the rules would return: the same
+// copy, one detection pass over each string instead of one per rule.
+func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor, clean sensitive.Set, known bool) bool {
 	c := &dst.out
 	*c = Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
+	if known && cleanOutcome(out, clean) {
+		c.Output, _ = jsonv.Normalize(out.Output).(map[string]any)
+		room := dst.strs[:]
+		c.Mutations, c.Artifacts = copyStrings(out.Mutations, &room), copyStrings(out.Artifacts, &room)
+		c.RiskTags, c.Signals = copyStrings(out.RiskTags, &room), copyStrings(out.Signals, &room)
+		if len(out.Citations) > 0 {
+			c.Citations = make([]Citation, len(out.Citations))
+			copy(c.Citations, out.Citations)
+		}
+		return false
+	}
 	v, changed := redactValue(out.Output, rules)
 	c.Output, _ = v.(map[string]any)
 	var ch [5]bool
@@ -132,6 +149,34 @@ func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor) bool {
 		}
 	}
 	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
+}
+
+// cleanOutcome reports whether redaction by rules of cleanSet set changes
+// nothing in out (see redactOutcome).
+func cleanOutcome(out *Outcome, set sensitive.Set) bool {
+	if !cleanValue(out.Output, set, 0) {
+		return false
+	}
+	for _, s := range [...][]string{out.Mutations, out.Artifacts, out.RiskTags, out.Signals} {
+		if !cleanStrings(s, set) {
+			return false
+		}
+	}
+	for _, ct := range out.Citations {
+		if !cleanString(ct.EvidenceRef, set) {
+			return false
+		}
+	}
+	return true
+}
+
+// copyStrings is redactStrings of a list no rule changes: a copy of s
+// (nil for an empty s), in what is left of room when it fits.
+func copyStrings(s []string, room *[]string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return takeStrings(room, s)
 }
 
 // redactStrings returns a redacted copy of s (nil for an empty s), in what

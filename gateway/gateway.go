@@ -266,6 +266,11 @@ type Run struct {
 	surfaced      map[string]*surfaced
 	snapshot      string
 	redact        []Redactor
+	// clean is cleanSet of redact, when cleanKnown (every rule is a
+	// built-in one): what an outcome's strings are checked against before
+	// the rules are applied one by one (see redactOutcome).
+	clean         sensitive.Set
+	cleanKnown    bool
 	now           func() time.Time
 	observe       func(Attempt) // nil when nothing observes the attempts
 	observeCopies bool          // observe is told copies (RunOptions.Observe)
@@ -515,6 +520,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.redact = append(r.redact, rule)
 		}
 	}
+	r.clean, r.cleanKnown = cleanSet(r.redact)
 	return r, nil
 }
 
@@ -709,7 +715,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 			t.te, t.invalid = refusal, bad
 		} else {
 			// A taken outcome ends the call's attempts: dst holds it.
-			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact)
+			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact, r.clean, r.cleanKnown)
 		}
 	}
 	t.redacted = t.redacted || reportsRedaction(ad, call)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -45,8 +46,8 @@ const Redacted = sensitive.Redacted
 func BuiltinRedactors() map[string]Redactor {
 	m := make(map[string]Redactor, 7)
 	for _, name := range sensitive.RuleNames() {
-		if name == sensitive.SecretRule {
-			m[name] = redactSecrets
+		if r, ok := namedRules[name]; ok {
+			m[name] = r
 			continue
 		}
 		set, _ := sensitive.Rule(name)
@@ -58,6 +59,136 @@ func BuiltinRedactors() map[string]Redactor {
 // redactSecrets is the "secret" rule. redactValue recognizes it (by
 // identity) to redact the values of secret-named members as well.
 func redactSecrets(s string) (string, bool) { return sensitive.Redact(s, sensitive.Secrets) }
+
+// The other built-in rules, each a function of its own: every closure of
+// one literal shares its code, so only a function of its own can be told
+// from a host's rule by identity (see builtinSet).
+func redactCreditCard(s string) (string, bool) { return sensitive.Redact(s, ruleSets[0]) }
+func redactPAN(s string) (string, bool)        { return sensitive.Redact(s, ruleSets[1]) }
+func redactIBAN(s string) (string, bool)       { return sensitive.Redact(s, ruleSets[2]) }
+func redactEmail(s string) (string, bool)      { return sensitive.Redact(s, ruleSets[3]) }
+func redactPhone(s string) (string, bool)      { return sensitive.Redact(s, ruleSets[4]) }
+func redactSSN(s string) (string, bool)        { return sensitive.Redact(s, ruleSets[5]) }
+
+// namedRuleNames are the rules of the functions above, in ruleSets' order.
+var namedRuleNames = [...]string{"credit_card", "pan", "iban", "email", "phone", "ssn"}
+
+// ruleSets are the kinds each of namedRuleNames redacts.
+var ruleSets = func() (sets [len(namedRuleNames)]sensitive.Set) {
+	for i, name := range namedRuleNames {
+		sets[i], _ = sensitive.Rule(name)
+	}
+	return sets
+}()
+
+// namedRules are the built-in rules that are functions of their own, by
+// name.
+var namedRules = map[string]Redactor{
+	sensitive.SecretRule: redactSecrets,
+	"credit_card":        redactCreditCard,
+	"pan":                redactPAN,
+	"iban":               redactIBAN,
+	"email":              redactEmail,
+	"phone":              redactPhone,
+	"ssn":                redactSSN,
+}
+
+// builtinSets are the kinds each built-in rule function redacts, by its
+// code pointer.
+var builtinSets = func() map[uintptr]sensitive.Set {
+	m := make(map[uintptr]sensitive.Set, len(namedRules))
+	for name, r := range namedRules {
+		set, _ := sensitive.Rule(name)
+		m[reflect.ValueOf(r).Pointer()] = set
+	}
+	return m
+}()
+
+// builtinSet returns the kinds a built-in rule redacts, and false for any
+// other rule (a host's, or a built-in replaced through Options.Redactors).
+func builtinSet(r Redactor) (sensitive.Set, bool) {
+	if r == nil {
+		return 0, false
+	}
+	set, ok := builtinSets[reflect.ValueOf(r).Pointer()]
+	return set, ok
+}
+
+// cleanSet returns the union of the kinds rules redact when every rule is
+// a built-in one, and false otherwise. A string in which no detector of
+// that union finds anything is one no rule of the list changes: each
+// rule is sensitive.Redact with a subset of the union, which changes a
+// string only where one of its detectors finds something.
+func cleanSet(rules []Redactor) (sensitive.Set, bool) {
+	var union sensitive.Set
+	for _, r := range rules {
+		set, ok := builtinSet(r)
+		if !ok {
+			return 0, false
+		}
+		union |= set
+	}
+	return union, len(rules) > 0
+}
+
+// cleanString reports whether no detector of set finds anything in s.
+func cleanString(s string, set sensitive.Set) bool {
+	_, found := sensitive.Detect(s, set)
+	return !found
+}
+
+// maxCleanDepth bounds how deep cleanValue reads; deeper values take
+// the general redaction.
+const maxCleanDepth = 64
+
+// cleanValue reports whether redacting v with rules whose kinds are set
+// (cleanSet; the secret rule among them) changes nothing, and its
+// redacted copy is therefore jsonv.Normalize(v): v holds only nil,
+// booleans, strings, float64 numbers below 1e9 in magnitude (a larger
+// one could be a card number), objects and arrays of those, no key that
+// names a secret (IsSecretKey: its value would be redacted whatever it
+// is), and no key or string in which a detector of set finds anything.
+// It answers false for anything else, which the general redaction
+// decides.
+func cleanValue(v any, set sensitive.Set, depth int) bool {
+	if depth > maxCleanDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool:
+		return true
+	case string:
+		return cleanString(x, set)
+	case float64:
+		return math.Abs(x) < 1e9 // false for NaN and the infinities
+	case map[string]any:
+		for k, e := range x {
+			if sensitive.IsSecretKey(k) || !cleanString(k, set) || !cleanValue(e, set, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !cleanValue(e, set, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// cleanStrings reports whether no detector of set finds anything in any
+// of s.
+func cleanStrings(s []string, set sensitive.Set) bool {
+	for _, e := range s {
+		if !cleanString(e, set) {
+			return false
+		}
+	}
+	return true
+}
 
 var secretRulePC = reflect.ValueOf(redactSecrets).Pointer()
 

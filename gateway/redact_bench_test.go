@@ -43,3 +43,36 @@ func BenchmarkRedactValueAllRules(b *testing.B) {
 		redactValue(out, rules)
 	}
 }
+
+// benchRedactOutcome redacts a lookup outcome with nothing to redact as a
+// run does: the secret rule and the named ones, through the clean check
+// (clean) or rule by rule.
+func benchRedactOutcome(b *testing.B, clean bool, names ...string) {
+	rules := append([]Redactor{redactSecrets}, benchRules(names...)...)
+	set, known := cleanSet(rules)
+	if !known {
+		b.Fatal("the built-in rules have no clean set")
+	}
+	out := &Outcome{Output: benchOutput(), Mutations: []string{"m:1"}}
+	var dst takenOutcome
+	b.ReportAllocs()
+	for b.Loop() {
+		redactOutcome(&dst, out, rules, set, clean)
+	}
+}
+
+// BenchmarkRedactOutcomeRuleByRule and BenchmarkRedactOutcomeClean: the
+// canonical pack's rules (pan, credit_card) and the secret rule, applied
+// one by one and through the clean check.
+func BenchmarkRedactOutcomeRuleByRule(b *testing.B) {
+	benchRedactOutcome(b, false, "pan", "credit_card")
+}
+func BenchmarkRedactOutcomeClean(b *testing.B) { benchRedactOutcome(b, true, "pan", "credit_card") }
+
+// The same with every built-in rule active.
+func BenchmarkRedactOutcomeAllRulesRuleByRule(b *testing.B) {
+	benchRedactOutcome(b, false, "credit_card", "pan", "iban", "email", "phone", "ssn")
+}
+func BenchmarkRedactOutcomeAllRulesClean(b *testing.B) {
+	benchRedactOutcome(b, true, "credit_card", "pan", "iban", "email", "phone", "ssn")
+}

@@ -28,3 +28,8 @@ func VerifyCheckpointEncoding() { verifyCheckpointEncoding.Store(true) }
 
 // DefaultHeartbeatTTL is the default Options.HeartbeatTTL.
 const DefaultHeartbeatTTL = defaultHeartbeatTTL
+
+// ClonePlan returns a copy of p that shares no memory with it: the copy
+// the runtime takes of a planner's answer. contextostest's scripted
+// planner hands each turn one.
+func ClonePlan(p *Plan) *Plan { return clonePlan(p) }

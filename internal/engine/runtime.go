@@ -121,11 +121,7 @@ func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, e
 	if !ok {
 		return nil, fmt.Errorf("%w: no replay packet %q", ErrNotFound, id)
 	}
-	var p replay.Packet
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return replay.DecodePacket(b)
 }
 
 // Sentinel errors.
