@@ -65,7 +65,6 @@ func TestActivityAnswersCarryNoErrorText(t *testing.T) {
 // reach the workflow's history as the adapter wrote them, a key included,
 // though temporal.md says the history holds no adapter's error text.
 func TestActivityToolErrorCarriesNoSecret(t *testing.T) {
-	t.Skip("BUG: attempt puts the adapter's *gateway.ToolError (message, details) into the history unredacted; redacting it in the activity would change the gateway's redaction_applied, so the fix needs the gateway's help")
 	const secret = "sk-live-0123456789abcdef"
 	h := &Host{adapters: map[string]gateway.Adapter{"adp": gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream said 401 for key "+secret, map[string]any{"key": secret})
@@ -83,5 +82,8 @@ func TestActivityToolErrorCarriesNoSecret(t *testing.T) {
 	}
 	if aa.ToolError == nil || strings.Contains(aa.ToolError.Message, secret) || strings.Contains(fmt.Sprint(aa.ToolError.Details), secret) {
 		t.Errorf("attempt answer tool error = %+v, want one without the adapter's key", aa.ToolError)
+	}
+	if !aa.Redacted || aa.ToolError.Code != gateway.CodeExecutionFailed || !aa.ToolError.Retryable {
+		t.Errorf("attempt answer = %+v: want the redaction reported and the error's code and retryability kept", aa)
 	}
 }
