@@ -66,28 +66,75 @@ func (p *Prepared) policyBlock(d policy.Decision) string {
 }
 
 func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
+	// Written piece by piece, each constraint value without fmt where
+	// its %v is known (TestToolBlockText holds it to the fmt form).
 	var b strings.Builder
 	b.Grow(64 + 96*len(e.Capabilities))
-	b.WriteString("Adapter " + a.AdapterID + " (" + a.Type + ").")
+	b.WriteString("Adapter ")
+	b.WriteString(a.AdapterID)
+	b.WriteString(" (")
+	b.WriteString(a.Type)
+	b.WriteString(").")
 	for _, c := range e.Capabilities {
 		m := e.CapabilityMetadata[c]
-		b.WriteString(" Capability " + a.AdapterID + "." + c + ": " + m.Kind + ", approval mode " + m.ApprovalMode.String())
+		b.WriteString(" Capability ")
+		b.WriteString(a.AdapterID)
+		b.WriteByte('.')
+		b.WriteString(c)
+		b.WriteString(": ")
+		b.WriteString(m.Kind)
+		b.WriteString(", approval mode ")
+		b.WriteString(m.ApprovalMode.String())
 		if m.ApprovalGate != "" {
-			state := "inactive"
+			b.WriteString(", approval gate ")
+			b.WriteString(m.ApprovalGate)
 			switch {
 			case m.GateActive:
-				state = "active"
+				b.WriteString(" (active)")
 			case m.GatePerCall != "":
-				state = "applies per call when " + m.GatePerCall
+				b.WriteString(" (applies per call when ")
+				b.WriteString(m.GatePerCall)
+				b.WriteByte(')')
+			default:
+				b.WriteString(" (inactive)")
 			}
-			b.WriteString(", approval gate " + m.ApprovalGate + " (" + state + ")")
 		}
 		for _, arg := range sortedkeys.Of(m.Constraints) {
-			b.WriteString(", " + arg + " " + constraintText(m.Constraints[arg]))
+			b.WriteString(", ")
+			b.WriteString(arg)
+			b.WriteByte(' ')
+			writeConstraint(&b, m.Constraints[arg])
 		}
-		b.WriteString(".")
+		b.WriteByte('.')
 	}
 	return b.String()
+}
+
+// writeConstraint writes c's members as {k=v k=v}, in key order, each
+// value as fmt's %v writes it.
+func writeConstraint(b *strings.Builder, c map[string]any) {
+	b.WriteByte('{')
+	var num [32]byte
+	for i, k := range sortedkeys.Of(c) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		switch v := c[k].(type) {
+		case string:
+			b.WriteString(v)
+		case float64:
+			b.Write(strconv.AppendFloat(num[:0], v, 'g', -1, 64))
+		case bool:
+			b.WriteString(strconv.FormatBool(v))
+		case int:
+			b.Write(strconv.AppendInt(num[:0], int64(v), 10))
+		default:
+			fmt.Fprintf(b, "%v", v)
+		}
+	}
+	b.WriteByte('}')
 }
 
 // perCallGateBlock tells the model about a gate that reads the tool call
@@ -102,14 +149,6 @@ func perCallGateBlock(g pack.ApprovalGate, cond string) string {
 func unboundGateBlock(g pack.ApprovalGate) string {
 	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) is active: every write-class call pauses until a %s approves it.",
 		g.GateID, g.RequiredApproverRole, g.TTLSeconds, g.RequiredApproverRole)
-}
-
-func constraintText(c map[string]any) string {
-	parts := make([]string, 0, len(c))
-	for _, k := range sortedkeys.Of(c) {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, c[k]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
 }
 
 // Caller text in the prompt. Every string the caller or a host source
