@@ -36,31 +36,62 @@ func businessBlock(p *pack.Pack) string {
 }
 
 func (p *Prepared) policyBlock(d policy.Decision) string {
+	// Written piece by piece (TestPolicyBlockText holds it to the
+	// concatenated and fmt form it had).
 	var b strings.Builder
 	b.Grow(256)
-	b.WriteString("Rule " + d.RuleID + " (bundle " + d.BundleID + ", priority " + strconv.Itoa(p.ruleMeta[d.RuleID].priority) + "): " + string(d.Outcome))
+	var num [20]byte
+	b.WriteString("Rule ")
+	b.WriteString(d.RuleID)
+	b.WriteString(" (bundle ")
+	b.WriteString(d.BundleID)
+	b.WriteString(", priority ")
+	b.Write(strconv.AppendInt(num[:0], int64(p.ruleMeta[d.RuleID].priority), 10))
+	b.WriteString("): ")
+	b.WriteString(string(d.Outcome))
 	if d.Branch != "" {
-		b.WriteString(" (" + d.Branch + " branch)")
+		b.WriteString(" (")
+		b.WriteString(d.Branch)
+		b.WriteString(" branch)")
 	}
 	b.WriteString(".")
 	if d.Rationale != "" {
-		b.WriteString(" Rationale: " + d.Rationale)
+		b.WriteString(" Rationale: ")
+		b.WriteString(d.Rationale)
 	}
 	if d.Reason != "" {
-		b.WriteString(" Reason: " + d.Reason)
+		b.WriteString(" Reason: ")
+		b.WriteString(d.Reason)
 	}
 	if len(d.Requires) > 0 {
-		b.WriteString(" Requires evidence: " + strings.Join(d.Requires, ", ") + ".")
+		b.WriteString(" Requires evidence: ")
+		for i, r := range d.Requires {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r)
+		}
+		b.WriteString(".")
 	}
 	if d.RequiresApprovalGate != "" {
 		g := p.gates[d.RequiresApprovalGate]
-		fmt.Fprintf(&b, " Requires approval gate %s (approver role %s, TTL %ds).", g.GateID, g.RequiredApproverRole, g.TTLSeconds)
+		b.WriteString(" Requires approval gate ")
+		b.WriteString(g.GateID)
+		b.WriteString(" (approver role ")
+		b.WriteString(g.RequiredApproverRole)
+		b.WriteString(", TTL ")
+		b.Write(strconv.AppendInt(num[:0], int64(g.TTLSeconds), 10))
+		b.WriteString("s).")
 	}
 	if d.ApprovalMode != "" {
-		fmt.Fprintf(&b, " Approval mode: %s.", d.ApprovalMode)
+		b.WriteString(" Approval mode: ")
+		b.WriteString(d.ApprovalMode.String())
+		b.WriteString(".")
 	}
 	if d.DecisionBinding != "" {
-		fmt.Fprintf(&b, " Decision: %s.", d.DecisionBinding)
+		b.WriteString(" Decision: ")
+		b.WriteString(d.DecisionBinding)
+		b.WriteString(".")
 	}
 	return b.String()
 }

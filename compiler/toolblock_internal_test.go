@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
+	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -97,6 +99,67 @@ func TestToolBlockText(t *testing.T) {
 		}
 		if got, want := toolBlock(a, e), toolBlockByFmt(a, e); got != want {
 			t.Fatalf("toolBlock:\n got %q\nwant %q", got, want)
+		}
+	}
+}
+
+// policyBlockByFmt is policyBlock as it was written with concatenation
+// and fmt: the text the model is given, which policyBlock must keep.
+func (p *Prepared) policyBlockByFmt(d policy.Decision) string {
+	var b strings.Builder
+	b.WriteString("Rule " + d.RuleID + " (bundle " + d.BundleID + ", priority " + strconv.Itoa(p.ruleMeta[d.RuleID].priority) + "): " + string(d.Outcome))
+	if d.Branch != "" {
+		b.WriteString(" (" + d.Branch + " branch)")
+	}
+	b.WriteString(".")
+	if d.Rationale != "" {
+		b.WriteString(" Rationale: " + d.Rationale)
+	}
+	if d.Reason != "" {
+		b.WriteString(" Reason: " + d.Reason)
+	}
+	if len(d.Requires) > 0 {
+		b.WriteString(" Requires evidence: " + strings.Join(d.Requires, ", ") + ".")
+	}
+	if d.RequiresApprovalGate != "" {
+		g := p.gates[d.RequiresApprovalGate]
+		fmt.Fprintf(&b, " Requires approval gate %s (approver role %s, TTL %ds).", g.GateID, g.RequiredApproverRole, g.TTLSeconds)
+	}
+	if d.ApprovalMode != "" {
+		fmt.Fprintf(&b, " Approval mode: %s.", d.ApprovalMode)
+	}
+	if d.DecisionBinding != "" {
+		fmt.Fprintf(&b, " Decision: %s.", d.DecisionBinding)
+	}
+	return b.String()
+}
+
+// TestPolicyBlockText: policyBlock writes what the concatenated and fmt
+// form wrote, every optional part present or not, for rules with and
+// without metadata, gates known and unknown, negative priorities and TTLs,
+// unknown approval modes and text that is not valid UTF-8.
+func TestPolicyBlockText(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 37))
+	str := func() string {
+		return []string{"", "r1", "é漢", "\xff\xfe", "a b, c", "%d %s"}[r.IntN(6)]
+	}
+	p := &Prepared{
+		ruleMeta: map[string]ruleMeta{"r1": {priority: 10}, "é漢": {priority: -3}, "a b, c": {priority: math.MaxInt64}},
+		gates: map[string]pack.ApprovalGate{
+			"g1":  {GateID: "g1", RequiredApproverRole: "supervisor", TTLSeconds: 3600},
+			"%d":  {GateID: "%d", RequiredApproverRole: "\xff", TTLSeconds: -5},
+			"g_0": {GateID: "", RequiredApproverRole: "", TTLSeconds: 0},
+		},
+	}
+	modes := []runcontext.ApprovalMode{"", runcontext.ReadOnly, runcontext.Destructive, "bogus"}
+	for range 5000 {
+		d := policy.Decision{RuleID: str(), BundleID: str(), Outcome: policy.RuleOutcome(str()), Branch: str(), Rationale: str(), Reason: str(),
+			ApprovalMode: modes[r.IntN(len(modes))], DecisionBinding: str(), RequiresApprovalGate: []string{"", "g1", "%d", "g_0", "missing"}[r.IntN(5)]}
+		for range r.IntN(4) {
+			d.Requires = append(d.Requires, str())
+		}
+		if got, want := p.policyBlock(d), p.policyBlockByFmt(d); got != want {
+			t.Fatalf("policyBlock:\n got %q\nwant %q", got, want)
 		}
 	}
 }
