@@ -243,6 +243,24 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 	return rt.e.Replay(ctx, p)
 }
 
+// ReplayRecord replays the decision a stored record proves. It reads the
+// record (Options.Decisions) and the replay packet the record names
+// (Options.Replays), holds the two together, and replays the packet as
+// Replay does: the record's content must hash to its record_hash, the
+// packet must be the one the record names, and the packet must pin that
+// record as stored (its expected.decision_record_hash is the record's
+// record_hash). A packet put in the record's packet's place, or a record
+// edited in the store, is refused with an error wrapping
+// replay.ErrTamper, so replay_equal here is a replay of the stored
+// decision itself, which Replay of a packet fetched by hand does not
+// promise. A record the store does not hold is the store's error
+// (decision.ErrNotFound); one that names no packet (its run was not
+// sampled), or whose packet is not stored, is an error wrapping
+// ErrNotFound.
+func (rt *Runtime) ReplayRecord(ctx context.Context, recordID string) (*replay.Report, error) {
+	return rt.e.ReplayRecord(ctx, recordID)
+}
+
 // Capture captures a finished run for replay after the fact — when an
 // operator corrects its decision (replay.SourceOperatorCorrection) or it
 // is promoted to a golden case (replay.SourceGoldenCase) — and stores the

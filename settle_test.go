@@ -664,3 +664,44 @@ func TestSettlingIsNotBudgetedWork(t *testing.T) {
 		contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
 	})
 }
+
+// A settle's own clock readings are no replay input (found by
+// TestBudgetsExactGeneratedRuns): the settle of a hard stop whose record
+// the store failed kept its rebuild's readings in the checkpoint, and a
+// replay, which builds the record where the run built it and never
+// settles, served them to the next resume in place of that resume's own
+// readings. With an hour between the settle and the resume, the
+// replayed record counted an hour of wall clock the run never used (the
+// live record counts 0) and the packet replayed replay_mismatch.
+func TestSettleReadingsAreNoReplayInput(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	store := &downDecisions{MemoryStore: decision.NewMemoryStore(), keeps: true}
+	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
+	h := harness(t, planner, &contextostest.Options{Now: clock.Now, Runtime: contextos.Options{Decisions: store}})
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.MaxToolCalls = 2 // the refund is the third call
+	store.down.Store(true)
+	if _, err := h.Runtime.Invoke(ctx, req, rc); err == nil {
+		t.Fatal("the failed append was not reported")
+	}
+	store.down.Store(false)
+	clock.Advance(time.Hour)
+	stopped, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, stopped, decision.Escalated)
+	clock.Advance(time.Hour)
+	budget := rc.RunBudget
+	budget.MaxToolCalls = 5
+	done, err := h.Runtime.Resume(ctx, rc.RunID, contextos.ResumeInput{Budget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextostest.AssertStatus(t, done, decision.Decided)
+	if got := done.Record.BudgetUsage.WallClockMS; got != 0 {
+		t.Errorf("the record counts %d ms of wall clock, want 0 (the clock moved only while the run was stopped)", got)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(done))
+}

@@ -408,3 +408,19 @@ func TestMergePacks(t *testing.T) {
 		t.Errorf("conflicting duplicate: %v", err)
 	}
 }
+
+// An intent the pack does not serve is named in the refusal clipped, a
+// credential in it redacted: the intent is the caller's free text.
+func TestIntentRefusalHidesAKey(t *testing.T) {
+	t.Parallel()
+	s := canonicalScenario(t)
+	key := "ghp_" + strings.Repeat("Ab1", 12)
+	s.req.Input.Intent, s.rc.Intent = key, key
+	_, err := compiler.Compile(ctx, s.inputs(), s.req, s.rc, &s.opts)
+	if !errors.Is(err, compiler.ErrIntent) {
+		t.Fatalf("Compile = %v, want ErrIntent", err)
+	}
+	if strings.Contains(err.Error(), "Ab1Ab1") {
+		t.Errorf("the refusal echoes the key: %v", err)
+	}
+}

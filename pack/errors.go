@@ -141,8 +141,12 @@ func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
 	return fmt.Errorf("%s %q is not one of %s", what, clip(string(b)), strings.Join(names, ", "))
 }
 
-// clip bounds a value quoted in a problem message (problem.Clip).
-func clip(s string) string { return problem.Clip(s) }
+// clip bounds a value quoted in a problem message (problem.Clip), a
+// credential or card number in it redacted first: a cut key is a prefix
+// no detector knows (quiet over the message would miss it), and an error
+// that is not a Problem (a key id, a rule name, a pinned ref) is not
+// quieted after.
+func clip(s string) string { return problem.Clip(quiet(s)) }
 
 // quietKinds are what a refusal's message never quotes.
 var quietKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)

@@ -69,6 +69,12 @@ func TestHostilePackValidation(t *testing.T) {
 		{"a key as a permission's adapter", func(p *pack.Pack) {
 			p.ToolingLayer.Permissions[0].AdapterID = "sk_live_" + strings.Repeat("q7", 12)
 		}, pack.CodePermissionWithoutAdapter, "tooling_layer.permissions[0].adapter_id", "sk_live_q7q7"},
+		// The value quoted is clipped to 64 bytes; a key longer than
+		// that is redacted before the cut, which would leave a prefix
+		// no detector knows (a SendGrid key is 69 characters).
+		{"a long key as a redaction rule", func(p *pack.Pack) {
+			p.PolicyLayer.Guardrails.RedactionRules = []string{"SG." + strings.Repeat("a", 22) + "." + strings.Repeat("Zq9", 14) + "Z"}
+		}, pack.CodeUnknownRedactionRule, "policy_layer.guardrails.redaction_rules[0]", "Zq9Zq9Zq9"},
 		{"invalid-checksum iban left alone", func(p *pack.Pack) { p.PackMeta.Description = "reference DE89 3704 0044 0532 0130 01" }, "", "", ""},
 		{"secret and token references left alone", func(p *pack.Pack) {
 			p.PackMeta.Metadata = map[string]any{"secret_ref": "vault://payments/key", "token_ref": "secret://orders", "max_tokens": "512"}
@@ -255,5 +261,19 @@ func TestHostileRefsNeverEchoed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An error that is not a problem list quotes its value through the same
+// redaction: a host key pasted into ValidateOptions.RedactionRules is
+// refused without being shown.
+func TestRedactionRuleNameRefusalHidesAKey(t *testing.T) {
+	key := "ghp_" + strings.Repeat("Ab1", 12)
+	err := (&pack.ValidateOptions{RedactionRules: []string{key + " x"}}).Check()
+	if !errors.Is(err, pack.ErrRedactionRuleName) {
+		t.Fatalf("Check = %v, want ErrRedactionRuleName", err)
+	}
+	if strings.Contains(err.Error(), "Ab1Ab1") {
+		t.Errorf("the error echoes the key: %v", err)
 	}
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -425,6 +426,26 @@ func (p *Packet) checkShape() error {
 		return fmt.Errorf("%w: packet lacks its id, compiled context hash, invoke envelope or pack refs", ErrInvalid)
 	case p.SideEffectPolicy != TranscriptOnly && p.SideEffectPolicy != LiveDisallowed && p.SideEffectPolicy != Sandbox:
 		return fmt.Errorf("%w: unknown side_effect_policy", ErrInvalid)
+	}
+	return nil
+}
+
+// CheckRecord returns an error wrapping ErrTamper unless p is the packet
+// of the stored record rec: rec's content hashes to its record_hash, rec
+// names p (its replay.replay_packet_id is p's id), and p pins rec as
+// stored (p's expected.decision_record_hash is rec's record_hash). With
+// CheckIntegrity, which holds p's own record to that hash, a replay of p
+// is then a replay of rec's decision. Runtime.ReplayRecord and
+// `contextos replay --store RECORD_ID` check it.
+func (p *Packet) CheckRecord(rec *decision.Record) error {
+	if h, err := decision.Hash(rec); err != nil || h != rec.RecordHash {
+		return fmt.Errorf("%w: the stored record %s does not hash to its record_hash", ErrTamper, problem.Clip(rec.RecordID))
+	}
+	if rec.Replay == nil || rec.Replay.ReplayPacketID != p.ReplayPacketID {
+		return fmt.Errorf("%w: record %s does not name replay packet %s", ErrTamper, problem.Clip(rec.RecordID), problem.Clip(p.ReplayPacketID))
+	}
+	if p.Expected.DecisionRecordHash != rec.RecordHash {
+		return fmt.Errorf("%w: replay packet %s does not pin record %s as stored", ErrTamper, problem.Clip(p.ReplayPacketID), problem.Clip(rec.RecordID))
 	}
 	return nil
 }

@@ -221,6 +221,7 @@ func TestHostileRequestValuesNeverEchoed(t *testing.T) {
 			r.Agent.PrincipalChain = []Principal{{Kind: PrincipalKind(key), ID: "x"}}
 		}, field: "agent.principal_chain[0].kind", secret: key},
 		{name: "vendor key as the agent lifecycle", req: func(r *InvokeRequest) { r.Agent.Lifecycle = Lifecycle(key) }, field: "agent.lifecycle", secret: key},
+		{name: "vendor key as the agent urn's version", req: func(r *InvokeRequest) { r.Agent.AgentURN = "agent:contextos/support@" + key }, field: "agent.agent_urn", secret: key},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/packref"
-	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/requestid"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/wire"
@@ -358,7 +357,8 @@ func checkAgentURN(ps *problems, path, urn string) {
 		return
 	}
 	if _, err := semver.StrictNewVersion(version); err != nil {
-		ps.add(path, CodeFormat, fmt.Sprintf("version %q is not a semantic version MAJOR.MINOR.PATCH", problem.Clip(version)))
+		// The version is the caller's text: named, not quoted.
+		ps.add(path, CodeFormat, "the version after @ is not a semantic version MAJOR.MINOR.PATCH")
 	}
 }
 

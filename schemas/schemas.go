@@ -32,6 +32,7 @@ import (
 
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/schemaerr"
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // BaseURL is the prefix of every schema's $id.
@@ -218,6 +219,14 @@ func Validate(name string, data []byte) error {
 	probs, ok := schemaerr.Problems(err)
 	if !ok {
 		return fmt.Errorf("schemas: validate against %s: %w", label, err)
+	}
+	// A message quotes the value it refuses ("'…' does not match
+	// pattern …"), the caller's text: a credential or card number in it
+	// is shown as [REDACTED].
+	for i := range probs {
+		if out, changed := sensitive.Redact(probs[i].Message, sensitive.Secrets|sensitive.Of(sensitive.Card)); changed {
+			probs[i].Message = out
+		}
 	}
 	return invalid(label, probs, nil)
 }

@@ -266,3 +266,25 @@ func TestValidateCodes(t *testing.T) {
 		})
 	}
 }
+
+// A value the schema refuses is the caller's text: a key in it (a pack
+// ref, a trace id that does not match its pattern) is not quoted in the
+// problem's message.
+func TestValidateQuotesNoKey(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	var doc map[string]any
+	if err := json.Unmarshal(fixture.Invoke(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["context_pack_refs"] = []any{"ctxpack.support@1.0.0", key}
+	doc["trace"].(map[string]any)["trace_id"] = key + "XYZ"
+	bad, _ := json.Marshal(doc)
+	err := schemas.Validate("invoke-agent.v1.schema.json", bad)
+	var ve *schemas.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) < 2 {
+		t.Fatalf("Validate = %v, want two problems", err)
+	}
+	if bytes.Contains([]byte(err.Error()), []byte(key)) {
+		t.Errorf("the problems quote the key: %v", err)
+	}
+}

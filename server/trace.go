@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // tracerName is the instrumentation scope of the handler's spans.
@@ -30,7 +33,7 @@ var knownMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT
 func traced(tp trace.TracerProvider, redact func(string) string, next http.Handler) http.Handler {
 	tracer := tp.Tracer(tracerName)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx := withoutSecretTraceState(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 		method, original := r.Method, ""
 		if !knownMethods[method] {
 			method, original = "_OTHER", r.Method
@@ -46,9 +49,10 @@ func traced(tp trace.TracerProvider, redact func(string) string, next http.Handl
 			attribute.String("network.protocol.version", protocolVersion(r)),
 		}
 		if original != "" {
-			attrs = append(attrs, attribute.String("http.request.method_original", clip(original)))
+			attrs = append(attrs, attribute.String("http.request.method_original", clip(redact(original)))) // the caller's text
 		}
 		if host := hostOf(r.Host); host != "" {
+			host = clip(redact(host)) // the caller's text (the Host header)
 			attrs = append(attrs, attribute.String("server.address", host))
 		}
 		ctx, span := tracer.Start(ctx, spanMethod(method), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
@@ -145,3 +149,36 @@ func (w *statusWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the writer's other methods.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// withoutSecretTraceState is ctx with the remote span context's
+// tracestate redacted as the runtime redacts a request's (where a run's
+// request enters): a member whose key is secret-named or whose value, as
+// written or percent-decoded, holds a secret the built-in detectors find
+// keeps its key and gets sensitive.Redacted for a value, or is dropped
+// when the marker would not parse. The span continues the caller's trace
+// and the honest members as they came.
+func withoutSecretTraceState(ctx context.Context) context.Context {
+	sc := trace.SpanContextFromContext(ctx)
+	ts := sc.TraceState()
+	if ts.Len() == 0 {
+		return ctx
+	}
+	var members []string
+	changed := false
+	ts.Walk(func(key, value string) bool {
+		_, found := sensitive.DetectEscaped(value, sensitive.Secrets)
+		if value != sensitive.Redacted && (sensitive.IsSecretKey(key) || found) {
+			value, changed = sensitive.Redacted, true
+		}
+		members = append(members, key+"="+value)
+		return true
+	})
+	if !changed {
+		return ctx
+	}
+	clean, err := trace.ParseTraceState(strings.Join(members, ","))
+	if err != nil {
+		clean = trace.TraceState{}
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc.WithTraceState(clean))
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -262,6 +263,12 @@ func (w *Webhook) send(ev webhookEvent) (retry bool, err error) {
 	req.Header.Set("webhook-signature", SignWebhook(w.key, ev.id, ts, ev.body))
 	resp, err := w.o.Client.Do(req)
 	if err != nil {
+		// The client's error quotes the URL, whose path or query is
+		// often a credential (a hook's token): the log gets the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return true, fmt.Errorf("request failed: %w", err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -71,6 +71,9 @@ type attemptAnswer struct {
 	ToolError *gateway.ToolError `json:"tool_error,omitempty"`
 	Error     string             `json:"error,omitempty"`
 	Panicked  bool               `json:"panicked,omitempty"`
+	// Redacted: the tool error's text held secrets, redacted before the
+	// answer reached the history (see secretFree).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // attempt is the gateway-attempt activity: the adapter called once. A
@@ -98,7 +101,8 @@ func (h *Host) attempt(ctx context.Context, in attemptCall) (ans attemptAnswer, 
 	}
 	var te *gateway.ToolError
 	if errors.As(cerr, &te) {
-		return attemptAnswer{Outcome: out, ToolError: te}, nil
+		safe, redacted := secretFree(te)
+		return attemptAnswer{Outcome: out, ToolError: safe, Redacted: redacted}, nil
 	}
 	// A plain error's text may carry backend output: the gateway never
 	// echoes it, and the answer, which the workflow's history keeps in
@@ -163,4 +167,33 @@ func (h *Host) savePacket(ctx context.Context, p *replay.Packet) error {
 func redacted(err error) string {
 	s, _ := sensitive.Redact(err.Error(), sensitive.Secrets)
 	return s
+}
+
+// secretFree returns a copy of te with the secrets in its text (code,
+// reason, message and details) redacted as every run's secret rule
+// redacts them, and whether it changed anything: a tool error is the
+// adapter's own text, which the workflow's history keeps in the clear.
+// The gateway redacts what the answer carries by the run's rules again,
+// and the workflow's adapter reports this redaction to it
+// (wfAdapter.RedactedAttempt), so the result's redaction_applied is what
+// it would be without it.
+func secretFree(te *gateway.ToolError) (*gateway.ToolError, bool) {
+	c := *te
+	changed := false
+	for _, s := range []*string{&c.Code, &c.Reason, &c.Message} {
+		if v, ch := sensitive.RedactSecrets(*s); ch {
+			*s, _ = v.(string)
+			changed = true
+		}
+	}
+	if len(c.Details) > 0 {
+		if v, ch := sensitive.RedactSecrets(c.Details); ch {
+			c.Details, _ = v.(map[string]any)
+			if c.Details == nil {
+				c.Details = map[string]any{}
+			}
+			changed = true
+		}
+	}
+	return &c, changed
 }

@@ -61,6 +61,9 @@ type world struct {
 	// lookupBackoff, when set, makes the order lookup fail retryably
 	// and wait this long between attempts.
 	lookupBackoff time.Duration
+	// lookupError, when set with lookupBackoff, is the failing lookup's
+	// message.
+	lookupError string
 }
 
 // packWithTTL is the refund pack with the finance gate's TTL set.
@@ -134,8 +137,12 @@ func (w *world) options() contextos.Options {
 func (w *world) adapters() []gateway.Registration {
 	lookup, lookupCap := gateway.Adapter(gateway.AdapterFunc(lookupOrder)), gateway.Capability{}
 	if w.lookupBackoff > 0 {
+		msg := "orders is down"
+		if w.lookupError != "" {
+			msg = w.lookupError
+		}
 		lookup = gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
-			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "orders is down", nil)
+			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, msg, nil)
 		})
 		lookupCap.Backoff = func(string, int) time.Duration { return w.lookupBackoff }
 	}

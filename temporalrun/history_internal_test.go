@@ -3,6 +3,7 @@ package temporalrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,5 +58,32 @@ func TestActivityAnswersCarryNoErrorText(t *testing.T) {
 	}
 	if aa.Error == "" || strings.Contains(aa.Error, secret) {
 		t.Errorf("attempt answer error = %q, want a failure without the adapter's words", aa.Error)
+	}
+}
+
+// A tool error is the adapter's error text too: its message and details
+// reach the workflow's history as the adapter wrote them, a key included,
+// though temporal.md says the history holds no adapter's error text.
+func TestActivityToolErrorCarriesNoSecret(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	h := &Host{adapters: map[string]gateway.Adapter{"adp": gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream said 401 for key "+secret, map[string]any{"key": secret})
+	})}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(h.attempt)
+	v, err := env.ExecuteActivity(h.attempt, attemptCall{AdapterID: "adp", Call: &gateway.Call{Capability: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aa attemptAnswer
+	if err := v.Get(&aa); err != nil {
+		t.Fatal(err)
+	}
+	if aa.ToolError == nil || strings.Contains(aa.ToolError.Message, secret) || strings.Contains(fmt.Sprint(aa.ToolError.Details), secret) {
+		t.Errorf("attempt answer tool error = %+v, want one without the adapter's key", aa.ToolError)
+	}
+	if !aa.Redacted || aa.ToolError.Code != gateway.CodeExecutionFailed || !aa.ToolError.Retryable {
+		t.Errorf("attempt answer = %+v: want the redaction reported and the error's code and retryability kept", aa)
 	}
 }

@@ -83,6 +83,20 @@ type wfAdapter struct {
 	a         *acts
 	adapterID string
 	caps      map[string]gateway.Capability
+	// redacted are the calls whose last attempt's answer had its tool
+	// error redacted in the activity (attemptAnswer.Redacted), until the
+	// gateway asks (RedactedAttempt).
+	redacted map[*gateway.Call]bool
+}
+
+// RedactedAttempt tells the gateway that the activity redacted the
+// secrets of call's last attempt's tool error, so the result's
+// redaction_applied is what the gateway's own redaction of the adapter's
+// text would have made it.
+func (w *wfAdapter) RedactedAttempt(call *gateway.Call) bool {
+	r := w.redacted[call]
+	delete(w.redacted, call)
+	return r
 }
 
 func (w *wfAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
@@ -106,6 +120,12 @@ func (w *wfAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outc
 	case ans.Panicked:
 		panic("temporalrun: the adapter panicked in its activity")
 	case ans.ToolError != nil:
+		if ans.Redacted {
+			if w.redacted == nil {
+				w.redacted = map[*gateway.Call]bool{}
+			}
+			w.redacted[call] = true
+		}
 		return ans.Outcome, ans.ToolError
 	case ans.Error != "":
 		return ans.Outcome, errors.New(ans.Error)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/wire"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -663,13 +664,13 @@ func (r *Response) err() *gateway.ToolError {
 	// canonical one.
 	if gateway.ReasonFor(e.Code) == "" {
 		if e.Code != "" {
-			e.Details["tool_code"] = clip(e.Code)
+			e.Details["tool_code"] = clipFolded(r.Error.Code)
 		}
 		e.Code = gateway.CodeExecutionFailed
 	}
 	if want := gateway.ReasonFor(e.Code); e.Reason != want {
 		if e.Reason != "" {
-			e.Details["tool_reason"] = clip(e.Reason)
+			e.Details["tool_reason"] = clipFolded(r.Error.Reason)
 		}
 		e.Reason = want
 	}
@@ -692,9 +693,32 @@ func (r *Response) outputValue() map[string]any {
 }
 
 // clip bounds text from a peer or a configuration for a message: valid
-// UTF-8, at most maxClip bytes cut at a rune boundary (clipRunes), an
-// ellipsis marking a cut.
-func clip(s string) string { return problem.ClipN(strings.ToValidUTF8(s, "\uFFFD"), maxClip) }
+// UTF-8, a credential or card number in it redacted, at most maxClip
+// bytes cut at a rune boundary (clipRunes), an ellipsis marking a cut.
+// The redaction comes first: a key cut short is a prefix no detector
+// knows, which the gateway's rules would then pass.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if r, changed := sensitive.Redact(s, clipKinds); changed {
+		s = r
+	}
+	return problem.ClipN(s, maxClip)
+}
+
+// clipFolded is clip of a tool's code or reason, which the taxonomy
+// reads lower-cased: lower-cased, unless it holds a credential, which is
+// looked for in the tool's own spelling (a key lower-cased is one no
+// detector knows) and redacted.
+func clipFolded(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if r, changed := sensitive.Redact(s, clipKinds); changed {
+		return problem.ClipN(r, maxClip)
+	}
+	return problem.ClipN(strings.ToLower(s), maxClip)
+}
+
+// clipKinds are what clip redacts.
+var clipKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)
 
 // maxClip bounds a name or code quoted in a message, in bytes.
 const maxClip = 64

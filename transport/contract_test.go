@@ -191,6 +191,28 @@ func TestUnknownCodesBecomeBackendFailures(t *testing.T) {
 	}
 }
 
+// A tool's unknown code or reason is kept in the error's details, cut to
+// 64 bytes: a key in it is redacted before the cut (a key cut short is
+// one no detector knows, which the gateway's rules would then pass) and
+// looked for as the tool spelled it (lower-cased, a key is one no
+// detector knows either).
+func TestUnknownCodeKeepsNoKey(t *testing.T) {
+	sendgrid := "SG." + strings.Repeat("a1B2", 5) + "xy." + strings.Repeat("Q9w8", 10) + "zzz"
+	aws := "AKIAIOSFODNN7EXAMPLE"
+	body := `{"status":"error","error":{"code":"` + sendgrid + `","reason":"` + aws + `","retryable":false,"message":"m"}}`
+	r, err := transport.DecodeResponse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	te := transport.ResponseErr(r)
+	for _, k := range []string{"tool_code", "tool_reason"} {
+		v, _ := te.Details[k].(string)
+		if !strings.Contains(v, "[REDACTED]") || strings.Contains(strings.ToLower(v), strings.ToLower(sendgrid[:12])) || strings.Contains(strings.ToLower(v), "akiaiosf") {
+			t.Errorf("details.%s = %q, want the key redacted", k, v)
+		}
+	}
+}
+
 func TestCheckToolInfo(t *testing.T) {
 	cases := []struct {
 		info transport.ToolInfo

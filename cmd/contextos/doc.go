@@ -158,9 +158,9 @@
 // a JSON array of {run_id, tenant_id, gate_id, approver_role,
 // capability_id, tool_call_id, args, action_digest, ttl_seconds,
 // requested_at, deferred_record_id}. The arguments are redacted by every
-// built-in redaction rule and by the run's own rules (--redactors gives
-// the host rules a pack names; a run naming a rule not given is an
-// error).
+// built-in redaction rule, by the run's own rules and by every --redactors
+// rule, as serve's inbox does (--redactors gives the host rules a pack
+// names; a run naming a rule not given is an error).
 //
 // serve runs the runtime as an HTTP service (package server): the /v1 API
 // (POST /v1/runs, GET /v1/runs/{run_id} and its events, GET /v1/approvals,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"slices"
@@ -83,6 +84,10 @@ func TestReplayByRecordRefusesAnotherRecordsPacket(t *testing.T) {
 	if code, out, errs := runCLI(t, "", append(slices.Clone(replayArgs), decided)...); code != exitOK || !strings.Contains(out, `"replay_equal"`) {
 		t.Fatalf("replay of the untouched store: %d %s %s", code, out, errs)
 	}
+	var original []byte
+	if err := db.db.QueryRow(`SELECT data FROM contextos_packets WHERE packet_id = ?`, decidedPacket).Scan(&original); err != nil {
+		t.Fatal(err)
+	}
 	// The DECIDED record's packet row now holds the other run's packet.
 	var data []byte
 	if err := db.db.QueryRow(`SELECT data FROM contextos_packets WHERE packet_id = ?`, other).Scan(&data); err != nil {
@@ -118,5 +123,29 @@ func TestReplayByRecordRefusesAnotherRecordsPacket(t *testing.T) {
 	code, out, errs = runCLI(t, "", append(slices.Clone(replayArgs), decided)...)
 	if code == exitOK || strings.Contains(out, `"replay_equal"`) {
 		t.Errorf("replay of record %s with another run's packet, renamed and resealed: exit %d, %s %s", decided, code, out, errs)
+	}
+	// The record's own packet back, and the record edited in the store
+	// (its outcome; its record_hash kept): the packet proves the record
+	// as it was sealed, not the one the store now shows.
+	if _, err := db.db.Exec(`UPDATE contextos_packets SET data = ? WHERE packet_id = ?`, original, decidedPacket); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "", append(slices.Clone(replayArgs), decided)...); code != exitOK || !strings.Contains(out, `"replay_equal"`) {
+		t.Fatalf("replay with the record's packet restored: %d %s %s", code, out, errs)
+	}
+	var recData []byte
+	if err := db.db.QueryRow(`SELECT data FROM contextos_records WHERE record_id = ?`, decided).Scan(&recData); err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(recData, []byte(`"outcome":"approved"`), []byte(`"outcome":"denied"`), 1)
+	if bytes.Equal(edited, recData) {
+		t.Fatalf("the record holds no approved outcome: %s", recData)
+	}
+	if _, err := db.db.Exec(`UPDATE contextos_records SET data = ? WHERE record_id = ?`, edited, decided); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "", append(slices.Clone(replayArgs), decided)...)
+	if code == exitOK || strings.Contains(out, `"replay_equal"`) {
+		t.Errorf("replay of record %s edited in the store: exit %d, %s %s", decided, code, out, errs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/sortedkeys"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
@@ -223,6 +224,24 @@ func cmdApprovalsList(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	list, err := rt.PendingApprovals(ctx, s.Checkpoints())
 	if err != nil {
 		return fail(exitf(exitUsage, "%v", err))
+	}
+	// The runtime redacts by the built-in rules and the run's active
+	// ones; every --redactors rule applies too, whatever the run's pack
+	// activated, as serve's inbox and webhook apply them.
+	if len(redactors.rules) > 0 {
+		rules := make([]gateway.Redactor, 0, len(redactors.rules))
+		for _, name := range sortedkeys.Of(redactors.rules) {
+			rules = append(rules, redactors.rules[name])
+		}
+		for i := range list {
+			if v, changed := gateway.RedactValue(list[i].Args, rules); changed {
+				m, _ := v.(map[string]any)
+				if m == nil {
+					m = map[string]any{}
+				}
+				list[i].Args = m
+			}
+		}
 	}
 	return fail(printJSON(stdout, list))
 }

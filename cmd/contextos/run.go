@@ -780,8 +780,10 @@ func readPacket(ctx context.Context, sf *storeFlag, name string, stdin io.Reader
 	if p.ReplayPacketID != id {
 		return nil, exitf(exitInvalid, "the store's replay packet %.80q is another packet (%.80q)", id, p.ReplayPacketID)
 	}
-	if rec != nil && p.Expected.DecisionRecordHash != rec.RecordHash {
-		return nil, exitf(exitInvalid, "replay packet %.80q does not pin record %.80q: its expected.decision_record_hash is not the stored record's record_hash", id, name)
+	if rec != nil {
+		if err := p.CheckRecord(rec); err != nil {
+			return nil, exitf(exitInvalid, "%v", err)
+		}
 	}
 	data, err := json.Marshal(p)
 	if err != nil {

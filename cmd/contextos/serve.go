@@ -197,15 +197,28 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 		}
 	}()
 	svc = s
-	var whKey []byte
 	if f.webhook != "" {
 		data, err := os.ReadFile(f.webhookSecret)
 		if err != nil {
 			return nil, exitf(exitUsage, "--webhook-secret: %v", err)
 		}
-		if whKey, err = server.ParseWebhookSecret(string(data)); err != nil {
+		key, err := server.ParseWebhookSecret(string(data))
+		if err != nil {
 			return nil, exitf(exitUsage, "--webhook-secret: %v", err)
 		}
+		// The webhook redacts an event's arguments by every rule the
+		// service's answers are redacted by (--redactors included). It
+		// is built, and a bad --webhook refused, before the store is
+		// opened.
+		if err := r.packs.redactors.load(stdin); err != nil {
+			return nil, exitf(exitInvalid, "%v", err)
+		}
+		logger := slog.New(slog.NewTextHandler(stderr, nil))
+		wh, err := server.NewWebhook(f.webhook, key, &server.WebhookOptions{InboxURL: f.inboxURL, Logger: logger, Redactors: r.packs.redactors.rules})
+		if err != nil {
+			return nil, exitf(exitUsage, "--webhook: %v", err)
+		}
+		svc.webhook = wh
 	}
 	tel, err := newTelemetry(ctx, os.Getenv)
 	if err != nil {
@@ -232,16 +245,8 @@ func startServe(ctx context.Context, f *serveFlags, stdin io.Reader, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	if f.webhook != "" {
-		// The webhook redacts an event's arguments by every rule the
-		// service's answers are redacted by (--redactors included).
-		logger := slog.New(slog.NewTextHandler(stderr, nil))
-		wh, err := server.NewWebhook(f.webhook, whKey, &server.WebhookOptions{InboxURL: f.inboxURL, Logger: logger, Redactors: r.packs.redactors.rules})
-		if err != nil {
-			return nil, exitf(exitUsage, "--webhook: %v", err)
-		}
-		svc.webhook = wh
-		in.onPause = wh.Notify
+	if svc.webhook != nil {
+		in.onPause = svc.webhook.Notify
 	}
 	in.tracer, in.meter = tel.tracerProvider(), tel.meterProvider()
 	rt, closeLive, err := buildRunRuntime(ctx, r, in, st, stdin, stderr)

@@ -13,10 +13,31 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/playback"
+	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
 )
+
+// ReplayRecord is contextos.Runtime.ReplayRecord: Replay of the packet a
+// stored record names, held to that record.
+func (rt *Runtime) ReplayRecord(ctx context.Context, recordID string) (*replay.Report, error) {
+	rec, err := rt.opts.Decisions.Get(ctx, recordID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Replay == nil || rec.Replay.ReplayPacketID == "" {
+		return nil, fmt.Errorf("%w: record %s names no replay packet", ErrNotFound, problem.Clip(rec.RecordID))
+	}
+	p, err := rt.opts.Replays.Get(ctx, rec.Replay.ReplayPacketID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckRecord(rec); err != nil {
+		return nil, err
+	}
+	return rt.Replay(ctx, p)
+}
 
 // Replay re-runs a captured packet offline through the same loop, policy,
 // gateway and critic code as a live run: the planner's recorded outputs

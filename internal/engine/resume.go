@@ -293,6 +293,11 @@ func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, inputsLost b
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	cp.Unconfirmed, cp.Stopped = nil, u.Stopped
+	// The settle's own clock readings (its rebuild's) are no replay
+	// input: a replay builds the record where the run built it, reading
+	// what that runtime read, and never settles. Kept, they would be
+	// served to the next resume's replay in place of its own readings.
+	r.clockTaken = len(r.clock.Readings())
 	return r.recorded(ctx, u.Record, stored)
 }
 
@@ -323,16 +328,23 @@ func (rt *Runtime) confirmPause(ctx context.Context, cp *checkpointState) error 
 // reconcile looks, for a takeover of a run whose runtime died, for the
 // run's decision stored before its checkpoint could say so: the last of
 // the run's records that is neither CLOSED, nor a pause's or a heartbeat's
-// (those are written ahead), nor one the checkpoint knows. Such a record
-// is the run's: the takeover settles the run with it rather than plan
-// again and decide twice. A decision store that cannot be read fails the
-// takeover; nil means there is none.
+// (those are written ahead), nor one the checkpoint knows, nor one a
+// CLOSED record closes (an earlier hard stop's ESCALATED record, closed by
+// the record of the stop after it, which the checkpoint no longer names).
+// Such a record is the run's: the takeover settles the run with it rather
+// than plan again and decide twice. A decision store that cannot be read
+// fails the takeover; nil means there is none.
 func (rt *Runtime) reconcile(ctx context.Context, cp *checkpointState) (*decision.Record, error) {
 	recs, err := rt.opts.Decisions.List(ctx, decision.Filter{RunID: cp.RunID})
 	if err != nil {
 		return nil, fmt.Errorf("contextos: takeover of %s: the decision store cannot say whether the run decided: %w", cp.RunID, err)
 	}
 	known := append(cp.openRecords(), cp.InFlight)
+	for _, rec := range recs {
+		if rec.Status == decision.Closed && rec.Closes != "" {
+			known = append(known, rec.Closes)
+		}
+	}
 	var found *decision.Record
 	for _, rec := range recs {
 		switch rec.Status {

@@ -26,6 +26,7 @@ import (
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/opmetrics"
+	"github.com/contextos/contextos/internal/packref"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/internal/w3ctrace"
 	"github.com/contextos/contextos/pack"
@@ -120,11 +121,7 @@ func (s *InMemoryPackets) Get(ctx context.Context, id string) (*replay.Packet, e
 	if !ok {
 		return nil, fmt.Errorf("%w: no replay packet %q", ErrNotFound, id)
 	}
-	var p replay.Packet
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return replay.DecodePacket(b)
 }
 
 // Sentinel errors.
@@ -807,9 +804,20 @@ func (rt *Runtime) startRunSpan(ctx context.Context, req *runcontext.InvokeReque
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("contextos.tenant_id", rc.TenantID),
 		attribute.String("contextos.run_id", rc.RunID),
-		attribute.String("contextos.pack_ref", strings.Join(req.ContextPackRefs, ",")),
+		attribute.String("contextos.pack_ref", spanPackRefs(req.ContextPackRefs)),
 		attribute.String("contextos.mode", string(req.Mode)),
 	))
+}
+
+// spanPackRefs is the request's pack refs as the run's span names them:
+// the caller's text, each shown as a refusal would show it (packref.Show:
+// a ref holding a secret, or not of the ref grammar, is withheld).
+func spanPackRefs(refs []string) string {
+	shown := make([]string, len(refs))
+	for i, r := range refs {
+		shown[i] = packref.Show(r)
+	}
+	return strings.Join(shown, ",")
 }
 
 // setup resolves the packs, compiles and binds the gateway; chain, when

@@ -218,8 +218,10 @@ func (p *Packets) Get(ctx context.Context, id string) (*replay.Packet, error) {
 	if err != nil {
 		return nil, storeErr(ctx, "get packet", err)
 	}
-	var pk replay.Packet
-	if err := json.Unmarshal(b, &pk); err != nil {
+	// Read as a packet file is: bytes that are not the packet they decode
+	// to (a member repeated in another spelling) are refused.
+	pk, err := replay.DecodePacket(b)
+	if err != nil {
 		return nil, fmt.Errorf("store: packet %q is corrupt: %w", clip(id), err)
 	}
 	// The packet_id column is a copy made at save time; the packet
@@ -227,7 +229,7 @@ func (p *Packets) Get(ctx context.Context, id string) (*replay.Packet, error) {
 	if pk.ReplayPacketID != id {
 		return nil, fmt.Errorf("store: packet %q is corrupt: its row holds another packet", clip(id))
 	}
-	return &pk, nil
+	return pk, nil
 }
 
 // Approvals is the durable gateway.ActionApprovalLog: an approval id is

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/decision/decisiontest"
+	"github.com/contextos/contextos/replay"
 )
 
 // Exec runs one SQL statement on the database directly, around the
@@ -90,6 +92,31 @@ func RunTamperTests(t *testing.T, newDB func(t *testing.T) (Opener, Exec)) {
 		exec(t, `UPDATE contextos_packets SET packet_id = 'rp_2' WHERE packet_id = 'rp_1'`)
 		if got, err := s.Packets().Get(ctx, "rp_2"); err == nil {
 			t.Errorf("Get(rp_2) = packet %s, want an error", got.ReplayPacketID)
+		}
+	})
+	// A packet row whose bytes read two ways: a member repeated in
+	// another spelling ("Expected" after "expected"), which encoding/json
+	// takes as the one member and another reader does not. Get must refuse
+	// it as replay.DecodePacket does a packet file.
+	t.Run("PacketThatReadsTwoWays", func(t *testing.T) {
+		s, exec := seed(t)
+		p := packet()
+		if err := s.Packets().Save(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Packets().Get(ctx, "rp_1"); err != nil {
+			t.Fatalf("Get of the packet as saved: %v", err)
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twoWays := append(bytes.TrimSuffix(b, []byte("}")), []byte(`,"Source_Ref":"dr_other","SOURCE_KIND":"decision_record"}`)...)
+		exec(t, `UPDATE contextos_packets SET data = $1 WHERE packet_id = 'rp_1'`, twoWays)
+		if got, err := s.Packets().Get(ctx, "rp_1"); err == nil {
+			t.Errorf("Get of a packet that reads two ways = source_ref %s, want an error", got.SourceRef)
+		} else if !errors.Is(err, replay.ErrTamper) {
+			t.Errorf("Get of a packet that reads two ways: %v, want replay.ErrTamper", err)
 		}
 	})
 }

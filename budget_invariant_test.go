@@ -1,0 +1,708 @@
+package contextos_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/runcontext"
+)
+
+// The "Budgets are exact" promise (docs/guarantees.md) over generated
+// runs. Each run is generated from a seed: planner turns that report
+// tokens and cost (some failing with a PlanUsageError that reports
+// them), reads and writes whose attempts report cost and tokens (some
+// failing, retryably or not), budgets small enough to be hit, pauses for
+// the finance approval and their resumes, resumes of stopped runs with
+// and without a larger budget, and deaths of the runtime working on the
+// run at generated points followed by a takeover (ResumeInput.Takeover),
+// itself perhaps dying and taken over in turn.
+//
+// A death is simulated as in the takeover tests: the dying runtime's
+// goroutine freezes at the generated operation (inside a planner turn or
+// a read, or at a checkpoint save or a decision append, before or after
+// the store does it) and from then on every store, planner and adapter
+// call it makes blocks; the clock is moved past its claim's lease and the
+// run is taken over. The dead are let go when the run is over and find
+// every store refusing them. Writes are never where a runtime dies: the
+// in-memory idempotency store holds a dead holder's claim for ever, as no
+// claim TTL lets it go.
+//
+// The planner and the adapters count what they report, so the test knows
+// the true usage. What must hold, on every result a live runtime returns
+// and over the whole run:
+//
+//  1. the record's budget_usage counts at least every token and cent the
+//     planner turns and the tool attempts reported, across all runtimes
+//     that worked on the run, less, for each death, the usage of the
+//     dead runtime's last planner turn (the docs' bound: "a runtime's
+//     death loses at most the usage of the planner turn in progress"),
+//     and never more than was reported (nothing is charged twice); its
+//     tool_calls is the number of calls that reached an adapter;
+//  2. no planner turn or adapter attempt starts once the usage the run
+//     must know of (as in 1) is over the run's total_tokens or
+//     max_cost_cents, and no call starts past max_tool_calls; a result
+//     whose record is over a budget is ESCALATED, and a resume without a
+//     larger budget asks the planner nothing, runs no call and ends
+//     ESCALATED again;
+//  3. no idempotency key is paid (a refund performed) more than once;
+//  4. the packet of each result replays equal, and every packet the run
+//     saved does (the harness's ReplayAll).
+//
+// Each case is generated from a PCG source seeded with (budgetInvSeed,
+// case index), so a failing case reruns by its name:
+//
+//	go test -run 'TestBudgetsExactGeneratedRuns/case_0042' .
+//
+// and its failure prints the generated scenario, the run's timeline and
+// its records (CONTEXTOS_BUDGET_DEBUG=1 also logs each runtime's start and
+// result). The default is budgetInvRuns cases (-short: fewer);
+// CONTEXTOS_BUDGET_RUNS=n runs n. FuzzBudgetsExact explores other seeds.
+const (
+	budgetInvSeed = 0xb0d6_e7_2026
+	budgetInvRuns = 40
+)
+
+func TestBudgetsExactGeneratedRuns(t *testing.T) {
+	n := budgetInvRuns
+	if testing.Short() {
+		n = 15
+	}
+	if s := os.Getenv("CONTEXTOS_BUDGET_RUNS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("CONTEXTOS_BUDGET_RUNS=%q: want a count ≥ 1", s)
+		}
+		n = v
+	}
+	var mu sync.Mutex
+	stats := map[string]int{}
+	t.Run("cases", func(t *testing.T) {
+		for i := range n {
+			sc := genBudgetScenario(budgetInvSeed, uint64(i))
+			t.Run(fmt.Sprintf("case_%04d", i), func(t *testing.T) {
+				t.Parallel()
+				st := runBudgetScenario(t, sc)
+				mu.Lock()
+				defer mu.Unlock()
+				for k, v := range st {
+					stats[k] += v
+				}
+			})
+		}
+	})
+	t.Logf("%d generated runs: %v", n, stats)
+}
+
+func FuzzBudgetsExact(f *testing.F) {
+	for i := range 4 {
+		f.Add(uint64(budgetInvSeed), uint64(i))
+	}
+	f.Fuzz(func(t *testing.T, seed, idx uint64) {
+		runBudgetScenario(t, genBudgetScenario(seed, idx))
+	})
+}
+
+// Scenario.
+
+// budgetTurn is what the planner's n-th call (over the whole run, all
+// runtimes) does.
+type budgetTurn struct {
+	Lookup bool    `json:"lookup,omitempty"` // plan the reads again after turn 0 (or not at turn 0)
+	Fail   bool    `json:"fail,omitempty"`   // fail with a PlanUsageError reporting the usage
+	Tokens int     `json:"tokens"`
+	Cents  float64 `json:"cents"`
+}
+
+// budgetAttempt is what a capability's n-th attempt does.
+type budgetAttempt struct {
+	Fail   string  `json:"fail,omitempty"` // "", "retryable", "fatal"
+	Tokens int     `json:"tokens"`
+	Cents  float64 `json:"cents"`
+}
+
+// budgetDeath is where the runtime of one Invoke or Resume dies: at its
+// At-th dying point (from 1; 0: it does not die), after the store did
+// the operation when After.
+type budgetDeath struct {
+	At    int  `json:"at"`
+	After bool `json:"after,omitempty"`
+}
+
+type budgetScenario struct {
+	Seed   uint64                     `json:"seed"`
+	Case   uint64                     `json:"case"`
+	Amount int                        `json:"amount"`
+	Budget [3]float64                 `json:"budget"` // total_tokens, max_cost_cents, max_tool_calls
+	Turns  []budgetTurn               `json:"turns"`
+	Steps  map[string][]budgetAttempt `json:"attempts"`
+	// Deaths are the deaths of successive runtimes (Invoke, then each
+	// Resume), past the list none.
+	Deaths []budgetDeath `json:"deaths"`
+	// Resumes are what successive stops that leave the run resumable
+	// get: "" (none: the run is left stopped), "same" (a resume without
+	// a larger budget) or "raise" (a larger one).
+	Resumes []string `json:"resumes"`
+	// Raise is what a larger budget adds (tokens, cents, calls).
+	Raise [3]float64 `json:"raise"`
+}
+
+func (sc *budgetScenario) String() string {
+	b, _ := json.Marshal(sc)
+	return string(b)
+}
+
+var budgetCaps = []string{"adp_orders.lookup", "adp_policy.eval", "adp_payments.issue_refund"}
+
+func genBudgetScenario(seed, idx uint64) *budgetScenario {
+	r := rand.New(rand.NewPCG(seed, idx))
+	sc := &budgetScenario{Seed: seed, Case: idx, Steps: map[string][]budgetAttempt{}}
+	sc.Amount = pick(r, 1200, 1200, 4200) // 4200 waits for the finance approval
+	// total_tokens is at least the bucket allocations' sum (8,900).
+	sc.Budget = [3]float64{float64(pick(r, 9000, 10000, 12000, 20000, 50000)), pick(r, 3.0, 8, 25, 60, 1000), float64(pick(r, 2, 3, 4, 6, 10))}
+	for range 24 {
+		t := budgetTurn{Lookup: r.IntN(10) < 3, Fail: r.IntN(8) == 0,
+			Tokens: pick(r, 0, 0, 300, 900, 2500, 4000, 7000), Cents: pick(r, 0, 0, 0.25, 1, 2.5, 6, 15)}
+		sc.Turns = append(sc.Turns, t)
+	}
+	for _, c := range budgetCaps {
+		for range 16 {
+			a := budgetAttempt{Fail: weighted(r, map[string]int{"": 7, "retryable": 2, "fatal": 1}),
+				Tokens: pick(r, 0, 0, 0, 150, 600, 3000), Cents: pick(r, 0, 0, 0.5, 1.25, 4, 12)}
+			sc.Steps[c] = append(sc.Steps[c], a)
+		}
+	}
+	deaths := 0
+	for range 8 {
+		d := budgetDeath{}
+		if deaths < 3 && r.IntN(100) < 45 {
+			d = budgetDeath{At: 1 + r.IntN(7), After: r.IntN(2) == 0}
+			deaths++
+		}
+		sc.Deaths = append(sc.Deaths, d)
+	}
+	for range 4 {
+		sc.Resumes = append(sc.Resumes, weighted(r, map[string]int{"": 1, "same": 2, "raise": 3}))
+	}
+	sc.Raise = [3]float64{float64(pick(r, 2000, 6000, 20000)), pick(r, 5.0, 20, 100), float64(pick(r, 1, 2, 4))}
+	return sc
+}
+
+// The run's world: what the planner and the adapters reported, and the
+// runtimes that worked on the run.
+
+type budgetIncKey struct{}
+
+// budgetInc is one runtime's Invoke or Resume of the run.
+type budgetInc struct {
+	id     int
+	budget runcontext.RunBudget
+	death  budgetDeath
+	dead   atomic.Bool
+	points int           // dying points passed
+	last   usageSum      // its last planner turn's reported usage
+	call   usageSum      // what the attempts of its call in progress reported
+	idle   bool          // a resume without a larger budget of a run over it: nothing may start
+	died   chan struct{} // closed when it dies
+}
+
+type usageSum struct {
+	tokens int
+	cents  float64
+}
+
+func (u usageSum) add(t int, c float64) usageSum { return usageSum{u.tokens + t, u.cents + c} }
+
+// budgetEvent is one entry of the run's timeline.
+type budgetEvent struct {
+	inc  *budgetInc
+	kind string // "plan" or "call" (an attempt) started, "report", "death"
+	what string
+	use  usageSum
+}
+
+type budgetWorld struct {
+	sc      *budgetScenario
+	release chan struct{} // closed when the run is over: the dead come back
+	mu      sync.Mutex
+	events  []budgetEvent
+	plans   int
+	tries   map[string]int
+	paid    map[string]int // idempotency key → refunds performed
+	calls   int            // calls that reached an adapter (first attempts)
+}
+
+func incOf(ctx context.Context) *budgetInc {
+	inc, _ := ctx.Value(budgetIncKey{}).(*budgetInc)
+	return inc
+}
+
+// dying is passed at each point where inc may die: it reports whether inc
+// is dead (it died before, or dies here). A runtime that dies here dies
+// after the store did the operation, when its death says so: after runs
+// before the death is known.
+func (w *budgetWorld) dying(inc *budgetInc, after func(), inCall bool) bool {
+	if inc == nil {
+		return false
+	}
+	w.mu.Lock()
+	if inc.dead.Load() {
+		w.mu.Unlock()
+		return true
+	}
+	inc.points++
+	if inc.death.At == 0 || inc.points != inc.death.At {
+		w.mu.Unlock()
+		return false
+	}
+	inc.dead.Store(true)
+	lost := inc.last
+	if inCall {
+		lost = lost.add(inc.call.tokens, inc.call.cents)
+	}
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", use: lost})
+	w.mu.Unlock()
+	if inc.death.After && after != nil {
+		after()
+	}
+	close(inc.died)
+	return true
+}
+
+// gone blocks a dead runtime until the run is over.
+func (w *budgetWorld) gone() { <-w.release }
+
+var errBudgetDead = errors.New("budget invariant: this runtime is dead")
+
+// budgetPlanner plans by turn: the reads at turn 0, the refund (with the
+// approved decision) after; the script may plan the reads again. Each
+// call reports the script's usage, in its plan or its PlanUsageError.
+type budgetPlanner struct{ w *budgetWorld }
+
+func (p budgetPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	w, inc := p.w, incOf(ctx)
+	if inc == nil || inc.dead.Load() {
+		w.gone()
+		return nil, errBudgetDead
+	}
+	w.mu.Lock()
+	n := w.plans
+	w.plans++
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "plan", what: fmt.Sprintf("planner call %d (turn %d)", n, req.Turn)})
+	w.mu.Unlock()
+	// A runtime that dies in a turn dies before the turn reports.
+	if w.dying(inc, nil, false) {
+		w.gone()
+		return nil, errBudgetDead
+	}
+	t := budgetTurn{Tokens: 100}
+	if n < len(w.sc.Turns) {
+		t = w.sc.Turns[n]
+	}
+	u := contextos.PlanUsage{Tokens: t.Tokens, CostCents: t.Cents}
+	w.mu.Lock()
+	inc.last = usageSum{t.Tokens, t.Cents}
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "report", what: fmt.Sprintf("planner call %d", n), use: inc.last})
+	w.mu.Unlock()
+	if t.Fail {
+		return nil, &contextos.PlanUsageError{Usage: u, Err: errors.New("the reply was cut off")}
+	}
+	plan := refundPlan(w.sc.Amount)
+	if (req.Turn == 0) != t.Lookup {
+		plan = lookupPlan()
+	}
+	plan.Usage = u
+	return plan, nil
+}
+
+// budgetAdapter answers a capability's attempts as the script says, and
+// counts what they report and the refunds performed.
+type budgetAdapter struct {
+	w   *budgetWorld
+	cap string
+}
+
+func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	w, inc := a.w, incOf(ctx)
+	write := a.cap == "adp_payments.issue_refund"
+	if inc == nil || inc.dead.Load() {
+		w.gone()
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "dead", nil)
+	}
+	w.mu.Lock()
+	n := w.tries[a.cap]
+	w.tries[a.cap]++
+	if call.Attempt == 1 {
+		w.calls++
+		inc.call = usageSum{}
+	}
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "call", what: fmt.Sprintf("%s attempt %d (%s, the capability's attempt %d)", a.cap, call.Attempt, call.Envelope.ToolCallID, n)})
+	w.mu.Unlock()
+	// A runtime that dies in a read dies before the read reports; a write
+	// is never where a runtime dies (see the test's comment).
+	if !write && w.dying(inc, nil, true) {
+		w.gone()
+		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "dead", nil)
+	}
+	w.mu.Lock()
+	st := budgetAttempt{}
+	if s := w.sc.Steps[a.cap]; n < len(s) {
+		st = s[n]
+	}
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "report", what: a.cap, use: usageSum{st.Tokens, st.Cents}})
+	inc.call = inc.call.add(st.Tokens, st.Cents)
+	if write && st.Fail == "" {
+		w.paid[call.IdempotencyKey]++
+	}
+	w.mu.Unlock()
+	spent := &gateway.Outcome{CostCents: st.Cents, Tokens: st.Tokens}
+	switch st.Fail {
+	case "retryable":
+		return spent, gateway.NewToolError(gateway.CodeExecutionFailed, true, "try again", nil)
+	case "fatal":
+		return spent, gateway.NewToolError(gateway.CodeExecutionFailed, false, "exit 3", nil)
+	}
+	out := &gateway.Outcome{CostCents: st.Cents, Tokens: st.Tokens}
+	switch a.cap {
+	case "adp_orders.lookup":
+		out.Output = map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
+	case "adp_policy.eval":
+		out.Output = map[string]any{"eligible": true}
+	default:
+		out.Output, out.Mutations = map[string]any{"transaction_id": "txn_q9"}, []string{"refund:txn_q9"}
+	}
+	return out, nil
+}
+
+// The stores, as a dying runtime sees them.
+
+type budgetCheckpoints struct {
+	*contextos.InMemoryCheckpoints
+	w *budgetWorld
+}
+
+func (s budgetCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	inc := incOf(ctx)
+	if inc != nil && inc.dead.Load() {
+		s.w.gone()
+		return contextos.ErrCheckpointConflict
+	}
+	if s.w.dying(inc, func() { _ = s.InMemoryCheckpoints.Save(ctx, cp) }, false) {
+		s.w.gone()
+		return contextos.ErrCheckpointConflict
+	}
+	return s.InMemoryCheckpoints.Save(ctx, cp)
+}
+
+type budgetDecisions struct {
+	*decision.MemoryStore
+	w *budgetWorld
+}
+
+func (s budgetDecisions) Append(ctx context.Context, r *decision.Record) (*decision.Record, error) {
+	inc := incOf(ctx)
+	if inc != nil && inc.dead.Load() {
+		s.w.gone()
+		return nil, errBudgetDead
+	}
+	if s.w.dying(inc, func() { _, _ = s.MemoryStore.Append(ctx, r) }, false) {
+		s.w.gone()
+		return nil, errBudgetDead
+	}
+	return s.MemoryStore.Append(ctx, r)
+}
+
+type budgetTranscript struct {
+	*gatewaytest.Recorder
+	w *budgetWorld
+}
+
+func (s budgetTranscript) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if inc := incOf(ctx); inc != nil && inc.dead.Load() {
+		s.w.gone()
+		return errBudgetDead
+	}
+	return s.Recorder.Append(ctx, e)
+}
+
+// runBudgetScenario drives one generated run to its end and checks it;
+// it returns counts of what the run did.
+func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
+	w := &budgetWorld{sc: sc, release: make(chan struct{}), tries: map[string]int{}, paid: map[string]int{}}
+	stats := map[string]int{}
+	clock := newFakeClock()
+	ck := budgetCheckpoints{contextos.NewInMemoryCheckpoints(), w}
+	ck.Now = clock.Now
+	decs := budgetDecisions{decision.NewMemoryStore(), w}
+	var regs []gateway.Registration
+	for _, c := range budgetCaps {
+		adapter, name, _ := strings.Cut(c, ".")
+		capability := gateway.Capability{Backoff: func(string, int) time.Duration { return 0 }}
+		if c == "adp_payments.issue_refund" {
+			capability.Scopes = []string{"payments.refund"}
+		}
+		regs = append(regs, gateway.Registration{AdapterID: adapter, Adapter: budgetAdapter{w, c}, Capabilities: map[string]gateway.Capability{name: capability}})
+	}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Checkpoints, o.Runtime.Decisions, o.Runtime.Adapters = ck, decs, regs
+	o.Runtime.Transcripts = budgetTranscript{&gatewaytest.Recorder{}, w}
+	h := bareHarness(t, budgetPlanner{w}, &o)
+	t.Cleanup(func() { h.ReplayAll() })
+	// The dead come back when the run is over (or the test stops) and
+	// find every store refusing them; the test waits for them.
+	var wg sync.WaitGroup
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(w.release) }); wg.Wait() }
+	t.Cleanup(letGo)
+
+	ctx := context.Background()
+	req, rc := refundRequest(t, sc.Amount, true)
+	rc.RunBudget.TotalTokens, rc.RunBudget.MaxCostCents, rc.RunBudget.MaxToolCalls = int(sc.Budget[0]), sc.Budget[1], int(sc.Budget[2])
+	rc.RunBudget.WallClockMS = 3_600_000
+	runID := rc.RunID
+
+	var incs []*budgetInc
+	type answer struct {
+		res *contextos.Result
+		err error
+	}
+	// start runs call as a new runtime's Invoke or Resume under budget,
+	// and returns what it returned, or nil and false when it died.
+	start := func(budget runcontext.RunBudget, idle bool, call func(ctx context.Context) (*contextos.Result, error)) (*contextos.Result, bool) {
+		t.Helper()
+		inc := &budgetInc{id: len(incs), budget: budget, idle: idle, died: make(chan struct{})}
+		if inc.id < len(sc.Deaths) {
+			inc.death = sc.Deaths[inc.id]
+		}
+		incs = append(incs, inc)
+		if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
+			t.Logf("runtime %d starts (death %+v, idle %v, budget %d tokens %v cents %d calls)", inc.id, inc.death, idle, budget.TotalTokens, budget.MaxCostCents, budget.MaxToolCalls)
+		}
+		done := make(chan answer, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := call(context.WithValue(ctx, budgetIncKey{}, inc))
+			done <- answer{res, err}
+		}()
+		select {
+		case a := <-done:
+			if a.err != nil {
+				t.Fatalf("runtime %d: %v", inc.id, a.err)
+			}
+			return a.res, true
+		case <-inc.died:
+			stats["deaths"]++
+			return nil, false
+		}
+	}
+	approve := func(p *gateway.ApprovalRequest) []gateway.Approval {
+		if p == nil {
+			return nil
+		}
+		return []gateway.Approval{contextostest.Approval(p, contextostest.Approver{UserID: "user_finance_lead_77", Role: "finance_lead"}, clock.Now())}
+	}
+
+	res, alive := start(rc.RunBudget, false, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Invoke(ctx, req, rc) })
+	resumes := 0
+	var final *contextos.Result
+	for range 40 {
+		if !alive {
+			// Let the dead runtime's claim lapse, and go on from what
+			// the checkpoint holds.
+			clock.Advance(contextos.DefaultHeartbeatTTL)
+			st, err := loadState(ctx, ck.InMemoryCheckpoints, runID)
+			if errors.Is(err, contextos.ErrNotFound) {
+				// It died before its claim: the run never started.
+				stats["invoked_again"]++
+				res, alive = start(rc.RunBudget, false, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Invoke(ctx, req, rc) })
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			if st.Terminal {
+				stats["ended_by_the_dead"]++
+				break
+			}
+			in := contextos.ResumeInput{Takeover: st.Active, Approvals: approve(st.Pending)}
+			if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
+				t.Logf("after the death: active %v, pending %v, stopped %q, spent since point %+v", st.Active, st.Pending != nil, st.Stopped, st.SpentSincePoint)
+			}
+			if st.Active {
+				stats["takeovers"]++
+			}
+			idle := incs[len(incs)-1].idle && st.Active
+			res, alive = start(st.Run.RunBudget, idle, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Resume(ctx, runID, in) })
+			continue
+		}
+		budget := incs[len(incs)-1].budget
+		if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
+			t.Logf("runtime %d: %s %s %+v", len(incs)-1, res.Status, res.Record.RecordID, res.Record.BudgetUsage)
+		}
+		checkBudgetResult(t, w, incs, res, budget)
+		final = res
+		st, err := loadState(ctx, ck.InMemoryCheckpoints, runID)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if st.Terminal {
+			break
+		}
+		if res.Status == decision.Deferred {
+			stats["approvals"]++
+			in := contextos.ResumeInput{Approvals: approve(res.Pending)}
+			res, alive = start(st.Run.RunBudget, false, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Resume(ctx, runID, in) })
+			continue
+		}
+		if resumes >= len(sc.Resumes) || sc.Resumes[resumes] == "" {
+			break
+		}
+		u := res.Record.BudgetUsage
+		over := u.Tokens > budget.TotalTokens || u.CostUSDCents > budget.MaxCostCents
+		in := contextos.ResumeInput{}
+		next := st.Run.RunBudget
+		if sc.Resumes[resumes] == "raise" {
+			next.TotalTokens += int(sc.Raise[0])
+			next.MaxCostCents += sc.Raise[1]
+			next.MaxToolCalls += int(sc.Raise[2])
+			in.Budget = &next
+			stats["resumes_raised"]++
+		} else {
+			stats["resumes_same"]++
+		}
+		resumes++
+		res, alive = start(next, over && in.Budget == nil, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Resume(ctx, runID, in) })
+	}
+	// The run is over: the dead come back to stores that refuse them.
+	letGo()
+	checkBudgetTimeline(t, w)
+	for key, n := range w.paid {
+		if n > 1 {
+			t.Errorf("idempotency key %s paid %d times", key, n)
+		}
+	}
+	if final != nil {
+		if final.ReplayPacketID != "" {
+			contextostest.AssertReplayEqual(t, h.Replay(final))
+			if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
+				p, _ := h.Replays.Get(ctx, final.ReplayPacketID)
+				for i, r := range p.Resumes {
+					t.Logf("packet resume %d: budget %v takeover %+v", i, r.Budget != nil, r.Takeover)
+				}
+				for i, c := range p.Clock {
+					t.Logf("packet clock %d: %s", i, c.Format("15:04:05"))
+				}
+			}
+		}
+		stats["runs_"+string(final.Status)]++
+		if strings.Contains(final.Record.Rationale.Summary, "budget_exceeded") {
+			stats["ended_over_a_budget"]++
+		}
+	}
+	if t.Failed() {
+		t.Logf("scenario: %s", sc)
+		for i, e := range w.events {
+			t.Logf("event %d: runtime %d %s %s %+v", i, e.inc.id, e.kind, e.what, e.use)
+		}
+		recs, _ := decs.MemoryStore.List(ctx, decision.Filter{RunID: runID})
+		for _, r := range recs {
+			t.Logf("record %s %s %+v %s", r.RecordID, r.Status, r.BudgetUsage, r.Rationale.Summary)
+		}
+	}
+	stats["runs"]++
+	stats["planner_calls"] += w.plans
+	stats["calls"] += w.calls
+	return stats
+}
+
+// reported sums what the planner and the adapters reported, and what
+// the deaths so far may have lost, over events.
+func reported(events []budgetEvent) (got, lost usageSum) {
+	for _, e := range events {
+		switch e.kind {
+		case "report":
+			got = got.add(e.use.tokens, e.use.cents)
+		case "death":
+			lost = lost.add(e.use.tokens, e.use.cents)
+		}
+	}
+	return got, lost
+}
+
+const budgetCentsSlack = 1e-6
+
+// checkBudgetResult checks a result a live runtime returned against what
+// was reported so far (the dead are frozen: nothing more is).
+func checkBudgetResult(t *testing.T, w *budgetWorld, incs []*budgetInc, res *contextos.Result, budget runcontext.RunBudget) {
+	t.Helper()
+	w.mu.Lock()
+	got, lost := reported(w.events)
+	calls := w.calls
+	w.mu.Unlock()
+	u := res.Record.BudgetUsage
+	if u.Tokens < got.tokens-lost.tokens || u.CostUSDCents < got.cents-lost.cents-budgetCentsSlack {
+		t.Errorf("%s record counts %d tokens and %v cents; reported %d and %v, of which the deaths may have lost at most %d and %v",
+			res.Status, u.Tokens, u.CostUSDCents, got.tokens, got.cents, lost.tokens, lost.cents)
+	}
+	if u.Tokens > got.tokens || u.CostUSDCents > got.cents+budgetCentsSlack {
+		t.Errorf("%s record counts %d tokens and %v cents, more than the %d and %v reported", res.Status, u.Tokens, u.CostUSDCents, got.tokens, got.cents)
+	}
+	if u.ToolCalls != calls {
+		t.Errorf("%s record counts %d tool calls; %d reached an adapter", res.Status, u.ToolCalls, calls)
+	}
+	if over := u.Tokens > budget.TotalTokens || u.CostUSDCents > budget.MaxCostCents; over && res.Status != decision.Escalated {
+		t.Errorf("a run over its budget (%d of %d tokens, %v of %v cents) ended %s", u.Tokens, budget.TotalTokens, u.CostUSDCents, budget.MaxCostCents, res.Status)
+	}
+	if last := incs[len(incs)-1]; last.idle && res.Status != decision.Escalated {
+		t.Errorf("a resume without a larger budget of a run over it ended %s", res.Status)
+	}
+}
+
+// checkBudgetTimeline checks that nothing started once the run was over
+// a budget, as the runtime that started it had to know.
+func checkBudgetTimeline(t *testing.T, w *budgetWorld) {
+	t.Helper()
+	var got, lost usageSum
+	calls := 0
+	for i, e := range w.events {
+		switch e.kind {
+		case "report":
+			got = got.add(e.use.tokens, e.use.cents)
+			continue
+		case "death":
+			lost = lost.add(e.use.tokens, e.use.cents)
+			continue
+		}
+		b := e.inc.budget
+		if e.inc.idle {
+			t.Errorf("event %d: %s started in a resume without a larger budget of a run over it", i, e.what)
+		}
+		known := usageSum{got.tokens - lost.tokens, got.cents - lost.cents}
+		if known.tokens > b.TotalTokens || known.cents > b.MaxCostCents+budgetCentsSlack {
+			t.Errorf("event %d: %s started by runtime %d with the run at %d tokens and %v cents (at least), over its budget of %d and %v",
+				i, e.what, e.inc.id, known.tokens, known.cents, b.TotalTokens, b.MaxCostCents)
+		}
+		if e.kind == "call" && strings.Contains(e.what, " attempt 1 ") {
+			calls++
+			if calls > b.MaxToolCalls {
+				t.Errorf("event %d: %s is call %d, over max_tool_calls %d", i, e.what, calls, b.MaxToolCalls)
+			}
+		}
+	}
+}
