@@ -36,58 +36,136 @@ func businessBlock(p *pack.Pack) string {
 }
 
 func (p *Prepared) policyBlock(d policy.Decision) string {
+	// Written piece by piece (TestPolicyBlockText holds it to the
+	// concatenated and fmt form it had).
 	var b strings.Builder
 	b.Grow(256)
-	b.WriteString("Rule " + d.RuleID + " (bundle " + d.BundleID + ", priority " + strconv.Itoa(p.ruleMeta[d.RuleID].priority) + "): " + string(d.Outcome))
+	var num [20]byte
+	b.WriteString("Rule ")
+	b.WriteString(d.RuleID)
+	b.WriteString(" (bundle ")
+	b.WriteString(d.BundleID)
+	b.WriteString(", priority ")
+	b.Write(strconv.AppendInt(num[:0], int64(p.ruleMeta[d.RuleID].priority), 10))
+	b.WriteString("): ")
+	b.WriteString(string(d.Outcome))
 	if d.Branch != "" {
-		b.WriteString(" (" + d.Branch + " branch)")
+		b.WriteString(" (")
+		b.WriteString(d.Branch)
+		b.WriteString(" branch)")
 	}
 	b.WriteString(".")
 	if d.Rationale != "" {
-		b.WriteString(" Rationale: " + d.Rationale)
+		b.WriteString(" Rationale: ")
+		b.WriteString(d.Rationale)
 	}
 	if d.Reason != "" {
-		b.WriteString(" Reason: " + d.Reason)
+		b.WriteString(" Reason: ")
+		b.WriteString(d.Reason)
 	}
 	if len(d.Requires) > 0 {
-		b.WriteString(" Requires evidence: " + strings.Join(d.Requires, ", ") + ".")
+		b.WriteString(" Requires evidence: ")
+		for i, r := range d.Requires {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r)
+		}
+		b.WriteString(".")
 	}
 	if d.RequiresApprovalGate != "" {
 		g := p.gates[d.RequiresApprovalGate]
-		fmt.Fprintf(&b, " Requires approval gate %s (approver role %s, TTL %ds).", g.GateID, g.RequiredApproverRole, g.TTLSeconds)
+		b.WriteString(" Requires approval gate ")
+		b.WriteString(g.GateID)
+		b.WriteString(" (approver role ")
+		b.WriteString(g.RequiredApproverRole)
+		b.WriteString(", TTL ")
+		b.Write(strconv.AppendInt(num[:0], int64(g.TTLSeconds), 10))
+		b.WriteString("s).")
 	}
 	if d.ApprovalMode != "" {
-		fmt.Fprintf(&b, " Approval mode: %s.", d.ApprovalMode)
+		b.WriteString(" Approval mode: ")
+		b.WriteString(d.ApprovalMode.String())
+		b.WriteString(".")
 	}
 	if d.DecisionBinding != "" {
-		fmt.Fprintf(&b, " Decision: %s.", d.DecisionBinding)
+		b.WriteString(" Decision: ")
+		b.WriteString(d.DecisionBinding)
+		b.WriteString(".")
 	}
 	return b.String()
 }
 
 func toolBlock(a pack.Adapter, e ToolManifestEntry) string {
+	// Written piece by piece, each constraint value without fmt where
+	// its %v is known (TestToolBlockText holds it to the fmt form).
 	var b strings.Builder
 	b.Grow(64 + 96*len(e.Capabilities))
-	b.WriteString("Adapter " + a.AdapterID + " (" + a.Type + ").")
+	b.WriteString("Adapter ")
+	b.WriteString(a.AdapterID)
+	b.WriteString(" (")
+	b.WriteString(a.Type)
+	b.WriteString(").")
 	for _, c := range e.Capabilities {
 		m := e.CapabilityMetadata[c]
-		b.WriteString(" Capability " + a.AdapterID + "." + c + ": " + m.Kind + ", approval mode " + m.ApprovalMode.String())
+		b.WriteString(" Capability ")
+		b.WriteString(a.AdapterID)
+		b.WriteByte('.')
+		b.WriteString(c)
+		b.WriteString(": ")
+		b.WriteString(m.Kind)
+		b.WriteString(", approval mode ")
+		b.WriteString(m.ApprovalMode.String())
 		if m.ApprovalGate != "" {
-			state := "inactive"
+			b.WriteString(", approval gate ")
+			b.WriteString(m.ApprovalGate)
 			switch {
 			case m.GateActive:
-				state = "active"
+				b.WriteString(" (active)")
 			case m.GatePerCall != "":
-				state = "applies per call when " + m.GatePerCall
+				b.WriteString(" (applies per call when ")
+				b.WriteString(m.GatePerCall)
+				b.WriteByte(')')
+			default:
+				b.WriteString(" (inactive)")
 			}
-			b.WriteString(", approval gate " + m.ApprovalGate + " (" + state + ")")
 		}
 		for _, arg := range sortedkeys.Of(m.Constraints) {
-			b.WriteString(", " + arg + " " + constraintText(m.Constraints[arg]))
+			b.WriteString(", ")
+			b.WriteString(arg)
+			b.WriteByte(' ')
+			writeConstraint(&b, m.Constraints[arg])
 		}
-		b.WriteString(".")
+		b.WriteByte('.')
 	}
 	return b.String()
+}
+
+// writeConstraint writes c's members as {k=v k=v}, in key order, each
+// value as fmt's %v writes it.
+func writeConstraint(b *strings.Builder, c map[string]any) {
+	b.WriteByte('{')
+	var num [32]byte
+	for i, k := range sortedkeys.Of(c) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		switch v := c[k].(type) {
+		case string:
+			b.WriteString(v)
+		case float64:
+			b.Write(strconv.AppendFloat(num[:0], v, 'g', -1, 64))
+		case bool:
+			b.WriteString(strconv.FormatBool(v))
+		case int:
+			b.Write(strconv.AppendInt(num[:0], int64(v), 10))
+		default:
+			fmt.Fprintf(b, "%v", v)
+		}
+	}
+	b.WriteByte('}')
 }
 
 // perCallGateBlock tells the model about a gate that reads the tool call
@@ -102,14 +180,6 @@ func perCallGateBlock(g pack.ApprovalGate, cond string) string {
 func unboundGateBlock(g pack.ApprovalGate) string {
 	return fmt.Sprintf("Approval gate %s (approver role %s, TTL %ds) is active: every write-class call pauses until a %s approves it.",
 		g.GateID, g.RequiredApproverRole, g.TTLSeconds, g.RequiredApproverRole)
-}
-
-func constraintText(c map[string]any) string {
-	parts := make([]string, 0, len(c))
-	for _, k := range sortedkeys.Of(c) {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, c[k]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
 }
 
 // Caller text in the prompt. Every string the caller or a host source

@@ -486,10 +486,10 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	if form != Form1 {
 		ledger.Environment, ledger.DataClassification = env, p.class
 	}
-	if ledger.Inputs.RequestHash, err = canon.Digest(req); err != nil {
+	if ledger.Inputs.RequestHash, err = canon.DigestOf(requestEncoding{req}); err != nil {
 		return nil, fail(0, ErrInput, err, "request has no canonical form")
 	}
-	if ledger.Inputs.RunContextHash, err = canon.Digest(rc); err != nil {
+	if ledger.Inputs.RunContextHash, err = canon.DigestOf(runContextEncoding{rc}); err != nil {
 		return nil, fail(0, ErrInput, err, "run context has no canonical form")
 	}
 	cc.Manifests.PolicyManifest = make([]PolicyManifestEntry, 0, len(res.Manifest))

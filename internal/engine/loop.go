@@ -1245,6 +1245,27 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 		lists = append(lists, s.PolicyDecisions)
 	}
 	f.AppliedRules = appliedRules(lists...)
+	// The lists are sized once (a run's facts are built at every turn's
+	// judgement, write check and record); one left empty stays nil.
+	succeeded, bound, refs := 0, 0, len(cc.ContextLedger.PolicyResults)
+	for _, s := range results {
+		if s.Result.Status.Succeeded() {
+			succeeded++
+		}
+		if s.Result.PolicyDecisionID != nil {
+			bound++
+		}
+		refs += len(s.PolicyDecisions)
+	}
+	if succeeded > 0 {
+		f.ToolResults = make([]decision.ToolFact, 0, succeeded)
+	}
+	if bound > 0 {
+		f.BoundPolicyIDs = make([]string, 0, bound)
+	}
+	if refs > 0 {
+		f.PolicyRefs = make([]string, 0, refs)
+	}
 	for _, s := range results {
 		if s.Result.Status.Succeeded() {
 			f.ToolResults = append(f.ToolResults, decision.ToolFact{CapabilityID: s.Result.CapabilityID, ToolCallID: s.Result.ToolCallID})
