@@ -94,3 +94,44 @@ func TestReplayRecordHoldsThePacketToTheStoredRecord(t *testing.T) {
 		t.Errorf("ReplayRecord of a record that names no packet: %v; want ErrNotFound", err)
 	}
 }
+
+// swappedRecords is a host decision store whose Get of one record id
+// returns another record, whole and unedited (a row keyed by the wrong
+// id): its hash and its packet are both genuine.
+type swappedRecords struct {
+	*decision.MemoryStore
+	from, to string
+}
+
+func (s *swappedRecords) Get(ctx context.Context, id string) (*decision.Record, error) {
+	if id == s.from {
+		id = s.to
+	}
+	return s.MemoryStore.Get(ctx, id)
+}
+
+// ReplayRecord(A) is a replay of A's decision: a store answering A with
+// record B (genuine, with its genuine packet) is refused, not reported
+// replay_equal as though A's decision were proven.
+func TestReplayRecordRefusesAnotherRecord(t *testing.T) {
+	ctx := context.Background()
+	records := &swappedRecords{MemoryStore: decision.NewMemoryStore()}
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200), lookupPlan(), refundPlan(900)),
+		&contextostest.Options{Runtime: contextos.Options{Decisions: records}})
+	scriptDefaults(h, "")
+	var recs [2]*decision.Record
+	for i, amount := range []int{1200, 900} {
+		req, rc := refundRequest(t, amount, true)
+		req.RequestID += "_" + string(rune('a'+i))
+		rc.RunID += "_" + string(rune('a'+i))
+		res, err := h.Runtime.Invoke(ctx, req, rc)
+		if err != nil || res.Status != decision.Decided || res.ReplayPacketID == "" {
+			t.Fatalf("run %d: %v %+v", i, err, res)
+		}
+		recs[i] = res.Record
+	}
+	records.from, records.to = recs[0].RecordID, recs[1].RecordID
+	if out, err := h.Runtime.ReplayRecord(ctx, recs[0].RecordID); !errors.Is(err, replay.ErrTamper) {
+		t.Errorf("ReplayRecord(%s) answered with record %s = %+v, %v; want replay.ErrTamper", recs[0].RecordID, recs[1].RecordID, out, err)
+	}
+}

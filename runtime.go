@@ -249,8 +249,9 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 // Replay does: the record's content must hash to its record_hash, the
 // packet must be the one the record names, and the packet must pin that
 // record as stored (its expected.decision_record_hash is the record's
-// record_hash). A packet put in the record's packet's place, or a record
-// edited in the store, is refused with an error wrapping
+// record_hash). A packet put in the record's packet's place, a record
+// edited in the store, or another record than recordID answered by the
+// store, is refused with an error wrapping
 // replay.ErrTamper, so replay_equal here is a replay of the stored
 // decision itself, which Replay of a packet fetched by hand does not
 // promise. A record the store does not hold is the store's error

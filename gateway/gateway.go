@@ -692,6 +692,7 @@ type taken struct {
 // sets none.
 func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *takenOutcome) taken {
 	var t taken
+	kept := true // the adapter's text is what the result carries
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
 		// Results are bounded even when the run's budget sets no limit.
@@ -700,6 +701,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 	switch {
 	case te != nil:
 		t.te = boundError(te, max)
+		kept = t.te == te
 		t.redacted = redactError(t.te, r.redact)
 		if out != nil {
 			// What the failed attempt spent: only its cost and tokens are read.
@@ -718,7 +720,13 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact, r.clean, r.cleanKnown)
 		}
 	}
-	t.redacted = t.redacted || reportsRedaction(ad, call)
+	// An adapter's report of a redaction it made (the attempt's text
+	// redacted before the gateway saw it) counts only when that text is
+	// kept: an error the gateway replaced for its size holds none of it,
+	// as an in-process run's does not. The report is taken either way
+	// (a reporter forgets the call when asked).
+	reported := reportsRedaction(ad, call)
+	t.redacted = t.redacted || kept && reported
 	return t
 }
 

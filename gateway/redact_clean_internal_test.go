@@ -201,3 +201,55 @@ func FuzzRedactOutcomeClean(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedactOutcomeCleanRules is FuzzRedactOutcomeClean over any list of
+// built-in rules (mask picks them, the secret rule included or not, a
+// rule repeated), outputs decoded with json.Number or not, and typed
+// values (int, []string, map[string]string) the clean check leaves to
+// the general redaction.
+func FuzzRedactOutcomeCleanRules(f *testing.F) {
+	f.Add([]byte(`{"ok":true,"items":["a","b"],"n":12.5}`), "m:1", uint16(1), false)
+	f.Add([]byte(`{"password":null,"api_key":"","n":999999999}`), "１２３-４５-６７８９", uint16(0x40), true)
+	f.Add([]byte(`{"n":123456789,"k":{"v":[1,"QWxhZGRpbjpvcGVuIHNlc2FtZQ=="]}}`), "bob%40example.com", uint16(0x1fe), false)
+	f.Add([]byte(`{"x":"4111%201111%201111%201111"}`), "+1\u00a0415\u00a0555\u00a00100", uint16(0x20), true)
+	b := BuiltinRedactors()
+	names := sensitive.RuleNames()
+	f.Fuzz(func(t *testing.T, data []byte, s string, mask uint16, useNumber bool) {
+		var v map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		if useNumber {
+			dec.UseNumber()
+		}
+		if dec.Decode(&v) != nil {
+			return
+		}
+		var rules []Redactor
+		for i := range 2 * len(names) {
+			if mask&(1<<i) != 0 {
+				rules = append(rules, b[names[i%len(names)]])
+			}
+		}
+		set, known := cleanSet(rules)
+		if !known {
+			return
+		}
+		if v != nil && mask&0x8000 != 0 {
+			v["typed"] = map[string]any{"i": len(s), "l": []string{s}, "m": map[string]string{s: s}}
+		}
+		out := &Outcome{Output: v, Mutations: []string{s}, Signals: []string{s, s}, Citations: []Citation{{EvidenceRef: s}}}
+		var slow, quick takenOutcome
+		wantChanged := redactOutcome(&slow, out, rules, 0, false)
+		gotChanged := redactOutcome(&quick, out, rules, set, true)
+		if gotChanged != wantChanged {
+			t.Fatalf("changed = %v with the clean set, %v rule by rule", gotChanged, wantChanged)
+		}
+		if diff := cmp.Diff(slow.out, quick.out); diff != "" {
+			t.Fatalf("redacted copies differ (-rule by rule +clean set):\n%s", diff)
+		}
+		sb, _ := json.Marshal(slow.out)
+		qb, _ := json.Marshal(quick.out)
+		if string(sb) != string(qb) {
+			t.Fatalf("bytes differ:\n%s\n%s", sb, qb)
+		}
+	})
+}

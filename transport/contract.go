@@ -693,7 +693,7 @@ func (r *Response) outputValue() map[string]any {
 }
 
 // clip bounds text from a peer or a configuration for a message: valid
-// UTF-8, a credential or card number in it redacted, at most maxClip
+// UTF-8, a credential or personal data in it redacted, at most maxClip
 // bytes cut at a rune boundary (clipRunes), an ellipsis marking a cut.
 // The redaction comes first: a key cut short is a prefix no detector
 // knows, which the gateway's rules would then pass.
@@ -717,8 +717,11 @@ func clipFolded(s string) string {
 	return problem.ClipN(strings.ToLower(s), maxClip)
 }
 
-// clipKinds are what clip redacts.
-var clipKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)
+// clipKinds are what clip redacts: every kind a built-in rule redacts.
+// The personal data too: a pack's rule (pan, iban, email, ...) runs on
+// what clip leaves, and an IBAN or address cut short, or a PAN
+// lower-cased, is one it no longer finds.
+var clipKinds = sensitive.All
 
 // maxClip bounds a name or code quoted in a message, in bytes.
 const maxClip = 64

@@ -288,3 +288,33 @@ func TestWireJitterDecoding(t *testing.T) {
 		})
 	}
 }
+
+// A tool's unknown code or reason is redacted of the personal data the
+// pack's rules redact before it is lower-cased and cut: an Indian PAN
+// lower-cased, or an IBAN or address cut at 64 bytes, is one the pan,
+// iban and email rules no longer find, and most of it reached the result.
+func TestUnknownCodeKeepsNoPersonalData(t *testing.T) {
+	pad := strings.Repeat("x", 50) + " "
+	b := gateway.BuiltinRedactors()
+	for _, c := range []struct{ code, rule, part string }{
+		{"ABCPE1234F", "pan", "abcpe1234"},
+		{pad + "DE89 3704 0044 0532 0130 00", "iban", "de89 3704"},
+		{pad + "bob.smith@example.com", "email", "bob.smith@"},
+	} {
+		for _, field := range []string{"code", "reason"} {
+			body := `{"status":"error","error":{"` + field + `":"` + c.code + `","retryable":false,"message":"m"}}`
+			if field == "reason" {
+				body = `{"status":"error","error":{"code":"backend_down","reason":"` + c.code + `","retryable":false,"message":"m"}}`
+			}
+			r, err := transport.DecodeResponse([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := transport.ResponseErr(r).Details["tool_"+field].(string)
+			v, _ = b[c.rule](v)
+			if strings.Contains(strings.ToLower(v), c.part) {
+				t.Errorf("details.tool_%s of %q after the %s rule = %q: the %s survives", field, c.code, c.rule, v, c.rule)
+			}
+		}
+	}
+}

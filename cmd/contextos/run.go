@@ -760,6 +760,9 @@ func readPacket(ctx context.Context, sf *storeFlag, name string, stdin io.Reader
 	id := name
 	var rec *decision.Record
 	if r, err := st.Records().Get(ctx, name); err == nil {
+		if r.RecordID != name {
+			return nil, exitf(exitInvalid, "the store's record %.80q is another record (%.80q)", name, r.RecordID)
+		}
 		if r.Replay == nil || r.Replay.ReplayPacketID == "" {
 			return nil, exitf(exitInvalid, "record %.80q names no replay packet", name)
 		}

@@ -26,6 +26,12 @@ func (rt *Runtime) ReplayRecord(ctx context.Context, recordID string) (*replay.R
 	if err != nil {
 		return nil, err
 	}
+	// The store answers for the id asked: a record under another id (a
+	// host store's row keyed wrongly) is not recordID's decision, however
+	// genuine it and its packet are.
+	if rec.RecordID != recordID {
+		return nil, fmt.Errorf("%w: the store's record %s is another record (%s)", replay.ErrTamper, problem.Clip(recordID), problem.Clip(rec.RecordID))
+	}
 	if rec.Replay == nil || rec.Replay.ReplayPacketID == "" {
 		return nil, fmt.Errorf("%w: record %s names no replay packet", ErrNotFound, problem.Clip(rec.RecordID))
 	}
