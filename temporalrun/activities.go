@@ -96,6 +96,7 @@ func (h *Host) attempt(ctx context.Context, in attemptCall) (ans attemptAnswer, 
 	if cerr == nil {
 		return attemptAnswer{Outcome: out}, nil
 	}
+	out = spendOnly(out)
 	if ctx.Err() != nil {
 		return attemptAnswer{}, ctx.Err()
 	}
@@ -196,4 +197,15 @@ func secretFree(te *gateway.ToolError) (*gateway.ToolError, bool) {
 		}
 	}
 	return &c, changed
+}
+
+// spendOnly is what the gateway reads of a failed attempt's outcome: its
+// cost and tokens, charged to the run. The rest (its output and lists)
+// stays out of the answer, which the workflow's history keeps in the
+// clear.
+func spendOnly(out *gateway.Outcome) *gateway.Outcome {
+	if out == nil {
+		return nil
+	}
+	return &gateway.Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
 }

@@ -87,3 +87,35 @@ func TestActivityToolErrorCarriesNoSecret(t *testing.T) {
 		t.Errorf("attempt answer = %+v: want the redaction reported and the error's code and retryability kept", aa)
 	}
 }
+
+// A failed attempt's outcome reaches the history as what the gateway
+// reads of it, its cost and tokens: its output (a card number in it
+// here) does not, whether the adapter failed with a tool error or a plain
+// error.
+func TestFailedAttemptOutcomeKeepsOnlyItsSpend(t *testing.T) {
+	const card = "4111111111111111"
+	for name, fail := range map[string]error{
+		"tool error":  gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream failed", nil),
+		"plain error": errors.New("upstream failed"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := &Host{adapters: map[string]gateway.Adapter{"adp": gateway.AdapterFunc(func(context.Context, *gateway.Call) (*gateway.Outcome, error) {
+				return &gateway.Outcome{Output: map[string]any{"card": card}, Signals: []string{"s"}, CostCents: 3, Tokens: 5}, fail
+			})}}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			env.RegisterActivity(h.attempt)
+			v, err := env.ExecuteActivity(h.attempt, attemptCall{AdapterID: "adp", Call: &gateway.Call{Capability: "c"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var aa attemptAnswer
+			if err := v.Get(&aa); err != nil {
+				t.Fatal(err)
+			}
+			if aa.Outcome == nil || aa.Outcome.CostCents != 3 || aa.Outcome.Tokens != 5 || aa.Outcome.Output != nil || aa.Outcome.Signals != nil {
+				t.Errorf("the answer's outcome = %+v, want its cost and tokens only", aa.Outcome)
+			}
+		})
+	}
+}
