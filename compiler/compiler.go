@@ -18,7 +18,6 @@ import (
 	"github.com/contextos/contextos/internal/ontology"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/internal/problem"
-	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -463,7 +462,7 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		intent = req.Input.Intent
 	}
 	if !slices.Contains(p.intents, intent) {
-		return nil, fail(4, ErrIntent, nil, "intent %q is not served by the pack (serves %v)", callerText(intent), p.intents)
+		return nil, fail(4, ErrIntent, nil, "intent %q is not served by the pack (serves %v)", problem.Quote(intent), p.intents)
 	}
 	// Stage 5: guardrails and policy.
 	res, err := p.engine.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
@@ -946,13 +945,4 @@ func clipID(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// callerText is a caller's free text fit for an error message: a
-// credential or card number in it redacted, then clipped (problem.Clip).
-func callerText(s string) string {
-	if out, changed := sensitive.Redact(s, sensitive.Secrets|sensitive.Of(sensitive.Card)); changed {
-		s = out
-	}
-	return problem.Clip(s)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/contextos/contextos/internal/problem"
-	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is.
@@ -141,23 +140,14 @@ func setEnum[T ~string](dst *T, what string, allowed []T, b []byte) error {
 	return fmt.Errorf("%s %q is not one of %s", what, clip(string(b)), strings.Join(names, ", "))
 }
 
-// clip bounds a value quoted in a problem message (problem.Clip), a
-// credential or card number in it redacted first: a cut key is a prefix
-// no detector knows (quiet over the message would miss it), and an error
-// that is not a Problem (a key id, a rule name, a pinned ref) is not
-// quieted after.
-func clip(s string) string { return problem.Clip(quiet(s)) }
-
-// quietKinds are what a refusal's message never quotes.
-var quietKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)
+// clip bounds a value quoted in a problem message, a credential or card
+// number in it redacted first (problem.Quote): an error that is not a
+// Problem (a key id, a rule name, a pinned ref) is not quieted after.
+func clip(s string) string { return problem.Quote(s) }
 
 // quiet is a refusal's message with any credential or card number it
-// quotes redacted: a key pasted where an id, a name or a value belongs is
-// refused by the check that reads that member, whose message quotes the
-// member's value (the security gate names the member without it).
-func quiet(msg string) string {
-	if out, changed := sensitive.Redact(msg, quietKinds); changed {
-		return out
-	}
-	return msg
-}
+// quotes redacted (problem.Quiet): a key pasted where an id, a name or a
+// value belongs is refused by the check that reads that member, whose
+// message quotes the member's value (the security gate names the member
+// without it).
+func quiet(msg string) string { return problem.Quiet(msg) }

@@ -32,7 +32,6 @@ import (
 
 	"github.com/contextos/contextos/internal/problem"
 	"github.com/contextos/contextos/internal/schemaerr"
-	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // BaseURL is the prefix of every schema's $id.
@@ -224,9 +223,7 @@ func Validate(name string, data []byte) error {
 	// pattern …"), the caller's text: a credential or card number in it
 	// is shown as [REDACTED].
 	for i := range probs {
-		if out, changed := sensitive.Redact(probs[i].Message, sensitive.Secrets|sensitive.Of(sensitive.Card)); changed {
-			probs[i].Message = out
-		}
+		probs[i].Message = problem.Quiet(probs[i].Message)
 	}
 	return invalid(label, probs, nil)
 }

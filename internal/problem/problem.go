@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/contextos/contextos/internal/sensitive"
 )
 
 // Code names a failure mode. Codes are stable strings (they reach JSON
@@ -103,6 +105,24 @@ func (e *ValidationError) HasAt(code Code, path string) bool {
 
 // maxQuoted bounds a value quoted in a problem message, in bytes.
 const maxQuoted = 64
+
+// Quiet is a refusal's text with any credential or card number in it
+// shown as [REDACTED]: a message that quotes a caller's value never
+// echoes a key pasted into it.
+func Quiet(s string) string {
+	if out, changed := sensitive.Redact(s, quietKinds); changed {
+		return out
+	}
+	return s
+}
+
+// quietKinds are what Quiet redacts.
+var quietKinds = sensitive.Secrets | sensitive.Of(sensitive.Card)
+
+// Quote is a caller's value fit to quote in a message: Quiet, then Clip.
+// The redaction comes first: a key cut short is a prefix no detector
+// knows.
+func Quote(s string) string { return Clip(Quiet(s)) }
 
 // Clip bounds a caller's value quoted in a problem message: at most 64
 // bytes, cut at a rune boundary and marked with "…", so hostile input

@@ -108,3 +108,24 @@ func TestClip(t *testing.T) {
 		})
 	}
 }
+
+// Quote redacts a credential or card number before it cuts: a key cut to
+// 64 bytes is a prefix no detector knows, so the cut alone would leave
+// most of it in the message.
+func TestQuoteRedactsBeforeItClips(t *testing.T) {
+	sendgrid := "SG." + strings.Repeat("a1B2", 5) + "xy." + strings.Repeat("Q9w8", 10) + "zzz"
+	for _, c := range []struct{ in, leak, want string }{
+		{"key " + sendgrid, sendgrid[:16], "key [REDACTED]"},
+		{"card 4111111111111111", "4111111111111111", "card [REDACTED]"},
+		{"support@1.2.0", "", "support@1.2.0"},
+		{strings.Repeat("x", 70), "", strings.Repeat("x", 64) + "…"},
+	} {
+		got := problem.Quote(c.in)
+		if got != c.want || c.leak != "" && strings.Contains(got, c.leak) {
+			t.Errorf("Quote(%.20q…) = %q, want %q", c.in, got, c.want)
+		}
+		if q := problem.Quiet(c.in); c.leak != "" && strings.Contains(q, c.leak) {
+			t.Errorf("Quiet(%.20q…) = %q", c.in, q)
+		}
+	}
+}
