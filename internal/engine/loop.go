@@ -636,9 +636,12 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 			return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic returned an error")}
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
-			// The host critic's reason is free text: it reaches the
-			// verdict event, the next turn's replan reason and the record.
-			hj.Reason, _ = sensitive.Redact(hj.Reason, sensitive.Secrets)
+			// The host critic's reason is free text from outside the run,
+			// as an approver's is (denialReason): it reaches the verdict
+			// event, the next turn's replan reason and the record with
+			// every built-in rule applied, personal data as well as
+			// secrets.
+			hj.Reason, _ = sensitive.Redact(hj.Reason, sensitive.All)
 			j, cont = hj, false
 		}
 	}
