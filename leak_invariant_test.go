@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -31,6 +32,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/gateway/gatewaytest"
 	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // The "nothing sensitive leaks" promise (docs/guarantees.md, "Hostile
@@ -45,7 +47,9 @@ import (
 // controls:
 //
 //   - the request's message, channel and context (flat and nested), the
-//     user's additional claims and the run context's metadata;
+//     user's additional claims, the run context's metadata, the
+//     extension members of both, the trace baggage, and (rarely: it is
+//     refused at validation) an attachment's uri;
 //   - the plans: step arguments, evidence refs, idempotency keys and
 //     attachments, the decision's key, outcome, outputs, rationale,
 //     subject ids and evidence refs, memory proposals' content, and a
@@ -277,6 +281,7 @@ func newLeakPlant(r *rand.Rand, where, kind string) leakPlant {
 // the planner, a tool, the host.
 var leakPlaces = []string{
 	"caller.message", "caller.channel", "caller.context", "caller.context_nested", "caller.claim", "caller.metadata",
+	"caller.extension", "caller.baggage", "caller.attachment_uri",
 	"planner.args", "planner.step_evidence_ref", "planner.idempotency_key", "planner.attachment",
 	"planner.decision_key", "planner.outcome", "planner.outputs", "planner.rationale", "planner.subject_id", "planner.evidence_ref",
 	"planner.memory", "planner.replan", "planner.error", "planner.usage_error",
@@ -389,7 +394,7 @@ var leakCaps = []string{"adp_orders.lookup", "adp_policy.eval", "adp_payments.is
 // leakDisruptive are places whose secret changes what the run does (a
 // plan refused, a decision the critic sends back): planted less often, so
 // most runs go the whole way.
-var leakDisruptive = []string{"planner.decision_key", "planner.outcome", "planner.subject_id", "planner.evidence_ref", "planner.step_evidence_ref", "planner.attachment", "planner.idempotency_key", "planner.replan", "caller.claim"}
+var leakDisruptive = []string{"planner.decision_key", "planner.outcome", "planner.subject_id", "planner.evidence_ref", "planner.step_evidence_ref", "planner.attachment", "planner.idempotency_key", "planner.replan", "caller.claim", "caller.attachment_uri"}
 
 func genLeakScenario(seed, idx uint64) *leakScenario {
 	r := rand.New(rand.NewPCG(seed, idx))
@@ -425,6 +430,9 @@ func genLeakScenario(seed, idx uint64) *leakScenario {
 		chance := 85
 		if slices.Contains(leakDisruptive, where) {
 			chance = 30
+		}
+		if where == "caller.attachment_uri" {
+			chance = 8 // refused at validation: the run ends there
 		}
 		if r.IntN(100) >= chance {
 			continue
@@ -555,6 +563,10 @@ func (p *leakPlanner) Plan(_ context.Context, req *contextos.PlanRequest) (*cont
 	}
 	return pl, nil
 }
+
+// PlannerModel names the planner's model, so each turn has its chat span
+// (its error type and status too).
+func (p *leakPlanner) PlannerModel() (provider, model string) { return "leakco", "leak-1" }
 
 // leakAdapter answers a capability's attempts as the scenario says,
 // planting in every member an outcome and an error can carry.
@@ -837,6 +849,20 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 		req.User.Claims = map[string]json.RawMessage{"note": b}
 		rc.User.Claims = req.User.Claims
 	}
+	if v := sc.plant("caller.extension"); v != "" {
+		b, _ := json.Marshal(map[string]any{"note": v})
+		req.Extensions = map[string]json.RawMessage{"x_host_note": b}
+		rc.Extensions = map[string]json.RawMessage{"x_host_note": b}
+	}
+	if v := sc.plant("caller.baggage"); v != "" {
+		req.Trace.Baggage = "userId=alice,note=" + url.PathEscape(v)
+		hdr := req.Trace.Headers()
+		rc.TraceContext = &hdr
+	}
+	if v := sc.plant("caller.attachment_uri"); v != "" {
+		req.Attachments = []runcontext.Attachment{{ArtifactID: "att_1", MediaType: "text/plain",
+			SHA256: strings.Repeat("ab", 32), URI: "https://files.example.com/a.txt?note=" + url.QueryEscape(v)}}
+	}
 	if v := sc.plant("caller.metadata"); v != "" {
 		rc.Metadata = map[string]any{"deploy": map[string]any{"note": v}}
 	}
@@ -903,10 +929,10 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 		done <- answerT{res, err}
 	}()
 	var res *contextos.Result
-	var frozen bool
+	var frozen, refused bool
 	select {
 	case a := <-done:
-		res = a.res
+		res, refused = a.res, a.err != nil
 	case <-planner.entered:
 		frozen = true
 	}
@@ -979,7 +1005,9 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	surf.add("log", logs.String())
 	surf.add("span", leakSpans(spans.GetSpans()))
 	surf.add("metric", leakMetrics(t, reader))
-	if surf.n["checkpoint"] == 0 || surf.n["record"] == 0 || len(spans.GetSpans()) == 0 {
+	if refused {
+		stats["refused"]++
+	} else if surf.n["checkpoint"] == 0 || surf.n["record"] == 0 || len(spans.GetSpans()) == 0 {
 		t.Fatalf("%v surfaces, %d spans: the run left too little to check", surf.n, len(spans.GetSpans()))
 	}
 
