@@ -703,7 +703,7 @@ func leakSpans(spans tracetest.SpanStubs) string {
 	var b strings.Builder
 	attrs := func(kvs []attribute.KeyValue) {
 		for _, a := range kvs {
-			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 		}
 	}
 	for _, sp := range spans {
@@ -731,7 +731,7 @@ func leakMetrics(t *testing.T, r *sdkmetric.ManualReader) string {
 	var b strings.Builder
 	set := func(s attribute.Set) {
 		for _, a := range s.ToSlice() {
-			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 		}
 	}
 	for _, sm := range rm.ScopeMetrics {
