@@ -67,7 +67,8 @@ import (
 // Every surface is scanned: each result and error returned, every stream
 // event, every planner request (what the model is sent), every decision
 // record stored, the transcript, every replay packet saved (its JSON) and
-// as the store returns it, every checkpoint saved, the memory proposals
+// as the store returns it, the report of each packet's replay (a diff
+// quotes what differs), every checkpoint saved, the memory proposals
 // stored, the log lines (debug), the spans (names, attributes, events,
 // status, links), the metrics (names and attribute sets), the pause
 // hook's payloads and the pending-approvals listing of each pause.
@@ -1000,6 +1001,15 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 			t.Fatalf("packet %s: %v", id, err)
 		}
 		surf.add("packet", p)
+		// A replay's report (its diffs quote what differs) is a surface
+		// too; the host critic counts its calls, so a replay may differ.
+		rep, err := h.Runtime.Replay(ctx, p)
+		if err != nil {
+			surf.add("error", err.Error())
+		} else {
+			surf.add("replay report", rep)
+			stats["replays_"+string(rep.Status)]++
+		}
 	}
 	surf.add("memory", mem.Proposals())
 	surf.add("log", logs.String())
