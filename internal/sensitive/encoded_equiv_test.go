@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The encoded detector is held to its reference (encoded_ref_test.go, a
@@ -412,6 +414,36 @@ func TestEncodedByteTablesMatchReference(t *testing.T) {
 		wv, wok := refB64val(b)
 		if gok != wok || gok && gv != wv || isB64(b) != refIsB64(b) || textByte(b) != refTextByte(b) || isSpace(b) != refIsSpace(b) {
 			t.Errorf("byte %#x: b64val %d %v, isB64 %v, textByte %v; reference %d %v, %v, %v", b, gv, gok, isB64(b), textByte(b), wv, wok, refIsB64(b), refTextByte(b))
+		}
+	}
+}
+
+// printableAt answers as utf8.DecodeRune and unicode.IsPrint, for every
+// lead and second byte, alone, followed by every continuation byte, and
+// for random tails.
+func TestPrintableAtMatchesDecodeRune(t *testing.T) {
+	want := func(b []byte) int {
+		if r, n := utf8.DecodeRune(b); r != utf8.RuneError && unicode.IsPrint(r) {
+			return n
+		}
+		return 0
+	}
+	check := func(b []byte) {
+		if got, w := printableAt(b, 0), want(b); got != w {
+			t.Fatalf("printableAt(%q) = %d, DecodeRune and IsPrint %d", b, got, w)
+		}
+	}
+	r := rand.New(rand.NewPCG(37, 4))
+	for c0 := 0x80; c0 < 0x100; c0++ {
+		check([]byte{byte(c0)})
+		for c1 := range 0x100 {
+			check([]byte{byte(c0), byte(c1)})
+			for c2 := 0x80; c2 < 0xC0; c2++ {
+				check([]byte{byte(c0), byte(c1), byte(c2)})
+				check([]byte{byte(c0), byte(c1), byte(c2), 0x80 + byte(r.IntN(0x40))})
+				check([]byte{byte(c0), byte(c1), byte(c2), byte(r.UintN(256)), byte(r.UintN(256))})
+			}
+			check([]byte{byte(c0), byte(c1), byte(r.UintN(256)), byte(r.UintN(256))})
 		}
 	}
 }
