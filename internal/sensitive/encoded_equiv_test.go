@@ -157,6 +157,11 @@ func checkEncodedEquiv(t *testing.T, s string) {
 			checkBytesEquiv(t, got)
 		}
 	}
+	got, gok := decodeBase64(s, nil)
+	want, wok := refDecodeBase64(s, nil)
+	if !bytes.Equal(got, want) || gok != wok {
+		t.Fatalf("decodeBase64(%q) = %q %v, reference %q %v", s, got, gok, want, wok)
+	}
 }
 
 // checkBytesEquiv compares the readings of bytes.
@@ -180,6 +185,10 @@ func checkBytesEquiv(t *testing.T, b []byte) {
 		wf, wok := refDetectBytesAll(b, set)
 		if gf != wf || gok != wok {
 			t.Fatalf("DetectBytes(%q, %b) = %v %v, reference %v %v", b, set, gf, gok, wf, wok)
+		}
+		// The reference's own DetectBytes: its text views, Detect now.
+		if wf, wok := refDetectBytes(b, set); gf != wf || gok != wok {
+			t.Fatalf("DetectBytes(%q, %b) = %v %v, reference text views %v %v", b, set, gf, gok, wf, wok)
 		}
 	}
 }
