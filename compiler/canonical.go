@@ -90,7 +90,7 @@ func (e ledgerEncoding) append(dst []byte) (_ []byte, err error) {
 		return nil, err
 	}
 	dst = append(dst, `,"truncated_buckets":`...)
-	dst = appendStrings(dst, l.Budget.TruncatedBuckets)
+	dst = canon.AppendStrings(dst, l.Budget.TruncatedBuckets)
 	dst = append(dst, '}')
 	if l.CompiledContextHash != "" {
 		dst = canon.AppendString(append(dst, `,"compiled_context_hash":`...), l.CompiledContextHash)
@@ -101,7 +101,7 @@ func (e ledgerEncoding) append(dst []byte) (_ []byte, err error) {
 	if l.Environment != nil {
 		dst = appendEnvironment(append(dst, `,"environment":`...), l.Environment)
 	}
-	dst = appendStrings(append(dst, `,"evidence_refs":`...), l.EvidenceRefs)
+	dst = canon.AppendStrings(append(dst, `,"evidence_refs":`...), l.EvidenceRefs)
 	dst = append(dst, `,"guardrails_raised":`...)
 	dst = appendRaised(dst, &l.GuardrailsRaised)
 	dst = appendInputs(append(dst, `,"inputs":`...), &l.Inputs)
@@ -109,7 +109,7 @@ func (e ledgerEncoding) append(dst []byte) (_ []byte, err error) {
 	if !e.noLedgerHash && l.LedgerHash != "" {
 		dst = canon.AppendString(append(dst, `,"ledger_hash":`...), l.LedgerHash)
 	}
-	dst = appendStrings(append(dst, `,"memory_refs":`...), l.MemoryRefs)
+	dst = canon.AppendStrings(append(dst, `,"memory_refs":`...), l.MemoryRefs)
 	if len(l.Omissions) > 0 {
 		if dst, err = appendSlice(append(dst, `,"omissions":`...), l.Omissions, appendOmission); err != nil {
 			return nil, err
@@ -120,7 +120,7 @@ func (e ledgerEncoding) append(dst []byte) (_ []byte, err error) {
 	if dst, err = appendSlice(append(dst, `,"packs":`...), l.Packs, appendLedgerPack); err != nil {
 		return nil, err
 	}
-	dst = appendStrings(append(dst, `,"policy_bundles":`...), l.PolicyBundles)
+	dst = canon.AppendStrings(append(dst, `,"policy_bundles":`...), l.PolicyBundles)
 	if dst, err = appendSlice(append(dst, `,"policy_results":`...), l.PolicyResults, appendDecision); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (e ledgerEncoding) append(dst []byte) (_ []byte, err error) {
 	dst = canon.AppendString(append(dst, `,"run_id":`...), l.RunID)
 	dst = canon.AppendString(append(dst, `,"safety_mode":`...), l.SafetyMode)
 	dst = canon.AppendString(append(dst, `,"tenant_id":`...), l.TenantID)
-	dst = appendStrings(append(dst, `,"tools":`...), l.Tools)
+	dst = canon.AppendStrings(append(dst, `,"tools":`...), l.Tools)
 	if len(l.ToolsWithheld) > 0 {
 		if dst, err = appendSlice(append(dst, `,"tools_withheld":`...), l.ToolsWithheld, appendWithheld); err != nil {
 			return nil, err
@@ -154,21 +154,6 @@ func appendSlice[T any](dst []byte, s []T, f func([]byte, *T) ([]byte, error)) (
 		}
 	}
 	return append(dst, ']'), nil
-}
-
-// appendStrings writes a []string (nil as null).
-func appendStrings(dst []byte, s []string) []byte {
-	if s == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, x := range s {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = canon.AppendString(dst, x)
-	}
-	return append(dst, ']')
 }
 
 // appendMap writes a map with string keys (nil as null), members in
@@ -205,7 +190,9 @@ func appendIntValue(dst []byte, i int) ([]byte, error) { return canon.AppendInt(
 
 func appendBoolValue(dst []byte, b bool) ([]byte, error) { return canon.AppendBool(dst, b), nil }
 
-func appendStringsValue(dst []byte, s []string) ([]byte, error) { return appendStrings(dst, s), nil }
+func appendStringsValue(dst []byte, s []string) ([]byte, error) {
+	return canon.AppendStrings(dst, s), nil
+}
 
 // appendApprovalMode writes m through its MarshalText, as canon does (an
 // unknown mode is an error).
@@ -237,7 +224,7 @@ func appendBudgetReport(dst []byte, r *BudgetReport) (_ []byte, err error) {
 		return nil, err
 	}
 	if len(r.Warnings) > 0 {
-		dst = appendStrings(append(dst, `,"warnings":`...), r.Warnings)
+		dst = canon.AppendStrings(append(dst, `,"warnings":`...), r.Warnings)
 	}
 	return append(dst, '}'), nil
 }
@@ -261,7 +248,7 @@ func appendContextBlock(dst []byte, b *ContextBlock) (_ []byte, err error) {
 		return nil, err
 	}
 	if len(b.ProvenanceRefs) > 0 {
-		dst = appendStrings(append(dst, `,"provenance_refs":`...), b.ProvenanceRefs)
+		dst = canon.AppendStrings(append(dst, `,"provenance_refs":`...), b.ProvenanceRefs)
 	}
 	if b.Truncated {
 		dst = append(dst, `,"truncated":true`...)
@@ -296,13 +283,13 @@ func appendEvidenceEntry(dst []byte, e *EvidenceManifestEntry) ([]byte, error) {
 
 func appendPolicyEntry(dst []byte, e *PolicyManifestEntry) ([]byte, error) {
 	dst = canon.AppendString(append(dst, `{"bundle_id":`...), e.BundleID)
-	dst = appendStrings(append(dst, `,"rule_ids":`...), e.RuleIDs)
+	dst = canon.AppendStrings(append(dst, `,"rule_ids":`...), e.RuleIDs)
 	return append(dst, '}'), nil
 }
 
 func appendToolEntry(dst []byte, e *ToolManifestEntry) (_ []byte, err error) {
 	dst = canon.AppendString(append(dst, `{"adapter_id":`...), e.AdapterID)
-	dst = appendStrings(append(dst, `,"capabilities":`...), e.Capabilities)
+	dst = canon.AppendStrings(append(dst, `,"capabilities":`...), e.Capabilities)
 	if len(e.CapabilityMetadata) > 0 {
 		if dst, err = appendMap(append(dst, `,"capability_metadata":`...), e.CapabilityMetadata, appendCapabilityMetadata); err != nil {
 			return nil, err
@@ -350,17 +337,17 @@ func appendCapabilityMetadata(dst []byte, m CapabilityMetadata) (_ []byte, err e
 }
 
 func appendRuntimeControls(dst []byte, r *RuntimeControls) []byte {
-	dst = appendStrings(append(dst, `{"approval_gates_active":`...), r.ApprovalGatesActive)
-	dst = appendStrings(append(dst, `,"must_escalate":`...), r.MustEscalate)
-	dst = appendStrings(append(dst, `,"must_refuse":`...), r.MustRefuse)
-	dst = appendStrings(append(dst, `,"redaction_rules_active":`...), r.RedactionRulesActive)
+	dst = canon.AppendStrings(append(dst, `{"approval_gates_active":`...), r.ApprovalGatesActive)
+	dst = canon.AppendStrings(append(dst, `,"must_escalate":`...), r.MustEscalate)
+	dst = canon.AppendStrings(append(dst, `,"must_refuse":`...), r.MustRefuse)
+	dst = canon.AppendStrings(append(dst, `,"redaction_rules_active":`...), r.RedactionRulesActive)
 	return append(dst, '}')
 }
 
 func appendGate(dst []byte, g *policy.Gate) (_ []byte, err error) {
 	dst = append(dst, '{')
 	if len(g.ActivatedBy) > 0 {
-		dst = appendStrings(append(dst, `"activated_by":`...), g.ActivatedBy)
+		dst = canon.AppendStrings(append(dst, `"activated_by":`...), g.ActivatedBy)
 		dst = append(dst, ',')
 	}
 	dst = canon.AppendBool(append(dst, `"active":`...), g.Active)
@@ -376,8 +363,8 @@ func appendGate(dst []byte, g *policy.Gate) (_ []byte, err error) {
 }
 
 func appendRaised(dst []byte, r *policy.Raised) []byte {
-	dst = appendStrings(append(dst, `{"must_escalate":`...), r.MustEscalate)
-	dst = appendStrings(append(dst, `,"must_refuse":`...), r.MustRefuse)
+	dst = canon.AppendStrings(append(dst, `{"must_escalate":`...), r.MustEscalate)
+	dst = canon.AppendStrings(append(dst, `,"must_refuse":`...), r.MustRefuse)
 	return append(dst, '}')
 }
 
@@ -405,7 +392,7 @@ func appendDecision(dst []byte, d *policy.Decision) (_ []byte, err error) {
 	dst = canon.AppendString(append(dst, `,"outcome":`...), string(d.Outcome))
 	dst = canon.AppendString(append(dst, `,"policy_decision_id":`...), d.PolicyDecisionID)
 	if len(d.Raise) > 0 {
-		dst = appendStrings(append(dst, `,"raise":`...), d.Raise)
+		dst = canon.AppendStrings(append(dst, `,"raise":`...), d.Raise)
 	}
 	if d.Rationale != "" {
 		dst = canon.AppendString(append(dst, `,"rationale":`...), d.Rationale)
@@ -414,7 +401,7 @@ func appendDecision(dst []byte, d *policy.Decision) (_ []byte, err error) {
 		dst = canon.AppendString(append(dst, `,"reason":`...), d.Reason)
 	}
 	if len(d.Requires) > 0 {
-		dst = appendStrings(append(dst, `,"requires":`...), d.Requires)
+		dst = canon.AppendStrings(append(dst, `,"requires":`...), d.Requires)
 	}
 	if d.RequiresApprovalGate != "" {
 		dst = canon.AppendString(append(dst, `,"requires_approval_gate":`...), d.RequiresApprovalGate)
@@ -431,7 +418,7 @@ func appendEnvironment(dst []byte, e *LedgerEnvironment) []byte {
 		sep = ','
 	}
 	if len(e.Defaulted) > 0 {
-		dst = appendStrings(append(append(dst, sep), `"defaulted":`...), e.Defaulted)
+		dst = canon.AppendStrings(append(append(dst, sep), `"defaulted":`...), e.Defaulted)
 		sep = ','
 	}
 	if e.Locale != "" {
@@ -480,7 +467,7 @@ func appendOmission(dst []byte, o *Omission) (_ []byte, err error) {
 	dst = canon.AppendString(append(dst, `,"reason":`...), o.Reason)
 	dst = canon.AppendString(append(dst, `,"ref":`...), o.Ref)
 	if len(o.SourceRefs) > 0 {
-		dst = appendStrings(append(dst, `,"source_refs":`...), o.SourceRefs)
+		dst = canon.AppendStrings(append(dst, `,"source_refs":`...), o.SourceRefs)
 	}
 	return append(dst, '}'), nil
 }

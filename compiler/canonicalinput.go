@@ -49,205 +49,136 @@ func (e runContextEncoding) AppendCanonical(dst []byte) ([]byte, error) {
 	return out, nil
 }
 
-// objectWriter writes one JSON object's members in the order given (the
-// callers give them in canonical order); the first error is kept and ends
-// the writing.
-type objectWriter struct {
-	b   []byte
-	sep byte
-	err error
-}
-
-func newObject(dst []byte) objectWriter { return objectWriter{b: dst, sep: '{'} }
-
-func (o *objectWriter) name(n string) {
-	o.b = append(o.b, o.sep, '"')
-	o.b = append(append(o.b, n...), '"', ':')
-	o.sep = ','
-}
-
-func (o *objectWriter) str(n, v string) {
-	o.name(n)
-	o.b = canon.AppendString(o.b, v)
-}
-
-// strOmit writes a string member tagged omitempty.
-func (o *objectWriter) strOmit(n, v string) {
-	if v != "" {
-		o.str(n, v)
-	}
-}
-
-func (o *objectWriter) int(n string, v int64) {
-	if o.err != nil {
-		return
-	}
-	o.name(n)
-	o.b, o.err = canon.AppendInt(o.b, v)
-}
-
-func (o *objectWriter) float(n string, v float64) {
-	if o.err != nil {
-		return
-	}
-	o.name(n)
-	o.b, o.err = canon.AppendFloat(o.b, v)
-}
-
-func (o *objectWriter) strings(n string, v []string) {
-	o.name(n)
-	o.b = appendStrings(o.b, v)
-}
-
-// with writes member n's value by f.
-func (o *objectWriter) with(n string, f func(dst []byte) ([]byte, error)) {
-	if o.err != nil {
-		return
-	}
-	o.name(n)
-	o.b, o.err = f(o.b)
-}
-
-func (o *objectWriter) end() ([]byte, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	if o.sep == '{' {
-		return append(o.b, '{', '}'), nil
-	}
-	return append(o.b, '}'), nil
-}
-
 func appendRequest(dst []byte, r *runcontext.InvokeRequest) ([]byte, error) {
-	o := newObject(dst)
-	o.with("agent", func(b []byte) ([]byte, error) { return appendAgent(b, &r.Agent) })
+	o := canon.NewObject(dst)
+	o.With(`"agent":`, func(b []byte) ([]byte, error) { return appendAgent(b, &r.Agent) })
 	if len(r.Attachments) > 0 {
-		o.with("attachments", func(b []byte) ([]byte, error) { return appendSlice(b, r.Attachments, appendAttachment) })
+		o.With(`"attachments":`, func(b []byte) ([]byte, error) { return appendSlice(b, r.Attachments, appendAttachment) })
 	}
-	o.strings("context_pack_refs", r.ContextPackRefs)
-	o.with("input", func(b []byte) ([]byte, error) { return appendInput(b, &r.Input) })
-	o.str("mode", string(r.Mode))
-	o.str("request_id", r.RequestID)
-	o.with("runtime", func(b []byte) ([]byte, error) { return appendHints(b, &r.Runtime) })
-	o.strOmit("session_id", r.SessionID)
-	o.str("tenant_id", r.TenantID)
-	o.with("trace", func(b []byte) ([]byte, error) { return appendTrace(b, &r.Trace), nil })
-	o.with("user", func(b []byte) ([]byte, error) { return appendUser(b, &r.User) })
-	return o.end()
+	o.Strings(`"context_pack_refs":`, r.ContextPackRefs)
+	o.With(`"input":`, func(b []byte) ([]byte, error) { return appendInput(b, &r.Input) })
+	o.Str(`"mode":`, string(r.Mode))
+	o.Str(`"request_id":`, r.RequestID)
+	o.With(`"runtime":`, func(b []byte) ([]byte, error) { return appendHints(b, &r.Runtime) })
+	o.StrOmit(`"session_id":`, r.SessionID)
+	o.Str(`"tenant_id":`, r.TenantID)
+	o.With(`"trace":`, func(b []byte) ([]byte, error) { return appendTrace(b, &r.Trace), nil })
+	o.With(`"user":`, func(b []byte) ([]byte, error) { return appendUser(b, &r.User) })
+	return o.Close()
 }
 
 func appendRunContext(dst []byte, rc *runcontext.RunContext) ([]byte, error) {
-	o := newObject(dst)
-	o.with("agent", func(b []byte) ([]byte, error) { return appendAgent(b, &rc.Agent) })
-	o.strOmit("intent", rc.Intent)
-	o.strOmit("locale", rc.Locale)
+	o := canon.NewObject(dst)
+	o.With(`"agent":`, func(b []byte) ([]byte, error) { return appendAgent(b, &rc.Agent) })
+	o.StrOmit(`"intent":`, rc.Intent)
+	o.StrOmit(`"locale":`, rc.Locale)
 	if len(rc.Metadata) > 0 {
-		o.with("metadata", func(b []byte) ([]byte, error) { return canon.AppendValue(b, rc.Metadata) })
+		o.With(`"metadata":`, func(b []byte) ([]byte, error) { return canon.AppendValue(b, rc.Metadata) })
 	}
-	o.with("run_budget", func(b []byte) ([]byte, error) { return appendRunBudget(b, &rc.RunBudget) })
-	o.str("run_id", rc.RunID)
-	o.with("safety_mode", func(b []byte) ([]byte, error) { return appendApprovalMode(b, rc.SafetyMode) })
-	o.strOmit("session_id", rc.SessionID)
-	o.str("tenant_id", rc.TenantID)
+	o.With(`"run_budget":`, func(b []byte) ([]byte, error) { return appendRunBudget(b, &rc.RunBudget) })
+	o.Str(`"run_id":`, rc.RunID)
+	o.With(`"safety_mode":`, func(b []byte) ([]byte, error) { return appendApprovalMode(b, rc.SafetyMode) })
+	o.StrOmit(`"session_id":`, rc.SessionID)
+	o.Str(`"tenant_id":`, rc.TenantID)
 	if tc := rc.TraceContext; tc != nil {
-		o.name("trace_context")
-		t := newObject(o.b)
-		t.strOmit("baggage", tc.Baggage)
-		t.str("traceparent", tc.TraceParent)
-		t.strOmit("tracestate", tc.TraceState)
-		o.b, _ = t.end()
+		o.Key(`"trace_context":`)
+		t := canon.NewObject(o.B)
+		t.StrOmit(`"baggage":`, tc.Baggage)
+		t.Str(`"traceparent":`, tc.TraceParent)
+		t.StrOmit(`"tracestate":`, tc.TraceState)
+		o.B, _ = t.Close()
 	}
-	o.str("trace_id", rc.TraceID)
-	o.with("user", func(b []byte) ([]byte, error) { return appendUser(b, &rc.User) })
-	return o.end()
+	o.Str(`"trace_id":`, rc.TraceID)
+	o.With(`"user":`, func(b []byte) ([]byte, error) { return appendUser(b, &rc.User) })
+	return o.Close()
 }
 
 func appendUser(dst []byte, u *runcontext.UserClaims) ([]byte, error) {
 	if len(u.Claims) > 0 {
 		return canon.AppendValue(dst, u)
 	}
-	o := newObject(dst)
+	o := canon.NewObject(dst)
 	if d := u.Delegation; d != nil {
-		o.name("delegation")
-		t := newObject(o.b)
-		t.str("auth_type", string(d.AuthType))
-		t.strings("scopes", d.Scopes)
-		t.str("subject", d.Subject)
-		t.strOmit("token_ref", d.TokenRef)
-		o.b, _ = t.end()
+		o.Key(`"delegation":`)
+		t := canon.NewObject(o.B)
+		t.Str(`"auth_type":`, string(d.AuthType))
+		t.Strings(`"scopes":`, d.Scopes)
+		t.Str(`"subject":`, d.Subject)
+		t.StrOmit(`"token_ref":`, d.TokenRef)
+		o.B, _ = t.Close()
 	}
-	o.strOmit("role", u.Role)
+	o.StrOmit(`"role":`, u.Role)
 	if u.TenureDays != nil {
-		o.int("tenure_days", int64(*u.TenureDays))
+		o.Int(`"tenure_days":`, int64(*u.TenureDays))
 	}
-	o.str("user_id", u.UserID)
-	return o.end()
+	o.Str(`"user_id":`, u.UserID)
+	return o.Close()
 }
 
 func appendAgent(dst []byte, a *runcontext.AgentIdentity) ([]byte, error) {
-	o := newObject(dst)
-	o.strOmit("agent_id", a.AgentID)
-	o.str("agent_urn", a.AgentURN)
+	o := canon.NewObject(dst)
+	o.StrOmit(`"agent_id":`, a.AgentID)
+	o.Str(`"agent_urn":`, a.AgentURN)
 	if c := a.IdentityClaim; c != nil {
-		o.with("identity_claim", func(b []byte) ([]byte, error) { return appendClaim(b, c) })
+		o.With(`"identity_claim":`, func(b []byte) ([]byte, error) { return appendClaim(b, c) })
 	}
-	o.strOmit("lifecycle", string(a.Lifecycle))
+	o.StrOmit(`"lifecycle":`, string(a.Lifecycle))
 	if len(a.PrincipalChain) > 0 {
-		o.with("principal_chain", func(b []byte) ([]byte, error) { return appendSlice(b, a.PrincipalChain, appendPrincipal) })
+		o.With(`"principal_chain":`, func(b []byte) ([]byte, error) { return appendSlice(b, a.PrincipalChain, appendPrincipal) })
 	}
-	o.strOmit("role", a.Role)
-	o.strOmit("token_ref", a.TokenRef)
-	o.str("workload_identity", a.WorkloadIdentity)
-	return o.end()
+	o.StrOmit(`"role":`, a.Role)
+	o.StrOmit(`"token_ref":`, a.TokenRef)
+	o.Str(`"workload_identity":`, a.WorkloadIdentity)
+	return o.Close()
 }
 
 func appendClaim(dst []byte, c *runcontext.IdentityClaim) ([]byte, error) {
-	o := newObject(dst)
-	o.strOmit("aud", c.Aud)
-	o.str("claim_hash", c.ClaimHash)
-	o.int("exp", c.Exp)
-	o.str("iss", c.Iss)
-	o.str("kid", c.Kid)
-	o.int("nbf", c.Nbf)
-	o.with("principal_chain", func(b []byte) ([]byte, error) { return appendSlice(b, c.PrincipalChain, appendPrincipal) })
-	o.str("run_id", c.RunID)
-	o.strings("scopes", c.Scopes)
-	o.strOmit("session_id", c.SessionID)
-	o.strOmit("sig", c.Sig)
-	o.str("sub", c.Sub)
-	o.str("tenant_id", c.TenantID)
-	o.str("version", c.Version)
-	return o.end()
+	o := canon.NewObject(dst)
+	o.StrOmit(`"aud":`, c.Aud)
+	o.Str(`"claim_hash":`, c.ClaimHash)
+	o.Int(`"exp":`, c.Exp)
+	o.Str(`"iss":`, c.Iss)
+	o.Str(`"kid":`, c.Kid)
+	o.Int(`"nbf":`, c.Nbf)
+	o.With(`"principal_chain":`, func(b []byte) ([]byte, error) { return appendSlice(b, c.PrincipalChain, appendPrincipal) })
+	o.Str(`"run_id":`, c.RunID)
+	o.Strings(`"scopes":`, c.Scopes)
+	o.StrOmit(`"session_id":`, c.SessionID)
+	o.StrOmit(`"sig":`, c.Sig)
+	o.Str(`"sub":`, c.Sub)
+	o.Str(`"tenant_id":`, c.TenantID)
+	o.Str(`"version":`, c.Version)
+	return o.Close()
 }
 
 func appendPrincipal(dst []byte, p *runcontext.Principal) ([]byte, error) {
-	o := newObject(dst)
-	o.strOmit("display", p.Display)
-	o.str("id", p.ID)
-	o.str("kind", string(p.Kind))
-	o.strOmit("tenant_id", p.TenantID)
-	return o.end()
+	o := canon.NewObject(dst)
+	o.StrOmit(`"display":`, p.Display)
+	o.Str(`"id":`, p.ID)
+	o.Str(`"kind":`, string(p.Kind))
+	o.StrOmit(`"tenant_id":`, p.TenantID)
+	return o.Close()
 }
 
 func appendAttachment(dst []byte, a *runcontext.Attachment) ([]byte, error) {
-	o := newObject(dst)
-	o.str("artifact_id", a.ArtifactID)
-	o.str("media_type", a.MediaType)
-	o.str("sha256", a.SHA256)
-	o.str("uri", a.URI)
-	return o.end()
+	o := canon.NewObject(dst)
+	o.Str(`"artifact_id":`, a.ArtifactID)
+	o.Str(`"media_type":`, a.MediaType)
+	o.Str(`"sha256":`, a.SHA256)
+	o.Str(`"uri":`, a.URI)
+	return o.Close()
 }
 
 func appendInput(dst []byte, in *runcontext.Input) ([]byte, error) {
-	o := newObject(dst)
-	o.strOmit("channel", in.Channel)
+	o := canon.NewObject(dst)
+	o.StrOmit(`"channel":`, in.Channel)
 	if len(in.Context) > 0 {
-		o.with("context", func(b []byte) ([]byte, error) { return canon.AppendValue(b, in.Context) })
+		o.With(`"context":`, func(b []byte) ([]byte, error) { return canon.AppendValue(b, in.Context) })
 	}
-	o.str("intent", in.Intent)
-	o.strOmit("locale", in.Locale)
-	o.str("message", in.Message)
-	return o.end()
+	o.Str(`"intent":`, in.Intent)
+	o.StrOmit(`"locale":`, in.Locale)
+	o.Str(`"message":`, in.Message)
+	return o.Close()
 }
 
 func appendBucketTokens(dst []byte, m map[runcontext.Bucket]int) ([]byte, error) {
@@ -255,66 +186,66 @@ func appendBucketTokens(dst []byte, m map[runcontext.Bucket]int) ([]byte, error)
 }
 
 func appendHints(dst []byte, h *runcontext.RuntimeHints) ([]byte, error) {
-	o := newObject(dst)
+	o := canon.NewObject(dst)
 	if len(h.BucketTokens) > 0 {
-		o.with("bucket_tokens", func(b []byte) ([]byte, error) { return appendBucketTokens(b, h.BucketTokens) })
+		o.With(`"bucket_tokens":`, func(b []byte) ([]byte, error) { return appendBucketTokens(b, h.BucketTokens) })
 	}
 	if h.MaxCostCents != nil {
-		o.float("max_cost_cents", *h.MaxCostCents)
+		o.Float(`"max_cost_cents":`, *h.MaxCostCents)
 	}
 	if h.MaxPayloadBytes != nil {
-		o.int("max_payload_bytes", *h.MaxPayloadBytes)
+		o.Int(`"max_payload_bytes":`, *h.MaxPayloadBytes)
 	}
 	if h.MaxReplanAttempts != nil {
-		o.int("max_replan_attempts", int64(*h.MaxReplanAttempts))
+		o.Int(`"max_replan_attempts":`, int64(*h.MaxReplanAttempts))
 	}
 	if h.MaxSessionDurationMS != nil {
-		o.int("max_session_duration_ms", *h.MaxSessionDurationMS)
+		o.Int(`"max_session_duration_ms":`, *h.MaxSessionDurationMS)
 	}
 	if h.MaxToolCalls != nil {
-		o.int("max_tool_calls", int64(*h.MaxToolCalls))
+		o.Int(`"max_tool_calls":`, int64(*h.MaxToolCalls))
 	}
 	if h.PlanTimeoutMS != nil {
-		o.int("plan_timeout_ms", *h.PlanTimeoutMS)
+		o.Int(`"plan_timeout_ms":`, *h.PlanTimeoutMS)
 	}
 	if h.TotalTokens != nil {
-		o.int("total_tokens", int64(*h.TotalTokens))
+		o.Int(`"total_tokens":`, int64(*h.TotalTokens))
 	}
 	if h.WallClockMS != nil {
-		o.int("wall_clock_ms", *h.WallClockMS)
+		o.Int(`"wall_clock_ms":`, *h.WallClockMS)
 	}
-	return o.end()
+	return o.Close()
 }
 
 func appendRunBudget(dst []byte, rb *runcontext.RunBudget) ([]byte, error) {
-	o := newObject(dst)
+	o := canon.NewObject(dst)
 	if len(rb.BucketTokens) > 0 {
-		o.with("bucket_tokens", func(b []byte) ([]byte, error) { return appendBucketTokens(b, rb.BucketTokens) })
+		o.With(`"bucket_tokens":`, func(b []byte) ([]byte, error) { return appendBucketTokens(b, rb.BucketTokens) })
 	}
-	o.float("max_cost_cents", rb.MaxCostCents)
+	o.Float(`"max_cost_cents":`, rb.MaxCostCents)
 	if rb.MaxPayloadBytes != 0 {
-		o.int("max_payload_bytes", rb.MaxPayloadBytes)
+		o.Int(`"max_payload_bytes":`, rb.MaxPayloadBytes)
 	}
-	o.int("max_replan_attempts", int64(rb.MaxReplanAttempts))
+	o.Int(`"max_replan_attempts":`, int64(rb.MaxReplanAttempts))
 	if rb.MaxSessionDurationMS != 0 {
-		o.int("max_session_duration_ms", rb.MaxSessionDurationMS)
+		o.Int(`"max_session_duration_ms":`, rb.MaxSessionDurationMS)
 	}
-	o.int("max_tool_calls", int64(rb.MaxToolCalls))
+	o.Int(`"max_tool_calls":`, int64(rb.MaxToolCalls))
 	if rb.PlanTimeoutMS != 0 {
-		o.int("plan_timeout_ms", rb.PlanTimeoutMS)
+		o.Int(`"plan_timeout_ms":`, rb.PlanTimeoutMS)
 	}
-	o.int("total_tokens", int64(rb.TotalTokens))
-	o.int("wall_clock_ms", rb.WallClockMS)
-	return o.end()
+	o.Int(`"total_tokens":`, int64(rb.TotalTokens))
+	o.Int(`"wall_clock_ms":`, rb.WallClockMS)
+	return o.Close()
 }
 
 func appendTrace(dst []byte, t *runcontext.Trace) []byte {
-	o := newObject(dst)
-	o.strOmit("baggage", t.Baggage)
-	o.str("span_id", t.SpanID)
-	o.strOmit("trace_flags", t.TraceFlags)
-	o.str("trace_id", t.TraceID)
-	o.strOmit("tracestate", t.TraceState)
-	b, _ := o.end()
+	o := canon.NewObject(dst)
+	o.StrOmit(`"baggage":`, t.Baggage)
+	o.Str(`"span_id":`, t.SpanID)
+	o.StrOmit(`"trace_flags":`, t.TraceFlags)
+	o.Str(`"trace_id":`, t.TraceID)
+	o.StrOmit(`"tracestate":`, t.TraceState)
+	b, _ := o.Close()
 	return b
 }

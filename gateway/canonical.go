@@ -15,127 +15,27 @@ import (
 // ASCII, so byte order); the tests and fuzz targets of this file hold
 // these writers to the general encoder (internal/canon) byte for byte.
 
-// object writes one JSON object's members in the order given.
-type object struct {
-	dst []byte
-	n   int
-	err error
-}
-
-// key starts a member; k is the member's name already written as JSON
-// with its colon (`"name":`), so a key is one copy.
-func (o *object) key(k string) {
-	if o.n > 0 {
-		o.dst = append(o.dst, ',')
-	}
-	o.n++
-	o.dst = append(o.dst, k...)
-}
-
-func (o *object) str(k, v string) { o.key(k); o.dst = canon.AppendString(o.dst, v) }
-
-// members writes members already encoded (`"a":1,"b":2`): the same as a
-// key, which is written as given.
-func (o *object) members(m string) { o.key(m) }
+// object is canon's object writer with the envelopes' own members.
+type object struct{ canon.Object }
 
 // runAndSession writes the run_id member and, when there is one, the
 // session_id member (adjacent in both envelopes).
 func (o *object) runAndSession(runID, sessionID string) {
-	o.str(`"run_id":`, runID)
-	o.strOmit(`"session_id":`, sessionID)
-}
-
-func (o *object) strOmit(k, v string) {
-	if v != "" {
-		o.str(k, v)
-	}
-}
-
-func (o *object) strPtr(k string, v *string) {
-	o.key(k)
-	if v == nil {
-		o.dst = append(o.dst, "null"...)
-		return
-	}
-	o.dst = canon.AppendString(o.dst, *v)
-}
-
-func (o *object) strs(k string, v []string) {
-	o.key(k)
-	o.dst = appendStrings(o.dst, v)
-}
-
-func (o *object) strsOmit(k string, v []string) {
-	if len(v) > 0 {
-		o.strs(k, v)
-	}
+	o.Str(`"run_id":`, runID)
+	o.StrOmit(`"session_id":`, sessionID)
 }
 
 func (o *object) mode(k string, m runcontext.ApprovalMode) {
 	if !m.Valid() {
-		if m != "" && o.err == nil {
-			o.err = fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, strings.Trim(k, `":`), string(m))
+		if m != "" {
+			o.Fail(fmt.Errorf("%w: %s %q is not an approval mode", canon.ErrNotCanonicalizable, strings.Trim(k, `":`), string(m)))
 		}
-		o.str(k, string(m))
+		o.Str(k, string(m))
 		return
 	}
 	// A known mode is plain ASCII: written as is.
-	o.key(k)
-	o.dst = append(append(append(o.dst, '"'), m...), '"')
-}
-
-func (o *object) int(k string, v int64) {
-	o.key(k)
-	if o.err != nil {
-		return
-	}
-	o.dst, o.err = canon.AppendInt(o.dst, v)
-}
-
-func (o *object) bool(k string, v bool) { o.key(k); o.dst = canon.AppendBool(o.dst, v) }
-
-func (o *object) float(k string, v float64) {
-	o.key(k)
-	if o.err != nil {
-		return
-	}
-	o.dst, o.err = canon.AppendFloat(o.dst, v)
-}
-
-// value writes any value; raw, when set, is its canonical form already.
-func (o *object) value(k string, v any, raw []byte) {
-	o.key(k)
-	if o.err != nil {
-		return
-	}
-	if raw != nil {
-		o.dst = append(o.dst, raw...)
-		return
-	}
-	o.dst, o.err = canon.AppendValue(o.dst, v)
-}
-
-func (o *object) open() { o.dst = append(o.dst, '{') }
-
-func (o *object) close() ([]byte, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	return append(o.dst, '}'), nil
-}
-
-func appendStrings(dst []byte, v []string) []byte {
-	if v == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, s := range v {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = canon.AppendString(dst, s)
-	}
-	return append(dst, ']')
+	o.Key(k)
+	o.B = append(append(append(o.B, '"'), m...), '"')
 }
 
 // callEncoding writes a call envelope's canonical JSON (canon.Appender):
@@ -154,42 +54,41 @@ func (c callEncoding) AppendCanonical(dst []byte) ([]byte, error) {
 	if m != nil && (!m.matches(e.RunID, e.SessionID, e.TraceID) || !m.sharesPrincipals(e.PrincipalChain)) {
 		m = nil
 	}
-	o := object{dst: dst}
-	o.open()
+	o := object{canon.NewObject(dst)}
 	o.mode(`"approval_mode_effective":`, e.ApprovalModeEffective)
 	o.mode(`"approval_mode_highest":`, e.ApprovalModeHighest)
 	o.mode(`"approval_mode_requested":`, e.ApprovalModeRequested)
 	if e.Args == nil {
 		args = nil
 	}
-	o.value(`"args":`, e.Args, args)
-	o.strPtr(`"auth_ref":`, e.AuthRef)
-	o.str(`"capability_id":`, e.CapabilityID)
+	o.Value(`"args":`, e.Args, args)
+	o.StrPtr(`"auth_ref":`, e.AuthRef)
+	o.Str(`"capability_id":`, e.CapabilityID)
 	if e.EnvelopeVersion == CallEnvelopeVersion {
-		o.members(callVersionMember)
+		o.Members(callVersionMember)
 	} else {
-		o.str(`"envelope_version":`, e.EnvelopeVersion)
+		o.Str(`"envelope_version":`, e.EnvelopeVersion)
 	}
-	o.strs(`"evidence_refs":`, e.EvidenceRefs)
-	o.strPtr(`"idempotency_key":`, e.IdempotencyKey)
+	o.Strings(`"evidence_refs":`, e.EvidenceRefs)
+	o.StrPtr(`"idempotency_key":`, e.IdempotencyKey)
 	if len(e.Metadata) > 0 {
-		o.value(`"metadata":`, e.Metadata, meta)
+		o.Value(`"metadata":`, e.Metadata, meta)
 	}
-	o.strPtr(`"policy_decision_id":`, e.PolicyDecisionID)
+	o.StrPtr(`"policy_decision_id":`, e.PolicyDecisionID)
 	if m != nil {
-		o.members(m.principalsAndRun)
+		o.Members(m.principalsAndRun)
 	} else {
-		o.key(`"principal_chain":`)
-		o.dst = appendPrincipals(o.dst, e.PrincipalChain)
+		o.Key(`"principal_chain":`)
+		o.B = appendPrincipals(o.B, e.PrincipalChain)
 		o.runAndSession(e.RunID, e.SessionID)
 	}
-	o.str(`"tool_call_id":`, e.ToolCallID)
+	o.Str(`"tool_call_id":`, e.ToolCallID)
 	if m != nil {
-		o.members(m.trace)
+		o.Members(m.trace)
 	} else {
-		o.str(`"trace_id":`, e.TraceID)
+		o.Str(`"trace_id":`, e.TraceID)
 	}
-	return o.close()
+	return o.Close()
 }
 
 // The version members, written once.
@@ -214,11 +113,11 @@ type runMembers struct {
 
 func newRunMembers(runID, sessionID, traceID string, principals []runcontext.Principal) *runMembers {
 	o := object{}
-	o.key(`"principal_chain":`)
-	o.dst = appendPrincipals(o.dst, principals)
-	runAt := len(o.dst) + 1 // after the comma
+	o.Key(`"principal_chain":`)
+	o.B = appendPrincipals(o.B, principals)
+	runAt := len(o.B) + 1 // after the comma
 	o.runAndSession(runID, sessionID)
-	all := string(o.dst)
+	all := string(o.B)
 	return &runMembers{runID: runID, sessionID: sessionID, traceID: traceID, principals: principals,
 		principalsAndRun: all, run: all[runAt:], trace: string(canon.AppendString([]byte(`"trace_id":`), traceID))}
 }
@@ -242,13 +141,12 @@ func appendPrincipals(dst []byte, ps []runcontext.Principal) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		o := object{dst: dst}
-		o.open()
-		o.strOmit(`"display":`, p.Display)
-		o.str(`"id":`, p.ID)
-		o.str(`"kind":`, string(p.Kind))
-		o.strOmit(`"tenant_id":`, p.TenantID)
-		dst, _ = o.close() // strings only: cannot fail
+		o := object{canon.NewObject(dst)}
+		o.StrOmit(`"display":`, p.Display)
+		o.Str(`"id":`, p.ID)
+		o.Str(`"kind":`, string(p.Kind))
+		o.StrOmit(`"tenant_id":`, p.TenantID)
+		dst, _ = o.Close() // strings only: cannot fail
 	}
 	return append(dst, ']')
 }
@@ -266,122 +164,114 @@ func (x resultEncoding) AppendCanonical(dst []byte) ([]byte, error) {
 	if m != nil && !m.matches(r.RunID, r.SessionID, r.TraceID) {
 		m = nil
 	}
-	o := object{dst: dst}
-	o.open()
+	o := object{canon.NewObject(dst)}
 	if r.Approval != nil {
-		o.key(`"approval_request":`)
-		if o.err == nil {
-			o.dst, o.err = appendApprovalRequest(o.dst, r.Approval)
-		}
+		o.Key(`"approval_request":`)
+		o.Put(appendApprovalRequest(o.B, r.Approval))
 	}
-	o.strs(`"artifacts":`, r.Artifacts)
-	o.str(`"capability_id":`, r.CapabilityID)
-	o.key(`"citations":`)
+	o.Strings(`"artifacts":`, r.Artifacts)
+	o.Str(`"capability_id":`, r.CapabilityID)
+	o.Key(`"citations":`)
 	if r.Citations == nil {
-		o.dst = append(o.dst, "null"...)
+		o.B = append(o.B, "null"...)
 	} else {
-		o.dst = append(o.dst, '[')
+		o.B = append(o.B, '[')
 		for i, c := range r.Citations {
 			if i > 0 {
-				o.dst = append(o.dst, ',')
+				o.B = append(o.B, ',')
 			}
-			o.dst = append(o.dst, `{"evidence_ref":`...)
-			o.dst = append(canon.AppendString(o.dst, c.EvidenceRef), '}')
+			o.B = append(o.B, `{"evidence_ref":`...)
+			o.B = append(canon.AppendString(o.B, c.EvidenceRef), '}')
 		}
-		o.dst = append(o.dst, ']')
+		o.B = append(o.B, ']')
 	}
 	if r.EnvelopeVersion == ResultEnvelopeVersion {
-		o.members(resultVersionMember)
+		o.Members(resultVersionMember)
 	} else {
-		o.str(`"envelope_version":`, r.EnvelopeVersion)
+		o.Str(`"envelope_version":`, r.EnvelopeVersion)
 	}
-	o.key(`"error":`)
+	o.Key(`"error":`)
 	if r.Error == nil {
-		o.dst = append(o.dst, "null"...)
-	} else if o.err == nil {
-		o.dst, o.err = appendToolError(o.dst, r.Error)
+		o.B = append(o.B, "null"...)
+	} else {
+		o.Put(appendToolError(o.B, r.Error))
 	}
-	o.int(`"latency_ms":`, r.LatencyMS)
-	o.key(`"metadata":`)
-	if o.err == nil {
-		o.dst, o.err = appendResultMetadata(o.dst, &r.Metadata)
-	}
-	o.strs(`"mutations":`, r.Mutations)
-	o.value(`"output":`, r.Output, nil)
-	o.strPtr(`"policy_decision_id":`, r.PolicyDecisionID)
-	o.strs(`"risk_tags":`, r.RiskTags)
+	o.Int(`"latency_ms":`, r.LatencyMS)
+	o.Key(`"metadata":`)
+	o.Put(appendResultMetadata(o.B, &r.Metadata))
+	o.Strings(`"mutations":`, r.Mutations)
+	o.Value(`"output":`, r.Output, nil)
+	o.StrPtr(`"policy_decision_id":`, r.PolicyDecisionID)
+	o.Strings(`"risk_tags":`, r.RiskTags)
 	if m != nil {
-		o.members(m.run)
+		o.Members(m.run)
 	} else {
 		o.runAndSession(r.RunID, r.SessionID)
 	}
-	o.str(`"status":`, string(r.Status))
-	o.str(`"tool_call_id":`, r.ToolCallID)
+	o.Str(`"status":`, string(r.Status))
+	o.Str(`"tool_call_id":`, r.ToolCallID)
 	if m != nil {
-		o.members(m.trace)
+		o.Members(m.trace)
 	} else {
-		o.str(`"trace_id":`, r.TraceID)
+		o.Str(`"trace_id":`, r.TraceID)
 	}
-	return o.close()
+	return o.Close()
 }
 
 func appendResultMetadata(dst []byte, m *ResultMetadata) ([]byte, error) {
-	o := object{dst: dst}
-	o.open()
-	o.strOmit(`"approval_evidence_snapshot_hash":`, m.ApprovalEvidenceSnapshotHash)
-	o.strOmit(`"approval_gate_id":`, m.ApprovalGateID)
-	o.strOmit(`"approval_id":`, m.ApprovalID)
-	o.strOmit(`"approved_at":`, m.ApprovedAt)
-	o.strOmit(`"approver":`, m.Approver)
-	o.int(`"attempts":`, int64(m.Attempts))
-	o.float(`"cost_cents":`, m.CostCents)
+	o := object{canon.NewObject(dst)}
+	o.StrOmit(`"approval_evidence_snapshot_hash":`, m.ApprovalEvidenceSnapshotHash)
+	o.StrOmit(`"approval_gate_id":`, m.ApprovalGateID)
+	o.StrOmit(`"approval_id":`, m.ApprovalID)
+	o.StrOmit(`"approved_at":`, m.ApprovedAt)
+	o.StrOmit(`"approver":`, m.Approver)
+	o.Int(`"attempts":`, int64(m.Attempts))
+	o.Float(`"cost_cents":`, m.CostCents)
 	if m.Duplicate {
-		o.bool(`"duplicate":`, true)
+		o.Bool(`"duplicate":`, true)
 	}
-	o.strsOmit(`"evidence_hashes":`, m.EvidenceHashes)
-	o.strOmit(`"idempotency_key":`, m.IdempotencyKey)
-	o.bool(`"redaction_applied":`, m.RedactionApplied)
-	o.int(`"retries":`, int64(m.Retries))
+	o.StringsOmit(`"evidence_hashes":`, m.EvidenceHashes)
+	o.StrOmit(`"idempotency_key":`, m.IdempotencyKey)
+	o.Bool(`"redaction_applied":`, m.RedactionApplied)
+	o.Int(`"retries":`, int64(m.Retries))
 	if m.Retryable != nil {
-		o.bool(`"retryable":`, *m.Retryable)
+		o.Bool(`"retryable":`, *m.Retryable)
 	}
-	o.strsOmit(`"signals":`, m.Signals)
+	o.StringsOmit(`"signals":`, m.Signals)
 	if m.Tokens != 0 {
-		o.int(`"tokens":`, int64(m.Tokens))
+		o.Int(`"tokens":`, int64(m.Tokens))
 	}
-	o.strOmit(`"tool_code":`, m.ToolCode)
-	o.strOmit(`"tool_reason":`, m.ToolReason)
-	o.strOmit(`"tool_status":`, m.ToolStatus)
-	o.strOmit(`"tool_transcript_id":`, m.ToolTranscriptID)
-	return o.close()
+	o.StrOmit(`"tool_code":`, m.ToolCode)
+	o.StrOmit(`"tool_reason":`, m.ToolReason)
+	o.StrOmit(`"tool_status":`, m.ToolStatus)
+	o.StrOmit(`"tool_transcript_id":`, m.ToolTranscriptID)
+	return o.Close()
 }
 
 func appendToolError(dst []byte, e *ToolError) ([]byte, error) {
-	o := object{dst: dst}
-	o.open()
-	o.str(`"code":`, e.Code)
-	o.value(`"details":`, e.Details, nil)
-	o.str(`"message":`, e.Message)
-	o.str(`"reason":`, e.Reason)
-	o.bool(`"retryable":`, e.Retryable)
-	return o.close()
+	o := object{canon.NewObject(dst)}
+	o.Str(`"code":`, e.Code)
+	o.Value(`"details":`, e.Details, nil)
+	o.Str(`"message":`, e.Message)
+	o.Str(`"reason":`, e.Reason)
+	o.Bool(`"retryable":`, e.Retryable)
+	return o.Close()
 }
 
 func appendApprovalRequest(dst []byte, a *ApprovalRequest) ([]byte, error) {
-	o := object{dst: dst}
-	o.open()
-	o.str(`"action_digest":`, a.ActionDigest)
+	o := object{canon.NewObject(dst)}
+	o.Str(`"action_digest":`, a.ActionDigest)
 	if a.AllowSelfApproval {
-		o.bool(`"allow_self_approval":`, true)
+		o.Bool(`"allow_self_approval":`, true)
 	}
-	o.str(`"evidence_snapshot_hash":`, a.EvidenceSnapshotHash)
-	o.str(`"gate_id":`, a.GateID)
-	o.strOmit(`"idempotency_key":`, a.IdempotencyKey)
-	o.value(`"requested_at":`, a.RequestedAt, nil)
-	o.str(`"required_approver_role":`, a.ApproverRole)
-	o.str(`"tool_call_id":`, a.ToolCallID)
-	o.int(`"ttl_seconds":`, int64(a.TTLSeconds))
-	return o.close()
+	o.Str(`"evidence_snapshot_hash":`, a.EvidenceSnapshotHash)
+	o.Str(`"gate_id":`, a.GateID)
+	o.StrOmit(`"idempotency_key":`, a.IdempotencyKey)
+	o.Value(`"requested_at":`, a.RequestedAt, nil)
+	o.Str(`"required_approver_role":`, a.ApproverRole)
+	o.Str(`"tool_call_id":`, a.ToolCallID)
+	o.Int(`"ttl_seconds":`, int64(a.TTLSeconds))
+	return o.Close()
 }
 
 // recordedCall and recordedResult are how the gateway records what it has
