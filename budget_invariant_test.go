@@ -37,10 +37,13 @@ import (
 // a read, or at a checkpoint save or a decision append, before or after
 // the store does it) and from then on every store, planner and adapter
 // call it makes blocks; the clock is moved past its claim's lease and the
-// run is taken over. The dead are let go when the run is over and find
-// every store refusing them. Writes are never where a runtime dies: the
-// in-memory idempotency store holds a dead holder's claim for ever, as no
-// claim TTL lets it go.
+// run is taken over. Some deaths are between a retried read's attempts:
+// at the first attempt after the first that the runtime starts, or at
+// the first save of a read's spend before a retry. The dead are let go
+// when the run is over and find every store refusing them. Writes are
+// never where a runtime dies (nor the save between a write's attempts):
+// the in-memory idempotency store holds a dead holder's claim for ever,
+// as no claim TTL lets it go.
 //
 // The planner and the adapters count what they report, so the test knows
 // the true usage. What must hold, on every result a live runtime returns
@@ -49,10 +52,14 @@ import (
 //  1. the record's budget_usage counts at least every token and cent the
 //     planner turns and the tool attempts reported, across all runtimes
 //     that worked on the run, less, for each death, the usage of the
-//     dead runtime's last planner turn (the docs' bound: "a runtime's
-//     death loses at most the usage of the planner turn in progress"),
-//     and never more than was reported (nothing is charged twice); its
-//     tool_calls is the number of calls that reached an adapter;
+//     dead runtime's last planner turn and of the attempt in progress
+//     (the docs' bound: "a runtime's death loses at most the usage of the
+//     planner turn in progress, the spend of the tool attempt in
+//     progress": an attempt is in progress from its start until the
+//     runtime saved its spend before the next attempt, or recorded the
+//     call's result), and never more than was reported (nothing is
+//     charged twice); its tool_calls is the number of calls that reached
+//     an adapter;
 //  2. no planner turn or adapter attempt starts once the usage the run
 //     must know of (as in 1) is over the run's total_tokens or
 //     max_cost_cents, and no call starts past max_tool_calls; a result
@@ -137,10 +144,14 @@ type budgetAttempt struct {
 
 // budgetDeath is where the runtime of one Invoke or Resume dies: at its
 // At-th dying point (from 1; 0: it does not die), after the store did
-// the operation when After.
+// the operation when After; or, with Retry, between a retried read's
+// attempts: at the first attempt after a read's first that it starts
+// ("attempt"), or at its first checkpoint save while a read is in
+// progress ("save": the save of the attempts' spend before a retry).
 type budgetDeath struct {
-	At    int  `json:"at"`
-	After bool `json:"after,omitempty"`
+	At    int    `json:"at"`
+	After bool   `json:"after,omitempty"`
+	Retry string `json:"retry,omitempty"`
 }
 
 type budgetScenario struct {
@@ -199,6 +210,14 @@ func genBudgetScenario(seed, idx uint64) *budgetScenario {
 		sc.Resumes = append(sc.Resumes, weighted(r, map[string]int{"": 1, "same": 2, "raise": 3}))
 	}
 	sc.Raise = [3]float64{float64(pick(r, 2000, 6000, 20000)), pick(r, 5.0, 20, 100), float64(pick(r, 1, 2, 4))}
+	// Deaths between a retried read's attempts, drawn last so the draws
+	// above are the cases' as they were, in runtimes that do not die
+	// otherwise.
+	for i := range sc.Deaths {
+		if kind := weighted(r, map[string]int{"": 3, "attempt": 1, "save": 1}); kind != "" && sc.Deaths[i].At == 0 {
+			sc.Deaths[i] = budgetDeath{Retry: kind, After: r.IntN(2) == 0}
+		}
+	}
 	return sc
 }
 
@@ -215,7 +234,8 @@ type budgetInc struct {
 	dead   atomic.Bool
 	points int           // dying points passed
 	last   usageSum      // its last planner turn's reported usage
-	call   usageSum      // what the attempts of its call in progress reported
+	cur    usageSum      // what its attempt in progress reported (see 1. above)
+	inCall string        // the capability of its call in progress ("": none)
 	idle   bool          // a resume without a larger budget of a run over it: nothing may start
 	died   chan struct{} // closed when it dies
 }
@@ -254,8 +274,11 @@ func incOf(ctx context.Context) *budgetInc {
 // dying is passed at each point where inc may die: it reports whether inc
 // is dead (it died before, or dies here). A runtime that dies here dies
 // after the store did the operation, when its death says so: after runs
-// before the death is known.
-func (w *budgetWorld) dying(inc *budgetInc, after func(), inCall bool) bool {
+// before the death is known. retry names the point when it is between a
+// retried read's attempts ("attempt", "save"; see budgetDeath). The
+// death may lose the usage of inc's last planner turn and of its attempt
+// in progress.
+func (w *budgetWorld) dying(inc *budgetInc, after func(), retry string) bool {
 	if inc == nil {
 		return false
 	}
@@ -265,15 +288,12 @@ func (w *budgetWorld) dying(inc *budgetInc, after func(), inCall bool) bool {
 		return true
 	}
 	inc.points++
-	if inc.death.At == 0 || inc.points != inc.death.At {
+	if !(inc.death.At != 0 && inc.points == inc.death.At || inc.death.Retry != "" && inc.death.Retry == retry) {
 		w.mu.Unlock()
 		return false
 	}
 	inc.dead.Store(true)
-	lost := inc.last
-	if inCall {
-		lost = lost.add(inc.call.tokens, inc.call.cents)
-	}
+	lost := inc.last.add(inc.cur.tokens, inc.cur.cents)
 	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", use: lost})
 	w.mu.Unlock()
 	if inc.death.After && after != nil {
@@ -305,7 +325,7 @@ func (p budgetPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*c
 	w.events = append(w.events, budgetEvent{inc: inc, kind: "plan", what: fmt.Sprintf("planner call %d (turn %d)", n, req.Turn)})
 	w.mu.Unlock()
 	// A runtime that dies in a turn dies before the turn reports.
-	if w.dying(inc, nil, false) {
+	if w.dying(inc, nil, "") {
 		w.gone()
 		return nil, errBudgetDead
 	}
@@ -348,13 +368,19 @@ func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.O
 	w.tries[a.cap]++
 	if call.Attempt == 1 {
 		w.calls++
-		inc.call = usageSum{}
 	}
+	// The attempt in progress has reported nothing yet: the earlier
+	// attempts' spend was saved before it started.
+	inc.cur, inc.inCall = usageSum{}, a.cap
 	w.events = append(w.events, budgetEvent{inc: inc, kind: "call", what: fmt.Sprintf("%s attempt %d (%s, the capability's attempt %d)", a.cap, call.Attempt, call.Envelope.ToolCallID, n)})
 	w.mu.Unlock()
 	// A runtime that dies in a read dies before the read reports; a write
 	// is never where a runtime dies (see the test's comment).
-	if !write && w.dying(inc, nil, true) {
+	retry := ""
+	if call.Attempt > 1 {
+		retry = "attempt"
+	}
+	if !write && w.dying(inc, nil, retry) {
 		w.gone()
 		return nil, gateway.NewToolError(gateway.CodeExecutionFailed, false, "dead", nil)
 	}
@@ -364,7 +390,7 @@ func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.O
 		st = s[n]
 	}
 	w.events = append(w.events, budgetEvent{inc: inc, kind: "report", what: a.cap, use: usageSum{st.Tokens, st.Cents}})
-	inc.call = inc.call.add(st.Tokens, st.Cents)
+	inc.cur = usageSum{st.Tokens, st.Cents}
 	if write && st.Fail == "" {
 		w.paid[call.IdempotencyKey]++
 	}
@@ -401,7 +427,21 @@ func (s budgetCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) e
 		s.w.gone()
 		return contextos.ErrCheckpointConflict
 	}
-	if s.w.dying(inc, func() { _ = s.InMemoryCheckpoints.Save(ctx, cp) }, false) {
+	retry := ""
+	if inc != nil {
+		s.w.mu.Lock()
+		in := inc.inCall
+		s.w.mu.Unlock()
+		switch {
+		case in == "adp_payments.issue_refund":
+			// The save between a write's attempts is not where a runtime
+			// dies (see the test's comment).
+			return s.InMemoryCheckpoints.Save(ctx, cp)
+		case in != "":
+			retry = "save"
+		}
+	}
+	if s.w.dying(inc, func() { _ = s.InMemoryCheckpoints.Save(ctx, cp) }, retry) {
 		s.w.gone()
 		return contextos.ErrCheckpointConflict
 	}
@@ -419,7 +459,7 @@ func (s budgetDecisions) Append(ctx context.Context, r *decision.Record) (*decis
 		s.w.gone()
 		return nil, errBudgetDead
 	}
-	if s.w.dying(inc, func() { _, _ = s.MemoryStore.Append(ctx, r) }, false) {
+	if s.w.dying(inc, func() { _, _ = s.MemoryStore.Append(ctx, r) }, "") {
 		s.w.gone()
 		return nil, errBudgetDead
 	}
@@ -432,11 +472,19 @@ type budgetTranscript struct {
 }
 
 func (s budgetTranscript) Append(ctx context.Context, e gateway.TranscriptEntry) error {
-	if inc := incOf(ctx); inc != nil && inc.dead.Load() {
+	inc := incOf(ctx)
+	if inc != nil && inc.dead.Load() {
 		s.w.gone()
 		return errBudgetDead
 	}
-	return s.Recorder.Append(ctx, e)
+	err := s.Recorder.Append(ctx, e)
+	if inc != nil && e.Kind == "result" && err == nil {
+		// The call's result carries what all its attempts spent.
+		s.w.mu.Lock()
+		inc.cur, inc.inCall = usageSum{}, ""
+		s.w.mu.Unlock()
+	}
+	return err
 }
 
 // runBudgetScenario drives one generated run to its end and checks it;
@@ -508,6 +556,9 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 			return a.res, true
 		case <-inc.died:
 			stats["deaths"]++
+			if inc.death.Retry != "" {
+				stats["deaths_between_attempts_at_"+inc.death.Retry]++
+			}
 			return nil, false
 		}
 	}

@@ -82,10 +82,13 @@
 // which pins the run's packs and overlays; version 3, version 2 with
 // a terminal record the decision store did not confirm, written only for
 // such a run so that a runtime reading versions 1 and 2 alone refuses it;
-// and version 4, version 3 with the spend of the run's planner turns since
+// version 4, version 3 with the spend of the run's planner turns since
 // the state it holds, written only while the run owes a takeover such
 // spend, so that a runtime reading versions 1 to 3 refuses to take the
-// run over without charging it) and refuses another with a
+// run over without charging it; and version 5, version 4 with what the
+// attempts of a tool call the gateway retried spent, written only while
+// that call has no result, so that a runtime reading versions 1 to 4
+// refuses it likewise) and refuses another with a
 // *CheckpointVersionError (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
 // compiled under: a resume under others is refused with ErrLedgerMismatch.
 //

@@ -19,6 +19,9 @@ func init() {
 	gatewayhook.ObserveShared = func(opts, observe any) {
 		opts.(*RunOptions).observeShared = observe.(func(Attempt))
 	}
+	gatewayhook.SaveSpent = func(opts, saver any) {
+		opts.(*RunOptions).saver = saver.(spendSaver)
+	}
 	gatewayhook.WithPolicy = func(cfg, eval any) {
 		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)
 	}

@@ -219,9 +219,9 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 	out := &res.env
 	// A clock that went back measures no negative duration.
 	out.LatencyMS = max(r.now().Sub(start).Milliseconds(), 0)
-	if !res.recorded && !out.Metadata.Duplicate {
+	if !res.recorded && !res.abandoned && !out.Metadata.Duplicate {
 		// Refusals are results too: every call's outcome is in the transcript.
-		if rerr := r.record(ctx, c, res); rerr != nil && err == nil {
+		if _, rerr := r.record(ctx, c, res); rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -417,7 +417,8 @@ func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, er
 		// sets the result's latency: its transcript entry carries
 		// latency_ms 0, as every recorded run's does (a replay of a packet
 		// recorded on a moving clock compares these entries' hashes).
-		return out, r.record(ctx, c, out)
+		_, err = r.record(ctx, c, out)
+		return out, err
 	}
 	a := c.approval
 	c.approved = &ResultMetadata{Approver: who, ApprovalID: a.ApprovalID, ApprovalGateID: gate, ApprovedAt: a.DecidedAt.UTC().Format(time.RFC3339),
@@ -442,7 +443,7 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
-	if c.write {
+	if c.write && !out.abandoned {
 		// Writes keep their result whatever it is (a panicked adapter's
 		// too): a retry with the same key never runs the effect twice. The
 		// store gets its own copy: this call goes on to set its latency

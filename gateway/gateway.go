@@ -274,6 +274,7 @@ type Run struct {
 	now           func() time.Time
 	observe       func(Attempt) // nil when nothing observes the attempts
 	observeCopies bool          // observe is told copies (RunOptions.Observe)
+	saver         spendSaver    // nil when nothing saves spend between attempts
 	verifyWrite   func(*WriteCall) *ToolError
 	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
@@ -351,6 +352,26 @@ type RunOptions struct {
 	// holds them, and its error's details are kept as they are; it is
 	// used when VerifyWrite is not set.
 	verifyWriteShared func(w *WriteCall) *ToolError
+	// saver, set only through gatewayhook.SaveSpent by the module's
+	// runtime, is told what a call's attempts spent before each retry
+	// (see spendSaver).
+	saver spendSaver
+}
+
+// spendSaver is the module's runtime, which makes what a call's attempts
+// spent durable before the gateway retries the call, so a runtime that
+// dies between the attempts loses at most the spend of the attempt in
+// progress (the call's result, which carries all of it, is recorded only
+// when its last attempt ends). SaveAttemptsSpent is told the call's tool
+// call id, the transcript sequence of its call entry, and the cost (each
+// attempt's declared cost and what it reported) and tokens of the
+// attempts made so far. It is asked only after an attempt that spent
+// something and that the gateway retries, on the calling goroutine. An
+// error means the run is no longer the runtime's (a takeover has it): the
+// gateway makes no further attempt and records nothing more of the call,
+// and Call returns the error.
+type spendSaver interface {
+	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
 }
 
 // WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
@@ -449,6 +470,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 		if r.verifyCopies = r.verifyWrite != nil; !r.verifyCopies {
 			r.verifyWrite = opts.verifyWriteShared
 		}
+		r.saver = opts.saver
 	}
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
@@ -560,7 +582,8 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		x.delegation.Scopes = cloneInto(x.scopes[:0], d.Scopes)
 		x.call.Delegation = &x.delegation
 	}
-	if err := r.record(ctx, c, nil); err != nil {
+	seq, err := r.record(ctx, c, nil)
+	if err != nil {
 		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
 	}
 	call := &x.call
@@ -572,6 +595,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	tokens := 0
 	invalid := false  // the adapter's outcome was refused as invalid
 	redacted := false // redaction changed the attempt's outcome or error
+	var lost error    // the run is no longer this runtime's (spendSaver)
 	for attempt := 1; ; attempt++ {
 		attempts = attempt
 		call.Attempt = attempt
@@ -613,6 +637,14 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		}
 		if te == nil || !te.Retryable || attempt >= spec.MaxAttempts || canceled || stopsRetrying(ad, call) || !r.affordsRetry(spec.CostCents) {
 			break
+		}
+		if r.saver != nil && (spec.CostCents != 0 || t.cost != 0 || t.tokens != 0) {
+			// What the attempts spent is made durable before the next
+			// one starts (an attempt that spent nothing costs no save).
+			if err := r.saver.SaveAttemptsSpent(ctx, env.ToolCallID, seq, cost, tokens); err != nil {
+				lost = err
+				break
+			}
 		}
 		var wait time.Duration
 		if spec.Backoff != nil {
@@ -659,7 +691,13 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			res.Citations = x.cite[:]
 		}
 	}
-	err := r.record(ctx, c, &x.res)
+	if lost != nil {
+		// The run is another runtime's now: nothing more of the call is
+		// recorded, as if this runtime had died here.
+		x.res.abandoned = true
+		return &x.res, lost
+	}
+	_, err = r.record(ctx, c, &x.res)
 	if panicked {
 		perr := fmt.Errorf("%w: %s (tool call %s, attempt %d)", ErrAdapterPanic, env.CapabilityID, env.ToolCallID, attempts)
 		if err == nil {
@@ -920,7 +958,10 @@ type result struct {
 	entry    ToolResultEnvelope // the transcript's copy, written by record
 	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
-	m        *runMembers        // the run's, when record encodes the result
+	// abandoned marks the result of a call given up between its attempts
+	// (spendSaver): it is neither recorded nor kept.
+	abandoned bool
+	m         *runMembers // the run's, when record encodes the result
 }
 
 // newResult starts a result for c with every list present (empty, never
@@ -1059,10 +1100,10 @@ func contextError(parent context.Context, timeout time.Duration) *ToolError {
 }
 
 // record appends a transcript entry for c (res nil) or for its result
-// res, and advances the run's chain. The gateway records envelopes it has
+// res, advances the run's chain, and returns the entry's sequence. The gateway records envelopes it has
 // just built, so it encodes them with the call's cached encodings and the
 // run's constant members; VerifyTranscript encodes everything afresh.
-func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
+func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, error) {
 	kind := "call"
 	if res != nil {
 		kind = "result"
@@ -1083,7 +1124,7 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 		b, err = canon.AppendDigestOfCached(hashes[:0], (*recordedResult)(res), resultState)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTranscript, err)
+		return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -1118,11 +1159,11 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) error {
 		defer cancel()
 	}
 	if err := r.g.opts.Transcript.Append(ctx, e); err != nil && !r.kept(ctx, e) {
-		return fmt.Errorf("%w: %w", ErrTranscript, err)
+		return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	r.seq++
 	r.prev = e.ChainHash
-	return nil
+	return e.Seq, nil
 }
 
 // kept reports whether a transcript whose append of e failed holds e

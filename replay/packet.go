@@ -291,8 +291,9 @@ type Takeover struct {
 
 // Spent is a runtime's spend after a run's takeover point that the run's
 // transcript does not record: the tokens and cost (cents) its planner
-// turns reported, and the wall clock (ms) the run had used by its last
-// charged turn.
+// turns reported and that the attempts of a tool call it retried spent
+// (the call's result, which would record them, never was), and the wall
+// clock (ms) the run had used by its last save of that spend.
 type Spent struct {
 	Tokens      int     `json:"tokens,omitempty"`
 	CostCents   float64 `json:"cost_cents,omitempty"`

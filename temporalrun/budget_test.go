@@ -1,11 +1,13 @@
 package temporalrun_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/temporalrun"
 )
 
@@ -34,6 +36,26 @@ func TestWallClockOnWorkflowTime(t *testing.T) {
 	recs, err := w.decisions.List(t.Context(), decision.Filter{RunID: out.RunID, Status: decision.Escalated})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("host's ESCALATED records = %d, %v", len(recs), err)
+	}
+	assertReplayEqual(t, w, out)
+}
+
+// A retried lookup whose first attempt spent something: the run saves
+// that spend before the retry (in workflow code, in the run's own
+// checkpoint store), and its record counts it once, with the planner's
+// turns (900 and 700 tokens, 0.4 and 0.3 cents); the run replays equal.
+func TestRetriedAttemptSpendOnWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	w := newWorld(t, dir, 0)
+	w.lookupSpent = &gateway.Outcome{Tokens: 1000, CostCents: 2}
+	env := skipEnv(t, w)
+	env.ExecuteWorkflow(temporalrun.WorkflowName, input(t, "retried", 1200, start))
+	out := result(t, env)
+	if out.Status != decision.Decided {
+		t.Fatalf("run = %s (%s), want DECIDED", out.Status, out.Record.Rationale.Summary)
+	}
+	if u := out.Record.BudgetUsage; u.Tokens != 900+1000+700 || math.Abs(u.CostUSDCents-(0.4+2+0.3)) > 1e-9 {
+		t.Errorf("the record counts %d tokens and %v cents, want 2600 and 2.7", u.Tokens, u.CostUSDCents)
 	}
 	assertReplayEqual(t, w, out)
 }

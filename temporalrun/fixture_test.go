@@ -64,6 +64,9 @@ type world struct {
 	// lookupError, when set with lookupBackoff, is the failing lookup's
 	// message.
 	lookupError string
+	// lookupSpent, when set, makes the order lookup's first attempt
+	// spend it and fail retryably; the next attempts succeed.
+	lookupSpent *gateway.Outcome
 }
 
 // packWithTTL is the refund pack with the finance gate's TTL set.
@@ -145,6 +148,14 @@ func (w *world) adapters() []gateway.Registration {
 			return nil, gateway.NewToolError(gateway.CodeExecutionFailed, true, msg, nil)
 		})
 		lookupCap.Backoff = func(string, int) time.Duration { return w.lookupBackoff }
+	}
+	if spent := w.lookupSpent; spent != nil {
+		lookup = gateway.AdapterFunc(func(ctx context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+			if c.Attempt == 1 {
+				return &gateway.Outcome{CostCents: spent.CostCents, Tokens: spent.Tokens}, gateway.NewToolError(gateway.CodeExecutionFailed, true, "orders is busy", nil)
+			}
+			return lookupOrder(ctx, c)
+		})
 	}
 	return []gateway.Registration{
 		{AdapterID: "adp_orders", Adapter: lookup, Capabilities: map[string]gateway.Capability{"lookup": lookupCap}},

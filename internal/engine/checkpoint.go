@@ -144,19 +144,39 @@ var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from t
 // planner turns spent after the state the checkpoint holds (run.saveSpent).
 // A runtime that reads only versions 1 to 3 would ignore it and take the
 // run over without charging that spend, so such a runtime must refuse it:
-// a checkpoint holding it is written at version 4. The member is dropped
-// at the run's next state save (snapshotInto), which is written at version
-// 2 or 3 again.
+// a checkpoint holding it is written at version 4. Version 5 is version 4
+// with "call_in_progress": what the attempts of the run's tool call in
+// progress spent before the gateway retried it, which the transcript
+// records only with the call's result (run.SaveAttemptsSpent). A runtime
+// that reads only versions 1 to 4 would take the run over without
+// charging it, so a checkpoint holding it is written at version 5. The
+// members are dropped at the run's next state save (snapshotInto), which
+// is written at version 2 or 3 again.
 const (
 	checkpointV1 = 1
 	checkpointV2 = 2
 	checkpointV3 = 3
 	checkpointV4 = 4
+	checkpointV5 = 5
 )
 
 // checkpointVersions lists the versions this runtime reads, oldest first.
 func checkpointVersions() []int {
-	return []int{checkpointV1, checkpointV2, checkpointV3, checkpointV4}
+	return []int{checkpointV1, checkpointV2, checkpointV3, checkpointV4, checkpointV5}
+}
+
+// callInProgress is what the attempts of a run's tool call spent before
+// the gateway retried it: the call's tool call id and the transcript
+// sequence of its call entry, and the cost (each attempt's declared cost
+// and what it reported) and tokens of its attempts so far. The call's
+// result entry, once recorded, carries all of it: a takeover charges it
+// only when the transcript holds no result of the call after its call
+// entry (callOwed).
+type callInProgress struct {
+	ToolCallID string  `json:"tool_call_id"`
+	Seq        int     `json:"seq"`
+	Tokens     int     `json:"tokens,omitempty"`
+	CostCents  float64 `json:"cost_cents,omitempty"`
 }
 
 // unconfirmedRecord is a run's terminal record that the decision store
@@ -284,11 +304,18 @@ type checkpointState struct {
 	InputsLost bool `json:"inputs_lost,omitempty"`
 	// SpentSincePoint is what the run's planner turns spent (tokens, cost)
 	// after the state this checkpoint holds, and the wall clock the run
-	// had used after it, as of the run's last charged turn: it is in
+	// had used after it, as of the run's last spend save: it is in
 	// neither MeterUsage nor the transcript, and a takeover charges it
-	// (run.saveSpent). Nil: none. It is the last member, so a save of the
-	// same state with another value differs only at the end.
+	// (run.saveSpent). Nil: none. It and CallInProgress are the last
+	// members, so a save of the same state with other values differs only
+	// at the end.
 	SpentSincePoint *replay.Spent `json:"spent_since_point,omitempty"`
+	// CallInProgress is what the attempts of the run's tool call in
+	// progress spent before the gateway retried it, as of its last retry
+	// (run.SaveAttemptsSpent): a takeover charges it unless the transcript
+	// holds the call's result. Nil: none. It follows spent_since_point,
+	// and is saved with it.
+	CallInProgress *callInProgress `json:"call_in_progress,omitempty"`
 }
 
 // planTurn is the turn the plan in progress was made at.
@@ -303,6 +330,8 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 	}
 	v := checkpointV2
 	switch {
+	case st.CallInProgress != nil:
+		v = checkpointV5
 	case st.SpentSincePoint != nil:
 		v = checkpointV4
 	case st.Unconfirmed != nil:
@@ -330,10 +359,10 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	if !slices.Contains(checkpointVersions(), c.Version) {
 		return nil, &CheckpointVersionError{RunID: c.RunID, Version: c.Version, Supported: checkpointVersions()}
 	}
-	// Versions 1 to 4 share their members (version 1's "rev" is ignored,
-	// and it has no "ledger_packs"; only versions 3 and 4 have
-	// "unconfirmed_record", only version 4 "spent_since_point"), so one
-	// decoder reads them all.
+	// Versions 1 to 5 share their members (version 1's "rev" is ignored,
+	// and it has no "ledger_packs"; only versions 3 to 5 have
+	// "unconfirmed_record", only versions 4 and 5 "spent_since_point",
+	// only version 5 "call_in_progress"), so one decoder reads them all.
 	var st checkpointState
 	if err := json.Unmarshal(c.Data, &st); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint of %s is corrupt: %w", c.RunID, err)
@@ -349,6 +378,9 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	}
 	if c.Version < checkpointV4 {
 		st.SpentSincePoint = nil
+	}
+	if c.Version < checkpointV5 {
+		st.CallInProgress = nil
 	}
 	st.rev, st.lease = c.Revision, c.Lease
 	return &st, nil

@@ -128,6 +128,10 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.key("spent_since_point")
 		w.spent(st.SpentSincePoint)
 	}
+	if st.CallInProgress != nil {
+		w.key("call_in_progress")
+		w.callInProgress(st.CallInProgress)
+	}
 	w.b = append(w.b, '}')
 	if verifyCheckpointEncoding.Load() {
 		checkEncoding(st, w.b, w.err)

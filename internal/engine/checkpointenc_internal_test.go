@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,6 +94,7 @@ func fullCheckpoint() *checkpointState {
 		Unconfirmed: &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
 		Points:      3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
 		SpentSincePoint: &replay.Spent{Tokens: 5000, CostCents: 0.1 + 0.2, WallClockMS: 1234},
+		CallInProgress:  &callInProgress{ToolCallID: "tc_" + odd, Seq: 7, Tokens: 3000, CostCents: 0.7 + 0.1},
 	}
 }
 
@@ -164,7 +166,10 @@ func TestOwnStoreKeepsEncodedCheckpoint(t *testing.T) {
 // save of it would be), at version 4, over the run's revision; the state
 // it decodes to is the saved one, so a takeover continues from it. The
 // run's state edited since (a plan, a turn, a point) is not saved, and a
-// second spend save replaces the member rather than adding one.
+// second spend save replaces the member rather than adding one. A save of
+// what a call's attempts spent (SaveAttemptsSpent) adds call_in_progress
+// after it, at version 5, and the next spend save, once the call
+// returned, drops it (version 4 again).
 func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 	for _, name := range []string{"plain", "spent before"} {
 		t.Run(name, func(t *testing.T) {
@@ -180,7 +185,7 @@ func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 				t.Fatal(err)
 			}
 			saved := *st
-			saved.SpentSincePoint = nil
+			saved.SpentSincePoint, saved.CallInProgress = nil, nil
 			st.Turn, st.Points, st.Plan = 9, 9, &Plan{Replan: "edited since"}
 			// The state's run context has no wall clock budget: the wall
 			// clock spent since reads 0.
@@ -219,10 +224,49 @@ func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 			if err := r.saveSpent(ctx); err != nil || st.rev != 3 {
 				t.Fatalf("a spend save with nothing charged moved the revision to %d (%v)", st.rev, err)
 			}
-			// The member is read at version 4 only: a checkpoint of an
-			// earlier version claiming one is read without it.
-			for v, want := range map[int]int{checkpointV2: 0, checkpointV3: 0, checkpointV4: 5} {
-				c := &Checkpoint{RunID: "r", Version: v, Data: []byte(`{"run_id":"r","spent_since_point":{"tokens":5}}`)}
+			// A call's attempts: the planner's spend and the call's, at
+			// version 5; then the call returns and the next turn's save
+			// holds the planner's alone, at version 4.
+			if err := r.SaveAttemptsSpent(ctx, "tc_x", 11, 4.5, 3000); err != nil {
+				t.Fatal(err)
+			}
+			for i, step := range []string{"call", "next turn"} {
+				got, err := cps.Load(ctx, st.RunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := saved
+				want.SpentSincePoint = &replay.Spent{Tokens: 1200 + 100*i, CostCents: 0.5}
+				version := checkpointV4
+				if step == "call" {
+					want.CallInProgress, version = &callInProgress{ToolCallID: "tc_x", Seq: 11, Tokens: 3000, CostCents: 4.5}, checkpointV5
+				}
+				wb, err := json.Marshal(&want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Data, wb) || got.Version != version || st.rev != 4+i {
+					t.Fatalf("%s: spend save stored (version %d, state at %d)\n%s\nwant (version %d, revision %d)\n%s", step, got.Version, st.rev, got.Data, version, 4+i, wb)
+				}
+				var dec struct {
+					CallInProgress *callInProgress `json:"call_in_progress"`
+				}
+				if err := json.Unmarshal(got.Data, &dec); err != nil {
+					t.Fatal(err)
+				}
+				if (dec.CallInProgress != nil) != (step == "call") || dec.CallInProgress != nil && *dec.CallInProgress != *want.CallInProgress {
+					t.Fatalf("%s: the save decodes with call %+v", step, dec.CallInProgress)
+				}
+				r.call, r.spent.Tokens, r.spentUnsaved = nil, 1300, true
+				if err := r.saveSpent(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The member is read at versions 4 and 5 only, call_in_progress
+			// at version 5 only: a checkpoint of an earlier version
+			// claiming one is read without it.
+			for v, want := range map[int]int{checkpointV2: 0, checkpointV3: 0, checkpointV4: 5, checkpointV5: 5} {
+				c := &Checkpoint{RunID: "r", Version: v, Data: []byte(`{"run_id":"r","spent_since_point":{"tokens":5},"call_in_progress":{"tool_call_id":"tc","seq":2,"tokens":7}}`)}
 				dec, err := decodeCheckpoint(c)
 				if err != nil {
 					t.Fatal(err)
@@ -230,6 +274,14 @@ func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 				if got := dec.SpentSincePoint; (got == nil) != (want == 0) || got != nil && got.Tokens != want {
 					t.Fatalf("a version-%d checkpoint decodes with spent %+v", v, got)
 				}
+				if got := dec.CallInProgress; (got != nil) != (v == checkpointV5) || got != nil && (got.Tokens != 7 || got.Seq != 2 || got.ToolCallID != "tc") {
+					t.Fatalf("a version-%d checkpoint decodes with call %+v", v, got)
+				}
+			}
+			// A runtime that reads only versions 1 to 4 refuses a
+			// version-5 checkpoint, as this one refuses version 6.
+			if _, err := decodeCheckpoint(&Checkpoint{RunID: "r", Version: checkpointV5 + 1, Data: []byte(`{"run_id":"r"}`)}); !errors.Is(err, ErrCheckpointVersion) {
+				t.Fatalf("a version-6 checkpoint decodes (%v)", err)
 			}
 		})
 	}

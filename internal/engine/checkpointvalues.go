@@ -331,6 +331,24 @@ func (w *objectWriter) spent(u *replay.Spent) {
 	w.close()
 }
 
+// callInProgress writes a call_in_progress member's value.
+func (w *objectWriter) callInProgress(c *callInProgress) {
+	s := w.open()
+	w.member(s, "tool_call_id")
+	w.string(c.ToolCallID)
+	w.member(s, "seq")
+	w.b = strconv.AppendInt(w.b, int64(c.Seq), 10)
+	if c.Tokens != 0 {
+		w.member(s, "tokens")
+		w.b = strconv.AppendInt(w.b, int64(c.Tokens), 10)
+	}
+	if c.CostCents != 0 {
+		w.member(s, "cost_cents")
+		w.float(c.CostCents)
+	}
+	w.close()
+}
+
 // results writes the step results; nil is null.
 func (w *objectWriter) results(rs []StepResult) {
 	if rs == nil {

@@ -171,6 +171,14 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				return nil, err
 			}
 			res, err := r.gwRun.Call(r.withProgress(ctx), call)
+			// The call's spend is in its result (or the run stops here):
+			// no later spend save holds its attempts.
+			r.call = nil
+			if errors.Is(err, ErrRunInProgress) {
+				// A save of the call's spend between its attempts found the
+				// run taken over: this runtime stops, recording nothing more.
+				return nil, err
+			}
 			r.noteDenial(&step, &call)
 			r.observeCall(ctx, res)
 			r.notePrior(res)
@@ -835,6 +843,7 @@ func (r *run) snapshotInto(cp *checkpointState) {
 	// The usage holds every charge so far: none is left for a takeover
 	// to charge on top of it.
 	cp.SpentSincePoint, r.spent, r.spentUnsaved = nil, replay.Spent{}, false
+	cp.CallInProgress, r.call = nil, nil
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint

@@ -111,8 +111,9 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		return nil, err
 	}
 	// A takeover charges what the dead runtime saved of its planner
-	// turns' spend after the checkpoint's state (run.saveSpent); a replay
-	// charges what its packet's takeover recorded.
+	// turns' spend after the checkpoint's state (run.saveSpent), and of
+	// its call in progress (below); a replay charges what its packet's
+	// takeover recorded.
 	var spent *replay.Spent
 	if takeover {
 		spent = cp.SpentSincePoint
@@ -141,9 +142,23 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	// takeover's packet says so: a replay takes those entries as
 	// recorded). What those calls spent is the run's too: the budget
 	// counts it.
-	chain, n, after, err := rt.chainOf(ctx, cp)
+	chain, n, after, owed, err := rt.chainOf(ctx, cp)
 	if err != nil {
 		return nil, err
+	}
+	if takeover && owed != nil && rt.mode != ModeReplay {
+		// The dead runtime's call in progress was retried after attempts
+		// that spent something, and never got its result: what those
+		// attempts spent (SaveAttemptsSpent) is charged with the
+		// planner's spend, and the takeover's packet records the sum (a
+		// replay charges what its packet recorded).
+		s := replay.Spent{}
+		if spent != nil {
+			s = *spent
+		}
+		s.Tokens = min(s.Tokens+min(max(owed.Tokens, 0), canon.MaxSafeInteger), canon.MaxSafeInteger)
+		s.CostCents = min(s.CostCents+min(max(owed.CostCents, 0), canon.MaxSafeInteger), canon.MaxSafeInteger)
+		spent = &s
 	}
 	if !takeover && n > cp.Chain.Seq {
 		// A run that paused or stopped saved its checkpoint after its

@@ -501,6 +501,10 @@ type run struct {
 	// not made durable yet.
 	spent        replay.Spent
 	spentUnsaved bool
+	// call is what the attempts of the run's tool call in progress spent
+	// before the gateway last retried it (SaveAttemptsSpent), nil once the
+	// call returned: saveSpent saves it with the planner's spend.
+	call *callInProgress
 	// recorder records the adapter attempts of this runtime's part of the
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).
@@ -670,7 +674,7 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 	start, _ := time.Parse(time.RFC3339Nano, cp.StartedAt) // checked by checkCheckpoint
 	r := &run{rt: rt, req: cp.Request, rc: cp.Run, clock: playback.RecordingClock(rt.opts.Now), cp: cp, emit: emit,
 		meter: runcontext.RestoreMeter(cp.Run.RunBudget, start, cp.MeterUsage), span: noopSpan, recompiled: true}
-	chain, _, _, err := rt.chainOf(ctx, cp)
+	chain, _, _, _, err := rt.chainOf(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -685,7 +689,9 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 // have recorded calls its checkpoint does not know), or where the
 // checkpoint left it when the transcript holds none (the zero ChainState
 // is the chain's start; a transcript that keeps a bounded number of runs
-// may have let the run's entries go).
+// may have let the run's entries go); what the calls it records after the
+// checkpoint spent (spentAfter); and the checkpoint's call in progress
+// when the transcript holds no result of it (callOwed), nil otherwise.
 //
 // The entries are verified before the run goes on from them (the chain
 // is a digest chain anyone who can write the store can extend, so a run
@@ -694,21 +700,38 @@ func (rt *Runtime) rebuild(ctx context.Context, cp *checkpointState, emit func(E
 // checkpoint's chain state lies on it (its entry's chain hash is the one
 // the checkpoint saved). A transcript that fails is refused with
 // gateway.ErrChain and ErrNotResumable: the run is not continued over it.
-func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, runcontext.Usage, error) {
+func (rt *Runtime) chainOf(ctx context.Context, cp *checkpointState) (gateway.ChainState, int, runcontext.Usage, *callInProgress, error) {
 	entries, err := rt.transcripts.RunEntries(ctx, cp.RunID)
 	if err != nil {
-		return gateway.ChainState{}, 0, runcontext.Usage{}, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
+		return gateway.ChainState{}, 0, runcontext.Usage{}, nil, fmt.Errorf("contextos: read the transcript of %s: %w", cp.RunID, err)
 	}
 	if len(entries) == 0 {
-		return cp.Chain, 0, runcontext.Usage{}, nil
+		return cp.Chain, 0, runcontext.Usage{}, callOwed(nil, cp.CallInProgress), nil
 	}
 	if err := checkTranscript(entries, cp.Chain); err != nil {
-		return gateway.ChainState{}, 0, runcontext.Usage{}, fmt.Errorf("%w: the transcript of %s: %w", ErrNotResumable, cp.RunID, err)
+		return gateway.ChainState{}, 0, runcontext.Usage{}, nil, fmt.Errorf("%w: the transcript of %s: %w", ErrNotResumable, cp.RunID, err)
 	}
 	// The count is the chain's length (its next sequence): the entries
 	// the transcript holds when it kept the run's from the start.
 	last := entries[len(entries)-1]
-	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, last.Seq + 1, spentAfter(entries, cp.Chain.Seq), nil
+	return gateway.ChainState{Seq: last.Seq + 1, Hash: last.ChainHash}, last.Seq + 1, spentAfter(entries, cp.Chain.Seq), callOwed(entries, cp.CallInProgress), nil
+}
+
+// callOwed is c, the spend a checkpoint saved of its run's call in
+// progress, when entries hold no result of that call after its call
+// entry, and nil otherwise (or for a nil c): the result carries the cost
+// and tokens of all the call's attempts, which spentAfter charges, so a
+// takeover charges the saved spend only when the call never got one.
+func callOwed(entries []gateway.TranscriptEntry, c *callInProgress) *callInProgress {
+	if c == nil {
+		return nil
+	}
+	for _, e := range entries {
+		if e.Seq > c.Seq && e.Kind == "result" && e.Result != nil && e.Result.ToolCallID == c.ToolCallID {
+			return nil
+		}
+	}
+	return c
 }
 
 // checkTranscript verifies a run's transcript entries against the chain
@@ -892,6 +915,12 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	span.SetAttributes(attrs...)
 	r.span.SetAttributes(attrs...)
 	gwOpts := gatewayRunOptions(r.clock, chain, r.recorder)
+	if rt.mode != ModeReplay {
+		// What a call's attempts spent is made durable before the gateway
+		// retries it (a replay saves nothing: it charges what its packet
+		// recorded).
+		gatewayhook.SaveSpent(gwOpts, r)
+	}
 	// The built-in evidence check only reads the call's decisions and
 	// returns a new error each time: it is asked with no copies.
 	gatewayhook.VerifyWriteShared(gwOpts, r.verifyWrite)

@@ -83,18 +83,22 @@ func (r *run) holdClaim(ctx context.Context) error {
 }
 
 // saveSpent makes durable what the run's planner turns charged since its
-// last state save (r.spent), when a charge is not yet saved: a takeover
-// charges it, with the transcript's calls (chainOf), so the runtime's
-// death loses at most the spend of the turn in progress. The save is the
-// state last saved, byte for byte, with its spent_since_point member set
-// (checkpointState.cut): not a new takeover point, so a takeover
-// continues from the same state, point and replay inputs, and the spend
-// is the member's alone (never also in meter_usage or the transcript). It
-// renews the run's claim too, over the revision the run holds: a save
-// refused because a takeover moved the checkpoint on stops this runtime
-// before it does anything more (claimLost). A save the store fails is
-// logged and the run goes on (the spend is saved with the next one). A
-// run whose planner reports no usage never saves here.
+// last state save (r.spent), and what the attempts of its tool call in
+// progress spent before the gateway retried it (r.call), when a charge is
+// not yet saved: a takeover charges it, with the transcript's calls
+// (chainOf), so the runtime's death loses at most the spend of the turn
+// or the attempt in progress. The save is the state last saved, byte for
+// byte, with its spent_since_point member set, and its call_in_progress
+// member when a call is in progress (checkpointState.cut): not a new
+// takeover point, so a takeover continues from the same state, point and
+// replay inputs, and the spend is the members' alone (never also in
+// meter_usage or the transcript: the call's is charged only while the
+// transcript holds no result of it). It renews the run's claim too, over
+// the revision the run holds: a save refused because a takeover moved
+// the checkpoint on stops this runtime before it does anything more
+// (claimLost). A save the store fails is logged and the run goes on (the
+// spend is saved with the next one). A run whose planner reports no usage
+// and whose retried attempts spend nothing never saves here.
 func (r *run) saveSpent(ctx context.Context) error {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
@@ -108,12 +112,19 @@ func (r *run) saveSpent(ctx context.Context) error {
 	budget := r.rc.RunBudget.WallClockMS
 	used := budget - r.meter.Remaining(r.rt.opts.Now()).Milliseconds()
 	spent.WallClockMS = max(used-cp.MeterUsage.WallClockMS, 0)
+	call := r.call
 	w := objectWriter{b: make([]byte, 0, cp.cut+96)}
 	w.b = append(w.b, cp.saved[:cp.cut]...)
 	w.key("spent_since_point")
 	w.spent(&spent)
+	version := checkpointV4
+	if call != nil {
+		w.key("call_in_progress")
+		w.callInProgress(call)
+		version = checkpointV5
+	}
 	w.b = append(w.b, '}')
-	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: checkpointV4, Data: w.b, Lease: r.rt.heartbeatTTL()}
+	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	var err error
@@ -132,19 +143,32 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// and the run goes on at the store's revision, not over the old
 		// one, whose next save the store would refuse as a takeover's.
 		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
-			cp.rev, cp.saved, cp.SpentSincePoint = got.Revision, w.b, &spent
+			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = got.Revision, w.b, &spent, call
 			return nil
 		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
-		r.rt.opts.Logger.Error("checkpoint of the planner's spend not saved", "run_id", r.rc.RunID, "error", logWords(err))
+		r.rt.opts.Logger.Error("checkpoint of the run's spend not saved", "run_id", r.rc.RunID, "error", logWords(err))
 		return nil
 	}
-	// The run's state is the saved one's, with the member: a later save
-	// of it that takes no snapshot keeps the member (it is still owed).
-	cp.rev, cp.saved, cp.SpentSincePoint = c.Revision, c.Data, &spent
+	// The run's state is the saved one's, with the members: a later save
+	// of it that takes no snapshot keeps them (they are still owed).
+	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = c.Revision, c.Data, &spent, call
 	return nil
+}
+
+// SaveAttemptsSpent is the gateway's spendSaver (gatewayhook.SaveSpent):
+// before the gateway retries a call whose attempts spent something, what
+// they spent so far (cost and tokens, the same as the call's result will
+// report) is saved with the planner's spend (saveSpent), so a takeover
+// charges it if this runtime dies before the call's result is recorded.
+// An error is this runtime's claim lost to a takeover (ErrRunInProgress):
+// the gateway makes no further attempt and records nothing more.
+func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error {
+	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
+	r.spentUnsaved = true
+	return r.saveSpent(ctx)
 }
 
 // claimLost is the error of a run whose save was refused: a takeover

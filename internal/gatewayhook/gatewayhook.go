@@ -23,6 +23,18 @@ var ObserveShared func(opts, observe any)
 // RunOptions.VerifyWrite is not set.
 var VerifyWriteShared func(opts, verify any)
 
+// SaveSpent makes opts (a *gateway.RunOptions) tell saver, before each
+// retry of a call, what the call's attempts spent so far, for it to make
+// durable: saver has the method
+//
+//	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
+//
+// and an error from it means the run is no longer the caller's (a
+// takeover has it): the gateway makes no further attempt and records
+// nothing more of the call. The runtime saves there what a takeover
+// charges if it dies before the call's result is recorded.
+var SaveSpent func(opts, saver any)
+
 // WithPolicy sets cfg's (a *gateway.RunConfig) run-level policy
 // evaluation to eval (a *policy.Evaluation, as
 // compilehook.CompileWithPolicy returns it with cfg's compiled context):

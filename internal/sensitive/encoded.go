@@ -1,7 +1,9 @@
 package sensitive
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,22 +22,34 @@ const maxEncodedDepth = 3
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-func isB64(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_' }
+// noB64 marks a byte of b64Vals that is not a base64 character.
+const noB64 = 0xFF
+
+// b64Vals is each byte's base64 value, in both alphabets ('+' and '-' are
+// 62, '/' and '_' 63), or noB64: one lookup instead of five tests, for
+// the scans and decodings that read every character of a run.
+var b64Vals = func() (t [256]byte) {
+	for c := range t {
+		t[c] = noB64
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = byte(c - 'A')
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = byte(c-'a') + 26
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c-'0') + 52
+	}
+	t['+'], t['-'], t['/'], t['_'] = 62, 62, 63, 63
+	return t
+}()
+
+func isB64(c byte) bool { return b64Vals[c] != noB64 }
 
 func b64val(c byte) (uint32, bool) {
-	switch {
-	case isUpper(c):
-		return uint32(c - 'A'), true
-	case isLower(c):
-		return uint32(c-'a') + 26, true
-	case isDigit(c):
-		return uint32(c-'0') + 52, true
-	case c == '+' || c == '-':
-		return 62, true
-	case c == '/' || c == '_':
-		return 63, true
-	}
-	return 0, false
+	v := b64Vals[c]
+	return uint32(v), v != noB64
 }
 
 func textByte(b byte) bool { return b >= 0x20 && b < 0x7f || b == '\t' || b == '\n' || b == '\r' }
@@ -60,9 +74,30 @@ func decode(run string, dst []byte, textOnly bool) ([]byte, bool) {
 	if len(run)%4 == 1 { // a stray character glued after: dropped
 		run = run[:len(run)-1]
 	}
+	n, i := len(dst), 0
+	if !textOnly {
+		// Whole groups of four characters, three bytes each, while every
+		// character is base64: the bytes the loop below appends for
+		// them. The loop takes over at a group with any other character
+		// (which it ends at, having appended the bytes before it) and
+		// at the last, short group.
+		groups := len(run) / 4
+		dst = slices.Grow(dst, 3*groups)
+		r, out := run[:4*groups], dst[n:n+3*groups]
+		for len(r) >= 4 && len(out) >= 3 {
+			a, b, c, d := b64Vals[r[0]], b64Vals[r[1]], b64Vals[r[2]], b64Vals[r[3]]
+			if (a|b|c|d)&0x80 != 0 {
+				break
+			}
+			out[0], out[1], out[2] = a<<2|b>>4, b<<4|c>>2, c<<6|d
+			r, out = r[4:], out[3:]
+		}
+		g := groups - len(r)/4
+		dst, i = dst[:n+3*g], 4*g
+	}
 	var acc uint32
-	bits, n := 0, len(dst)
-	for i := 0; i < len(run); i++ {
+	bits := 0
+	for ; i < len(run); i++ {
 		v, ok := b64val(run[i])
 		if !ok {
 			return dst, false
@@ -158,6 +193,16 @@ func runSecret(run string, depth int) bool {
 // ends (0 when it is a single chunk or too short) and whether its decoding
 // holds any kind.
 func blockSecret(s string, i, depth int) (int, bool) {
+	// A block is two chunks or more: the first, unpadded, must be
+	// followed by whitespace (the loop below answers 0 otherwise). Most
+	// runs are not, and are answered before the buffer is set up.
+	j := i
+	for j < len(s) && isB64(s[j]) {
+		j++
+	}
+	if j == len(s) || !isSpace(s[j]) {
+		return 0, false
+	}
 	var buf [1024]byte
 	joined := buf[:0]
 	chunks, end, width := 0, i, 0
@@ -215,8 +260,20 @@ func segmentSecret(run string, depth int) bool {
 
 // encodedSecret reports whether run decodes to bytes holding any kind.
 func encodedSecret(run string, depth int) bool {
+	if len(run) <= 4*smallDecoded/3 { // a digest, an id: a small buffer to clear
+		var buf [smallDecoded]byte
+		return decodedSecret(run, buf[:0], depth)
+	}
 	var buf [512]byte
-	b, ok := decodeBytes(run, buf[:0])
+	return decodedSecret(run, buf[:0], depth)
+}
+
+// smallDecoded is the size of the buffer a short run is decoded into.
+const smallDecoded = 96
+
+// decodedSecret is encodedSecret, decoding run into buf.
+func decodedSecret(run string, buf []byte, depth int) bool {
+	b, ok := decodeBytes(run, buf)
 	if !ok {
 		return false
 	}
@@ -263,35 +320,48 @@ const minReadable = 6
 func textViews(b []byte, f func(string) bool) {
 	plain, nul := true, false
 	run, longest := 0, 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
-		case textByte(c):
+	// digitish counts the bytes a digit binaryCard reads can hold (see
+	// bDigitish). Every digit it reads spans bytes of its own holding
+	// one, and a card is minCardDigits digits or more: with fewer such
+	// bytes it finds none, and is not called. (The bytes this loop skips,
+	// inside a UTF-8 character, are 0x80–0xBF: none of them.)
+	digitish := 0
+	for i := 0; i < len(b); i++ {
+		k := byteClass[b[i]]
+		if k&bDigitish != 0 {
+			digitish++
+		}
+		if k&bText != 0 {
 			run++
-		case c == 0:
-			plain, nul = false, true
-		case c >= utf8.RuneSelf:
-			plain = false
-			if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError && unicode.IsPrint(r) {
+			longest = max(longest, run)
+			continue
+		}
+		plain = false
+		if k&bNUL != 0 {
+			nul = true
+			continue
+		}
+		// A character of two bytes or more begins with a lead byte
+		// (0xC2–0xF4) and a continuation byte (0x80–0xBF): any other
+		// byte is utf8.RuneError, no character.
+		if k&bLead != 0 && i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+			if n := printableAt(b, i); n > 0 {
 				run++
-				i += n
+				i += n - 1
 				longest = max(longest, run)
 				continue
 			}
-			run = 0
-		default:
-			plain = false
-			run = 0
 		}
-		longest = max(longest, run)
-		i++
+		run = 0
 	}
 	if plain {
 		f(string(b))
 		return
 	}
-	if d, ok := binaryCard(b); ok && f(d) {
-		return
+	if digitish >= minCardDigits {
+		if d, ok := binaryCard(b); ok && f(d) {
+			return
+		}
 	}
 	if longest < minReadable {
 		return
@@ -303,6 +373,69 @@ func textViews(b []byte, f func(string) bool) {
 		f(readable(b, true))
 	}
 }
+
+// The classes of a byte, for textViews.
+const (
+	bText     = 1 << iota // textByte
+	bNUL                  // NUL
+	bLead                 // a byte that can begin a UTF-8 character of two bytes or more: 0xC2–0xF4
+	bDigitish             // an ASCII digit; 0xFF, in a fullwidth digit in UTF-16; 0xEF, the lead of one in UTF-8
+)
+
+var byteClass = func() (t [256]uint8) {
+	for i := range t {
+		c := byte(i)
+		switch {
+		case textByte(c):
+			t[i] |= bText
+		case c == 0:
+			t[i] |= bNUL
+		case c >= 0xC2 && c <= 0xF4:
+			t[i] |= bLead
+		}
+		if isDigit(c) || c == 0xEF || c == 0xFF {
+			t[i] |= bDigitish
+		}
+	}
+	return t
+}()
+
+// printableAt is the width of the printable UTF-8 character at b[i]
+// (b[i] >= utf8.RuneSelf), or 0 when there is none: what
+// utf8.DecodeRune(b[i:]) and unicode.IsPrint answer, without calling them
+// for the bytes that cannot begin a valid character (0x80–0xC1,
+// 0xF5–0xFF, or a lead byte not followed by a continuation byte: all
+// utf8.RuneError), and with IsPrint of a two-byte character (U+0080 to
+// U+07FF) read from a table of its answers.
+func printableAt(b []byte, i int) int {
+	c := b[i]
+	if c < 0xC2 || c > 0xF4 || i+1 >= len(b) || b[i+1]&0xC0 != 0x80 {
+		return 0
+	}
+	if c < 0xE0 {
+		r := rune(c&0x1F)<<6 | rune(b[i+1]&0x3F)
+		if printable2()[r>>6]>>(r&63)&1 != 0 {
+			return 2
+		}
+		return 0
+	}
+	if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError && unicode.IsPrint(r) {
+		return n
+	}
+	return 0
+}
+
+// printable2 is unicode.IsPrint of every rune below U+0800, a bit each,
+// computed when first needed.
+var printable2 = sync.OnceValue(func() *[0x800 / 64]uint64 {
+	var t [0x800 / 64]uint64
+	for r := rune(0); r < 0x800; r++ {
+		if unicode.IsPrint(r) {
+			t[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return &t
+})
 
 // maxDigitGap is the most non-digit bytes binaryCard lets stand between
 // the digits of a card number: a separator in UTF-16 (digit's NUL, NBSP,
@@ -410,7 +543,7 @@ func readable(b []byte, dropNUL bool) string {
 			i++
 			continue
 		case c >= utf8.RuneSelf:
-			if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError && unicode.IsPrint(r) {
+			if n := printableAt(b, i); n > 0 {
 				island = append(island, b[i:i+n]...)
 				chars++
 				i += n
