@@ -173,6 +173,18 @@ func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items
 	}()
 	items, err = m.src.Recall(ctx, q)
 	if err == nil {
+		// Memory text comes from outside the run, as evidence does: a
+		// secret in it is redacted before the compile reads it and the
+		// packet pins it (the store's list is not changed).
+		cloned := false
+		for i := range items {
+			if c, ch := sensitive.Redact(items[i].Content, sensitive.Secrets); ch {
+				if !cloned {
+					items, cloned = slices.Clone(items), true
+				}
+				items[i].Content = c
+			}
+		}
 		m.p.mu.Lock()
 		m.p.memory = slices.Clone(items)
 		m.p.mu.Unlock()

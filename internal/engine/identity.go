@@ -60,7 +60,7 @@ func (rt *Runtime) verifyIdentity(ctx context.Context, rc *runcontext.RunContext
 	})
 	if err != nil {
 		// The error names the claim member, never the signature or a key.
-		rt.opts.Logger.Warn("identity claim rejected", "run_id", rc.RunID, "tenant_id", rc.TenantID, "error", err.Error())
+		rt.opts.Logger.Warn("identity claim rejected", "run_id", rc.RunID, "tenant_id", rc.TenantID, "error", logWords(err))
 		return "", fmt.Errorf("contextos: run %s: %w", rc.RunID, err)
 	}
 	return decision.ClaimVerified, nil

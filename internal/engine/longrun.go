@@ -91,7 +91,7 @@ func (r *run) checkpoint(ctx context.Context, now time.Time, progress string) er
 		return fmt.Errorf("contextos: in-flight record: %w", err)
 	}
 	if err != nil {
-		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", logWords(err))
 	}
 	// The checkpoint holds the replay inputs so far: a takeover from it
 	// replays (it is a takeover point, run.point).

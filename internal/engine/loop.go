@@ -321,7 +321,7 @@ func (r *run) charge(u PlanUsage) stop {
 // run, without the store's or the adapter's own words (which may carry
 // secrets; they go to the log).
 func (r *run) gatewayFailure(capability string, err error) stop {
-	r.rt.opts.Logger.Error("tool call failed", "run_id", r.rc.RunID, "capability", capability, "error", err.Error())
+	r.rt.opts.Logger.Error("tool call failed", "run_id", r.rc.RunID, "capability", capability, "error", logWords(err))
 	switch {
 	case errors.Is(err, gateway.ErrAdapterPanic):
 		return stopped(stopAdapterPanic, "the adapter of "+capability+" panicked")
@@ -376,7 +376,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		case errors.Is(err, ErrPanic):
 			st = stopped(stopPlannerPanic, err.Error())
 		case errors.Is(err, ErrUsageUnknown):
-			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
+			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", logWords(err))
 			st = stopped(stopPlanner, "usage_unknown: the provider did not report the turn's usage")
 		case ctx.Err() != nil:
 			st = stopped(stopCanceled, ctx.Err().Error())
@@ -385,7 +385,7 @@ func (r *run) plan(ctx context.Context, reason string) (*Plan, error) {
 		default:
 			// The planner's own words may carry a secret (an upstream
 			// error with a key in it): they go to the log, not the record.
-			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", err.Error())
+			r.rt.opts.Logger.Error("planner failed", "run_id", r.rc.RunID, "error", logWords(err))
 			st = stopped(stopPlanner, "the planner returned an error")
 			var te interface{ Timeout() bool }
 			if errors.As(err, &te) && te.Timeout() {
@@ -628,7 +628,7 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 		host := *in
 		host.Compiled, host.Run, host.Request, host.Results = r.pluginCC(), r.pluginRC(), r.pluginReq(), r.pluginResults()
 		if host.Pack, err = r.pluginPack(); err != nil {
-			r.rt.opts.Logger.Error("host critic: the pack could not be copied", "run_id", r.rc.RunID, "error", err.Error())
+			r.rt.opts.Logger.Error("host critic: the pack could not be copied", "run_id", r.rc.RunID, "error", logWords(err))
 			return Judgement{}, false, &stopError{stopped(stopCritic, "the pack could not be copied for the host critic")}
 		}
 		// The plan is the run's, which it goes on to execute and records:
@@ -637,16 +637,19 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 		hj, err := r.hostCritic(ctx, c, verify, &host)
 		if err != nil {
 			// The critic's own words go to the log, not the record.
-			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", err.Error())
+			r.rt.opts.Logger.Error("host critic failed", "run_id", r.rc.RunID, "error", logWords(err))
 			if errors.Is(err, ErrPanic) {
 				return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic panicked")}
 			}
 			return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic returned an error")}
 		}
 		if hj.Verdict.severity() > j.Verdict.severity() {
-			// The host critic's reason is free text: it reaches the
-			// verdict event, the next turn's replan reason and the record.
-			hj.Reason, _ = sensitive.Redact(hj.Reason, sensitive.Secrets)
+			// The host critic's reason is free text from outside the run,
+			// as an approver's is (denialReason): it reaches the verdict
+			// event, the next turn's replan reason and the record with
+			// every built-in rule applied, personal data as well as
+			// secrets.
+			hj.Reason, _ = sensitive.Redact(hj.Reason, sensitive.All)
 			j, cont = hj, false
 		}
 	}
@@ -750,7 +753,7 @@ func (r *run) consolidate(ctx context.Context, plan *Plan) {
 	}
 	if len(keep) > 0 {
 		if err := r.propose(ctx, keep); err != nil {
-			r.rt.opts.Logger.Warn("memory proposals not accepted", "run_id", r.rc.RunID, "error", err.Error())
+			r.rt.opts.Logger.Warn("memory proposals not accepted", "run_id", r.rc.RunID, "error", logWords(err))
 		}
 	}
 }
@@ -903,7 +906,7 @@ func (r *run) append(ctx context.Context, rec *decision.Record) (*decision.Recor
 	if h, herr := decision.Hash(got); !ok || herr != nil || h != got.RecordHash {
 		return nil, err
 	}
-	r.rt.opts.Logger.Warn("the decision store failed an append it had stored", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+	r.rt.opts.Logger.Warn("the decision store failed an append it had stored", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", logWords(err))
 	return sealed, nil
 }
 
@@ -989,7 +992,7 @@ func (r *run) saveStopped(ctx context.Context, what, recordID string) error {
 		if errors.Is(err, ErrCheckpointConflict) {
 			return r.claimLost(err)
 		}
-		r.rt.opts.Logger.Error(what, "run_id", r.rc.RunID, "record_id", recordID, "error", err.Error())
+		r.rt.opts.Logger.Error(what, "run_id", r.rc.RunID, "record_id", recordID, "error", logWords(err))
 	}
 	return nil
 }
@@ -1042,7 +1045,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 			err = r.rt.savePacket(ctx, p)
 		}
 		if err != nil {
-			r.rt.opts.Logger.Error("replay packet not captured", "run_id", r.rc.RunID, "record_id", stored.RecordID, "error", err.Error())
+			r.rt.opts.Logger.Error("replay packet not captured", "run_id", r.rc.RunID, "record_id", stored.RecordID, "error", logWords(err))
 		} else {
 			res.ReplayPacketID = p.ReplayPacketID
 		}
@@ -1085,7 +1088,7 @@ func (r *run) record(ctx context.Context, status decision.Status, prop *Decision
 	// DECIDED one was lowered to ESCALATED, and every such record names
 	// its problems.
 	if err != nil {
-		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", err.Error())
+		r.rt.opts.Logger.Warn("decision record has problems", "run_id", r.rc.RunID, "record_id", rec.RecordID, "error", logWords(err))
 	}
 	return rec, nil
 }

@@ -23,7 +23,7 @@ func (rt *Runtime) notifyPause(ctx context.Context, cp *checkpointState) {
 	maps.Copy(known, rt.opts.Gateway.Redactors)
 	p, err := rt.pendingApproval(ctx, cp, known)
 	if err != nil {
-		rt.opts.Logger.Error("pause hook not called: the pending approval cannot be described", "run_id", cp.RunID, "error", err.Error())
+		rt.opts.Logger.Error("pause hook not called: the pending approval cannot be described", "run_id", cp.RunID, "error", logWords(err))
 		return
 	}
 	rt.opts.OnPause(ctx, p)

@@ -303,7 +303,7 @@ func (rt *Runtime) settle(ctx context.Context, cp *checkpointState, inputsLost b
 		failSpan(r.span, "run failed: record_not_stored")
 		cp.Active = false
 		if serr := rt.saveCheckpoint(ctx, cp); serr != nil {
-			rt.opts.Logger.Error("checkpoint not saved after the record failed again", "run_id", cp.RunID, "error", serr.Error())
+			rt.opts.Logger.Error("checkpoint not saved after the record failed again", "run_id", cp.RunID, "error", logWords(serr))
 		}
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}

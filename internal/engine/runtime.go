@@ -590,7 +590,7 @@ func (rt *Runtime) invoke(ctx context.Context, req *runcontext.InvokeRequest, ho
 		sctx, cancel := detached(ctx)
 		defer cancel()
 		if serr := rt.saveCheckpoint(sctx, r.cp); serr != nil {
-			rt.opts.Logger.Error("run claim not released", "run_id", rc.RunID, "error", serr.Error())
+			rt.opts.Logger.Error("run claim not released", "run_id", rc.RunID, "error", logWords(serr))
 		}
 		return nil, err
 	}

@@ -294,6 +294,16 @@ func redactRaw(m map[string]json.RawMessage) (map[string]json.RawMessage, bool) 
 	return out, true
 }
 
+// logWords is an error's text as the runtime logs it: the words of a
+// plug-in, a store or an upstream (a planner's provider error, a host
+// critic's, a tool's), with every built-in rule applied, personal data
+// as well as secrets, as an approver's reason is kept (denialReason).
+// The log handler then applies the secret detectors to every line.
+func logWords(err error) string {
+	s, _ := sensitive.Redact(err.Error(), sensitive.All)
+	return s
+}
+
 // secretFreeHandler is the runtime's log handler: every message and
 // attribute it passes on has had the built-in secret detectors applied
 // (an error text, a planner's or a store's words), and the values of

@@ -149,7 +149,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
-		r.rt.opts.Logger.Error("checkpoint of the run's spend not saved", "run_id", r.rc.RunID, "error", err.Error())
+		r.rt.opts.Logger.Error("checkpoint of the run's spend not saved", "run_id", r.rc.RunID, "error", logWords(err))
 		return nil
 	}
 	// The run's state is the saved one's, with the members: a later save
