@@ -82,7 +82,12 @@ const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000
 
 // TranscriptSink stores transcript entries append-only. Append must keep
 // the entry or return an error (never drop silently), be safe for
-// concurrent use, and honour ctx.
+// concurrent use, and honour ctx. It must refuse a chained entry (one
+// with a ChainHash) at a position (RunID, Seq) that already holds a
+// chained entry: a runtime that was taken over while a call of its was
+// still running comes back with the next position of its own chain,
+// which the takeover may have used, and only the refusal keeps the run's
+// chain from forking (gatewaytest.RunTranscriptSinkTests holds this).
 type TranscriptSink interface {
 	Append(ctx context.Context, e TranscriptEntry) error
 }
@@ -93,7 +98,8 @@ type TranscriptSink interface {
 type MemoryTranscript struct {
 	mu      sync.Mutex
 	runs    map[string][]TranscriptEntry
-	order   []string // run ids, oldest first
+	next    map[string]int // a run's highest chained position + 1
+	order   []string       // run ids, oldest first
 	maxRuns int
 }
 
@@ -105,7 +111,7 @@ func NewMemoryTranscript() *MemoryTranscript { return NewMemoryTranscriptLimit(0
 // NewMemoryTranscriptLimit returns an empty transcript that keeps the
 // entries of the maxRuns most recently started runs (0: no limit).
 func NewMemoryTranscriptLimit(maxRuns int) *MemoryTranscript {
-	return &MemoryTranscript{runs: map[string][]TranscriptEntry{}, maxRuns: max(maxRuns, 0)}
+	return &MemoryTranscript{runs: map[string][]TranscriptEntry{}, next: map[string]int{}, maxRuns: max(maxRuns, 0)}
 }
 
 // defaultMemoryTranscriptRuns is how many runs the gateway's default
@@ -120,19 +126,44 @@ func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.runs == nil {
-		m.runs = map[string][]TranscriptEntry{}
+		m.runs, m.next = map[string][]TranscriptEntry{}, map[string]int{}
 	}
 	es, ok := m.runs[e.RunID]
+	if e.ChainHash != "" && e.Seq < m.next[e.RunID] && chainedAt(es, e.Seq) {
+		return fmt.Errorf("%w: run %s already holds a chained entry at position %d", ErrPositionTaken, e.RunID, e.Seq)
+	}
 	if !ok {
 		m.order = append(m.order, e.RunID)
 		if m.maxRuns > 0 && len(m.order) > m.maxRuns {
 			delete(m.runs, m.order[0])
+			delete(m.next, m.order[0])
 			m.order = slices.Delete(m.order, 0, 1)
 		}
 	}
 	m.runs[e.RunID] = append(es, e)
+	if e.ChainHash != "" && e.Seq >= m.next[e.RunID] {
+		m.next[e.RunID] = e.Seq + 1
+	}
 	return nil
 }
+
+// chainedAt reports whether es holds a chained entry at position seq.
+// Only an append below the run's highest chained position asks (a
+// runtime that came back after a takeover), so the run's entries are
+// read only then.
+func chainedAt(es []TranscriptEntry, seq int) bool {
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Seq == seq && es[i].ChainHash != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrPositionTaken is the error of a transcript append refused because
+// the run already holds a chained entry at the entry's position: the
+// chain would fork there. It wraps ErrChain.
+var ErrPositionTaken = fmt.Errorf("%w: position already taken", ErrChain)
 
 // Entries returns copies (Clone) of the entries of run, or of every kept
 // run, run by run in the order they started, when run is "": what the

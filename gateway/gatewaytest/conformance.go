@@ -317,6 +317,45 @@ func RunTranscriptSinkTests(t *testing.T, newSink func(t *testing.T) (gateway.Tr
 			t.Errorf("Append(cancelled) = %v", err)
 		}
 	})
+	t.Run("RefusesAForkedPosition", func(t *testing.T) {
+		// A runtime taken over while its call still ran comes back with
+		// the next position of its own chain: a chained entry at a
+		// position the run already holds one at is refused, so the chain
+		// cannot fork. Another run's position, and entries without a
+		// chain hash, are not refused.
+		s, entries := newSink(t)
+		first := gateway.TranscriptEntry{RunID: "run_1", Seq: 0, Kind: "call", PrevHash: gateway.GenesisHash, EntryHash: "sha256:e1", ChainHash: "sha256:c1"}
+		next := gateway.TranscriptEntry{RunID: "run_1", Seq: 1, Kind: "result", PrevHash: "sha256:c1", EntryHash: "sha256:e2", ChainHash: "sha256:c2"}
+		for _, e := range []gateway.TranscriptEntry{first, next} {
+			if err := s.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fork := next
+		fork.EntryHash, fork.ChainHash = "sha256:e3", "sha256:c3"
+		if err := s.Append(ctx, fork); err == nil {
+			t.Error("a second chained entry at position 1 of run_1 was kept: the chain forked")
+		}
+		zero := first
+		zero.ChainHash = "sha256:c4"
+		if err := s.Append(ctx, zero); err == nil {
+			t.Error("a second chained entry at position 0 of run_1 was kept: the chain forked")
+		}
+		other := first
+		other.RunID = "run_2"
+		if err := s.Append(ctx, other); err != nil {
+			t.Errorf("run_2's first entry was refused: %v", err)
+		}
+		var got []string
+		for _, e := range entries() {
+			if e.RunID == "run_1" {
+				got = append(got, e.ChainHash)
+			}
+		}
+		if !slices.Equal(got, []string{"sha256:c1", "sha256:c2"}) {
+			t.Errorf("run_1 holds chain hashes %v, want [sha256:c1 sha256:c2]", got)
+		}
+	})
 }
 
 // RunTranscriptReaderTests checks the TranscriptReader contract of a

@@ -254,6 +254,15 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 	if r.Err != nil {
 		return r.Err
 	}
+	if e.ChainHash != "" {
+		// A chained entry at a position the run holds one at would fork
+		// its chain: refused, as every sink must (gateway.TranscriptSink).
+		for _, o := range r.entries {
+			if o.Seq == e.Seq && o.ChainHash != "" && o.RunID == e.RunID {
+				return fmt.Errorf("%w: run %s already holds a chained entry at position %d", gateway.ErrPositionTaken, e.RunID, e.Seq)
+			}
+		}
+	}
 	r.entries = append(r.entries, e)
 	return nil
 }
