@@ -3,8 +3,10 @@ package contextos_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -100,6 +102,74 @@ func TestATakeoverThatLosesTheRaceForAPositionLeavesTheRunToTheNext(t *testing.T
 		t.Errorf("the transcript does not verify: %v", err)
 	} else if end != res.Record.Lineage.ToolTranscriptChainHash {
 		t.Errorf("the transcript ends at %s, the record names %s", end, res.Record.Lineage.ToolTranscriptChainHash)
+	}
+	contextostest.AssertReplayEqual(t, c.h.Replay(res))
+}
+
+// The same race over a retried read: the runtime saved its lookup's
+// first attempt (5,000 tokens, 2 cents) and froze in its last one; the
+// takeover read the transcript (the call, no result), charged that
+// attempt, claimed the run and planned; the runtime's last attempt then
+// recorded the call's result, which carries both attempts, before the
+// takeover recorded anything, so the takeover stopped. The next takeover
+// continues from the transcript's end: it must not charge the first
+// attempt again with the result the earlier takeover's usage already
+// holds it in (it charged 5,000 tokens twice, and the run ended over
+// total_tokens). The result's last attempt, in progress when the run was
+// taken over, is what the runtime's death loses (the bound).
+func TestTheNextTakeoverChargesTheRaceWinnersResultOnce(t *testing.T) {
+	entered, freeze := make(chan struct{}), make(chan struct{})
+	a := &attemptsAdapter{lookups: []lookupAttempt{{cents: 2, tokens: 5000}, {cents: 1, tokens: 1, entered: entered, freeze: freeze}}}
+	planner := newTurnPlanner(1200, 2)
+	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 2}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
+	}
+	c.h = bareHarness(t, planner, &o)
+	t.Cleanup(func() { c.h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	c.runID = rc.RunID
+	ctx := context.Background()
+	go func() {
+		_, err := c.h.Runtime.Invoke(ctx, req, rc)
+		c.stalled <- err
+	}()
+	<-entered
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	took := make(chan error, 1)
+	go func() {
+		_, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{Takeover: true})
+		took <- err
+	}()
+	<-planner.entered // the takeover read the transcript, claimed the run, and plans
+	close(freeze)
+	if err := <-c.stalled; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the frozen runtime, back after the takeover = %v, want ErrRunInProgress", err)
+	}
+	close(planner.release)
+	if err := <-took; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the takeover whose first entry was refused = %v, want ErrRunInProgress", err)
+	}
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	res, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{Takeover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runtime's turn 0 and its first attempt, the first takeover's
+	// turn 0, the second's turns 0 and 1: the attempt the runtime was in
+	// when the run was taken over (1 token, 1 cent) is what a death loses.
+	const tokens, cents = 900 + 5000 + 900 + 900 + 700, 0.4 + 2 + 0.4 + 0.4 + 0.3
+	if u := res.Record.BudgetUsage; u.Tokens != tokens || math.Abs(u.CostUSDCents-cents) > 1e-9 {
+		t.Errorf("the run's record counts %d tokens and %v cents, want %d and %v", u.Tokens, u.CostUSDCents, tokens, cents)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if _, err := gateway.VerifyTranscript(runEntries(t, c.h, c.runID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
 	}
 	contextostest.AssertReplayEqual(t, c.h.Replay(res))
 }
