@@ -22,6 +22,9 @@ func init() {
 	gatewayhook.SaveSpent = func(opts, saver any) {
 		opts.(*RunOptions).saver = saver.(spendSaver)
 	}
+	gatewayhook.StoreFailed = func(opts, notify any) {
+		opts.(*RunOptions).storeFailed = notify.(func(gatewayhook.StoreFailure))
+	}
 	gatewayhook.WithPolicy = func(cfg, eval any) {
 		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)
 	}

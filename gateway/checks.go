@@ -432,6 +432,9 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 	if c.write {
 		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, c.key)
 		if err != nil {
+			if r.storeFailed != nil {
+				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "claim", Key: c.key})
+			}
 			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), fmt.Errorf("gateway: idempotency claim: %w", err)
 		}
 		if !claimed {
@@ -475,6 +478,9 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 			defer cancel()
 		}
 		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, kept); cerr != nil {
+			if r.storeFailed != nil {
+				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "complete", Key: c.key})
+			}
 			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
 			if err == nil {
 				err = cerr

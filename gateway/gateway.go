@@ -23,6 +23,7 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/internal/backoff"
 	"github.com/contextos/contextos/internal/canon"
+	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/internal/sensitive"
@@ -272,9 +273,10 @@ type Run struct {
 	clean         sensitive.Set
 	cleanKnown    bool
 	now           func() time.Time
-	observe       func(Attempt) // nil when nothing observes the attempts
-	observeCopies bool          // observe is told copies (RunOptions.Observe)
-	saver         spendSaver    // nil when nothing saves spend between attempts
+	observe       func(Attempt)                  // nil when nothing observes the attempts
+	observeCopies bool                           // observe is told copies (RunOptions.Observe)
+	saver         spendSaver                     // nil when nothing saves spend between attempts
+	storeFailed   func(gatewayhook.StoreFailure) // nil when nothing records store failures
 	verifyWrite   func(*WriteCall) *ToolError
 	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
@@ -356,6 +358,9 @@ type RunOptions struct {
 	// runtime, is told what a call's attempts spent before each retry
 	// (see spendSaver).
 	saver spendSaver
+	// storeFailed, set only through gatewayhook.StoreFailed by the
+	// module's runtime, is told each store request of a call that failed.
+	storeFailed func(gatewayhook.StoreFailure)
 }
 
 // spendSaver is the module's runtime, which makes what a call's attempts
@@ -471,6 +476,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.verifyWrite = opts.verifyWriteShared
 		}
 		r.saver = opts.saver
+		r.storeFailed = opts.storeFailed
 	}
 	r.principals, r.authRef = rc.PrincipalChain(), strPtr(rc.AuthRef())
 	r.members = newRunMembers(rc.RunID, rc.SessionID, rc.TraceID, r.principals)
@@ -1165,6 +1171,9 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 				// Another runtime's entry is at the position (a sink that
 				// refuses the fork with an error of its own).
 				err = fmt.Errorf("%w: %w", ErrPositionTaken, err)
+			}
+			if !taken && r.storeFailed != nil {
+				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "transcript", Op: "append", Kind: kind, Seq: e.Seq})
 			}
 			return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
 		}

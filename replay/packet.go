@@ -138,8 +138,8 @@ type LatestResult struct {
 //   - pack_refs, pack_content_hashes, planner_outputs, adapter_outcomes,
 //     clock and transcript are always present: nil is written as [] (or {}),
 //     as an empty one is. Nothing reads a difference between them.
-//   - planner_errors, interrupts, resumes and prior_results are left out
-//     when empty, nil or not. Nothing reads a difference between them
+//   - planner_errors, interrupts, store_failures, resumes and
+//     prior_results are left out when empty, nil or not. Nothing reads a difference between them
 //     either.
 //
 // A packet is replayable only once sealed: [Packet.Seal] sets packet_hash,
@@ -174,6 +174,7 @@ type Packet struct {
 	PlannerOutput []json.RawMessage         `json:"planner_outputs"`
 	PlannerErrors []PlannerError            `json:"planner_errors,omitempty"`
 	Interrupts    []Interrupt               `json:"interrupts,omitempty"`
+	StoreFailures []StoreFailure            `json:"store_failures,omitempty"`
 	Outcomes      []AdapterOutcome          `json:"adapter_outcomes"`
 	Clock         []time.Time               `json:"clock"`
 	Resumes       []Resume                  `json:"resumes,omitempty"`
@@ -250,6 +251,37 @@ func orEmpty[T any](s []T) []T {
 type Interrupt struct {
 	Check  int    `json:"check"`
 	Reason string `json:"reason"`
+}
+
+// Stores a [StoreFailure] names, and what the gateway asked of them.
+const (
+	// StoreIdempotency is the gateway's idempotency store; its ops are
+	// StoreOpClaim and StoreOpComplete.
+	StoreIdempotency = "idempotency"
+	// StoreTranscript is the gateway's transcript sink; its op is
+	// StoreOpAppend.
+	StoreTranscript = "transcript"
+
+	StoreOpClaim    = "claim"
+	StoreOpComplete = "complete"
+	StoreOpAppend   = "append"
+)
+
+// StoreFailure is a store the gateway needed for a tool call that failed
+// it in the live run: an idempotency store's claim or completion of the
+// write's key (IdempotencyKey), or a transcript sink's append of the
+// call's entry (Kind "call" or "result", at sequence Seq). The replay's
+// own stores fail that request of that call once, as the live ones did,
+// and the replay is compared against the failures it met. The store's
+// error is not kept (it may name anything, secrets included): what the
+// run recorded of the failure is the gateway's own fixed message.
+type StoreFailure struct {
+	ToolCallID     string `json:"tool_call_id"`
+	Store          string `json:"store"`
+	Op             string `json:"op"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+	Seq            int    `json:"seq,omitempty"`
 }
 
 // PlannerError is a planner call that failed (the Call-th call of the run,

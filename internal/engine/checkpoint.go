@@ -282,6 +282,9 @@ type checkpointState struct {
 	PlannerErrors []replay.PlannerError `json:"planner_errors,omitempty"`
 	Checks        int                   `json:"checks"`
 	Interrupts    []replay.Interrupt    `json:"interrupts,omitempty"`
+	// StoreFailures are the store requests of the run's calls that
+	// failed, so a replay's stores fail them too.
+	StoreFailures []replay.StoreFailure `json:"store_failures,omitempty"`
 	// Unconfirmed is the run's terminal record when the decision store
 	// failed it and could not say whether it stored it (the run stopped
 	// record_not_stored). The run's decision is made: a resume or a

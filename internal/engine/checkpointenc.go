@@ -110,6 +110,9 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 	if len(st.Interrupts) > 0 {
 		w.value("interrupts", &st.Interrupts)
 	}
+	if len(st.StoreFailures) > 0 {
+		w.value("store_failures", &st.StoreFailures)
+	}
 	if st.Unconfirmed != nil {
 		w.value("unconfirmed_record", &st.Unconfirmed)
 	}

@@ -90,9 +90,10 @@ func fullCheckpoint() *checkpointState {
 		Denials:  []decision.Approval{{GateID: "g", Approver: odd, ApprovalModeEffective: runcontext.ReadOnly}},
 		Stopped:  strings.Repeat(odd, 2), Origin: &runcontext.RunContext{RunID: "run_1", TenantID: "t"},
 		PlannerCalls: 2, PlannerErrors: []replay.PlannerError{{Call: 1, Reason: odd}}, Checks: 5,
-		Interrupts:  []replay.Interrupt{{Check: 3, Reason: odd}},
-		Unconfirmed: &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
-		Points:      3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
+		Interrupts:    []replay.Interrupt{{Check: 3, Reason: odd}},
+		StoreFailures: []replay.StoreFailure{{ToolCallID: odd, Store: replay.StoreTranscript, Op: replay.StoreOpAppend, Kind: "call", Seq: 4}},
+		Unconfirmed:   &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
+		Points:        3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
 		SpentSincePoint: &replay.Spent{Tokens: 5000, CostCents: 0.1 + 0.2, WallClockMS: 1234},
 		CallInProgress:  &callInProgress{ToolCallID: "tc_" + odd, Seq: 7, Tokens: 3000, CostCents: 0.7 + 0.1},
 	}

@@ -1469,6 +1469,7 @@ func (r *run) packet(rec *decision.Record, kind replay.SourceKind) (*replay.Pack
 		PackHashes:   map[string]string{}, Invoke: invoke, InvokeHash: ih, RunContext: rcJSON,
 		Outcomes: append(slices.Clone(r.cp.Outcomes), r.recorder.Outcomes(r.rc.RunID)...), Clock: append(slices.Clone(r.cp.Clock), r.untakenReadings()...),
 		Record: recJSON, Resumes: r.cp.Resumes, PriorResults: r.cp.Priors, PlannerErrors: r.cp.PlannerErrors, Interrupts: r.cp.Interrupts,
+		StoreFailures: r.cp.StoreFailures,
 	}
 	for _, in := range r.inputs {
 		p.PackRefs = append(p.PackRefs, in.Ref.String())

@@ -171,6 +171,11 @@ func (rt *Runtime) Replay(ctx context.Context, p *replay.Packet) (report *replay
 	} else if d := compareEntryHashes(p.Transcript, got); d != nil {
 		out.Diffs = append(out.Diffs, *d)
 	}
+	if f := rp.replayed.failures; f != nil {
+		if d := f.diff(); d != nil {
+			out.Diffs = append(out.Diffs, *d)
+		}
+	}
 	for _, u := range pb.Unserved() {
 		out.Diffs = append(out.Diffs, replay.Diff{Kind: replay.DiffToolTranscript, Step: -1, Detail: "call with no recorded outcome (not made): " + u})
 	}
@@ -243,6 +248,18 @@ func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback
 		}
 		o.Gateway.Idempotency = idem
 	}
+	var failures *replayedFailures
+	if len(p.StoreFailures) > 0 {
+		// The store requests the packet's run's stores failed fail
+		// again, once each, in the replay's own in-memory stores.
+		failures = newReplayedFailures(p.StoreFailures)
+		idem, _ := o.Gateway.Idempotency.(*gateway.MemoryIdempotency)
+		if idem == nil {
+			idem = gateway.NewMemoryIdempotency()
+		}
+		o.Gateway.Idempotency = failingIdempotency{idem, failures}
+		o.Gateway.Transcript = failingTranscript{gateway.NewMemoryTranscript(), failures}
+	}
 	// The pinned items stand in for the sources, whatever the replaying
 	// runtime has (a live run without a source pinned none).
 	o.Evidence = compiler.StaticEvidence(p.Evidence)
@@ -256,7 +273,7 @@ func (rt *Runtime) replayRuntime(p *replay.Packet, planner Planner, pb *playback
 		return nil, err
 	}
 	rp.mode = ModeReplay
-	rp.replayed = &replaySource{hash: p.CompiledContextHash, clock: playback.PlaybackClock(p.Clock), interrupts: p.Interrupts}
+	rp.replayed = &replaySource{hash: p.CompiledContextHash, clock: playback.PlaybackClock(p.Clock), interrupts: p.Interrupts, failures: failures}
 	return rp, nil
 }
 

@@ -212,6 +212,9 @@ type replaySource struct {
 	clock *playback.Clock
 	// interrupts are the interruption checks the live run stopped at.
 	interrupts []replay.Interrupt
+	// failures are the store requests the live run's stores failed
+	// (nil: none), which the replay's stores fail.
+	failures *replayedFailures
 	// stopAt is the takeover point the replay's run stops at, where the
 	// packet's run was taken over next (0: none; run.replayStop).
 	stopAt int
@@ -943,6 +946,9 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	// The built-in evidence check only reads the call's decisions and
 	// returns a new error each time: it is asked with no copies.
 	gatewayhook.VerifyWriteShared(gwOpts, r.verifyWrite)
+	// Each store request of a call that failed is recorded (or, in a
+	// replay, compared).
+	gatewayhook.StoreFailed(gwOpts, r.storeFailed)
 	cfg := gateway.RunConfig{Prepared: prepared, Compiled: cc, Request: r.req, RunContext: r.rc, Meter: r.meter}
 	if eval != nil {
 		gatewayhook.WithPolicy(&cfg, eval)

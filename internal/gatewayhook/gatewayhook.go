@@ -50,3 +50,20 @@ var WithPolicy func(cfg, eval any)
 // runtime verifies with it a transcript that keeps only a run's later
 // entries (a bounded store dropped the earlier ones).
 var VerifyChain func(entries any, seq int, prev string) (string, error)
+
+// StoreFailed makes opts (a *gateway.RunOptions) tell notify (a
+// func(StoreFailure)) each time a store the gateway needs for a call
+// fails it: the idempotency store's claim or completion of a write's
+// key, or the transcript sink's append of one of the call's entries (not
+// one another runtime's entry refused: that run is not this runtime's).
+// The runtime records them, so a replay fails the same requests.
+var StoreFailed func(opts, notify any)
+
+// StoreFailure is a store request of a call that failed (see
+// StoreFailed). Store and Op are replay.StoreFailure's; Key is the
+// write's idempotency key (Store "idempotency"); Kind and Seq are the
+// transcript entry's (Store "transcript").
+type StoreFailure struct {
+	ToolCallID, Store, Op, Key, Kind string
+	Seq                              int
+}

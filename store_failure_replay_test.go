@@ -1,0 +1,181 @@
+package contextos_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
+	"github.com/contextos/contextos/replay"
+)
+
+// claimsDown is an idempotency store whose claims fail.
+type claimsDown struct{ *gateway.MemoryIdempotency }
+
+func (claimsDown) Claim(context.Context, string) (*gateway.ToolResultEnvelope, bool, error) {
+	return nil, false, errors.New("store down: secret-dsn")
+}
+
+// completesDown is an idempotency store whose completions fail.
+type completesDown struct{ *gateway.MemoryIdempotency }
+
+func (completesDown) Complete(context.Context, string, *gateway.ToolResultEnvelope) error {
+	return errors.New("store down: secret-dsn")
+}
+
+// refundCallDown is a transcript sink that fails the append of the
+// refund's call entry, once.
+type refundCallDown struct {
+	*gatewaytest.Recorder
+	mu     sync.Mutex
+	failed bool
+}
+
+func (s *refundCallDown) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	s.mu.Lock()
+	fail := !s.failed && e.Call != nil && e.Call.CapabilityID == "adp_payments.issue_refund"
+	s.failed = s.failed || fail
+	s.mu.Unlock()
+	if fail {
+		return errors.New("sink down: secret-dsn")
+	}
+	return s.Recorder.Append(ctx, e)
+}
+
+// storeFailureRun runs the refund with o and returns the result and its
+// packet; the harness's cleanup replays the packet and fails the test
+// unless it is replay_equal.
+func storeFailureRun(t *testing.T, o *contextostest.Options) (*contextostest.Harness, *contextos.Result, *replay.Packet) {
+	t.Helper()
+	h := harness(t, newTurnPlanner(1200, 0), o)
+	req, rc := refundRequest(t, 1200, true)
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "ESCALATED" {
+		t.Fatalf("status %s, want ESCALATED (a store failure stops the run)", res.Status)
+	}
+	p, err := h.Replays.Get(context.Background(), res.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, res, p
+}
+
+// checkStoreFailureReplay replays p and checks it is replay_equal, that
+// the packet says which store failed and holds no store error text.
+func checkStoreFailureReplay(t *testing.T, h *contextostest.Harness, p *replay.Packet, store, op string) {
+	t.Helper()
+	if len(p.StoreFailures) != 1 || p.StoreFailures[0].Store != store || p.StoreFailures[0].Op != op || p.StoreFailures[0].ToolCallID == "" {
+		t.Fatalf("store_failures %+v, want one %s %s", p.StoreFailures, store, op)
+	}
+	b, err := p.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytesContain(b, "secret-dsn") {
+		t.Fatal("the packet holds the store's error text")
+	}
+	rep, err := h.Runtime.Replay(context.Background(), p)
+	if err != nil || rep.Status != replay.ReplayEqual {
+		t.Fatalf("replay: %v %+v", err, rep)
+	}
+}
+
+func bytesContain(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+func TestStoreFailureIdempotencyClaimReplaysEqual(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Gateway.Idempotency = claimsDown{gateway.NewMemoryIdempotency()}
+	h, _, p := storeFailureRun(t, &o)
+	checkStoreFailureReplay(t, h, p, replay.StoreIdempotency, replay.StoreOpClaim)
+}
+
+func TestStoreFailureIdempotencyCompleteReplaysEqual(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Gateway.Idempotency = completesDown{gateway.NewMemoryIdempotency()}
+	h, _, p := storeFailureRun(t, &o)
+	checkStoreFailureReplay(t, h, p, replay.StoreIdempotency, replay.StoreOpComplete)
+}
+
+func TestStoreFailureTranscriptAppendReplaysEqual(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Transcripts = &refundCallDown{Recorder: &gatewaytest.Recorder{}}
+	h, _, p := storeFailureRun(t, &o)
+	checkStoreFailureReplay(t, h, p, replay.StoreTranscript, replay.StoreOpAppend)
+}
+
+// A packet whose store failure was edited is refused unless resealed, and
+// resealed without it replays as a mismatch (the replay makes the call).
+func TestStoreFailureTampered(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Gateway.Idempotency = claimsDown{gateway.NewMemoryIdempotency()}
+	h, _, p := storeFailureRun(t, &o)
+	edited := *p
+	edited.StoreFailures = nil
+	rep, err := h.Runtime.Replay(context.Background(), &edited)
+	if !errors.Is(err, replay.ErrTamper) || rep == nil || rep.Status != replay.Invalid {
+		t.Fatalf("edited packet: %v %+v, want tamper", err, rep)
+	}
+	if err := edited.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = h.Runtime.Replay(context.Background(), &edited)
+	if err != nil || rep.Status != replay.ReplayMismatch {
+		t.Fatalf("resealed packet: %v %+v, want replay_mismatch", err, rep)
+	}
+	moved := *p
+	moved.StoreFailures = []replay.StoreFailure{p.StoreFailures[0]}
+	moved.StoreFailures[0].ToolCallID = "tc_other"
+	if err := moved.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = h.Runtime.Replay(context.Background(), &moved); err != nil || rep.Status != replay.ReplayMismatch {
+		t.Fatalf("resealed packet with another call's failure: %v %+v, want replay_mismatch", err, rep)
+	}
+}
+
+// claimsDownOnce is an idempotency store whose first claim fails.
+type claimsDownOnce struct {
+	*gateway.MemoryIdempotency
+	mu     sync.Mutex
+	failed bool
+}
+
+func (s *claimsDownOnce) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	s.mu.Lock()
+	fail := !s.failed
+	s.failed = true
+	s.mu.Unlock()
+	if fail {
+		return nil, false, errors.New("store down: secret-dsn")
+	}
+	return s.MemoryIdempotency.Claim(ctx, key)
+}
+
+// A run a store failure stopped and that was resumed once the store was
+// back replays equal: its checkpoint carried the failure into the
+// resumed run's packet, and the replay's claim fails once, then succeeds.
+func TestStoreFailureThenResumeReplaysEqual(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Gateway.Idempotency = &claimsDownOnce{MemoryIdempotency: gateway.NewMemoryIdempotency()}
+	h, res, _ := storeFailureRun(t, &o)
+	next, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Status == "ESCALATED" || next.ReplayPacketID == "" {
+		t.Fatalf("resumed: %s packet %q, want the refund made", next.Status, next.ReplayPacketID)
+	}
+	p, err := h.Replays.Get(context.Background(), next.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStoreFailureReplay(t, h, p, replay.StoreIdempotency, replay.StoreOpClaim)
+}
