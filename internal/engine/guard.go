@@ -112,7 +112,7 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		e.p.evidence = slices.Clone(items)
 		e.p.mu.Unlock()
 	}
-	return items, err
+	return items, quietError(err)
 }
 
 // redacted is one evidence content and what sensitive.Redact(in,
@@ -189,8 +189,32 @@ func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items
 		m.p.memory = slices.Clone(items)
 		m.p.mu.Unlock()
 	}
-	return items, err
+	return items, quietError(err)
 }
+
+// quietError is a plug-in's error as the run returns it (an evidence
+// source's, a memory store's): its words come from outside the run (a
+// driver's error quoting its connection string, an upstream's body), so
+// its text is logWords', every built-in rule applied, and it still
+// matches what the plug-in returned (errors.Is, errors.As).
+func quietError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s, changed := sensitive.Redact(err.Error(), sensitive.All); changed {
+		return &redactedError{text: s, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose text is redacted.
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // emptyMemory recalls nothing: a runtime without a memory store compiles
 // with it, so a run and its replay (which recalls the pinned items) see
