@@ -40,7 +40,7 @@ func encodedEdges() []string {
 		}
 	}
 	// Mixed alphabets and a bad character at each place of a group.
-	mixed := strings.NewReplacer("+", "-", "/", "_").Replace(std([]byte("\xfb\xff\xbf"+card+"\xfb\xef")))
+	mixed := strings.NewReplacer("+", "-", "/", "_").Replace(std([]byte("\xfb\xff\xbf" + card + "\xfb\xef")))
 	add(mixed, std([]byte("\xfb\xff\xbf"+card+"\xfb\xef")))
 	for i := 0; i < 24 && i < len(enc); i++ {
 		for _, bad := range []string{".", "!", "\x00", "\xff", "é", "="} {
@@ -59,7 +59,7 @@ func encodedEdges() []string {
 		pre := strings.Repeat("\x01", k)
 		add(std([]byte(pre+string(u16))), std([]byte(pre+string(be))), std([]byte(pre+fw)), std([]byte(pre+fw[:36])), std([]byte(pre+fw[:39])))
 		add(std([]byte(pre+"\xef\xbc"+string(u16[:24]))), std([]byte(pre+strings.Repeat("\xff", 13)+"\x14")), std([]byte(pre+strings.Repeat("\xef", 13))))
-		add(std([]byte(pre + "411111111111" + "\xef\xbc\x91")), std([]byte(pre + "41111111111" + "\xff\x11\x11\xff")))
+		add(std([]byte(pre+"411111111111"+"\xef\xbc\x91")), std([]byte(pre+"41111111111"+"\xff\x11\x11\xff")))
 	}
 	// Two-byte and longer characters at the end and cut at the end.
 	for _, tail := range []string{"\xc2", "\xc2\xa0", "\xdf\xbf", "\xe2\x82", "\xe2\x82\xac", "\xf0\x9f\x98", "\xf0\x9f\x98\x80", "\xcd\xb8", "\xd5\x97", "\xc2\x80", "\xc2\xad"} {
