@@ -59,7 +59,8 @@ import (
 //     reason and details (retryable and not);
 //   - the host: a critic's replan or reject reason, an evidence item's
 //     content, a recalled memory item's content, an approver's reason
-//     (approval or denial).
+//     (approval or denial), and (rarely: the run is refused at its
+//     compile) the evidence source's or the memory store's error.
 //
 // The runs go through Invoke (streamed), pauses at the finance gate and
 // their approval or denial, Resume (streamed), retries, failures, resumes
@@ -289,6 +290,7 @@ var leakPlaces = []string{
 	"tool.output", "tool.output_key", "tool.mutation", "tool.citation", "tool.risk_tag", "tool.signal", "tool.artifact", "tool.progress",
 	"tool.error_message", "tool.error_reason", "tool.error_details",
 	"host.critic_reason", "host.evidence", "host.memory", "host.approval_reason",
+	"host.evidence_error", "host.memory_error",
 }
 
 // leakAsGiven reports whether personal data at where is documented as
@@ -331,7 +333,8 @@ func leakPromised(sc *leakScenario, p leakPlant, surface string) bool {
 		return !slices.Contains(leakAsGivenExempt, surface)
 	case p.Where == "host.evidence" || p.Where == "host.memory":
 		return !slices.Contains(leakKnowledgeExempt, surface)
-	case p.Where == "tool.progress" || p.Where == "host.critic_reason" || p.Where == "host.approval_reason":
+	case p.Where == "tool.progress" || p.Where == "host.critic_reason" || p.Where == "host.approval_reason",
+		p.Where == "host.evidence_error" || p.Where == "host.memory_error":
 		return true
 	}
 	return sc.Rules == "full" // the other tool members
@@ -432,8 +435,8 @@ func genLeakScenario(seed, idx uint64) *leakScenario {
 		if slices.Contains(leakDisruptive, where) {
 			chance = 30
 		}
-		if where == "caller.attachment_uri" {
-			chance = 8 // refused at validation: the run ends there
+		if where == "caller.attachment_uri" || where == "host.evidence_error" || where == "host.memory_error" {
+			chance = 8 // refused at validation or at the compile: the run ends there
 		}
 		if r.IntN(100) >= chance {
 			continue
@@ -819,10 +822,18 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	if v := sc.plant("host.evidence"); v != "" {
 		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n1", Kind: "note", Content: "ops note: " + v, Trust: compiler.Trusted})
 	}
+	var evSource compiler.EvidenceSource = ev
+	if v := sc.plant("host.evidence_error"); v != "" {
+		evSource = failingEvidence{"knowledge graph: " + v}
+	}
+	var memSource contextos.MemoryStore = mem
+	if v := sc.plant("host.memory_error"); v != "" {
+		memSource = failingRecall{mem, "memory store: " + v}
+	}
 	planner := &leakPlanner{sc: sc, surf: surf, entered: make(chan struct{}), release: make(chan struct{})}
 	var o contextostest.Options
 	o.Now = clock.Now
-	o.Runtime = contextos.Options{Adapters: regs, Evidence: ev, ReplaySampleRate: 1, Checkpoints: ck, Replays: pks, Memory: mem,
+	o.Runtime = contextos.Options{Adapters: regs, Evidence: evSource, ReplaySampleRate: 1, Checkpoints: ck, Replays: pks, Memory: memSource,
 		Transcripts:    &gatewaytest.Recorder{},
 		Logger:         slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
