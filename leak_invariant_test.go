@@ -59,8 +59,9 @@ import (
 //     reason and details (retryable and not);
 //   - the host: a critic's replan or reject reason, an evidence item's
 //     content, a recalled memory item's content, an approver's reason
-//     (approval or denial), and (rarely: the run is refused at its
-//     compile) the evidence source's or the memory store's error.
+//     (approval or denial), an evidence item's source id and a memory
+//     item's tier, and (rarely: the run is refused at its compile) the
+//     evidence source's or the memory store's error.
 //
 // The runs go through Invoke (streamed), pauses at the finance gate and
 // their approval or denial, Resume (streamed), retries, failures, resumes
@@ -290,7 +291,7 @@ var leakPlaces = []string{
 	"tool.output", "tool.output_key", "tool.mutation", "tool.citation", "tool.risk_tag", "tool.signal", "tool.artifact", "tool.progress",
 	"tool.error_message", "tool.error_reason", "tool.error_details",
 	"host.critic_reason", "host.evidence", "host.memory", "host.approval_reason",
-	"host.evidence_error", "host.memory_error",
+	"host.evidence_error", "host.memory_error", "host.evidence_source_id", "host.memory_tier",
 }
 
 // leakAsGiven reports whether personal data at where is documented as
@@ -331,7 +332,7 @@ func leakPromised(sc *leakScenario, p leakPlant, surface string) bool {
 		return true
 	case leakAsGiven(p.Where):
 		return !slices.Contains(leakAsGivenExempt, surface)
-	case p.Where == "host.evidence" || p.Where == "host.memory":
+	case p.Where == "host.evidence" || p.Where == "host.memory" || p.Where == "host.evidence_source_id" || p.Where == "host.memory_tier":
 		return !slices.Contains(leakKnowledgeExempt, surface)
 	case p.Where == "tool.progress" || p.Where == "host.critic_reason" || p.Where == "host.approval_reason",
 		p.Where == "host.evidence_error" || p.Where == "host.memory_error":
@@ -795,6 +796,9 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	if v := sc.plant("host.memory"); v != "" {
 		memItems = append(memItems, compiler.MemoryItem{MemoryRef: "mem:cus_77:note", Content: "Customer noted: " + v, Tier: "semantic", State: compiler.MemoryPromoted, Confidence: 0.9})
 	}
+	if v := sc.plant("host.memory_tier"); v != "" {
+		memItems = append(memItems, compiler.MemoryItem{MemoryRef: "mem:cus_77:tier", Content: "Customer noted a tier", Tier: "semantic " + v, State: compiler.MemoryPromoted, Confidence: 0.9})
+	}
 	mem := newRawMemory(memItems...)
 
 	doc := readTestdata(t, "ctxpack.support-1.0.0.json")
@@ -821,6 +825,9 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	ev := evidence(t)
 	if v := sc.plant("host.evidence"); v != "" {
 		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n1", Kind: "note", Content: "ops note: " + v, Trust: compiler.Trusted})
+	}
+	if v := sc.plant("host.evidence_source_id"); v != "" {
+		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n2", Kind: "note", SourceID: "kb/n2 " + v, Content: "ops note", Trust: compiler.Trusted})
 	}
 	var evSource compiler.EvidenceSource = ev
 	if v := sc.plant("host.evidence_error"); v != "" {

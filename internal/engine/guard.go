@@ -108,6 +108,38 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		if seen != nil {
 			e.p.rt.evRedact.keep(seen)
 		}
+		// Its other members too (a ref, a source id that is a
+		// pre-signed URL): the planner is sent them and the packet pins
+		// them. Remembered as the contents are.
+		metas := e.p.rt.evMeta.last()
+		var mseen []metaRedacted // made at the first item the memo lacks
+		for i := range items {
+			it := &items[i]
+			in := [4]string{it.EvidenceRef, it.Kind, it.SourceID, it.Snapshot}
+			var r metaRedacted
+			if i < len(metas) && metas[i].in == in {
+				r = metas[i]
+			} else {
+				r.in, r.out = in, in
+				r.changed = quietMembers(&r.out[0], &r.out[1], &r.out[2], &r.out[3])
+				if mseen == nil {
+					mseen = make([]metaRedacted, len(items))
+					copy(mseen, metas[:i]) // the items before i are the memo's
+				}
+			}
+			if mseen != nil {
+				mseen[i] = r
+			}
+			if r.changed {
+				if !cloned {
+					items, cloned = slices.Clone(items), true
+				}
+				items[i].EvidenceRef, items[i].Kind, items[i].SourceID, items[i].Snapshot = r.out[0], r.out[1], r.out[2], r.out[3]
+			}
+		}
+		if mseen != nil {
+			e.p.rt.evMeta.keep(mseen)
+		}
 		e.p.mu.Lock()
 		e.p.evidence = slices.Clone(items)
 		e.p.mu.Unlock()
@@ -160,6 +192,32 @@ func (l redactedList) of(i int, content string) (r redacted, hit bool) {
 	return redacted{in: content, out: out, changed: changed}, false
 }
 
+// metaRedacted is an evidence item's ref, kind, source id and snapshot
+// and what quietMembers made of them.
+type metaRedacted struct {
+	in, out [4]string
+	changed bool
+}
+
+// metaMemo keeps the members of a runtime's last retrieval redacted, as
+// redactMemo keeps the contents.
+type metaMemo struct {
+	mu    sync.Mutex
+	items []metaRedacted
+}
+
+func (m *metaMemo) last() []metaRedacted {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.items
+}
+
+func (m *metaMemo) keep(items []metaRedacted) {
+	m.mu.Lock()
+	m.items = items
+	m.mu.Unlock()
+}
+
 type pinnedMemory struct {
 	p   *pins
 	src compiler.MemoryRecall
@@ -174,15 +232,17 @@ func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items
 	items, err = m.src.Recall(ctx, q)
 	if err == nil {
 		// Memory text comes from outside the run, as evidence does: a
-		// secret in it is redacted before the compile reads it and the
-		// packet pins it (the store's list is not changed).
+		// secret in an item (its content, ref or tier) is redacted
+		// before the compile reads it and the packet pins it (the
+		// store's list is not changed).
 		cloned := false
 		for i := range items {
-			if c, ch := sensitive.Redact(items[i].Content, sensitive.Secrets); ch {
+			it := items[i]
+			if quietMembers(&it.Content, &it.MemoryRef, &it.Tier) {
 				if !cloned {
 					items, cloned = slices.Clone(items), true
 				}
-				items[i].Content = c
+				items[i] = it
 			}
 		}
 		m.p.mu.Lock()
@@ -190,6 +250,21 @@ func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items
 		m.p.mu.Unlock()
 	}
 	return items, quietError(err)
+}
+
+// quietMembers redacts the secrets in each non-empty string and reports
+// whether it changed any.
+func quietMembers(ss ...*string) bool {
+	changed := false
+	for _, s := range ss {
+		if *s == "" {
+			continue
+		}
+		if v, ch := sensitive.Redact(*s, sensitive.Secrets); ch {
+			*s, changed = v, true
+		}
+	}
+	return changed
 }
 
 // quietError is a plug-in's error as the run returns it (an evidence
