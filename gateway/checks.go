@@ -443,7 +443,20 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
-	if c.write && !out.abandoned {
+	if c.write && out.abandoned {
+		// The call was given up between its attempts (the run is another
+		// runtime's): the key is given up too, as a dead runtime's claim
+		// lapses, so the runtime that has the run makes the same write
+		// under it (its tool sees the key again) instead of waiting for
+		// it forever.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+		defer cancel()
+		if rerr := r.g.opts.Idempotency.Release(rctx, c.key); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("gateway: idempotency release: %w", rerr))
+		}
+		return out, err
+	}
+	if c.write {
 		// Writes keep their result whatever it is (a panicked adapter's
 		// too): a retry with the same key never runs the effect twice. The
 		// store gets its own copy: this call goes on to set its latency

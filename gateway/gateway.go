@@ -1158,8 +1158,16 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 		defer cancel()
 	}
-	if err := r.g.opts.Transcript.Append(ctx, e); err != nil && !r.kept(ctx, e) {
-		return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
+	if err := r.g.opts.Transcript.Append(ctx, e); err != nil {
+		kept, taken := r.kept(ctx, e)
+		if !kept {
+			if taken && !errors.Is(err, ErrPositionTaken) {
+				// Another runtime's entry is at the position (a sink that
+				// refuses the fork with an error of its own).
+				err = fmt.Errorf("%w: %w", ErrPositionTaken, err)
+			}
+			return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
+		}
 	}
 	r.seq++
 	r.prev = e.ChainHash
@@ -1171,17 +1179,30 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 // sink that can read the run back holds it as its entry at e's sequence
 // with e's chain hash. The entry is then the run's, as appended: a resume
 // finds it in the chain and must not take it for one the run never wrote.
-func (r *Run) kept(ctx context.Context, e TranscriptEntry) bool {
+//
+// taken reports, when e is not kept, that the run holds another chained
+// entry at e's sequence: another runtime (one that took the run over, or
+// that the run was taken from) recorded there, and the append was the
+// sink refusing a fork of the run's chain (ErrPositionTaken).
+func (r *Run) kept(ctx context.Context, e TranscriptEntry) (kept, taken bool) {
 	rd, ok := r.g.opts.Transcript.(TranscriptReader)
 	if !ok {
-		return false
+		return false, false
 	}
 	es, err := rd.RunEntries(ctx, e.RunID)
 	if err != nil || len(es) == 0 {
-		return false
+		return false, false
 	}
 	last := es[len(es)-1]
-	return last.Seq == e.Seq && last.ChainHash == e.ChainHash && last.EntryHash == e.EntryHash
+	if last.Seq == e.Seq && last.ChainHash == e.ChainHash && last.EntryHash == e.EntryHash {
+		return true, false
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Seq == e.Seq && es[i].ChainHash != "" {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // detachedTimeout bounds a transcript append or an idempotency completion

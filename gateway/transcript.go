@@ -84,7 +84,9 @@ const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000
 // the entry or return an error (never drop silently), be safe for
 // concurrent use, and honour ctx. It must refuse a chained entry (one
 // with a ChainHash) at a position (RunID, Seq) that already holds a
-// chained entry: a runtime that was taken over while a call of its was
+// chained entry with another chain hash (the same entry appended again,
+// as a retried Temporal activity does, may be refused or kept as a
+// no-op): a runtime that was taken over while a call of its was
 // still running comes back with the next position of its own chain,
 // which the takeover may have used, and only the refusal keeps the run's
 // chain from forking (gatewaytest.RunTranscriptSinkTests holds this).

@@ -238,6 +238,7 @@ func (s *ScriptedAdapter) Reset() {
 type Recorder struct {
 	mu      sync.Mutex
 	entries []gateway.TranscriptEntry
+	next    map[string]int // a run's highest chained position + 1
 	// Err, when set, is returned by Append (to test transcript failures).
 	Err error
 }
@@ -254,9 +255,10 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 	if r.Err != nil {
 		return r.Err
 	}
-	if e.ChainHash != "" {
+	if e.ChainHash != "" && e.Seq < r.next[e.RunID] {
 		// A chained entry at a position the run holds one at would fork
 		// its chain: refused, as every sink must (gateway.TranscriptSink).
+		// Only an entry below the run's highest position is looked for.
 		for _, o := range r.entries {
 			if o.Seq == e.Seq && o.ChainHash != "" && o.RunID == e.RunID {
 				return fmt.Errorf("%w: run %s already holds a chained entry at position %d", gateway.ErrPositionTaken, e.RunID, e.Seq)
@@ -264,6 +266,12 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 		}
 	}
 	r.entries = append(r.entries, e)
+	if e.ChainHash != "" && e.Seq >= r.next[e.RunID] {
+		if r.next == nil {
+			r.next = map[string]int{}
+		}
+		r.next[e.RunID] = e.Seq + 1
+	}
 	return nil
 }
 

@@ -179,6 +179,18 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 				// run taken over: this runtime stops, recording nothing more.
 				return nil, err
 			}
+			if errors.Is(err, gateway.ErrPositionTaken) {
+				// Another runtime recorded at this run's transcript position:
+				// the run was taken over from this runtime, or this runtime
+				// (a takeover) lost the race with the runtime it took the run
+				// from, whose entries are past what it read. Either way it
+				// stops here, recording nothing more: a stop's checkpoint
+				// would hold a chain behind the transcript's, which no resume
+				// continues, while a takeover once the claim lapses goes on
+				// from the transcript's end.
+				r.rt.opts.Logger.Error("another runtime recorded at the run's transcript position; this one stops", "run_id", r.rc.RunID)
+				return nil, fmt.Errorf("%w: run %s: another runtime recorded at its transcript position: %w", ErrRunInProgress, r.rc.RunID, err)
+			}
 			r.noteDenial(&step, &call)
 			r.observeCall(ctx, res)
 			r.notePrior(res)

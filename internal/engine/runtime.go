@@ -782,20 +782,39 @@ func checkTranscript(entries []gateway.TranscriptEntry, at gateway.ChainState) e
 // spentAfter is what the calls a transcript records from seq on spent:
 // a tool call for each call the gateway made (it records a call entry
 // only for a call it charged and runs), and the cost and tokens their
-// results report (a duplicate's are the first call's, charged then).
+// results report (a duplicate's are the first call's, charged then). A
+// result whose call entry is before seq is not counted: that call was in
+// progress when the checkpoint's state was saved, which only a takeover's
+// claim does, and the takeover charged what that call's attempts had
+// spent (callOwed); the result, recorded after the takeover read the
+// transcript by the runtime it took the run from, carries those attempts
+// too, so counting it would charge them twice (what is left out is the
+// spend of the attempt in progress at the takeover, which a death loses).
 func spentAfter(entries []gateway.TranscriptEntry, seq int) runcontext.Usage {
 	var u runcontext.Usage
-	for _, e := range entries {
+	for i, e := range entries {
 		switch {
 		case e.Seq < seq:
 		case e.Kind == "call":
 			u.ToolCalls++
+		case e.Result != nil && callBefore(entries[:i], e.Result.ToolCallID, seq):
 		case e.Result != nil && !e.Result.Metadata.Duplicate:
 			u.CostCents = min(u.CostCents+max(e.Result.Metadata.CostCents, 0), canon.MaxSafeInteger)
 			u.Tokens = min(u.Tokens+max(e.Result.Metadata.Tokens, 0), canon.MaxSafeInteger)
 		}
 	}
 	return u
+}
+
+// callBefore reports whether the last call entry of toolCallID in
+// entries (those before its result) is before seq.
+func callBefore(entries []gateway.TranscriptEntry, toolCallID string, seq int) bool {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Kind == "call" && e.Call != nil && e.Call.ToolCallID == toolCallID {
+			return e.Seq < seq
+		}
+	}
+	return false
 }
 
 // addUsage adds b's tool calls, cost and tokens to a's, saturating at
