@@ -59,7 +59,9 @@ import (
 //     reason and details (retryable and not);
 //   - the host: a critic's replan or reject reason, an evidence item's
 //     content, a recalled memory item's content, an approver's reason
-//     (approval or denial).
+//     (approval or denial), an evidence item's source id and a memory
+//     item's tier, and (rarely: the run is refused at its compile) the
+//     evidence source's or the memory store's error.
 //
 // The runs go through Invoke (streamed), pauses at the finance gate and
 // their approval or denial, Resume (streamed), retries, failures, resumes
@@ -289,6 +291,7 @@ var leakPlaces = []string{
 	"tool.output", "tool.output_key", "tool.mutation", "tool.citation", "tool.risk_tag", "tool.signal", "tool.artifact", "tool.progress",
 	"tool.error_message", "tool.error_reason", "tool.error_details",
 	"host.critic_reason", "host.evidence", "host.memory", "host.approval_reason",
+	"host.evidence_error", "host.memory_error", "host.evidence_source_id", "host.memory_tier",
 }
 
 // leakAsGiven reports whether personal data at where is documented as
@@ -329,9 +332,10 @@ func leakPromised(sc *leakScenario, p leakPlant, surface string) bool {
 		return true
 	case leakAsGiven(p.Where):
 		return !slices.Contains(leakAsGivenExempt, surface)
-	case p.Where == "host.evidence" || p.Where == "host.memory":
+	case p.Where == "host.evidence" || p.Where == "host.memory" || p.Where == "host.evidence_source_id" || p.Where == "host.memory_tier":
 		return !slices.Contains(leakKnowledgeExempt, surface)
-	case p.Where == "tool.progress" || p.Where == "host.critic_reason" || p.Where == "host.approval_reason":
+	case p.Where == "tool.progress" || p.Where == "host.critic_reason" || p.Where == "host.approval_reason",
+		p.Where == "host.evidence_error" || p.Where == "host.memory_error":
 		return true
 	}
 	return sc.Rules == "full" // the other tool members
@@ -432,8 +436,8 @@ func genLeakScenario(seed, idx uint64) *leakScenario {
 		if slices.Contains(leakDisruptive, where) {
 			chance = 30
 		}
-		if where == "caller.attachment_uri" {
-			chance = 8 // refused at validation: the run ends there
+		if where == "caller.attachment_uri" || where == "host.evidence_error" || where == "host.memory_error" {
+			chance = 8 // refused at validation or at the compile: the run ends there
 		}
 		if r.IntN(100) >= chance {
 			continue
@@ -792,6 +796,9 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	if v := sc.plant("host.memory"); v != "" {
 		memItems = append(memItems, compiler.MemoryItem{MemoryRef: "mem:cus_77:note", Content: "Customer noted: " + v, Tier: "semantic", State: compiler.MemoryPromoted, Confidence: 0.9})
 	}
+	if v := sc.plant("host.memory_tier"); v != "" {
+		memItems = append(memItems, compiler.MemoryItem{MemoryRef: "mem:cus_77:tier", Content: "Customer noted a tier", Tier: "semantic " + v, State: compiler.MemoryPromoted, Confidence: 0.9})
+	}
 	mem := newRawMemory(memItems...)
 
 	doc := readTestdata(t, "ctxpack.support-1.0.0.json")
@@ -819,10 +826,21 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 	if v := sc.plant("host.evidence"); v != "" {
 		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n1", Kind: "note", Content: "ops note: " + v, Trust: compiler.Trusted})
 	}
+	if v := sc.plant("host.evidence_source_id"); v != "" {
+		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n2", Kind: "note", SourceID: "kb/n2 " + v, Content: "ops note", Trust: compiler.Trusted})
+	}
+	var evSource compiler.EvidenceSource = ev
+	if v := sc.plant("host.evidence_error"); v != "" {
+		evSource = failingEvidence{"knowledge graph: " + v}
+	}
+	var memSource contextos.MemoryStore = mem
+	if v := sc.plant("host.memory_error"); v != "" {
+		memSource = failingRecall{mem, "memory store: " + v}
+	}
 	planner := &leakPlanner{sc: sc, surf: surf, entered: make(chan struct{}), release: make(chan struct{})}
 	var o contextostest.Options
 	o.Now = clock.Now
-	o.Runtime = contextos.Options{Adapters: regs, Evidence: ev, ReplaySampleRate: 1, Checkpoints: ck, Replays: pks, Memory: mem,
+	o.Runtime = contextos.Options{Adapters: regs, Evidence: evSource, ReplaySampleRate: 1, Checkpoints: ck, Replays: pks, Memory: memSource,
 		Transcripts:    &gatewaytest.Recorder{},
 		Logger:         slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),

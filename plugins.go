@@ -72,7 +72,8 @@ type (
 
 	// Critic verifies a plan before it runs and scores its results after.
 	// A host critic runs after the built-in one and can only make a
-	// verdict stricter (a looser verdict is ignored).
+	// verdict stricter (a looser verdict is ignored; one it does not
+	// know is a replan).
 	Critic = engine.Critic
 	// CriticInput is what a critic judges.
 	CriticInput = engine.CriticInput

@@ -225,7 +225,9 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 		state = ropts.Gateway.Idempotency
 	}
 	ropts.Adapters = storekit.Adapters(t, e.payments.URL())
-	ropts.Evidence = storekit.Evidence(t)
+	if ropts.Evidence == nil { // unless o.runtime set one
+		ropts.Evidence = storekit.Evidence(t)
+	}
 	ropts.Now = e.clock.Now
 	pk := fixture.SupportPack()
 	if o.pack != nil {

@@ -108,11 +108,43 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		if seen != nil {
 			e.p.rt.evRedact.keep(seen)
 		}
+		// Its other members too (a ref, a source id that is a
+		// pre-signed URL): the planner is sent them and the packet pins
+		// them. Remembered as the contents are.
+		metas := e.p.rt.evMeta.last()
+		var mseen []metaRedacted // made at the first item the memo lacks
+		for i := range items {
+			it := &items[i]
+			in := [4]string{it.EvidenceRef, it.Kind, it.SourceID, it.Snapshot}
+			var r metaRedacted
+			if i < len(metas) && metas[i].in == in {
+				r = metas[i]
+			} else {
+				r.in, r.out = in, in
+				r.changed = quietMembers(&r.out[0], &r.out[1], &r.out[2], &r.out[3])
+				if mseen == nil {
+					mseen = make([]metaRedacted, len(items))
+					copy(mseen, metas[:i]) // the items before i are the memo's
+				}
+			}
+			if mseen != nil {
+				mseen[i] = r
+			}
+			if r.changed {
+				if !cloned {
+					items, cloned = slices.Clone(items), true
+				}
+				items[i].EvidenceRef, items[i].Kind, items[i].SourceID, items[i].Snapshot = r.out[0], r.out[1], r.out[2], r.out[3]
+			}
+		}
+		if mseen != nil {
+			e.p.rt.evMeta.keep(mseen)
+		}
 		e.p.mu.Lock()
 		e.p.evidence = slices.Clone(items)
 		e.p.mu.Unlock()
 	}
-	return items, err
+	return items, quietError(err)
 }
 
 // redacted is one evidence content and what sensitive.Redact(in,
@@ -160,6 +192,32 @@ func (l redactedList) of(i int, content string) (r redacted, hit bool) {
 	return redacted{in: content, out: out, changed: changed}, false
 }
 
+// metaRedacted is an evidence item's ref, kind, source id and snapshot
+// and what quietMembers made of them.
+type metaRedacted struct {
+	in, out [4]string
+	changed bool
+}
+
+// metaMemo keeps the members of a runtime's last retrieval redacted, as
+// redactMemo keeps the contents.
+type metaMemo struct {
+	mu    sync.Mutex
+	items []metaRedacted
+}
+
+func (m *metaMemo) last() []metaRedacted {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.items
+}
+
+func (m *metaMemo) keep(items []metaRedacted) {
+	m.mu.Lock()
+	m.items = items
+	m.mu.Unlock()
+}
+
 type pinnedMemory struct {
 	p   *pins
 	src compiler.MemoryRecall
@@ -174,23 +232,64 @@ func (m pinnedMemory) Recall(ctx context.Context, q compiler.MemoryQuery) (items
 	items, err = m.src.Recall(ctx, q)
 	if err == nil {
 		// Memory text comes from outside the run, as evidence does: a
-		// secret in it is redacted before the compile reads it and the
-		// packet pins it (the store's list is not changed).
+		// secret in an item (its content, ref or tier) is redacted
+		// before the compile reads it and the packet pins it (the
+		// store's list is not changed).
 		cloned := false
 		for i := range items {
-			if c, ch := sensitive.Redact(items[i].Content, sensitive.Secrets); ch {
+			it := items[i]
+			if quietMembers(&it.Content, &it.MemoryRef, &it.Tier) {
 				if !cloned {
 					items, cloned = slices.Clone(items), true
 				}
-				items[i].Content = c
+				items[i] = it
 			}
 		}
 		m.p.mu.Lock()
 		m.p.memory = slices.Clone(items)
 		m.p.mu.Unlock()
 	}
-	return items, err
+	return items, quietError(err)
 }
+
+// quietMembers redacts the secrets in each non-empty string and reports
+// whether it changed any.
+func quietMembers(ss ...*string) bool {
+	changed := false
+	for _, s := range ss {
+		if *s == "" {
+			continue
+		}
+		if v, ch := sensitive.Redact(*s, sensitive.Secrets); ch {
+			*s, changed = v, true
+		}
+	}
+	return changed
+}
+
+// quietError is a plug-in's error as the run returns it (an evidence
+// source's, a memory store's): its words come from outside the run (a
+// driver's error quoting its connection string, an upstream's body), so
+// its text is logWords', every built-in rule applied, and it still
+// matches what the plug-in returned (errors.Is, errors.As).
+func quietError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s, changed := sensitive.Redact(err.Error(), sensitive.All); changed {
+		return &redactedError{text: s, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose text is redacted.
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // emptyMemory recalls nothing: a runtime without a memory store compiles
 // with it, so a run and its replay (which recalls the pinned items) see

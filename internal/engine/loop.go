@@ -655,7 +655,15 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 			}
 			return Judgement{}, false, &stopError{stopped(stopCritic, "the host critic returned an error")}
 		}
-		if hj.Verdict.severity() > j.Verdict.severity() {
+		hs, known := hj.Verdict.severity()
+		if !known {
+			// A verdict the runtime does not know ("REJECT", "deny",
+			// none) is not a pass: it fails closed, as a replan (its
+			// text, the host's, is not quoted).
+			hj = Judgement{Verdict: VerdictReplan, Reason: "the host critic returned a verdict the runtime does not know"}
+			hs, _ = hj.Verdict.severity()
+		}
+		if js, _ := j.Verdict.severity(); hs > js {
 			// The host critic's reason is free text from outside the run,
 			// as an approver's is (denialReason): it reaches the verdict
 			// event, the next turn's replan reason and the record with

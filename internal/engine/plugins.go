@@ -164,9 +164,11 @@ const (
 	VerdictEscalate CriticVerdict = "escalate"
 )
 
-// severity orders verdicts so a host critic can only make one stricter.
-func (v CriticVerdict) severity() int {
-	return map[CriticVerdict]int{VerdictOK: 0, VerdictAccept: 0, VerdictRetry: 1, VerdictReplan: 2, VerdictEscalate: 3, VerdictReject: 4}[v]
+// severity orders verdicts so a host critic can only make one stricter;
+// known reports whether v is a verdict at all.
+func (v CriticVerdict) severity() (s int, known bool) {
+	s, known = map[CriticVerdict]int{VerdictOK: 0, VerdictAccept: 0, VerdictRetry: 1, VerdictReplan: 2, VerdictEscalate: 3, VerdictReject: 4}[v]
+	return s, known
 }
 
 // Judgement is a critic's verdict and why.
@@ -197,7 +199,8 @@ type CriticInput struct {
 
 // Critic verifies a plan before it runs and scores its results after. A
 // host critic runs after the built-in one and can only make a verdict
-// stricter (a looser verdict is ignored).
+// stricter (a looser verdict is ignored; one it does not know is a
+// replan).
 type Critic interface {
 	Verify(ctx context.Context, in *CriticInput) (Judgement, error)
 	Score(ctx context.Context, in *CriticInput) (Judgement, error)

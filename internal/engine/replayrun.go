@@ -14,6 +14,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/playback"
 	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/replay"
 	"github.com/contextos/contextos/runcontext"
@@ -334,7 +335,7 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 	}
 	var out []replay.Diff
 	if !slices.Equal(w.EvidenceRefs, g.EvidenceRefs) {
-		out = append(out, replay.Diff{Kind: replay.DiffEvidence, Step: -1, Detail: fmt.Sprintf("evidence refs %v, the packet has %v", g.EvidenceRefs, w.EvidenceRefs)})
+		out = append(out, replay.Diff{Kind: replay.DiffEvidence, Step: -1, Detail: fmt.Sprintf("evidence refs %v, the packet has %v", quoted(g.EvidenceRefs...), quoted(w.EvidenceRefs...))})
 	}
 	pw, _ := json.Marshal(w.PolicyDecisions)
 	pg, _ := json.Marshal(g.PolicyDecisions)
@@ -342,8 +343,20 @@ func compareRecords(want json.RawMessage, got *decision.Record) []replay.Diff {
 		out = append(out, replay.Diff{Kind: replay.DiffPolicy, Step: -1, Detail: "the policy decisions differ"})
 	}
 	out = append(out, replay.Diff{Kind: replay.DiffDecision, Step: -1,
-		Detail: fmt.Sprintf("the rebuilt decision record (%s %s) differs from the packet's (%s %s) in %s", g.Status, g.Outcome, w.Status, w.Outcome,
+		Detail: fmt.Sprintf("the rebuilt decision record (%s %s) differs from the packet's (%s %s) in %s", g.Status, quoted(g.Outcome)[0], w.Status, quoted(w.Outcome)[0],
 			strings.Join(namedDifferences(wb, gb), ", "))})
+	return out
+}
+
+// quoted is record text (a decision's outcome, its evidence refs: the
+// planner's words, which the record and the packet keep as given) as a
+// replay report quotes it: with every built-in rule applied, since the
+// report is shown wherever a replay is run.
+func quoted(s ...string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i], _ = sensitive.Redact(v, sensitive.All)
+	}
 	return out
 }
 

@@ -171,6 +171,9 @@ type Runtime struct {
 	// evRedact remembers the evidence contents its runs' sources
 	// returned last, redacted (evidence source items enter redacted).
 	evRedact redactMemo
+	// evMeta remembers the other members of those items (ref, kind,
+	// source id, snapshot) redacted, as evRedact does their contents.
+	evMeta metaMemo
 
 	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
 	// the runtimes Replay builds, whose replayed says what of the packet

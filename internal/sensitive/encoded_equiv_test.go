@@ -407,6 +407,9 @@ func FuzzEncodedMatchesReference(f *testing.F) {
 	for _, s := range equivSeeds() {
 		f.Add(s)
 	}
+	for _, s := range encodedEdges() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 4096 {
 			return
