@@ -87,13 +87,13 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		// Evidence text comes from outside the run: a secret in it is
 		// redacted before the compile reads it and the packet pins it.
 		cloned := false
-		memo := e.p.rt.evRedact.last()
+		known := redactedList(e.p.rt.evRedact.last())
 		var seen []redacted // made at the first content the memo lacks
 		for i := range items {
-			r, hit := memo.of(i, items[i].Content)
+			r, hit := known.of(i, items[i].Content)
 			if !hit && seen == nil {
 				seen = make([]redacted, len(items))
-				copy(seen, memo[:i]) // the contents before i are the memo's
+				copy(seen, known[:i]) // the contents before i are the memo's
 			}
 			if seen != nil {
 				seen[i] = r
@@ -154,33 +154,33 @@ type redacted struct {
 	changed bool
 }
 
-// redactMemo keeps the evidence contents a runtime's last retrieval
-// redacted: a source that serves the same items to every run (a static
-// corpus) has them scanned once, not at every compile. sensitive.Redact
-// is a function of its text alone, so an item whose content is the
-// remembered one at its position gets the remembered result; any other
-// is scanned.
-type redactMemo struct {
+// memo keeps what a runtime made of its last retrieval's items (their
+// contents redacted, or their other members): a source that serves the
+// same items to every run (a static corpus) has them scanned once, not
+// at every compile. sensitive.Redact is a function of its text alone, so
+// an item whose text is the remembered one at its position gets the
+// remembered result; any other is scanned.
+type memo[T any] struct {
 	mu    sync.Mutex
-	items []redacted
+	items []T
 }
 
-// redactedList is a retrieval's remembered contents, read only.
-type redactedList []redacted
-
-// last returns the contents last kept.
-func (m *redactMemo) last() redactedList {
+// last returns the items last kept, read only.
+func (m *memo[T]) last() []T {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.items
 }
 
 // keep remembers items (which the caller no longer writes).
-func (m *redactMemo) keep(items []redacted) {
+func (m *memo[T]) keep(items []T) {
 	m.mu.Lock()
 	m.items = items
 	m.mu.Unlock()
 }
+
+// redactedList is a retrieval's remembered contents, read only.
+type redactedList []redacted
 
 // of returns the redaction of content, the item at i: the remembered one
 // (hit) when its content is content, else sensitive.Redact's.
@@ -197,25 +197,6 @@ func (l redactedList) of(i int, content string) (r redacted, hit bool) {
 type metaRedacted struct {
 	in, out [4]string
 	changed bool
-}
-
-// metaMemo keeps the members of a runtime's last retrieval redacted, as
-// redactMemo keeps the contents.
-type metaMemo struct {
-	mu    sync.Mutex
-	items []metaRedacted
-}
-
-func (m *metaMemo) last() []metaRedacted {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.items
-}
-
-func (m *metaMemo) keep(items []metaRedacted) {
-	m.mu.Lock()
-	m.items = items
-	m.mu.Unlock()
 }
 
 type pinnedMemory struct {

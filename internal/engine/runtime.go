@@ -170,10 +170,10 @@ type Runtime struct {
 	prepared map[string]*compiler.Prepared
 	// evRedact remembers the evidence contents its runs' sources
 	// returned last, redacted (evidence source items enter redacted).
-	evRedact redactMemo
+	evRedact memo[redacted]
 	// evMeta remembers the other members of those items (ref, kind,
 	// source id, snapshot) redacted, as evRedact does their contents.
-	evMeta metaMemo
+	evMeta memo[metaRedacted]
 
 	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
 	// the runtimes Replay builds, whose replayed says what of the packet
