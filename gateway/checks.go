@@ -446,12 +446,15 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
-	if c.write && out.abandoned {
+	if c.write && (out.abandoned || out.notRun) {
 		// The call was given up between its attempts (the run is another
 		// runtime's): the key is given up too, as a dead runtime's claim
 		// lapses, so the runtime that has the run makes the same write
 		// under it (its tool sees the key again) instead of waiting for
-		// it forever.
+		// it forever. A call whose call entry could not be recorded was
+		// not run: its key is given up too, so the run's resume (or its
+		// takeover) makes the write, rather than meeting the refusal as
+		// the key's result forever.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 		defer cancel()
 		if rerr := r.g.opts.Idempotency.Release(rctx, c.key); rerr != nil {

@@ -590,7 +590,9 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	}
 	seq, err := r.record(ctx, c, nil)
 	if err != nil {
-		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
+		res := r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID)
+		res.notRun = true
+		return res, err
 	}
 	call := &x.call
 	var out *Outcome
@@ -967,7 +969,11 @@ type result struct {
 	// abandoned marks the result of a call given up between its attempts
 	// (spendSaver): it is neither recorded nor kept.
 	abandoned bool
-	m         *runMembers // the run's, when record encodes the result
+	// notRun marks the refusal of a call whose call entry could not be
+	// recorded: the adapter was never called, so a write's key is given
+	// up, not kept with the refusal (a later call makes the write).
+	notRun bool
+	m      *runMembers // the run's, when record encodes the result
 }
 
 // newResult starts a result for c with every list present (empty, never
