@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -23,7 +24,7 @@ func init() {
 		opts.(*RunOptions).saver = saver.(spendSaver)
 	}
 	gatewayhook.StoreFailed = func(opts, notify any) {
-		opts.(*RunOptions).storeFailed = notify.(func(gatewayhook.StoreFailure))
+		opts.(*RunOptions).storeFailed = notify.(func(context.Context, gatewayhook.StoreFailure) error)
 	}
 	gatewayhook.WithPolicy = func(cfg, eval any) {
 		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)

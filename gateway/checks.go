@@ -432,10 +432,13 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 	if c.write {
 		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, c.key)
 		if err != nil {
+			err = fmt.Errorf("gateway: idempotency claim: %w", err)
 			if r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "claim", Key: c.key})
+				if herr := r.storeFailed(ctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "claim", Key: c.key}); herr != nil {
+					err = errors.Join(err, herr)
+				}
 			}
-			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), fmt.Errorf("gateway: idempotency claim: %w", err)
+			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), err
 		}
 		if !claimed {
 			// The store may keep the prior result it returned: the
@@ -481,10 +484,12 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 			defer cancel()
 		}
 		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, kept); cerr != nil {
-			if r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "complete", Key: c.key})
-			}
 			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+			if r.storeFailed != nil {
+				if herr := r.storeFailed(cctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "complete", Key: c.key}); herr != nil {
+					cerr = errors.Join(cerr, herr)
+				}
+			}
 			if err == nil {
 				err = cerr
 			} else {

@@ -273,10 +273,10 @@ type Run struct {
 	clean         sensitive.Set
 	cleanKnown    bool
 	now           func() time.Time
-	observe       func(Attempt)                  // nil when nothing observes the attempts
-	observeCopies bool                           // observe is told copies (RunOptions.Observe)
-	saver         spendSaver                     // nil when nothing saves spend between attempts
-	storeFailed   func(gatewayhook.StoreFailure) // nil when nothing records store failures
+	observe       func(Attempt)                                         // nil when nothing observes the attempts
+	observeCopies bool                                                  // observe is told copies (RunOptions.Observe)
+	saver         spendSaver                                            // nil when nothing saves spend between attempts
+	storeFailed   func(context.Context, gatewayhook.StoreFailure) error // nil when nothing records store failures
 	verifyWrite   func(*WriteCall) *ToolError
 	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
@@ -360,7 +360,9 @@ type RunOptions struct {
 	saver spendSaver
 	// storeFailed, set only through gatewayhook.StoreFailed by the
 	// module's runtime, is told each store request of a call that failed.
-	storeFailed func(gatewayhook.StoreFailure)
+	// An error from it is the run no longer this runtime's: it joins the
+	// call's error.
+	storeFailed func(context.Context, gatewayhook.StoreFailure) error
 }
 
 // spendSaver is the module's runtime, which makes what a call's attempts
@@ -1178,10 +1180,13 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 				// refuses the fork with an error of its own).
 				err = fmt.Errorf("%w: %w", ErrPositionTaken, err)
 			}
+			err = fmt.Errorf("%w: %w", ErrTranscript, err)
 			if !taken && r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "transcript", Op: "append", Kind: kind, Seq: e.Seq})
+				if herr := r.storeFailed(ctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "transcript", Op: "append", Kind: kind, Seq: e.Seq}); herr != nil {
+					err = errors.Join(err, herr)
+				}
 			}
-			return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
+			return 0, err
 		}
 	}
 	r.seq++

@@ -314,11 +314,16 @@ type Resume struct {
 // that the run met again is answered from PriorResults. Spent is what the
 // dead runtime had saved of its spend after the point that the transcript
 // does not show (nil: none); the takeover charged it, and a replay charges
-// it as recorded.
+// it as recorded. StoreFailures are the store requests of the dead
+// runtime's calls after the point that failed (the runtime saved each as
+// it failed): a replay does not meet them, since it does not replay that
+// part of the run, and the packet's own StoreFailures are the ones it
+// meets.
 type Takeover struct {
-	Point             int    `json:"point"`
-	TranscriptEntries int    `json:"transcript_entries"`
-	Spent             *Spent `json:"spent,omitempty"`
+	Point             int            `json:"point"`
+	TranscriptEntries int            `json:"transcript_entries"`
+	Spent             *Spent         `json:"spent,omitempty"`
+	StoreFailures     []StoreFailure `json:"store_failures,omitempty"`
 }
 
 // Spent is a runtime's spend after a run's takeover point that the run's
