@@ -13,6 +13,7 @@ import (
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/principal"
 	"github.com/contextos/contextos/internal/sortedkeys"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -434,7 +435,7 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		if err != nil {
 			err = fmt.Errorf("gateway: idempotency claim: %w", err)
 			if r.storeFailed != nil {
-				if herr := r.storeFailed(ctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "claim", Key: c.key}); herr != nil {
+				if herr := r.storeFailed(ctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Idempotency, Op: storefail.OpClaim, IdempotencyKey: c.key}); herr != nil {
 					err = errors.Join(err, herr)
 				}
 			}
@@ -486,7 +487,7 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, kept); cerr != nil {
 			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
 			if r.storeFailed != nil {
-				if herr := r.storeFailed(cctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "complete", Key: c.key}); herr != nil {
+				if herr := r.storeFailed(cctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Idempotency, Op: storefail.OpComplete, IdempotencyKey: c.key}); herr != nil {
 					cerr = errors.Join(cerr, herr)
 				}
 			}

@@ -23,10 +23,10 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/internal/backoff"
 	"github.com/contextos/contextos/internal/canon"
-	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -273,10 +273,10 @@ type Run struct {
 	clean         sensitive.Set
 	cleanKnown    bool
 	now           func() time.Time
-	observe       func(Attempt)                                         // nil when nothing observes the attempts
-	observeCopies bool                                                  // observe is told copies (RunOptions.Observe)
-	saver         spendSaver                                            // nil when nothing saves spend between attempts
-	storeFailed   func(context.Context, gatewayhook.StoreFailure) error // nil when nothing records store failures
+	observe       func(Attempt)                                       // nil when nothing observes the attempts
+	observeCopies bool                                                // observe is told copies (RunOptions.Observe)
+	saver         spendSaver                                          // nil when nothing saves spend between attempts
+	storeFailed   func(context.Context, storefail.StoreFailure) error // nil when nothing records store failures
 	verifyWrite   func(*WriteCall) *ToolError
 	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
@@ -362,7 +362,7 @@ type RunOptions struct {
 	// module's runtime, is told each store request of a call that failed.
 	// An error from it is the run no longer this runtime's: it joins the
 	// call's error.
-	storeFailed func(context.Context, gatewayhook.StoreFailure) error
+	storeFailed func(context.Context, storefail.StoreFailure) error
 }
 
 // spendSaver is the module's runtime, which makes what a call's attempts
@@ -1182,7 +1182,7 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 			}
 			err = fmt.Errorf("%w: %w", ErrTranscript, err)
 			if !taken && r.storeFailed != nil {
-				if herr := r.storeFailed(ctx, gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "transcript", Op: "append", Kind: kind, Seq: e.Seq}); herr != nil {
+				if herr := r.storeFailed(ctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Transcript, Op: storefail.OpAppend, Kind: kind, Seq: e.Seq}); herr != nil {
 					err = errors.Join(err, herr)
 				}
 			}

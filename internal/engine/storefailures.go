@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -27,8 +26,7 @@ import (
 // the save refused because a takeover has the run (ErrRunInProgress):
 // the gateway joins it to the call's error and the run stops recording
 // nothing more.
-func (r *run) storeFailed(ctx context.Context, f gatewayhook.StoreFailure) error {
-	sf := replay.StoreFailure{ToolCallID: f.ToolCallID, Store: f.Store, Op: f.Op, IdempotencyKey: f.Key, Kind: f.Kind, Seq: f.Seq}
+func (r *run) storeFailed(ctx context.Context, sf replay.StoreFailure) error {
 	if r.rt.mode == ModeReplay {
 		if fs := r.rt.replayed.failures; fs != nil {
 			fs.met(sf)

@@ -52,7 +52,7 @@ var WithPolicy func(cfg, eval any)
 var VerifyChain func(entries any, seq int, prev string) (string, error)
 
 // StoreFailed makes opts (a *gateway.RunOptions) tell notify (a
-// func(context.Context, StoreFailure) error) each time a store the
+// func(context.Context, storefail.StoreFailure) error) each time a store the
 // gateway needs for a call fails it: the idempotency store's claim or
 // completion of a write's key, or the transcript sink's append of one of
 // the call's entries (not one another runtime's entry refused: that run
@@ -62,12 +62,3 @@ var VerifyChain func(entries any, seq int, prev string) (string, error)
 // run no longer the caller's (a takeover has it): it joins the call's
 // error.
 var StoreFailed func(opts, notify any)
-
-// StoreFailure is a store request of a call that failed (see
-// StoreFailed). Store and Op are replay.StoreFailure's; Key is the
-// write's idempotency key (Store "idempotency"); Kind and Seq are the
-// transcript entry's (Store "transcript").
-type StoreFailure struct {
-	ToolCallID, Store, Op, Key, Kind string
-	Seq                              int
-}
