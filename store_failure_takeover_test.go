@@ -103,3 +103,68 @@ func TestStoreFailureThenDeathThenTakeoverReplaysEqual(t *testing.T) {
 		})
 	}
 }
+
+// frozenClaimDown is an idempotency store whose first claim waits until
+// released and then fails, as a runtime frozen in a claim that its store
+// fails once it comes back.
+type frozenClaimDown struct {
+	*gateway.MemoryIdempotency
+	frozen           atomic.Bool
+	entered, release chan struct{}
+}
+
+func (s *frozenClaimDown) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	if !s.frozen.Swap(true) {
+		close(s.entered)
+		<-s.release
+		return nil, false, errors.New("store down: secret-dsn")
+	}
+	return s.MemoryIdempotency.Claim(ctx, key)
+}
+
+// A runtime whose store fails a call after a takeover has the run finds
+// the save of that failure refused: it stops with ErrRunInProgress,
+// recording nothing more, and the takeover's run is whole and replays
+// equal (its packet names no failure: the takeover met none).
+func TestStoreFailureAfterTheTakeoverStopsTheRuntime(t *testing.T) {
+	clock := newFakeClock()
+	cps := contextos.NewInMemoryCheckpoints()
+	cps.Now = clock.Now
+	idem := &frozenClaimDown{MemoryIdempotency: gateway.NewMemoryIdempotency(), entered: make(chan struct{}), release: make(chan struct{})}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Checkpoints = cps
+	o.Runtime.Gateway.Idempotency = idem
+	h := harness(t, newTurnPlanner(1200, 0), &o)
+	req, rc := refundRequest(t, 1200, true)
+	stalled := make(chan error, 1)
+	go func() {
+		_, err := h.Runtime.Invoke(context.Background(), req, rc)
+		stalled <- err
+	}()
+	<-idem.entered
+	clock.Advance(contextos.DefaultHeartbeatTTL)
+	res, err := h.Runtime.Resume(context.Background(), rc.RunID, contextos.ResumeInput{Takeover: true})
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	close(idem.release)
+	if err := <-stalled; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the frozen runtime, its claim failed after the takeover = %v, want ErrRunInProgress", err)
+	}
+	if _, err := gateway.VerifyTranscript(runEntries(t, h, rc.RunID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
+	}
+	p, err := h.Replays.Get(context.Background(), res.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.StoreFailures) != 0 || p.Resumes[len(p.Resumes)-1].Takeover == nil || len(p.Resumes[len(p.Resumes)-1].Takeover.StoreFailures) != 0 {
+		t.Errorf("packet store failures %+v, resumes %+v: want none", p.StoreFailures, p.Resumes)
+	}
+	rep, err := h.Runtime.Replay(context.Background(), p)
+	if err != nil || rep.Status != replay.ReplayEqual {
+		t.Fatalf("replay: %v %+v", err, rep)
+	}
+}
