@@ -98,7 +98,10 @@ func (r *run) holdClaim(ctx context.Context) error {
 // the checkpoint on stops this runtime before it does anything more
 // (claimLost). A save the store fails is logged and the run goes on (the
 // spend is saved with the next one). A run whose planner reports no usage
-// and whose retried attempts spend nothing never saves here.
+// and whose retried attempts spend nothing never saves here. The store
+// failures of the run's calls since the saved state (r.failedSince) are
+// saved with it too, as store_failures_since_point (version 6): a
+// takeover's packet names them (storeFailed).
 func (r *run) saveSpent(ctx context.Context) error {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
@@ -123,6 +126,14 @@ func (r *run) saveSpent(ctx context.Context) error {
 		w.callInProgress(call)
 		version = checkpointV5
 	}
+	failed := slices.Clip(r.failedSince)
+	if len(failed) > 0 {
+		w.value("store_failures_since_point", &failed)
+		version = checkpointV6
+	}
+	if w.err != nil {
+		return fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
+	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
 	sctx, cancel := detached(ctx)
@@ -143,7 +154,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// and the run goes on at the store's revision, not over the old
 		// one, whose next save the store would refuse as a takeover's.
 		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
-			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = got.Revision, w.b, &spent, call
+			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
 			return nil
 		}
 		// A store that fails the save does not stop the run (its record
@@ -154,7 +165,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 	}
 	// The run's state is the saved one's, with the members: a later save
 	// of it that takes no snapshot keeps them (they are still owed).
-	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = c.Revision, c.Data, &spent, call
+	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, c.Data, &spent, call, failed
 	return nil
 }
 
