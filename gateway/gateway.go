@@ -379,6 +379,18 @@ type spendSaver interface {
 	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
 }
 
+// claimHolder is a spendSaver that is asked, once a call's last attempt
+// ended and before its result is recorded, whether the run is still the
+// runtime's (it renews the run's claim when that is due). An error means
+// a takeover has the run: the gateway records nothing of the call (a
+// write's result is still kept under its idempotency key: the effect
+// happened), and Call returns the error. So a runtime frozen in a tool
+// call (slow, not dead) that comes back after its run was taken over
+// does not write the call's result into the run's transcript.
+type claimHolder interface {
+	HoldClaim(ctx context.Context) error
+}
+
 // WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
 type WriteCall struct {
 	CapabilityID string
@@ -697,6 +709,15 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			res.Citations = x.cite[:]
 		}
 	}
+	if h, ok := r.saver.(claimHolder); ok && lost == nil {
+		// The run may have been taken over while the call ran (this
+		// runtime was slow): its result is recorded only while the run
+		// is this runtime's.
+		if err := h.HoldClaim(ctx); err != nil {
+			lost = err
+			x.res.ran = true
+		}
+	}
 	if lost != nil {
 		// The run is another runtime's now: nothing more of the call is
 		// recorded, as if this runtime had died here.
@@ -965,8 +986,10 @@ type result struct {
 	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
 	// abandoned marks the result of a call given up between its attempts
-	// (spendSaver): it is neither recorded nor kept.
-	abandoned bool
+	// (spendSaver): it is neither recorded nor kept; or, with ran, of a
+	// call whose attempts ended when the run was no longer the runtime's
+	// (claimHolder): it is not recorded, and a write's is kept.
+	abandoned, ran bool
 	m         *runMembers // the run's, when record encodes the result
 }
 
