@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 )
 
@@ -81,6 +82,63 @@ func TestARuntimeFrozenInACallWritesNothingIntoARunTakenOverAndStopped(t *testin
 	}
 	if _, err := gateway.VerifyTranscript(runEntries(t, c.h, c.runID)); err != nil {
 		t.Errorf("the transcript does not verify: %v", err)
+	}
+	contextostest.AssertReplayEqual(t, c.h.Replay(res))
+}
+
+// A runtime frozen in a read's attempt that fails retryably and spends
+// nothing (so no spend save comes before the retry), whose run was taken
+// over and ended, comes back when the attempt answers: it makes no
+// further attempt (the run is another's) and stops with ErrRunInProgress.
+// Before, it retried the read against a run it no longer had. Found by
+// TestBudgetsExactWhenFrozenRuntimesComeBack.
+func TestARuntimeFrozenInAnAttemptRetriesNothingOnceTakenOver(t *testing.T) {
+	entered, freeze := make(chan struct{}), make(chan struct{})
+	a := &attemptsAdapter{lookups: []lookupAttempt{{entered: entered, freeze: freeze}}}
+	planner := newTurnPlanner(1200, 0)
+	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
+	}
+	c.h = bareHarness(t, planner, &o)
+	t.Cleanup(func() { c.h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	c.runID = rc.RunID
+	go func() {
+		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
+		c.stalled <- err
+	}()
+	<-entered
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	res, err := c.h.Runtime.Resume(context.Background(), c.runID, contextos.ResumeInput{Takeover: true})
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	before := len(runEntries(t, c.h, c.runID))
+	a.mu.Lock()
+	lookups := a.n
+	a.mu.Unlock()
+	close(freeze)
+	if err := <-c.stalled; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the frozen runtime, back after the takeover = %v, want ErrRunInProgress", err)
+	}
+	a.mu.Lock()
+	again := a.n - lookups
+	a.mu.Unlock()
+	if again != 0 {
+		t.Errorf("the runtime that came back made %d more lookup attempts on the run taken over", again)
+	}
+	if after := len(runEntries(t, c.h, c.runID)); after != before {
+		t.Errorf("the runtime that came back added %d entries to the transcript", after-before)
+	}
+	if a.refunds != 1 {
+		t.Errorf("%d refunds, want 1", a.refunds)
 	}
 	contextostest.AssertReplayEqual(t, c.h.Replay(res))
 }

@@ -379,12 +379,15 @@ type spendSaver interface {
 	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
 }
 
-// claimHolder is a spendSaver that is asked, once a call's last attempt
-// ended and before its result is recorded, whether the run is still the
-// runtime's (it renews the run's claim when that is due). An error means
-// a takeover has the run: the gateway records nothing of the call (a
-// write's result is still kept under its idempotency key: the effect
-// happened), and Call returns the error. So a runtime frozen in a tool
+// claimHolder is a spendSaver that is asked, before a retry that saves
+// no spend and once a call's last attempt ended and before its result is
+// recorded, whether the run is still the runtime's (it renews the run's
+// claim when that is due). An error means a takeover has the run: the
+// gateway makes no further attempt and records nothing of the call (a
+// write given up before a retry gives its idempotency key up, as an
+// abandoned one does; a write whose last attempt ended keeps its result
+// under the key: the effect may have happened), and Call returns the
+// error. So a runtime frozen in a tool
 // call (slow, not dead) that comes back after its run was taken over
 // does not write the call's result into the run's transcript.
 type claimHolder interface {
@@ -660,6 +663,13 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 			// What the attempts spent is made durable before the next
 			// one starts (an attempt that spent nothing costs no save).
 			if err := r.saver.SaveAttemptsSpent(ctx, env.ToolCallID, seq, cost, tokens); err != nil {
+				lost = err
+				break
+			}
+		} else if h, ok := r.saver.(claimHolder); ok {
+			// No attempt starts once the run is another runtime's (this
+			// one was slow in the last attempt, and taken over).
+			if err := h.HoldClaim(ctx); err != nil {
 				lost = err
 				break
 			}
@@ -990,7 +1000,7 @@ type result struct {
 	// call whose attempts ended when the run was no longer the runtime's
 	// (claimHolder): it is not recorded, and a write's is kept.
 	abandoned, ran bool
-	m         *runMembers // the run's, when record encodes the result
+	m              *runMembers // the run's, when record encodes the result
 }
 
 // newResult starts a result for c with every list present (empty, never
