@@ -450,7 +450,7 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
-	if c.write && (out.abandoned || out.notRun) {
+	if c.write && (out.abandoned && !out.ran || out.notRun) {
 		// The call was given up between its attempts (the run is another
 		// runtime's): the key is given up too, as a dead runtime's claim
 		// lapses, so the runtime that has the run makes the same write

@@ -381,6 +381,21 @@ type spendSaver interface {
 	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
 }
 
+// claimHolder is a spendSaver that is asked, before a retry that saves
+// no spend and once a call's last attempt ended and before its result is
+// recorded, whether the run is still the runtime's (it renews the run's
+// claim when that is due). An error means a takeover has the run: the
+// gateway makes no further attempt and records nothing of the call (a
+// write given up before a retry gives its idempotency key up, as an
+// abandoned one does; a write whose last attempt ended keeps its result
+// under the key: the effect may have happened), and Call returns the
+// error. So a runtime frozen in a tool
+// call (slow, not dead) that comes back after its run was taken over
+// does not write the call's result into the run's transcript.
+type claimHolder interface {
+	HoldClaim(ctx context.Context) error
+}
+
 // WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
 type WriteCall struct {
 	CapabilityID string
@@ -655,6 +670,13 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 				lost = err
 				break
 			}
+		} else if h, ok := r.saver.(claimHolder); ok {
+			// No attempt starts once the run is another runtime's (this
+			// one was slow in the last attempt, and taken over).
+			if err := h.HoldClaim(ctx); err != nil {
+				lost = err
+				break
+			}
 		}
 		var wait time.Duration
 		if spec.Backoff != nil {
@@ -699,6 +721,15 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		if len(res.Citations) == 0 {
 			x.cite[0] = Citation{EvidenceRef: c.citeRef}
 			res.Citations = x.cite[:]
+		}
+	}
+	if h, ok := r.saver.(claimHolder); ok && lost == nil {
+		// The run may have been taken over while the call ran (this
+		// runtime was slow): its result is recorded only while the run
+		// is this runtime's.
+		if err := h.HoldClaim(ctx); err != nil {
+			lost = err
+			x.res.ran = true
 		}
 	}
 	if lost != nil {
@@ -969,8 +1000,10 @@ type result struct {
 	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
 	// abandoned marks the result of a call given up between its attempts
-	// (spendSaver): it is neither recorded nor kept.
-	abandoned bool
+	// (spendSaver): it is neither recorded nor kept; or, with ran, of a
+	// call whose attempts ended when the run was no longer the runtime's
+	// (claimHolder): it is not recorded, and a write's is kept.
+	abandoned, ran bool
 	// notRun marks the refusal of a call whose call entry could not be
 	// recorded: the adapter was never called, so a write's key is given
 	// up, not kept with the refusal (a later call makes the write).

@@ -182,6 +182,37 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 	return r.saveSpent(ctx)
 }
 
+// HoldClaim is the gateway's claim check (gateway's claimHolder, set
+// with the spendSaver): before a retry that saves no spend, and once a
+// tool call's last attempt ended and before its result is recorded, it
+// renews the run's claim when half of its
+// lease has passed since this runtime last saved it (as holdClaim
+// counts; a runtime frozen in the call comes back to a clock that moved
+// on). The save is saveSpent's (the state last saved, with its spend
+// members: a call in progress is no takeover point). A save refused
+// because a takeover moved the checkpoint on is ErrRunInProgress: the
+// gateway makes no further attempt and records nothing of the call, and
+// this runtime stops, so a
+// runtime taken over while a call of its ran writes nothing more into
+// the run's transcript (a write's result is kept under its idempotency
+// key, which the takeover's same write meets). A save the store fails is
+// logged and the run goes on, as saveSpent's.
+func (r *run) HoldClaim(ctx context.Context) error {
+	cp := r.cp
+	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+		return nil
+	}
+	rev := cp.rev
+	r.spentUnsaved = true
+	if err := r.saveSpent(ctx); err != nil {
+		return err
+	}
+	if cp.rev != rev {
+		cp.heldAt = r.rt.opts.Now()
+	}
+	return nil
+}
+
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
 // failed.
