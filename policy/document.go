@@ -117,6 +117,9 @@ func (d Document) lookup(path string) (any, bool) {
 	}
 }
 
+// signalsPath is where the request's guardrail labels are, split.
+var signalsPath = splitPath("request.context.signals")
+
 // lookupSegs is lookup of a path split by splitPath.
 func (d Document) lookupSegs(segs []string) (any, bool) {
 	var cur any = map[string]any(d)
@@ -150,17 +153,19 @@ func step(cur any, seg string) (any, bool) {
 
 // signals returns request.context.signals as strings (non-strings are
 // ignored).
-func (d Document) signals() []string {
-	v, ok := d.lookup("request.context.signals")
+func (d Document) signals() []string { return d.appendSignals(nil) }
+
+// appendSignals appends the labels signals returns to dst.
+func (d Document) appendSignals(dst []string) []string {
+	v, ok := d.lookupSegs(signalsPath)
 	if !ok {
-		return nil
+		return dst
 	}
 	list, _ := v.([]any)
-	var out []string
 	for _, e := range list {
 		if s, ok := e.(string); ok {
-			out = append(out, s)
+			dst = append(dst, s)
 		}
 	}
-	return out
+	return dst
 }

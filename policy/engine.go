@@ -308,6 +308,9 @@ type Engine struct {
 	escalate      map[string]bool
 	usesTool      bool
 	perCall       []PerCallGate
+	// idHead starts the input of every policy decision id (see
+	// canon.AppendIDHead).
+	idHead []byte
 }
 
 type prepared struct {
@@ -348,6 +351,7 @@ func (pr *prepared) gatesOf(then bool) []int {
 
 type applies struct {
 	path   string
+	segs   []string // path split once
 	values []any
 }
 
@@ -416,7 +420,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			}
 			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
 			for _, k := range sortedkeys.Of(r.AppliesTo) {
-				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
+				pr.applies = append(pr.applies, applies{path: k, segs: splitPath(k), values: appliesValues(r.AppliesTo[k])})
 				pr.readsTool = pr.readsTool || logic.Root(k) == toolRoot
 			}
 			pr.readsTool = pr.readsTool || readsTool(pr.info)
@@ -452,6 +456,10 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		r.thenGates, r.elseGates = gatesNamed(gatesByID, r.rule.Then), gatesNamed(gatesByID, r.rule.Else)
 	}
 	e.bundlesUnique = len(set(e.bundles)) == len(e.bundles)
+	var err error
+	if e.idHead, err = canon.AppendIDHead(nil, canon.PrefixPolicy); err != nil {
+		return nil, &Error{Kind: KindPrepare, Err: err}
+	}
 	e.preparePerCall()
 	return e, nil
 }
@@ -599,14 +607,10 @@ const (
 // manifest's rule ids and the gates' activations share one []string (each
 // list capped at its own end), and the decisions' allows one []bool.
 func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
-	raised := map[string]bool{}
-	// Guardrails first: labels raised by the request and by tool results.
-	for _, s := range in.Data.signals() {
-		raised[s] = true
-	}
-	for _, s := range in.Signals {
-		raised[s] = true
-	}
+	// Guardrails first: labels raised by the request and by tool results
+	// (sorted and made distinct at the end).
+	var labelBuf [16]string
+	raised := append(in.Data.appendSignals(labelBuf[:0]), in.Signals...)
 	_, perCall := in.Data[toolRoot]
 	var bufs varBufs
 	var skipped []Skipped
@@ -617,11 +621,7 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	var textBuf [stackHits * 96]byte
 	text := textBuf[:0]
 	var idBuf [256]byte
-	idIn, err := canon.AppendIDHead(idBuf[:0], canon.PrefixPolicy)
-	if err != nil {
-		return nil, &Error{Kind: KindEvaluation, Msg: err.Error()}
-	}
-	idIn = append(canon.AppendString(idIn, in.RunID), ',')
+	idIn := append(canon.AppendString(append(idBuf[:0], e.idHead...), in.RunID), ',')
 	runN := len(idIn)
 	var accBuf [stackGates]gateAcc
 	acc := accBuf[:0]
@@ -667,9 +667,7 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 				nAllow++
 				denied = denied || !*eff.Allow
 			}
-			for _, l := range eff.Raise {
-				raised[l] = true
-			}
+			raised = append(raised, eff.Raise...)
 			for _, g := range pr.gatesOf(h.then) {
 				acc[g].named++
 				acc[g].byRule = acc[g].byRule || perCall && pr.readsTool
@@ -767,7 +765,8 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		}
 	}
 	res.Raised = Raised{MustRefuse: []string{}, MustEscalate: []string{}}
-	for _, l := range sortedkeys.Of(raised) {
+	slices.Sort(raised)
+	for _, l := range slices.Compact(raised) {
 		if e.refuse[l] {
 			res.Raised.MustRefuse = append(res.Raised.MustRefuse, l)
 		}
@@ -843,7 +842,7 @@ func manifestByBundle(bundles []string, ds []Decision) []ManifestEntry {
 
 func (pr *prepared) matches(d Document) bool {
 	for _, a := range pr.applies {
-		v, ok := d.lookup(a.path)
+		v, ok := d.lookupSegs(a.segs)
 		if !ok || !slices.ContainsFunc(a.values, func(w any) bool { return equalJSON(v, w) }) {
 			return false
 		}
