@@ -122,3 +122,53 @@ func TestPackEditsAfterPrepareChangeNoVerdict(t *testing.T) {
 		t.Errorf("editing the pack after Prepare changed the evaluation:\ngot  %+v\nwant %+v", got, want)
 	}
 }
+
+// TestEvaluationListsAreCapped: an evaluation's lists share their backing
+// arrays (the decisions' requires and raise, the manifest's rule ids and
+// the gates' activations one array; decisions, manifest and gates one
+// block), so each is capped at its own end: a caller's append to one list
+// writes over no other part of the result.
+func TestEvaluationListsAreCapped(t *testing.T) {
+	p, req, rc := load(t)
+	allow := true
+	b := p.PolicyLayer.PolicyBundles[0]
+	b.BundleID, b.Priority = "POLICY_EXTRA", b.Priority+1
+	b.PolicyDSL.Rules = []pack.Rule{{RuleID: "R_EXTRA", If: json.RawMessage(`true`),
+		Then: &pack.Effect{Allow: &allow, Requires: []string{"a", "b"}, Raise: []string{"c"}, RequiresApprovalGate: "GATE_FINANCE_APPROVAL"}}}
+	p.PolicyLayer.PolicyBundles = append(p.PolicyLayer.PolicyBundles, b)
+	e, err := policy.Prepare(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(res.Decisions, policy.Decision{RuleID: "X"})
+	_ = append(res.Manifest, policy.ManifestEntry{BundleID: "X"})
+	_ = append(res.Gates, policy.Gate{GateID: "X"})
+	for _, d := range res.Decisions {
+		_ = append(d.Requires, "X")
+		_ = append(d.Raise, "X")
+	}
+	for _, m := range res.Manifest {
+		_ = append(m.RuleIDs, "X")
+	}
+	for _, g := range res.Gates {
+		_ = append(g.ActivatedBy, "X")
+	}
+	if len(res.Decisions) < 3 || len(res.Manifest) < 2 {
+		t.Fatalf("want three decisions over two bundles, got %+v", res)
+	}
+	after, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("appending to the lists of an evaluation changed it:\n%s\nnot\n%s", after, before)
+	}
+}

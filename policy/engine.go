@@ -592,6 +592,19 @@ type gateAcc struct {
 	named        int
 }
 
+// resultBox is an evaluation with room for a small result's decisions,
+// manifest, gates and the decisions' allows: a result that fits takes one
+// allocation for all of them. Every slice into the box is capped at its
+// length, so that a caller's append copies instead of writing over its
+// neighbour.
+type resultBox struct {
+	ev        Evaluation
+	decisions [2]Decision
+	manifest  [1]ManifestEntry
+	gates     [2]Gate
+	allows    [4]bool
+}
+
 // stackHits is how many decisions, and stackGates how many gates, an
 // evaluation tracks without allocating.
 const (
@@ -675,9 +688,12 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		}
 		hits = append(hits, h)
 	}
+	box := new(resultBox)
 	var gates []Gate
-	if len(e.gates) > 0 {
-		gates = make([]Gate, len(e.gates))
+	if n := len(e.gates); n > len(box.gates) {
+		gates = make([]Gate, n)
+	} else if n > 0 {
+		gates = box.gates[:n:n]
 	}
 	for i := range e.gates {
 		g := &e.gates[i]
@@ -706,9 +722,17 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		nStrs += len(hits) // the manifest's rule ids
 	}
 	strs := make([]string, nStrs)
-	allows := make([]bool, nAllow)
+	allows := box.allows[:]
+	if nAllow > len(box.allows) {
+		allows = make([]bool, nAllow)
+	}
 	all := string(text)
-	ds := make([]Decision, len(hits))
+	var ds []Decision
+	if n := len(hits); n > len(box.decisions) {
+		ds = make([]Decision, n)
+	} else {
+		ds = box.decisions[:n:n]
+	}
 	for k := range hits {
 		h := &hits[k]
 		r := &h.pr.rule
@@ -736,9 +760,10 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 			d.Outcome = Deny
 		}
 	}
-	res := &Evaluation{Decisions: ds, Gates: gates, Skipped: skipped}
+	res := &box.ev
+	*res = Evaluation{Decisions: ds, Gates: gates, Skipped: skipped}
 	if e.bundlesUnique {
-		res.Manifest, strs = manifestOf(ds, strs)
+		res.Manifest, strs = manifestOf(ds, strs, box.manifest[:])
 	} else {
 		res.Manifest = manifestByBundle(e.bundles, ds)
 	}
@@ -799,9 +824,9 @@ func take(strs, src []string) ([]string, []string) {
 
 // manifestOf groups the decisions' rule ids by bundle, in order: when no
 // two bundles share an id, each bundle's decisions are one run. The
-// entries' lists are taken from strs, each capped at its own end; it
-// returns the rest of strs.
-func manifestOf(ds []Decision, strs []string) ([]ManifestEntry, []string) {
+// entries are room's when they fit, their lists are taken from strs, each
+// capped at its own end; it returns the rest of strs.
+func manifestOf(ds []Decision, strs []string, room []ManifestEntry) ([]ManifestEntry, []string) {
 	if len(ds) == 0 {
 		return nil, strs
 	}
@@ -812,7 +837,12 @@ func manifestOf(ds []Decision, strs []string) ([]ManifestEntry, []string) {
 		}
 	}
 	ids, strs := strs[:len(ds)], strs[len(ds):]
-	out := make([]ManifestEntry, 0, n)
+	var out []ManifestEntry
+	if n > len(room) {
+		out = make([]ManifestEntry, 0, n)
+	} else {
+		out = room[:0:n]
+	}
 	start := 0
 	for i := range ds {
 		ids[i] = ds[i].RuleID
