@@ -153,11 +153,14 @@ func step(cur any, seg string) (any, bool) {
 
 // signals returns request.context.signals as strings (non-strings are
 // ignored).
-func (d Document) signals() []string { return d.appendSignals(nil) }
-
-// appendSignals appends the labels signals returns to dst.
-func (d Document) appendSignals(dst []string) []string {
+func (d Document) signals() []string {
 	v, ok := d.lookupSegs(signalsPath)
+	return appendSignals(nil, v, ok)
+}
+
+// appendSignals appends to dst the strings of v, the value of
+// request.context.signals (ok: the document has it).
+func appendSignals(dst []string, v any, ok bool) []string {
 	if !ok {
 		return dst
 	}

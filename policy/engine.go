@@ -311,6 +311,10 @@ type Engine struct {
 	// idHead starts the input of every policy decision id (see
 	// canon.AppendIDHead).
 	idHead []byte
+	// paths holds every path the engine reads; signals is the node of the
+	// request's signals.
+	paths   pathTree
+	signals int32
 }
 
 type prepared struct {
@@ -351,7 +355,7 @@ func (pr *prepared) gatesOf(then bool) []int {
 
 type applies struct {
 	path   string
-	segs   []string // path split once
+	node   int32 // path's node in the engine's pathTree
 	values []any
 }
 
@@ -388,6 +392,7 @@ type PerCallGate struct {
 // ErrBudget. opts may be nil (the defaults).
 func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	e := &Engine{refuse: set(p.PolicyLayer.Guardrails.MustRefuse), escalate: set(p.PolicyLayer.Guardrails.MustEscalate)}
+	e.signals = e.paths.intern(signalsPath)
 	if opts != nil {
 		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
 	}
@@ -420,7 +425,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			}
 			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
 			for _, k := range sortedkeys.Of(r.AppliesTo) {
-				pr.applies = append(pr.applies, applies{path: k, segs: splitPath(k), values: appliesValues(r.AppliesTo[k])})
+				pr.applies = append(pr.applies, applies{path: k, node: e.paths.intern(splitPath(k)), values: appliesValues(r.AppliesTo[k])})
 				pr.readsTool = pr.readsTool || logic.Root(k) == toolRoot
 			}
 			pr.readsTool = pr.readsTool || readsTool(pr.info)
@@ -430,7 +435,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			if pr.readsOK {
 				names = pr.reads.Names()
 			}
-			pr.vars = newVarReads(names, pr.info, pr.toolVars, pr.checks)
+			pr.vars = newVarReads(names, pr.info, pr.toolVars, pr.checks, &e.paths)
 			pr.idParts = append(canon.AppendString(pr.idParts, b.BundleID), ',')
 			pr.idParts = append(canon.AppendString(pr.idParts, r.RuleID), ',')
 			e.rules = append(e.rules, pr)
@@ -444,7 +449,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		}
 		pg := preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)}
 		pg.readsTool, pg.toolVars = readsTool(pg.info), toolVars(pg.info)
-		pg.vars = newVarReads(pg.info.Vars, pg.info, pg.toolVars, pg.check)
+		pg.vars = newVarReads(pg.info.Vars, pg.info, pg.toolVars, pg.check, &e.paths)
 		e.gates = append(e.gates, pg)
 	}
 	gatesByID := make(map[string][]int, len(e.gates))
@@ -623,7 +628,9 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	// Guardrails first: labels raised by the request and by tool results
 	// (sorted and made distinct at the end).
 	var labelBuf [16]string
-	raised := append(in.Data.appendSignals(labelBuf[:0]), in.Signals...)
+	memo := pathMemo{tree: &e.paths, doc: in.Data}
+	sig, ok := memo.get(e.signals)
+	raised := append(appendSignals(labelBuf[:0], sig, ok), in.Signals...)
 	_, perCall := in.Data[toolRoot]
 	var bufs varBufs
 	var skipped []Skipped
@@ -646,10 +653,10 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	nStrs, nAllow, denied := 0, 0, false
 	for i := range e.rules {
 		pr := &e.rules[i]
-		if !pr.matches(in.Data) {
+		if !pr.matches(&memo) {
 			continue
 		}
-		rv := pr.vars.read(in.Data, &bufs)
+		rv := pr.vars.read(&memo, &bufs)
 		if p, missing := rv.missing(&pr.vars, pr.vars.tool); missing {
 			skipped = append(skipped, Skipped{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Path: p})
 			continue
@@ -699,7 +706,7 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		g := &e.gates[i]
 		st := &gates[i]
 		*st = Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds, PerCall: g.perCall}
-		rv := g.vars.read(in.Data, &bufs)
+		rv := g.vars.read(&memo, &bufs)
 		if p, missing := rv.missing(&g.vars, g.vars.tool); missing {
 			skipped = append(skipped, Skipped{GateID: g.gate.GateID, Path: p})
 		} else {
@@ -870,9 +877,9 @@ func manifestByBundle(bundles []string, ds []Decision) []ManifestEntry {
 	return out
 }
 
-func (pr *prepared) matches(d Document) bool {
+func (pr *prepared) matches(m *pathMemo) bool {
 	for _, a := range pr.applies {
-		v, ok := d.lookupSegs(a.segs)
+		v, ok := m.get(a.node)
 		if !ok || !slices.ContainsFunc(a.values, func(w any) bool { return equalJSON(v, w) }) {
 			return false
 		}
