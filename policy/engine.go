@@ -935,7 +935,11 @@ func (e *Engine) run(prog *logic.Program, checks []typeCheck, vr *varReads, rv *
 			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
 		}
 	}
-	out, err = prog.Eval(map[string]any(d), e.limits)
+	// The evaluator's top-level vars read the values read once above.
+	out, err = prog.EvalVars(map[string]any(d), e.limits, func(i int) (any, bool) {
+		j := vr.eval[i]
+		return rv.vals[j], rv.found[j]
+	})
 	if err != nil {
 		// Declared here: errors.As's target would otherwise be allocated
 		// on every evaluation.

@@ -18,6 +18,7 @@ type varReads struct {
 	nodes    []int32
 	digestN  int
 	required []int // info.Required, in order
+	eval     []int // info.Vars, in order: what the evaluator reads
 	tool     []int // toolVars, in order
 	checks   []int // the path of each of checks, in order
 }
@@ -38,6 +39,9 @@ func newVarReads(names []string, info logic.Info, tool []string, checks []typeCh
 	}
 	for _, p := range info.Required {
 		vr.required = append(vr.required, index(p))
+	}
+	for _, p := range info.Vars {
+		vr.eval = append(vr.eval, index(p))
 	}
 	for _, p := range tool {
 		vr.tool = append(vr.tool, index(p))
