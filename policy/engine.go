@@ -644,7 +644,7 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	idIn := append(canon.AppendString(append(idBuf[:0], e.idHead...), in.RunID), ',')
 	runN := len(idIn)
 	var accBuf [stackGates]gateAcc
-	acc := accBuf[:0]
+	var acc []gateAcc
 	if len(e.gates) <= stackGates {
 		acc = accBuf[:len(e.gates)]
 	} else {
