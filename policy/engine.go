@@ -913,6 +913,11 @@ func equalJSON(a, b any) bool {
 func (pr *prepared) appendDataDigest(dst []byte, rv *readVars) ([]byte, error) {
 	vals := rv.vals[:pr.vars.digestN]
 	if pr.readsOK {
+		// Scalars (most reads) are written on the stack.
+		var scratch [256]byte
+		if out, ok, err := pr.reads.AppendDigestScalars(dst, scratch[:], vals); ok || err != nil {
+			return out, err
+		}
 		return pr.reads.AppendDigestObject(dst, vals)
 	}
 	read := make(map[string]any, len(vals))
