@@ -72,7 +72,7 @@ func TestAppendDigestScalars(t *testing.T) {
 	cases := [][]any{
 		{nil, "x", 1.0, true},
 		{"q\"uote\\\n\u2028", "é😀", "bad\xffutf8", false},
-		{1e21, -0.0, 0.1, 123456789.125},
+		{1e21, math.Copysign(0, -1), 0.1, 123456789.125},
 		{"", nil, 5e-324, "<>&"},
 	}
 	for _, vals := range cases {
