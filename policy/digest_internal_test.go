@@ -47,7 +47,7 @@ func TestDataDigestIsDigestOfReadMap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := readDigest(pr, d)
+			got, err := readDigest(pr, &e.paths, d)
 			if err != nil || got != want {
 				t.Errorf("rule %s: dataDigest = %s, %v; the map's digest is %s", pr.rule.RuleID, got, err, want)
 			}
@@ -63,22 +63,24 @@ func TestDataDigestInvalidUTF8Name(t *testing.T) {
 	if pr.readsOK {
 		t.Fatal("NewMembers accepted a name that is not valid UTF-8")
 	}
-	pr.vars = newVarReads(pr.info.Vars, pr.info, nil, nil)
+	tree := &pathTree{}
+	pr.vars = newVarReads(pr.info.Vars, pr.info, nil, nil, tree)
 	d := Document{"user": map[string]any{"role": "agent"}}
 	want, err := canon.Digest(map[string]any{"user.role": "agent", "a\xff": nil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := readDigest(pr, d); err != nil || got != want {
+	if got, err := readDigest(pr, tree, d); err != nil || got != want {
 		t.Errorf("dataDigest = %s, %v; want %s", got, err, want)
 	}
 }
 
-// readDigest reads pr's variables from d, as an evaluation does, and
+// readDigest reads pr's variables (their nodes in tree) from d, as an evaluation does, and
 // returns their digest.
-func readDigest(pr *prepared, d Document) (string, error) {
+func readDigest(pr *prepared, tree *pathTree, d Document) (string, error) {
 	var b varBufs
-	rv := pr.vars.read(d, &b)
+	m := pathMemo{tree: tree, doc: d}
+	rv := pr.vars.read(&m, &b)
 	digest, err := pr.appendDataDigest(nil, &rv)
 	return string(digest), err
 }
@@ -99,6 +101,9 @@ func FuzzLookupSegsMatchesLookup(f *testing.F) {
 		if wok != gok || fmt.Sprint(want) != fmt.Sprint(got) {
 			t.Fatalf("path %q: lookup = %v, %v; lookupSegs = %v, %v", path, want, wok, got, gok)
 		}
+		// Through an evaluation's memo, among other paths sharing its
+		// prefixes, read before it and again after.
+		checkMemo(t, d, path, want, wok)
 		expr, err := json.Marshal(map[string]any{"var": path})
 		if err != nil {
 			return
@@ -118,4 +123,62 @@ func FuzzLookupSegsMatchesLookup(f *testing.F) {
 			t.Fatalf("path %q: policy reads %v (found %v), the evaluator sees %v", path, want, wok, seen)
 		}
 	})
+}
+
+// checkMemo resolves path through a pathMemo, in trees where other paths
+// (sharing its prefixes or not, before it or after, remembered or past
+// memoNodes) were interned and read first, and holds each to want.
+func checkMemo(t *testing.T, d Document, path string, want any, wok bool) {
+	t.Helper()
+	others := []string{"a", "a.b", "a.b.0", "", ".", "a.", "x.y", "a.c.d"}
+	var deep []string
+	for i := range memoNodes + 8 {
+		deep = append(deep, fmt.Sprintf("f%d", i))
+	}
+	for _, first := range [][]string{nil, others, deep} {
+		tree := &pathTree{}
+		var nodes []int32
+		for _, p := range first {
+			nodes = append(nodes, tree.intern(splitPath(p)))
+		}
+		node := tree.intern(splitPath(path))
+		m := pathMemo{tree: tree, doc: d}
+		for _, n := range nodes {
+			m.get(n)
+		}
+		for range 2 {
+			got, gok := m.get(node)
+			if gok != wok || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("path %q after %d others: memo = %v, %v; lookup = %v, %v", path, len(first), got, gok, want, wok)
+			}
+		}
+	}
+}
+
+// Every path the fuzz target's seeds name, and deep ones past memoNodes,
+// read through one memo in turn, find what lookup finds.
+func TestPathMemoMatchesLookup(t *testing.T) {
+	d := Document{"a": map[string]any{"b": []any{"zero", map[string]any{"z": 1.0}}, "": map[string]any{"b": true}, "c": nil}, "": "empty"}
+	paths := []string{"", ".", "a", "a.", ".a", "a..b", "a.b.0", "a.b.01", "a.b.+1", "a.b.-1", "a.b.2", "a.c", "x.y", "a.b.0.z", "a.b.1.z", "a.b.1.z.", "a.b.0."}
+	for i := range memoNodes {
+		paths = append(paths, fmt.Sprintf("a.b.1.n%d", i))
+	}
+	paths = append(paths, "a.b.1.z", "a.b.1")
+	tree := &pathTree{}
+	nodes := make([]int32, len(paths))
+	for i, p := range paths {
+		nodes[i] = tree.intern(splitPath(p))
+	}
+	if len(tree.nodes) <= memoNodes {
+		t.Fatalf("%d nodes: none past the memo", len(tree.nodes))
+	}
+	m := pathMemo{tree: tree, doc: d}
+	for pass := range 2 {
+		for i, p := range paths {
+			want, wok := d.lookup(p)
+			if got, gok := m.get(nodes[i]); gok != wok || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("pass %d, path %q: memo = %v, %v; lookup = %v, %v", pass, p, got, gok, want, wok)
+			}
+		}
+	}
 }

@@ -117,6 +117,9 @@ func (d Document) lookup(path string) (any, bool) {
 	}
 }
 
+// signalsPath is where the request's guardrail labels are, split.
+var signalsPath = splitPath("request.context.signals")
+
 // lookupSegs is lookup of a path split by splitPath.
 func (d Document) lookupSegs(segs []string) (any, bool) {
 	var cur any = map[string]any(d)
@@ -151,16 +154,21 @@ func step(cur any, seg string) (any, bool) {
 // signals returns request.context.signals as strings (non-strings are
 // ignored).
 func (d Document) signals() []string {
-	v, ok := d.lookup("request.context.signals")
+	v, ok := d.lookupSegs(signalsPath)
+	return appendSignals(nil, v, ok)
+}
+
+// appendSignals appends to dst the strings of v, the value of
+// request.context.signals (ok: the document has it).
+func appendSignals(dst []string, v any, ok bool) []string {
 	if !ok {
-		return nil
+		return dst
 	}
 	list, _ := v.([]any)
-	var out []string
 	for _, e := range list {
 		if s, ok := e.(string); ok {
-			out = append(out, s)
+			dst = append(dst, s)
 		}
 	}
-	return out
+	return dst
 }

@@ -283,17 +283,6 @@ func (r *Evaluation) ActiveGates() []string {
 	return out
 }
 
-// denied returns the deny decisions.
-func (r *Evaluation) denied() []Decision {
-	var out []Decision
-	for _, d := range r.Decisions {
-		if d.Outcome == Deny {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // Input is one evaluation's input.
 type Input struct {
 	// RunID seeds the policy decision ids.
@@ -319,6 +308,13 @@ type Engine struct {
 	escalate      map[string]bool
 	usesTool      bool
 	perCall       []PerCallGate
+	// idHead starts the input of every policy decision id (see
+	// canon.AppendIDHead).
+	idHead []byte
+	// paths holds every path the engine reads; signals is the node of the
+	// request's signals.
+	paths   pathTree
+	signals int32
 }
 
 type prepared struct {
@@ -341,10 +337,25 @@ type prepared struct {
 	// vars are the variables read once per evaluation; the first
 	// vars.digestN are reads' names (info.Vars when !readsOK).
 	vars varReads
+	// idParts are the bundle and rule ids as the parts of the rule's
+	// policy decision ids, in canonical JSON, each followed by a comma.
+	idParts []byte
+	// thenGates and elseGates are the indexes of the gates (in
+	// Engine.gates) the branch's requires_approval_gate names.
+	thenGates, elseGates []int
+}
+
+// gatesOf returns the gates the then (or else) branch names.
+func (pr *prepared) gatesOf(then bool) []int {
+	if then {
+		return pr.thenGates
+	}
+	return pr.elseGates
 }
 
 type applies struct {
 	path   string
+	node   int32 // path's node in the engine's pathTree
 	values []any
 }
 
@@ -381,6 +392,7 @@ type PerCallGate struct {
 // ErrBudget. opts may be nil (the defaults).
 func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 	e := &Engine{refuse: set(p.PolicyLayer.Guardrails.MustRefuse), escalate: set(p.PolicyLayer.Guardrails.MustEscalate)}
+	e.signals = e.paths.intern(signalsPath)
 	if opts != nil {
 		e.limits = logic.Limits{MaxOps: opts.MaxOperations, MaxBytes: opts.MaxBytes}
 	}
@@ -413,7 +425,7 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			}
 			pr := prepared{bundleID: b.BundleID, rule: r, prog: prog, info: prog.Info(), checks: typeChecks(expr)}
 			for _, k := range sortedkeys.Of(r.AppliesTo) {
-				pr.applies = append(pr.applies, applies{path: k, values: appliesValues(r.AppliesTo[k])})
+				pr.applies = append(pr.applies, applies{path: k, node: e.paths.intern(splitPath(k)), values: appliesValues(r.AppliesTo[k])})
 				pr.readsTool = pr.readsTool || logic.Root(k) == toolRoot
 			}
 			pr.readsTool = pr.readsTool || readsTool(pr.info)
@@ -423,7 +435,9 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 			if pr.readsOK {
 				names = pr.reads.Names()
 			}
-			pr.vars = newVarReads(names, pr.info, pr.toolVars, pr.checks)
+			pr.vars = newVarReads(names, pr.info, pr.toolVars, pr.checks, &e.paths)
+			pr.idParts = append(canon.AppendString(pr.idParts, b.BundleID), ',')
+			pr.idParts = append(canon.AppendString(pr.idParts, r.RuleID), ',')
 			e.rules = append(e.rules, pr)
 		}
 	}
@@ -435,12 +449,33 @@ func Prepare(p *pack.Pack, opts *Options) (*Engine, error) {
 		}
 		pg := preparedGate{gate: g, prog: prog, info: prog.Info(), check: typeChecks(expr)}
 		pg.readsTool, pg.toolVars = readsTool(pg.info), toolVars(pg.info)
-		pg.vars = newVarReads(pg.info.Vars, pg.info, pg.toolVars, pg.check)
+		pg.vars = newVarReads(pg.info.Vars, pg.info, pg.toolVars, pg.check, &e.paths)
 		e.gates = append(e.gates, pg)
 	}
+	gatesByID := make(map[string][]int, len(e.gates))
+	for i := range e.gates {
+		gatesByID[e.gates[i].gate.GateID] = append(gatesByID[e.gates[i].gate.GateID], i)
+	}
+	for i := range e.rules {
+		r := &e.rules[i]
+		r.thenGates, r.elseGates = gatesNamed(gatesByID, r.rule.Then), gatesNamed(gatesByID, r.rule.Else)
+	}
 	e.bundlesUnique = len(set(e.bundles)) == len(e.bundles)
+	var err error
+	if e.idHead, err = canon.AppendIDHead(nil, canon.PrefixPolicy); err != nil {
+		return nil, &Error{Kind: KindPrepare, Err: err}
+	}
 	e.preparePerCall()
 	return e, nil
+}
+
+// gatesNamed returns the indexes of the gates (byID: by gate id) eff's
+// requires_approval_gate names (nil for none).
+func gatesNamed(byID map[string][]int, eff *pack.Effect) []int {
+	if eff == nil || eff.RequiresApprovalGate == "" {
+		return nil
+	}
+	return byID[eff.RequiresApprovalGate]
 }
 
 // cloneEffect is a deep copy of e (nil stays nil).
@@ -543,100 +578,227 @@ func appliesValues(v any) []any {
 	return []any{v}
 }
 
+// hit is a rule an evaluation applied: what its decision is made of.
+type hit struct {
+	pr *prepared
+	// eff is the branch taken (then when the if held), nil for none.
+	eff  *pack.Effect
+	then bool
+	// The decision's data digest is the evaluation's provenance text
+	// [start:mid], its policy decision id [mid:end].
+	start, mid, end int
+}
+
+// gateAcc is what an evaluation learns of a gate before building its
+// status: its when held, how many decisions name it, and whether one of
+// them is a rule's that reads tool.* in a per-call evaluation.
+type gateAcc struct {
+	when, byRule bool
+	named        int
+}
+
+// resultBox is an evaluation with room for a small result's decisions,
+// manifest, gates and the decisions' allows: a result that fits takes one
+// allocation for all of them. Every slice into the box is capped at its
+// length, so that a caller's append copies instead of writing over its
+// neighbour.
+type resultBox struct {
+	ev        Evaluation
+	decisions [2]Decision
+	manifest  [1]ManifestEntry
+	gates     [2]Gate
+	allows    [4]bool
+}
+
+// stackHits is how many decisions, and stackGates how many gates, an
+// evaluation tracks without allocating.
+const (
+	stackHits  = 8
+	stackGates = 8
+)
+
 // Evaluate runs guardrails, then every applicable rule, then the approval
 // gates, and returns the result. It fails closed with an *Error.
+//
+// The result is built once its size is known: the decisions' data digests
+// and ids are one string, the decisions' requires and raise lists, the
+// manifest's rule ids and the gates' activations share one []string (each
+// list capped at its own end), and the decisions' allows one []bool.
 func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
-	res := &Evaluation{Decisions: make([]Decision, 0, len(e.rules))}
-	raised := map[string]bool{}
-	// Guardrails first: labels raised by the request and by tool results.
-	for _, s := range in.Data.signals() {
-		raised[s] = true
-	}
-	for _, s := range in.Signals {
-		raised[s] = true
-	}
-	gateRules := map[string][]string{}
-	var gateByCall map[string]bool // gates a rule that reads tool.* named
+	// Guardrails first: labels raised by the request and by tool results
+	// (sorted and made distinct at the end).
+	var labelBuf [16]string
+	memo := pathMemo{tree: &e.paths, doc: in.Data}
+	sig, ok := memo.get(e.signals)
+	raised := append(appendSignals(labelBuf[:0], sig, ok), in.Signals...)
 	_, perCall := in.Data[toolRoot]
-	var manifest map[string][]string
-	if !e.bundlesUnique {
-		manifest = map[string][]string{}
-	}
 	var bufs varBufs
+	var skipped []Skipped
+	var hitBuf [stackHits]hit
+	hits := hitBuf[:0]
+	// The decisions' data digests and ids, in order, and the input each id
+	// hashes, whose head and run id are written once.
+	var textBuf [stackHits * 96]byte
+	text := textBuf[:0]
+	var idBuf [256]byte
+	idIn := append(canon.AppendString(append(idBuf[:0], e.idHead...), in.RunID), ',')
+	runN := len(idIn)
+	var accBuf [stackGates]gateAcc
+	var acc []gateAcc
+	if len(e.gates) <= stackGates {
+		acc = accBuf[:len(e.gates)]
+	} else {
+		acc = make([]gateAcc, len(e.gates))
+	}
+	nStrs, nAllow, denied := 0, 0, false
 	for i := range e.rules {
 		pr := &e.rules[i]
-		if !pr.matches(in.Data) {
+		if !pr.matches(&memo) {
 			continue
 		}
-		rv := pr.vars.read(in.Data, &bufs)
+		rv := pr.vars.read(&memo, &bufs)
 		if p, missing := rv.missing(&pr.vars, pr.vars.tool); missing {
-			res.Skipped = append(res.Skipped, Skipped{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Path: p})
+			skipped = append(skipped, Skipped{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Path: p})
 			continue
 		}
-		d, err := pr.evaluate(e, in, &rv)
+		out, err := e.run(pr.prog, pr.checks, &pr.vars, &rv, in.Data, pr.bundleID, pr.rule.RuleID, "")
 		if err != nil {
 			return nil, err
 		}
-		if manifest != nil {
-			manifest[pr.bundleID] = append(manifest[pr.bundleID], pr.rule.RuleID)
+		// The data digest, then the id derived from the run id, bundle, rule
+		// and digest: IDOf(PrefixPolicy, run, bundle, rule, digest). A
+		// digest ("sha256:" and hex) is written in JSON as it stands.
+		h := hit{pr: pr, start: len(text)}
+		if text, err = pr.appendDataDigest(text, &rv); err != nil {
+			return nil, &Error{BundleID: pr.bundleID, RuleID: pr.rule.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
 		}
-		for _, l := range d.Raise {
-			raised[l] = true
+		h.mid = len(text)
+		idIn = append(append(idIn[:runN], pr.idParts...), '"')
+		idIn = append(append(idIn, text[h.start:h.mid]...), '"', ']')
+		text = canon.AppendIDSum(text, canon.PrefixPolicy, idIn)
+		h.end = len(text)
+		h.eff = pr.rule.Else
+		if logic.Truthy(out) {
+			h.eff, h.then = pr.rule.Then, true
 		}
-		if d.RequiresApprovalGate != "" {
-			gateRules[d.RequiresApprovalGate] = append(gateRules[d.RequiresApprovalGate], d.RuleID)
-			if perCall && pr.readsTool {
-				if gateByCall == nil {
-					gateByCall = map[string]bool{}
-				}
-				gateByCall[d.RequiresApprovalGate] = true
+		if eff := h.eff; eff != nil {
+			nStrs += len(eff.Requires) + len(eff.Raise)
+			if eff.Allow != nil {
+				nAllow++
+				denied = denied || !*eff.Allow
+			}
+			raised = append(raised, eff.Raise...)
+			for _, g := range pr.gatesOf(h.then) {
+				acc[g].named++
+				acc[g].byRule = acc[g].byRule || perCall && pr.readsTool
 			}
 		}
-		res.Decisions = append(res.Decisions, d)
+		hits = append(hits, h)
 	}
-	if manifest != nil {
-		for _, b := range e.bundles {
-			if ids, ok := manifest[b]; ok {
-				res.Manifest = append(res.Manifest, ManifestEntry{BundleID: b, RuleIDs: ids})
-			}
-		}
-	} else {
-		res.Manifest = manifestOf(res.Decisions)
-	}
-	if len(e.gates) > 0 {
-		res.Gates = make([]Gate, 0, len(e.gates))
+	box := new(resultBox)
+	var gates []Gate
+	if n := len(e.gates); n > len(box.gates) {
+		gates = make([]Gate, n)
+	} else if n > 0 {
+		gates = box.gates[:n:n]
 	}
 	for i := range e.gates {
 		g := &e.gates[i]
-		st := Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds, PerCall: g.perCall}
-		rv := g.vars.read(in.Data, &bufs)
-		when := false
+		st := &gates[i]
+		*st = Gate{GateID: g.gate.GateID, ApproverRole: g.gate.RequiredApproverRole, TTLSeconds: g.gate.TTLSeconds, PerCall: g.perCall}
+		rv := g.vars.read(&memo, &bufs)
 		if p, missing := rv.missing(&g.vars, g.vars.tool); missing {
-			res.Skipped = append(res.Skipped, Skipped{GateID: g.gate.GateID, Path: p})
+			skipped = append(skipped, Skipped{GateID: g.gate.GateID, Path: p})
 		} else {
 			out, err := e.run(g.prog, g.check, &g.vars, &rv, in.Data, "", "", g.gate.GateID)
 			if err != nil {
 				return nil, err
 			}
-			when = logic.Truthy(out)
+			acc[i].when = logic.Truthy(out)
 		}
-		ids := gateRules[g.gate.GateID]
-		if when || len(ids) > 0 {
+		if acc[i].when || acc[i].named > 0 {
 			st.Active = true
-			st.ActivatedBy = make([]string, 0, len(ids)+1)
-			if when {
-				st.ActivatedBy = append(st.ActivatedBy, "when")
-				st.ByCall = perCall && g.readsTool
-			}
-			if len(ids) > 0 {
-				st.ActivatedBy = append(st.ActivatedBy, ids...)
-				st.ByCall = st.ByCall || gateByCall[g.gate.GateID]
+			st.ByCall = acc[i].when && perCall && g.readsTool || acc[i].byRule
+			nStrs += acc[i].named
+			if acc[i].when {
+				nStrs++
 			}
 		}
-		res.Gates = append(res.Gates, st)
+	}
+	if e.bundlesUnique {
+		nStrs += len(hits) // the manifest's rule ids
+	}
+	strs := make([]string, nStrs)
+	allows := box.allows[:]
+	if nAllow > len(box.allows) {
+		allows = make([]bool, nAllow)
+	}
+	all := string(text)
+	var ds []Decision
+	if n := len(hits); n > len(box.decisions) {
+		ds = make([]Decision, n)
+	} else {
+		ds = box.decisions[:n:n]
+	}
+	for k := range hits {
+		h := &hits[k]
+		r := &h.pr.rule
+		d := &ds[k]
+		*d = Decision{PolicyDecisionID: all[h.mid:h.end], BundleID: h.pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: all[h.start:h.mid], Outcome: NotApplicable}
+		eff := h.eff
+		if eff == nil {
+			continue
+		}
+		d.Branch = "else"
+		if h.then {
+			d.Branch = "then"
+		}
+		if eff.Allow != nil {
+			// The decision's own copy: a pointer into the rule would let a
+			// caller that edits its evaluation rewrite the rule itself.
+			allows[0] = *eff.Allow
+			d.Allow, allows = &allows[0], allows[1:]
+		}
+		d.Reason, d.ApprovalMode, d.RequiresApprovalGate = eff.Reason, eff.ApprovalMode, eff.RequiresApprovalGate
+		d.Requires, strs = take(strs, eff.Requires)
+		d.Raise, strs = take(strs, eff.Raise)
+		d.Outcome = Allow
+		if eff.Allow != nil && !*eff.Allow {
+			d.Outcome = Deny
+		}
+	}
+	res := &box.ev
+	*res = Evaluation{Decisions: ds, Gates: gates, Skipped: skipped}
+	if e.bundlesUnique {
+		res.Manifest, strs = manifestOf(ds, strs, box.manifest[:])
+	} else {
+		res.Manifest = manifestByBundle(e.bundles, ds)
+	}
+	// Each active gate's activations: "when", then the rules whose
+	// decisions name it, in decision order.
+	for i := range gates {
+		if !gates[i].Active {
+			continue
+		}
+		n := acc[i].named
+		if acc[i].when {
+			n++
+		}
+		gates[i].ActivatedBy, strs = strs[:0:n], strs[n:]
+		if acc[i].when {
+			gates[i].ActivatedBy = append(gates[i].ActivatedBy, "when")
+		}
+	}
+	for k := range hits {
+		if h := &hits[k]; h.eff != nil {
+			for _, g := range h.pr.gatesOf(h.then) {
+				gates[g].ActivatedBy = append(gates[g].ActivatedBy, h.pr.rule.RuleID)
+			}
+		}
 	}
 	res.Raised = Raised{MustRefuse: []string{}, MustEscalate: []string{}}
-	for _, l := range sortedkeys.Of(raised) {
+	slices.Sort(raised)
+	for _, l := range slices.Compact(raised) {
 		if e.refuse[l] {
 			res.Raised.MustRefuse = append(res.Raised.MustRefuse, l)
 		}
@@ -649,7 +811,7 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 		res.Verdict = VerdictRefuse
 	case len(res.Raised.MustEscalate) > 0:
 		res.Verdict = VerdictEscalate
-	case len(res.denied()) > 0:
+	case denied:
 		res.Verdict = VerdictDeny
 	default:
 		res.Verdict = VerdictAllow
@@ -657,12 +819,23 @@ func (e *Engine) Evaluate(in Input) (*Evaluation, error) {
 	return res, nil
 }
 
+// take copies src to the front of strs and returns the copy, capped at its
+// end, and the rest of strs; a nil src gives nil.
+func take(strs, src []string) ([]string, []string) {
+	if src == nil {
+		return nil, strs
+	}
+	n := copy(strs, src)
+	return strs[:n:n], strs[n:]
+}
+
 // manifestOf groups the decisions' rule ids by bundle, in order: when no
 // two bundles share an id, each bundle's decisions are one run. The
-// entries' lists share one array, each capped at its own end.
-func manifestOf(ds []Decision) []ManifestEntry {
+// entries are room's when they fit, their lists are taken from strs, each
+// capped at its own end; it returns the rest of strs.
+func manifestOf(ds []Decision, strs []string, room []ManifestEntry) ([]ManifestEntry, []string) {
 	if len(ds) == 0 {
-		return nil
+		return nil, strs
 	}
 	n := 1
 	for i := 1; i < len(ds); i++ {
@@ -670,8 +843,13 @@ func manifestOf(ds []Decision) []ManifestEntry {
 			n++
 		}
 	}
-	ids := make([]string, len(ds))
-	out := make([]ManifestEntry, 0, n)
+	ids, strs := strs[:len(ds)], strs[len(ds):]
+	var out []ManifestEntry
+	if n > len(room) {
+		out = make([]ManifestEntry, 0, n)
+	} else {
+		out = room[:0:n]
+	}
 	start := 0
 	for i := range ds {
 		ids[i] = ds[i].RuleID
@@ -680,12 +858,28 @@ func manifestOf(ds []Decision) []ManifestEntry {
 			start = i + 1
 		}
 	}
+	return out, strs
+}
+
+// manifestByBundle groups the decisions' rule ids by bundle id, in the
+// order of bundles, when two bundles share an id.
+func manifestByBundle(bundles []string, ds []Decision) []ManifestEntry {
+	manifest := map[string][]string{}
+	for _, d := range ds {
+		manifest[d.BundleID] = append(manifest[d.BundleID], d.RuleID)
+	}
+	var out []ManifestEntry
+	for _, b := range bundles {
+		if ids, ok := manifest[b]; ok {
+			out = append(out, ManifestEntry{BundleID: b, RuleIDs: ids})
+		}
+	}
 	return out
 }
 
-func (pr *prepared) matches(d Document) bool {
+func (pr *prepared) matches(m *pathMemo) bool {
 	for _, a := range pr.applies {
-		v, ok := d.lookup(a.path)
+		v, ok := m.get(a.node)
 		if !ok || !slices.ContainsFunc(a.values, func(w any) bool { return equalJSON(v, w) }) {
 			return false
 		}
@@ -713,56 +907,17 @@ func equalJSON(a, b any) bool {
 	return false
 }
 
-func (pr *prepared) evaluate(e *Engine, in Input, rv *readVars) (Decision, error) {
-	r := pr.rule
-	out, err := e.run(pr.prog, pr.checks, &pr.vars, rv, in.Data, pr.bundleID, r.RuleID, "")
-	if err != nil {
-		return Decision{}, err
-	}
-	// The data digest, then the id derived from it, written into one
-	// buffer and kept as one string.
-	var buf [128]byte
-	b, err := pr.appendDataDigest(buf[:0], rv)
-	if err != nil {
-		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: "data read has no canonical form"}
-	}
-	n := len(b)
-	b, err = canon.AppendIDOf(b, canon.PrefixPolicy, canon.StringPart(in.RunID), canon.StringPart(pr.bundleID), canon.StringPart(r.RuleID), canon.BytesPart(b[:n]))
-	if err != nil {
-		return Decision{}, &Error{BundleID: pr.bundleID, RuleID: r.RuleID, Kind: KindEvaluation, Msg: err.Error()}
-	}
-	both := string(b)
-	digest, id := both[:n], both[n:]
-	d := Decision{PolicyDecisionID: id, BundleID: pr.bundleID, RuleID: r.RuleID, DecisionBinding: r.DecisionBinding, Rationale: r.Rationale, DataDigest: digest, Outcome: NotApplicable}
-	eff, branch := r.Else, "else"
-	if logic.Truthy(out) {
-		eff, branch = r.Then, "then"
-	}
-	if eff == nil {
-		return d, nil
-	}
-	d.Branch = branch
-	if eff.Allow != nil {
-		// The decision's own copy: a pointer into the rule would let a
-		// caller that edits its evaluation rewrite the rule itself.
-		allow := *eff.Allow
-		d.Allow = &allow
-	}
-	d.Reason, d.Requires = eff.Reason, slices.Clone(eff.Requires)
-	d.ApprovalMode, d.RequiresApprovalGate, d.Raise = eff.ApprovalMode, eff.RequiresApprovalGate, slices.Clone(eff.Raise)
-	d.Outcome = Allow
-	if eff.Allow != nil && !*eff.Allow {
-		d.Outcome = Deny
-	}
-	return d, nil
-}
-
 // appendDataDigest appends the digest of the values the rule read (rv,
 // read from pr.vars): the canonical JSON of the object of its variables,
 // null for one the document lacks.
 func (pr *prepared) appendDataDigest(dst []byte, rv *readVars) ([]byte, error) {
 	vals := rv.vals[:pr.vars.digestN]
 	if pr.readsOK {
+		// Scalars (most reads) are written on the stack.
+		var scratch [256]byte
+		if out, ok, err := pr.reads.AppendDigestScalars(dst, scratch[:], vals); ok || err != nil {
+			return out, err
+		}
 		return pr.reads.AppendDigestObject(dst, vals)
 	}
 	read := make(map[string]any, len(vals))
@@ -785,7 +940,11 @@ func (e *Engine) run(prog *logic.Program, checks []typeCheck, vr *varReads, rv *
 			return nil, &Error{BundleID: bundle, RuleID: rule, GateID: gate, Kind: KindTypeError, Path: c.path, Msg: msg}
 		}
 	}
-	out, err = prog.Eval(map[string]any(d), e.limits)
+	// The evaluator's top-level vars read the values read once above.
+	out, err = prog.EvalVars(map[string]any(d), e.limits, func(i int) (any, bool) {
+		j := vr.eval[i]
+		return rv.vals[j], rv.found[j]
+	})
 	if err != nil {
 		// Declared here: errors.As's target would otherwise be allocated
 		// on every evaluation.

@@ -171,6 +171,40 @@ func (m Members) AppendDigestObject(dst []byte, values []any) ([]byte, error) {
 	})
 }
 
+// AppendDigestScalars is [Members.AppendDigestObject] for values that
+// are all null, strings, float64s or bools: the object is written into
+// scratch (which may be on the caller's stack, as nothing it is given
+// escapes) instead of a pooled buffer. ok is false, and dst returned as it
+// was, when a value is of another type; the caller then takes
+// AppendDigestObject.
+func (m Members) AppendDigestScalars(dst, scratch []byte, values []any) (out []byte, ok bool, err error) {
+	if len(values) != len(m.names) {
+		return dst, false, nil
+	}
+	b := append(scratch[:0], '{')
+	for i, enc := range m.enc {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, enc...)
+		switch v := values[i].(type) {
+		case nil:
+			b = append(b, "null"...)
+		case string:
+			b = appendGoString(b, v)
+		case float64:
+			if b, err = appendFloat(b, v); err != nil {
+				return nil, false, err
+			}
+		case bool:
+			b = AppendBool(b, v)
+		default:
+			return dst, false, nil
+		}
+	}
+	return AppendDigestBytes(dst, append(b, '}')), true, nil
+}
+
 // CompareKeys orders object member names as the canonical form does, by
 // their UTF-16 code units (RFC 8785 §3.2.3), for writers that sort a
 // map's keys themselves. Names must be valid UTF-8.

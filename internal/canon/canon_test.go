@@ -354,3 +354,42 @@ func TestAppendHex(t *testing.T) {
 		t.Errorf("appendHex = %s, want %s", got, want)
 	}
 }
+
+// An id written in pieces (AppendIDHead, the parts as canonical strings,
+// AppendIDSum) is the id IDOf derives from the same strings, whatever the
+// strings hold (quotes, control characters, non-ASCII, invalid UTF-8).
+func TestAppendIDHeadAndSum(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"run_1"},
+		{"run_a1b2c3d4e5f60718", "POLICY_RETURNS_V4", "R_REFUND_REQUIRES_IDV", "sha256:" + strings.Repeat("0f", 32)},
+		{"a\"b\\c", "\x01\n", "é😀", "bad\xffutf8", ""},
+	}
+	for _, parts := range cases {
+		typed := make([]Part, len(parts))
+		for i, s := range parts {
+			typed[i] = StringPart(s)
+		}
+		want, err := IDOf(PrefixPolicy, typed...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := AppendIDHead(nil, PrefixPolicy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range parts {
+			if i > 0 {
+				in = append(in, ',')
+			}
+			in = AppendString(in, s)
+		}
+		in = append(in, ']')
+		if got := string(AppendIDSum([]byte("kept:"), PrefixPolicy, in)); got != "kept:"+want {
+			t.Errorf("%q: pieces give %q, IDOf %q", parts, got, want)
+		}
+	}
+	if b, err := AppendIDHead([]byte("kept"), "a_b"); err == nil || b != nil {
+		t.Errorf("AppendIDHead with a bad prefix = %q, %v", b, err)
+	}
+}

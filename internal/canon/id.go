@@ -78,6 +78,26 @@ func AppendIDOf(dst []byte, prefix string, parts ...Part) ([]byte, error) {
 	return appendID(dst, prefix, func(dst []byte) ([]byte, error) { return appendParts(dst, parts) })
 }
 
+// AppendIDHead appends the start of what an id of prefix hashes: the
+// prefix, a NUL and the '[' of its parts' array. A caller that derives
+// many ids sharing their leading parts writes the head and those parts
+// once, then for each id the other parts and the closing ']', and hashes
+// the whole with [AppendIDSum]: IDOf(prefix, StringPart(a),
+// StringPart(b)) is AppendIDSum of the head, AppendString(a), ',',
+// AppendString(b) and ']'.
+func AppendIDHead(dst []byte, prefix string) ([]byte, error) {
+	if !validPrefix(prefix) {
+		return nil, fmt.Errorf("canon: invalid id prefix %q", prefix)
+	}
+	return append(append(dst, prefix...), 0, '['), nil
+}
+
+// AppendIDSum appends to dst the id of input, written as [AppendIDHead]
+// says with the same prefix: "<prefix>_<16 lowercase hex>".
+func AppendIDSum(dst []byte, prefix string, input []byte) []byte {
+	return appendSumID(dst, prefix, input)
+}
+
 // appendParts writes typed parts as one canonical JSON array.
 func appendParts(dst []byte, parts []Part) ([]byte, error) {
 	dst = append(dst, '[')

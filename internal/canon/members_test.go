@@ -3,6 +3,7 @@ package canon_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -57,5 +58,40 @@ func TestMembersMatchesMap(t *testing.T) {
 	}
 	if _, ok := canon.NewMembers([]string{"ok", "\xff"}); ok {
 		t.Error("NewMembers accepted a name that is not valid UTF-8")
+	}
+}
+
+// AppendDigestScalars writes, for scalar values, the digest
+// AppendDigestObject writes; it declines any other value and fails where
+// the object has no canonical form.
+func TestAppendDigestScalars(t *testing.T) {
+	m, ok := canon.NewMembers([]string{"b", "a", "é", "a\\"})
+	if !ok {
+		t.Fatal("names refused")
+	}
+	cases := [][]any{
+		{nil, "x", 1.0, true},
+		{"q\"uote\\\n\u2028", "é😀", "bad\xffutf8", false},
+		{1e21, math.Copysign(0, -1), 0.1, 123456789.125},
+		{"", nil, 5e-324, "<>&"},
+	}
+	for _, vals := range cases {
+		want, err := m.AppendDigestObject([]byte("k:"), vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var scratch [8]byte // too small: the object grows past it
+		got, ok, err := m.AppendDigestScalars([]byte("k:"), scratch[:], vals)
+		if !ok || err != nil || string(got) != string(want) {
+			t.Errorf("%q: AppendDigestScalars = %s, %v, %v; AppendDigestObject %s", vals, got, ok, err, want)
+		}
+	}
+	for _, other := range []any{[]any{1.0}, map[string]any{}, 3, json.Number("1")} {
+		if got, ok, err := m.AppendDigestScalars([]byte("k:"), nil, []any{"a", other, nil, nil}); ok || err != nil || string(got) != "k:" {
+			t.Errorf("%T: AppendDigestScalars = %s, %v, %v; want it declined", other, got, ok, err)
+		}
+	}
+	if _, ok, err := m.AppendDigestScalars(nil, nil, []any{math.NaN(), nil, nil, nil}); ok || err == nil {
+		t.Errorf("NaN: ok %v, err %v; want an error", ok, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -178,8 +179,11 @@ type node struct {
 	val   any      // opLit: the value; opVar/opMissing: the path as written
 	segs  []string // opVar: the path's segments (nil: the whole data)
 	paths []*node  // opMissing, opMissingSome: the paths (opVar nodes)
-	args  []*node
-	where string // the node's path in the expression, for errors
+	// varIndex is, for a var read at the top level, 1 + the index of its
+	// path in Info.Vars (0 otherwise): see Program.EvalVars.
+	varIndex int
+	args     []*node
+	where    string // the node's path in the expression, for errors
 }
 
 // Program is a checked, compiled expression. It is immutable and safe for
@@ -209,12 +213,23 @@ func (p *Program) Expr() any { return p.expr }
 // departures: substr counts Unicode code points, not UTF-16 units, and a
 // var path does not read a string's characters or an array's length.
 func (p *Program) Eval(data any, lim Limits) (out any, err error) {
-	return p.eval(data, lim, false)
+	return p.eval(data, lim, false, nil)
 }
 
-func (p *Program) eval(data any, lim Limits, eager bool) (out any, err error) {
+// EvalVars is Eval with the values of the expression's top-level
+// variables read by the caller: vars(i) returns what data holds at
+// Info.Vars[i] (ok false: nothing), exactly as the evaluator's own lookup
+// of that path in data would find it (before number normalization, which
+// the evaluator applies). A caller that has read those values already (for
+// checks of its own) spares the evaluator the lookups; a vars that
+// answers otherwise than data makes the result wrong.
+func (p *Program) EvalVars(data any, lim Limits, vars func(i int) (any, bool)) (out any, err error) {
+	return p.eval(data, lim, false, vars)
+}
+
+func (p *Program) eval(data any, lim Limits, eager bool, vars func(i int) (any, bool)) (out any, err error) {
 	lim = lim.withDefaults()
-	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes, eager: eager, strict: lim.StrictNumbers}
+	e := evaluator{maxOps: lim.MaxOps, maxBytes: lim.MaxBytes, eager: eager, strict: lim.StrictNumbers, vars: vars}
 	defer func() {
 		if r := recover(); r != nil {
 			if be, ok := r.(*BudgetError); ok {
@@ -248,13 +263,16 @@ func Compile(raw json.RawMessage) (*Program, error) {
 		return nil, err
 	}
 	p := &Program{root: root, info: c.info(), expr: v}
+	for _, t := range c.tops {
+		t.n.varIndex = 1 + sort.SearchStrings(p.info.Vars, t.path)
+	}
 	if len(c.vars) == 0 {
 		// Nothing of the data document is read (vars in loop bodies read
 		// the elements of literal arrays): the value is the same on every
 		// evaluation, and one over budget now is over budget always.
 		// Every branch is charged, so an evaluator without short-circuits
 		// (pack validation's, for one) cannot be made to spin either.
-		out, err := p.eval(nil, Limits{}, true)
+		out, err := p.eval(nil, Limits{}, true, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +290,9 @@ type evaluator struct {
 	eager bool
 	// strict is Limits.StrictNumbers.
 	strict bool
+	// vars, when not nil, gives the top-level variables' values
+	// (Program.EvalVars).
+	vars func(i int) (any, bool)
 }
 
 // strictNumber is an operand of n (an arithmetic operator or a
@@ -358,7 +379,15 @@ func (e *evaluator) eval(n *node, data any) any {
 		}
 		return out
 	case opVar:
-		v, ok := lookup(data, n.segs)
+		var v any
+		var ok bool
+		if n.varIndex > 0 && e.vars != nil {
+			if v, ok = e.vars(n.varIndex - 1); ok {
+				v = norm(v)
+			}
+		} else {
+			v, ok = lookup(data, n.segs)
+		}
 		if !ok {
 			if len(n.args) > 0 {
 				return e.eval(n.args[0], data)

@@ -3,6 +3,7 @@ package logic
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -308,5 +309,53 @@ func TestStrictNumbers(t *testing.T) {
 		if _, err := p.Eval(data, Limits{}); err != nil {
 			t.Errorf("%s without StrictNumbers: %v", tc.expr, err)
 		}
+	}
+}
+
+// EvalVars, given the values the data holds at Info.Vars, evaluates as
+// Eval does; the values it is given are what its top-level vars read (and
+// only those: a var inside a map, filter, reduce, all, none or some body
+// reads the element).
+func TestEvalVars(t *testing.T) {
+	data := jsonValue(t, `{"a":1,"b":{"c":[10,20],"d":"x"},"xs":[1,2,3],"":{"e":true},"n":null}`)
+	exprs := []string{
+		`{"==":[{"var":"a"},1]}`,
+		`{"var":"b.c.1"}`,
+		`{"var":["b.c.7","dflt"]}`,
+		`{"var":["zz",{"var":"a"}]}`,
+		`{"var":""}`,
+		`{"var":[]}`,
+		`{"var":".e"}`,
+		`{"var":1}`,
+		`{"var":"n"}`,
+		`{"map":[{"var":"xs"},{"+":[{"var":""},{"var":"a"}]}]}`,
+		`{"reduce":[{"var":"xs"},{"+":[{"var":"current"},{"var":"accumulator"}]},{"var":"a"}]}`,
+		`{"some":[{"var":"b.c"},{">":[{"var":""},15]}]}`,
+		`{"missing":["a","zz"]}`,
+		`{"and":[{"var":"a"},{"cat":[{"var":"b.d"},{"var":"a"}]}]}`,
+		`{"in":[{"var":"b.d"},"xyz"]}`,
+	}
+	for _, expr := range exprs {
+		p := mustCompile(t, expr)
+		want, werr := p.Eval(data, Limits{})
+		vars := func(i int) (any, bool) { return lookup(data, Segments(p.Info().Vars[i])) }
+		got, err := p.EvalVars(data, Limits{}, vars)
+		if (err != nil) != (werr != nil) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: EvalVars = %v, %v; Eval = %v, %v", expr, got, err, want, werr)
+		}
+	}
+	// The values given are the ones read, at the top level only.
+	p := mustCompile(t, `{"cat":[{"var":"a"},{"map":[{"var":"xs"},{"var":""}]}]}`)
+	lie := func(i int) (any, bool) {
+		switch p.Info().Vars[i] {
+		case "a":
+			return "A", true
+		case "xs":
+			return []any{"x"}, true
+		}
+		return nil, false
+	}
+	if got, err := p.EvalVars(data, Limits{}, lie); err != nil || got != "Ax" {
+		t.Errorf("EvalVars with given values = %v, %v; want Ax", got, err)
 	}
 }

@@ -44,7 +44,8 @@ func sameValue(a, b any) bool {
 // FuzzEval: any expression compiles or is refused with ErrExpression; a
 // compiled one evaluates against any data without a panic, either to a
 // value or to a *BudgetError; the result is deterministic, does not depend
-// on the budget once the budget suffices, and "!" negates its truthiness.
+// on the budget once the budget suffices, nor on whether the caller reads
+// the top-level vars (EvalVars), and "!" negates its truthiness.
 func FuzzEval(f *testing.F) {
 	seeds := [][2]string{
 		{`{"and":[{"==":[{"var":"a"},1]},{">":[{"var":"b"},2]}]}`, `{"a":1,"b":3}`},
@@ -84,6 +85,12 @@ func FuzzEval(f *testing.F) {
 		again, err := p.Eval(d, Limits{MaxOps: 1 << 20, MaxBytes: 1 << 24})
 		if err != nil || !sameValue(out, again) {
 			t.Fatalf("with a larger budget: %#v, %v; with the small one %#v", again, err, out)
+		}
+		// With its top-level vars read by the caller, as lookup reads them,
+		// the same value.
+		vars := func(i int) (any, bool) { return lookup(norm(d), Segments(p.Info().Vars[i])) }
+		if given, err := p.EvalVars(d, small, vars); err != nil || !sameValue(out, given) {
+			t.Fatalf("EvalVars = %#v, %v; Eval %#v", given, err, out)
 		}
 		if p.Info().Constant && len(p.Info().Vars) == 0 && p.Info().Truthy != Truthy(out) {
 			t.Fatalf("Info.Truthy = %v, value %#v", p.Info().Truthy, out)

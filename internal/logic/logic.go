@@ -168,6 +168,13 @@ type checker struct {
 	vars, required map[string]bool
 	readsData      bool
 	nodes          int
+	// tops are the var nodes read at the top level, with their paths.
+	tops []topVar
+}
+
+type topVar struct {
+	n    *node
+	path string
 }
 
 func (c *checker) info() Info {
@@ -262,6 +269,7 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) (*nod
 		if len(args) == 0 {
 			if top {
 				c.vars[""] = true
+				c.tops = append(c.tops, topVar{n, ""})
 			}
 			return n, nil
 		}
@@ -272,6 +280,7 @@ func (c *checker) op(op string, arg any, path string, depth int, top bool) (*nod
 		n.val, n.segs = pathValue(args[0]), Segments(p)
 		if top {
 			c.vars[p] = true
+			c.tops = append(c.tops, topVar{n, p})
 			if len(args) == 1 && p != "" {
 				c.required[p] = true
 			}
