@@ -1,0 +1,110 @@
+package contextos_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+)
+
+// frozenClaim is an idempotency store whose first claim of a key is
+// granted and then freezes its caller (closing entered) until freeze is
+// closed: a runtime frozen (slow, not dead) in a write's idempotency
+// claim, holding the key.
+type frozenClaim struct {
+	*gateway.MemoryIdempotency
+	once            sync.Once
+	entered, freeze chan struct{}
+}
+
+func (s *frozenClaim) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	prior, claimed, err := s.MemoryIdempotency.Claim(ctx, key)
+	s.once.Do(func() {
+		close(s.entered)
+		<-s.freeze
+	})
+	return prior, claimed, err
+}
+
+// A runtime frozen in a write's idempotency claim (after the claim check
+// of the call's takeover point, before the call entry), whose run was
+// taken over while it was frozen, comes back: it calls no adapter (the
+// run is another's), records nothing, gives the key up and stops with
+// ErrRunInProgress; the takeover makes the write, once. Before, it
+// recorded the call entry at the position the takeover had not used yet
+// and paid the refund against a run it no longer had (the takeover then
+// lost the race for that position, and only a third runtime finished
+// the run).
+func TestARuntimeFrozenInAWritesClaimPaysNothingOnceTakenOver(t *testing.T) {
+	a := &attemptsAdapter{}
+	// The planner's third call is the takeover's first turn: it waits
+	// there until the frozen runtime came back.
+	planner := newTurnPlanner(1200, 3)
+	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	idem := &frozenClaim{MemoryIdempotency: gateway.NewMemoryIdempotency(), entered: make(chan struct{}), freeze: make(chan struct{})}
+	o.Runtime.Gateway.Idempotency = idem
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
+	}
+	c.h = bareHarness(t, planner, &o)
+	t.Cleanup(func() { c.h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	c.runID = rc.RunID
+	go func() {
+		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
+		c.stalled <- err
+	}()
+	<-idem.entered
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	type outcome struct {
+		res *contextos.Result
+		err error
+	}
+	took := make(chan outcome, 1)
+	go func() {
+		res, err := c.h.Runtime.Resume(context.Background(), c.runID, contextos.ResumeInput{Takeover: true})
+		took <- outcome{res, err}
+	}()
+	<-planner.entered
+	close(idem.freeze)
+	if err := <-c.stalled; !errors.Is(err, contextos.ErrRunInProgress) {
+		t.Errorf("the frozen runtime, back after the takeover = %v, want ErrRunInProgress", err)
+	}
+	a.mu.Lock()
+	paid := a.refunds
+	a.mu.Unlock()
+	if paid != 0 {
+		t.Errorf("the runtime that came back after its takeover paid %d refunds", paid)
+	}
+	close(planner.release)
+	got := <-took
+	if got.err != nil && errors.Is(got.err, contextos.ErrRunInProgress) {
+		// The takeover lost the race for the position the frozen
+		// runtime recorded at: the next one finishes the run.
+		c.clock.Advance(contextos.DefaultHeartbeatTTL)
+		got.res, got.err = c.h.Runtime.Resume(context.Background(), c.runID, contextos.ResumeInput{Takeover: true})
+		t.Errorf("the takeover lost the race for the transcript position to the runtime it took the run from")
+	}
+	if got.err != nil {
+		t.Fatalf("takeover: %v", got.err)
+	}
+	contextostest.AssertStatus(t, got.res, decision.Decided)
+	if a.refunds != 1 {
+		t.Errorf("%d refunds, want 1", a.refunds)
+	}
+	if _, err := gateway.VerifyTranscript(runEntries(t, c.h, c.runID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
+	}
+	contextostest.AssertReplayEqual(t, c.h.Replay(got.res))
+}
