@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +108,76 @@ func TestARuntimeFrozenInAWritesClaimPaysNothingOnceTakenOver(t *testing.T) {
 		t.Errorf("the transcript does not verify: %v", err)
 	}
 	contextostest.AssertReplayEqual(t, c.h.Replay(got.res))
+}
+
+// savesDown is the in-memory checkpoint store whose saves fail while
+// down is set (its loads go on): a store the runtime cannot reach for a
+// while.
+type savesDown struct {
+	*contextos.InMemoryCheckpoints
+	down atomic.Bool
+}
+
+func (s *savesDown) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	if s.down.Load() {
+		return errors.New("checkpoint store down: secret-dsn")
+	}
+	return s.InMemoryCheckpoints.Save(ctx, cp)
+}
+
+// A runtime frozen in a tool call whose run was taken over (and stopped
+// by the takeover) comes back when its checkpoint store fails: it cannot
+// renew its claim, so it cannot know the run is still its, and records
+// nothing. Before, the failed renewal was logged and taken for a renewed
+// claim: the runtime recorded the call's result past the stopped run's
+// checkpoint, and no resume would continue the run again
+// (ErrNotResumable).
+func TestARuntimeThatCannotRenewItsClaimRecordsNothing(t *testing.T) {
+	planner := &stopPlanner{}
+	req, rc := refundRequest(t, 1200, true)
+	release := make(chan struct{})
+	c := &takeoverCase{clock: newFakeClock(), runID: rc.RunID, stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	cps := &savesDown{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = c.clock.Now
+	o.Runtime.Checkpoints = cps
+	c.h = bareHarness(t, planner, &o)
+	scriptDefaults(c.h, "adp_orders")
+	t.Cleanup(func() { c.h.ReplayAll() })
+	lookup := c.h.Adapter("adp_orders")
+	order := map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
+	lookup.On("lookup").ReturnOutput(order).IgnoreContext(release).ReturnOutput(order)
+	go func() {
+		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
+		c.stalled <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); lookup.CallCount("lookup") == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first runtime never called the lookup")
+		}
+	}
+	ctx := context.Background()
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	if _, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{Takeover: true}); err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	before := len(runEntries(t, c.h, c.runID))
+	cps.down.Store(true)
+	close(release)
+	if err := <-c.stalled; err == nil {
+		t.Errorf("the frozen runtime, back after the takeover with its checkpoint store down, succeeded")
+	}
+	cps.down.Store(false)
+	if after := len(runEntries(t, c.h, c.runID)); after != before {
+		t.Errorf("the runtime that could not renew its claim added %d entries to the transcript of the run taken over", after-before)
+	}
+	res, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatalf("the resume of the run taken over and stopped: %v", err)
+	}
+	if _, err := gateway.VerifyTranscript(runEntries(t, c.h, c.runID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
+	}
+	contextostest.AssertReplayEqual(t, c.h.Replay(res))
 }

@@ -174,9 +174,10 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			// The call's spend is in its result (or the run stops here):
 			// no later spend save holds its attempts.
 			r.call = nil
-			if errors.Is(err, ErrRunInProgress) {
+			if errors.Is(err, ErrRunInProgress) || errors.Is(err, errClaimNotRenewed) {
 				// A save of the call's spend between its attempts found the
-				// run taken over: this runtime stops, recording nothing more.
+				// run taken over, or the claim could not be renewed: this
+				// runtime stops, recording nothing more.
 				return nil, err
 			}
 			if errors.Is(err, gateway.ErrPositionTaken) {

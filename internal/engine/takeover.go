@@ -196,7 +196,9 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 // runtime taken over while a call of its ran writes nothing more into
 // the run's transcript (a write's result is kept under its idempotency
 // key, which the takeover's same write meets). A save the store fails is
-// logged and the run goes on, as saveSpent's.
+// logged, as saveSpent's, but the runtime cannot know the run is still
+// its: HoldClaim then fails closed (errClaimNotRenewed), the gateway
+// records nothing more of the call and the runtime stops.
 func (r *run) HoldClaim(ctx context.Context) error {
 	cp := r.cp
 	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
@@ -207,11 +209,23 @@ func (r *run) HoldClaim(ctx context.Context) error {
 	if err := r.saveSpent(ctx); err != nil {
 		return err
 	}
-	if cp.rev != rev {
-		cp.heldAt = r.rt.opts.Now()
+	if cp.rev == rev {
+		// The store failed the renewal (saveSpent logged it): this
+		// runtime cannot know the run is still its (half of its lease
+		// has passed, and a takeover may hold it), so it goes on no more
+		// than one that was refused; the run is taken over once its
+		// lease lapses.
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
 	}
+	cp.heldAt = r.rt.opts.Now()
 	return nil
 }
+
+// errClaimNotRenewed is HoldClaim's error when the checkpoint store failed
+// the renewal of the run's claim: the runtime stops recording nothing
+// more, as when a takeover refused it (the loop returns it as it does
+// ErrRunInProgress).
+var errClaimNotRenewed = errors.New("contextos: the run's claim could not be renewed (the checkpoint store failed the save); this runtime stops")
 
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
