@@ -181,3 +181,62 @@ func TestARuntimeThatCannotRenewItsClaimRecordsNothing(t *testing.T) {
 	}
 	contextostest.AssertReplayEqual(t, c.h.Replay(res))
 }
+
+// The same over a retry whose attempts spent something (the spend save
+// before the retry is the claim's renewal): a runtime frozen in such an
+// attempt, whose run was taken over and ended, comes back when its
+// checkpoint store fails the save, and makes no further attempt. Before,
+// the failed save was logged and the runtime retried the read against a
+// run it no longer had.
+func TestARuntimeThatCannotSaveItsSpendRetriesNothing(t *testing.T) {
+	entered, freeze := make(chan struct{}), make(chan struct{})
+	a := &attemptsAdapter{lookups: []lookupAttempt{{cents: 2, tokens: 5000, entered: entered, freeze: freeze}}}
+	planner := newTurnPlanner(1200, 0)
+	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	cps := &savesDown{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = c.clock.Now
+	o.Runtime.Checkpoints = cps
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
+	}
+	c.h = bareHarness(t, planner, &o)
+	t.Cleanup(func() { c.h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	c.runID = rc.RunID
+	go func() {
+		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
+		c.stalled <- err
+	}()
+	<-entered
+	c.clock.Advance(contextos.DefaultHeartbeatTTL)
+	res, err := c.h.Runtime.Resume(context.Background(), c.runID, contextos.ResumeInput{Takeover: true})
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	before := len(runEntries(t, c.h, c.runID))
+	a.mu.Lock()
+	lookups := a.n
+	a.mu.Unlock()
+	cps.down.Store(true)
+	close(freeze)
+	if err := <-c.stalled; err == nil {
+		t.Errorf("the frozen runtime, back after the takeover with its checkpoint store down, succeeded")
+	}
+	cps.down.Store(false)
+	a.mu.Lock()
+	again := a.n - lookups
+	a.mu.Unlock()
+	if again != 0 {
+		t.Errorf("the runtime that could not save its spend made %d more lookup attempts on the run taken over", again)
+	}
+	if after := len(runEntries(t, c.h, c.runID)); after != before {
+		t.Errorf("the runtime that came back added %d entries to the transcript", after-before)
+	}
+	contextostest.AssertReplayEqual(t, c.h.Replay(res))
+}

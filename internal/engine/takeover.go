@@ -174,12 +174,24 @@ func (r *run) saveSpent(ctx context.Context) error {
 // they spent so far (cost and tokens, the same as the call's result will
 // report) is saved with the planner's spend (saveSpent), so a takeover
 // charges it if this runtime dies before the call's result is recorded.
-// An error is this runtime's claim lost to a takeover (ErrRunInProgress):
-// the gateway makes no further attempt and records nothing more.
+// An error is this runtime's claim lost to a takeover (ErrRunInProgress),
+// or a save the store failed once half of the lease has passed since
+// the runtime last renewed its claim (errClaimNotRenewed: it cannot know
+// the run is still its): the gateway makes no further attempt and
+// records nothing more.
 func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error {
 	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
 	r.spentUnsaved = true
-	return r.saveSpent(ctx)
+	cp, rev := r.cp, r.cp.rev
+	if err := r.saveSpent(ctx); err != nil {
+		return err
+	}
+	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.heldAt) >= r.rt.heartbeatTTL()/2 {
+		// The store failed the save, which renews the claim, once half of
+		// the lease had passed (as HoldClaim): no further attempt.
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+	}
+	return nil
 }
 
 // HoldClaim is the gateway's claim check (gateway's claimHolder, set
