@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,36 @@ const (
 )
 
 func TestBudgetsExactGeneratedRuns(t *testing.T) {
+	runBudgetCases(t, genBudgetScenario)
+}
+
+// TestBudgetsExactWhenFrozenRuntimesComeBack: the generated runs of
+// TestBudgetsExactGeneratedRuns in which some runtimes freeze (slow, not
+// dead; see budgetFreeze) — in a planner turn, in a read, in the refund's
+// adapter before or after it pays, at a read's retry or at the save of
+// its spend before it — are taken over, and come back: while the
+// runtimes that took the run over work on it, or when the run is over.
+// Besides what the budget invariant holds (the usage a frozen runtime's
+// planner turn or attempt reports once it comes back is usage of the
+// turn or attempt in progress at its freeze, which the run may lose),
+// what must hold: a runtime that comes back starts no planner turn and
+// no tool attempt, its Invoke or Resume returns ErrRunInProgress, and it
+// writes no checkpoint, decision record or replay packet; the one write
+// it may finish is the transcript entry of the call it was frozen in
+// (docs/stores.md: a replica stalled in a tool call may finish that one
+// write after a takeover), which the runtime that has the run then finds
+// at its position (it stops, ErrRunInProgress, and the next takeover
+// goes on from the transcript's end); the refund is paid at most once;
+// the transcript verifies from genesis, and the packets replay equal.
+//
+//	go test -run 'TestBudgetsExactWhenFrozenRuntimesComeBack/cases/case_0042' .
+func TestBudgetsExactWhenFrozenRuntimesComeBack(t *testing.T) {
+	runBudgetCases(t, genFrozenBudgetScenario)
+}
+
+// runBudgetCases runs the generated cases of gen (see
+// TestBudgetsExactGeneratedRuns for their number).
+func runBudgetCases(t *testing.T, gen func(seed, idx uint64) *budgetScenario) {
 	n := budgetInvRuns
 	if testing.Short() {
 		n = 15
@@ -100,7 +131,7 @@ func TestBudgetsExactGeneratedRuns(t *testing.T) {
 	stats := map[string]int{}
 	t.Run("cases", func(t *testing.T) {
 		for i := range n {
-			sc := genBudgetScenario(budgetInvSeed, uint64(i))
+			sc := gen(budgetInvSeed, uint64(i))
 			t.Run(fmt.Sprintf("case_%04d", i), func(t *testing.T) {
 				t.Parallel()
 				st := runBudgetScenario(t, sc)
@@ -170,6 +201,27 @@ type budgetScenario struct {
 	Resumes []string `json:"resumes"`
 	// Raise is what a larger budget adds (tokens, cents, calls).
 	Raise [3]float64 `json:"raise"`
+	// Freezes are where successive runtimes freeze (a runtime with a
+	// freeze has no death), past the list none.
+	Freezes []budgetFreeze `json:"freezes,omitempty"`
+}
+
+// budgetFreeze is where the runtime of one Invoke or Resume freezes
+// (slow, not dead): at its N-th pass (from 1) of Where: "plan" (in a
+// planner turn, before it reports), "read" (in a read's attempt, before
+// it reports), "write" (in the refund's adapter, before it pays, or
+// after when Paid), "attempt" (at a read's attempt after its first) or
+// "save" (at the save of a read's spend before a retry). The run is
+// taken over as from a dead runtime; the frozen one comes back once the
+// runtimes working on the run after it have passed Wake dying points (0:
+// when the run is over), or when one of them claims an idempotency key
+// (the refund's, which a runtime frozen in the write holds), and goes
+// on with the stores as they are.
+type budgetFreeze struct {
+	Where string `json:"where"`
+	N     int    `json:"n"`
+	Paid  bool   `json:"paid,omitempty"`
+	Wake  int    `json:"wake,omitempty"`
 }
 
 func (sc *budgetScenario) String() string {
@@ -221,6 +273,35 @@ func genBudgetScenario(seed, idx uint64) *budgetScenario {
 	return sc
 }
 
+// genFrozenBudgetScenario is genBudgetScenario's case with freezes,
+// drawn from a source of their own: one or two runtimes freeze instead
+// of dying, or not dying.
+func genFrozenBudgetScenario(seed, idx uint64) *budgetScenario {
+	sc := genBudgetScenario(seed, idx)
+	r := rand.New(rand.NewPCG(seed^0xf7ee2e, idx))
+	sc.Freezes = make([]budgetFreeze, len(sc.Deaths))
+	n := 0
+	for i := range sc.Freezes {
+		if n < 2 && (r.IntN(100) < 35 || i == len(sc.Freezes)-1 && n == 0) {
+			// The last runtime seldom runs: with none frozen so far, the
+			// first one freezes.
+			if i == len(sc.Freezes)-1 && n == 0 {
+				i = 0
+			}
+			f := budgetFreeze{Where: weighted(r, map[string]int{"plan": 3, "read": 3, "write": 3, "attempt": 1, "save": 1}), N: 1, Wake: pick(r, 0, 0, 1, 2, 4)}
+			switch f.Where {
+			case "plan", "read":
+				f.N = 1 + r.IntN(2)
+			case "write":
+				f.Paid = r.IntN(2) == 0
+			}
+			sc.Freezes[i], sc.Deaths[i] = f, budgetDeath{}
+			n++
+		}
+	}
+	return sc
+}
+
 // The run's world: what the planner and the adapters reported, and the
 // runtimes that worked on the run.
 
@@ -237,7 +318,18 @@ type budgetInc struct {
 	cur    usageSum      // what its attempt in progress reported (see 1. above)
 	inCall string        // the capability of its call in progress ("": none)
 	idle   bool          // a resume without a larger budget of a run over it: nothing may start
-	died   chan struct{} // closed when it dies
+	died   chan struct{} // closed when it dies (or freezes)
+
+	freeze  budgetFreeze
+	seen    int           // passes of its freeze's Where
+	zombie  bool          // it froze: the run was taken from it (under the world's mu)
+	woken   bool          // it was woken (under the world's mu)
+	wakeAt  int           // the world's points at which it wakes (Wake ≠ 0)
+	claimed bool          // a checkpoint save of its was taken (under the world's mu)
+	wake    chan struct{} // closed to wake it
+	done    chan struct{} // closed when its Invoke or Resume returned
+	err     error         // what it returned (read after done)
+	res     *contextos.Result
 }
 
 type usageSum struct {
@@ -249,10 +341,11 @@ func (u usageSum) add(t int, c float64) usageSum { return usageSum{u.tokens + t,
 
 // budgetEvent is one entry of the run's timeline.
 type budgetEvent struct {
-	inc  *budgetInc
-	kind string // "plan" or "call" (an attempt) started, "report", "death"
-	what string
-	use  usageSum
+	inc    *budgetInc
+	kind   string // "plan" or "call" (an attempt) started, "report", "death"
+	what   string
+	use    usageSum
+	zombie bool // inc had frozen (the run was taken from it)
 }
 
 type budgetWorld struct {
@@ -264,6 +357,107 @@ type budgetWorld struct {
 	tries   map[string]int
 	paid    map[string]int // idempotency key → refunds performed
 	calls   int            // calls that reached an adapter (first attempts)
+	points  int            // dying points passed by runtimes not frozen
+	zombies []*budgetInc   // the runtimes that froze
+	// zombieWrites are the writes a runtime that froze made once back,
+	// and the store took: "<runtime> <what>".
+	zombieWrites []string
+	fails        []string // what went wrong off the test's goroutine
+}
+
+// event appends an event of inc's (under w.mu). A report of a runtime
+// that froze is usage of the turn or attempt in progress at its freeze:
+// the run may lose it.
+func (w *budgetWorld) event(e budgetEvent) {
+	if e.inc != nil && e.inc.zombie {
+		e.zombie = true
+		if e.kind == "report" {
+			w.events = append(w.events, e, budgetEvent{inc: e.inc, kind: "death", what: "reported once back: " + e.what, use: e.use, zombie: true})
+			return
+		}
+	}
+	w.events = append(w.events, e)
+}
+
+// freezing is passed at each point where inc may freeze (see
+// budgetFreeze): a runtime that freezes here stops as a dying one does
+// (its death may lose its last planner turn's usage and its attempt in
+// progress's), the run is taken over, and it waits here until woken.
+func (w *budgetWorld) freezing(inc *budgetInc, where string) {
+	if inc == nil || inc.freeze.Where != where {
+		return
+	}
+	w.mu.Lock()
+	if inc.zombie {
+		w.mu.Unlock()
+		return
+	}
+	if inc.seen++; inc.seen != inc.freeze.N {
+		w.mu.Unlock()
+		return
+	}
+	inc.zombie = true
+	inc.wakeAt = w.points + inc.freeze.Wake
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", what: "frozen at " + where, use: inc.last.add(inc.cur.tokens, inc.cur.cents)})
+	w.zombies = append(w.zombies, inc)
+	w.mu.Unlock()
+	close(inc.died)
+	<-inc.wake
+}
+
+// wakeZombies wakes the frozen runtimes due says are due, and waits
+// until each has returned from its Invoke or Resume.
+func (w *budgetWorld) wakeZombies(due func(z *budgetInc) bool) {
+	w.mu.Lock()
+	var wake []*budgetInc
+	for _, z := range w.zombies {
+		if !z.woken && due(z) {
+			z.woken = true
+			wake = append(wake, z)
+		}
+	}
+	w.mu.Unlock()
+	for _, z := range wake {
+		close(z.wake)
+		select {
+		case <-z.done:
+		case <-time.After(30 * time.Second):
+			w.fail(fmt.Sprintf("runtime %d, frozen and woken, did not return", z.id))
+		}
+	}
+}
+
+func (w *budgetWorld) fail(s string) {
+	w.mu.Lock()
+	w.fails = append(w.fails, s)
+	w.mu.Unlock()
+}
+
+// wrote notes a write of inc's the store took (err nil), when inc froze
+// and came back.
+func (w *budgetWorld) wrote(inc *budgetInc, what string, err error) {
+	if inc == nil || err != nil {
+		return
+	}
+	w.mu.Lock()
+	if inc.zombie {
+		w.zombieWrites = append(w.zombieWrites, fmt.Sprintf("%d %s", inc.id, what))
+	}
+	w.mu.Unlock()
+}
+
+// zombieWrote reports whether a runtime that froze wrote, once back.
+func (w *budgetWorld) zombieWrote() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.zombieWrites) > 0
+}
+
+// zombie reports whether inc froze.
+func (w *budgetWorld) zombie(inc *budgetInc) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return inc != nil && inc.zombie
 }
 
 func incOf(ctx context.Context) *budgetInc {
@@ -286,6 +480,15 @@ func (w *budgetWorld) dying(inc *budgetInc, after func(), retry string) bool {
 	if inc.dead.Load() {
 		w.mu.Unlock()
 		return true
+	}
+	if !inc.zombie && inc.claimed {
+		// A runtime frozen before wakes when those after it, once they
+		// have the run (a checkpoint of theirs saved), have passed its
+		// Wake points.
+		w.points++
+		w.mu.Unlock()
+		w.wakeZombies(func(z *budgetInc) bool { return z != inc && z.freeze.Wake != 0 && w.points >= z.wakeAt })
+		w.mu.Lock()
 	}
 	inc.points++
 	if !(inc.death.At != 0 && inc.points == inc.death.At || inc.death.Retry != "" && inc.death.Retry == retry) {
@@ -322,9 +525,11 @@ func (p budgetPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*c
 	w.mu.Lock()
 	n := w.plans
 	w.plans++
-	w.events = append(w.events, budgetEvent{inc: inc, kind: "plan", what: fmt.Sprintf("planner call %d (turn %d)", n, req.Turn)})
+	w.event(budgetEvent{inc: inc, kind: "plan", what: fmt.Sprintf("planner call %d (turn %d)", n, req.Turn)})
 	w.mu.Unlock()
-	// A runtime that dies in a turn dies before the turn reports.
+	// A runtime that dies or freezes in a turn does so before the turn
+	// reports.
+	w.freezing(inc, "plan")
 	if w.dying(inc, nil, "") {
 		w.gone()
 		return nil, errBudgetDead
@@ -336,7 +541,7 @@ func (p budgetPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*c
 	u := contextos.PlanUsage{Tokens: t.Tokens, CostCents: t.Cents}
 	w.mu.Lock()
 	inc.last = usageSum{t.Tokens, t.Cents}
-	w.events = append(w.events, budgetEvent{inc: inc, kind: "report", what: fmt.Sprintf("planner call %d", n), use: inc.last})
+	w.event(budgetEvent{inc: inc, kind: "report", what: fmt.Sprintf("planner call %d", n), use: inc.last})
 	w.mu.Unlock()
 	if t.Fail {
 		return nil, &contextos.PlanUsageError{Usage: u, Err: errors.New("the reply was cut off")}
@@ -372,8 +577,20 @@ func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.O
 	// The attempt in progress has reported nothing yet: the earlier
 	// attempts' spend was saved before it started.
 	inc.cur, inc.inCall = usageSum{}, a.cap
-	w.events = append(w.events, budgetEvent{inc: inc, kind: "call", what: fmt.Sprintf("%s attempt %d (%s, the capability's attempt %d)", a.cap, call.Attempt, call.Envelope.ToolCallID, n)})
+	w.event(budgetEvent{inc: inc, kind: "call", what: fmt.Sprintf("%s attempt %d (%s, the capability's attempt %d)", a.cap, call.Attempt, call.Envelope.ToolCallID, n)})
 	w.mu.Unlock()
+	// A runtime that freezes in a call does so before it reports (or,
+	// in the write with Paid, after it paid).
+	if write {
+		if !inc.freeze.Paid {
+			w.freezing(inc, "write")
+		}
+	} else {
+		if call.Attempt > 1 {
+			w.freezing(inc, "attempt")
+		}
+		w.freezing(inc, "read")
+	}
 	// A runtime that dies in a read dies before the read reports; a write
 	// is never where a runtime dies (see the test's comment).
 	retry := ""
@@ -389,12 +606,15 @@ func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.O
 	if s := w.sc.Steps[a.cap]; n < len(s) {
 		st = s[n]
 	}
-	w.events = append(w.events, budgetEvent{inc: inc, kind: "report", what: a.cap, use: usageSum{st.Tokens, st.Cents}})
+	w.event(budgetEvent{inc: inc, kind: "report", what: a.cap, use: usageSum{st.Tokens, st.Cents}})
 	inc.cur = usageSum{st.Tokens, st.Cents}
 	if write && st.Fail == "" {
 		w.paid[call.IdempotencyKey]++
 	}
 	w.mu.Unlock()
+	if write && inc.freeze.Paid {
+		w.freezing(inc, "write")
+	}
 	spent := &gateway.Outcome{CostCents: st.Cents, Tokens: st.Tokens}
 	switch st.Fail {
 	case "retryable":
@@ -436,16 +656,28 @@ func (s budgetCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) e
 		case in == "adp_payments.issue_refund":
 			// The save between a write's attempts is not where a runtime
 			// dies (see the test's comment).
-			return s.InMemoryCheckpoints.Save(ctx, cp)
+			return s.save(ctx, inc, cp)
 		case in != "":
 			retry = "save"
+			s.w.freezing(inc, "save")
 		}
 	}
 	if s.w.dying(inc, func() { _ = s.InMemoryCheckpoints.Save(ctx, cp) }, retry) {
 		s.w.gone()
 		return contextos.ErrCheckpointConflict
 	}
-	return s.InMemoryCheckpoints.Save(ctx, cp)
+	return s.save(ctx, inc, cp)
+}
+
+func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *contextos.Checkpoint) error {
+	err := s.InMemoryCheckpoints.Save(ctx, cp)
+	s.w.wrote(inc, "checkpoint save", err)
+	if inc != nil && err == nil {
+		s.w.mu.Lock()
+		inc.claimed = true
+		s.w.mu.Unlock()
+	}
+	return err
 }
 
 type budgetDecisions struct {
@@ -463,7 +695,24 @@ func (s budgetDecisions) Append(ctx context.Context, r *decision.Record) (*decis
 		s.w.gone()
 		return nil, errBudgetDead
 	}
-	return s.MemoryStore.Append(ctx, r)
+	got, err := s.MemoryStore.Append(ctx, r)
+	s.w.wrote(inc, "decision record "+string(r.Status), err)
+	return got, err
+}
+
+// budgetIdempotency wakes the runtimes frozen in the refund's adapter
+// (they hold its key) when another claims a key: that one would wait
+// for them.
+type budgetIdempotency struct {
+	*gateway.MemoryIdempotency
+	w *budgetWorld
+}
+
+func (s budgetIdempotency) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	if inc := incOf(ctx); inc != nil && !inc.dead.Load() && !s.w.zombie(inc) {
+		s.w.wakeZombies(func(z *budgetInc) bool { return z != inc && z.freeze.Where == "write" })
+	}
+	return s.MemoryIdempotency.Claim(ctx, key)
 }
 
 type budgetTranscript struct {
@@ -478,6 +727,7 @@ func (s budgetTranscript) Append(ctx context.Context, e gateway.TranscriptEntry)
 		return errBudgetDead
 	}
 	err := s.Recorder.Append(ctx, e)
+	s.w.wrote(inc, "transcript "+e.Kind, err)
 	if inc != nil && e.Kind == "result" && err == nil {
 		// The call's result carries what all its attempts spent.
 		s.w.mu.Lock()
@@ -485,6 +735,23 @@ func (s budgetTranscript) Append(ctx context.Context, e gateway.TranscriptEntry)
 		s.w.mu.Unlock()
 	}
 	return err
+}
+
+// invariantRegistrations registers each capability of caps
+// ("adapter.name", as the support pack names them) with adapter(c), no
+// wait between its attempts, and the refund's scope: the generated runs'
+// tools (the budget and the leak invariants).
+func invariantRegistrations(caps []string, adapter func(c string) gateway.Adapter) []gateway.Registration {
+	regs := make([]gateway.Registration, 0, len(caps))
+	for _, c := range caps {
+		id, name, _ := strings.Cut(c, ".")
+		capability := gateway.Capability{Backoff: func(string, int) time.Duration { return 0 }}
+		if c == "adp_payments.issue_refund" {
+			capability.Scopes = []string{"payments.refund"}
+		}
+		regs = append(regs, gateway.Registration{AdapterID: id, Adapter: adapter(c), Capabilities: map[string]gateway.Capability{name: capability}})
+	}
+	return regs
 }
 
 // runBudgetScenario drives one generated run to its end and checks it;
@@ -496,26 +763,24 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 	ck := budgetCheckpoints{contextos.NewInMemoryCheckpoints(), w}
 	ck.Now = clock.Now
 	decs := budgetDecisions{decision.NewMemoryStore(), w}
-	var regs []gateway.Registration
-	for _, c := range budgetCaps {
-		adapter, name, _ := strings.Cut(c, ".")
-		capability := gateway.Capability{Backoff: func(string, int) time.Duration { return 0 }}
-		if c == "adp_payments.issue_refund" {
-			capability.Scopes = []string{"payments.refund"}
-		}
-		regs = append(regs, gateway.Registration{AdapterID: adapter, Adapter: budgetAdapter{w, c}, Capabilities: map[string]gateway.Capability{name: capability}})
-	}
+	regs := invariantRegistrations(budgetCaps, func(c string) gateway.Adapter { return budgetAdapter{w, c} })
 	var o contextostest.Options
 	o.Now = clock.Now
 	o.Runtime.Checkpoints, o.Runtime.Decisions, o.Runtime.Adapters = ck, decs, regs
-	o.Runtime.Transcripts = budgetTranscript{&gatewaytest.Recorder{}, w}
+	transcript := &gatewaytest.Recorder{}
+	o.Runtime.Transcripts = budgetTranscript{transcript, w}
+	o.Runtime.Gateway.Idempotency = budgetIdempotency{gateway.NewMemoryIdempotency(), w}
 	h := bareHarness(t, budgetPlanner{w}, &o)
 	t.Cleanup(func() { h.ReplayAll() })
 	// The dead come back when the run is over (or the test stops) and
 	// find every store refusing them; the test waits for them.
 	var wg sync.WaitGroup
 	var once sync.Once
-	letGo := func() { once.Do(func() { close(w.release) }); wg.Wait() }
+	letGo := func() {
+		once.Do(func() { close(w.release) })
+		w.wakeZombies(func(*budgetInc) bool { return true })
+		wg.Wait()
+	}
 	t.Cleanup(letGo)
 
 	ctx := context.Background()
@@ -533,9 +798,12 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 	// and returns what it returned, or nil and false when it died.
 	start := func(budget runcontext.RunBudget, idle bool, call func(ctx context.Context) (*contextos.Result, error)) (*contextos.Result, bool) {
 		t.Helper()
-		inc := &budgetInc{id: len(incs), budget: budget, idle: idle, died: make(chan struct{})}
+		inc := &budgetInc{id: len(incs), budget: budget, idle: idle, died: make(chan struct{}), wake: make(chan struct{}), done: make(chan struct{})}
 		if inc.id < len(sc.Deaths) {
 			inc.death = sc.Deaths[inc.id]
+		}
+		if inc.id < len(sc.Freezes) {
+			inc.freeze = sc.Freezes[inc.id]
 		}
 		incs = append(incs, inc)
 		if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
@@ -546,15 +814,31 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 		go func() {
 			defer wg.Done()
 			res, err := call(context.WithValue(ctx, budgetIncKey{}, inc))
+			inc.res, inc.err = res, err
+			close(inc.done)
 			done <- answer{res, err}
 		}()
 		select {
 		case a := <-done:
+			if a.err != nil && errors.Is(a.err, contextos.ErrRunInProgress) && w.zombieWrote() {
+				// A frozen runtime, back, recorded at the position this
+				// one was to record at: it stops as if it died there, and
+				// the next takeover goes on from the transcript's end.
+				w.mu.Lock()
+				w.events = append(w.events, budgetEvent{inc: inc, kind: "death", what: "refused: " + a.err.Error(), use: inc.last.add(inc.cur.tokens, inc.cur.cents)})
+				w.mu.Unlock()
+				stats["refused_after_a_zombie_wrote"]++
+				return nil, false
+			}
 			if a.err != nil {
 				t.Fatalf("runtime %d: %v", inc.id, a.err)
 			}
 			return a.res, true
 		case <-inc.died:
+			if inc.freeze.Where != "" {
+				stats["freezes_at_"+inc.freeze.Where]++
+				return nil, false
+			}
 			stats["deaths"]++
 			if inc.death.Retry != "" {
 				stats["deaths_between_attempts_at_"+inc.death.Retry]++
@@ -640,9 +924,16 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 		resumes++
 		res, alive = start(next, over && in.Budget == nil, func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Resume(ctx, runID, in) })
 	}
-	// The run is over: the dead come back to stores that refuse them.
+	// The run is over: the dead come back to stores that refuse them, and
+	// the frozen to stores as they are.
+	packets := len(h.PacketIDs())
 	letGo()
 	checkBudgetTimeline(t, w)
+	chain := ""
+	if recs, err := decs.MemoryStore.List(ctx, decision.Filter{RunID: runID}); err == nil && len(recs) > 0 {
+		chain = recs[len(recs)-1].Lineage.ToolTranscriptChainHash
+	}
+	checkZombies(t, w, h, transcript, runID, chain, packets)
 	for key, n := range w.paid {
 		if n > 1 {
 			t.Errorf("idempotency key %s paid %d times", key, n)
@@ -680,6 +971,54 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 	stats["planner_calls"] += w.plans
 	stats["calls"] += w.calls
 	return stats
+}
+
+// checkZombies checks what the runtimes that froze did once back (see
+// TestBudgetsExactWhenFrozenRuntimesComeBack), and that the run's
+// transcript verifies and holds nothing past the chain hash the run's
+// last record names (chain) but what they recorded; packets is the count
+// of replay packets before the last of them came back.
+func checkZombies(t *testing.T, w *budgetWorld, h *contextostest.Harness, transcript *gatewaytest.Recorder, runID, chain string, packets int) {
+	t.Helper()
+	for _, f := range w.fails {
+		t.Error(f)
+	}
+	if len(w.zombies) == 0 {
+		return
+	}
+	for _, z := range w.zombies {
+		if !errors.Is(z.err, contextos.ErrRunInProgress) || z.res != nil {
+			t.Errorf("runtime %d, frozen at %s and back after the takeover, returned %v and %v, want ErrRunInProgress", z.id, z.freeze.Where, z.res != nil, z.err)
+		}
+	}
+	results := map[string]int{}
+	for _, wr := range w.zombieWrites {
+		id, what, _ := strings.Cut(wr, " ")
+		if what != "transcript result" {
+			t.Errorf("runtime %s, frozen and back after the takeover, wrote a %s", id, what)
+		} else if results[id]++; results[id] > 1 {
+			t.Errorf("runtime %s, frozen and back after the takeover, recorded more than the result of the call it was frozen in", id)
+		}
+	}
+	if n := len(h.PacketIDs()); n != packets {
+		t.Errorf("the frozen runtimes, back when the run was over, saved %d replay packets", n-packets)
+	}
+	entries, err := transcript.RunEntries(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.VerifyTranscript(entries); err != nil {
+		t.Errorf("the transcript does not verify from genesis: %v", err)
+	}
+	if chain == "" {
+		return
+	}
+	at := slices.IndexFunc(entries, func(e gateway.TranscriptEntry) bool { return e.ChainHash == chain })
+	if at < 0 && chain != gateway.GenesisHash {
+		t.Errorf("the transcript does not hold the chain hash %s the run's last record names", chain)
+	} else if past := len(entries) - 1 - at; past > len(results) {
+		t.Errorf("the transcript holds %d entries past the run's last record", past)
+	}
 }
 
 // reported sums what the planner and the adapters reported, and what
@@ -738,6 +1077,10 @@ func checkBudgetTimeline(t *testing.T, w *budgetWorld) {
 			continue
 		case "death":
 			lost = lost.add(e.use.tokens, e.use.cents)
+			continue
+		}
+		if e.zombie {
+			t.Errorf("event %d: %s started by runtime %d, frozen and back after the takeover", i, e.what, e.inc.id)
 			continue
 		}
 		b := e.inc.budget

@@ -88,7 +88,11 @@
 // run over without charging it; and version 5, version 4 with what the
 // attempts of a tool call the gateway retried spent, written only while
 // that call has no result, so that a runtime reading versions 1 to 4
-// refuses it likewise) and refuses another with a
+// refuses it likewise; and version 6, version 5 with the store failures
+// of the run's tool calls since the state it holds, written only while
+// the run has such failures not yet in a state save, so that a runtime
+// reading versions 1 to 5 does not take the run over with a packet that
+// leaves them out) and refuses another with a
 // *CheckpointVersionError (ErrCheckpointVersion). A checkpoint pins the packs and overlays its run
 // compiled under: a resume under others is refused with ErrLedgerMismatch.
 //

@@ -827,15 +827,7 @@ func runLeakScenario(t *testing.T, sc *leakScenario) map[string]int {
 
 	var mu sync.Mutex
 	tries := map[string]int{}
-	var regs []gateway.Registration
-	for _, c := range leakCaps {
-		adapter, name, _ := strings.Cut(c, ".")
-		capability := gateway.Capability{Backoff: func(string, int) time.Duration { return 0 }}
-		if c == "adp_payments.issue_refund" {
-			capability.Scopes = []string{"payments.refund"}
-		}
-		regs = append(regs, gateway.Registration{AdapterID: adapter, Adapter: leakAdapter{sc, c, &mu, tries}, Capabilities: map[string]gateway.Capability{name: capability}})
-	}
+	regs := invariantRegistrations(leakCaps, func(c string) gateway.Adapter { return leakAdapter{sc, c, &mu, tries} })
 	ev := evidence(t)
 	if v := sc.plant("host.evidence"); v != "" {
 		ev = append(ev, compiler.EvidenceItem{EvidenceRef: "kg:note:n1", Kind: "note", Content: "ops note: " + v, Trust: compiler.Trusted})

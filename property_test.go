@@ -51,9 +51,13 @@ import (
 //     the gate's approval;
 //   - no write runs without its required evidence: a refund that reached
 //     the adapter came after a successful order lookup and policy
-//     evaluation in the run, with identity verified.
+//     evaluation in the run, with identity verified;
+//   - no idempotency key is paid twice: each refund key reaches the
+//     payments adapter once (its retries are attempts of that call).
 //
-// Besides plans, statuses, approvals, cancellations and store failures,
+// Besides plans, statuses, approvals, cancellations and store failures
+// (the decision store's, and the stores a tool call needs: the
+// idempotency store's claim or completion, the transcript sink's append),
 // the generated dimensions are the pack (the seed's finance control over
 // request context, or bound to the call: the gate's when, or the
 // high-value rule, over tool.args.amount_inr) and a required read that
@@ -144,6 +148,12 @@ type propScenario struct {
 	// ReadFail makes every order lookup fail ("fail") or answer
 	// not_found ("not_found"); "" leaves Scripts as generated.
 	ReadFail string `json:"read_fail,omitempty"`
+	// GatewayFail is the store a tool call needs that fails its
+	// GatewayFailAt-th request of the run, once: "claim" or "complete"
+	// (the idempotency store's claim or completion of a write's key) or
+	// "append" (the transcript sink's append of an entry); "" none.
+	GatewayFail   string `json:"gateway_store_fail,omitempty"`
+	GatewayFailAt int    `json:"gateway_store_fail_at,omitempty"`
 }
 
 func (sc *propScenario) String() string {
@@ -253,6 +263,13 @@ func genScenario(seed, idx uint64) *propScenario {
 		sc.Scripts["adp_orders.lookup"] = []string{"fail"}
 	case "not_found":
 		sc.Scripts["adp_orders.lookup"] = []string{"fail_with:not_found"}
+	}
+	// Drawn after the dimensions above, so they stay as generated.
+	if sc.GatewayFail = weighted(r, map[string]int{"": 8, "claim": 1, "complete": 1, "append": 1}); sc.GatewayFail != "" {
+		sc.GatewayFailAt = 1 + r.IntN(2)
+		if sc.GatewayFail == "append" {
+			sc.GatewayFailAt = 1 + r.IntN(10)
+		}
 	}
 	return sc
 }
@@ -499,8 +516,17 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 	}
 	store := &failOnceDecisions{MemoryStore: decision.NewMemoryStore(), mode: sc.StoreFail, at: sc.StoreFailAt}
 	o.Runtime.Decisions = store
+	switch sc.GatewayFail {
+	case "claim", "complete":
+		o.Runtime.Gateway.Idempotency = &failOnceIdempotency{MemoryIdempotency: gateway.NewMemoryIdempotency(), op: sc.GatewayFail, at: int32(sc.GatewayFailAt)}
+	case "append":
+		o.Runtime.Transcripts = &failOnceTranscript{Recorder: &gatewaytest.Recorder{}, at: int32(sc.GatewayFailAt)}
+	}
 	h := contextostest.New(t, pl, [][]byte{scenarioPack(t, sc, pk)}, &o)
 	h.Decisions = store.MemoryStore // the checks read the store as it is
+	if ft, ok := o.Runtime.Transcripts.(*failOnceTranscript); ok {
+		h.Transcript = ft.Recorder // the checks read the transcript as it is
+	}
 	for c, statuses := range sc.Scripts {
 		adapter, capName, _ := strings.Cut(c, ".")
 		a := h.Adapter(adapter)
@@ -562,7 +588,7 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 			fail("%s = %v, %v", what, res, err)
 		}
 		checkRunInvariants(t, h, res, what, fail)
-		checkWriteControls(h, sc, what, stats, fail)
+		checkWriteControls(h, sc, res.RunID, what, stats, fail)
 		return res
 	}
 	res := call("Invoke", func(ctx context.Context) (*contextos.Result, error) { return h.Runtime.Invoke(ctx, req, rc) })
@@ -609,6 +635,9 @@ func runScenario(t *testing.T, sc *propScenario, pk []byte, ev compiler.StaticEv
 		stats["canceled"]++
 	}
 	stats["refund_calls"] += h.Adapter("adp_payments").CallCount("issue_refund")
+	if sc.GatewayFail != "" {
+		stats["gateway_store_"+sc.GatewayFail]++
+	}
 
 	// Every captured packet replays equal, as stored and after a JSON
 	// round trip (as one read from a file is).
@@ -734,11 +763,31 @@ func checkRunInvariants(t *testing.T, h *contextostest.Harness, res *contextos.R
 // finance gate's approval when the gate held it, and the evidence the
 // refund's decision and rules require (a successful lookup and policy
 // evaluation before it, identity verified).
-func checkWriteControls(h *contextostest.Harness, sc *propScenario, what string, stats map[string]int, fail func(format string, args ...any)) {
+//
+// A result whose transcript append failed is not in the transcript: the
+// run's checkpoint holds it, and its store failures name the append (the
+// packet does too).
+func checkWriteControls(h *contextostest.Harness, sc *propScenario, runID, what string, stats map[string]int, fail func(format string, args ...any)) {
 	entries := h.Transcript.Entries()
+	cp, err := loadState(context.Background(), h.Checkpoints, runID)
+	if err != nil {
+		fail("%s: checkpoint: %v", what, err)
+	}
+	unrecorded := map[string]bool{} // tool call ids whose result append failed
+	for _, f := range cp.StoreFailures {
+		if f.Store == replay.StoreTranscript && f.Kind == "result" {
+			unrecorded[f.ToolCallID] = true
+		}
+	}
+	paid := map[string]int{}
 	for _, c := range h.Adapter("adp_payments").Calls() {
 		if c.Capability != "issue_refund" || c.Attempt != 1 {
 			continue
+		}
+		// No idempotency key is paid twice: each reaches the adapter once
+		// (its retries are later attempts of the same call).
+		if paid[c.IdempotencyKey]++; paid[c.IdempotencyKey] > 1 {
+			fail("%s: the refund under idempotency key %s reached the adapter %d times", what, c.IdempotencyKey, paid[c.IdempotencyKey])
 		}
 		id := c.Envelope.ToolCallID
 		amount, _ := c.Envelope.Args["amount_inr"].(float64)
@@ -747,8 +796,12 @@ func checkWriteControls(h *contextostest.Harness, sc *propScenario, what string,
 		i := slices.IndexFunc(entries, func(e gateway.TranscriptEntry) bool {
 			return e.Result != nil && e.Result.ToolCallID == id && e.Result.Metadata.Attempts > 0
 		})
+		if i < 0 && unrecorded[id] {
+			stats["refund_result_unrecorded"]++
+			continue
+		}
 		if i < 0 {
-			fail("%s: the refund %s reached the adapter and its result is not in the transcript", what, id)
+			fail("%s: the refund %s reached the adapter and its result is not in the transcript (store failures %+v)", what, id, cp.StoreFailures)
 		}
 		at := i - 1
 		for at >= 0 && (entries[at].Call == nil || entries[at].Call.ToolCallID != id) {
@@ -766,6 +819,8 @@ func checkWriteControls(h *contextostest.Harness, sc *propScenario, what string,
 		held := func(capability string) bool {
 			return slices.ContainsFunc(entries[:at], func(e gateway.TranscriptEntry) bool {
 				return e.Result != nil && e.Result.CapabilityID == capability && e.Result.Status.Succeeded()
+			}) || slices.ContainsFunc(cp.Results, func(s contextos.StepResult) bool {
+				return unrecorded[s.Result.ToolCallID] && s.Result.CapabilityID == capability && s.Result.Status.Succeeded()
 			})
 		}
 		if !sc.Verified || !held("adp_orders.lookup") || !held("adp_policy.eval") {
@@ -837,6 +892,43 @@ func (s *failOnceDecisions) Get(ctx context.Context, id string) (*decision.Recor
 		return nil, errors.New("db down")
 	}
 	return s.MemoryStore.Get(ctx, id)
+}
+
+// failOnceIdempotency fails its at-th claim or completion (op) once;
+// a failed completion does not reach the store (it is down).
+type failOnceIdempotency struct {
+	*gateway.MemoryIdempotency
+	op string
+	at int32
+	n  atomic.Int32
+}
+
+func (s *failOnceIdempotency) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
+	if s.op == "claim" && s.n.Add(1) == s.at {
+		return nil, false, errors.New("idempotency store down")
+	}
+	return s.MemoryIdempotency.Claim(ctx, key)
+}
+
+func (s *failOnceIdempotency) Complete(ctx context.Context, key string, res *gateway.ToolResultEnvelope) error {
+	if s.op == "complete" && s.n.Add(1) == s.at {
+		return errors.New("idempotency store down")
+	}
+	return s.MemoryIdempotency.Complete(ctx, key, res)
+}
+
+// failOnceTranscript fails its at-th append once.
+type failOnceTranscript struct {
+	*gatewaytest.Recorder
+	at int32
+	n  atomic.Int32
+}
+
+func (s *failOnceTranscript) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if s.n.Add(1) == s.at {
+		return errors.New("transcript sink down")
+	}
+	return s.Recorder.Append(ctx, e)
 }
 
 type verifyHook func()

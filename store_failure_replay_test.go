@@ -179,3 +179,27 @@ func TestStoreFailureThenResumeReplaysEqual(t *testing.T) {
 	}
 	checkStoreFailureReplay(t, h, p, replay.StoreIdempotency, replay.StoreOpClaim)
 }
+
+// A write whose call entry the transcript sink failed was not run: its
+// idempotency key is given up, not kept with the refusal, so the run's
+// resume makes the write (once) and replays equal. The key kept the
+// refusal before, and every later call of the write met it as a
+// duplicate: the resumed run never made the refund.
+func TestStoreFailureTranscriptAppendThenResumeMakesTheWrite(t *testing.T) {
+	var o contextostest.Options
+	o.Runtime.Transcripts = &refundCallDown{Recorder: &gatewaytest.Recorder{}}
+	h, res, _ := storeFailureRun(t, &o)
+	next, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Status != "DECIDED" || next.ReplayPacketID == "" {
+		t.Fatalf("resumed: %s packet %q, want the refund made", next.Status, next.ReplayPacketID)
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	p, err := h.Replays.Get(context.Background(), next.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStoreFailureReplay(t, h, p, replay.StoreTranscript, replay.StoreOpAppend)
+}

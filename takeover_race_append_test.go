@@ -12,6 +12,7 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/gateway/gatewaytest"
 )
 
 // heldClaims is the in-memory idempotency store whose first claim waits
@@ -106,12 +107,34 @@ func TestATakeoverThatLosesTheRaceForAPositionLeavesTheRunToTheNext(t *testing.T
 	contextostest.AssertReplayEqual(t, c.h.Replay(res))
 }
 
+// frozenResults is the in-memory transcript whose append of the first
+// result of capability waits until release is closed (closing entered):
+// a runtime frozen in the middle of that append, after its last claim
+// renewal.
+type frozenResults struct {
+	*gatewaytest.Recorder
+	capability       string
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (f *frozenResults) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if e.Result != nil && e.Result.CapabilityID == f.capability {
+		f.once.Do(func() {
+			close(f.entered)
+			<-f.release
+		})
+	}
+	return f.Recorder.Append(ctx, e)
+}
+
 // The same race over a retried read: the runtime saved its lookup's
-// first attempt (5,000 tokens, 2 cents) and froze in its last one; the
-// takeover read the transcript (the call, no result), charged that
-// attempt, claimed the run and planned; the runtime's last attempt then
-// recorded the call's result, which carries both attempts, before the
-// takeover recorded anything, so the takeover stopped. The next takeover
+// first attempt (5,000 tokens, 2 cents), made its last one and froze in
+// the append of the call's result; the takeover read the transcript (the
+// call, no result), charged that attempt, claimed the run and planned;
+// the runtime's append of the call's result, which carries both
+// attempts, then went through before the takeover recorded anything, so
+// the takeover stopped. The next takeover
 // continues from the transcript's end: it must not charge the first
 // attempt again with the result the earlier takeover's usage already
 // holds it in (it charged 5,000 tokens twice, and the run ended over
@@ -119,7 +142,8 @@ func TestATakeoverThatLosesTheRaceForAPositionLeavesTheRunToTheNext(t *testing.T
 // taken over, is what the runtime's death loses (the bound).
 func TestTheNextTakeoverChargesTheRaceWinnersResultOnce(t *testing.T) {
 	entered, freeze := make(chan struct{}), make(chan struct{})
-	a := &attemptsAdapter{lookups: []lookupAttempt{{cents: 2, tokens: 5000}, {cents: 1, tokens: 1, entered: entered, freeze: freeze}}}
+	a := &attemptsAdapter{lookups: []lookupAttempt{{cents: 2, tokens: 5000}, {cents: 1, tokens: 1}}}
+	transcript := &frozenResults{Recorder: &gatewaytest.Recorder{}, capability: "adp_orders.lookup", entered: entered, release: freeze}
 	planner := newTurnPlanner(1200, 2)
 	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
 	var o contextostest.Options
@@ -130,7 +154,9 @@ func TestTheNextTakeoverChargesTheRaceWinnersResultOnce(t *testing.T) {
 		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
 		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
 	}
+	o.Runtime.Transcripts = transcript
 	c.h = bareHarness(t, planner, &o)
+	c.h.Transcript = transcript.Recorder
 	t.Cleanup(func() { c.h.ReplayAll() })
 	req, rc := refundRequest(t, 1200, true)
 	c.runID = rc.RunID

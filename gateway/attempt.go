@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/policy"
 )
 
@@ -23,7 +25,7 @@ func init() {
 		opts.(*RunOptions).saver = saver.(spendSaver)
 	}
 	gatewayhook.StoreFailed = func(opts, notify any) {
-		opts.(*RunOptions).storeFailed = notify.(func(gatewayhook.StoreFailure))
+		opts.(*RunOptions).storeFailed = notify.(func(context.Context, storefail.StoreFailure) error)
 	}
 	gatewayhook.WithPolicy = func(cfg, eval any) {
 		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)

@@ -13,6 +13,7 @@ import (
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/principal"
 	"github.com/contextos/contextos/internal/sortedkeys"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -432,10 +433,13 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 	if c.write {
 		prior, claimed, err := r.g.opts.Idempotency.Claim(ctx, c.key)
 		if err != nil {
+			err = fmt.Errorf("gateway: idempotency claim: %w", err)
 			if r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "claim", Key: c.key})
+				if herr := r.storeFailed(ctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Idempotency, Op: storefail.OpClaim, IdempotencyKey: c.key}); herr != nil {
+					err = errors.Join(err, herr)
+				}
 			}
-			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), fmt.Errorf("gateway: idempotency claim: %w", err)
+			return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "idempotency store unavailable", nil), c.env.PolicyDecisionID), err
 		}
 		if !claimed {
 			// The store may keep the prior result it returned: the
@@ -446,12 +450,15 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
-	if c.write && out.abandoned {
+	if c.write && (out.abandoned && !out.ran || out.notRun) {
 		// The call was given up between its attempts (the run is another
 		// runtime's): the key is given up too, as a dead runtime's claim
 		// lapses, so the runtime that has the run makes the same write
 		// under it (its tool sees the key again) instead of waiting for
-		// it forever.
+		// it forever. A call whose call entry could not be recorded was
+		// not run: its key is given up too, so the run's resume (or its
+		// takeover) makes the write, rather than meeting the refusal as
+		// the key's result forever.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 		defer cancel()
 		if rerr := r.g.opts.Idempotency.Release(rctx, c.key); rerr != nil {
@@ -478,10 +485,12 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 			defer cancel()
 		}
 		if cerr := r.g.opts.Idempotency.Complete(cctx, c.key, kept); cerr != nil {
-			if r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "idempotency", Op: "complete", Key: c.key})
-			}
 			cerr = fmt.Errorf("gateway: idempotency complete: %w", cerr)
+			if r.storeFailed != nil {
+				if herr := r.storeFailed(cctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Idempotency, Op: storefail.OpComplete, IdempotencyKey: c.key}); herr != nil {
+					cerr = errors.Join(cerr, herr)
+				}
+			}
 			if err == nil {
 				err = cerr
 			} else {

@@ -23,10 +23,10 @@ import (
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/internal/backoff"
 	"github.com/contextos/contextos/internal/canon"
-	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/internal/sensitive"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
 	"github.com/contextos/contextos/runcontext"
@@ -273,10 +273,10 @@ type Run struct {
 	clean         sensitive.Set
 	cleanKnown    bool
 	now           func() time.Time
-	observe       func(Attempt)                  // nil when nothing observes the attempts
-	observeCopies bool                           // observe is told copies (RunOptions.Observe)
-	saver         spendSaver                     // nil when nothing saves spend between attempts
-	storeFailed   func(gatewayhook.StoreFailure) // nil when nothing records store failures
+	observe       func(Attempt)                                       // nil when nothing observes the attempts
+	observeCopies bool                                                // observe is told copies (RunOptions.Observe)
+	saver         spendSaver                                          // nil when nothing saves spend between attempts
+	storeFailed   func(context.Context, storefail.StoreFailure) error // nil when nothing records store failures
 	verifyWrite   func(*WriteCall) *ToolError
 	verifyCopies  bool // verifyWrite is told copies, its errors' details copied (RunOptions.VerifyWrite)
 	usesTool      bool // per-call policy evaluation can differ from the run's
@@ -360,7 +360,9 @@ type RunOptions struct {
 	saver spendSaver
 	// storeFailed, set only through gatewayhook.StoreFailed by the
 	// module's runtime, is told each store request of a call that failed.
-	storeFailed func(gatewayhook.StoreFailure)
+	// An error from it is the run no longer this runtime's: it joins the
+	// call's error.
+	storeFailed func(context.Context, storefail.StoreFailure) error
 }
 
 // spendSaver is the module's runtime, which makes what a call's attempts
@@ -377,6 +379,21 @@ type RunOptions struct {
 // and Call returns the error.
 type spendSaver interface {
 	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
+}
+
+// claimHolder is a spendSaver that is asked, before a retry that saves
+// no spend and once a call's last attempt ended and before its result is
+// recorded, whether the run is still the runtime's (it renews the run's
+// claim when that is due). An error means a takeover has the run: the
+// gateway makes no further attempt and records nothing of the call (a
+// write given up before a retry gives its idempotency key up, as an
+// abandoned one does; a write whose last attempt ended keeps its result
+// under the key: the effect may have happened), and Call returns the
+// error. So a runtime frozen in a tool
+// call (slow, not dead) that comes back after its run was taken over
+// does not write the call's result into the run's transcript.
+type claimHolder interface {
+	HoldClaim(ctx context.Context) error
 }
 
 // WriteCall is a write-class call RunOptions.VerifyWrite is asked about.
@@ -590,7 +607,9 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	}
 	seq, err := r.record(ctx, c, nil)
 	if err != nil {
-		return r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID), err
+		res := r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID)
+		res.notRun = true
+		return res, err
 	}
 	call := &x.call
 	var out *Outcome
@@ -651,6 +670,13 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 				lost = err
 				break
 			}
+		} else if h, ok := r.saver.(claimHolder); ok {
+			// No attempt starts once the run is another runtime's (this
+			// one was slow in the last attempt, and taken over).
+			if err := h.HoldClaim(ctx); err != nil {
+				lost = err
+				break
+			}
 		}
 		var wait time.Duration
 		if spec.Backoff != nil {
@@ -695,6 +721,15 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		if len(res.Citations) == 0 {
 			x.cite[0] = Citation{EvidenceRef: c.citeRef}
 			res.Citations = x.cite[:]
+		}
+	}
+	if h, ok := r.saver.(claimHolder); ok && lost == nil {
+		// The run may have been taken over while the call ran (this
+		// runtime was slow): its result is recorded only while the run
+		// is this runtime's.
+		if err := h.HoldClaim(ctx); err != nil {
+			lost = err
+			x.res.ran = true
 		}
 	}
 	if lost != nil {
@@ -965,9 +1000,15 @@ type result struct {
 	room     resultRoom         // what entry owns (see ownResult)
 	recorded bool               // appended to the transcript already
 	// abandoned marks the result of a call given up between its attempts
-	// (spendSaver): it is neither recorded nor kept.
-	abandoned bool
-	m         *runMembers // the run's, when record encodes the result
+	// (spendSaver): it is neither recorded nor kept; or, with ran, of a
+	// call whose attempts ended when the run was no longer the runtime's
+	// (claimHolder): it is not recorded, and a write's is kept.
+	abandoned, ran bool
+	// notRun marks the refusal of a call whose call entry could not be
+	// recorded: the adapter was never called, so a write's key is given
+	// up, not kept with the refusal (a later call makes the write).
+	notRun bool
+	m      *runMembers // the run's, when record encodes the result
 }
 
 // newResult starts a result for c with every list present (empty, never
@@ -1172,10 +1213,13 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 				// refuses the fork with an error of its own).
 				err = fmt.Errorf("%w: %w", ErrPositionTaken, err)
 			}
+			err = fmt.Errorf("%w: %w", ErrTranscript, err)
 			if !taken && r.storeFailed != nil {
-				r.storeFailed(gatewayhook.StoreFailure{ToolCallID: c.env.ToolCallID, Store: "transcript", Op: "append", Kind: kind, Seq: e.Seq})
+				if herr := r.storeFailed(ctx, storefail.StoreFailure{ToolCallID: c.env.ToolCallID, Store: storefail.Transcript, Op: storefail.OpAppend, Kind: kind, Seq: e.Seq}); herr != nil {
+					err = errors.Join(err, herr)
+				}
 			}
-			return 0, fmt.Errorf("%w: %w", ErrTranscript, err)
+			return 0, err
 		}
 	}
 	r.seq++

@@ -52,6 +52,7 @@ import (
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -257,14 +258,14 @@ type Interrupt struct {
 const (
 	// StoreIdempotency is the gateway's idempotency store; its ops are
 	// StoreOpClaim and StoreOpComplete.
-	StoreIdempotency = "idempotency"
+	StoreIdempotency = storefail.Idempotency
 	// StoreTranscript is the gateway's transcript sink; its op is
 	// StoreOpAppend.
-	StoreTranscript = "transcript"
+	StoreTranscript = storefail.Transcript
 
-	StoreOpClaim    = "claim"
-	StoreOpComplete = "complete"
-	StoreOpAppend   = "append"
+	StoreOpClaim    = storefail.OpClaim
+	StoreOpComplete = storefail.OpComplete
+	StoreOpAppend   = storefail.OpAppend
 )
 
 // StoreFailure is a store the gateway needed for a tool call that failed
@@ -275,14 +276,10 @@ const (
 // and the replay is compared against the failures it met. The store's
 // error is not kept (it may name anything, secrets included): what the
 // run recorded of the failure is the gateway's own fixed message.
-type StoreFailure struct {
-	ToolCallID     string `json:"tool_call_id"`
-	Store          string `json:"store"`
-	Op             string `json:"op"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	Kind           string `json:"kind,omitempty"`
-	Seq            int    `json:"seq,omitempty"`
-}
+//
+// It is the type the gateway reports the failure with (an alias: the
+// gateway cannot import replay).
+type StoreFailure = storefail.StoreFailure
 
 // PlannerError is a planner call that failed (the Call-th call of the run,
 // from 0) and the hard-stop reason it gave. Tokens and CostCents are the
@@ -314,11 +311,16 @@ type Resume struct {
 // that the run met again is answered from PriorResults. Spent is what the
 // dead runtime had saved of its spend after the point that the transcript
 // does not show (nil: none); the takeover charged it, and a replay charges
-// it as recorded.
+// it as recorded. StoreFailures are the store requests of the dead
+// runtime's calls after the point that failed (the runtime saved each as
+// it failed): a replay does not meet them, since it does not replay that
+// part of the run, and the packet's own StoreFailures are the ones it
+// meets.
 type Takeover struct {
-	Point             int    `json:"point"`
-	TranscriptEntries int    `json:"transcript_entries"`
-	Spent             *Spent `json:"spent,omitempty"`
+	Point             int            `json:"point"`
+	TranscriptEntries int            `json:"transcript_entries"`
+	Spent             *Spent         `json:"spent,omitempty"`
+	StoreFailures     []StoreFailure `json:"store_failures,omitempty"`
 }
 
 // Spent is a runtime's spend after a run's takeover point that the run's

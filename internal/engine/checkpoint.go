@@ -149,8 +149,12 @@ var ErrLedgerMismatch = errors.New("contextos: the context ledger differs from t
 // progress spent before the gateway retried it, which the transcript
 // records only with the call's result (run.SaveAttemptsSpent). A runtime
 // that reads only versions 1 to 4 would take the run over without
-// charging it, so a checkpoint holding it is written at version 5. The
-// members are dropped at the run's next state save (snapshotInto), which
+// charging it, so a checkpoint holding it is written at version 5.
+// Version 6 is version 5 with "store_failures_since_point": the store
+// requests of the run's calls that failed after the state it holds
+// (run.storeFailed). A runtime that reads only versions 1 to 5 would take
+// the run over and capture a packet that does not name them, so a
+// checkpoint holding them is written at version 6. The members are dropped at the run's next state save (snapshotInto), which
 // is written at version 2 or 3 again.
 const (
 	checkpointV1 = 1
@@ -158,11 +162,12 @@ const (
 	checkpointV3 = 3
 	checkpointV4 = 4
 	checkpointV5 = 5
+	checkpointV6 = 6
 )
 
 // checkpointVersions lists the versions this runtime reads, oldest first.
 func checkpointVersions() []int {
-	return []int{checkpointV1, checkpointV2, checkpointV3, checkpointV4, checkpointV5}
+	return []int{checkpointV1, checkpointV2, checkpointV3, checkpointV4, checkpointV5, checkpointV6}
 }
 
 // callInProgress is what the attempts of a run's tool call spent before
@@ -319,6 +324,12 @@ type checkpointState struct {
 	// holds the call's result. Nil: none. It follows spent_since_point,
 	// and is saved with it.
 	CallInProgress *callInProgress `json:"call_in_progress,omitempty"`
+	// FailedSincePoint are the store requests of the run's calls that
+	// failed after the state this checkpoint holds, as of the run's last
+	// save of them (run.storeFailed): a takeover's packet names them
+	// (replay.Takeover.StoreFailures). Nil: none. It follows
+	// call_in_progress, and is saved with it.
+	FailedSincePoint []replay.StoreFailure `json:"store_failures_since_point,omitempty"`
 }
 
 // planTurn is the turn the plan in progress was made at.
@@ -333,6 +344,8 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 	}
 	v := checkpointV2
 	switch {
+	case len(st.FailedSincePoint) > 0:
+		v = checkpointV6
 	case st.CallInProgress != nil:
 		v = checkpointV5
 	case st.SpentSincePoint != nil:
@@ -384,6 +397,9 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 	}
 	if c.Version < checkpointV5 {
 		st.CallInProgress = nil
+	}
+	if c.Version < checkpointV6 {
+		st.FailedSincePoint = nil
 	}
 	st.rev, st.lease = c.Revision, c.Lease
 	return &st, nil

@@ -135,6 +135,9 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		w.key("call_in_progress")
 		w.callInProgress(st.CallInProgress)
 	}
+	if len(st.FailedSincePoint) > 0 {
+		w.value("store_failures_since_point", &st.FailedSincePoint)
+	}
 	w.b = append(w.b, '}')
 	if verifyCheckpointEncoding.Load() {
 		checkEncoding(st, w.b, w.err)

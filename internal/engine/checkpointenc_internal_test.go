@@ -94,8 +94,9 @@ func fullCheckpoint() *checkpointState {
 		StoreFailures: []replay.StoreFailure{{ToolCallID: odd, Store: replay.StoreTranscript, Op: replay.StoreOpAppend, Kind: "call", Seq: 4}},
 		Unconfirmed:   &unconfirmedRecord{Record: &decision.Record{RecordID: "dr_3"}, Stopped: odd},
 		Points:        3, Priors: []replay.PriorResult{{IdempotencyKey: odd, Result: res}}, InputsLost: true,
-		SpentSincePoint: &replay.Spent{Tokens: 5000, CostCents: 0.1 + 0.2, WallClockMS: 1234},
-		CallInProgress:  &callInProgress{ToolCallID: "tc_" + odd, Seq: 7, Tokens: 3000, CostCents: 0.7 + 0.1},
+		SpentSincePoint:  &replay.Spent{Tokens: 5000, CostCents: 0.1 + 0.2, WallClockMS: 1234},
+		CallInProgress:   &callInProgress{ToolCallID: "tc_" + odd, Seq: 7, Tokens: 3000, CostCents: 0.7 + 0.1},
+		FailedSincePoint: []replay.StoreFailure{{ToolCallID: "tc_" + odd, Store: replay.StoreTranscript, Op: replay.StoreOpAppend, Kind: "result", Seq: 8}},
 	}
 }
 
@@ -178,7 +179,7 @@ func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 			rt := &Runtime{opts: Options{Checkpoints: cps, Now: time.Now}}
 			ctx := t.Context()
 			st := fullCheckpoint()
-			st.Unconfirmed, st.Active = nil, true
+			st.Unconfirmed, st.Active, st.FailedSincePoint = nil, true, nil
 			if name == "plain" {
 				st.SpentSincePoint = nil
 			}
@@ -279,10 +280,22 @@ func TestSaveSpentKeepsTheSavedState(t *testing.T) {
 					t.Fatalf("a version-%d checkpoint decodes with call %+v", v, got)
 				}
 			}
+			// Only a version-6 checkpoint has the store failures since
+			// its state.
+			for _, v := range []int{checkpointV5, checkpointV6} {
+				c := &Checkpoint{RunID: "r", Version: v, Data: []byte(`{"run_id":"r","store_failures_since_point":[{"tool_call_id":"tc","store":"idempotency","op":"claim","idempotency_key":"k"}]}`)}
+				dec, err := decodeCheckpoint(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := dec.FailedSincePoint; (len(got) == 1) != (v == checkpointV6) {
+					t.Fatalf("a version-%d checkpoint decodes with store failures %+v", v, got)
+				}
+			}
 			// A runtime that reads only versions 1 to 4 refuses a
-			// version-5 checkpoint, as this one refuses version 6.
-			if _, err := decodeCheckpoint(&Checkpoint{RunID: "r", Version: checkpointV5 + 1, Data: []byte(`{"run_id":"r"}`)}); !errors.Is(err, ErrCheckpointVersion) {
-				t.Fatalf("a version-6 checkpoint decodes (%v)", err)
+			// version-5 checkpoint, as this one refuses version 7.
+			if _, err := decodeCheckpoint(&Checkpoint{RunID: "r", Version: checkpointV6 + 1, Data: []byte(`{"run_id":"r"}`)}); !errors.Is(err, ErrCheckpointVersion) {
+				t.Fatalf("a version-7 checkpoint decodes (%v)", err)
 			}
 		})
 	}

@@ -864,6 +864,7 @@ func (r *run) snapshotInto(cp *checkpointState) {
 	// to charge on top of it.
 	cp.SpentSincePoint, r.spent, r.spentUnsaved = nil, replay.Spent{}, false
 	cp.CallInProgress, r.call = nil, nil
+	cp.FailedSincePoint, r.failedSince = nil, nil
 }
 
 // hardStop fails closed: an ESCALATED record and a resumable checkpoint

@@ -183,7 +183,10 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 	defer r.span.End()
 	var took *replay.Takeover
 	if takeover {
-		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n, Spent: spent}
+		// The store failures the dead runtime saved after the point are
+		// the packet's to name, not the replay's to meet (it does not
+		// replay that part of the run).
+		took = &replay.Takeover{Point: cp.Points, TranscriptEntries: n, Spent: spent, StoreFailures: slices.Clone(cp.FailedSincePoint)}
 	}
 	if err := r.setupRun(ctx, &chain); err != nil {
 		return nil, err

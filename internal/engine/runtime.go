@@ -511,6 +511,10 @@ type run struct {
 	// before the gateway last retried it (SaveAttemptsSpent), nil once the
 	// call returned: saveSpent saves it with the planner's spend.
 	call *callInProgress
+	// failedSince are the store failures of the run's calls since its
+	// last state save (snapshotInto), which storeFailed saved with the
+	// spend (saveSpent): a takeover's packet names them.
+	failedSince []replay.StoreFailure
 	// recorder records the adapter attempts of this runtime's part of the
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/internal/gatewayhook"
 	"github.com/contextos/contextos/replay"
 )
 
@@ -16,15 +15,28 @@ import (
 // each store request of a call that failed (replay.StoreFailure), so a
 // replay fails the same requests; a replay notes the failures its own
 // stores gave, which it compares with the packet's.
-func (r *run) storeFailed(f gatewayhook.StoreFailure) {
-	sf := replay.StoreFailure{ToolCallID: f.ToolCallID, Store: f.Store, Op: f.Op, IdempotencyKey: f.Key, Kind: f.Kind, Seq: f.Seq}
+//
+// A live run saves each failure at once, with its spend (saveSpent: the
+// state last saved, byte for byte, with the failures since it as its
+// store_failures_since_point member), so a takeover of a runtime that
+// dies before its next checkpoint knows it and its packet names it
+// (replay.Takeover.StoreFailures). A store failure stops the run (the
+// gateway fails the call): its stop saves the checkpoint with the failure
+// again, and the record and packet the run stores name it. The error is
+// the save refused because a takeover has the run (ErrRunInProgress):
+// the gateway joins it to the call's error and the run stops recording
+// nothing more.
+func (r *run) storeFailed(ctx context.Context, sf replay.StoreFailure) error {
 	if r.rt.mode == ModeReplay {
 		if fs := r.rt.replayed.failures; fs != nil {
 			fs.met(sf)
 		}
-		return
+		return nil
 	}
 	r.cp.StoreFailures = append(r.cp.StoreFailures, sf)
+	r.failedSince = append(r.failedSince, sf)
+	r.spentUnsaved = true
+	return r.saveSpent(ctx)
 }
 
 // errReplayedStoreFailure is what a replay's store returns where the

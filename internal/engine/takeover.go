@@ -98,7 +98,10 @@ func (r *run) holdClaim(ctx context.Context) error {
 // the checkpoint on stops this runtime before it does anything more
 // (claimLost). A save the store fails is logged and the run goes on (the
 // spend is saved with the next one). A run whose planner reports no usage
-// and whose retried attempts spend nothing never saves here.
+// and whose retried attempts spend nothing never saves here. The store
+// failures of the run's calls since the saved state (r.failedSince) are
+// saved with it too, as store_failures_since_point (version 6): a
+// takeover's packet names them (storeFailed).
 func (r *run) saveSpent(ctx context.Context) error {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
@@ -123,6 +126,14 @@ func (r *run) saveSpent(ctx context.Context) error {
 		w.callInProgress(call)
 		version = checkpointV5
 	}
+	failed := slices.Clip(r.failedSince)
+	if len(failed) > 0 {
+		w.value("store_failures_since_point", &failed)
+		version = checkpointV6
+	}
+	if w.err != nil {
+		return fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
+	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
 	sctx, cancel := detached(ctx)
@@ -143,7 +154,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// and the run goes on at the store's revision, not over the old
 		// one, whose next save the store would refuse as a takeover's.
 		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
-			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = got.Revision, w.b, &spent, call
+			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
 			return nil
 		}
 		// A store that fails the save does not stop the run (its record
@@ -154,7 +165,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 	}
 	// The run's state is the saved one's, with the members: a later save
 	// of it that takes no snapshot keeps them (they are still owed).
-	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress = c.Revision, c.Data, &spent, call
+	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, c.Data, &spent, call, failed
 	return nil
 }
 
@@ -169,6 +180,37 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
 	r.spentUnsaved = true
 	return r.saveSpent(ctx)
+}
+
+// HoldClaim is the gateway's claim check (gateway's claimHolder, set
+// with the spendSaver): before a retry that saves no spend, and once a
+// tool call's last attempt ended and before its result is recorded, it
+// renews the run's claim when half of its
+// lease has passed since this runtime last saved it (as holdClaim
+// counts; a runtime frozen in the call comes back to a clock that moved
+// on). The save is saveSpent's (the state last saved, with its spend
+// members: a call in progress is no takeover point). A save refused
+// because a takeover moved the checkpoint on is ErrRunInProgress: the
+// gateway makes no further attempt and records nothing of the call, and
+// this runtime stops, so a
+// runtime taken over while a call of its ran writes nothing more into
+// the run's transcript (a write's result is kept under its idempotency
+// key, which the takeover's same write meets). A save the store fails is
+// logged and the run goes on, as saveSpent's.
+func (r *run) HoldClaim(ctx context.Context) error {
+	cp := r.cp
+	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+		return nil
+	}
+	rev := cp.rev
+	r.spentUnsaved = true
+	if err := r.saveSpent(ctx); err != nil {
+		return err
+	}
+	if cp.rev != rev {
+		cp.heldAt = r.rt.opts.Now()
+	}
+	return nil
 }
 
 // claimLost is the error of a run whose save was refused: a takeover

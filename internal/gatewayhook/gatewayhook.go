@@ -52,18 +52,13 @@ var WithPolicy func(cfg, eval any)
 var VerifyChain func(entries any, seq int, prev string) (string, error)
 
 // StoreFailed makes opts (a *gateway.RunOptions) tell notify (a
-// func(StoreFailure)) each time a store the gateway needs for a call
-// fails it: the idempotency store's claim or completion of a write's
-// key, or the transcript sink's append of one of the call's entries (not
-// one another runtime's entry refused: that run is not this runtime's).
-// The runtime records them, so a replay fails the same requests.
+// func(context.Context, storefail.StoreFailure) error) each time a store the
+// gateway needs for a call fails it: the idempotency store's claim or
+// completion of a write's key, or the transcript sink's append of one of
+// the call's entries (not one another runtime's entry refused: that run
+// is not this runtime's). The runtime records them, so a replay fails the
+// same requests, and saves each at once, so a takeover of a runtime that
+// dies before its next checkpoint knows it. An error from notify is the
+// run no longer the caller's (a takeover has it): it joins the call's
+// error.
 var StoreFailed func(opts, notify any)
-
-// StoreFailure is a store request of a call that failed (see
-// StoreFailed). Store and Op are replay.StoreFailure's; Key is the
-// write's idempotency key (Store "idempotency"); Kind and Seq are the
-// transcript entry's (Store "transcript").
-type StoreFailure struct {
-	ToolCallID, Store, Op, Key, Kind string
-	Seq                              int
-}
