@@ -565,3 +565,96 @@ func TestEvaluateConcurrentMatchesReference(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestEvaluationEditsStayLocal: a caller that edits one part of an
+// evaluation (appends to a list, writes its elements, flips an allow)
+// changes no other part of it, no other evaluation and no later one.
+func TestEvaluationEditsStayLocal(t *testing.T) {
+	for seed := range uint64(150) {
+		g := newGen(seed)
+		p := g.pack()
+		ref, err := refPrepare(p, nil)
+		if err != nil {
+			continue
+		}
+		e, err := Prepare(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range g.cases(g.paths, 5) {
+			in := Input{RunID: c.runID, Data: c.doc, Signals: c.signals}
+			want, err := ref.Evaluate(in)
+			if err != nil {
+				continue
+			}
+			// The edits, each of one part; restore puts the part back.
+			type edit struct {
+				name    string
+				apply   func(r *Evaluation)
+				restore func(r, from *Evaluation)
+			}
+			var edits []edit
+			res, _ := e.Evaluate(in)
+			scribble := func(s []string) []string {
+				for i := range s {
+					s[i] = "SCRIBBLED"
+				}
+				return append(s, "APPENDED", "APPENDED")
+			}
+			for i := range res.Decisions {
+				edits = append(edits,
+					edit{fmt.Sprintf("decision %d requires", i),
+						func(r *Evaluation) { r.Decisions[i].Requires = scribble(r.Decisions[i].Requires) },
+						func(r, from *Evaluation) { r.Decisions[i].Requires = from.Decisions[i].Requires }},
+					edit{fmt.Sprintf("decision %d raise", i),
+						func(r *Evaluation) { r.Decisions[i].Raise = scribble(r.Decisions[i].Raise) },
+						func(r, from *Evaluation) { r.Decisions[i].Raise = from.Decisions[i].Raise }},
+					edit{fmt.Sprintf("decision %d allow", i),
+						func(r *Evaluation) {
+							if a := r.Decisions[i].Allow; a != nil {
+								*a = !*a
+							}
+						},
+						func(r, from *Evaluation) { r.Decisions[i].Allow = from.Decisions[i].Allow }})
+			}
+			for i := range res.Gates {
+				edits = append(edits, edit{fmt.Sprintf("gate %d activated by", i),
+					func(r *Evaluation) { r.Gates[i].ActivatedBy = scribble(r.Gates[i].ActivatedBy) },
+					func(r, from *Evaluation) { r.Gates[i].ActivatedBy = from.Gates[i].ActivatedBy }})
+			}
+			for i := range res.Manifest {
+				edits = append(edits, edit{fmt.Sprintf("manifest %d", i),
+					func(r *Evaluation) { r.Manifest[i].RuleIDs = scribble(r.Manifest[i].RuleIDs) },
+					func(r, from *Evaluation) { r.Manifest[i].RuleIDs = from.Manifest[i].RuleIDs }})
+			}
+			edits = append(edits, edit{"lists",
+				func(r *Evaluation) {
+					_ = append(r.Decisions, Decision{RuleID: "APPENDED"})
+					_ = append(r.Gates, Gate{GateID: "APPENDED"})
+					_ = append(r.Manifest, ManifestEntry{BundleID: "APPENDED"})
+					_ = append(r.Skipped, Skipped{RuleID: "APPENDED"})
+					_ = append(r.Raised.MustRefuse, "APPENDED")
+					_ = append(r.Raised.MustEscalate, "APPENDED")
+				},
+				func(r, from *Evaluation) {}})
+			for _, ed := range edits {
+				other, _ := e.Evaluate(in)
+				r, _ := e.Evaluate(in)
+				snap := r.Clone()
+				ed.apply(r)
+				ed.restore(r, snap)
+				if !reflect.DeepEqual(r, want) {
+					gj, _ := json.Marshal(r)
+					wj, _ := json.Marshal(want)
+					t.Fatalf("seed %d: editing %s changed the rest of the evaluation\n%s\n%s", seed, ed.name, gj, wj)
+				}
+				if !reflect.DeepEqual(other, want) {
+					t.Fatalf("seed %d: editing %s changed another evaluation", seed, ed.name)
+				}
+				if again, _ := e.Evaluate(in); !reflect.DeepEqual(again, want) {
+					t.Fatalf("seed %d: editing %s changed a later evaluation", seed, ed.name)
+				}
+			}
+		}
+	}
+}
