@@ -207,11 +207,14 @@ func (g *gen) expr(depth int) string {
 		return g.scalar()
 	}
 	op := g.r.IntN(12)
+	if op == 1 {
+		op = 11
+	}
 	if g.clean && (op == 2 || op == 10) {
 		op = 0
 	}
 	switch op {
-	case 0, 1:
+	case 0:
 		return `{"==":[` + g.varExpr() + `,` + g.scalar() + `]}`
 	case 2:
 		return `{">":[` + g.varExpr() + `,` + strconv.Itoa(g.r.IntN(4)) + `]}`
@@ -231,6 +234,20 @@ func (g *gen) expr(depth int) string {
 		return `{"if":[` + g.expr(depth+1) + `,` + g.varExpr() + `,` + g.scalar() + `]}`
 	case 10:
 		return `{"reduce":[` + g.varExpr() + `,{"+":[{"var":"accumulator"},1]},0]}`
+	case 11:
+		// Vars in loop bodies read the element (or the reduce's scope), not
+		// the document; the reduce's initial value reads the document.
+		switch g.r.IntN(5) {
+		case 0:
+			return `{"some":[` + g.varExpr() + `,{"==":[{"var":` + q(g.pick([]string{"a", "b", "0", "", "a.b", "x"})) + `},` + g.scalar() + `]}]}`
+		case 1:
+			return `{"in":[` + g.scalar() + `,{"map":[` + g.varExpr() + `,{"var":[` + q(g.pick([]string{"a", "b", "0", ""})) + `,"d"]}]}]}`
+		case 2:
+			return `{"==":[{"reduce":[` + g.varExpr() + `,{"cat":[{"var":"accumulator"},{"var":"current"}]},` + g.varExpr() + `]},"ab"]}`
+		case 3:
+			return `{"!":{"missing_some":[1,[` + q(g.path()) + `,` + q(g.path()) + `]]}}`
+		}
+		return `{"==":[{"var":[` + strconv.Itoa(g.r.IntN(2)) + `,"d"]},` + g.scalar() + `]}`
 	}
 	return g.varExpr()
 }
