@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -324,7 +325,11 @@ func (g *gen) pack() *pack.Pack {
 		}
 		var rules []pack.Rule
 		for r := range g.r.IntN(8) {
-			rule := pack.Rule{RuleID: fmt.Sprintf("R%d_%d", b, r), If: json.RawMessage(g.expr(0)), DecisionBinding: "db", Rationale: "why"}
+			ruleID := fmt.Sprintf("R%d_%d", b, r)
+			if g.r.IntN(20) == 0 {
+				ruleID += strings.Repeat("_long", 60)
+			}
+			rule := pack.Rule{RuleID: ruleID, If: json.RawMessage(g.expr(0)), DecisionBinding: "db", Rationale: "why"}
 			if g.r.IntN(3) == 0 {
 				rule.AppliesTo = map[string]any{}
 				for range 1 + g.r.IntN(2) {
@@ -352,6 +357,14 @@ func (g *gen) value(depth int) any {
 	n := 9
 	if depth > 2 {
 		n = 6
+	}
+	if g.r.IntN(10) == 0 {
+		// Values a Go caller may put in a document: other number types,
+		// numbers with no JSON form, long strings, typed lists and maps.
+		odd := []any{math.NaN(), math.Inf(-1), math.Copysign(0, -1), 1e21, 1e-7, int64(3), uint8(2), float32(1.5),
+			strings.Repeat("long\u00e9", 40), []string{"l1", "fraud"}, map[string]string{"a": "b"},
+			Document{"a": 1.0}, struct{ A int }{1}, []any(nil), map[string]any(nil), json.Number("1e400"), json.Number("-0")}
+		return odd[g.r.IntN(len(odd))]
 	}
 	switch g.r.IntN(n) {
 	case 0:
@@ -402,6 +415,9 @@ func setPath(doc map[string]any, path string, v any) {
 		last := i == len(segs)-1
 		switch x := cur.(type) {
 		case map[string]any:
+			if x == nil {
+				return
+			}
 			if last {
 				x[s] = v
 				return
@@ -448,7 +464,13 @@ func (g *gen) doc(paths []string) Document {
 func (g *gen) cases(paths []string, n int) []diffCase {
 	var out []diffCase
 	for range n {
-		c := diffCase{runID: g.pick([]string{"run_1", "", "run_\xff", "run\"x"}), doc: g.doc(paths)}
+		c := diffCase{runID: g.pick([]string{"run_1", "", "run_\xff", "run\"x", strings.Repeat("run", 120)}), doc: g.doc(paths)}
+		switch g.r.IntN(40) {
+		case 0:
+			c.doc = nil
+		case 1:
+			c.doc = Document{}
+		}
 		for range g.r.IntN(4) {
 			c.signals = append(c.signals, g.pick(g.labels))
 		}
