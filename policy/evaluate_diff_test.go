@@ -388,7 +388,7 @@ func (g *gen) value(depth int) any {
 	case 7:
 		out := map[string]any{}
 		for range g.r.IntN(3) {
-			out[g.pick([]string{"a", "b", "0", "", "x"})] = g.value(depth + 1)
+			out[g.pick([]string{"a", "b", "0", "", "x", "a.b", "01"})] = g.value(depth + 1)
 		}
 		return out
 	}
@@ -457,6 +457,11 @@ func (g *gen) doc(paths []string) Document {
 		if g.r.IntN(8) != 0 {
 			setPath(doc, p, g.value(0))
 		}
+	}
+	if g.r.IntN(4) == 0 {
+		// Members whose names hold dots: no path reads them.
+		doc["request.context"] = map[string]any{"a": 1.0}
+		doc["a.b"] = "dotted"
 	}
 	return Document(doc)
 }
