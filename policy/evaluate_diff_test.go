@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -697,6 +698,54 @@ func TestEvaluationEditsStayLocal(t *testing.T) {
 				}
 				if again, _ := e.Evaluate(in); !reflect.DeepEqual(again, want) {
 					t.Fatalf("seed %d: editing %s changed a later evaluation", seed, ed.name)
+				}
+			}
+		}
+	}
+}
+
+// TestPathMemoMatchesEvaluator: for every path shape (dots in a row, a
+// leading or trailing dot, numeric segments into arrays and maps, "01",
+// the whole document), what an evaluation's memo finds is what
+// Document.lookup finds, and an expression given it (EvalVars) evaluates
+// to what the evaluator's own lookup (Eval) gives, at the top level and
+// as a default, also after another path sharing its prefix was read.
+func TestPathMemoMatchesEvaluator(t *testing.T) {
+	g := newGen(77)
+	paths := append(slices.Clone(g.paths), "request.context.items.2", "request.context.items.-1", "request.context.items.+1",
+		"request.context.a.", "request.context..a", "..", ".", "a.b", "user.role.0", "request.context.signals.1")
+	for k := range 300 {
+		doc := g.doc(g.paths)
+		if k%50 == 0 {
+			doc = nil
+		}
+		var tree pathTree
+		nodes := make([]int32, len(paths))
+		for i, p := range paths {
+			nodes[i] = tree.intern(splitPath(p))
+		}
+		memo := pathMemo{tree: &tree, doc: doc}
+		// Read in a shuffled order, twice: memoized and not.
+		order := g.r.Perm(len(paths))
+		for _, i := range append(order, order...) {
+			p := paths[i]
+			got, gotOK := memo.get(nodes[i])
+			want, wantOK := doc.lookup(p)
+			if gotOK != wantOK || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+				t.Fatalf("path %q: memo %#v, %v; lookup %#v, %v", p, got, gotOK, want, wantOK)
+			}
+			for _, expr := range []string{`{"var":` + q(p) + `}`, `{"var":[` + q(p) + `,"DEFAULT"]}`, `{"cat":[{"var":[` + q(p) + `,"D"]},{"var":["zz",{"var":` + q(p) + `}]}]}`} {
+				prog, err := logic.Compile(json.RawMessage(expr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				vars := prog.Info().Vars
+				viaEval, err1 := prog.Eval(map[string]any(doc), logic.Limits{})
+				viaVars, err2 := prog.EvalVars(map[string]any(doc), logic.Limits{}, func(j int) (any, bool) {
+					return memo.get(tree.intern(splitPath(vars[j])))
+				})
+				if fmt.Sprint(err1) != fmt.Sprint(err2) || fmt.Sprintf("%#v", viaEval) != fmt.Sprintf("%#v", viaVars) {
+					t.Fatalf("%s: Eval %#v, %v; EvalVars %#v, %v", expr, viaEval, err1, viaVars, err2)
 				}
 			}
 		}
