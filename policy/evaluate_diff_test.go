@@ -36,6 +36,10 @@ type diffCase struct {
 func diffPack(t *testing.T, p *pack.Pack, cases []diffCase) {
 	t.Helper()
 	opts := &Options{MaxOperations: 20000, MaxBytes: 1 << 18}
+	if n := len(p.PolicyLayer.PolicyBundles); n > 0 && n%3 == 0 {
+		// Small budgets: some evaluations run out mid-way.
+		opts = &Options{MaxOperations: 12, MaxBytes: 64}
+	}
 	ref, refErr := refPrepare(p, opts)
 	e, err := Prepare(p, opts)
 	if !reflect.DeepEqual(refErr, err) {
@@ -458,6 +462,10 @@ func (g *gen) doc(paths []string) Document {
 		if g.r.IntN(8) != 0 {
 			setPath(doc, p, g.value(0))
 		}
+	}
+	if g.r.IntN(3) == 0 {
+		// Not a per-call evaluation.
+		delete(doc, toolRoot)
 	}
 	if g.r.IntN(4) == 0 {
 		// Members whose names hold dots: no path reads them.
