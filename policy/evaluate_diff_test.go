@@ -54,7 +54,11 @@ func diffPack(t *testing.T, p *pack.Pack, cases []diffCase) {
 	for i, c := range cases {
 		in := Input{RunID: c.runID, Data: c.doc, Signals: c.signals}
 		want, wantErr := ref.Evaluate(in)
+		docBefore, sigBefore := fmt.Sprintf("%#v", c.doc), slices.Clone(c.signals)
 		got, gotErr := e.Evaluate(in)
+		if fmt.Sprintf("%#v", c.doc) != docBefore || !slices.Equal(c.signals, sigBefore) {
+			t.Fatalf("case %d: Evaluate changed its input", i)
+		}
 		if !reflect.DeepEqual(wantErr, gotErr) || !reflect.DeepEqual(want, got) {
 			pj, _ := json.Marshal(p.PolicyLayer)
 			dj, _ := json.Marshal(c.doc)
