@@ -39,7 +39,8 @@ import (
 // input fails closed, and nothing sensitive leaks") over generated runs,
 // as TestBudgetsExactGeneratedRuns holds the budget promise. Each run is
 // generated from a seed and plants secrets, distinct per run and per
-// place, of several kinds — vendor API keys (sk-, sk_live_, ghp_), bearer
+// place, of several kinds — vendor API keys (sk-, sk_live_, ghp_; and
+// sk-proj-, sk-ant-, ghp_, xoxb- glued after '_' to a name), bearer
 // tokens, JSON Web Tokens, a key base64-wrapped; and the personal data the
 // catalogue knows: Luhn-valid card numbers (as written, grouped, dashed,
 // percent-encoded, base64-wrapped), IBANs (compact and grouped) and email
@@ -152,11 +153,12 @@ type leakPlant struct {
 	Squeezed []string `json:"squeezed,omitempty"`
 }
 
-// leakKinds are the kinds planted; the first six are credentials (never
-// stored anywhere), the others personal data.
-var leakKinds = []string{"sk", "stripe", "ghp", "bearer", "jwt", "b64key", "card", "card_grouped", "card_dashed", "card_pct", "card_b64", "iban", "iban_grouped", "email"}
+// leakKinds are the kinds planted; the first ten are credentials (never
+// stored anywhere), the others personal data. The glued ones are vendor
+// keys glued after '_' to a name ("e_sk-proj-…").
+var leakKinds = []string{"sk", "stripe", "ghp", "bearer", "jwt", "b64key", "sk_glued", "ghp_glued", "xoxb_glued", "ant_glued", "card", "card_grouped", "card_dashed", "card_pct", "card_b64", "iban", "iban_grouped", "email"}
 
-func leakIsCredential(kind string) bool { return slices.Index(leakKinds, kind) < 6 }
+func leakIsCredential(kind string) bool { return slices.Index(leakKinds, kind) < 10 }
 
 const leakAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -235,6 +237,18 @@ func newLeakPlant(r *rand.Rand, where, kind string) leakPlant {
 		body := "eyJ" + seg(14)
 		k := "eyJhbGciOiJIUzI1NiJ9." + body + "." + seg(22)
 		p.Text, p.Needles = "session "+k, []string{k, body}
+	case "sk_glued":
+		k := "sk-proj-" + leakRand(r, leakAlnum+"_-", 48)
+		p.Text, p.Needles = "use e_"+k, []string{k}
+	case "ghp_glued":
+		k := "ghp_" + leakRand(r, leakAlnum, 36)
+		p.Text, p.Needles = "x_"+k+" ok", []string{k}
+	case "xoxb_glued":
+		k := "xoxb-" + leakRand(r, "0123456789", 10) + "-" + leakRand(r, "0123456789", 13) + "-" + leakRand(r, leakAlnum, 24)
+		p.Text, p.Needles = "token_"+k, []string{k}
+	case "ant_glued":
+		k := "sk-ant-api03-" + leakRand(r, leakAlnum+"_-", 93) + "AA"
+		p.Text, p.Needles = "key=abc_"+k, []string{k}
 	case "b64key":
 		k := "sk-proj-" + leakRand(r, leakAlnum, 28)
 		enc := base64.StdEncoding.EncodeToString([]byte("api_key=" + k))

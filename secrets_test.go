@@ -33,6 +33,11 @@ var storedSecrets = map[string]string{
 	"planner step argument":    "sk-proj-stepargumentsecret0000001",
 	"planner error (log only)": "sk-proj-plannererrorsecret000001",
 	"planner memory proposal":  "AIzaSyA-memoryproposalsecret01234567890",
+	// Vendor keys glued after '_' to a name ("e_sk-proj-…").
+	"tool output glued key":   "sk-proj-Xw3Pq9Lm2Vt7Kd1Rb8Ny4Hc6Jf0Gs5Ae2Uz9Oi3Lk7Mn1Bv4Cx8Qw6Er0Ty5",
+	"planner glued step key":  "sk-ant-api03-Zr4Wq8Np2Ls6Kd0Fh3Jb7Vc1Mx5Gt9Ye4Ua8Io2Pe6Rn0Sk3Dl7Hq1Bw5-Xv9Cz2AA",
+	"planner glued rationale": "xoxb-2816523419-6073184527913-Qm7Rn2Xk9Lw4Tp8Vz3Jc6Hd",
+	"tool error glued token":  "ghp_Qm7Rn2Xk9Lw4Tp8Vz3Jc6HdA1b2C3d4E5f6G7",
 }
 
 // capturingCheckpoints and capturingPackets keep every byte a run stores.
@@ -71,7 +76,8 @@ func (c *capturingPackets) Save(ctx context.Context, p *replay.Packet) error {
 // and as the seed pack has them, a run fed secrets at every way in — the
 // request's context, message and channel, the user's additional claims, the run
 // context's metadata, a tool's output and error, the planner's outputs,
-// rationale, step arguments, memory proposal and error — pauses at its
+// rationale, step arguments, memory proposal and error; some vendor keys
+// glued after '_' to a name ("e_sk-proj-…") — pauses at its
 // approval gate, is approved and resumed, and no record, checkpoint,
 // packet, transcript entry, stream event or log line holds any of them.
 func TestSecretsNeverStored(t *testing.T) {
@@ -89,12 +95,12 @@ func TestSecretsNeverStored(t *testing.T) {
 				}
 				if pr.Turn == 0 {
 					pl := lookupPlan()
-					pl.Steps[0].Args["note"] = "use api key " + s["planner step argument"]
+					pl.Steps[0].Args["note"] = "use api key " + s["planner step argument"] + ", or key=abc_" + s["planner glued step key"]
 					return pl, nil
 				}
 				pl := refundPlan(4200)
 				pl.Decision.Outputs["api_key"] = s["planner output api_key"]
-				pl.Decision.Rationale = "Verified. Authorization: Bearer " + s["planner rationale bearer"]
+				pl.Decision.Rationale = "Verified. Authorization: Bearer " + s["planner rationale bearer"] + " via token_" + s["planner glued rationale"]
 				pl.Memory = []contextos.MemoryProposal{{WriteClass: "case_note", Content: "customer key " + s["planner memory proposal"], Confidence: 0.9}}
 				return pl, nil
 			})
@@ -105,8 +111,8 @@ func TestSecretsNeverStored(t *testing.T) {
 			}
 			h := contextostest.New(t, p, [][]byte{[]byte(doc)}, &o)
 			h.Adapter("adp_orders").On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200,
-				"api_key": s["tool output api_key"], "note": "Authorization: Bearer " + s["tool output bearer"]})
-			h.Adapter("adp_policy").On("eval").FailWith(gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream refused token "+s["tool error message"], nil)).
+				"api_key": s["tool output api_key"], "note": "Authorization: Bearer " + s["tool output bearer"], "ref": "e_" + s["tool output glued key"]})
+			h.Adapter("adp_policy").On("eval").FailWith(gateway.NewToolError(gateway.CodeExecutionFailed, true, "upstream refused token "+s["tool error message"]+" and x_"+s["tool error glued token"], nil)).
 				ReturnOutput(map[string]any{"eligible": true})
 			h.Adapter("adp_payments").On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
 

@@ -67,23 +67,8 @@ func (a *abandonedWriteAdapter) lookupCount() int {
 func TestAnAbandonedWriteGivesItsIdempotencyKeyUp(t *testing.T) {
 	a := &abandonedWriteAdapter{entered: make(chan struct{}), freeze: make(chan struct{})}
 	planner := newTurnPlanner(1200, 0)
-	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
-	var o contextostest.Options
-	o.Now = c.clock.Now
-	noWait := func(string, int) time.Duration { return 0 }
-	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait}}},
-		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
-		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
-	}
-	c.h = bareHarness(t, planner, &o)
-	t.Cleanup(func() { c.h.ReplayAll() })
-	req, rc := refundRequest(t, 1200, true)
-	c.runID = rc.RunID
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c := sameAdapterCase(t, planner, a, 0, nil)
+	c.invoke(refundRequest(t, 1200, true))
 	<-a.entered
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -68,14 +68,27 @@ func (a *attemptsAdapter) Call(_ context.Context, call *gateway.Call) (*gateway.
 // replayed.
 func attemptsHarness(t *testing.T, planner contextos.Planner, a *attemptsAdapter) *takeoverCase {
 	t.Helper()
+	return sameAdapterCase(t, planner, a, 0, nil)
+}
+
+// sameAdapterCase is a takeover case on a fake clock: the support pack
+// with a on all three adapters (retries without a wait; the lookup tried
+// up to lookupAttempts times, 0 for the default), a bare harness with
+// planner, every run captured and replayed. edit, when not nil, changes
+// the harness's options before it is built.
+func sameAdapterCase(t *testing.T, planner contextos.Planner, a gateway.Adapter, lookupAttempts int, edit func(*contextostest.Options)) *takeoverCase {
+	t.Helper()
 	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
 	var o contextostest.Options
 	o.Now = c.clock.Now
 	noWait := func(string, int) time.Duration { return 0 }
 	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait}}},
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: lookupAttempts}}},
 		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
 		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
+	}
+	if edit != nil {
+		edit(&o)
 	}
 	c.h = bareHarness(t, planner, &o)
 	t.Cleanup(func() { c.h.ReplayAll() })
@@ -151,10 +164,7 @@ func TestTakeoverChargesTheDeadRuntimesRetriedAttempts(t *testing.T) {
 	c := attemptsHarness(t, planner, a)
 	req, rc := refundRequest(t, 1200, true)
 	c.runID = rc.RunID
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-entered
 	cp, err := c.h.Checkpoints.Load(context.Background(), c.runID)
 	if err != nil {
@@ -183,10 +193,7 @@ func TestTakeoverChargesARetriedCallsAttemptsOnce(t *testing.T) {
 	c := attemptsHarness(t, planner, a)
 	req, rc := refundRequest(t, 1200, true)
 	c.runID = rc.RunID
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-planner.entered
 	res := c.takeOver(t)
 	close(planner.release)
@@ -205,10 +212,7 @@ func TestRetriedAttemptThatSpentNothingSavesNothing(t *testing.T) {
 	c := attemptsHarness(t, costlyTurns{planner, contextos.PlanUsage{}}, a)
 	req, rc := refundRequest(t, 1200, true)
 	c.runID = rc.RunID
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-entered
 	cp, err := c.h.Checkpoints.Load(context.Background(), c.runID)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -42,26 +41,8 @@ func (p *stopPlanner) Plan(_ context.Context, req *contextos.PlanRequest) (*cont
 // TestBudgetsExactWhenFrozenRuntimesComeBack.
 func TestARuntimeFrozenInACallWritesNothingIntoARunTakenOverAndStopped(t *testing.T) {
 	planner := &stopPlanner{}
-	req, rc := refundRequest(t, 1200, true)
 	release := make(chan struct{})
-	c := &takeoverCase{clock: newFakeClock(), runID: rc.RunID, stalled: make(chan error, 1)}
-	var o contextostest.Options
-	o.Now = c.clock.Now
-	c.h = bareHarness(t, planner, &o)
-	scriptDefaults(c.h, "adp_orders")
-	t.Cleanup(func() { c.h.ReplayAll() })
-	lookup := c.h.Adapter("adp_orders")
-	order := map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
-	lookup.On("lookup").ReturnOutput(order).IgnoreContext(release).ReturnOutput(order)
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
-	for deadline := time.Now().Add(10 * time.Second); lookup.CallCount("lookup") == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first runtime never called the lookup")
-		}
-	}
+	c := startFrozenInLookup(t, planner, release)
 	ctx := context.Background()
 	c.clock.Advance(contextos.DefaultHeartbeatTTL)
 	stopped, err := c.h.Runtime.Resume(ctx, c.runID, contextos.ResumeInput{Takeover: true})
@@ -96,23 +77,8 @@ func TestARuntimeFrozenInAnAttemptRetriesNothingOnceTakenOver(t *testing.T) {
 	entered, freeze := make(chan struct{}), make(chan struct{})
 	a := &attemptsAdapter{lookups: []lookupAttempt{{entered: entered, freeze: freeze}}}
 	planner := newTurnPlanner(1200, 0)
-	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
-	var o contextostest.Options
-	o.Now = c.clock.Now
-	noWait := func(string, int) time.Duration { return 0 }
-	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
-		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
-		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
-	}
-	c.h = bareHarness(t, planner, &o)
-	t.Cleanup(func() { c.h.ReplayAll() })
-	req, rc := refundRequest(t, 1200, true)
-	c.runID = rc.RunID
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c := sameAdapterCase(t, planner, a, 3, nil)
+	c.invoke(refundRequest(t, 1200, true))
 	<-entered
 	c.clock.Advance(contextos.DefaultHeartbeatTTL)
 	res, err := c.h.Runtime.Resume(context.Background(), c.runID, contextos.ResumeInput{Takeover: true})

@@ -145,10 +145,7 @@ func TestTakeoverChargesTheDeadRuntimesFailedTurn(t *testing.T) {
 	o.Now = clock.Now
 	o.Runtime.Checkpoints = store
 	c.h = harness(t, failingFirstTurn{planner}, &o)
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-store.entered
 	res := c.takeOver(t)
 	close(store.release)

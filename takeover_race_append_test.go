@@ -6,7 +6,6 @@ import (
 	"math"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -57,10 +56,7 @@ func TestATakeoverThatLosesTheRaceForAPositionLeavesTheRunToTheNext(t *testing.T
 	c.h = harness(t, planner, &o)
 	c.h.Transcript = claims.Recorder
 	ctx := context.Background()
-	go func() {
-		_, err := c.h.Runtime.Invoke(ctx, req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-claims.entered
 	c.clock.Advance(contextos.DefaultHeartbeatTTL)
 	type answer struct {
@@ -149,26 +145,10 @@ func TestTheNextTakeoverChargesTheRaceWinnersResultOnce(t *testing.T) {
 	a := &attemptsAdapter{lookups: []lookupAttempt{{cents: 2, tokens: 5000}, {cents: 1, tokens: 1}}}
 	transcript := &frozenResults{Recorder: &gatewaytest.Recorder{}, capability: "adp_orders.lookup", entered: entered, release: freeze}
 	planner := newTurnPlanner(1200, 2)
-	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
-	var o contextostest.Options
-	o.Now = c.clock.Now
-	noWait := func(string, int) time.Duration { return 0 }
-	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 2}}},
-		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {Backoff: noWait}}},
-		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Backoff: noWait, Scopes: []string{"payments.refund"}}}},
-	}
-	o.Runtime.Transcripts = transcript
-	c.h = bareHarness(t, planner, &o)
+	c := sameAdapterCase(t, planner, a, 2, func(o *contextostest.Options) { o.Runtime.Transcripts = transcript })
 	c.h.Transcript = transcript.Recorder
-	t.Cleanup(func() { c.h.ReplayAll() })
-	req, rc := refundRequest(t, 1200, true)
-	c.runID = rc.RunID
 	ctx := context.Background()
-	go func() {
-		_, err := c.h.Runtime.Invoke(ctx, req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(refundRequest(t, 1200, true))
 	<-entered
 	c.clock.Advance(contextos.DefaultHeartbeatTTL)
 	took := make(chan error, 1)

@@ -84,12 +84,19 @@ func startFrozen(t testing.TB, planner contextos.Planner, critic contextos.Criti
 	o.Now = c.clock.Now
 	o.Runtime.Critic = critic
 	c.h = harness(t, planner, &o)
+	c.invoke(req, rc)
+	<-entered
+	return c
+}
+
+// invoke runs req on the case's runtime on a goroutine of its own (the
+// runtime to freeze): c.stalled gets Invoke's error once it returns.
+func (c *takeoverCase) invoke(req *runcontext.InvokeRequest, rc *runcontext.RunContext) {
+	c.runID = rc.RunID
 	go func() {
 		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
 		c.stalled <- err
 	}()
-	<-entered
-	return c
 }
 
 // takeOver lets the frozen runtime's lease lapse and takes the run over.

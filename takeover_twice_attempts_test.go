@@ -28,10 +28,7 @@ func TestATakeoverOfATakeoverChargesEachSavedAttemptOnce(t *testing.T) {
 	req, rc := refundRequest(t, 1200, true)
 	c.runID = rc.RunID
 	ctx := context.Background()
-	go func() {
-		_, err := c.h.Runtime.Invoke(ctx, req, rc)
-		c.stalled <- err
-	}()
+	c.invoke(req, rc)
 	<-enteredA
 	c.clock.Advance(contextos.DefaultHeartbeatTTL)
 	stalledB := make(chan error, 1)

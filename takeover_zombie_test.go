@@ -1,10 +1,10 @@
 package contextos_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/gateway"
 )
@@ -17,26 +17,8 @@ import (
 // runtime that came back stops without recording anything.
 func TestARuntimeTakenOverMidCallCannotForkTheTranscript(t *testing.T) {
 	planner := newTurnPlanner(1200, 0)
-	req, rc := refundRequest(t, 1200, true)
 	release := make(chan struct{})
-	c := &takeoverCase{clock: newFakeClock(), runID: rc.RunID, stalled: make(chan error, 1)}
-	var o contextostest.Options
-	o.Now = c.clock.Now
-	c.h = bareHarness(t, planner, &o)
-	scriptDefaults(c.h, "adp_orders")
-	t.Cleanup(func() { c.h.ReplayAll() })
-	lookup := c.h.Adapter("adp_orders")
-	lookup.On("lookup").ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}).IgnoreContext(release).
-		ReturnOutput(map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200})
-	go func() {
-		_, err := c.h.Runtime.Invoke(context.Background(), req, rc)
-		c.stalled <- err
-	}()
-	for deadline := time.Now().Add(10 * time.Second); lookup.CallCount("lookup") == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first runtime never called the lookup")
-		}
-	}
+	c := startFrozenInLookup(t, planner, release)
 	res := c.takeOver(t)
 	before := len(runEntries(t, c.h, c.runID))
 	c.checkWhole(t, res, func() { close(release) }, 1)
@@ -46,4 +28,29 @@ func TestARuntimeTakenOverMidCallCannotForkTheTranscript(t *testing.T) {
 	if _, err := gateway.VerifyTranscript(runEntries(t, c.h, c.runID)); err != nil {
 		t.Errorf("the transcript forked: %v", err)
 	}
+}
+
+// startFrozenInLookup invokes the 1200 refund on a bare harness with
+// planner, on a fake clock, every run captured and replayed, and returns
+// once its runtime is in the order lookup, which ignores its context and
+// answers only once release is closed (the takeover's lookup answers at
+// once).
+func startFrozenInLookup(t *testing.T, planner contextos.Planner, release chan struct{}) *takeoverCase {
+	t.Helper()
+	c := &takeoverCase{clock: newFakeClock(), stalled: make(chan error, 1)}
+	var o contextostest.Options
+	o.Now = c.clock.Now
+	c.h = bareHarness(t, planner, &o)
+	scriptDefaults(c.h, "adp_orders")
+	t.Cleanup(func() { c.h.ReplayAll() })
+	lookup := c.h.Adapter("adp_orders")
+	order := map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}
+	lookup.On("lookup").ReturnOutput(order).IgnoreContext(release).ReturnOutput(order)
+	c.invoke(refundRequest(t, 1200, true))
+	for deadline := time.Now().Add(10 * time.Second); lookup.CallCount("lookup") == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first runtime never called the lookup")
+		}
+	}
+	return c
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -216,5 +217,31 @@ func TestEvaluationBeyondTheStack(t *testing.T) {
 		if !g.Active || !reflect.DeepEqual(g.ActivatedBy, want) {
 			t.Errorf("gate %s: active %v, activated by %v; want %v", g.GateID, g.Active, g.ActivatedBy, want)
 		}
+	}
+}
+
+// TestSharedBundleIDManifestEntriesOwnTheirLists: two bundles sharing an
+// id are listed once each in the manifest, with the same rule ids; a caller
+// that edits one entry's list (its elements, or an append within its
+// capacity) changes no other entry.
+func TestSharedBundleIDManifestEntriesOwnTheirLists(t *testing.T) {
+	p, req, rc := load(t)
+	p.PolicyLayer.PolicyBundles = append(p.PolicyLayer.PolicyBundles, p.PolicyLayer.PolicyBundles[0])
+	e, err := policy.Prepare(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Evaluate(policy.Input{RunID: rc.RunID, Data: policy.NewDocument(req.Input, rc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifest) != 2 || !reflect.DeepEqual(res.Manifest[0], res.Manifest[1]) {
+		t.Fatalf("manifest = %+v; want the shared id's entry twice", res.Manifest)
+	}
+	want := slices.Clone(res.Manifest[1].RuleIDs)
+	res.Manifest[0].RuleIDs[0] = "EDITED"
+	_ = append(res.Manifest[0].RuleIDs[:1], "EDITED")
+	if !reflect.DeepEqual(res.Manifest[1].RuleIDs, want) {
+		t.Errorf("editing the first entry's rule ids changed the second's: %v, want %v", res.Manifest[1].RuleIDs, want)
 	}
 }

@@ -862,16 +862,23 @@ func manifestOf(ds []Decision, strs []string, room []ManifestEntry) ([]ManifestE
 }
 
 // manifestByBundle groups the decisions' rule ids by bundle id, in the
-// order of bundles, when two bundles share an id.
+// order of bundles, when two bundles share an id. A shared id is listed
+// once for each of its bundles, each entry with a list of its own (capped
+// at its end): a caller that edits one entry's list changes no other.
 func manifestByBundle(bundles []string, ds []Decision) []ManifestEntry {
 	manifest := map[string][]string{}
 	for _, d := range ds {
 		manifest[d.BundleID] = append(manifest[d.BundleID], d.RuleID)
 	}
 	var out []ManifestEntry
+	listed := make(map[string]bool, len(manifest))
 	for _, b := range bundles {
 		if ids, ok := manifest[b]; ok {
-			out = append(out, ManifestEntry{BundleID: b, RuleIDs: ids})
+			if listed[b] {
+				ids = slices.Clone(ids)
+			}
+			listed[b] = true
+			out = append(out, ManifestEntry{BundleID: b, RuleIDs: slices.Clip(ids)})
 		}
 	}
 	return out

@@ -52,3 +52,18 @@ func BenchmarkRedactDigests(b *testing.B) {
 		}
 	}
 }
+
+// Prose whose words hold the vendor keys' literals (gh, sk-, k_, xox,
+// npm_, eyJ) without being keys: every API-key prefilter passes, no
+// pattern matches.
+func BenchmarkRedactKeyLiterals(b *testing.B) {
+	const s = "the high-risk task-runner went through the disk-usage check; ask_test_suite and task_live_view " +
+		"ran, npm_config_cache and gh_pages_branch were set, the eyJ header was skipped (risk-assessment-report-2024 " +
+		"for desk-top-sharing-enabled), mask_live_preview off, xox-game, thoughts_high_light"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, changed := Redact(s, All); changed {
+			b.Fatal("changed")
+		}
+	}
+}

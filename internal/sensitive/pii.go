@@ -40,20 +40,6 @@ func inURLUserinfo(s string, i int) bool {
 	return strings.Contains(s[l:i], "://")
 }
 
-// appendMatches appends the matches of re as spans.
-func appendMatches(s string, re *regexp.Regexp, spans []span, k Kind, what string, first bool) []span {
-	if first {
-		if m := re.FindStringIndex(s); m != nil {
-			return append(spans, span{m[0], m[1], k, what})
-		}
-		return spans
-	}
-	for _, m := range re.FindAllStringIndex(s, -1) {
-		spans = append(spans, span{m[0], m[1], k, what})
-	}
-	return spans
-}
-
 // Phone numbers (E.164): "+", a non-zero digit, then 8 to 15 digits in
 // all, in groups joined by up to two of space, dash, dot and parentheses
 // ("+1 (415) 555-0100"). The "+" must not follow a letter or digit (so

@@ -2,47 +2,191 @@ package sensitive
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// apiKeys are the vendor key formats; lit is a literal every match
-// contains (the prefilter).
+// apiKeys are the vendor key formats. Each is found where its literal
+// lit occurs (the key begins back bytes before it) and its steps match
+// from there; a key may follow a character that is not a letter or digit
+// — the start of the text, a space, punctuation, and also '_', so a key
+// glued to a name ("e_sk-proj-…", "token_xoxb-…") is found — but not a
+// letter or digit, which would make an ordinary word a key ("risk-…",
+// "highp_…").
 var apiKeys = []struct {
 	lit, what string
-	re        *regexp.Regexp
+	back      int
+	steps     []keyStep
 }{
-	{"AKIA", "an AWS access key id", regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)},
-	{"ASIA", "an AWS access key id", regexp.MustCompile(`\bASIA[0-9A-Z]{16}\b`)},
-	{"AIza", "a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{"gh", "a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
-	{"github_pat_", "a GitHub token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,}`)},
-	{"glpat-", "a GitLab token", regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
-	{"xox", "a Slack token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{"k_", "a Stripe secret key", regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
-	{"sk-", "an API secret key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{10,}`)},
-	{"npm_", "an npm token", regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
-	{"SG.", "a SendGrid API key", regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)},
-	{"eyJ", "a JSON Web Token", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`)},
+	{"AKIA", "an AWS access key id", 0, keySteps(lit("AKIA"), run(upperDigits, 16, 16), boundary())},
+	{"ASIA", "an AWS access key id", 0, keySteps(lit("ASIA"), run(upperDigits, 16, 16), boundary())},
+	{"AIza", "a Google API key", 0, keySteps(lit("AIza"), run(base64URL, 35, 35))},
+	{"gh", "a GitHub token", 0, keySteps(lit("gh"), oneOf("pousr"), lit("_"), run(alnums, 36, 0), boundary())},
+	{"github_pat_", "a GitHub token", 0, keySteps(lit("github_pat_"), run(words, 22, 0))},
+	{"glpat-", "a GitLab token", 0, keySteps(lit("glpat-"), run(base64URL, 20, 0))},
+	{"xox", "a Slack token", 0, keySteps(lit("xox"), oneOf("abposr"), lit("-"), run(alnumDash, 10, 0))},
+	{"k_", "a Stripe secret key", 1, keySteps(oneOf("rs"), lit("k_"), lit("live", "test"), lit("_"), run(alnums, 16, 0))},
+	{"sk-", "an API secret key", 0, keySteps(lit("sk-"), run(base64URL, 10, 0))},
+	{"npm_", "an npm token", 0, keySteps(lit("npm_"), run(alnums, 36, 36), boundary())},
+	{"SG.", "a SendGrid API key", 0, keySteps(lit("SG."), run(base64URL, 22, 22), lit("."), run(base64URL, 43, 43))},
+	{"eyJ", "a JSON Web Token", 0, keySteps(lit("eyJ"), run(base64URL, 8, 0), lit(".eyJ"), run(base64URL, 8, 0), lit("."), run(base64URL, 0, 0))},
 }
 
 func findAPIKeys(s string, st *stats, spans []span, first bool) []span {
 	if st.letters < 4 || len(s) < 16 {
 		return spans
 	}
-	for _, k := range apiKeys {
-		if !strings.Contains(s, k.lit) {
-			continue
-		}
+	for k := range apiKeys {
 		n := len(spans)
-		spans = appendMatches(s, k.re, spans, APIKey, k.what, first)
+		spans = findAPIKey(s, k, spans, first)
 		if first && len(spans) > n {
 			return spans
 		}
 	}
 	return spans
+}
+
+// findAPIKey appends the keys of format apiKeys[k] in s. Keys after a
+// word boundary are found as the regexp \b<format> finds them, leftmost
+// first, none overlapping; keys glued after '_' are found apart, also
+// none overlapping, so a glued key never hides one the boundary finds.
+// Each scan moves forwards, and a failed match's run is not read again
+// (see matchKey): the whole is linear in s.
+func findAPIKey(s string, k int, spans []span, first bool) []span {
+	f := &apiKeys[k]
+	plainFrom, gluedFrom, dead := 0, 0, 0
+	for from := 0; ; {
+		j := strings.Index(s[from:], f.lit)
+		if j < 0 {
+			return spans
+		}
+		i := from + j - f.back
+		from += j + 1
+		if i < 0 || i < dead {
+			continue
+		}
+		glued := i > 0 && s[i-1] == '_'
+		switch {
+		case glued && i < gluedFrom, !glued && i < plainFrom:
+			continue // inside a key found
+		case i > 0 && !glued && isAlnum(s[i-1]):
+			continue // glued to a letter or digit: a word, not a key
+		}
+		e, failed := matchKey(s, i, f.steps)
+		if e < 0 {
+			dead = failed
+			continue
+		}
+		spans = append(spans, span{i, e, APIKey, f.what})
+		if first {
+			return spans
+		}
+		if glued {
+			gluedFrom = e
+		} else {
+			plainFrom = e
+		}
+	}
+}
+
+// A keyStep is one part of a key format: one of some literals, one of
+// some bytes, a run of min to max (0: no bound) bytes of a class, taken
+// greedily, or a word boundary after the key (the regexp \b: the key's
+// last byte is a letter or digit here, so the next must not be a letter,
+// digit or '_'). Greedy runs need no backtracking: every run is followed
+// by a byte outside its class, a boundary or the end.
+type keyStep struct {
+	lits     []string
+	bytes    string
+	class    *[256]bool
+	min, max int
+}
+
+func keySteps(steps ...keyStep) []keyStep { return steps }
+
+func lit(alts ...string) keyStep { return keyStep{lits: alts} }
+func oneOf(bytes string) keyStep { return keyStep{bytes: bytes} }
+func boundary() keyStep          { return keyStep{min: -1} }
+func run(c *[256]bool, min, max int) keyStep {
+	return keyStep{class: c, min: min, max: max}
+}
+
+// matchKey returns the end of the key format steps matches at s[i:], or
+// -1 and how far no other match can start: when the format begins with a
+// literal inside the class of the unbounded run that follows it (a JSON
+// Web Token's "eyJ" and its first segment) and the match failed after
+// that run, a match starting inside the run would read the same run to
+// the same end and fail the same way.
+func matchKey(s string, i int, steps []keyStep) (end, failed int) {
+	failed = -1
+	for n, st := range steps {
+		switch {
+		case st.lits != nil:
+			w := -1
+			for _, l := range st.lits {
+				if strings.HasPrefix(s[i:], l) {
+					w = len(l)
+					break
+				}
+			}
+			if w < 0 {
+				return -1, failed
+			}
+			i += w
+		case st.bytes != "":
+			if i >= len(s) || strings.IndexByte(st.bytes, s[i]) < 0 {
+				return -1, failed
+			}
+			i++
+		case st.class != nil:
+			e := i
+			for e < len(s) && st.class[s[e]] && (st.max == 0 || e-i < st.max) {
+				e++
+			}
+			if e-i < st.min {
+				return -1, failed
+			}
+			if n == 1 && st.max == 0 && inClass(steps[0].lits, st.class) {
+				failed = e
+			}
+			i = e
+		default: // boundary
+			if i < len(s) && isWord(s[i]) {
+				return -1, failed
+			}
+		}
+	}
+	return i, -1
+}
+
+// inClass reports whether every byte of every literal is in c.
+func inClass(lits []string, c *[256]bool) bool {
+	for _, l := range lits {
+		for i := 0; i < len(l); i++ {
+			if !c[l[i]] {
+				return false
+			}
+		}
+	}
+	return lits != nil
+}
+
+// The classes of the key formats' bodies.
+var (
+	upperDigits = keyClass("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+	alnums      = keyClass("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+	words       = keyClass("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+	alnumDash   = keyClass("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-")
+	base64URL   = keyClass("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
+)
+
+func keyClass(members string) *[256]bool {
+	var c [256]bool
+	for i := 0; i < len(members); i++ {
+		c[members[i]] = true
+	}
+	return &c
 }
 
 // Private keys: a PEM (or PGP) block whose header names a PRIVATE KEY,
