@@ -203,3 +203,71 @@ func TestStoreFailureTranscriptAppendThenResumeMakesTheWrite(t *testing.T) {
 	}
 	checkStoreFailureReplay(t, h, p, replay.StoreTranscript, replay.StoreOpAppend)
 }
+
+// evalResultDown is a transcript sink that fails the append of the
+// policy check's result entry, once.
+type evalResultDown struct {
+	*gatewaytest.Recorder
+	mu     sync.Mutex
+	failed bool
+}
+
+func (s *evalResultDown) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	s.mu.Lock()
+	fail := !s.failed && e.Result != nil && e.Result.CapabilityID == "adp_policy.eval"
+	s.failed = s.failed || fail
+	s.mu.Unlock()
+	if fail {
+		return errors.New("sink down: secret-dsn")
+	}
+	return s.Recorder.Append(ctx, e)
+}
+
+// A read whose result entry the transcript sink failed is not part of
+// the run: the run stops, and its resume reads again (the policy check
+// runs a second time and is recorded) rather than decide on a result the
+// transcript never shows. Before, the stopped run's checkpoint kept the
+// unrecorded result and the resumed run refunded on it: the decided
+// run's tool results held a policy check with no result entry in the
+// transcript.
+func TestStoreFailureOfAReadsResultIsNotEvidence(t *testing.T) {
+	var o contextostest.Options
+	sink := &evalResultDown{Recorder: &gatewaytest.Recorder{}}
+	o.Runtime.Transcripts = sink
+	h, res, p := storeFailureRun(t, &o)
+	h.Transcript = sink.Recorder
+	checkStoreFailureReplay(t, h, p, replay.StoreTranscript, replay.StoreOpAppend)
+	for _, r := range res.ToolResults {
+		if r.CapabilityID == "adp_policy.eval" {
+			t.Errorf("the stopped run's results hold the policy check whose result entry was not recorded (%s)", r.Status)
+		}
+	}
+	next, err := h.Runtime.Resume(context.Background(), res.RunID, contextos.ResumeInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Status != "DECIDED" {
+		t.Fatalf("resumed: %s, want DECIDED", next.Status)
+	}
+	recorded := map[string]bool{}
+	for _, e := range runEntries(t, h, res.RunID) {
+		if e.Result != nil {
+			recorded[e.Result.ToolCallID] = true
+		}
+	}
+	for _, r := range next.ToolResults {
+		if !recorded[r.ToolCallID] {
+			t.Errorf("the decided run rests on the result of %s (%s, %s), which its transcript does not hold", r.CapabilityID, r.ToolCallID, r.Status)
+		}
+	}
+	contextostest.AssertCalls(t, h.Adapter("adp_policy"), "eval", 2)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	if _, err := gateway.VerifyTranscript(runEntries(t, h, res.RunID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
+	}
+	np, err := h.Replays.Get(context.Background(), next.ReplayPacketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStoreFailureReplay(t, h, np, replay.StoreTranscript, replay.StoreOpAppend)
+}

@@ -14,43 +14,47 @@ import (
 	"github.com/contextos/contextos/gateway/gatewaytest"
 )
 
-// heldClaims is the in-memory idempotency store whose first claim waits
-// until release is closed (closing entered): a runtime frozen inside a
-// write's checks, after its last claim renewal and before it records the
-// call.
-type heldClaims struct {
-	*gateway.MemoryIdempotency
+// frozenCalls is the in-memory transcript whose append of the first call
+// entry of capability waits until release is closed (closing entered): a
+// runtime frozen in the middle of that append, after its claim checks.
+type frozenCalls struct {
+	*gatewaytest.Recorder
+	capability       string
 	once             sync.Once
 	entered, release chan struct{}
 }
 
-func (h *heldClaims) Claim(ctx context.Context, key string) (*gateway.ToolResultEnvelope, bool, error) {
-	first := false
-	h.once.Do(func() { first = true })
-	if first {
-		close(h.entered)
-		<-h.release
+func (f *frozenCalls) Append(ctx context.Context, e gateway.TranscriptEntry) error {
+	if e.Call != nil && e.Call.CapabilityID == f.capability {
+		f.once.Do(func() {
+			close(f.entered)
+			<-f.release
+		})
 	}
-	return h.MemoryIdempotency.Claim(ctx, key)
+	return f.Recorder.Append(ctx, e)
 }
 
-// A runtime frozen after its last claim renewal and before it records a
-// call comes back after a takeover has read the run's transcript and
-// before the takeover records anything: the runtime's entries get in
-// first, and the takeover's first entry, at the position they took, is
-// refused. The takeover must not stop the run over entries it did not
+// A runtime frozen in the append of a call entry (after its claim
+// checks: one frozen in a write's checks or idempotency claim is stopped
+// by the check before the call entry,
+// TestARuntimeFrozenInAWritesClaimPaysNothingOnceTakenOver) comes back
+// after a takeover has read the run's transcript and before the takeover
+// records anything: the runtime's entry gets in first (the runtime then
+// finds the run another's, and makes no attempt), and the takeover's
+// first entry, at the position it took, is refused. The takeover must not stop the run over entries it did not
 // read (a stopped run whose transcript holds entries past its checkpoint
 // can never be resumed): the run is taken over again, from the
 // transcript's end, and ends with the refund made once.
 func TestATakeoverThatLosesTheRaceForAPositionLeavesTheRunToTheNext(t *testing.T) {
 	planner := newTurnPlanner(1200, 3)
 	req, rc := refundRequest(t, 1200, true)
-	claims := &heldClaims{MemoryIdempotency: gateway.NewMemoryIdempotency(), entered: make(chan struct{}), release: make(chan struct{})}
+	claims := &frozenCalls{Recorder: &gatewaytest.Recorder{}, capability: "adp_payments.issue_refund", entered: make(chan struct{}), release: make(chan struct{})}
 	c := &takeoverCase{clock: newFakeClock(), runID: rc.RunID, stalled: make(chan error, 1)}
 	var o contextostest.Options
 	o.Now = c.clock.Now
-	o.Runtime.Gateway.Idempotency = claims
+	o.Runtime.Transcripts = claims
 	c.h = harness(t, planner, &o)
+	c.h.Transcript = claims.Recorder
 	ctx := context.Background()
 	c.invoke(req, rc)
 	<-claims.entered

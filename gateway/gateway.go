@@ -381,17 +381,20 @@ type spendSaver interface {
 	SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error
 }
 
-// claimHolder is a spendSaver that is asked, before a retry that saves
+// claimHolder is a spendSaver that is asked, before a call's entry is
+// recorded and again before its first attempt, before a retry that saves
 // no spend and once a call's last attempt ended and before its result is
 // recorded, whether the run is still the runtime's (it renews the run's
 // claim when that is due). An error means a takeover has the run: the
 // gateway makes no further attempt and records nothing of the call (a
-// write given up before a retry gives its idempotency key up, as an
-// abandoned one does; a write whose last attempt ended keeps its result
-// under the key: the effect may have happened), and Call returns the
-// error. So a runtime frozen in a tool
-// call (slow, not dead) that comes back after its run was taken over
-// does not write the call's result into the run's transcript.
+// call given up before its first attempt never reached the adapter, and a
+// write given up then or before a retry gives its idempotency key up, as
+// an abandoned one does; a write whose last attempt ended keeps its
+// result under the key: the effect may have happened), and Call returns
+// the error. So a runtime frozen in a call's checks, a write's
+// idempotency claim or a tool call (slow, not dead) that comes back
+// after its run was taken over makes no attempt and does not write the
+// call's result into the run's transcript.
 type claimHolder interface {
 	HoldClaim(ctx context.Context) error
 }
@@ -605,11 +608,28 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		x.delegation.Scopes = cloneInto(x.scopes[:0], d.Scopes)
 		x.call.Delegation = &x.delegation
 	}
+	// No call is recorded or made once the run is another runtime's: this
+	// one may have been slow (frozen) in the call's checks or in a write's
+	// idempotency claim since the run's takeover point, and again in the
+	// call entry's append. A call given up here never reached the adapter:
+	// nothing more is recorded, and a write's key is given up (executeOnce)
+	// for the runtime that has the run.
+	holder, holds := r.saver.(claimHolder)
+	if holds {
+		if err := holder.HoldClaim(ctx); err != nil {
+			return r.abandon(c, polID), err
+		}
+	}
 	seq, err := r.record(ctx, c, nil)
 	if err != nil {
 		res := r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the call could not be recorded, so it was not run", nil), polID)
 		res.notRun = true
 		return res, err
+	}
+	if holds {
+		if err := holder.HoldClaim(ctx); err != nil {
+			return r.abandon(c, polID), err
+		}
 	}
 	call := &x.call
 	var out *Outcome
@@ -748,6 +768,15 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	return &x.res, err
+}
+
+// abandon is the result of a call given up before its first attempt
+// because the run is another runtime's (claimHolder): it is neither
+// recorded nor kept, and a write's key is given up.
+func (r *Run) abandon(c *callRecord, polID *string) *result {
+	res := r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the run is another runtime's, so the call was not run", nil), polID)
+	res.abandoned = true
+	return res
 }
 
 // taken is one attempt as the gateway goes on with it.

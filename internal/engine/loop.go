@@ -174,9 +174,10 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			// The call's spend is in its result (or the run stops here):
 			// no later spend save holds its attempts.
 			r.call = nil
-			if errors.Is(err, ErrRunInProgress) {
+			if errors.Is(err, ErrRunInProgress) || errors.Is(err, errClaimNotRenewed) {
 				// A save of the call's spend between its attempts found the
-				// run taken over: this runtime stops, recording nothing more.
+				// run taken over, or the claim could not be renewed: this
+				// runtime stops, recording nothing more.
 				return nil, err
 			}
 			if errors.Is(err, gateway.ErrPositionTaken) {
@@ -197,7 +198,17 @@ func (r *run) loop(ctx context.Context, resume *ResumeInput) (*Result, error) {
 			if err != nil {
 				// The call may have run: its result joins the run's, and
 				// the run stops with a record and a resumable checkpoint.
-				if res != nil && res.Status != gateway.StatusPaused {
+				// A read's result the transcript does not hold (its entry,
+				// or the call's, could not be recorded:
+				// gateway.ErrTranscript) is not the run's: nothing may
+				// rest on a tool result the transcript does not show, so
+				// the step stays to be made and the resume reads again. So
+				// is the refusal of a call that was not run (no attempt
+				// was made: the resume makes it). A write that ran
+				// (its result carries its idempotency key) is kept
+				// whatever was recorded: its effect may have happened,
+				// and the run's record must say so.
+				if res != nil && res.Status != gateway.StatusPaused && (!errors.Is(err, gateway.ErrTranscript) || res.Metadata.IdempotencyKey != "") {
 					cp.Results = append(cp.Results, StepResult{Turn: cp.planTurn(), Index: i, Step: step, Result: res, PolicyDecisions: r.gwRun.CallDecisions(res.ToolCallID)})
 					cp.StepIndex++
 				}

@@ -174,12 +174,24 @@ func (r *run) saveSpent(ctx context.Context) error {
 // they spent so far (cost and tokens, the same as the call's result will
 // report) is saved with the planner's spend (saveSpent), so a takeover
 // charges it if this runtime dies before the call's result is recorded.
-// An error is this runtime's claim lost to a takeover (ErrRunInProgress):
-// the gateway makes no further attempt and records nothing more.
+// An error is this runtime's claim lost to a takeover (ErrRunInProgress),
+// or a save the store failed once half of the lease has passed since
+// the runtime last renewed its claim (errClaimNotRenewed: it cannot know
+// the run is still its): the gateway makes no further attempt and
+// records nothing more.
 func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int, costCents float64, tokens int) error {
 	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
 	r.spentUnsaved = true
-	return r.saveSpent(ctx)
+	cp, rev := r.cp, r.cp.rev
+	if err := r.saveSpent(ctx); err != nil {
+		return err
+	}
+	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.heldAt) >= r.rt.heartbeatTTL()/2 {
+		// The store failed the save, which renews the claim, once half of
+		// the lease had passed (as HoldClaim): no further attempt.
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+	}
+	return nil
 }
 
 // HoldClaim is the gateway's claim check (gateway's claimHolder, set
@@ -196,7 +208,9 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 // runtime taken over while a call of its ran writes nothing more into
 // the run's transcript (a write's result is kept under its idempotency
 // key, which the takeover's same write meets). A save the store fails is
-// logged and the run goes on, as saveSpent's.
+// logged, as saveSpent's, but the runtime cannot know the run is still
+// its: HoldClaim then fails closed (errClaimNotRenewed), the gateway
+// records nothing more of the call and the runtime stops.
 func (r *run) HoldClaim(ctx context.Context) error {
 	cp := r.cp
 	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
@@ -207,11 +221,23 @@ func (r *run) HoldClaim(ctx context.Context) error {
 	if err := r.saveSpent(ctx); err != nil {
 		return err
 	}
-	if cp.rev != rev {
-		cp.heldAt = r.rt.opts.Now()
+	if cp.rev == rev {
+		// The store failed the renewal (saveSpent logged it): this
+		// runtime cannot know the run is still its (half of its lease
+		// has passed, and a takeover may hold it), so it goes on no more
+		// than one that was refused; the run is taken over once its
+		// lease lapses.
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
 	}
+	cp.heldAt = r.rt.opts.Now()
 	return nil
 }
+
+// errClaimNotRenewed is HoldClaim's error when the checkpoint store failed
+// the renewal of the run's claim: the runtime stops recording nothing
+// more, as when a takeover refused it (the loop returns it as it does
+// ErrRunInProgress).
+var errClaimNotRenewed = errors.New("contextos: the run's claim could not be renewed (the checkpoint store failed the save); this runtime stops")
 
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
