@@ -103,9 +103,17 @@ func (r *run) holdClaim(ctx context.Context) error {
 // saved with it too, as store_failures_since_point (version 6): a
 // takeover's packet names them (storeFailed).
 func (r *run) saveSpent(ctx context.Context) error {
+	_, err := r.trySaveSpent(ctx)
+	return err
+}
+
+// trySaveSpent is saveSpent, which also returns the checkpoint store's
+// failure it logged and went on from (storeErr), for the claim checks
+// (HoldClaim, SaveAttemptsSpent) whose error wraps it.
+func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
-		return nil
+		return nil, nil
 	}
 	r.spentUnsaved = false
 	spent := r.spent
@@ -132,7 +140,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		version = checkpointV6
 	}
 	if w.err != nil {
-		return fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
+		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
 	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
@@ -145,7 +153,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		err = r.rt.opts.Checkpoints.Save(sctx, c)
 	}
 	if errors.Is(err, ErrCheckpointConflict) {
-		return r.claimLost(err)
+		return nil, r.claimLost(err)
 	}
 	if err != nil {
 		// A store may have kept the save and lost its answer (a commit
@@ -155,18 +163,18 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// one, whose next save the store would refuse as a takeover's.
 		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
 			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
-			return nil
+			return nil, nil
 		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
 		r.rt.opts.Logger.Error("checkpoint of the run's spend not saved", "run_id", r.rc.RunID, "error", logWords(err))
-		return nil
+		return err, nil
 	}
 	// The run's state is the saved one's, with the members: a later save
 	// of it that takes no snapshot keeps them (they are still owed).
 	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, c.Data, &spent, call, failed
-	return nil
+	return nil, nil
 }
 
 // SaveAttemptsSpent is the gateway's spendSaver (gatewayhook.SaveSpent):
@@ -183,13 +191,14 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
 	r.spentUnsaved = true
 	cp, rev := r.cp, r.cp.rev
-	if err := r.saveSpent(ctx); err != nil {
+	failed, err := r.trySaveSpent(ctx)
+	if err != nil {
 		return err
 	}
 	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.heldAt) >= r.rt.heartbeatTTL()/2 {
 		// The store failed the save, which renews the claim, once half of
 		// the lease had passed (as HoldClaim): no further attempt.
-		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+		return claimNotRenewed(cp.RunID, failed)
 	}
 	return nil
 }
@@ -218,7 +227,8 @@ func (r *run) HoldClaim(ctx context.Context) error {
 	}
 	rev := cp.rev
 	r.spentUnsaved = true
-	if err := r.saveSpent(ctx); err != nil {
+	failed, err := r.trySaveSpent(ctx)
+	if err != nil {
 		return err
 	}
 	if cp.rev == rev {
@@ -227,7 +237,7 @@ func (r *run) HoldClaim(ctx context.Context) error {
 		// has passed, and a takeover may hold it), so it goes on no more
 		// than one that was refused; the run is taken over once its
 		// lease lapses.
-		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+		return claimNotRenewed(cp.RunID, failed)
 	}
 	cp.heldAt = r.rt.opts.Now()
 	return nil
@@ -238,6 +248,17 @@ func (r *run) HoldClaim(ctx context.Context) error {
 // more, as when a takeover refused it (the loop returns it as it does
 // ErrRunInProgress).
 var errClaimNotRenewed = errors.New("contextos: the run's claim could not be renewed (the checkpoint store failed the save); this runtime stops")
+
+// claimNotRenewed is errClaimNotRenewed for runID, wrapping the checkpoint
+// store's failure (failed, when known), as a failed claim renewal at a
+// takeover point returns it (claimLost): the host's errors.Is matches
+// its store's error, as the error's documentation says.
+func claimNotRenewed(runID string, failed error) error {
+	if failed == nil {
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, runID)
+	}
+	return fmt.Errorf("%w: run %s: checkpoint: %w", errClaimNotRenewed, runID, failed)
+}
 
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
