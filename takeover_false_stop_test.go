@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/contextostest"
@@ -132,4 +133,139 @@ func TestTakeoverFalseStopOnAStoreOutageIsResumable(t *testing.T) {
 			contextostest.AssertReplayEqual(t, h.Replay(res))
 		})
 	}
+}
+
+// retrySaveAdapter's lookup fails its first attempt retryably after more
+// than half the lease, spending something (so the gateway saves the
+// spend before the retry, which renews the run's claim); the store goes
+// down during the second attempt, which succeeds at once.
+type retrySaveAdapter struct {
+	slowCallAdapter
+}
+
+func (a *retrySaveAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	if call.Capability == "lookup" {
+		a.mu.Lock()
+		a.counts["lookup"]++
+		n := a.counts["lookup"]
+		a.mu.Unlock()
+		switch n {
+		case 1:
+			a.clock.Advance(contextos.DefaultHeartbeatTTL * 6 / 10)
+			return &gateway.Outcome{Tokens: 100}, gateway.NewToolError(gateway.CodeExecutionFailed, true, "try again", nil)
+		case 2:
+			a.cps.down.Store(true)
+		}
+		return &gateway.Outcome{Output: map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}, Tokens: 700}, nil
+	}
+	a.cps.down.Store(false)
+	return a.slowCallAdapter.Call(ctx, call)
+}
+
+// The spend save before a retry renews the run's claim (its lease is
+// saved with it): a store outage right after it, before the lease is
+// half spent again, does not stop a healthy runtime. Before, the runtime
+// counted its claim from its last checkpoint save, not the spend's: the
+// claim check after the retry saved again, the store failed it, and the
+// run stopped though its lease had just been renewed.
+func TestTakeoverSpendSaveRenewsTheClaimForTheClaimCheck(t *testing.T) {
+	clock := newFakeClock()
+	cps := &outageCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = clock.Now
+	a := &retrySaveAdapter{slowCallAdapter{slow: "none", clock: clock, cps: cps, counts: map[string]int{}}}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Checkpoints = cps
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	}
+	h := bareHarness(t, newTurnPlanner(1200, 0), &o)
+	t.Cleanup(func() { h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if err != nil {
+		t.Fatalf("a runtime whose claim was renewed by its spend save stopped on a store outage right after: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if n := a.count("lookup"); n != 2 {
+		t.Errorf("%d lookup attempts, want 2", n)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+// dyingEvalAdapter is retrySaveAdapter whose first policy check freezes
+// until released (closing entered): the runtime dies there, after a
+// point whose state save the store failed while the claim held.
+type dyingEvalAdapter struct {
+	retrySaveAdapter
+	entered, release chan struct{}
+	evals            int
+}
+
+func (a *dyingEvalAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	if call.Capability == "eval" {
+		a.mu.Lock()
+		a.evals++
+		first := a.evals == 1
+		a.mu.Unlock()
+		if first {
+			close(a.entered)
+			<-a.release
+		}
+	}
+	return a.retrySaveAdapter.Call(ctx, call)
+}
+
+// A point whose state save the store failed while a spend save had
+// renewed the claim less than half a lease before goes on; when the
+// runtime then dies, its takeover charges what it spent (nothing that
+// save's snapshot took is lost): the planner's turn and the lookup's two
+// attempts, once each, and the takeover's own.
+func TestTakeoverAfterAFailedPointSaveChargesTheSpend(t *testing.T) {
+	clock := newFakeClock()
+	cps := &outageCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = clock.Now
+	a := &dyingEvalAdapter{retrySaveAdapter: retrySaveAdapter{slowCallAdapter{slow: "none", clock: clock, cps: cps, counts: map[string]int{}}},
+		entered: make(chan struct{}), release: make(chan struct{})}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Checkpoints = cps
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	}
+	h := bareHarness(t, newTurnPlanner(1200, 0), &o)
+	t.Cleanup(func() { h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 4
+	stalled := make(chan error, 1)
+	go func() {
+		_, err := h.Runtime.Invoke(context.Background(), req, rc)
+		stalled <- err
+	}()
+	<-a.entered
+	cps.down.Store(false)
+	clock.Advance(contextos.DefaultHeartbeatTTL)
+	res, err := h.Runtime.Resume(context.Background(), rc.RunID, contextos.ResumeInput{Takeover: true})
+	close(a.release)
+	if serr := <-stalled; serr == nil {
+		t.Error("the runtime taken over went on")
+	}
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	// Spent for real: the dead runtime's turn (900), lookup attempts (100,
+	// 700); the takeover's turns (900, 700), lookup (700), check (300).
+	// The dead runtime's policy check, in progress, is lost.
+	if got, want := res.Record.BudgetUsage.Tokens, 900+100+700+900+700+700+300; got != want {
+		t.Errorf("tokens %d, want %d", got, want)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
 }

@@ -73,11 +73,24 @@ func (r *run) holdClaim(ctx context.Context) error {
 	if !cp.Active || r.rt.mode == ModeReplay || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
 		return nil
 	}
+	// What the snapshot takes from the run, for a save the store fails
+	// while the claim is still known to be this runtime's (below).
+	spent, unsaved, call, failedSince := r.spent, r.spentUnsaved, r.call, r.failedSince
+	sinceSpent, inProgress, failedSincePoint := cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint
 	r.snapshotInto(cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
-		return r.claimLost(err)
+		if errors.Is(err, ErrCheckpointConflict) || r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
+			return r.claimLost(err)
+		}
+		// A spend save renewed the claim less than half a lease ago: the
+		// run is still this runtime's, and the state is saved at the next
+		// point. Until then a spend save writes the state last saved with
+		// the spend not in it, so what the snapshot took is owed again.
+		r.spent, r.spentUnsaved, r.call, r.failedSince = spent, unsaved, call, failedSince
+		cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = sinceSpent, inProgress, failedSincePoint
+		r.rt.opts.Logger.Error("checkpoint of the run not saved; its claim holds", "run_id", r.rc.RunID, "error", logWords(err))
 	}
 	return nil
 }
@@ -161,8 +174,11 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 		// save is this runtime's (a takeover's claim writes other bytes),
 		// and the run goes on at the store's revision, not over the old
 		// one, whose next save the store would refuse as a takeover's.
-		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
+		// (The same bytes at the revision the run holds are its previous
+		// save's, not this one's: the claim was not renewed.)
+		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Revision != cp.rev && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
 			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
+			cp.spentAt = r.rt.opts.Now()
 			return nil, nil
 		}
 		// A store that fails the save does not stop the run (its record
@@ -174,6 +190,9 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	// The run's state is the saved one's, with the members: a later save
 	// of it that takes no snapshot keeps them (they are still owed).
 	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, c.Data, &spent, call, failed
+	// The save renewed the claim (its lease is saved with it): a tool
+	// call's claim checks count from here (renewedAt).
+	cp.spentAt = r.rt.opts.Now()
 	return nil, nil
 }
 
@@ -195,7 +214,7 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 	if err != nil {
 		return err
 	}
-	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.heldAt) >= r.rt.heartbeatTTL()/2 {
+	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
 		// The store failed the save, which renews the claim, once half of
 		// the lease had passed (as HoldClaim): no further attempt.
 		return claimNotRenewed(cp.RunID, failed)
@@ -222,7 +241,7 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 // records nothing more of the call and the runtime stops.
 func (r *run) HoldClaim(ctx context.Context) error {
 	cp := r.cp
-	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.renewedAt()) < r.rt.heartbeatTTL()/2 {
 		return nil
 	}
 	rev := cp.rev
