@@ -20,13 +20,12 @@ import (
 // once (a healthy single runtime whose store has a short outage during a
 // slow tool call: nobody takes the run over).
 type slowCallAdapter struct {
-	mu      sync.Mutex
-	slow    string
-	once    bool
-	clock   *fakeClock
-	cps     *outageCheckpoints
-	counts  map[string]int
-	refunds int
+	mu     sync.Mutex
+	slow   string
+	once   bool
+	clock  *fakeClock
+	cps    *outageCheckpoints
+	counts map[string]int
 }
 
 func (a *slowCallAdapter) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome, error) {
