@@ -209,6 +209,11 @@ type checkpointState struct {
 	// of its lease has passed since (run.holdClaim). Only the time since
 	// is read, so the runtime's clock need not agree with the store's.
 	heldAt time.Time
+	// spentAt is when this runtime last saved its spend (saveSpent),
+	// which renews the claim too but is no takeover point: the claim
+	// checks of a tool call (HoldClaim, SaveAttemptsSpent) count from the
+	// later of the two (renewedAt), a takeover point's from heldAt.
+	spentAt time.Time
 	// enc keeps the JSON of the request and run contexts between saves
 	// (marshalCheckpoint).
 	enc checkpointCache
@@ -427,7 +432,7 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 		return err
 	}
 	st.saved, st.cut = c.Data, st.enc.cut
-	st.rev, st.heldAt = c.Revision, time.Time{}
+	st.rev, st.heldAt, st.spentAt = c.Revision, time.Time{}, time.Time{}
 	if st.Active {
 		st.heldAt = rt.opts.Now()
 	}
@@ -567,4 +572,13 @@ func (m *InMemoryCheckpoints) Load(ctx context.Context, runID string) (*Checkpoi
 		c.Lease = max(s.until.Sub(m.now()), 0)
 	}
 	return &c, nil
+}
+
+// renewedAt is when this runtime last saved the run's claim, with its
+// state or with its spend alone (heldAt, spentAt).
+func (st *checkpointState) renewedAt() time.Time {
+	if st.spentAt.After(st.heldAt) {
+		return st.spentAt
+	}
+	return st.heldAt
 }

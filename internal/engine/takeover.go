@@ -73,11 +73,24 @@ func (r *run) holdClaim(ctx context.Context) error {
 	if !cp.Active || r.rt.mode == ModeReplay || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
 		return nil
 	}
+	// What the snapshot takes from the run, for a save the store fails
+	// while the claim is still known to be this runtime's (below).
+	spent, unsaved, call, failedSince := r.spent, r.spentUnsaved, r.call, r.failedSince
+	sinceSpent, inProgress, failedSincePoint := cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint
 	r.snapshotInto(cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
-		return r.claimLost(err)
+		if errors.Is(err, ErrCheckpointConflict) || r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
+			return r.claimLost(err)
+		}
+		// A spend save renewed the claim less than half a lease ago: the
+		// run is still this runtime's, and the state is saved at the next
+		// point. Until then a spend save writes the state last saved with
+		// the spend not in it, so what the snapshot took is owed again.
+		r.spent, r.spentUnsaved, r.call, r.failedSince = spent, unsaved, call, failedSince
+		cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = sinceSpent, inProgress, failedSincePoint
+		r.rt.opts.Logger.Error("checkpoint of the run not saved; its claim holds", "run_id", r.rc.RunID, "error", logWords(err))
 	}
 	return nil
 }
@@ -103,9 +116,17 @@ func (r *run) holdClaim(ctx context.Context) error {
 // saved with it too, as store_failures_since_point (version 6): a
 // takeover's packet names them (storeFailed).
 func (r *run) saveSpent(ctx context.Context) error {
+	_, err := r.trySaveSpent(ctx)
+	return err
+}
+
+// trySaveSpent is saveSpent, which also returns the checkpoint store's
+// failure it logged and went on from (storeErr), for the claim checks
+// (HoldClaim, SaveAttemptsSpent) whose error wraps it.
+func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	cp := r.cp
 	if !r.spentUnsaved || !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil {
-		return nil
+		return nil, nil
 	}
 	r.spentUnsaved = false
 	spent := r.spent
@@ -132,7 +153,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		version = checkpointV6
 	}
 	if w.err != nil {
-		return fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
+		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
 	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
@@ -145,7 +166,7 @@ func (r *run) saveSpent(ctx context.Context) error {
 		err = r.rt.opts.Checkpoints.Save(sctx, c)
 	}
 	if errors.Is(err, ErrCheckpointConflict) {
-		return r.claimLost(err)
+		return nil, r.claimLost(err)
 	}
 	if err != nil {
 		// A store may have kept the save and lost its answer (a commit
@@ -153,20 +174,26 @@ func (r *run) saveSpent(ctx context.Context) error {
 		// save is this runtime's (a takeover's claim writes other bytes),
 		// and the run goes on at the store's revision, not over the old
 		// one, whose next save the store would refuse as a takeover's.
-		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
+		// (The same bytes at the revision the run holds are its previous
+		// save's, not this one's: the claim was not renewed.)
+		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Revision != cp.rev && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
 			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
-			return nil
+			cp.spentAt = r.rt.opts.Now()
+			return nil, nil
 		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
 		r.rt.opts.Logger.Error("checkpoint of the run's spend not saved", "run_id", r.rc.RunID, "error", logWords(err))
-		return nil
+		return err, nil
 	}
 	// The run's state is the saved one's, with the members: a later save
 	// of it that takes no snapshot keeps them (they are still owed).
 	cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, c.Data, &spent, call, failed
-	return nil
+	// The save renewed the claim (its lease is saved with it): a tool
+	// call's claim checks count from here (renewedAt).
+	cp.spentAt = r.rt.opts.Now()
+	return nil, nil
 }
 
 // SaveAttemptsSpent is the gateway's spendSaver (gatewayhook.SaveSpent):
@@ -183,13 +210,14 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 	r.call = &callInProgress{ToolCallID: toolCallID, Seq: seq, Tokens: tokens, CostCents: costCents}
 	r.spentUnsaved = true
 	cp, rev := r.cp, r.cp.rev
-	if err := r.saveSpent(ctx); err != nil {
+	failed, err := r.trySaveSpent(ctx)
+	if err != nil {
 		return err
 	}
-	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.heldAt) >= r.rt.heartbeatTTL()/2 {
+	if cp.rev == rev && cp.Active && r.rt.mode != ModeReplay && cp.saved != nil && r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
 		// The store failed the save, which renews the claim, once half of
 		// the lease had passed (as HoldClaim): no further attempt.
-		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+		return claimNotRenewed(cp.RunID, failed)
 	}
 	return nil
 }
@@ -213,12 +241,13 @@ func (r *run) SaveAttemptsSpent(ctx context.Context, toolCallID string, seq int,
 // records nothing more of the call and the runtime stops.
 func (r *run) HoldClaim(ctx context.Context) error {
 	cp := r.cp
-	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.heldAt) < r.rt.heartbeatTTL()/2 {
+	if !cp.Active || r.rt.mode == ModeReplay || cp.saved == nil || r.rt.opts.Now().Sub(cp.renewedAt()) < r.rt.heartbeatTTL()/2 {
 		return nil
 	}
 	rev := cp.rev
 	r.spentUnsaved = true
-	if err := r.saveSpent(ctx); err != nil {
+	failed, err := r.trySaveSpent(ctx)
+	if err != nil {
 		return err
 	}
 	if cp.rev == rev {
@@ -227,7 +256,7 @@ func (r *run) HoldClaim(ctx context.Context) error {
 		// has passed, and a takeover may hold it), so it goes on no more
 		// than one that was refused; the run is taken over once its
 		// lease lapses.
-		return fmt.Errorf("%w: run %s", errClaimNotRenewed, cp.RunID)
+		return claimNotRenewed(cp.RunID, failed)
 	}
 	cp.heldAt = r.rt.opts.Now()
 	return nil
@@ -238,6 +267,17 @@ func (r *run) HoldClaim(ctx context.Context) error {
 // more, as when a takeover refused it (the loop returns it as it does
 // ErrRunInProgress).
 var errClaimNotRenewed = errors.New("contextos: the run's claim could not be renewed (the checkpoint store failed the save); this runtime stops")
+
+// claimNotRenewed is errClaimNotRenewed for runID, wrapping the checkpoint
+// store's failure (failed, when known), as a failed claim renewal at a
+// takeover point returns it (claimLost): the host's errors.Is matches
+// its store's error, as the error's documentation says.
+func claimNotRenewed(runID string, failed error) error {
+	if failed == nil {
+		return fmt.Errorf("%w: run %s", errClaimNotRenewed, runID)
+	}
+	return fmt.Errorf("%w: run %s: checkpoint: %w", errClaimNotRenewed, runID, failed)
+}
 
 // claimLost is the error of a run whose save was refused: a takeover
 // holds it (ErrRunInProgress and ErrCheckpointConflict), or the store
