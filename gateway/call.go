@@ -220,8 +220,11 @@ func (r *Run) Call(ctx context.Context, req CallRequest) (*ToolResultEnvelope, e
 	// A clock that went back measures no negative duration.
 	out.LatencyMS = max(r.now().Sub(start).Milliseconds(), 0)
 	if !res.recorded && !res.abandoned && !out.Metadata.Duplicate {
-		// Refusals are results too: every call's outcome is in the transcript.
-		if _, rerr := r.record(ctx, c, res); rerr != nil && err == nil {
+		// Refusals are results too: every call's outcome is in the
+		// transcript, while the run is this runtime's (holdRefusal).
+		if herr := r.holdRefusal(ctx, res); herr != nil {
+			err = joinErr(err, herr)
+		} else if _, rerr := r.record(ctx, c, res); rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -418,6 +418,10 @@ func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, er
 		// sets the result's latency: its transcript entry carries
 		// latency_ms 0, as every recorded run's does (a replay of a packet
 		// recorded on a moving clock compares these entries' hashes).
+		// It is recorded only while the run is this runtime's.
+		if err := r.holdRefusal(ctx, out); err != nil {
+			return out, err
+		}
 		_, err = r.record(ctx, c, out)
 		return out, err
 	}

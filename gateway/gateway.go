@@ -391,10 +391,13 @@ type spendSaver interface {
 // write given up then or before a retry gives its idempotency key up, as
 // an abandoned one does; a write whose last attempt ended keeps its
 // result under the key: the effect may have happened), and Call returns
-// the error. So a runtime frozen in a call's checks, a write's
-// idempotency claim or a tool call (slow, not dead) that comes back
-// after its run was taken over makes no attempt and does not write the
-// call's result into the run's transcript.
+// the error. It is asked too before a refusal or a pause of a call that
+// never reached the adapter is recorded (an error: the refusal is not
+// recorded, and Call returns the error with it). So a runtime frozen in
+// a call's checks, a write's idempotency claim or a tool call (slow, not
+// dead) that comes back after its run was taken over makes no attempt
+// and writes neither the call's result nor its refusal into the run's
+// transcript.
 type claimHolder interface {
 	HoldClaim(ctx context.Context) error
 }
@@ -777,6 +780,31 @@ func (r *Run) abandon(c *callRecord, polID *string) *result {
 	res := r.refuse(c, StatusFailed, NewToolError(CodeExecutionFailed, true, "the run is another runtime's, so the call was not run", nil), polID)
 	res.abandoned = true
 	return res
+}
+
+// holdRefusal asks, before a refusal or a pause of a call that never
+// reached the adapter is recorded, whether the run is still the
+// runtime's (claimHolder): this runtime may have been slow (frozen) in
+// the call's checks since the run's takeover point. When it is not, res
+// is marked abandoned (not recorded) and the claim's error returned.
+func (r *Run) holdRefusal(ctx context.Context, res *result) error {
+	h, ok := r.saver.(claimHolder)
+	if !ok {
+		return nil
+	}
+	if err := h.HoldClaim(ctx); err != nil {
+		res.abandoned = true
+		return err
+	}
+	return nil
+}
+
+// joinErr is err and more, either of which may be nil.
+func joinErr(err, more error) error {
+	if err == nil {
+		return more
+	}
+	return errors.Join(err, more)
 }
 
 // taken is one attempt as the gateway goes on with it.
