@@ -454,6 +454,17 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 		}
 	}
 	out, err := r.execute(ctx, c)
+	if c.write && !out.recorded && !out.abandoned && !out.notRun {
+		// A refusal execute made before any attempt (the run's budget ran
+		// out while the key was being claimed) is recorded by Call, after
+		// its claim check: ask it here, before the key is completed, so a
+		// refusal the runtime no longer may record gives the key up
+		// (below) instead of being kept as the key's result, which the
+		// runtime that has the run would meet as a duplicate for ever.
+		if herr := r.holdRefusal(ctx, out); herr != nil {
+			err = joinErr(err, herr)
+		}
+	}
 	if c.write && (out.abandoned && !out.ran || out.notRun) {
 		// The call was given up between its attempts (the run is another
 		// runtime's): the key is given up too, as a dead runtime's claim

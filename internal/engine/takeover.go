@@ -77,6 +77,9 @@ func (r *run) holdClaim(ctx context.Context) error {
 	// while the claim is still known to be this runtime's (below).
 	spent, unsaved, call, failedSince := r.spent, r.spentUnsaved, r.call, r.failedSince
 	sinceSpent, inProgress, failedSincePoint := cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint
+	// The saved state's usage and meter reading: a spend save measures
+	// what the run spent since them (and writes it over cp.saved).
+	usage, meter := cp.Usage, cp.MeterUsage
 	r.snapshotInto(cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
@@ -90,6 +93,7 @@ func (r *run) holdClaim(ctx context.Context) error {
 		// the spend not in it, so what the snapshot took is owed again.
 		r.spent, r.spentUnsaved, r.call, r.failedSince = spent, unsaved, call, failedSince
 		cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = sinceSpent, inProgress, failedSincePoint
+		cp.Usage, cp.MeterUsage = usage, meter
 		r.rt.opts.Logger.Error("checkpoint of the run not saved; its claim holds", "run_id", r.rc.RunID, "error", logWords(err))
 	}
 	return nil
