@@ -409,7 +409,9 @@ type usageSum struct {
 
 func (u usageSum) add(t int, c float64) usageSum { return usageSum{u.tokens + t, u.cents + c} }
 
-func (u usageSum) max(v usageSum) usageSum { return usageSum{max(u.tokens, v.tokens), max(u.cents, v.cents)} }
+func (u usageSum) max(v usageSum) usageSum {
+	return usageSum{max(u.tokens, v.tokens), max(u.cents, v.cents)}
+}
 
 // budgetEvent is one entry of the run's timeline.
 type budgetEvent struct {
