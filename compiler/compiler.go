@@ -102,6 +102,7 @@ type Prepared struct {
 	perms             map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
 	unbound           []string                   // the gates no permission names (packview.UnboundGates)
 	class             pack.DataClassification    // the highest of the input packs'
+	toolBlocks        int                        // the most tool blocks a compile writes (adapters and gates)
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
 	evMemo *evidenceMemo
@@ -110,36 +111,66 @@ type Prepared struct {
 	sealMemo *sealMemo
 }
 
-// evidenceMemo is the digest of one list of evidence items: a source that
-// serves the same items to every run (a static corpus) has them digested
-// once, not at every compile.
+// evidenceMemo is the digest of one list of evidence items, and the
+// blocks of those admitted: a source that serves the same items to every
+// run (a static corpus) has them digested and written out once, not at
+// every compile. What it holds is never changed, only replaced: a
+// compile reads the texts it was handed while another replaces them.
 type evidenceMemo struct {
 	mu    sync.Mutex
 	items []EvidenceItem
 	hash  string
+	// texts[i] is evidenceBlock(items[i]) for each item a compile of
+	// these items admitted, "" for the others; nil until one has.
+	texts []string
 }
 
-// digestOf returns canon.Digest(items), from the memo when items are the
-// ones it holds.
-func (m *evidenceMemo) digestOf(items []EvidenceItem) (string, error) {
+// digestOf returns canon.Digest(items) and, when the memo holds items,
+// its texts (nil: none yet).
+func (m *evidenceMemo) digestOf(items []EvidenceItem) (string, []string, error) {
 	if m == nil {
-		return canon.Digest(items)
+		d, err := canon.Digest(items)
+		return d, nil, err
 	}
 	m.mu.Lock()
 	if m.items != nil && slices.Equal(m.items, items) {
-		d := m.hash
+		d, t := m.hash, m.texts
 		m.mu.Unlock()
-		return d, nil
+		return d, t, nil
 	}
 	m.mu.Unlock()
 	d, err := canon.Digest(items)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	m.mu.Lock()
-	m.items, m.hash = slices.Clone(items), d
+	m.items, m.hash, m.texts = slices.Clone(items), d, nil
 	m.mu.Unlock()
-	return d, nil
+	return d, nil, nil
+}
+
+// keepTexts keeps texts, the blocks a compile wrote for items, when the
+// memo still holds items.
+func (m *evidenceMemo) keepTexts(items []EvidenceItem, texts []string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.texts == nil && slices.Equal(m.items, items) {
+		m.texts = texts
+	}
+	m.mu.Unlock()
+}
+
+// size is how many items the memo holds: the evidence blocks the next
+// compile is likely to write.
+func (m *evidenceMemo) size() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.items)
 }
 
 type tenant struct {
@@ -277,6 +308,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	}
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	pr.unbound = packview.UnboundGates(merged, pr.perms)
+	pr.toolBlocks = len(merged.ToolingLayer.AdapterRegistry) + len(pr.engine.PerCallGates()) + len(pr.unbound)
 	return pr, nil
 }
 
@@ -388,6 +420,28 @@ func unionStrings(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// blockID is prefix followed by i in decimal, from ids (the table of
+// prefix's first ids) when it holds it.
+func blockID(ids *[blockIDs]string, prefix string, i int) string {
+	if i >= 0 && i < len(ids) {
+		return ids[i]
+	}
+	return prefix + strconv.Itoa(i)
+}
+
+// blockIDs is how many ids of each kind are written once, not per compile.
+const blockIDs = 32
+
+var polIDs, toolIDs, gateIDs, evIDs, memIDs = idTable("pol_"), idTable("tool_"), idTable("gate_"), idTable("ev_"), idTable("mem_")
+
+func idTable(prefix string) *[blockIDs]string {
+	var t [blockIDs]string
+	for i := range t {
+		t[i] = prefix + strconv.Itoa(i)
+	}
+	return &t
 }
 
 // Block priorities per bucket (seed 003's published output).
@@ -502,7 +556,9 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		MustRefuse: nonNil(g.MustRefuse), MustEscalate: nonNil(g.MustEscalate),
 		ApprovalGatesActive: nonNil(activeGates), RedactionRulesActive: nonNil(g.RedactionRules),
 	}
-	var blocks []ContextBlock
+	// The blocks are gathered in one list, sized for the pack's blocks
+	// and the evidence the last compile admitted.
+	blocks := make([]ContextBlock, 0, 2+len(res.Decisions)+p.toolBlocks+p.evMemo.size())
 	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: priorityBusiness})
 	for i, d := range res.Decisions {
 		// The block cites its rule; its policy decision id (derived from
@@ -512,33 +568,30 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		if form == Form1 {
 			prov = append(prov, d.PolicyDecisionID)
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "pol_" + strconv.Itoa(i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: priorityPolicy,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(polIDs, "pol_", i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: priorityPolicy,
 			ProvenanceRefs: prov})
 	}
 	// Stage 6: tool surface.
-	toolBlocks := p.surface(cc, res, rc.SafetyMode, activeGates)
-	blocks = append(blocks, toolBlocks...)
+	blocks = p.surface(cc, res, rc.SafetyMode, activeGates, blocks)
 	// Stage 7: evidence and memory.
-	evBlocks, evItems, err := p.evidence(ctx, req, rc, ledger)
+	evStart := len(blocks)
+	blocks, evItems, evAdmitted, err := p.evidence(ctx, req, rc, ledger, blocks)
 	if err != nil {
 		return nil, err
 	}
-	blocks = append(blocks, evBlocks...)
-	memBlocks, err := p.memory(ctx, rc, intent, ledger)
-	if err != nil {
+	if blocks, err = p.memory(ctx, rc, intent, ledger, blocks); err != nil {
 		return nil, err
 	}
-	blocks = append(blocks, memBlocks...)
 	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: session, Priority: prioritySession})
 	// Stage 8: budgets and buckets.
-	blocks = p.budget(cc, blocks, rc.RunBudget.BucketTokens)
-	kept := make(map[string]bool, len(blocks))
-	for _, b := range blocks {
-		kept[b.BlockID] = true
-	}
-	cc.Manifests.EvidenceManifest = []EvidenceManifestEntry{}
-	for i, it := range evItems {
-		if kept["ev_"+strconv.Itoa(i)] {
+	blocks, dropped := p.budget(cc, blocks, rc.RunBudget.BucketTokens)
+	// The admitted evidence is blocks evStart on, in order: an item is in
+	// the manifest when the budget kept its block.
+	cc.Manifests.EvidenceManifest = make([]EvidenceManifestEntry, 0, len(evAdmitted))
+	ledger.EvidenceRefs = make([]string, 0, len(evAdmitted))
+	for k, i := range evAdmitted {
+		if !dropped[evStart+k] {
+			it := &evItems[i]
 			cc.Manifests.EvidenceManifest = append(cc.Manifests.EvidenceManifest, EvidenceManifestEntry{EvidenceRef: it.EvidenceRef, SourceID: it.SourceID, Hash: it.Hash})
 			ledger.EvidenceRefs = append(ledger.EvidenceRefs, it.EvidenceRef)
 		}
@@ -594,10 +647,9 @@ func riskLevel(m runcontext.ApprovalMode) string {
 // surface computes stage 6: adapter registry ∩ allowed permissions ∩
 // approval mode (pack.Permission.Mode) ≤ safety mode, minus what policy blocks (a refusal blocks
 // everything; a deny or escalation blocks write-class capabilities).
-func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
+func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string, blocks []ContextBlock) []ContextBlock {
 	ledger := &cc.ContextLedger
 	cc.Manifests.ToolManifest = []ToolManifestEntry{}
-	var blocks []ContextBlock
 	// Policy may lower a capability's mode (never raise it) through the gate
 	// that governs it: the lowest mode a taken branch asks for, per gate.
 	gateMode := map[string]runcontext.ApprovalMode{}
@@ -657,7 +709,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 		if len(entry.Capabilities) == 0 {
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "tool_" + strconv.Itoa(len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(toolIDs, "tool_", len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
 			Content: toolBlock(a, entry), Priority: priorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
@@ -672,7 +724,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 				continue
 			}
 			g := p.gates[pc.GateID]
-			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
+			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
 				Content: perCallGateBlock(g, perCallCondition(perCall, pc.GateID)), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + pc.GateID}})
 			n++
 		}
@@ -680,7 +732,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			if !slices.Contains(activeGates, id) {
 				continue
 			}
-			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
+			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
 				Content: unboundGateBlock(p.gates[id]), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + id}})
 			n++
 		}
@@ -744,28 +796,41 @@ func perCallCondition(perCall []policy.PerCallGate, gate string) string {
 }
 
 // evidence computes stage 7's evidence: only trusted, unexpired, fresh,
-// well-formed, unique items are admitted; the rest are omissions.
-func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, ledger *ContextLedger) ([]ContextBlock, []EvidenceItem, error) {
+// well-formed, unique items are admitted; the rest are omissions. It
+// appends the admitted items' blocks to blocks and returns the items
+// retrieved with the indexes of the admitted ones, in block order.
+func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, ledger *ContextLedger, blocks []ContextBlock) ([]ContextBlock, []EvidenceItem, []int, error) {
 	if p.opts.Evidence == nil {
-		return nil, nil, nil
+		return blocks, nil, nil, nil
 	}
 	// The source is handed its own copy of the request's context: what
 	// it does to it is not the request's (a runtime's record reads that
 	// context for required evidence, and its replay packet pins it).
 	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: jsonv.CloneObject(req.Input.Context)})
 	if err != nil {
-		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
+		return nil, nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
 	}
 	if items == nil {
 		items = []EvidenceItem{} // none is none, however a source says it
 	}
-	if ledger.Inputs.EvidenceHash, err = p.evMemo.digestOf(items); err != nil {
-		return nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
+	// texts are the blocks of the items the memo holds (when it holds
+	// these): a block's text is the item's alone.
+	var texts []string
+	if ledger.Inputs.EvidenceHash, texts, err = p.evMemo.digestOf(items); err != nil {
+		return nil, nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
 	}
-	var blocks []ContextBlock
-	var admitted []EvidenceItem
-	seen := map[string]bool{}
-	for _, it := range items {
+	var made []string // the texts made here, for the memo
+	if texts == nil {
+		made = make([]string, len(items))
+	}
+	blocks = slices.Grow(blocks, len(items))
+	// Each block's provenance is its own one-string list, cut from one
+	// array: appending to one cannot write into another.
+	refs := make([]string, len(items))
+	var admitted []int
+	seen := make(map[string]bool, len(items))
+	for i := range items {
+		it := &items[i]
 		reason := ""
 		dup := seen[it.EvidenceRef]
 		seen[it.EvidenceRef] = true
@@ -794,10 +859,24 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "ev_" + strconv.Itoa(len(admitted)), Bucket: runcontext.BucketEvidence, Content: evidenceBlock(it), Priority: priorityEvidence, ProvenanceRefs: []string{it.EvidenceRef}})
-		admitted = append(admitted, it)
+		var text string
+		switch {
+		case texts != nil && texts[i] != "":
+			text = texts[i]
+		case made != nil:
+			text = evidenceBlock(*it)
+			made[i] = text
+		default:
+			text = evidenceBlock(*it) // admitted here, not when the memo's texts were made
+		}
+		refs[i] = it.EvidenceRef
+		blocks = append(blocks, ContextBlock{BlockID: blockID(evIDs, "ev_", len(admitted)), Bucket: runcontext.BucketEvidence, Content: text, Priority: priorityEvidence, ProvenanceRefs: refs[i : i+1 : i+1]})
+		admitted = append(admitted, i)
 	}
-	return blocks, admitted, nil
+	if made != nil {
+		p.evMemo.keepTexts(items, made)
+	}
+	return blocks, items, admitted, nil
 }
 
 func nonEmpty(s string) []string {
@@ -808,9 +887,9 @@ func nonEmpty(s string) []string {
 }
 
 // memory computes stage 7's memory: only promoted memories are recalled.
-func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent string, ledger *ContextLedger) ([]ContextBlock, error) {
+func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent string, ledger *ContextLedger, blocks []ContextBlock) ([]ContextBlock, error) {
 	if p.opts.Memory == nil {
-		return nil, nil
+		return blocks, nil
 	}
 	items, err := p.opts.Memory.Recall(ctx, MemoryQuery{TenantID: rc.TenantID, UserID: rc.User.UserID, Intent: intent})
 	if err != nil {
@@ -822,7 +901,7 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 	if ledger.Inputs.MemoryHash, err = canon.Digest(items); err != nil {
 		return nil, fail(7, ErrEvidence, err, "memory has no canonical form")
 	}
-	var blocks []ContextBlock
+	n := 0
 	for _, m := range items {
 		if m.State != MemoryPromoted || m.MemoryRef == "" || strings.TrimSpace(m.Content) == "" {
 			reason := "not promoted (" + m.State + "): candidates and captures are not trusted context"
@@ -832,16 +911,18 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "memory", Ref: m.MemoryRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(m.Content), Priority: priorityMemory})
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "mem_" + strconv.Itoa(len(blocks)), Bucket: runcontext.BucketMemory,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(memIDs, "mem_", n), Bucket: runcontext.BucketMemory,
 			Content: memoryBlock(m), Priority: priorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
+		n++
 	}
 	return blocks, nil
 }
 
 // budget computes stage 8: one allocation per bucket; a bucket over its
 // allocation drops whole blocks, last first, and says so in the budget
-// report, the warnings and the ledger's omissions.
-func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[runcontext.Bucket]int) []ContextBlock {
+// report, the warnings and the ledger's omissions. It returns the blocks
+// kept, in order, in blocks' own array, and which of blocks it dropped.
+func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[runcontext.Bucket]int) (kept []ContextBlock, dropped []bool) {
 	br := &cc.BudgetReport
 	br.TokensAllocated = map[runcontext.Bucket]int{}
 	br.TokensUsedByBucket = map[runcontext.Bucket]int{}
@@ -882,7 +963,7 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 		br.TokensUsedByBucket[bucket] = used[bucket]
 		br.TokensUsedAtCompile += used[bucket]
 	}
-	out := make([]ContextBlock, 0, len(blocks))
+	out := blocks[:0] // each kept block moves to an index at most its own
 	for i, b := range blocks {
 		if !drop[i] {
 			out = append(out, b)
@@ -890,7 +971,7 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 	}
 	// Ordered by priority, highest first, then by index (stable).
 	slices.SortStableFunc(out, func(a, b ContextBlock) int { return b.Priority - a.Priority })
-	return out
+	return out, drop
 }
 
 // checkOverlayVersion fails closed when overlays hold an environment
