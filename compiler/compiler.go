@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -102,7 +103,11 @@ type Prepared struct {
 	perms             map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
 	unbound           []string                   // the gates no permission names (packview.UnboundGates)
 	class             pack.DataClassification    // the highest of the input packs'
-	toolBlocks        int                        // the most tool blocks a compile writes (adapters and gates)
+	// The tool surface's work that the pack alone decides (prepareSurface).
+	perCall                 []policy.PerCallGate
+	surfaces                []*adapterSurface // one per adapter of the registry, in its order
+	gateTexts, unboundTexts map[string]string // per-call and unbound gates' blocks, by gate_id
+	toolBlocks              int               // the most tool blocks a compile writes (adapters and gates)
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
 	evMemo *evidenceMemo
@@ -308,7 +313,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	}
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	pr.unbound = packview.UnboundGates(merged, pr.perms)
-	pr.toolBlocks = len(merged.ToolingLayer.AdapterRegistry) + len(pr.engine.PerCallGates()) + len(pr.unbound)
+	pr.prepareSurface()
 	return pr, nil
 }
 
@@ -649,68 +654,78 @@ func riskLevel(m runcontext.ApprovalMode) string {
 // everything; a deny or escalation blocks write-class capabilities).
 func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string, blocks []ContextBlock) []ContextBlock {
 	ledger := &cc.ContextLedger
-	cc.Manifests.ToolManifest = []ToolManifestEntry{}
+	cc.Manifests.ToolManifest = make([]ToolManifestEntry, 0, len(p.surfaces))
 	// Policy may lower a capability's mode (never raise it) through the gate
 	// that governs it: the lowest mode a taken branch asks for, per gate.
-	gateMode := map[string]runcontext.ApprovalMode{}
+	var gateMode map[string]runcontext.ApprovalMode
 	for _, d := range res.Decisions {
 		if d.ApprovalMode.Valid() && d.RequiresApprovalGate != "" {
 			if m, ok := gateMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
+				if gateMode == nil {
+					gateMode = map[string]runcontext.ApprovalMode{}
+				}
 				gateMode[d.RequiresApprovalGate] = d.ApprovalMode
 			}
 		}
 	}
-	perCall := p.engine.PerCallGates()
-	named := map[string]bool{} // gates a surfaced capability's permission names
-	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+	var named map[string]bool // gates a surfaced capability's permission names
+	// Each block's provenance is its own one-string list, cut from one
+	// array: appending to one cannot write into another.
+	provs := make([]string, p.toolBlocks)
+	var sigBuf [16]capSig
+	for ai, a := range p.pack.ToolingLayer.AdapterRegistry {
+		as := p.surfaces[ai]
 		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
-		for _, c := range a.Capabilities {
-			id := a.AdapterID + "." + c
-			perm, capMode, ok := p.exposed(a, id)
+		sig := sigBuf[:0]
+		for ci := range as.caps {
+			cs := &as.caps[ci]
 			reason := ""
 			switch {
-			case !ok:
+			case cs.perm == nil:
 				reason = "no allowed permission exposes it"
-			case !capMode.AtMost(safety):
-				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", capMode, safety)
+			case !cs.mode.AtMost(safety):
+				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", cs.mode, safety)
 			case res.Verdict == policy.VerdictRefuse:
 				reason = "a must_refuse guardrail fired"
-			case capMode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
+			case cs.mode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
 				reason = "policy " + string(res.Verdict) + " blocks write-class capabilities"
 			}
 			if reason != "" {
-				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: id, Reason: reason})
+				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: cs.id, Reason: reason})
 				continue
 			}
-			mode := capMode
+			perm := cs.perm
+			mode := cs.mode
 			if m, ok := gateMode[perm.RequiresApprovalGate]; ok && perm.RequiresApprovalGate != "" && m.Compare(mode) < 0 {
 				mode = m
 			}
-			kind := "read"
-			if capMode.IsWrite() {
-				kind = "write"
-			}
-			entry.Capabilities = append(entry.Capabilities, c)
+			entry.Capabilities = append(entry.Capabilities, cs.name)
 			// The constraints are copied: the compiled context goes to the
 			// run's result, and the pack's own map to every run of it.
 			md := CapabilityMetadata{
-				Kind: kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
+				Kind: cs.kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
 				Constraints: cloneConstraints(perm.ArgConstraints), ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
 			}
 			if md.ApprovalGate != "" && !md.GateActive {
-				md.GatePerCall = perCallCondition(perCall, md.ApprovalGate)
+				md.GatePerCall = cs.perCall
 			}
 			if md.ApprovalGate != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
 				named[md.ApprovalGate] = true
 			}
-			entry.CapabilityMetadata[c] = md
-			ledger.Tools = append(ledger.Tools, id)
+			entry.CapabilityMetadata[cs.name] = md
+			ledger.Tools = append(ledger.Tools, cs.id)
+			sig = append(sig, capSig{cap: ci, mode: mode, active: md.GateActive})
 		}
 		if len(entry.Capabilities) == 0 {
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: blockID(toolIDs, "tool_", len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
-			Content: toolBlock(a, entry), Priority: priorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
+		n := len(cc.Manifests.ToolManifest)
+		provs[n] = as.prov
+		blocks = append(blocks, ContextBlock{BlockID: blockID(toolIDs, "tool_", n), Bucket: runcontext.BucketTool,
+			Content: as.textOf(a, entry, sig), Priority: priorityTool, ProvenanceRefs: provs[n : n+1 : n+1]})
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
 	// A gate that reads the tool call and that no surfaced capability's
@@ -718,26 +733,108 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	// gate no permission names at all holds every write-class call while
 	// it is active: the model is told it is.
 	if len(cc.Manifests.ToolManifest) > 0 {
-		n := 0
-		for _, pc := range perCall {
+		n, k := 0, len(cc.Manifests.ToolManifest)
+		for _, pc := range p.perCall {
 			if named[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
 				continue
 			}
-			g := p.gates[pc.GateID]
+			provs[k] = "gate:" + pc.GateID
 			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
-				Content: perCallGateBlock(g, perCallCondition(perCall, pc.GateID)), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + pc.GateID}})
-			n++
+				Content: p.gateTexts[pc.GateID], Priority: priorityTool, ProvenanceRefs: provs[k : k+1 : k+1]})
+			n, k = n+1, k+1
 		}
 		for _, id := range p.unbound {
 			if !slices.Contains(activeGates, id) {
 				continue
 			}
+			provs[k] = "gate:" + id
 			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
-				Content: unboundGateBlock(p.gates[id]), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + id}})
-			n++
+				Content: p.unboundTexts[id], Priority: priorityTool, ProvenanceRefs: provs[k : k+1 : k+1]})
+			n, k = n+1, k+1
 		}
 	}
 	return blocks
+}
+
+// adapterSurface is what the tool surface of one adapter of the pack
+// needs that the pack alone decides, made once by Prepare and only read
+// after (but for text, which is replaced whole).
+type adapterSurface struct {
+	prov string // the block's provenance, "adapter:" + adapter_id
+	caps []capSurface
+	// text is the last block a compile wrote for the adapter and what
+	// it was written from.
+	text atomic.Pointer[toolText]
+}
+
+// capSurface is one capability of an adapter: its name, its id
+// ("adapter_id.capability"), its governing permission (nil: no allowed
+// permission exposes it), its mode and kind, and when its permission's
+// approval gate, if it reads the tool call, applies to a call.
+type capSurface struct {
+	name, id string
+	perm     *pack.Permission
+	mode     runcontext.ApprovalMode
+	kind     string
+	perCall  string
+}
+
+// capSig is what a tool block says of a surfaced capability that varies
+// from compile to compile: which capability, its mode after policy, and
+// whether its gate is active. The rest follows from the capability.
+type capSig struct {
+	cap    int
+	mode   runcontext.ApprovalMode
+	active bool
+}
+
+type toolText struct {
+	sig  []capSig
+	text string
+}
+
+// textOf returns toolBlock(a, entry), where sig says what of entry varies:
+// the text written last when sig is the same.
+func (as *adapterSurface) textOf(a pack.Adapter, entry ToolManifestEntry, sig []capSig) string {
+	if t := as.text.Load(); t != nil && slices.Equal(t.sig, sig) {
+		return t.text
+	}
+	text := toolBlock(a, entry)
+	as.text.Store(&toolText{sig: slices.Clone(sig), text: text})
+	return text
+}
+
+// prepareSurface makes p's adapter surfaces and gate texts (Prepare).
+func (p *Prepared) prepareSurface() {
+	p.perCall = p.engine.PerCallGates()
+	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+		as := &adapterSurface{prov: "adapter:" + a.AdapterID, caps: make([]capSurface, len(a.Capabilities))}
+		for i, c := range a.Capabilities {
+			id := a.AdapterID + "." + c
+			perm, mode, ok := p.exposed(a, id)
+			cs := capSurface{name: c, id: id, mode: mode, kind: "read"}
+			if mode.IsWrite() {
+				cs.kind = "write"
+			}
+			if ok {
+				cs.perm = &perm
+				if perm.RequiresApprovalGate != "" {
+					cs.perCall = perCallCondition(p.perCall, perm.RequiresApprovalGate)
+				}
+			}
+			as.caps[i] = cs
+		}
+		p.surfaces = append(p.surfaces, as)
+	}
+	p.gateTexts = map[string]string{}
+	for _, pc := range p.perCall {
+		p.gateTexts[pc.GateID] = perCallGateBlock(p.gates[pc.GateID], perCallCondition(p.perCall, pc.GateID))
+	}
+	p.unboundTexts = map[string]string{}
+	for _, id := range p.unbound {
+		p.unboundTexts[id] = unboundGateBlock(p.gates[id])
+	}
+	p.toolBlocks = len(p.surfaces) + len(p.perCall) + len(p.unbound)
 }
 
 // exposed returns the permission that governs capability id
