@@ -185,6 +185,42 @@ type tenant struct {
 
 type ruleMeta struct {
 	priority int
+	// text is the policy block and citation a compile wrote last for the
+	// rule, and the decision they were written from.
+	text *atomic.Pointer[policyText]
+}
+
+type policyText struct {
+	d          policy.Decision // the members policyBlock reads
+	text, cite string
+}
+
+// policyText returns p.policyBlock(*d) and the block's citation,
+// "policy:bundle_id#rule_id": those a compile wrote last for the rule
+// when they were written from the same decision.
+func (p *Prepared) policyText(d *policy.Decision) (text, cite string) {
+	slot := p.ruleMeta[d.RuleID].text
+	if slot == nil {
+		return p.policyBlock(*d), "policy:" + d.BundleID + "#" + d.RuleID
+	}
+	if t := slot.Load(); t != nil && sameText(&t.d, d) {
+		return t.text, t.cite
+	}
+	t := &policyText{
+		d: policy.Decision{BundleID: d.BundleID, RuleID: d.RuleID, Outcome: d.Outcome, Branch: d.Branch, Reason: d.Reason, Requires: slices.Clone(d.Requires),
+			ApprovalMode: d.ApprovalMode, RequiresApprovalGate: d.RequiresApprovalGate, DecisionBinding: d.DecisionBinding, Rationale: d.Rationale},
+		text: p.policyBlock(*d), cite: "policy:" + d.BundleID + "#" + d.RuleID,
+	}
+	slot.Store(t)
+	return t.text, t.cite
+}
+
+// sameText reports whether decisions a and b have the same policy block
+// and citation: the members policyBlock reads are equal.
+func sameText(a, b *policy.Decision) bool {
+	return a.BundleID == b.BundleID && a.RuleID == b.RuleID && a.Outcome == b.Outcome && a.Branch == b.Branch && a.Reason == b.Reason &&
+		slices.Equal(a.Requires, b.Requires) && a.ApprovalMode == b.ApprovalMode && a.RequiresApprovalGate == b.RequiresApprovalGate &&
+		a.DecisionBinding == b.DecisionBinding && a.Rationale == b.Rationale
 }
 
 // Compile runs the nine stages for one request: Prepare then
@@ -308,7 +344,7 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	}
 	for _, b := range merged.PolicyLayer.PolicyBundles {
 		for _, r := range b.PolicyDSL.Rules {
-			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority}
+			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority, text: &atomic.Pointer[policyText]{}}
 		}
 	}
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
@@ -565,15 +601,25 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 	// and the evidence the last compile admitted.
 	blocks := make([]ContextBlock, 0, 2+len(res.Decisions)+p.toolBlocks+p.evMemo.size())
 	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: priorityBusiness})
-	for i, d := range res.Decisions {
+	// Each block's provenance is its own list, cut from one array:
+	// appending to one cannot write into another.
+	perProv := 1
+	if form == Form1 {
+		perProv = 2
+	}
+	provs := make([]string, perProv*len(res.Decisions))
+	for i := range res.Decisions {
+		d := &res.Decisions[i]
 		// The block cites its rule; its policy decision id (derived from
 		// the run id) is in the ledger's policy_results[i], so the prompt
 		// and compiled_context_hash stay free of run-specific ids.
-		prov := []string{"policy:" + d.BundleID + "#" + d.RuleID}
+		text, cite := p.policyText(d)
+		prov := provs[perProv*i : perProv*(i+1) : perProv*(i+1)]
+		prov[0] = cite
 		if form == Form1 {
-			prov = append(prov, d.PolicyDecisionID)
+			prov[1] = d.PolicyDecisionID
 		}
-		blocks = append(blocks, ContextBlock{BlockID: blockID(polIDs, "pol_", i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: priorityPolicy,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(polIDs, "pol_", i), Bucket: runcontext.BucketPolicy, Content: text, Priority: priorityPolicy,
 			ProvenanceRefs: prov})
 	}
 	// Stage 6: tool surface.
