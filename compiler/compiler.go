@@ -108,6 +108,7 @@ type Prepared struct {
 	surfaces                []*adapterSurface // one per adapter of the registry, in its order
 	gateTexts, unboundTexts map[string]string // per-call and unbound gates' blocks, by gate_id
 	toolBlocks              int               // the most tool blocks a compile writes (adapters and gates)
+	gateIndex               map[string]int    // each approval gate's index, in the pack's order
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
 	evMemo *evidenceMemo
@@ -703,18 +704,33 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	cc.Manifests.ToolManifest = make([]ToolManifestEntry, 0, len(p.surfaces))
 	// Policy may lower a capability's mode (never raise it) through the gate
 	// that governs it: the lowest mode a taken branch asks for, per gate.
-	var gateMode map[string]runcontext.ApprovalMode
+	// Both are indexed by p.gateIndex ("": no branch asks; false: no
+	// surfaced capability's permission names the gate); a gate the pack
+	// does not declare is keyed by its id.
+	var gateMode []runcontext.ApprovalMode
+	var otherMode map[string]runcontext.ApprovalMode
 	for _, d := range res.Decisions {
 		if d.ApprovalMode.Valid() && d.RequiresApprovalGate != "" {
-			if m, ok := gateMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
-				if gateMode == nil {
-					gateMode = map[string]runcontext.ApprovalMode{}
+			gi, ok := p.gateIndex[d.RequiresApprovalGate]
+			if !ok {
+				if m, ok := otherMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
+					if otherMode == nil {
+						otherMode = map[string]runcontext.ApprovalMode{}
+					}
+					otherMode[d.RequiresApprovalGate] = d.ApprovalMode
 				}
-				gateMode[d.RequiresApprovalGate] = d.ApprovalMode
+				continue
+			}
+			if gateMode == nil {
+				gateMode = make([]runcontext.ApprovalMode, len(p.gateIndex))
+			}
+			if m := gateMode[gi]; m == "" || d.ApprovalMode.Compare(m) < 0 {
+				gateMode[gi] = d.ApprovalMode
 			}
 		}
 	}
-	var named map[string]bool // gates a surfaced capability's permission names
+	named := make([]bool, len(p.gateIndex)) // gates a surfaced capability's permission names
+	var otherNamed map[string]bool
 	// Each block's provenance is its own one-string list, cut from one
 	// array: appending to one cannot write into another.
 	provs := make([]string, p.toolBlocks)
@@ -742,8 +758,14 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			}
 			perm := cs.perm
 			mode := cs.mode
-			if m, ok := gateMode[perm.RequiresApprovalGate]; ok && perm.RequiresApprovalGate != "" && m.Compare(mode) < 0 {
-				mode = m
+			if perm.RequiresApprovalGate != "" {
+				m := otherMode[perm.RequiresApprovalGate]
+				if cs.gate >= 0 && gateMode != nil {
+					m = gateMode[cs.gate]
+				}
+				if m != "" && m.Compare(mode) < 0 {
+					mode = m
+				}
 			}
 			entry.Capabilities = append(entry.Capabilities, cs.name)
 			// The constraints are copied: the compiled context goes to the
@@ -755,11 +777,14 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			if md.ApprovalGate != "" && !md.GateActive {
 				md.GatePerCall = cs.perCall
 			}
-			if md.ApprovalGate != "" {
-				if named == nil {
-					named = map[string]bool{}
+			switch {
+			case cs.gate >= 0:
+				named[cs.gate] = true
+			case md.ApprovalGate != "":
+				if otherNamed == nil {
+					otherNamed = map[string]bool{}
 				}
-				named[md.ApprovalGate] = true
+				otherNamed[md.ApprovalGate] = true
 			}
 			entry.CapabilityMetadata[cs.name] = md
 			ledger.Tools = append(ledger.Tools, cs.id)
@@ -781,7 +806,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	if len(cc.Manifests.ToolManifest) > 0 {
 		n, k := 0, len(cc.Manifests.ToolManifest)
 		for _, pc := range p.perCall {
-			if named[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
+			if gi, ok := p.gateIndex[pc.GateID]; ok && named[gi] || otherNamed[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
 				continue
 			}
 			provs[k] = "gate:" + pc.GateID
@@ -823,6 +848,7 @@ type capSurface struct {
 	mode     runcontext.ApprovalMode
 	kind     string
 	perCall  string
+	gate     int // the index of its permission's approval gate in Prepared.gateIndex, -1 for none or one the pack does not declare
 }
 
 // capSig is what a tool block says of a surfaced capability that varies
@@ -853,12 +879,18 @@ func (as *adapterSurface) textOf(a pack.Adapter, entry ToolManifestEntry, sig []
 // prepareSurface makes p's adapter surfaces and gate texts (Prepare).
 func (p *Prepared) prepareSurface() {
 	p.perCall = p.engine.PerCallGates()
+	p.gateIndex = make(map[string]int, len(p.gates))
+	for _, g := range p.pack.PolicyLayer.ApprovalGates {
+		if _, ok := p.gateIndex[g.GateID]; !ok {
+			p.gateIndex[g.GateID] = len(p.gateIndex)
+		}
+	}
 	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
 		as := &adapterSurface{prov: "adapter:" + a.AdapterID, caps: make([]capSurface, len(a.Capabilities))}
 		for i, c := range a.Capabilities {
 			id := a.AdapterID + "." + c
 			perm, mode, ok := p.exposed(a, id)
-			cs := capSurface{name: c, id: id, mode: mode, kind: "read"}
+			cs := capSurface{name: c, id: id, mode: mode, kind: "read", gate: -1}
 			if mode.IsWrite() {
 				cs.kind = "write"
 			}
@@ -866,6 +898,9 @@ func (p *Prepared) prepareSurface() {
 				cs.perm = &perm
 				if perm.RequiresApprovalGate != "" {
 					cs.perCall = perCallCondition(p.perCall, perm.RequiresApprovalGate)
+					if gi, ok := p.gateIndex[perm.RequiresApprovalGate]; ok {
+						cs.gate = gi
+					}
 				}
 			}
 			as.caps[i] = cs
