@@ -1002,8 +1002,9 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 		made = make([]string, len(items))
 	}
 	blocks = slices.Grow(blocks, len(items))
-	// Each block's provenance is its own one-string list, cut from one
-	// array: appending to one cannot write into another.
+	// Each block's provenance, and each omission's source, is its own
+	// one-string list, cut from one array: appending to one cannot write
+	// into another.
 	refs := make([]string, len(items))
 	var admitted []int
 	seen := make(map[string]bool, len(items))
@@ -1034,7 +1035,12 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 			reason = "stale: snapshot " + it.Snapshot + " is not the pinned " + p.opts.KnowledgeSnapshot
 		}
 		if reason != "" {
-			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
+			var src []string
+			if it.SourceID != "" {
+				refs[i] = it.SourceID
+				src = refs[i : i+1 : i+1]
+			}
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: src})
 			continue
 		}
 		var text string
@@ -1055,13 +1061,6 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 		p.evMemo.keepTexts(items, made)
 	}
 	return blocks, items, admitted, nil
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }
 
 // memory computes stage 7's memory: only promoted memories are recalled.
