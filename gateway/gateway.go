@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -82,6 +83,10 @@ type Gateway struct {
 	adapters map[string]*registered
 	rules    map[string]Redactor
 	tracer   trace.Tracer // nil when the provider is the no-op one
+	// callMetas keeps call metadata by callMetaKey (see callMetadata),
+	// callMetaCount how many.
+	callMetas     sync.Map
+	callMetaCount atomic.Int64
 }
 
 type registered struct {
