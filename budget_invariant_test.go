@@ -113,6 +113,25 @@ func TestBudgetsExactWhenFrozenRuntimesComeBack(t *testing.T) {
 	runBudgetCases(t, genFrozenBudgetScenario)
 }
 
+// TestBudgetsExactThroughCheckpointStoreOutages: the generated runs of
+// TestBudgetsExactGeneratedRuns whose checkpoint store fails some saves
+// (see budgetOutage): it refuses them, or keeps them and loses its
+// answer (a commit whose reply was cut off), and each planner call may
+// take part of the claim's lease (Tick), so the claim is renewed at the
+// run's takeover points and checks. A runtime may go on past a failed
+// save or stop, with an error that wraps the store's failure
+// (errors.Is): then the run is taken over once the lease lapses, as
+// from a death. A stop that says the run was taken over
+// (ErrRunInProgress) when nobody took it is a failure. Besides the
+// budget invariant, whose bound on what a stop or death may lose grows
+// with the spend a failed save left unsaved (budgetInc.mayLose), the
+// refund is paid at most once and the packets replay equal.
+//
+//	go test -run 'TestBudgetsExactThroughCheckpointStoreOutages/cases/case_0042' .
+func TestBudgetsExactThroughCheckpointStoreOutages(t *testing.T) {
+	runBudgetCases(t, genOutageBudgetScenario)
+}
+
 // runBudgetCases runs the generated cases of gen (see
 // TestBudgetsExactGeneratedRuns for their number).
 func runBudgetCases(t *testing.T, gen func(seed, idx uint64) *budgetScenario) {
@@ -204,7 +223,26 @@ type budgetScenario struct {
 	// Freezes are where successive runtimes freeze (a runtime with a
 	// freeze has no death), past the list none.
 	Freezes []budgetFreeze `json:"freezes,omitempty"`
+	// Outages are the checkpoint store's failures of successive
+	// runtimes' saves, past the list none.
+	Outages []budgetOutage `json:"outages,omitempty"`
+	// Tick is the part of the claim's lease (DefaultHeartbeatTTL) each
+	// planner call takes on the run's clock.
+	Tick float64 `json:"tick,omitempty"`
 }
+
+// budgetOutage is how the checkpoint store fails the saves of one
+// runtime: from its At-th save (from 1; 0: none) N saves in a row, each
+// refused (errBudgetOutage, nothing saved) or, when Lost, kept and then
+// failed (the answer lost).
+type budgetOutage struct {
+	At   int  `json:"at"`
+	N    int  `json:"n,omitempty"`
+	Lost bool `json:"lost,omitempty"`
+}
+
+// errBudgetOutage is the checkpoint store's failure in the outage cases.
+var errBudgetOutage = errors.New("budget invariant: checkpoint store unreachable")
 
 // budgetFreeze is where the runtime of one Invoke or Resume freezes
 // (slow, not dead): at its N-th pass (from 1) of Where: "plan" (in a
@@ -302,6 +340,22 @@ func genFrozenBudgetScenario(seed, idx uint64) *budgetScenario {
 	return sc
 }
 
+// genOutageBudgetScenario is genBudgetScenario's case with checkpoint
+// store outages and a clock that moves with each planner call, drawn
+// from a source of their own.
+func genOutageBudgetScenario(seed, idx uint64) *budgetScenario {
+	sc := genBudgetScenario(seed, idx)
+	r := rand.New(rand.NewPCG(seed^0x0a7a6e, idx))
+	sc.Tick = pick(r, 0, 0.2, 0.3, 0.45)
+	sc.Outages = make([]budgetOutage, len(sc.Deaths))
+	for i := range sc.Outages {
+		if r.IntN(100) < 55 {
+			sc.Outages[i] = budgetOutage{At: 1 + r.IntN(6), N: 1 + r.IntN(2), Lost: r.IntN(2) == 0}
+		}
+	}
+	return sc
+}
+
 // The run's world: what the planner and the adapters reported, and the
 // runtimes that worked on the run.
 
@@ -330,6 +384,22 @@ type budgetInc struct {
 	done    chan struct{} // closed when its Invoke or Resume returned
 	err     error         // what it returned (read after done)
 	res     *contextos.Result
+
+	outage budgetOutage
+	saves  int // checkpoint saves it asked for (under the world's mu)
+	// planOwed and callOwed are what its planner turns, and the attempts
+	// of its call in progress, reported since its last checkpoint save
+	// the store kept (and, for a call, since its result was recorded):
+	// after a save the store failed, more than the last turn's and the
+	// attempt in progress's may be unsaved (under the world's mu).
+	planOwed, callOwed usageSum
+}
+
+// mayLose is what inc's death or stop may lose (under the world's mu):
+// its last planner turn's usage and its attempt in progress's, or, when
+// a failed save left more unsaved, that.
+func (inc *budgetInc) mayLose() usageSum {
+	return inc.last.max(inc.planOwed).add(inc.cur.max(inc.callOwed).tokens, inc.cur.max(inc.callOwed).cents)
 }
 
 type usageSum struct {
@@ -338,6 +408,10 @@ type usageSum struct {
 }
 
 func (u usageSum) add(t int, c float64) usageSum { return usageSum{u.tokens + t, u.cents + c} }
+
+func (u usageSum) max(v usageSum) usageSum {
+	return usageSum{max(u.tokens, v.tokens), max(u.cents, v.cents)}
+}
 
 // budgetEvent is one entry of the run's timeline.
 type budgetEvent struct {
@@ -350,6 +424,7 @@ type budgetEvent struct {
 
 type budgetWorld struct {
 	sc      *budgetScenario
+	clock   *fakeClock
 	release chan struct{} // closed when the run is over: the dead come back
 	mu      sync.Mutex
 	events  []budgetEvent
@@ -398,7 +473,7 @@ func (w *budgetWorld) freezing(inc *budgetInc, where string) {
 	}
 	inc.zombie = true
 	inc.wakeAt = w.points + inc.freeze.Wake
-	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", what: "frozen at " + where, use: inc.last.add(inc.cur.tokens, inc.cur.cents)})
+	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", what: "frozen at " + where, use: inc.mayLose()})
 	w.zombies = append(w.zombies, inc)
 	w.mu.Unlock()
 	close(inc.died)
@@ -496,7 +571,7 @@ func (w *budgetWorld) dying(inc *budgetInc, after func(), retry string) bool {
 		return false
 	}
 	inc.dead.Store(true)
-	lost := inc.last.add(inc.cur.tokens, inc.cur.cents)
+	lost := inc.mayLose()
 	w.events = append(w.events, budgetEvent{inc: inc, kind: "death", use: lost})
 	w.mu.Unlock()
 	if inc.death.After && after != nil {
@@ -541,8 +616,12 @@ func (p budgetPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*c
 	u := contextos.PlanUsage{Tokens: t.Tokens, CostCents: t.Cents}
 	w.mu.Lock()
 	inc.last = usageSum{t.Tokens, t.Cents}
+	inc.planOwed = inc.planOwed.add(t.Tokens, t.Cents)
 	w.event(budgetEvent{inc: inc, kind: "report", what: fmt.Sprintf("planner call %d", n), use: inc.last})
 	w.mu.Unlock()
+	if w.sc.Tick > 0 {
+		w.clock.Advance(time.Duration(w.sc.Tick * float64(contextos.DefaultHeartbeatTTL)))
+	}
 	if t.Fail {
 		return nil, &contextos.PlanUsageError{Usage: u, Err: errors.New("the reply was cut off")}
 	}
@@ -608,6 +687,7 @@ func (a budgetAdapter) Call(ctx context.Context, call *gateway.Call) (*gateway.O
 	}
 	w.event(budgetEvent{inc: inc, kind: "report", what: a.cap, use: usageSum{st.Tokens, st.Cents}})
 	inc.cur = usageSum{st.Tokens, st.Cents}
+	inc.callOwed = inc.callOwed.add(st.Tokens, st.Cents)
 	if write && st.Fail == "" {
 		w.paid[call.IdempotencyKey]++
 	}
@@ -670,12 +750,36 @@ func (s budgetCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) e
 }
 
 func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *contextos.Checkpoint) error {
+	fail, lost := false, false
+	if inc != nil {
+		s.w.mu.Lock()
+		inc.saves++
+		if o := inc.outage; o.At != 0 && inc.saves >= o.At && inc.saves < o.At+o.N {
+			fail, lost = true, o.Lost
+		}
+		s.w.mu.Unlock()
+	}
+	if fail && !lost {
+		s.w.mu.Lock()
+		s.w.event(budgetEvent{inc: inc, kind: "outage", what: fmt.Sprintf("checkpoint save %d refused", inc.saves)})
+		s.w.mu.Unlock()
+		return errBudgetOutage
+	}
 	err := s.InMemoryCheckpoints.Save(ctx, cp)
 	s.w.wrote(inc, "checkpoint save", err)
 	if inc != nil && err == nil {
 		s.w.mu.Lock()
 		inc.claimed = true
+		// The save holds every charge of the run so far (a spend save,
+		// the attempts' spend of the call in progress): none is owed.
+		inc.planOwed, inc.callOwed = usageSum{}, usageSum{}
+		if lost {
+			s.w.event(budgetEvent{inc: inc, kind: "outage", what: fmt.Sprintf("checkpoint save %d kept, its answer lost", inc.saves)})
+		}
 		s.w.mu.Unlock()
+		if lost {
+			return errBudgetOutage
+		}
 	}
 	return err
 }
@@ -731,7 +835,7 @@ func (s budgetTranscript) Append(ctx context.Context, e gateway.TranscriptEntry)
 	if inc != nil && e.Kind == "result" && err == nil {
 		// The call's result carries what all its attempts spent.
 		s.w.mu.Lock()
-		inc.cur, inc.inCall = usageSum{}, ""
+		inc.cur, inc.inCall, inc.callOwed = usageSum{}, "", usageSum{}
 		s.w.mu.Unlock()
 	}
 	return err
@@ -757,9 +861,9 @@ func invariantRegistrations(caps []string, adapter func(c string) gateway.Adapte
 // runBudgetScenario drives one generated run to its end and checks it;
 // it returns counts of what the run did.
 func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
-	w := &budgetWorld{sc: sc, release: make(chan struct{}), tries: map[string]int{}, paid: map[string]int{}}
-	stats := map[string]int{}
 	clock := newFakeClock()
+	w := &budgetWorld{sc: sc, clock: clock, release: make(chan struct{}), tries: map[string]int{}, paid: map[string]int{}}
+	stats := map[string]int{}
 	ck := budgetCheckpoints{contextos.NewInMemoryCheckpoints(), w}
 	ck.Now = clock.Now
 	decs := budgetDecisions{decision.NewMemoryStore(), w}
@@ -805,6 +909,9 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 		if inc.id < len(sc.Freezes) {
 			inc.freeze = sc.Freezes[inc.id]
 		}
+		if inc.id < len(sc.Outages) {
+			inc.outage = sc.Outages[inc.id]
+		}
 		incs = append(incs, inc)
 		if os.Getenv("CONTEXTOS_BUDGET_DEBUG") != "" {
 			t.Logf("runtime %d starts (death %+v, idle %v, budget %d tokens %v cents %d calls)", inc.id, inc.death, idle, budget.TotalTokens, budget.MaxCostCents, budget.MaxToolCalls)
@@ -830,7 +937,22 @@ func runBudgetScenario(t *testing.T, sc *budgetScenario) map[string]int {
 				stats["refused_after_a_zombie_wrote"]++
 				return nil, false
 			}
+			if a.err != nil && errors.Is(a.err, errBudgetOutage) && !errors.Is(a.err, contextos.ErrRunInProgress) {
+				// The checkpoint store's failure stopped the runtime: the
+				// run is taken over once its lease lapses, as from a death.
+				w.mu.Lock()
+				w.events = append(w.events, budgetEvent{inc: inc, kind: "death", what: "stopped: " + a.err.Error(), use: inc.mayLose()})
+				w.mu.Unlock()
+				stats["stopped_by_an_outage"]++
+				return nil, false
+			}
 			if a.err != nil {
+				w.mu.Lock()
+				t.Logf("scenario: %s", sc)
+				for i, e := range w.events {
+					t.Logf("event %d: runtime %d %s %s %+v", i, e.inc.id, e.kind, e.what, e.use)
+				}
+				w.mu.Unlock()
 				t.Fatalf("runtime %d: %v", inc.id, a.err)
 			}
 			return a.res, true
@@ -1077,6 +1199,8 @@ func checkBudgetTimeline(t *testing.T, w *budgetWorld) {
 			continue
 		case "death":
 			lost = lost.add(e.use.tokens, e.use.cents)
+			continue
+		case "outage":
 			continue
 		}
 		if e.zombie {

@@ -414,9 +414,38 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 // new one. An active run's checkpoint carries this runtime's claim, with
 // a lease of Options.HeartbeatTTL from the save on the store's clock.
 func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) error {
-	c, err := encodeCheckpoint(st)
+	c, err := rt.putCheckpoint(ctx, st)
 	if err != nil {
 		return err
+	}
+	rt.savedAs(st, c)
+	return nil
+}
+
+// saveOwnCheckpoint is saveCheckpoint for a state save of a run this
+// runtime continues under its claim (a takeover point's, never the claim
+// itself, which two runtimes may race to write byte for byte): a save the
+// store kept but whose answer it lost is the run's (keptAnyway), and the
+// run goes on at the store's revision, over which its next save is made
+// (over the old one, that save would be refused as a takeover's).
+func (rt *Runtime) saveOwnCheckpoint(ctx context.Context, st *checkpointState) error {
+	c, err := rt.putCheckpoint(ctx, st)
+	if err != nil && c != nil && !errors.Is(err, ErrCheckpointConflict) && rt.keptAnyway(ctx, st.rev, c) {
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	rt.savedAs(st, c)
+	return nil
+}
+
+// putCheckpoint encodes st and saves it over the revision it holds,
+// leaving st as it was; c is what it sent (nil when st did not encode).
+func (rt *Runtime) putCheckpoint(ctx context.Context, st *checkpointState) (c *Checkpoint, _ error) {
+	c, err := encodeCheckpoint(st)
+	if err != nil {
+		return nil, err
 	}
 	if st.Active {
 		c.Lease = rt.heartbeatTTL()
@@ -424,19 +453,34 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 	if m, ok := rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
 		// c.Data is the encoder's own copy and nobody else holds it: the
 		// module's own store keeps it as it is rather than copy it again.
-		err = m.save(ctx, c, false)
-	} else {
-		err = rt.opts.Checkpoints.Save(ctx, c)
+		return c, m.save(ctx, c, false)
 	}
-	if err != nil {
-		return err
-	}
+	return c, rt.opts.Checkpoints.Save(ctx, c)
+}
+
+// savedAs moves st to c, the save of it the store kept.
+func (rt *Runtime) savedAs(st *checkpointState, c *Checkpoint) {
 	st.saved, st.cut = c.Data, st.enc.cut
 	st.rev, st.heldAt, st.spentAt = c.Revision, time.Time{}, time.Time{}
 	if st.Active {
 		st.heldAt = rt.opts.Now()
 	}
-	return nil
+}
+
+// keptAnyway reports whether the store kept c, a save over revision rev
+// it failed, and lost its answer (a commit whose reply was cut off): it
+// holds these very bytes at a newer revision, which c is then moved to.
+// Only a save no other runtime could have written byte for byte may ask:
+// a running run's own (a takeover's claim adds its resume, and a spend
+// save's members are this runtime's), never a claim two runtimes may race
+// for. The same bytes at rev are a previous save's, not this one's.
+func (rt *Runtime) keptAnyway(ctx context.Context, rev int, c *Checkpoint) bool {
+	got, err := rt.opts.Checkpoints.Load(ctx, c.RunID)
+	if err != nil || got == nil || got.Revision == rev || got.Version != c.Version || !bytes.Equal(got.Data, c.Data) {
+		return false
+	}
+	c.Revision = got.Revision
+	return true
 }
 
 // pinLedgerPacks pins, on the run's first compile, the packs section of

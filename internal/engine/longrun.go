@@ -102,7 +102,7 @@ func (r *run) checkpoint(ctx context.Context, now time.Time, progress string) er
 	r.renewLease(now)
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
+	if err := r.rt.saveOwnCheckpoint(sctx, cp); err != nil {
 		return r.claimLost(err)
 	}
 	stored, err := r.append(sctx, rec)

@@ -845,7 +845,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 	// later record ids are those of a run whose pause was stored.
 	cp.Seq++
 	cp.Unconfirmed = &unconfirmedRecord{Record: rec}
-	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
+	if err := r.rt.saveOwnCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint before pause: %w", err)
 	}
 	stored, err := r.append(ctx, rec)
@@ -853,7 +853,7 @@ func (r *run) pause(ctx context.Context, res *gateway.ToolResultEnvelope) (*Resu
 		return nil, fmt.Errorf("contextos: store record: %w", err)
 	}
 	cp.Unconfirmed = nil
-	if err := r.rt.saveCheckpoint(ctx, cp); err != nil {
+	if err := r.rt.saveOwnCheckpoint(ctx, cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	r.observeRecord(ctx, stored)
@@ -1020,7 +1020,7 @@ func (r *run) saveStopped(ctx context.Context, what, recordID string) error {
 	r.snapshotInto(r.cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	if err := r.rt.saveCheckpoint(sctx, r.cp); err != nil {
+	if err := r.rt.saveOwnCheckpoint(sctx, r.cp); err != nil {
 		if errors.Is(err, ErrCheckpointConflict) {
 			return r.claimLost(err)
 		}
@@ -1061,7 +1061,7 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 		r.cp.Deferred, r.cp.Open = stored.RecordID, []string{stored.RecordID}
 	}
 	defer r.recorder.Forget(r.rc.RunID)
-	if err := r.rt.saveCheckpoint(ctx, r.cp); err != nil {
+	if err := r.rt.saveOwnCheckpoint(ctx, r.cp); err != nil {
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(), Notices: r.notices()}

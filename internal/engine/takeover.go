@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/replay"
+	"github.com/contextos/contextos/runcontext"
 )
 
 // Claims and takeovers. A runtime continuing a run holds its claim: the
@@ -75,28 +75,60 @@ func (r *run) holdClaim(ctx context.Context) error {
 	}
 	// What the snapshot takes from the run, for a save the store fails
 	// while the claim is still known to be this runtime's (below).
-	spent, unsaved, call, failedSince := r.spent, r.spentUnsaved, r.call, r.failedSince
-	sinceSpent, inProgress, failedSincePoint := cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint
-	// The saved state's usage and meter reading: a spend save measures
-	// what the run spent since them (and writes it over cp.saved).
-	usage, meter := cp.Usage, cp.MeterUsage
+	owed := r.owed()
 	r.snapshotInto(cp)
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	if err := r.rt.saveCheckpoint(sctx, cp); err != nil {
-		if errors.Is(err, ErrCheckpointConflict) || r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
-			return r.claimLost(err)
-		}
-		// A spend save renewed the claim less than half a lease ago: the
-		// run is still this runtime's, and the state is saved at the next
-		// point. Until then a spend save writes the state last saved with
-		// the spend not in it, so what the snapshot took is owed again.
-		r.spent, r.spentUnsaved, r.call, r.failedSince = spent, unsaved, call, failedSince
-		cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = sinceSpent, inProgress, failedSincePoint
-		cp.Usage, cp.MeterUsage = usage, meter
-		r.rt.opts.Logger.Error("checkpoint of the run not saved; its claim holds", "run_id", r.rc.RunID, "error", logWords(err))
+	err := r.rt.saveOwnCheckpoint(sctx, cp)
+	if err == nil {
+		return nil
 	}
+	if errors.Is(err, ErrCheckpointConflict) || r.rt.opts.Now().Sub(cp.renewedAt()) >= r.rt.heartbeatTTL()/2 {
+		return r.claimLost(err)
+	}
+	// A spend save renewed the claim less than half a lease ago: the
+	// run is still this runtime's, and the state is saved at the next
+	// point. Until then a spend save writes the state last saved with
+	// the spend not in it, so what the snapshot took is owed again.
+	r.restoreOwed(owed)
+	r.rt.opts.Logger.Error("checkpoint of the run not saved; its claim holds", "run_id", r.rc.RunID, "error", logWords(err))
 	return nil
+}
+
+// owedState is what a state save takes from the run (snapshotInto) that a
+// spend save reads: the spend, the call in progress and the store
+// failures since the saved state, and the saved state's usage and meter
+// reading it measures the wall clock from. A state save the store fails
+// gives it back whole (restoreOwed), so the spend saves that follow
+// write the state last saved with all that is still owed since it.
+type owedState struct {
+	spent            replay.Spent
+	unsaved          bool
+	call             *callInProgress
+	failedSince      []replay.StoreFailure
+	sinceSpent       *replay.Spent
+	inProgress       *callInProgress
+	failedSincePoint []replay.StoreFailure
+	usage            PlanUsage
+	meter            runcontext.Usage
+}
+
+// owed is what the run owes since its saved state, before a snapshot.
+func (r *run) owed() owedState {
+	cp := r.cp
+	return owedState{
+		spent: r.spent, unsaved: r.spentUnsaved, call: r.call, failedSince: r.failedSince,
+		sinceSpent: cp.SpentSincePoint, inProgress: cp.CallInProgress, failedSincePoint: cp.FailedSincePoint,
+		usage: cp.Usage, meter: cp.MeterUsage,
+	}
+}
+
+// restoreOwed gives o back to the run after a state save that failed.
+func (r *run) restoreOwed(o owedState) {
+	cp := r.cp
+	r.spent, r.spentUnsaved, r.call, r.failedSince = o.spent, o.unsaved, o.call, o.failedSince
+	cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = o.sinceSpent, o.inProgress, o.failedSincePoint
+	cp.Usage, cp.MeterUsage = o.usage, o.meter
 }
 
 // saveSpent makes durable what the run's planner turns charged since its
@@ -186,8 +218,8 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 		// one, whose next save the store would refuse as a takeover's.
 		// (The same bytes at the revision the run holds are its previous
 		// save's, not this one's: the claim was not renewed.)
-		if got, lerr := r.rt.opts.Checkpoints.Load(sctx, cp.RunID); lerr == nil && got != nil && got.Revision != cp.rev && got.Version == c.Version && bytes.Equal(got.Data, w.b) {
-			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = got.Revision, w.b, &spent, call, failed
+		if r.rt.keptAnyway(sctx, cp.rev, c) {
+			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, w.b, &spent, call, failed
 			cp.spentAt = r.rt.opts.Now()
 			return nil, nil
 		}

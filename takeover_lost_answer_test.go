@@ -1,0 +1,139 @@
+package contextos_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contextos/contextos"
+	"github.com/contextos/contextos/contextostest"
+	"github.com/contextos/contextos/decision"
+	"github.com/contextos/contextos/gateway"
+)
+
+// errAnswerLost is lostAnswerCheckpoints' failure of a save it kept.
+var errAnswerLost = errors.New("checkpoint store: connection reset after commit")
+
+// lostAnswerCheckpoints is the in-memory checkpoint store whose next save
+// after lose is set commits and then fails (a commit whose reply was cut
+// off), once.
+type lostAnswerCheckpoints struct {
+	*contextos.InMemoryCheckpoints
+	lose atomic.Bool
+	lost atomic.Int32
+}
+
+func (s *lostAnswerCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	if err := s.InMemoryCheckpoints.Save(ctx, cp); err != nil {
+		return err
+	}
+	if s.lose.CompareAndSwap(true, false) {
+		s.lost.Add(1)
+		return errAnswerLost
+	}
+	return nil
+}
+
+// lostAnswerAdapter is the support pack's three capabilities on one
+// adapter. The lookup's first attempt takes more than half the lease and
+// fails retryably having spent tokens (so the gateway saves the spend
+// before the retry, which renews the claim); its second attempt arms the
+// store to lose the answer of its next save: the claim renewal at the
+// policy check's takeover point, a full state save, which the store keeps.
+type lostAnswerAdapter struct {
+	clock   *fakeClock
+	cps     *lostAnswerCheckpoints
+	lookups atomic.Int32
+	refunds atomic.Int32
+}
+
+func (a *lostAnswerAdapter) Call(_ context.Context, call *gateway.Call) (*gateway.Outcome, error) {
+	switch call.Capability {
+	case "lookup":
+		switch a.lookups.Add(1) {
+		case 1:
+			a.clock.Advance(contextos.DefaultHeartbeatTTL * 6 / 10)
+			return &gateway.Outcome{Tokens: 100}, gateway.NewToolError(gateway.CodeExecutionFailed, true, "try again", nil)
+		case 2:
+			a.cps.lose.Store(true)
+		}
+		return &gateway.Outcome{Output: map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}, Tokens: 700}, nil
+	case "eval":
+		return &gateway.Outcome{Output: map[string]any{"eligible": true}, Tokens: 300}, nil
+	}
+	a.refunds.Add(1)
+	return &gateway.Outcome{Output: map[string]any{"transaction_id": "txn_q9"}, Mutations: []string{"refund:txn_q9"}}, nil
+}
+
+// A takeover-point save the store kept but whose answer it lost (the
+// commit's reply cut off), within half a lease of the claim's last
+// renewal, must not stop a healthy run that nobody took over: the store
+// holds exactly the bytes the runtime sent, at a newer revision, so the
+// save is the runtime's own and the run goes on from that revision.
+// Before, the runtime went on over the old revision, and its next save
+// was refused as a takeover's: the run stopped with ErrRunInProgress,
+// "taken over by another runtime", though no other runtime existed.
+func TestAPointSaveWithALostAnswerDoesNotStopAHealthyRun(t *testing.T) {
+	clock := newFakeClock()
+	cps := &lostAnswerCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = clock.Now
+	a := &lostAnswerAdapter{clock: clock, cps: cps}
+	var o contextostest.Options
+	o.Now = clock.Now
+	o.Runtime.Checkpoints = cps
+	noWait := func(string, int) time.Duration { return 0 }
+	o.Runtime.Adapters = []gateway.Registration{
+		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
+		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {}}},
+		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	}
+	h := bareHarness(t, newTurnPlanner(1200, 0), &o)
+	t.Cleanup(func() { h.ReplayAll() })
+	req, rc := refundRequest(t, 1200, true)
+	rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if n := cps.lost.Load(); n != 1 {
+		t.Fatalf("the store lost %d answers, want 1 (the scenario did not happen)", n)
+	}
+	if err != nil {
+		t.Fatalf("a healthy run stopped after a save whose answer the store lost: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	if n := a.refunds.Load(); n != 1 {
+		t.Errorf("%d refunds, want 1", n)
+	}
+	if _, err := gateway.VerifyTranscript(runEntries(t, h, rc.RunID)); err != nil {
+		t.Errorf("the transcript does not verify: %v", err)
+	}
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
+
+// The same at a long_running run's heartbeat (a takeover point whose
+// save also names the run's new IN_FLIGHT record): the store keeps the
+// save and loses its answer, and the run goes on. Before, it stopped
+// with the store's error though the store held its save.
+func TestAHeartbeatWithALostAnswerDoesNotStopALongRun(t *testing.T) {
+	clock := newFakeClock()
+	cps := &lostAnswerCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+	cps.Now = clock.Now
+	var o contextostest.Options
+	o.Runtime.Checkpoints = cps
+	o.Now = clock.Now
+	h := bareHarness(t, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), &o)
+	t.Cleanup(func() { h.ReplayAll() })
+	h.Adapter("adp_orders").On("lookup").When(func(map[string]any) bool { cps.lose.Store(true); return false })
+	scriptDefaults(h, "")
+	req, rc := longRequest(t, 1200, time.Hour)
+	res, err := h.Runtime.Invoke(context.Background(), req, rc)
+	if n := cps.lost.Load(); n != 1 {
+		t.Fatalf("the store lost %d answers, want 1 (the scenario did not happen)", n)
+	}
+	if err != nil {
+		t.Fatalf("a long run stopped after a heartbeat whose answer the store lost: %v", err)
+	}
+	contextostest.AssertStatus(t, res, decision.Decided)
+	contextostest.AssertCalls(t, h.Adapter("adp_payments"), "issue_refund", 1)
+	contextostest.AssertReplayEqual(t, h.Replay(res))
+}
