@@ -193,12 +193,18 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
-	sctx, cancel := detached(ctx)
-	defer cancel()
 	var err error
+	var sctx context.Context
 	if m, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+		// The module's own store never blocks (it takes a mutex) and reads
+		// ctx only for its error: the save is detached from the caller's
+		// cancellation without a timer, which it could never meet.
+		sctx = context.WithoutCancel(ctx)
 		err = m.save(sctx, c, false) // w.b is this save's own
 	} else {
+		var cancel context.CancelFunc
+		sctx, cancel = detached(ctx)
+		defer cancel()
 		err = r.rt.opts.Checkpoints.Save(sctx, c)
 	}
 	if errors.Is(err, ErrCheckpointConflict) {
