@@ -139,7 +139,7 @@ func checkProtocolName(what, v string, mayBeEmpty bool) error {
 // only on the gate the permission requires and on the registration, which
 // never change once registered, so the gateway builds it once for each
 // (up to maxCallMetas) and every run binding the capability shares it.
-func (g *Gateway) callMetadata(s *surfaced) (map[string]any, []byte, error) {
+func (g *Gateway) callMetadata(s *capBinding) (map[string]any, []byte, error) {
 	key := callMetaKey{gate: s.perm.RequiresApprovalGate, reg: s.reg, spec: s.spec}
 	if v, ok := g.callMetas.Load(key); ok {
 		c := v.(*callMeta)
@@ -174,7 +174,7 @@ type callMeta struct {
 const maxCallMetas = 4096
 
 // buildCallMetadata builds callMetadata.
-func (g *Gateway) buildCallMetadata(s *surfaced) (map[string]any, []byte, error) {
+func (g *Gateway) buildCallMetadata(s *capBinding) (map[string]any, []byte, error) {
 	m := map[string]any{}
 	if s.perm.RequiresApprovalGate != "" {
 		m[metaRequiresApprovalGate] = s.perm.RequiresApprovalGate

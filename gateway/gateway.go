@@ -25,7 +25,6 @@ import (
 	"github.com/contextos/contextos/internal/backoff"
 	"github.com/contextos/contextos/internal/canon"
 	"github.com/contextos/contextos/internal/jsonv"
-	"github.com/contextos/contextos/internal/packview"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/storefail"
 	"github.com/contextos/contextos/pack"
@@ -87,6 +86,11 @@ type Gateway struct {
 	// callMetaCount how many.
 	callMetas     sync.Map
 	callMetaCount atomic.Int64
+	// bindings keeps a *packBinding by *pack.Pack (see packBinding),
+	// bindingCount how many; bindingsMu orders their stores.
+	bindings     sync.Map
+	bindingsMu   sync.Mutex
+	bindingCount int
 }
 
 type registered struct {
@@ -303,22 +307,11 @@ type Run struct {
 	decisions map[string][]policy.Decision
 }
 
+// surfaced is a capability the run's compiled context surfaces: its
+// binding, shared by every run of the pack, and its compiled metadata.
 type surfaced struct {
-	spanName string
-	capName  string      // the capability's name within its adapter
-	reg      *registered // nil when no adapter is registered under its id
-	spec     *capSpec    // nil when the adapter does not register it
-	meta     compiler.CapabilityMetadata
-	perm     pack.Permission
-	// callMeta is the metadata of its call envelopes, callMetaJSON its
-	// canonical JSON (see callMetadata).
-	callMeta     map[string]any
-	callMetaJSON []byte
-	mode         runcontext.ApprovalMode // the capability's highest mode (pack.Permission.Mode)
-	constraints  []argConstraint         // perm.ArgConstraints, compiled
-	// injectsKey: a write's derived idempotency key is set in its args
-	// (see injectsKey), worked out once per run.
-	injectsKey bool
+	*capBinding
+	meta compiler.CapabilityMetadata
 }
 
 // RunOptions tunes one run. The zero value uses the gateway's options.
@@ -493,7 +486,7 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if !cfg.owned {
 		req, rc = req.Clone(), rc.Clone()
 	}
-	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
+	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now
 	}
@@ -547,27 +540,26 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	if r.runDecisionID, err = canon.IDOf(canon.PrefixPolicy, canon.StringPart(rc.RunID), canon.StringPart(r.baseIDs)); err != nil {
 		return nil, err
 	}
-	adapters := map[string]pack.Adapter{}
-	for _, a := range r.pack.ToolingLayer.AdapterRegistry {
-		adapters[a.AdapterID] = a
+	// What the run binds of its pack is the gateway's binding of it,
+	// built once per pack: only the compiled metadata is the run's own.
+	b := g.packBinding(r.pack)
+	r.unbound = b.unbound
+	n := 0
+	for _, e := range cc.Manifests.ToolManifest {
+		n += len(e.Capabilities)
 	}
-	perms := packview.EffectivePermissions(r.pack) // an explicit deny wins over any allow
-	r.unbound = packview.UnboundGates(r.pack, perms)
+	r.surfaced = make(map[string]*surfaced, n)
+	all := make([]surfaced, n)
 	for _, e := range cc.Manifests.ToolManifest {
 		for _, c := range e.Capabilities {
-			id := e.AdapterID + "." + c
-			s := &surfaced{spanName: "execute_tool " + id, capName: c, reg: g.adapters[e.AdapterID], meta: e.CapabilityMetadata[c], perm: perms[id], mode: perms[id].Mode(adapters[e.AdapterID]),
-				constraints: compileConstraints(perms[id].ArgConstraints)}
-			if s.reg != nil {
-				s.spec = s.reg.caps[c]
-			}
-			if s.spec != nil {
-				s.injectsKey = injectsKey(s.spec.schema, s.constraints)
-			}
-			if s.callMeta, s.callMetaJSON, err = g.callMetadata(s); err != nil {
+			cb, err := g.capBinding(b, e.AdapterID, c)
+			if err != nil {
 				return nil, err
 			}
-			r.surfaced[id] = s
+			s := &all[0]
+			all = all[1:]
+			s.capBinding, s.meta = cb, e.CapabilityMetadata[c]
+			r.surfaced[cb.id] = s
 		}
 	}
 	if r.snapshot, err = canon.DigestOf(evidenceManifest(cc.Manifests.EvidenceManifest)); err != nil {
