@@ -427,7 +427,7 @@ func (r *Run) checkApprovalGate(ctx context.Context, c *callRecord) (*result, er
 	}
 	a := c.approval
 	c.approved = &ResultMetadata{Approver: who, ApprovalID: a.ApprovalID, ApprovalGateID: gate, ApprovedAt: a.DecidedAt.UTC().Format(time.RFC3339),
-		ApprovalEvidenceSnapshotHash: r.snapshot}
+		ApprovalEvidenceSnapshotHash: r.evidenceSnapshot()}
 	return nil, nil
 }
 
@@ -624,7 +624,7 @@ func (r *Run) checkApproval(ctx context.Context, c *callRecord, gateID string) (
 	if a == nil {
 		res := r.refuse(c, StatusPaused, NewToolError(CodeApprovalPending, false, fmt.Sprintf("awaiting approval on %s by a %s", gateID, gate.RequiredApproverRole), nil), env.PolicyDecisionID)
 		res.env.Approval = &ApprovalRequest{GateID: gateID, ApproverRole: gate.RequiredApproverRole, TTLSeconds: gate.TTLSeconds, ActionDigest: digest,
-			EvidenceSnapshotHash: r.snapshot, ToolCallID: env.ToolCallID, IdempotencyKey: c.key, RequestedAt: now.UTC(), AllowSelfApproval: gate.AllowSelfApproval}
+			EvidenceSnapshotHash: r.evidenceSnapshot(), ToolCallID: env.ToolCallID, IdempotencyKey: c.key, RequestedAt: now.UTC(), AllowSelfApproval: gate.AllowSelfApproval}
 		return res, "", nil
 	}
 	deny := func(code, msg string) (*result, string, error) {

@@ -274,8 +274,14 @@ type Run struct {
 	doc           policy.Document
 	meter         *runcontext.Meter
 	surfaced      map[string]*surfaced
-	snapshot      string
-	redact        []Redactor
+	// evidence is the run's copy of its compiled evidence manifest, which
+	// its approvals are bound to (evidence_snapshot_hash, see
+	// evidenceSnapshot): its digest is worked out once, when a call at
+	// an approval gate first needs it (snapshotOnce, snapshot).
+	evidence     []compiler.EvidenceManifestEntry
+	snapshotOnce sync.Once
+	snapshot     string
+	redact       []Redactor
 	// clean is cleanSet of redact, when cleanKnown (every rule is a
 	// built-in one): what an outcome's strings are checked against before
 	// the rules are applied one by one (see redactOutcome).
@@ -562,9 +568,9 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 			r.surfaced[cb.id] = s
 		}
 	}
-	if r.snapshot, err = canon.DigestOf(evidenceManifest(cc.Manifests.EvidenceManifest)); err != nil {
-		return nil, err
-	}
+	// A copy: what changes the caller's compiled context after NewRun
+	// changes no approval of the run. Its entries are strings.
+	r.evidence = slices.Clone(cc.Manifests.EvidenceManifest)
 	// The built-in secret detectors apply whatever the pack names (an
 	// empty list included): a key, token or credential never reaches a
 	// result, the transcript or a record. The pack's rules add to them.
@@ -580,6 +586,18 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	}
 	r.clean, r.cleanKnown = cleanSet(r.redact)
 	return r, nil
+}
+
+// evidenceSnapshot is the digest of the run's compiled evidence manifest
+// (its canonical JSON), which the run's approval requests and approved
+// calls carry (evidence_snapshot_hash): the same for every call of the
+// run, worked out when the first call that needs it does.
+func (r *Run) evidenceSnapshot() string {
+	r.snapshotOnce.Do(func() {
+		// evidenceManifest's encoding cannot fail (strings only).
+		r.snapshot, _ = canon.DigestOf(evidenceManifest(r.evidence))
+	})
+	return r.snapshot
 }
 
 // execute records the call, runs the attempts and records the result,
