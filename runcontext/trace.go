@@ -18,7 +18,30 @@ const (
 	headerTracestate  = "tracestate"
 )
 
-var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+// traceContext extracts a span context from the traceparent and
+// tracestate headers (headerCarrier). The baggage header is parsed on its
+// own (TraceFromHeaders): a baggage propagator would find none in the
+// carrier.
+var traceContext propagation.TraceContext
+
+// headerCarrier carries a TraceContext's traceparent and tracestate
+// headers to the propagator, as a map holding those two would, without
+// making the map.
+type headerCarrier struct{ traceparent, tracestate string }
+
+func (c headerCarrier) Get(key string) string {
+	switch key {
+	case headerTraceparent:
+		return c.traceparent
+	case headerTracestate:
+		return c.tracestate
+	}
+	return ""
+}
+
+func (headerCarrier) Set(string, string) {}
+
+func (headerCarrier) Keys() []string { return []string{headerTraceparent, headerTracestate} }
 
 // ParseTraceparent parses a W3C traceparent header with the OpenTelemetry
 // propagator: version-traceid-spanid-flags in lowercase hex, ids not all
@@ -33,7 +56,7 @@ func TraceFromHeaders(tc TraceContext) (Trace, error) {
 	if len(tc.TraceParent) > 512 {
 		return Trace{}, fmt.Errorf("%w: traceparent too long", ErrTraceContext)
 	}
-	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{headerTraceparent: tc.TraceParent, headerTracestate: tc.TraceState})
+	ctx := traceContext.Extract(context.Background(), headerCarrier{tc.TraceParent, tc.TraceState})
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {
 		return Trace{}, fmt.Errorf("%w: traceparent is not version-traceid-spanid-flags in lowercase hex with non-zero ids", ErrTraceContext)
@@ -49,10 +72,16 @@ func TraceFromHeaders(tc TraceContext) (Trace, error) {
 	return Trace{
 		TraceID:    sc.TraceID().String(),
 		SpanID:     sc.SpanID().String(),
-		TraceFlags: fmt.Sprintf("%02x", byte(sc.TraceFlags())),
+		TraceFlags: flagsHex(byte(sc.TraceFlags())),
 		TraceState: tc.TraceState,
 		Baggage:    tc.Baggage,
 	}, nil
+}
+
+// flagsHex is fmt.Sprintf("%02x", b).
+func flagsHex(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&0xf]})
 }
 
 // Traceparent returns the version-00 traceparent header for t.
