@@ -195,28 +195,17 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	var err error
-	if m, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
-		err = m.save(sctx, c, false) // w.b is this save's own
-	} else {
-		err = r.rt.opts.Checkpoints.Save(sctx, c)
-	}
+	// A store may have kept the save and lost its answer (a commit whose
+	// reply was cut off): when it holds these very bytes, the save is
+	// this runtime's (a takeover's claim writes other bytes), and the run
+	// goes on at the store's revision, not over the old one, whose next
+	// save the store would refuse as a takeover's (putOwn; w.b is this
+	// save's own).
+	err := r.rt.putOwn(sctx, cp, c)
 	if errors.Is(err, ErrCheckpointConflict) {
 		return nil, r.claimLost(err)
 	}
 	if err != nil {
-		// A store may have kept the save and lost its answer (a commit
-		// whose reply was cut off): when it holds these very bytes, the
-		// save is this runtime's (a takeover's claim writes other bytes),
-		// and the run goes on at the store's revision, not over the old
-		// one, whose next save the store would refuse as a takeover's.
-		// (The same bytes at the revision the run holds are its previous
-		// save's, not this one's: the claim was not renewed.)
-		if r.rt.keptAnyway(sctx, cp.rev, c) {
-			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, w.b, &spent, call, failed
-			cp.spentAt = r.rt.opts.Now()
-			return nil, nil
-		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
