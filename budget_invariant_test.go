@@ -133,6 +133,22 @@ func TestBudgetsExactThroughCheckpointStoreOutages(t *testing.T) {
 	runBudgetCases(t, genOutageBudgetScenario)
 }
 
+// TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages: the frozen
+// runtimes of TestBudgetsExactWhenFrozenRuntimesComeBack with the
+// checkpoint store outages of TestBudgetsExactThroughCheckpointStoreOutages
+// (before a runtime freezes: one frozen and back meets the store as it
+// is), and its clock that moves with each planner call.
+//
+//	go test -run 'TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages/cases/case_0042' .
+func TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages(t *testing.T) {
+	runBudgetCases(t, func(seed, idx uint64) *budgetScenario {
+		sc := genFrozenBudgetScenario(seed, idx)
+		o := genOutageBudgetScenario(seed, idx)
+		sc.Outages, sc.Tick = o.Outages, o.Tick
+		return sc
+	})
+}
+
 // runBudgetCases runs the generated cases of gen (see
 // TestBudgetsExactGeneratedRuns for their number).
 func runBudgetCases(t *testing.T, gen func(seed, idx uint64) *budgetScenario) {
@@ -764,7 +780,9 @@ func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *context
 	if inc != nil {
 		s.w.mu.Lock()
 		inc.saves++
-		if o := inc.outage; o.At != 0 && inc.saves >= o.At && inc.saves < o.At+o.N {
+		// A runtime frozen and back meets the store as it is (it cannot
+		// know it was taken over from a store it cannot reach).
+		if o := inc.outage; o.At != 0 && !inc.zombie && inc.saves >= o.At && inc.saves < o.At+o.N {
 			fail, lost = true, o.Lost
 		}
 		s.w.mu.Unlock()
