@@ -168,3 +168,13 @@ func BenchmarkCompileVaryingInput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCloneCanonical is the copy of the canonical compiled context a
+// runtime gives its planner and critic.
+func BenchmarkCloneCanonical(b *testing.B) {
+	cc := canonicalScenario(b).compile(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = cc.Clone()
+	}
+}

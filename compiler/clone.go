@@ -20,7 +20,8 @@ func (c *CompiledContext) Clone() *CompiledContext {
 		return nil
 	}
 	o := *c
-	var a strs
+	// The string lists share one array, sized for them all.
+	a := strs{room: make([]string, 0, c.strings())}
 	p := &o.CompiledPrompt
 	p.ContextBlocks = cloneEach(p.ContextBlocks, func(b *ContextBlock) { b.ProvenanceRefs = a.clone(b.ProvenanceRefs) })
 	m := &o.Manifests
@@ -81,6 +82,45 @@ func (c *CompiledContext) Clone() *CompiledContext {
 	}
 	l.Budget.TruncatedBuckets = a.clone(l.Budget.TruncatedBuckets)
 	return &o
+}
+
+// strings counts the strings in the lists Clone copies with a strs (a
+// count too low only costs Clone another chunk).
+func (c *CompiledContext) strings() int {
+	n := 0
+	for i := range c.CompiledPrompt.ContextBlocks {
+		n += len(c.CompiledPrompt.ContextBlocks[i].ProvenanceRefs)
+	}
+	m := &c.Manifests
+	for i := range m.PolicyManifest {
+		n += len(m.PolicyManifest[i].RuleIDs)
+	}
+	for i := range m.ToolManifest {
+		n += len(m.ToolManifest[i].Capabilities)
+	}
+	rc := &c.RuntimeControls
+	n += len(rc.MustRefuse) + len(rc.MustEscalate) + len(rc.ApprovalGatesActive) + len(rc.RedactionRulesActive)
+	for _, v := range c.BudgetReport.DroppedBlockIDs {
+		n += len(v)
+	}
+	n += len(c.BudgetReport.Warnings)
+	l := &c.ContextLedger
+	n += len(l.PolicyBundles)
+	for i := range l.PolicyResults {
+		n += len(l.PolicyResults[i].Requires) + len(l.PolicyResults[i].Raise)
+	}
+	n += len(l.GuardrailsRaised.MustRefuse) + len(l.GuardrailsRaised.MustEscalate)
+	for i := range l.ApprovalGates {
+		n += len(l.ApprovalGates[i].ActivatedBy)
+	}
+	n += len(l.Tools) + len(l.EvidenceRefs) + len(l.MemoryRefs)
+	for i := range l.Omissions {
+		n += len(l.Omissions[i].SourceRefs)
+	}
+	if l.Environment != nil {
+		n += len(l.Environment.Defaulted)
+	}
+	return n + len(l.Budget.TruncatedBuckets)
 }
 
 // strs hands out copies of string lists from shared backing arrays, a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextos/contextos/internal/canon"
@@ -102,6 +103,12 @@ type Prepared struct {
 	perms             map[string]pack.Permission // "adapter_id.capability" → its governing permission (packview.EffectivePermissions)
 	unbound           []string                   // the gates no permission names (packview.UnboundGates)
 	class             pack.DataClassification    // the highest of the input packs'
+	// The tool surface's work that the pack alone decides (prepareSurface).
+	perCall                 []policy.PerCallGate
+	surfaces                []*adapterSurface // one per adapter of the registry, in its order
+	gateTexts, unboundTexts map[string]string // per-call and unbound gates' blocks, by gate_id
+	toolBlocks              int               // the most tool blocks a compile writes (adapters and gates)
+	gateIndex               map[string]int    // each approval gate's index, in the pack's order
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
 	evMemo *evidenceMemo
@@ -110,36 +117,66 @@ type Prepared struct {
 	sealMemo *sealMemo
 }
 
-// evidenceMemo is the digest of one list of evidence items: a source that
-// serves the same items to every run (a static corpus) has them digested
-// once, not at every compile.
+// evidenceMemo is the digest of one list of evidence items, and the
+// blocks of those admitted: a source that serves the same items to every
+// run (a static corpus) has them digested and written out once, not at
+// every compile. What it holds is never changed, only replaced: a
+// compile reads the texts it was handed while another replaces them.
 type evidenceMemo struct {
 	mu    sync.Mutex
 	items []EvidenceItem
 	hash  string
+	// texts[i] is evidenceBlock(items[i]) for each item a compile of
+	// these items admitted, "" for the others; nil until one has.
+	texts []string
 }
 
-// digestOf returns canon.Digest(items), from the memo when items are the
-// ones it holds.
-func (m *evidenceMemo) digestOf(items []EvidenceItem) (string, error) {
+// digestOf returns canon.Digest(items) and, when the memo holds items,
+// its texts (nil: none yet).
+func (m *evidenceMemo) digestOf(items []EvidenceItem) (string, []string, error) {
 	if m == nil {
-		return canon.Digest(items)
+		d, err := canon.Digest(items)
+		return d, nil, err
 	}
 	m.mu.Lock()
 	if m.items != nil && slices.Equal(m.items, items) {
-		d := m.hash
+		d, t := m.hash, m.texts
 		m.mu.Unlock()
-		return d, nil
+		return d, t, nil
 	}
 	m.mu.Unlock()
 	d, err := canon.Digest(items)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	m.mu.Lock()
-	m.items, m.hash = slices.Clone(items), d
+	m.items, m.hash, m.texts = slices.Clone(items), d, nil
 	m.mu.Unlock()
-	return d, nil
+	return d, nil, nil
+}
+
+// keepTexts keeps texts, the blocks a compile wrote for items, when the
+// memo still holds items.
+func (m *evidenceMemo) keepTexts(items []EvidenceItem, texts []string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.texts == nil && slices.Equal(m.items, items) {
+		m.texts = texts
+	}
+	m.mu.Unlock()
+}
+
+// size is how many items the memo holds: the evidence blocks the next
+// compile is likely to write.
+func (m *evidenceMemo) size() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.items)
 }
 
 type tenant struct {
@@ -149,6 +186,42 @@ type tenant struct {
 
 type ruleMeta struct {
 	priority int
+	// text is the policy block and citation a compile wrote last for the
+	// rule, and the decision they were written from.
+	text *atomic.Pointer[policyText]
+}
+
+type policyText struct {
+	d          policy.Decision // the members policyBlock reads
+	text, cite string
+}
+
+// policyText returns p.policyBlock(*d) and the block's citation,
+// "policy:bundle_id#rule_id": those a compile wrote last for the rule
+// when they were written from the same decision.
+func (p *Prepared) policyText(d *policy.Decision) (text, cite string) {
+	slot := p.ruleMeta[d.RuleID].text
+	if slot == nil {
+		return p.policyBlock(*d), "policy:" + d.BundleID + "#" + d.RuleID
+	}
+	if t := slot.Load(); t != nil && sameText(&t.d, d) {
+		return t.text, t.cite
+	}
+	t := &policyText{
+		d: policy.Decision{BundleID: d.BundleID, RuleID: d.RuleID, Outcome: d.Outcome, Branch: d.Branch, Reason: d.Reason, Requires: slices.Clone(d.Requires),
+			ApprovalMode: d.ApprovalMode, RequiresApprovalGate: d.RequiresApprovalGate, DecisionBinding: d.DecisionBinding, Rationale: d.Rationale},
+		text: p.policyBlock(*d), cite: "policy:" + d.BundleID + "#" + d.RuleID,
+	}
+	slot.Store(t)
+	return t.text, t.cite
+}
+
+// sameText reports whether decisions a and b have the same policy block
+// and citation: the members policyBlock reads are equal.
+func sameText(a, b *policy.Decision) bool {
+	return a.BundleID == b.BundleID && a.RuleID == b.RuleID && a.Outcome == b.Outcome && a.Branch == b.Branch && a.Reason == b.Reason &&
+		slices.Equal(a.Requires, b.Requires) && a.ApprovalMode == b.ApprovalMode && a.RequiresApprovalGate == b.RequiresApprovalGate &&
+		a.DecisionBinding == b.DecisionBinding && a.Rationale == b.Rationale
 }
 
 // Compile runs the nine stages for one request: Prepare then
@@ -272,11 +345,12 @@ func Prepare(packs []Input, opts *Options) (*Prepared, error) {
 	}
 	for _, b := range merged.PolicyLayer.PolicyBundles {
 		for _, r := range b.PolicyDSL.Rules {
-			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority}
+			pr.ruleMeta[r.RuleID] = ruleMeta{priority: b.Priority, text: &atomic.Pointer[policyText]{}}
 		}
 	}
 	pr.perms = packview.EffectivePermissions(merged) // an explicit deny wins over any allow
 	pr.unbound = packview.UnboundGates(merged, pr.perms)
+	pr.prepareSurface()
 	return pr, nil
 }
 
@@ -388,6 +462,28 @@ func unionStrings(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// blockID is prefix followed by i in decimal, from ids (the table of
+// prefix's first ids) when it holds it.
+func blockID(ids *[blockIDs]string, prefix string, i int) string {
+	if i >= 0 && i < len(ids) {
+		return ids[i]
+	}
+	return prefix + strconv.Itoa(i)
+}
+
+// blockIDs is how many ids of each kind are written once, not per compile.
+const blockIDs = 32
+
+var polIDs, toolIDs, gateIDs, evIDs, memIDs = idTable("pol_"), idTable("tool_"), idTable("gate_"), idTable("ev_"), idTable("mem_")
+
+func idTable(prefix string) *[blockIDs]string {
+	var t [blockIDs]string
+	for i := range t {
+		t[i] = prefix + strconv.Itoa(i)
+	}
+	return &t
 }
 
 // Block priorities per bucket (seed 003's published output).
@@ -502,43 +598,52 @@ func (p *Prepared) compile(ctx context.Context, req *runcontext.InvokeRequest, r
 		MustRefuse: nonNil(g.MustRefuse), MustEscalate: nonNil(g.MustEscalate),
 		ApprovalGatesActive: nonNil(activeGates), RedactionRulesActive: nonNil(g.RedactionRules),
 	}
-	var blocks []ContextBlock
+	// The blocks are gathered in one list, sized for the pack's blocks
+	// and the evidence the last compile admitted.
+	blocks := make([]ContextBlock, 0, 2+len(res.Decisions)+p.toolBlocks+p.evMemo.size())
 	blocks = append(blocks, ContextBlock{BlockID: "biz_summary", Bucket: runcontext.BucketBusiness, Content: p.business, Priority: priorityBusiness})
-	for i, d := range res.Decisions {
+	// Each block's provenance is its own list, cut from one array:
+	// appending to one cannot write into another.
+	perProv := 1
+	if form == Form1 {
+		perProv = 2
+	}
+	provs := make([]string, perProv*len(res.Decisions))
+	for i := range res.Decisions {
+		d := &res.Decisions[i]
 		// The block cites its rule; its policy decision id (derived from
 		// the run id) is in the ledger's policy_results[i], so the prompt
 		// and compiled_context_hash stay free of run-specific ids.
-		prov := []string{"policy:" + d.BundleID + "#" + d.RuleID}
+		text, cite := p.policyText(d)
+		prov := provs[perProv*i : perProv*(i+1) : perProv*(i+1)]
+		prov[0] = cite
 		if form == Form1 {
-			prov = append(prov, d.PolicyDecisionID)
+			prov[1] = d.PolicyDecisionID
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "pol_" + strconv.Itoa(i), Bucket: runcontext.BucketPolicy, Content: p.policyBlock(d), Priority: priorityPolicy,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(polIDs, "pol_", i), Bucket: runcontext.BucketPolicy, Content: text, Priority: priorityPolicy,
 			ProvenanceRefs: prov})
 	}
 	// Stage 6: tool surface.
-	toolBlocks := p.surface(cc, res, rc.SafetyMode, activeGates)
-	blocks = append(blocks, toolBlocks...)
+	blocks = p.surface(cc, res, rc.SafetyMode, activeGates, blocks)
 	// Stage 7: evidence and memory.
-	evBlocks, evItems, err := p.evidence(ctx, req, rc, ledger)
+	evStart := len(blocks)
+	blocks, evItems, evAdmitted, err := p.evidence(ctx, req, rc, ledger, blocks)
 	if err != nil {
 		return nil, err
 	}
-	blocks = append(blocks, evBlocks...)
-	memBlocks, err := p.memory(ctx, rc, intent, ledger)
-	if err != nil {
+	if blocks, err = p.memory(ctx, rc, intent, ledger, blocks); err != nil {
 		return nil, err
 	}
-	blocks = append(blocks, memBlocks...)
 	blocks = append(blocks, ContextBlock{BlockID: "session", Bucket: runcontext.BucketSession, Content: session, Priority: prioritySession})
 	// Stage 8: budgets and buckets.
-	blocks = p.budget(cc, blocks, rc.RunBudget.BucketTokens)
-	kept := make(map[string]bool, len(blocks))
-	for _, b := range blocks {
-		kept[b.BlockID] = true
-	}
-	cc.Manifests.EvidenceManifest = []EvidenceManifestEntry{}
-	for i, it := range evItems {
-		if kept["ev_"+strconv.Itoa(i)] {
+	blocks, dropped := p.budget(cc, blocks, rc.RunBudget.BucketTokens)
+	// The admitted evidence is blocks evStart on, in order: an item is in
+	// the manifest when the budget kept its block.
+	cc.Manifests.EvidenceManifest = make([]EvidenceManifestEntry, 0, len(evAdmitted))
+	ledger.EvidenceRefs = make([]string, 0, len(evAdmitted))
+	for k, i := range evAdmitted {
+		if !dropped[evStart+k] {
+			it := &evItems[i]
 			cc.Manifests.EvidenceManifest = append(cc.Manifests.EvidenceManifest, EvidenceManifestEntry{EvidenceRef: it.EvidenceRef, SourceID: it.SourceID, Hash: it.Hash})
 			ledger.EvidenceRefs = append(ledger.EvidenceRefs, it.EvidenceRef)
 		}
@@ -594,71 +699,104 @@ func riskLevel(m runcontext.ApprovalMode) string {
 // surface computes stage 6: adapter registry ∩ allowed permissions ∩
 // approval mode (pack.Permission.Mode) ≤ safety mode, minus what policy blocks (a refusal blocks
 // everything; a deny or escalation blocks write-class capabilities).
-func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string) []ContextBlock {
+func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety runcontext.ApprovalMode, activeGates []string, blocks []ContextBlock) []ContextBlock {
 	ledger := &cc.ContextLedger
-	cc.Manifests.ToolManifest = []ToolManifestEntry{}
-	var blocks []ContextBlock
+	cc.Manifests.ToolManifest = make([]ToolManifestEntry, 0, len(p.surfaces))
 	// Policy may lower a capability's mode (never raise it) through the gate
 	// that governs it: the lowest mode a taken branch asks for, per gate.
-	gateMode := map[string]runcontext.ApprovalMode{}
+	// Both are indexed by p.gateIndex ("": no branch asks; false: no
+	// surfaced capability's permission names the gate); a gate the pack
+	// does not declare is keyed by its id.
+	var gateMode []runcontext.ApprovalMode
+	var otherMode map[string]runcontext.ApprovalMode
 	for _, d := range res.Decisions {
 		if d.ApprovalMode.Valid() && d.RequiresApprovalGate != "" {
-			if m, ok := gateMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
-				gateMode[d.RequiresApprovalGate] = d.ApprovalMode
+			gi, ok := p.gateIndex[d.RequiresApprovalGate]
+			if !ok {
+				if m, ok := otherMode[d.RequiresApprovalGate]; !ok || d.ApprovalMode.Compare(m) < 0 {
+					if otherMode == nil {
+						otherMode = map[string]runcontext.ApprovalMode{}
+					}
+					otherMode[d.RequiresApprovalGate] = d.ApprovalMode
+				}
+				continue
+			}
+			if gateMode == nil {
+				gateMode = make([]runcontext.ApprovalMode, len(p.gateIndex))
+			}
+			if m := gateMode[gi]; m == "" || d.ApprovalMode.Compare(m) < 0 {
+				gateMode[gi] = d.ApprovalMode
 			}
 		}
 	}
-	perCall := p.engine.PerCallGates()
-	named := map[string]bool{} // gates a surfaced capability's permission names
-	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+	named := make([]bool, len(p.gateIndex)) // gates a surfaced capability's permission names
+	var otherNamed map[string]bool
+	// Each block's provenance is its own one-string list, cut from one
+	// array: appending to one cannot write into another.
+	provs := make([]string, p.toolBlocks)
+	var sigBuf [16]capSig
+	for ai, a := range p.pack.ToolingLayer.AdapterRegistry {
+		as := p.surfaces[ai]
 		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
-		for _, c := range a.Capabilities {
-			id := a.AdapterID + "." + c
-			perm, capMode, ok := p.exposed(a, id)
+		sig := sigBuf[:0]
+		for ci := range as.caps {
+			cs := &as.caps[ci]
 			reason := ""
 			switch {
-			case !ok:
+			case cs.perm == nil:
 				reason = "no allowed permission exposes it"
-			case !capMode.AtMost(safety):
-				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", capMode, safety)
+			case !cs.mode.AtMost(safety):
+				reason = fmt.Sprintf("approval mode %s is above the run's safety mode %s", cs.mode, safety)
 			case res.Verdict == policy.VerdictRefuse:
 				reason = "a must_refuse guardrail fired"
-			case capMode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
+			case cs.mode.IsWrite() && (res.Verdict == policy.VerdictDeny || res.Verdict == policy.VerdictEscalate):
 				reason = "policy " + string(res.Verdict) + " blocks write-class capabilities"
 			}
 			if reason != "" {
-				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: id, Reason: reason})
+				ledger.ToolsWithheld = append(ledger.ToolsWithheld, WithheldTool{Capability: cs.id, Reason: reason})
 				continue
 			}
-			mode := capMode
-			if m, ok := gateMode[perm.RequiresApprovalGate]; ok && perm.RequiresApprovalGate != "" && m.Compare(mode) < 0 {
-				mode = m
+			perm := cs.perm
+			mode := cs.mode
+			if perm.RequiresApprovalGate != "" {
+				m := otherMode[perm.RequiresApprovalGate]
+				if cs.gate >= 0 && gateMode != nil {
+					m = gateMode[cs.gate]
+				}
+				if m != "" && m.Compare(mode) < 0 {
+					mode = m
+				}
 			}
-			kind := "read"
-			if capMode.IsWrite() {
-				kind = "write"
-			}
-			entry.Capabilities = append(entry.Capabilities, c)
+			entry.Capabilities = append(entry.Capabilities, cs.name)
 			// The constraints are copied: the compiled context goes to the
 			// run's result, and the pack's own map to every run of it.
 			md := CapabilityMetadata{
-				Kind: kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
+				Kind: cs.kind, RiskLevel: riskLevel(mode), ApprovalMode: mode, Source: "adapter_registry", PermissionID: perm.PermissionID,
 				Constraints: cloneConstraints(perm.ArgConstraints), ApprovalGate: perm.RequiresApprovalGate, GateActive: perm.RequiresApprovalGate != "" && slices.Contains(activeGates, perm.RequiresApprovalGate),
 			}
 			if md.ApprovalGate != "" && !md.GateActive {
-				md.GatePerCall = perCallCondition(perCall, md.ApprovalGate)
+				md.GatePerCall = cs.perCall
 			}
-			if md.ApprovalGate != "" {
-				named[md.ApprovalGate] = true
+			switch {
+			case cs.gate >= 0:
+				named[cs.gate] = true
+			case md.ApprovalGate != "":
+				if otherNamed == nil {
+					otherNamed = map[string]bool{}
+				}
+				otherNamed[md.ApprovalGate] = true
 			}
-			entry.CapabilityMetadata[c] = md
-			ledger.Tools = append(ledger.Tools, id)
+			entry.CapabilityMetadata[cs.name] = md
+			ledger.Tools = append(ledger.Tools, cs.id)
+			sig = append(sig, capSig{cap: ci, mode: mode, active: md.GateActive})
 		}
 		if len(entry.Capabilities) == 0 {
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "tool_" + strconv.Itoa(len(cc.Manifests.ToolManifest)), Bucket: runcontext.BucketTool,
-			Content: toolBlock(a, entry), Priority: priorityTool, ProvenanceRefs: []string{"adapter:" + a.AdapterID}})
+		n := len(cc.Manifests.ToolManifest)
+		provs[n] = as.prov
+		blocks = append(blocks, ContextBlock{BlockID: blockID(toolIDs, "tool_", n), Bucket: runcontext.BucketTool,
+			Content: as.textOf(a, entry, sig), Priority: priorityTool, ProvenanceRefs: provs[n : n+1 : n+1]})
 		cc.Manifests.ToolManifest = append(cc.Manifests.ToolManifest, entry)
 	}
 	// A gate that reads the tool call and that no surfaced capability's
@@ -666,26 +804,118 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	// gate no permission names at all holds every write-class call while
 	// it is active: the model is told it is.
 	if len(cc.Manifests.ToolManifest) > 0 {
-		n := 0
-		for _, pc := range perCall {
-			if named[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
+		n, k := 0, len(cc.Manifests.ToolManifest)
+		for _, pc := range p.perCall {
+			if gi, ok := p.gateIndex[pc.GateID]; ok && named[gi] || otherNamed[pc.GateID] || slices.Contains(activeGates, pc.GateID) && slices.Contains(p.unbound, pc.GateID) {
 				continue
 			}
-			g := p.gates[pc.GateID]
-			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
-				Content: perCallGateBlock(g, perCallCondition(perCall, pc.GateID)), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + pc.GateID}})
-			n++
+			provs[k] = "gate:" + pc.GateID
+			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
+				Content: p.gateTexts[pc.GateID], Priority: priorityTool, ProvenanceRefs: provs[k : k+1 : k+1]})
+			n, k = n+1, k+1
 		}
 		for _, id := range p.unbound {
 			if !slices.Contains(activeGates, id) {
 				continue
 			}
-			blocks = append(blocks, ContextBlock{BlockID: "gate_" + strconv.Itoa(n), Bucket: runcontext.BucketTool,
-				Content: unboundGateBlock(p.gates[id]), Priority: priorityTool, ProvenanceRefs: []string{"gate:" + id}})
-			n++
+			provs[k] = "gate:" + id
+			blocks = append(blocks, ContextBlock{BlockID: blockID(gateIDs, "gate_", n), Bucket: runcontext.BucketTool,
+				Content: p.unboundTexts[id], Priority: priorityTool, ProvenanceRefs: provs[k : k+1 : k+1]})
+			n, k = n+1, k+1
 		}
 	}
 	return blocks
+}
+
+// adapterSurface is what the tool surface of one adapter of the pack
+// needs that the pack alone decides, made once by Prepare and only read
+// after (but for text, which is replaced whole).
+type adapterSurface struct {
+	prov string // the block's provenance, "adapter:" + adapter_id
+	caps []capSurface
+	// text is the last block a compile wrote for the adapter and what
+	// it was written from.
+	text atomic.Pointer[toolText]
+}
+
+// capSurface is one capability of an adapter: its name, its id
+// ("adapter_id.capability"), its governing permission (nil: no allowed
+// permission exposes it), its mode and kind, and when its permission's
+// approval gate, if it reads the tool call, applies to a call.
+type capSurface struct {
+	name, id string
+	perm     *pack.Permission
+	mode     runcontext.ApprovalMode
+	kind     string
+	perCall  string
+	gate     int // the index of its permission's approval gate in Prepared.gateIndex, -1 for none or one the pack does not declare
+}
+
+// capSig is what a tool block says of a surfaced capability that varies
+// from compile to compile: which capability, its mode after policy, and
+// whether its gate is active. The rest follows from the capability.
+type capSig struct {
+	cap    int
+	mode   runcontext.ApprovalMode
+	active bool
+}
+
+type toolText struct {
+	sig  []capSig
+	text string
+}
+
+// textOf returns toolBlock(a, entry), where sig says what of entry varies:
+// the text written last when sig is the same.
+func (as *adapterSurface) textOf(a pack.Adapter, entry ToolManifestEntry, sig []capSig) string {
+	if t := as.text.Load(); t != nil && slices.Equal(t.sig, sig) {
+		return t.text
+	}
+	text := toolBlock(a, entry)
+	as.text.Store(&toolText{sig: slices.Clone(sig), text: text})
+	return text
+}
+
+// prepareSurface makes p's adapter surfaces and gate texts (Prepare).
+func (p *Prepared) prepareSurface() {
+	p.perCall = p.engine.PerCallGates()
+	p.gateIndex = make(map[string]int, len(p.gates))
+	for _, g := range p.pack.PolicyLayer.ApprovalGates {
+		if _, ok := p.gateIndex[g.GateID]; !ok {
+			p.gateIndex[g.GateID] = len(p.gateIndex)
+		}
+	}
+	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
+		as := &adapterSurface{prov: "adapter:" + a.AdapterID, caps: make([]capSurface, len(a.Capabilities))}
+		for i, c := range a.Capabilities {
+			id := a.AdapterID + "." + c
+			perm, mode, ok := p.exposed(a, id)
+			cs := capSurface{name: c, id: id, mode: mode, kind: "read", gate: -1}
+			if mode.IsWrite() {
+				cs.kind = "write"
+			}
+			if ok {
+				cs.perm = &perm
+				if perm.RequiresApprovalGate != "" {
+					cs.perCall = perCallCondition(p.perCall, perm.RequiresApprovalGate)
+					if gi, ok := p.gateIndex[perm.RequiresApprovalGate]; ok {
+						cs.gate = gi
+					}
+				}
+			}
+			as.caps[i] = cs
+		}
+		p.surfaces = append(p.surfaces, as)
+	}
+	p.gateTexts = map[string]string{}
+	for _, pc := range p.perCall {
+		p.gateTexts[pc.GateID] = perCallGateBlock(p.gates[pc.GateID], perCallCondition(p.perCall, pc.GateID))
+	}
+	p.unboundTexts = map[string]string{}
+	for _, id := range p.unbound {
+		p.unboundTexts[id] = unboundGateBlock(p.gates[id])
+	}
+	p.toolBlocks = len(p.surfaces) + len(p.perCall) + len(p.unbound)
 }
 
 // exposed returns the permission that governs capability id
@@ -744,28 +974,42 @@ func perCallCondition(perCall []policy.PerCallGate, gate string) string {
 }
 
 // evidence computes stage 7's evidence: only trusted, unexpired, fresh,
-// well-formed, unique items are admitted; the rest are omissions.
-func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, ledger *ContextLedger) ([]ContextBlock, []EvidenceItem, error) {
+// well-formed, unique items are admitted; the rest are omissions. It
+// appends the admitted items' blocks to blocks and returns the items
+// retrieved with the indexes of the admitted ones, in block order.
+func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, rc *runcontext.RunContext, ledger *ContextLedger, blocks []ContextBlock) ([]ContextBlock, []EvidenceItem, []int, error) {
 	if p.opts.Evidence == nil {
-		return nil, nil, nil
+		return blocks, nil, nil, nil
 	}
 	// The source is handed its own copy of the request's context: what
 	// it does to it is not the request's (a runtime's record reads that
 	// context for required evidence, and its replay packet pins it).
 	items, err := p.opts.Evidence.Evidence(ctx, EvidenceQuery{TenantID: rc.TenantID, Intent: ledger.Intent, SnapshotPinRule: p.pack.IntelligenceRefs.KnowledgeGraph.SnapshotPinRule, Context: jsonv.CloneObject(req.Input.Context)})
 	if err != nil {
-		return nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
+		return nil, nil, nil, fail(7, ErrEvidence, err, "retrieve evidence")
 	}
 	if items == nil {
 		items = []EvidenceItem{} // none is none, however a source says it
 	}
-	if ledger.Inputs.EvidenceHash, err = p.evMemo.digestOf(items); err != nil {
-		return nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
+	// texts are the blocks of the items the memo holds (when it holds
+	// these): a block's text is the item's alone.
+	var texts []string
+	if ledger.Inputs.EvidenceHash, texts, err = p.evMemo.digestOf(items); err != nil {
+		return nil, nil, nil, fail(7, ErrEvidence, err, "evidence has no canonical form")
 	}
-	var blocks []ContextBlock
-	var admitted []EvidenceItem
-	seen := map[string]bool{}
-	for _, it := range items {
+	var made []string // the texts made here, for the memo
+	if texts == nil {
+		made = make([]string, len(items))
+	}
+	blocks = slices.Grow(blocks, len(items))
+	// Each block's provenance, and each omission's source, is its own
+	// one-string list, cut from one array: appending to one cannot write
+	// into another.
+	refs := make([]string, len(items))
+	var admitted []int
+	seen := make(map[string]bool, len(items))
+	for i := range items {
+		it := &items[i]
 		reason := ""
 		dup := seen[it.EvidenceRef]
 		seen[it.EvidenceRef] = true
@@ -791,26 +1035,38 @@ func (p *Prepared) evidence(ctx context.Context, req *runcontext.InvokeRequest, 
 			reason = "stale: snapshot " + it.Snapshot + " is not the pinned " + p.opts.KnowledgeSnapshot
 		}
 		if reason != "" {
-			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: nonEmpty(it.SourceID)})
+			var src []string
+			if it.SourceID != "" {
+				refs[i] = it.SourceID
+				src = refs[i : i+1 : i+1]
+			}
+			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "evidence", Ref: it.EvidenceRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(it.Content), Priority: priorityEvidence, SourceRefs: src})
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "ev_" + strconv.Itoa(len(admitted)), Bucket: runcontext.BucketEvidence, Content: evidenceBlock(it), Priority: priorityEvidence, ProvenanceRefs: []string{it.EvidenceRef}})
-		admitted = append(admitted, it)
+		var text string
+		switch {
+		case texts != nil && texts[i] != "":
+			text = texts[i]
+		case made != nil:
+			text = evidenceBlock(*it)
+			made[i] = text
+		default:
+			text = evidenceBlock(*it) // admitted here, not when the memo's texts were made
+		}
+		refs[i] = it.EvidenceRef
+		blocks = append(blocks, ContextBlock{BlockID: blockID(evIDs, "ev_", len(admitted)), Bucket: runcontext.BucketEvidence, Content: text, Priority: priorityEvidence, ProvenanceRefs: refs[i : i+1 : i+1]})
+		admitted = append(admitted, i)
 	}
-	return blocks, admitted, nil
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
+	if made != nil {
+		p.evMemo.keepTexts(items, made)
 	}
-	return []string{s}
+	return blocks, items, admitted, nil
 }
 
 // memory computes stage 7's memory: only promoted memories are recalled.
-func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent string, ledger *ContextLedger) ([]ContextBlock, error) {
+func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent string, ledger *ContextLedger, blocks []ContextBlock) ([]ContextBlock, error) {
 	if p.opts.Memory == nil {
-		return nil, nil
+		return blocks, nil
 	}
 	items, err := p.opts.Memory.Recall(ctx, MemoryQuery{TenantID: rc.TenantID, UserID: rc.User.UserID, Intent: intent})
 	if err != nil {
@@ -822,7 +1078,7 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 	if ledger.Inputs.MemoryHash, err = canon.Digest(items); err != nil {
 		return nil, fail(7, ErrEvidence, err, "memory has no canonical form")
 	}
-	var blocks []ContextBlock
+	n := 0
 	for _, m := range items {
 		if m.State != MemoryPromoted || m.MemoryRef == "" || strings.TrimSpace(m.Content) == "" {
 			reason := "not promoted (" + m.State + "): candidates and captures are not trusted context"
@@ -832,16 +1088,18 @@ func (p *Prepared) memory(ctx context.Context, rc *runcontext.RunContext, intent
 			ledger.Omissions = append(ledger.Omissions, Omission{Kind: "memory", Ref: m.MemoryRef, Reason: reason, EstimatedTokens: p.opts.Tokenizer.Count(m.Content), Priority: priorityMemory})
 			continue
 		}
-		blocks = append(blocks, ContextBlock{BlockID: "mem_" + strconv.Itoa(len(blocks)), Bucket: runcontext.BucketMemory,
+		blocks = append(blocks, ContextBlock{BlockID: blockID(memIDs, "mem_", n), Bucket: runcontext.BucketMemory,
 			Content: memoryBlock(m), Priority: priorityMemory, ProvenanceRefs: []string{m.MemoryRef}})
+		n++
 	}
 	return blocks, nil
 }
 
 // budget computes stage 8: one allocation per bucket; a bucket over its
 // allocation drops whole blocks, last first, and says so in the budget
-// report, the warnings and the ledger's omissions.
-func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[runcontext.Bucket]int) []ContextBlock {
+// report, the warnings and the ledger's omissions. It returns the blocks
+// kept, in order, in blocks' own array, and which of blocks it dropped.
+func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[runcontext.Bucket]int) (kept []ContextBlock, dropped []bool) {
 	br := &cc.BudgetReport
 	br.TokensAllocated = map[runcontext.Bucket]int{}
 	br.TokensUsedByBucket = map[runcontext.Bucket]int{}
@@ -882,7 +1140,7 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 		br.TokensUsedByBucket[bucket] = used[bucket]
 		br.TokensUsedAtCompile += used[bucket]
 	}
-	out := make([]ContextBlock, 0, len(blocks))
+	out := blocks[:0] // each kept block moves to an index at most its own
 	for i, b := range blocks {
 		if !drop[i] {
 			out = append(out, b)
@@ -890,7 +1148,7 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 	}
 	// Ordered by priority, highest first, then by index (stable).
 	slices.SortStableFunc(out, func(a, b ContextBlock) int { return b.Priority - a.Priority })
-	return out
+	return out, drop
 }
 
 // checkOverlayVersion fails closed when overlays hold an environment

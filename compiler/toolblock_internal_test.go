@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/contextos/contextos/internal/sortedkeys"
@@ -137,14 +138,16 @@ func (p *Prepared) policyBlockByFmt(d policy.Decision) string {
 // TestPolicyBlockText: policyBlock writes what the concatenated and fmt
 // form wrote, every optional part present or not, for rules with and
 // without metadata, gates known and unknown, negative priorities and TTLs,
-// unknown approval modes and text that is not valid UTF-8.
+// unknown approval modes and text that is not valid UTF-8; and policyText,
+// which keeps a rule's last block, gives the block and citation of each
+// decision (the same decision again, or one that differs in any member).
 func TestPolicyBlockText(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 37))
 	str := func() string {
 		return []string{"", "r1", "é漢", "\xff\xfe", "a b, c", "%d %s"}[r.IntN(6)]
 	}
 	p := &Prepared{
-		ruleMeta: map[string]ruleMeta{"r1": {priority: 10}, "é漢": {priority: -3}, "a b, c": {priority: math.MaxInt64}},
+		ruleMeta: map[string]ruleMeta{"r1": {priority: 10, text: &atomic.Pointer[policyText]{}}, "é漢": {priority: -3, text: &atomic.Pointer[policyText]{}}, "a b, c": {priority: math.MaxInt64}},
 		gates: map[string]pack.ApprovalGate{
 			"g1":  {GateID: "g1", RequiredApproverRole: "supervisor", TTLSeconds: 3600},
 			"%d":  {GateID: "%d", RequiredApproverRole: "\xff", TTLSeconds: -5},
@@ -158,8 +161,44 @@ func TestPolicyBlockText(t *testing.T) {
 		for range r.IntN(4) {
 			d.Requires = append(d.Requires, str())
 		}
-		if got, want := p.policyBlock(d), p.policyBlockByFmt(d); got != want {
+		want := p.policyBlockByFmt(d)
+		if got := p.policyBlock(d); got != want {
 			t.Fatalf("policyBlock:\n got %q\nwant %q", got, want)
+		}
+		if got, cite := p.policyText(&d); got != want || cite != "policy:"+d.BundleID+"#"+d.RuleID {
+			t.Fatalf("policyText:\n got %q %q\nwant %q", got, cite, want)
+		}
+	}
+}
+
+// TestPolicyTextEachMember: a decision that differs from the one before
+// it for the same rule in only one member policyBlock reads gets its own
+// block, not the one the rule's memo keeps.
+func TestPolicyTextEachMember(t *testing.T) {
+	p := &Prepared{
+		ruleMeta: map[string]ruleMeta{"r1": {priority: 10, text: &atomic.Pointer[policyText]{}}},
+		gates:    map[string]pack.ApprovalGate{"g1": {GateID: "g1", RequiredApproverRole: "supervisor", TTLSeconds: 3600}, "g2": {GateID: "g2", RequiredApproverRole: "lead", TTLSeconds: 60}},
+	}
+	base := policy.Decision{RuleID: "r1", BundleID: "b1", Outcome: "allow", Branch: "then", Rationale: "why", Reason: "because", Requires: []string{"e1"},
+		ApprovalMode: runcontext.ReadOnly, DecisionBinding: "k1", RequiresApprovalGate: "g1", PolicyDecisionID: "pd_1"}
+	edits := []func(*policy.Decision){
+		func(d *policy.Decision) { d.BundleID = "b2" },
+		func(d *policy.Decision) { d.Outcome = "deny" },
+		func(d *policy.Decision) { d.Branch = "else" },
+		func(d *policy.Decision) { d.Rationale = "other" },
+		func(d *policy.Decision) { d.Reason = "other" },
+		func(d *policy.Decision) { d.Requires = []string{"e2"} },
+		func(d *policy.Decision) { d.Requires = append(d.Requires, "e2") },
+		func(d *policy.Decision) { d.ApprovalMode = runcontext.Destructive },
+		func(d *policy.Decision) { d.DecisionBinding = "k2" },
+		func(d *policy.Decision) { d.RequiresApprovalGate = "g2" },
+		func(d *policy.Decision) { d.PolicyDecisionID = "pd_2" }, // not in the block: the same text
+	}
+	for i, edit := range edits {
+		for _, d := range []policy.Decision{base.Clone(), func() policy.Decision { d := base.Clone(); edit(&d); return d }(), base.Clone()} {
+			if got, cite := p.policyText(&d); got != p.policyBlockByFmt(d) || cite != "policy:"+d.BundleID+"#"+d.RuleID {
+				t.Fatalf("edit %d: policyText %q %q, want %q", i, got, cite, p.policyBlockByFmt(d))
+			}
 		}
 	}
 }

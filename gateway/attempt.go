@@ -30,6 +30,9 @@ func init() {
 	gatewayhook.WithPolicy = func(cfg, eval any) {
 		cfg.(*RunConfig).policy, _ = eval.(*policy.Evaluation)
 	}
+	gatewayhook.Owned = func(cfg any) {
+		cfg.(*RunConfig).owned = true
+	}
 }
 
 // Attempt is one adapter attempt as the gateway took it, reported to

@@ -135,8 +135,46 @@ func checkProtocolName(what, v string, mayBeEmpty bool) error {
 
 // callMetadata is the metadata every call envelope of s carries in a run,
 // and its canonical JSON (nil when there is none). Envelopes share it: it
-// is read only.
+// is read only (each envelope takes its own copy of the map). It depends
+// only on the gate the permission requires and on the registration, which
+// never change once registered, so the gateway builds it once for each
+// (up to maxCallMetas) and every run binding the capability shares it.
 func (g *Gateway) callMetadata(s *surfaced) (map[string]any, []byte, error) {
+	key := callMetaKey{gate: s.perm.RequiresApprovalGate, reg: s.reg, spec: s.spec}
+	if v, ok := g.callMetas.Load(key); ok {
+		c := v.(*callMeta)
+		return c.m, c.b, nil
+	}
+	m, b, err := g.buildCallMetadata(s)
+	if err == nil && g.callMetaCount.Load() < maxCallMetas {
+		if _, loaded := g.callMetas.LoadOrStore(key, &callMeta{m: m, b: b}); !loaded {
+			g.callMetaCount.Add(1)
+		}
+	}
+	return m, b, err
+}
+
+// callMetaKey is what a capability's call metadata depends on.
+type callMetaKey struct {
+	gate string
+	reg  *registered
+	spec *capSpec
+}
+
+// callMeta is a call metadata and its canonical JSON (callMetadata).
+type callMeta struct {
+	m map[string]any
+	b []byte
+}
+
+// maxCallMetas bounds the call metadata a gateway keeps: the gates
+// come from the packs its runs bind, which a long-lived gateway may see
+// many of. Past it, metadata is built for each run, as it is the first
+// time.
+const maxCallMetas = 4096
+
+// buildCallMetadata builds callMetadata.
+func (g *Gateway) buildCallMetadata(s *surfaced) (map[string]any, []byte, error) {
 	m := map[string]any{}
 	if s.perm.RequiresApprovalGate != "" {
 		m[metaRequiresApprovalGate] = s.perm.RequiresApprovalGate

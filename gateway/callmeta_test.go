@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -296,5 +297,54 @@ func TestEnvelopeMetadataIsPerCall(t *testing.T) {
 	}
 	if calls != 8 {
 		t.Errorf("%d calls recorded, want 8", calls)
+	}
+}
+
+// metaEditingSink checks every call entry it is given (its metadata and
+// entry hash, kept in seen) and then writes into its metadata.
+type metaEditingSink struct {
+	t    *testing.T
+	seen *[]map[string]any
+}
+
+func (s metaEditingSink) Append(_ context.Context, e gateway.TranscriptEntry) error {
+	if e.Call == nil {
+		return nil
+	}
+	if h, err := canon.Digest(e.Call); err != nil || h != e.EntryHash {
+		s.t.Errorf("entry %d: hash %s, the envelope's %s (%v)", e.Seq, e.EntryHash, h, err)
+	}
+	*s.seen = append(*s.seen, maps.Clone(e.Call.Metadata))
+	e.Call.Metadata["note"] = "set by the sink"
+	e.Call.Metadata[gateway.MetaProtocol] = "changed"
+	return nil
+}
+
+// A gateway builds a capability's call metadata once and shares it
+// across the runs bound to it: an adapter and a transcript sink that
+// write into the metadata they are given in one run change no envelope
+// of another run (nor its entry hash).
+func TestEnvelopeMetadataIsPerCallAcrossRuns(t *testing.T) {
+	f := newFixture(t)
+	var seen []map[string]any
+	opts := f.opts
+	opts.Transcript = metaEditingSink{t, &seen}
+	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_orders", Adapter: metaWriter{}, Capabilities: map[string]gateway.Capability{"lookup": {ArgsSchema: lookupSchema}}}}, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := rebind(t, f, gw).Call(ctx, lookupCall()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]any{"arg_schema_ref": digestOf(t, string(lookupSchema)), "protocol": "in-process", "version": "contextos.tool_call.v1"}
+	if len(seen) != 3 {
+		t.Fatalf("%d call entries, want 3", len(seen))
+	}
+	for i, m := range seen {
+		if diff := cmp.Diff(want, m); diff != "" {
+			t.Errorf("run %d: recorded envelope metadata (-want +got):\n%s", i, diff)
+		}
 	}
 }

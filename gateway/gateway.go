@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -82,6 +83,10 @@ type Gateway struct {
 	adapters map[string]*registered
 	rules    map[string]Redactor
 	tracer   trace.Tracer // nil when the provider is the no-op one
+	// callMetas keeps call metadata by callMetaKey (see callMetadata),
+	// callMetaCount how many.
+	callMetas     sync.Map
+	callMetaCount atomic.Int64
 }
 
 type registered struct {
@@ -453,6 +458,13 @@ type RunConfig struct {
 	// own: nothing may change it afterwards. It is not exported, so a
 	// caller cannot have a run enforce an evaluation of other input.
 	policy *policy.Evaluation
+	// owned, set only through gatewayhook.Owned by the module's own
+	// runtime, reports that Request and RunContext are the runtime's own
+	// copies, which nothing changes for the run's life and nobody else
+	// holds (a planner or critic gets copies of its own): NewRun keeps
+	// them rather than copying them again. A run bound through the
+	// exported RunConfig always takes its own copies.
+	owned bool
 }
 
 // check reports the first missing field (ErrConfig, naming it).
@@ -477,7 +489,10 @@ func (g *Gateway) NewRun(cfg RunConfig, opts *RunOptions) (*Run, error) {
 	// The run enforces the request and run context as they are handed
 	// over: a caller that edits its own after NewRun (its safety mode,
 	// delegation, user or budget) changes no check of the run's calls.
-	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request.Clone(), cfg.RunContext.Clone(), cfg.Meter
+	prepared, cc, req, rc, meter := cfg.Prepared, cfg.Compiled, cfg.Request, cfg.RunContext, cfg.Meter
+	if !cfg.owned {
+		req, rc = req.Clone(), rc.Clone()
+	}
 	r := &Run{g: g, cc: cc, rc: rc, req: req, pack: prepared.Pack(), engine: prepared.Engine(), meter: meter, surfaced: map[string]*surfaced{}, prev: GenesisHash, now: g.opts.Now}
 	if opts != nil && opts.Now != nil {
 		r.now = opts.Now

@@ -1276,7 +1276,17 @@ func (r *run) facts() *decision.Facts {
 // An entry no fetched item agrees with keeps the kind "", which satisfies
 // no name (fail closed).
 func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem) *decision.Facts {
-	f := &decision.Facts{Pack: p, Admitted: map[string]string{}, RequestContext: req.Input.Context, ActiveGates: map[string]string{}, PolicyEvaluated: true}
+	// The maps are sized once: a run's facts are built at every turn's
+	// judgement, write check and record, and a map grown entry by entry
+	// copies its table at each growth.
+	active := 0
+	for _, g := range cc.ContextLedger.ApprovalGates {
+		if g.Active {
+			active++
+		}
+	}
+	f := &decision.Facts{Pack: p, Admitted: make(map[string]string, len(cc.Manifests.EvidenceManifest)), RequestContext: req.Input.Context,
+		ActiveGates: make(map[string]string, active), PolicyEvaluated: true}
 	for _, e := range cc.Manifests.EvidenceManifest {
 		f.Admitted[e.EvidenceRef] = admittedKind(e, fetched)
 	}

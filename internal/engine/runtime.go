@@ -960,6 +960,13 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 	if eval != nil {
 		gatewayhook.WithPolicy(&cfg, eval)
 	}
+	// The run's request and run context are its own (the facade clones
+	// the caller's request, Materialize the host's run context, a resume
+	// decodes both from the checkpoint), never changed in place (a new
+	// budget replaces the run context; the checkpoint writer relies on
+	// it too), and a planner or critic gets copies (pluginReq,
+	// pluginRC): the gateway keeps them rather than copying them again.
+	gatewayhook.Owned(&cfg)
 	if r.gwRun, err = rt.gw.NewRun(cfg, gwOpts); err != nil {
 		return err
 	}

@@ -193,8 +193,17 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
-	sctx, cancel := detached(ctx)
-	defer cancel()
+	var sctx context.Context
+	if _, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+		// The module's own store never blocks (it takes a mutex) and reads
+		// ctx only for its error: the save is detached from the caller's
+		// cancellation without a timer, which it could never meet.
+		sctx = context.WithoutCancel(ctx)
+	} else {
+		var cancel context.CancelFunc
+		sctx, cancel = detached(ctx)
+		defer cancel()
+	}
 	// A store may have kept the save and lost its answer (a commit whose
 	// reply was cut off): when it holds these very bytes, the save is
 	// this runtime's (a takeover's claim writes other bytes), and the run

@@ -43,6 +43,13 @@ var SaveSpent func(opts, saver any)
 // exported RunConfig always evaluates its policy itself.
 var WithPolicy func(cfg, eval any)
 
+// Owned marks cfg's (a *gateway.RunConfig) request and run context as
+// the runtime's own copies, which nothing changes for the run's life and
+// no one else holds: the run keeps them instead of copying them. It is
+// the module's own: a run bound through the exported RunConfig always
+// copies them.
+var Owned func(cfg any)
+
 // VerifyChain verifies entries (a []gateway.TranscriptEntry, in order) as
 // the part of a run's transcript chain that starts at sequence seq after
 // the chain hash prev, as gateway.VerifyTranscript verifies a whole one
