@@ -465,8 +465,8 @@ type unansweredSave struct {
 // is made again over the store's revision when what moved it is an
 // earlier save of this runtime's over st.rev that the store kept though
 // it could not be found then (st.unanswered, at exactly st.rev+1: a
-// takeover's claim would be past it). A save the store fails and that is
-// not found kept joins st.unanswered.
+// takeover's claim would be past it). A save the store fails and that
+// could not be looked for (the load failed too) joins st.unanswered.
 func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoint) error {
 	over := c.Revision
 	err := rt.put(ctx, c)
@@ -482,13 +482,24 @@ func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoin
 	if errors.Is(err, ErrCheckpointConflict) {
 		return err
 	}
-	if rt.keptAnyway(ctx, over, c) {
+	kept, unknown := rt.keptAnyway(ctx, over, c)
+	if kept {
 		st.unanswered = nil
 		return nil
 	}
-	st.unanswered = append(st.unanswered, unansweredSave{version: c.Version, data: c.Data})
+	if unknown {
+		// At most the last few are kept: a run whose saves and loads
+		// all fail stops once half of its lease has passed anyway.
+		if len(st.unanswered) == maxUnanswered {
+			st.unanswered = slices.Delete(st.unanswered, 0, 1)
+		}
+		st.unanswered = append(st.unanswered, unansweredSave{version: c.Version, data: c.Data})
+	}
 	return err
 }
+
+// maxUnanswered bounds checkpointState.unanswered.
+const maxUnanswered = 4
 
 // keptEarlier reports whether the store holds one of st.unanswered at
 // st.rev+1: a save of this runtime's over st.rev, so nobody else wrote
@@ -543,13 +554,18 @@ func (rt *Runtime) savedAs(st *checkpointState, c *Checkpoint) {
 // a running run's own (a takeover's claim adds its resume, and a spend
 // save's members are this runtime's), never a claim two runtimes may race
 // for. The same bytes at rev are a previous save's, not this one's.
-func (rt *Runtime) keptAnyway(ctx context.Context, rev int, c *Checkpoint) bool {
+// unknown reports a load that failed: the store may hold c or not. (A
+// load at rev or before it, a stale one, is not this save's either.)
+func (rt *Runtime) keptAnyway(ctx context.Context, rev int, c *Checkpoint) (kept, unknown bool) {
 	got, err := rt.opts.Checkpoints.Load(ctx, c.RunID)
-	if err != nil || got == nil || got.Revision == rev || got.Version != c.Version || !bytes.Equal(got.Data, c.Data) {
-		return false
+	if err != nil || got == nil {
+		return false, true
+	}
+	if got.Revision <= rev || got.Version != c.Version || !bytes.Equal(got.Data, c.Data) {
+		return false, false
 	}
 	c.Revision = got.Revision
-	return true
+	return true, false
 }
 
 // pinLedgerPacks pins, on the run's first compile, the packs section of
