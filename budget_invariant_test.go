@@ -116,7 +116,8 @@ func TestBudgetsExactWhenFrozenRuntimesComeBack(t *testing.T) {
 // TestBudgetsExactThroughCheckpointStoreOutages: the generated runs of
 // TestBudgetsExactGeneratedRuns whose checkpoint store fails some saves
 // (see budgetOutage): it refuses them, or keeps them and loses its
-// answer (a commit whose reply was cut off), and each planner call may
+// answer (a commit whose reply was cut off), the load the runtime then
+// makes to find its save failing too (Blind), and each planner call may
 // take part of the claim's lease (Tick), so the claim is renewed at the
 // run's takeover points and checks. A runtime may go on past a failed
 // save or stop, with an error that wraps the store's failure
@@ -130,6 +131,22 @@ func TestBudgetsExactWhenFrozenRuntimesComeBack(t *testing.T) {
 //	go test -run 'TestBudgetsExactThroughCheckpointStoreOutages/cases/case_0042' .
 func TestBudgetsExactThroughCheckpointStoreOutages(t *testing.T) {
 	runBudgetCases(t, genOutageBudgetScenario)
+}
+
+// TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages: the frozen
+// runtimes of TestBudgetsExactWhenFrozenRuntimesComeBack with the
+// checkpoint store outages of TestBudgetsExactThroughCheckpointStoreOutages
+// (before a runtime freezes: one frozen and back meets the store as it
+// is), and its clock that moves with each planner call.
+//
+//	go test -run 'TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages/cases/case_0042' .
+func TestBudgetsExactWhenFrozenRuntimesComeBackThroughOutages(t *testing.T) {
+	runBudgetCases(t, func(seed, idx uint64) *budgetScenario {
+		sc := genFrozenBudgetScenario(seed, idx)
+		o := genOutageBudgetScenario(seed, idx)
+		sc.Outages, sc.Tick = o.Outages, o.Tick
+		return sc
+	})
 }
 
 // runBudgetCases runs the generated cases of gen (see
@@ -239,6 +256,10 @@ type budgetOutage struct {
 	At   int  `json:"at"`
 	N    int  `json:"n,omitempty"`
 	Lost bool `json:"lost,omitempty"`
+	// Blind fails the runtime's first checkpoint load after each answer
+	// the store lost (the store still unreachable when the runtime looks
+	// for the save it sent).
+	Blind bool `json:"blind,omitempty"`
 }
 
 // errBudgetOutage is the checkpoint store's failure in the outage cases.
@@ -353,6 +374,10 @@ func genOutageBudgetScenario(seed, idx uint64) *budgetScenario {
 			sc.Outages[i] = budgetOutage{At: 1 + r.IntN(6), N: 1 + r.IntN(2), Lost: r.IntN(2) == 0}
 		}
 	}
+	// Drawn last, so the draws above are the cases' as they were.
+	for i := range sc.Outages {
+		sc.Outages[i].Blind = sc.Outages[i].Lost && r.IntN(2) == 0
+	}
 	return sc
 }
 
@@ -386,7 +411,8 @@ type budgetInc struct {
 	res     *contextos.Result
 
 	outage budgetOutage
-	saves  int // checkpoint saves it asked for (under the world's mu)
+	saves  int  // checkpoint saves it asked for (under the world's mu)
+	blind  bool // its next checkpoint load fails (outage.Blind; under the world's mu)
 	// planOwed and callOwed are what its planner turns, and the attempts
 	// of its call in progress, reported since its last checkpoint save
 	// the store kept (and, for a call, since its result was recorded):
@@ -754,7 +780,9 @@ func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *context
 	if inc != nil {
 		s.w.mu.Lock()
 		inc.saves++
-		if o := inc.outage; o.At != 0 && inc.saves >= o.At && inc.saves < o.At+o.N {
+		// A runtime frozen and back meets the store as it is (it cannot
+		// know it was taken over from a store it cannot reach).
+		if o := inc.outage; o.At != 0 && !inc.zombie && inc.saves >= o.At && inc.saves < o.At+o.N {
 			fail, lost = true, o.Lost
 		}
 		s.w.mu.Unlock()
@@ -775,6 +803,7 @@ func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *context
 		inc.planOwed, inc.callOwed = usageSum{}, usageSum{}
 		if lost {
 			s.w.event(budgetEvent{inc: inc, kind: "outage", what: fmt.Sprintf("checkpoint save %d kept, its answer lost", inc.saves)})
+			inc.blind = inc.outage.Blind
 		}
 		s.w.mu.Unlock()
 		if lost {
@@ -782,6 +811,22 @@ func (s budgetCheckpoints) save(ctx context.Context, inc *budgetInc, cp *context
 		}
 	}
 	return err
+}
+
+func (s budgetCheckpoints) Load(ctx context.Context, runID string) (*contextos.Checkpoint, error) {
+	if inc := incOf(ctx); inc != nil {
+		s.w.mu.Lock()
+		blind := inc.blind
+		inc.blind = false
+		if blind {
+			s.w.event(budgetEvent{inc: inc, kind: "outage", what: "checkpoint load failed"})
+		}
+		s.w.mu.Unlock()
+		if blind {
+			return nil, errBudgetOutage
+		}
+	}
+	return s.InMemoryCheckpoints.Load(ctx, runID)
 }
 
 type budgetDecisions struct {

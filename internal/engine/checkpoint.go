@@ -214,6 +214,12 @@ type checkpointState struct {
 	// checks of a tool call (HoldClaim, SaveAttemptsSpent) count from the
 	// later of the two (renewedAt), a takeover point's from heldAt.
 	spentAt time.Time
+	// unanswered are this runtime's own saves over rev (putOwn) that the
+	// store failed and that it could not find kept (the store's answer
+	// lost, and its load failed too): the store may hold one of them, at
+	// rev+1, and a later save over rev is then refused though nobody
+	// else wrote. Any save that moves rev drops them.
+	unanswered []unansweredSave
 	// enc keeps the JSON of the request and run contexts between saves
 	// (marshalCheckpoint).
 	enc checkpointCache
@@ -425,19 +431,96 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 // saveOwnCheckpoint is saveCheckpoint for a state save of a run this
 // runtime continues under its claim (a takeover point's, never the claim
 // itself, which two runtimes may race to write byte for byte): a save the
-// store kept but whose answer it lost is the run's (keptAnyway), and the
+// store kept but whose answer it lost is the run's (putOwn), and the
 // run goes on at the store's revision, over which its next save is made
 // (over the old one, that save would be refused as a takeover's).
 func (rt *Runtime) saveOwnCheckpoint(ctx context.Context, st *checkpointState) error {
-	c, err := rt.putCheckpoint(ctx, st)
-	if err != nil && c != nil && !errors.Is(err, ErrCheckpointConflict) && rt.keptAnyway(ctx, st.rev, c) {
-		err = nil
-	}
+	c, err := encodeCheckpoint(st)
 	if err != nil {
+		return err
+	}
+	if st.Active {
+		c.Lease = rt.heartbeatTTL()
+	}
+	// c.Data is the encoder's own copy (see putCheckpoint).
+	if err := rt.putOwn(ctx, st, c); err != nil {
 		return err
 	}
 	rt.savedAs(st, c)
 	return nil
+}
+
+// unansweredSave is a save of the run's own whose answer the store may
+// have lost (checkpointState.unanswered).
+type unansweredSave struct {
+	version int
+	data    []byte
+}
+
+// putOwn saves c, a save of the run this runtime continues (st) over
+// st.rev, whose bytes no other runtime could have written (see
+// keptAnyway), and reports nil when the store holds it. A save the store
+// fails is the run's when the store holds its very bytes at a newer
+// revision (keptAnyway); one it refuses because the checkpoint moved on
+// is made again over the store's revision when what moved it is an
+// earlier save of this runtime's over st.rev that the store kept though
+// it could not be found then (st.unanswered, at exactly st.rev+1: a
+// takeover's claim would be past it). A save the store fails and that
+// could not be looked for (the load failed too) joins st.unanswered.
+func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoint) error {
+	over := c.Revision
+	err := rt.put(ctx, c)
+	if errors.Is(err, ErrCheckpointConflict) && len(st.unanswered) > 0 && rt.keptEarlier(ctx, st) {
+		c.Revision = st.rev + 1
+		over = c.Revision
+		err = rt.put(ctx, c)
+	}
+	if err == nil {
+		st.unanswered = nil
+		return nil
+	}
+	if errors.Is(err, ErrCheckpointConflict) {
+		return err
+	}
+	kept, unknown := rt.keptAnyway(ctx, over, c)
+	if kept {
+		st.unanswered = nil
+		return nil
+	}
+	if unknown {
+		// At most the last few are kept: a run whose saves and loads
+		// all fail stops once half of its lease has passed anyway.
+		if len(st.unanswered) == maxUnanswered {
+			st.unanswered = slices.Delete(st.unanswered, 0, 1)
+		}
+		st.unanswered = append(st.unanswered, unansweredSave{version: c.Version, data: c.Data})
+	}
+	return err
+}
+
+// maxUnanswered bounds checkpointState.unanswered.
+const maxUnanswered = 4
+
+// keptEarlier reports whether the store holds one of st.unanswered at
+// st.rev+1: a save of this runtime's over st.rev, so nobody else wrote
+// the run's checkpoint since st.rev.
+func (rt *Runtime) keptEarlier(ctx context.Context, st *checkpointState) bool {
+	got, err := rt.opts.Checkpoints.Load(ctx, st.RunID)
+	if err != nil || got == nil || got.Revision != st.rev+1 {
+		return false
+	}
+	return slices.ContainsFunc(st.unanswered, func(u unansweredSave) bool {
+		return u.version == got.Version && bytes.Equal(u.data, got.Data)
+	})
+}
+
+// put saves c over c.Revision (with the module's own store, keeping
+// c.Data as it is: its caller made it for this save alone).
+func (rt *Runtime) put(ctx context.Context, c *Checkpoint) error {
+	if m, ok := rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+		return m.save(ctx, c, false)
+	}
+	return rt.opts.Checkpoints.Save(ctx, c)
 }
 
 // putCheckpoint encodes st and saves it over the revision it holds,
@@ -450,18 +533,15 @@ func (rt *Runtime) putCheckpoint(ctx context.Context, st *checkpointState) (c *C
 	if st.Active {
 		c.Lease = rt.heartbeatTTL()
 	}
-	if m, ok := rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
-		// c.Data is the encoder's own copy and nobody else holds it: the
-		// module's own store keeps it as it is rather than copy it again.
-		return c, m.save(ctx, c, false)
-	}
-	return c, rt.opts.Checkpoints.Save(ctx, c)
+	// c.Data is the encoder's own copy and nobody else holds it: the
+	// module's own store keeps it as it is rather than copy it again.
+	return c, rt.put(ctx, c)
 }
 
 // savedAs moves st to c, the save of it the store kept.
 func (rt *Runtime) savedAs(st *checkpointState, c *Checkpoint) {
 	st.saved, st.cut = c.Data, st.enc.cut
-	st.rev, st.heldAt, st.spentAt = c.Revision, time.Time{}, time.Time{}
+	st.rev, st.heldAt, st.spentAt, st.unanswered = c.Revision, time.Time{}, time.Time{}, nil
 	if st.Active {
 		st.heldAt = rt.opts.Now()
 	}
@@ -474,13 +554,18 @@ func (rt *Runtime) savedAs(st *checkpointState, c *Checkpoint) {
 // a running run's own (a takeover's claim adds its resume, and a spend
 // save's members are this runtime's), never a claim two runtimes may race
 // for. The same bytes at rev are a previous save's, not this one's.
-func (rt *Runtime) keptAnyway(ctx context.Context, rev int, c *Checkpoint) bool {
+// unknown reports a load that failed: the store may hold c or not. (A
+// load at rev or before it, a stale one, is not this save's either.)
+func (rt *Runtime) keptAnyway(ctx context.Context, rev int, c *Checkpoint) (kept, unknown bool) {
 	got, err := rt.opts.Checkpoints.Load(ctx, c.RunID)
-	if err != nil || got == nil || got.Revision == rev || got.Version != c.Version || !bytes.Equal(got.Data, c.Data) {
-		return false
+	if err != nil || got == nil {
+		return false, true
+	}
+	if got.Revision <= rev || got.Version != c.Version || !bytes.Equal(got.Data, c.Data) {
+		return false, false
 	}
 	c.Revision = got.Revision
-	return true
+	return true, false
 }
 
 // pinLedgerPacks pins, on the run's first compile, the packs section of

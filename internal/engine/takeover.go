@@ -193,36 +193,28 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	}
 	w.b = append(w.b, '}')
 	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
-	var err error
 	var sctx context.Context
-	if m, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
+	if _, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
 		// The module's own store never blocks (it takes a mutex) and reads
 		// ctx only for its error: the save is detached from the caller's
 		// cancellation without a timer, which it could never meet.
 		sctx = context.WithoutCancel(ctx)
-		err = m.save(sctx, c, false) // w.b is this save's own
 	} else {
 		var cancel context.CancelFunc
 		sctx, cancel = detached(ctx)
 		defer cancel()
-		err = r.rt.opts.Checkpoints.Save(sctx, c)
 	}
+	// A store may have kept the save and lost its answer (a commit whose
+	// reply was cut off): when it holds these very bytes, the save is
+	// this runtime's (a takeover's claim writes other bytes), and the run
+	// goes on at the store's revision, not over the old one, whose next
+	// save the store would refuse as a takeover's (putOwn; w.b is this
+	// save's own).
+	err := r.rt.putOwn(sctx, cp, c)
 	if errors.Is(err, ErrCheckpointConflict) {
 		return nil, r.claimLost(err)
 	}
 	if err != nil {
-		// A store may have kept the save and lost its answer (a commit
-		// whose reply was cut off): when it holds these very bytes, the
-		// save is this runtime's (a takeover's claim writes other bytes),
-		// and the run goes on at the store's revision, not over the old
-		// one, whose next save the store would refuse as a takeover's.
-		// (The same bytes at the revision the run holds are its previous
-		// save's, not this one's: the claim was not renewed.)
-		if r.rt.keptAnyway(sctx, cp.rev, c) {
-			cp.rev, cp.saved, cp.SpentSincePoint, cp.CallInProgress, cp.FailedSincePoint = c.Revision, w.b, &spent, call, failed
-			cp.spentAt = r.rt.opts.Now()
-			return nil, nil
-		}
 		// A store that fails the save does not stop the run (its record
 		// counts the spend); the spend stays owed to the next save.
 		r.spentUnsaved = true
