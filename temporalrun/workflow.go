@@ -74,7 +74,9 @@ func (h *Host) Workflow(ctx workflow.Context, in Input) (*Output, error) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "config", nil)
 	}
 	rctx := runContext{w: ctx}
-	res, err := rt.Invoke(rctx, in.Request, in.Run)
+	// The engine's Invoke takes the request as the run's own, as the
+	// facade's hands it over (a copy): the gateway keeps it uncopied.
+	res, err := rt.Invoke(rctx, in.Request.Clone(), in.Run)
 	if err != nil {
 		return nil, runError(err)
 	}
