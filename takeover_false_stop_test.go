@@ -168,21 +168,11 @@ func (a *retrySaveAdapter) Call(ctx context.Context, call *gateway.Call) (*gatew
 // claim check after the retry saved again, the store failed it, and the
 // run stopped though its lease had just been renewed.
 func TestTakeoverSpendSaveRenewsTheClaimForTheClaimCheck(t *testing.T) {
-	clock := newFakeClock()
 	cps := &outageCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
-	cps.Now = clock.Now
-	a := &retrySaveAdapter{slowCallAdapter{slow: "none", clock: clock, cps: cps, counts: map[string]int{}}}
-	var o contextostest.Options
-	o.Now = clock.Now
-	o.Runtime.Checkpoints = cps
-	noWait := func(string, int) time.Duration { return 0 }
-	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
-		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {}}},
-		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
-	}
-	h := bareHarness(t, newTurnPlanner(1200, 0), &o)
-	t.Cleanup(func() { h.ReplayAll() })
+	a := &retrySaveAdapter{slowCallAdapter{slow: "none", cps: cps, counts: map[string]int{}}}
+	c := sameAdapterCase(t, newTurnPlanner(1200, 0), a, 3, func(o *contextostest.Options) { o.Runtime.Checkpoints = cps })
+	a.clock, cps.Now = c.clock, c.clock.Now
+	h := c.h
 	req, rc := refundRequest(t, 1200, true)
 	rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
 	res, err := h.Runtime.Invoke(context.Background(), req, rc)

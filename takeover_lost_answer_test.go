@@ -67,6 +67,34 @@ func (a *lostAnswerAdapter) Call(_ context.Context, call *gateway.Call) (*gatewa
 	return &gateway.Outcome{Output: map[string]any{"transaction_id": "txn_q9"}, Mutations: []string{"refund:txn_q9"}}, nil
 }
 
+// errLoadFailed is blindCheckpoints' failure of the load after a save
+// whose answer it lost.
+var errLoadFailed = errors.New("checkpoint store: connection refused")
+
+// blindCheckpoints is lostAnswerCheckpoints whose next load after a lost
+// answer fails too, once (the store still unreachable when the runtime
+// looks for the save it sent): the runtime cannot tell at once that the
+// save was its own.
+type blindCheckpoints struct {
+	*lostAnswerCheckpoints
+	blind atomic.Bool
+}
+
+func (s *blindCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	err := s.lostAnswerCheckpoints.Save(ctx, cp)
+	if errors.Is(err, errAnswerLost) {
+		s.blind.Store(true)
+	}
+	return err
+}
+
+func (s *blindCheckpoints) Load(ctx context.Context, runID string) (*contextos.Checkpoint, error) {
+	if s.blind.CompareAndSwap(true, false) {
+		return nil, errLoadFailed
+	}
+	return s.lostAnswerCheckpoints.Load(ctx, runID)
+}
+
 // A takeover-point save the store kept but whose answer it lost (the
 // commit's reply cut off), within half a lease of the claim's last
 // renewal, must not stop a healthy run that nobody took over: the store
@@ -74,40 +102,46 @@ func (a *lostAnswerAdapter) Call(_ context.Context, call *gateway.Call) (*gatewa
 // save is the runtime's own and the run goes on from that revision.
 // Before, the runtime went on over the old revision, and its next save
 // was refused as a takeover's: the run stopped with ErrRunInProgress,
-// "taken over by another runtime", though no other runtime existed.
+// "taken over by another runtime", though no other runtime existed. With
+// the load that looks for the kept save failing too ("load fails too"),
+// the runtime goes on over the old revision, and its next save, refused
+// because the store holds the save it sent itself at the very next
+// revision, is made again over it.
 func TestAPointSaveWithALostAnswerDoesNotStopAHealthyRun(t *testing.T) {
-	clock := newFakeClock()
-	cps := &lostAnswerCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
-	cps.Now = clock.Now
-	a := &lostAnswerAdapter{clock: clock, cps: cps}
-	var o contextostest.Options
-	o.Now = clock.Now
-	o.Runtime.Checkpoints = cps
-	noWait := func(string, int) time.Duration { return 0 }
-	o.Runtime.Adapters = []gateway.Registration{
-		{AdapterID: "adp_orders", Adapter: a, Capabilities: map[string]gateway.Capability{"lookup": {Backoff: noWait, MaxAttempts: 3}}},
-		{AdapterID: "adp_policy", Adapter: a, Capabilities: map[string]gateway.Capability{"eval": {}}},
-		{AdapterID: "adp_payments", Adapter: a, Capabilities: map[string]gateway.Capability{"issue_refund": {Scopes: []string{"payments.refund"}}}},
+	for _, blind := range []bool{false, true} {
+		name := "load answers"
+		if blind {
+			name = "load fails too"
+		}
+		t.Run(name, func(t *testing.T) {
+			lost := &lostAnswerCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
+			var cps contextos.CheckpointStore = lost
+			if blind {
+				cps = &blindCheckpoints{lostAnswerCheckpoints: lost}
+			}
+			a := &lostAnswerAdapter{cps: lost}
+			c := sameAdapterCase(t, newTurnPlanner(1200, 0), a, 3, func(o *contextostest.Options) { o.Runtime.Checkpoints = cps })
+			a.clock, lost.Now = c.clock, c.clock.Now
+			h := c.h
+			req, rc := refundRequest(t, 1200, true)
+			rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
+			res, err := h.Runtime.Invoke(context.Background(), req, rc)
+			if n := lost.lost.Load(); n != 1 {
+				t.Fatalf("the store lost %d answers, want 1 (the scenario did not happen)", n)
+			}
+			if err != nil {
+				t.Fatalf("a healthy run stopped after a save whose answer the store lost: %v", err)
+			}
+			contextostest.AssertStatus(t, res, decision.Decided)
+			if n := a.refunds.Load(); n != 1 {
+				t.Errorf("%d refunds, want 1", n)
+			}
+			if _, err := gateway.VerifyTranscript(runEntries(t, h, rc.RunID)); err != nil {
+				t.Errorf("the transcript does not verify: %v", err)
+			}
+			contextostest.AssertReplayEqual(t, h.Replay(res))
+		})
 	}
-	h := bareHarness(t, newTurnPlanner(1200, 0), &o)
-	t.Cleanup(func() { h.ReplayAll() })
-	req, rc := refundRequest(t, 1200, true)
-	rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
-	res, err := h.Runtime.Invoke(context.Background(), req, rc)
-	if n := cps.lost.Load(); n != 1 {
-		t.Fatalf("the store lost %d answers, want 1 (the scenario did not happen)", n)
-	}
-	if err != nil {
-		t.Fatalf("a healthy run stopped after a save whose answer the store lost: %v", err)
-	}
-	contextostest.AssertStatus(t, res, decision.Decided)
-	if n := a.refunds.Load(); n != 1 {
-		t.Errorf("%d refunds, want 1", n)
-	}
-	if _, err := gateway.VerifyTranscript(runEntries(t, h, rc.RunID)); err != nil {
-		t.Errorf("the transcript does not verify: %v", err)
-	}
-	contextostest.AssertReplayEqual(t, h.Replay(res))
 }
 
 // The same at a long_running run's heartbeat (a takeover point whose
