@@ -71,7 +71,7 @@ func TestRunFactsKeptOnlyForTheirInputs(t *testing.T) {
 		}
 	}
 	check("no result")
-	if r.facts() != r.facts() {
+	if kept := r.facts(); r.facts() != kept {
 		t.Error("the facts of the same inputs were built twice")
 	}
 	// A write check with a rule of the call's own.
