@@ -1247,18 +1247,56 @@ func (r *run) primaryDecision() string {
 
 // facts are what the run established, for the decision record and the
 // built-in critic.
+//
+// The facts are shared by the calls made with the same inputs (see
+// factsMemo): a caller must not change them.
 func (r *run) facts() *decision.Facts {
 	var fetched []compiler.EvidenceItem
 	if r.pins != nil {
 		fetched = r.pins.fetched() // runFacts only reads it
 	}
-	f := runFacts(r.prepared.Pack(), r.cc, r.req, r.cp.Results, fetched)
+	key := factsKey{pack: r.prepared.Pack(), cc: r.cc, req: r.req, results: first(r.cp.Results), nResults: len(r.cp.Results), fetched: first(fetched), nFetched: len(fetched), pending: r.cp.Pending}
+	if m := &r.factsMemo; m.f != nil && m.key == key {
+		return m.f
+	}
+	f := runFacts(key.pack, r.cc, r.req, r.cp.Results, fetched)
 	if p := r.cp.Pending; p != nil {
 		// The gate the run is paused on holds a call: a DEFERRED record
 		// lists it among its controls.
 		addHeldGate(f, p.GateID, p.ApproverRole, false)
 	}
+	r.factsMemo = factsMemo{key: key, f: f}
 	return f
+}
+
+// factsMemo is a run's latest facts and the inputs they were built from.
+type factsMemo struct {
+	key factsKey
+	f   *decision.Facts
+}
+
+// factsKey is what a run's facts are built from: the pack, compiled
+// context, request and pending call (none of which the run changes in
+// place: each is replaced when it changes), and the run's results and
+// fetched evidence, which only grow by append (never edited in place), so
+// the same first element and length are the same list.
+type factsKey struct {
+	pack     *pack.Pack
+	cc       *compiler.CompiledContext
+	req      *runcontext.InvokeRequest
+	pending  *gateway.ApprovalRequest
+	results  *StepResult // the first, nil when none
+	nResults int
+	fetched  *compiler.EvidenceItem // the first, nil when none
+	nFetched int
+}
+
+// first is the address of l's first element, nil when l is empty.
+func first[T any](l []T) *T {
+	if len(l) == 0 {
+		return nil
+	}
+	return &l[0]
 }
 
 // runFacts are what a run established: the admitted evidence with its

@@ -519,6 +519,11 @@ type run struct {
 	// run (its own: a run a takeover continues in the same process keeps
 	// its attempts apart from those of the part it took over).
 	recorder *playback.Recorder
+	// factsMemo is the run's latest facts with exactly the inputs they were
+	// built from (facts): the facts are built at every turn's judgement,
+	// write check and record, often from the same inputs. Its users only
+	// read them (verifyWrite edits a shallow copy).
+	factsMemo factsMemo
 	// redactedDecision is the decision of the latest plan redactPlan
 	// redacted (the run's own copy of the plan, which nothing edits
 	// after): build marks its outputs as redacted already

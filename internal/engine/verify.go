@@ -43,7 +43,9 @@ func (r *run) verifyWrite(w *gateway.WriteCall) *gateway.ToolError {
 		d.DecisionBinding = ""
 		own[i] = d
 	}
-	f.AppliedRules = appliedRules(r.cc.ContextLedger.PolicyResults, own)
+	fc := *f // the run's facts are shared (run.facts): this call's own
+	fc.AppliedRules = appliedRules(r.cc.ContextLedger.PolicyResults, own)
+	f = &fc
 	type miss struct {
 		decision.Requirement
 		key string
