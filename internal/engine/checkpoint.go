@@ -214,11 +214,13 @@ type checkpointState struct {
 	// checks of a tool call (HoldClaim, SaveAttemptsSpent) count from the
 	// later of the two (renewedAt), a takeover point's from heldAt.
 	spentAt time.Time
-	// unanswered are this runtime's own saves over rev (putOwn) that the
-	// store failed and that it could not find kept (the store's answer
-	// lost, and its load failed too): the store may hold one of them, at
-	// rev+1, and a later save over rev is then refused though nobody
-	// else wrote. Any save that moves rev drops them.
+	// unanswered are this runtime's own saves (putOwn) that the store
+	// failed and that it could not find kept (the store's answer lost,
+	// and its load failed too), each with the revision it was made over
+	// (rev, or past it for a save made again over an earlier one of them
+	// found kept): the store may hold one of them, at the revision after,
+	// and a later save over rev is then refused though nobody else
+	// wrote. Any save that moves rev drops them.
 	unanswered []unansweredSave
 	// enc keeps the JSON of the request and run contexts between saves
 	// (marshalCheckpoint).
@@ -453,6 +455,9 @@ func (rt *Runtime) saveOwnCheckpoint(ctx context.Context, st *checkpointState) e
 // unansweredSave is a save of the run's own whose answer the store may
 // have lost (checkpointState.unanswered).
 type unansweredSave struct {
+	// over is the revision the save was made over: kept, the store holds
+	// it at over+1.
+	over    int
 	version int
 	data    []byte
 }
@@ -463,17 +468,21 @@ type unansweredSave struct {
 // fails is the run's when the store holds its very bytes at a newer
 // revision (keptAnyway); one it refuses because the checkpoint moved on
 // is made again over the store's revision when what moved it is an
-// earlier save of this runtime's over st.rev that the store kept though
-// it could not be found then (st.unanswered, at exactly st.rev+1: a
-// takeover's claim would be past it). A save the store fails and that
-// could not be looked for (the load failed too) joins st.unanswered.
+// earlier save of this runtime's that the store kept though it could not
+// be found then (st.unanswered, at exactly the revision after the one it
+// was made over: a takeover's claim would be past it). A save the store
+// fails and that could not be looked for (the load failed too) joins
+// st.unanswered, with the revision it was made over (st.rev, or past it
+// when it was made again over an earlier one kept).
 func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoint) error {
 	over := c.Revision
 	err := rt.put(ctx, c)
-	if errors.Is(err, ErrCheckpointConflict) && len(st.unanswered) > 0 && rt.keptEarlier(ctx, st) {
-		c.Revision = st.rev + 1
-		over = c.Revision
-		err = rt.put(ctx, c)
+	if errors.Is(err, ErrCheckpointConflict) && len(st.unanswered) > 0 {
+		if at, ok := rt.keptEarlier(ctx, st); ok {
+			c.Revision = at
+			over = at
+			err = rt.put(ctx, c)
+		}
 	}
 	if err == nil {
 		st.unanswered = nil
@@ -493,7 +502,7 @@ func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoin
 		if len(st.unanswered) == maxUnanswered {
 			st.unanswered = slices.Delete(st.unanswered, 0, 1)
 		}
-		st.unanswered = append(st.unanswered, unansweredSave{version: c.Version, data: c.Data})
+		st.unanswered = append(st.unanswered, unansweredSave{over: over, version: c.Version, data: c.Data})
 	}
 	return err
 }
@@ -502,16 +511,20 @@ func (rt *Runtime) putOwn(ctx context.Context, st *checkpointState, c *Checkpoin
 const maxUnanswered = 4
 
 // keptEarlier reports whether the store holds one of st.unanswered at
-// st.rev+1: a save of this runtime's over st.rev, so nobody else wrote
-// the run's checkpoint since st.rev.
-func (rt *Runtime) keptEarlier(ctx context.Context, st *checkpointState) bool {
+// the revision after the one it was made over, and returns that revision
+// (at): a save of this runtime's, so nobody else wrote the run's
+// checkpoint since st.rev. (One made over a revision past st.rev was
+// made again over a save of this runtime's found kept there, and so on
+// down to st.rev.)
+func (rt *Runtime) keptEarlier(ctx context.Context, st *checkpointState) (at int, ok bool) {
 	got, err := rt.opts.Checkpoints.Load(ctx, st.RunID)
-	if err != nil || got == nil || got.Revision != st.rev+1 {
-		return false
+	if err != nil || got == nil || got.Revision <= st.rev {
+		return 0, false
 	}
-	return slices.ContainsFunc(st.unanswered, func(u unansweredSave) bool {
-		return u.version == got.Version && bytes.Equal(u.data, got.Data)
+	ok = slices.ContainsFunc(st.unanswered, func(u unansweredSave) bool {
+		return u.over+1 == got.Revision && u.version == got.Version && bytes.Equal(u.data, got.Data)
 	})
+	return got.Revision, ok
 }
 
 // put saves c over c.Revision (with the module's own store, keeping
