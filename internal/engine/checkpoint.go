@@ -422,8 +422,11 @@ func decodeCheckpoint(c *Checkpoint) (*checkpointState, error) {
 // new one. An active run's checkpoint carries this runtime's claim, with
 // a lease of Options.HeartbeatTTL from the save on the store's clock.
 func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) error {
-	c, err := rt.putCheckpoint(ctx, st)
+	c, err := rt.encodeForSave(st)
 	if err != nil {
+		return err
+	}
+	if err := rt.put(ctx, c); err != nil {
 		return err
 	}
 	rt.savedAs(st, c)
@@ -437,14 +440,10 @@ func (rt *Runtime) saveCheckpoint(ctx context.Context, st *checkpointState) erro
 // run goes on at the store's revision, over which its next save is made
 // (over the old one, that save would be refused as a takeover's).
 func (rt *Runtime) saveOwnCheckpoint(ctx context.Context, st *checkpointState) error {
-	c, err := encodeCheckpoint(st)
+	c, err := rt.encodeForSave(st)
 	if err != nil {
 		return err
 	}
-	if st.Active {
-		c.Lease = rt.heartbeatTTL()
-	}
-	// c.Data is the encoder's own copy (see putCheckpoint).
 	if err := rt.putOwn(ctx, st, c); err != nil {
 		return err
 	}
@@ -536,9 +535,11 @@ func (rt *Runtime) put(ctx context.Context, c *Checkpoint) error {
 	return rt.opts.Checkpoints.Save(ctx, c)
 }
 
-// putCheckpoint encodes st and saves it over the revision it holds,
-// leaving st as it was; c is what it sent (nil when st did not encode).
-func (rt *Runtime) putCheckpoint(ctx context.Context, st *checkpointState) (c *Checkpoint, _ error) {
+// encodeForSave is st as the checkpoint a save sends: an active run's
+// carries this runtime's claim, with a lease of Options.HeartbeatTTL.
+// Its Data is the encoder's own copy and nobody else holds it: the
+// module's own store keeps it as it is rather than copy it again (put).
+func (rt *Runtime) encodeForSave(st *checkpointState) (*Checkpoint, error) {
 	c, err := encodeCheckpoint(st)
 	if err != nil {
 		return nil, err
@@ -546,9 +547,7 @@ func (rt *Runtime) putCheckpoint(ctx context.Context, st *checkpointState) (c *C
 	if st.Active {
 		c.Lease = rt.heartbeatTTL()
 	}
-	// c.Data is the encoder's own copy and nobody else holds it: the
-	// module's own store keeps it as it is rather than copy it again.
-	return c, rt.put(ctx, c)
+	return c, nil
 }
 
 // savedAs moves st to c, the save of it the store kept.
