@@ -95,6 +95,23 @@ func (s *blindCheckpoints) Load(ctx context.Context, runID string) (*contextos.C
 	return s.lostAnswerCheckpoints.Load(ctx, runID)
 }
 
+// twiceBlindCheckpoints is blindCheckpoints that loses the answer of the
+// next save it keeps after the first lost one too (and fails the load
+// after it): the save the runtime makes again over the store's revision
+// (its earlier save kept there, putOwn) meets the same outage.
+type twiceBlindCheckpoints struct {
+	*blindCheckpoints
+	rearmed atomic.Bool
+}
+
+func (s *twiceBlindCheckpoints) Save(ctx context.Context, cp *contextos.Checkpoint) error {
+	err := s.blindCheckpoints.Save(ctx, cp)
+	if errors.Is(err, errAnswerLost) && s.rearmed.CompareAndSwap(false, true) {
+		s.lose.Store(true)
+	}
+	return err
+}
+
 // A takeover-point save the store kept but whose answer it lost (the
 // commit's reply cut off), within half a lease of the claim's last
 // renewal, must not stop a healthy run that nobody took over: the store
@@ -106,19 +123,28 @@ func (s *blindCheckpoints) Load(ctx context.Context, runID string) (*contextos.C
 // the load that looks for the kept save failing too ("load fails too"),
 // the runtime goes on over the old revision, and its next save, refused
 // because the store holds the save it sent itself at the very next
-// revision, is made again over it.
+// revision, is made again over it. When that save made again loses its
+// answer and load too ("twice"), the store holds the runtime's own saves
+// one after the other, and nobody else wrote: before, the runtime
+// remembered the second as one over its old revision, looked for it at
+// the old revision plus one only, and stopped with ErrRunInProgress.
 func TestAPointSaveWithALostAnswerDoesNotStopAHealthyRun(t *testing.T) {
-	for _, blind := range []bool{false, true} {
-		name := "load answers"
-		if blind {
-			name = "load fails too"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lost  int32
+		store func(*lostAnswerCheckpoints) contextos.CheckpointStore
+	}{
+		{"load answers", 1, func(l *lostAnswerCheckpoints) contextos.CheckpointStore { return l }},
+		{"load fails too", 1, func(l *lostAnswerCheckpoints) contextos.CheckpointStore {
+			return &blindCheckpoints{lostAnswerCheckpoints: l}
+		}},
+		{"twice", 2, func(l *lostAnswerCheckpoints) contextos.CheckpointStore {
+			return &twiceBlindCheckpoints{blindCheckpoints: &blindCheckpoints{lostAnswerCheckpoints: l}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			lost := &lostAnswerCheckpoints{InMemoryCheckpoints: contextos.NewInMemoryCheckpoints()}
-			var cps contextos.CheckpointStore = lost
-			if blind {
-				cps = &blindCheckpoints{lostAnswerCheckpoints: lost}
-			}
+			cps := tc.store(lost)
 			a := &lostAnswerAdapter{cps: lost}
 			c := sameAdapterCase(t, newTurnPlanner(1200, 0), a, 3, func(o *contextostest.Options) { o.Runtime.Checkpoints = cps })
 			a.clock, lost.Now = c.clock, c.clock.Now
@@ -126,8 +152,8 @@ func TestAPointSaveWithALostAnswerDoesNotStopAHealthyRun(t *testing.T) {
 			req, rc := refundRequest(t, 1200, true)
 			rc.RunBudget.WallClockMS = contextos.DefaultHeartbeatTTL.Milliseconds() * 2
 			res, err := h.Runtime.Invoke(context.Background(), req, rc)
-			if n := lost.lost.Load(); n != 1 {
-				t.Fatalf("the store lost %d answers, want 1 (the scenario did not happen)", n)
+			if n := lost.lost.Load(); n != tc.lost {
+				t.Fatalf("the store lost %d answers, want %d (the scenario did not happen)", n, tc.lost)
 			}
 			if err != nil {
 				t.Fatalf("a healthy run stopped after a save whose answer the store lost: %v", err)
