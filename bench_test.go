@@ -2,6 +2,8 @@ package contextos_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,15 +16,52 @@ import (
 	"github.com/contextos/contextos/contextostest"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/engine"
 )
 
 // benchRuntime is the 1200 refund, all in memory, with the default
 // replay sampling (no packet for a DECIDED run).
 func benchRuntime(b *testing.B) *contextostest.Harness {
-	h := contextostest.New(b, contextostest.NewPlanner(lookupPlan(), refundPlan(1200)), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
+	h := contextostest.New(b, newBenchPlanner(b, lookupPlan(), refundPlan(1200)), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
 		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
 	scriptDefaults(h, "")
 	return h
+}
+
+// benchPlanner is contextostest.Planner without its log: it answers turn
+// i with a fresh copy of plans[i] as a model's decoded answer would be
+// (encoded and decoded once, as Planner.Then does) and keeps none of the
+// requests it is asked. contextostest.Planner keeps every request for
+// Requests, ≈ 12 KB of live heap a run (the planner's copies of the
+// compiled context, request and run context): a benchmark of many runs
+// would measure what the test double keeps, which no planner in
+// production does, and the collector would scan it on every cycle.
+type benchPlanner []*contextos.Plan
+
+func newBenchPlanner(b *testing.B, plans ...*contextos.Plan) benchPlanner {
+	out := make(benchPlanner, len(plans))
+	for i, p := range plans {
+		doc, err := json.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = new(contextos.Plan)
+		if err := json.Unmarshal(doc, out[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
+// Plan implements contextos.Planner.
+func (p benchPlanner) Plan(ctx context.Context, req *contextos.PlanRequest) (*contextos.Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.Turn >= len(p) {
+		return nil, fmt.Errorf("the benchmark's planner has no turn %d", req.Turn+1)
+	}
+	return engine.ClonePlan(p[req.Turn]), nil
 }
 
 func BenchmarkInvokeRefund(b *testing.B) {
@@ -83,7 +122,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkUnmeteredInvokeRefund(b *testing.B) {
 	lookup, refund := lookupPlan(), refundPlan(1200)
 	lookup.Usage, refund.Usage = contextos.PlanUsage{}, contextos.PlanUsage{}
-	h := contextostest.New(b, contextostest.NewPlanner(lookup, refund), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
+	h := contextostest.New(b, newBenchPlanner(b, lookup, refund), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
 		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
 	scriptDefaults(h, "")
 	req, rc := refundRequest(b, 1200, true)
@@ -108,7 +147,7 @@ func BenchmarkUnmeteredInvokeRefund(b *testing.B) {
 // budget, gate, transcript, record or checkpoint.
 func BenchmarkRefundPlainLoop(b *testing.B) {
 	h := benchRuntime(b)
-	planner := contextostest.NewPlanner(lookupPlan(), refundPlan(1200))
+	planner := newBenchPlanner(b, lookupPlan(), refundPlan(1200))
 	adapters := map[string]gateway.Adapter{}
 	for _, id := range []string{"adp_orders", "adp_policy", "adp_payments"} {
 		adapters[id] = h.Adapter(id)
