@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,15 +18,72 @@ import (
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/engine"
+	"github.com/contextos/contextos/pack"
 )
 
 // benchRuntime is the 1200 refund, all in memory, with the default
 // replay sampling (no packet for a DECIDED run).
 func benchRuntime(b *testing.B) *contextostest.Harness {
-	h := contextostest.New(b, newBenchPlanner(b, lookupPlan(), refundPlan(1200)), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
-		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
-	scriptDefaults(h, "")
-	return h
+	return benchHarness(b, newBenchPlanner(b, lookupPlan(), refundPlan(1200)))
+}
+
+// benchHarness is the harness of the refund benchmarks around planner,
+// its adapters benchAdapters.
+func benchHarness(b *testing.B, planner contextos.Planner) *contextostest.Harness {
+	return contextostest.New(b, planner, [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
+		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b), Adapters: benchRegistrations(b)}})
+}
+
+// benchAdapter answers each capability with a copy of its outcome, as a
+// gatewaytest.ScriptedAdapter scripted by scriptDefaults does, and keeps
+// none of the calls it is given. A ScriptedAdapter keeps every call for
+// Calls, and a call's envelope is the gateway's (it lives in the
+// gateway's record of the call, ≈ 3.6 KB, which it keeps alive): a
+// benchmark of many runs would measure what the test double keeps.
+type benchAdapter map[string]*gateway.Outcome
+
+// Call implements gateway.Adapter.
+func (a benchAdapter) Call(_ context.Context, c *gateway.Call) (*gateway.Outcome, error) {
+	o := a[c.Capability]
+	if o == nil {
+		return nil, gateway.NewToolError(gateway.CodeUnsupportedTool, false, "no script for "+c.Capability, nil)
+	}
+	out := *o
+	out.Mutations = slices.Clone(o.Mutations)
+	return &out, nil
+}
+
+// benchAdapters are the refund's adapters, scripted as scriptDefaults
+// scripts the harness's.
+func benchAdapters() map[string]benchAdapter {
+	return map[string]benchAdapter{
+		"adp_orders":   {"lookup": {Output: map[string]any{"order_id": "ord_881", "status": "delivered", "total_inr": 4200}}},
+		"adp_policy":   {"eval": {Output: map[string]any{"eligible": true}}},
+		"adp_payments": {"issue_refund": {Output: map[string]any{"transaction_id": "txn_q9"}, Mutations: []string{"refund:txn_q9"}}},
+	}
+}
+
+// benchRegistrations registers benchAdapters for every capability of the
+// support pack's tool registry, as the harness registers its scripted
+// adapters (issue_refund with the payments.refund scope).
+func benchRegistrations(b *testing.B) []gateway.Registration {
+	p, err := pack.Decode(readTestdata(b, "ctxpack.support-1.0.0.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	adapters := benchAdapters()
+	var regs []gateway.Registration
+	for _, a := range p.ToolingLayer.AdapterRegistry {
+		caps := map[string]gateway.Capability{}
+		for _, c := range a.Capabilities {
+			caps[c] = gateway.Capability{}
+		}
+		if a.AdapterID == "adp_payments" {
+			caps["issue_refund"] = gateway.Capability{Scopes: []string{"payments.refund"}}
+		}
+		regs = append(regs, gateway.Registration{AdapterID: a.AdapterID, Adapter: adapters[a.AdapterID], Capabilities: caps})
+	}
+	return regs
 }
 
 // benchPlanner is contextostest.Planner without its log: it answers turn
@@ -122,9 +180,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkUnmeteredInvokeRefund(b *testing.B) {
 	lookup, refund := lookupPlan(), refundPlan(1200)
 	lookup.Usage, refund.Usage = contextos.PlanUsage{}, contextos.PlanUsage{}
-	h := contextostest.New(b, newBenchPlanner(b, lookup, refund), [][]byte{readTestdata(b, "ctxpack.support-1.0.0.json")},
-		&contextostest.Options{Runtime: contextos.Options{Evidence: evidence(b)}, Scopes: map[string][]string{"adp_payments.issue_refund": {"payments.refund"}}})
-	scriptDefaults(h, "")
+	h := benchHarness(b, newBenchPlanner(b, lookup, refund))
 	req, rc := refundRequest(b, 1200, true)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -146,11 +202,10 @@ func BenchmarkUnmeteredInvokeRefund(b *testing.B) {
 // plan proposes the decision, with none of the governance: no pack, policy,
 // budget, gate, transcript, record or checkpoint.
 func BenchmarkRefundPlainLoop(b *testing.B) {
-	h := benchRuntime(b)
 	planner := newBenchPlanner(b, lookupPlan(), refundPlan(1200))
 	adapters := map[string]gateway.Adapter{}
-	for _, id := range []string{"adp_orders", "adp_policy", "adp_payments"} {
-		adapters[id] = h.Adapter(id)
+	for id, a := range benchAdapters() {
+		adapters[id] = a
 	}
 	req, rc := refundRequest(b, 1200, true)
 	ctx := context.Background()
