@@ -217,3 +217,32 @@ func FuzzEntryCodec(f *testing.F) {
 		}
 	})
 }
+
+// The in-memory idempotency store hands each Claim of a completed key
+// the result it was given, exactly, as a copy: an encoded one and one the
+// encoding cannot give back exactly (kept as a deep copy) alike.
+func TestMemoryIdempotencyGivesBackItsResult(t *testing.T) {
+	var full ToolResultEnvelope
+	fill(t, reflect.ValueOf(&full).Elem(), "r")
+	odd := &ToolResultEnvelope{Output: map[string]any{"n": 3}, Approval: &ApprovalRequest{GateID: "g"}}
+	ctx := context.Background()
+	for name, res := range map[string]*ToolResultEnvelope{"encoded": &full, "odd": odd} {
+		m := NewMemoryIdempotency()
+		if _, claimed, err := m.Claim(ctx, "k"); !claimed || err != nil {
+			t.Fatalf("%s: first claim = %v, %v", name, claimed, err)
+		}
+		want := res.Clone()
+		if err := m.Complete(ctx, "k", res); err != nil {
+			t.Fatal(err)
+		}
+		res.Output["n"] = "edited after Complete"
+		got, claimed, err := m.Claim(ctx, "k")
+		if claimed || err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: claim = %v, %v (-completed +claimed):\n%s", name, claimed, err, cmp.Diff(want, got))
+		}
+		got.Output["n"] = "edited after Claim"
+		if again, _, _ := m.Claim(ctx, "k"); !reflect.DeepEqual(again, want) {
+			t.Errorf("%s: an edit of a claimed result reached the store", name)
+		}
+	}
+}
