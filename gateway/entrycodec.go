@@ -159,7 +159,16 @@ func (w *entryEncoder) result(r *ToolResultEnvelope) {
 }
 
 func (w *entryEncoder) str(s string) {
-	w.b = append(binary.AppendUvarint(w.b, uint64(len(s))), s...)
+	w.b = append(appendLen(w.b, uint64(len(s))), s...)
+}
+
+// appendLen appends n as a uvarint, one byte for the short lengths most
+// are without a call.
+func appendLen(b []byte, n uint64) []byte {
+	if n < 0x80 {
+		return append(b, byte(n))
+	}
+	return binary.AppendUvarint(b, n)
 }
 
 func (w *entryEncoder) int(n int64) { w.b = binary.AppendVarint(w.b, n) }
@@ -188,7 +197,7 @@ func (w *entryEncoder) len(n int, isNil bool) {
 		w.b = append(w.b, 0)
 		return
 	}
-	w.b = binary.AppendUvarint(w.b, uint64(n)+1)
+	w.b = appendLen(w.b, uint64(n)+1)
 }
 
 func (w *entryEncoder) optStr(p *string) {

@@ -242,6 +242,7 @@ type Recorder struct {
 	mu    sync.Mutex
 	store *gateway.MemoryTranscript
 	runs  map[string]int32 // run id → its index in ids
+	last  int32            // the index of the run appended to last
 	ids   []string
 	kept  []int32    // how many entries each run holds, by index in ids
 	order []recorded // every entry, in the order appended
@@ -273,11 +274,15 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 	if err := r.store.Append(ctx, e); err != nil {
 		return err
 	}
-	run, ok := r.runs[e.RunID]
-	if !ok {
-		run = int32(len(r.ids))
-		r.runs[e.RunID] = run
-		r.ids, r.kept = append(r.ids, e.RunID), append(r.kept, 0)
+	run := r.last
+	if len(r.ids) == 0 || r.ids[run] != e.RunID {
+		var ok bool
+		if run, ok = r.runs[e.RunID]; !ok {
+			run = int32(len(r.ids))
+			r.runs[e.RunID] = run
+			r.ids, r.kept = append(r.ids, e.RunID), append(r.kept, 0)
+		}
+		r.last = run
 	}
 	r.order = append(r.order, recorded{run: run, i: r.kept[run]})
 	r.kept[run]++
