@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,19 +150,30 @@ func BenchmarkInvokeRefund(b *testing.B) {
 // behind, per run (measured after a collection at each end: what the
 // runtime's stores and the harness keep, and what the collector marks
 // on every cycle from then on). Run it at several -benchtime Nx to see
-// the curve.
+// the curve. With the collector off (GOGC=off, how the instruction
+// counts are taken) it forces no collection, whose cost would grow with
+// the runs, and reports no kept-B/run.
 func historyMetrics(b *testing.B) func() {
+	percent := debug.SetGCPercent(-1) // only read: set back at once
+	debug.SetGCPercent(percent)
+	gcOff := percent < 0
 	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	heap, start := ms.HeapAlloc, cpuTime(b)
+	var heap uint64
+	if !gcOff {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		heap = ms.HeapAlloc
+	}
+	start := cpuTime(b)
 	return func() {
 		b.StopTimer()
 		cpu := cpuTime(b) - start
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-		b.ReportMetric(float64(int64(ms.HeapAlloc)-int64(heap))/float64(b.N), "kept-B/run")
+		if !gcOff {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(int64(ms.HeapAlloc)-int64(heap))/float64(b.N), "kept-B/run")
+		}
 	}
 }
 
