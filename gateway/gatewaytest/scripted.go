@@ -299,7 +299,7 @@ func (r *Recorder) Entries() []gateway.TranscriptEntry {
 	}
 	byRun := make([][]gateway.TranscriptEntry, len(r.ids))
 	for i, id := range r.ids {
-		byRun[i] = r.store.Entries(id)
+		byRun[i] = r.runEntries(id)
 	}
 	out := make([]gateway.TranscriptEntry, len(r.order))
 	for i, at := range r.order {
@@ -319,7 +319,19 @@ func (r *Recorder) RunEntries(ctx context.Context, runID string) ([]gateway.Tran
 	if r.store == nil {
 		return nil, nil
 	}
-	return r.store.RunEntries(ctx, runID)
+	return r.runEntries(runID), nil
+}
+
+// runEntries reads the entries of the run id from the store: of that run
+// only, the run with no id too (the store reads "" as every run).
+func (r *Recorder) runEntries(id string) []gateway.TranscriptEntry {
+	es := r.store.Entries(id)
+	if id == "" {
+		if es = slices.DeleteFunc(es, func(e gateway.TranscriptEntry) bool { return e.RunID != "" }); len(es) == 0 {
+			es = nil
+		}
+	}
+	return es
 }
 
 // Calls returns the recorded call envelopes.
