@@ -691,3 +691,38 @@ func TestMemoryIdempotencyAdversarial(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMemoryTranscriptExact appends the entries a fuzzed seed generates
+// (and a fuzzed JSON document as args, output and details) and holds the
+// read-back to the appended values exactly: reflect.DeepEqual, which
+// FuzzEntryCodec uses, takes -0 for 0.
+func FuzzMemoryTranscriptExact(f *testing.F) {
+	f.Add(uint64(1), []byte(`{"a":-0,"b":[-0.0,1e-320,{"c":null}],"d":"\ud800"}`))
+	f.Add(uint64(2), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, seed uint64, doc []byte) {
+		r := rand.New(rand.NewPCG(seed, seed>>7))
+		var v map[string]any
+		if json.Unmarshal(doc, &v) != nil {
+			v = nil
+		}
+		m := NewMemoryTranscriptLimit(2)
+		var want []TranscriptEntry
+		for i := range 6 {
+			e := genEntry(r, "run", i, r.IntN(4) == 0)
+			if v != nil {
+				if e.Call != nil {
+					e.Call.Metadata = v
+				} else if e.Result.Approval == nil {
+					e.Result.Output = v
+				}
+			}
+			want = append(want, refCopy(e))
+			if err := m.Append(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := exactly(want, m.Entries("run")); d != "" {
+			t.Fatalf("read back differs: %s", d)
+		}
+	})
+}
