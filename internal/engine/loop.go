@@ -639,9 +639,11 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
 	// The built-in critic judges by the run's own compiled context, run
-	// context and request; the host critic is given the plug-ins' copies,
-	// which the planner may have edited.
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	// context, request and step results (it only reads them:
+	// TestBuiltinCriticEditsNothing), clipped so that even an append
+	// could not write into the run's list; the host critic is given the
+	// plug-ins' copies, which the planner may have edited.
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clip(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
