@@ -942,11 +942,16 @@ type ModeWithheld struct {
 // The result is nil when safety withholds nothing the pack allows.
 func (p *Prepared) AboveSafetyMode(safety runcontext.ApprovalMode) []ModeWithheld {
 	var out []ModeWithheld
+	// Each capability's id is looked up from a scratch buffer (a run asks
+	// at its end, for every capability of the pack): only a withheld one's
+	// is made a string.
+	var scratch [64]byte
 	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
 		for _, c := range a.Capabilities {
-			id := a.AdapterID + "." + c
-			if _, mode, ok := p.exposed(a, id); ok && !mode.AtMost(safety) {
-				out = append(out, ModeWithheld{Capability: id, ApprovalMode: mode})
+			id := append(append(append(scratch[:0], a.AdapterID...), '.'), c...)
+			perm, ok := p.perms[string(id)]
+			if mode := perm.Mode(a); ok && !mode.AtMost(safety) {
+				out = append(out, ModeWithheld{Capability: string(id), ApprovalMode: mode})
 			}
 		}
 	}
