@@ -1580,10 +1580,23 @@ func (r *run) withProgress(ctx context.Context) context.Context {
 }
 
 // decisionOptions returns the run's pack decisions for its planner
-// (PlanRequest.Decisions), listed once per run.
+// (PlanRequest.Decisions), listed once per pack: the runtime keeps the
+// list of the pack its runs last compiled, which nothing writes to.
 func (r *run) decisionOptions() []DecisionOption {
 	if r.decisions == nil && r.prepared != nil {
-		r.decisions = decisionOptions(r.prepared.Pack())
+		p := r.prepared.Pack()
+		if m := r.rt.decisions.Load(); m != nil && m.pack == p {
+			r.decisions = m.options
+		} else {
+			r.decisions = decisionOptions(p)
+			r.rt.decisions.Store(&packDecisions{pack: p, options: r.decisions})
+		}
 	}
 	return r.decisions
+}
+
+// packDecisions are a pack's decision options (Runtime.decisions).
+type packDecisions struct {
+	pack    *pack.Pack
+	options []DecisionOption
 }

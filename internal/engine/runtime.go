@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -174,6 +175,10 @@ type Runtime struct {
 	// evMeta remembers the other members of those items (ref, kind,
 	// source id, snapshot) redacted, as evRedact does their contents.
 	evMeta memo[metaRedacted]
+	// decisions are the planner's decision options of the pack its runs
+	// last compiled (run.decisionOptions): read only (PlanRequest's
+	// Decisions hands out copies), so its runs share them.
+	decisions atomic.Pointer[packDecisions]
 
 	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
 	// the runtimes Replay builds, whose replayed says what of the packet
