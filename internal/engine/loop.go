@@ -686,7 +686,9 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 			j, cont = hj, false
 		}
 	}
-	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
+	if span.IsRecording() { // a span that does not record ignores attributes
+		span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
+	}
 	if r.emit != nil {
 		// A copy of the verdict, made only for a consumer (r.event): j
 		// itself stays off the heap.
@@ -1067,7 +1069,9 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(), Notices: r.notices()}
-	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
+	if r.span.IsRecording() {
+		r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
+	}
 	r.observeRecord(ctx, stored)
 	if capture := r.capture(stored); capture && r.inputsLost {
 		r.rt.opts.Logger.Error("replay packet not captured: the run's runtime died before it saved the run's replay inputs", "run_id", r.rc.RunID, "record_id", stored.RecordID)
