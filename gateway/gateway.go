@@ -848,6 +848,11 @@ type taken struct {
 	flat     bool       // out's output holds only JSON scalars (redactOutcomeFlat)
 }
 
+// defaultMaxPayloadBytes is runcontext.DefaultRunBudget().MaxPayloadBytes,
+// read once: the default budget is built afresh on every call to it (its
+// token buckets are a new map), which take would otherwise pay per attempt.
+var defaultMaxPayloadBytes = runcontext.DefaultRunBudget().MaxPayloadBytes
+
 // take checks, bounds and redacts one attempt's outcome or error, right
 // after the attempt, so nothing that follows (the result, the transcript,
 // an observer) sees the adapter's raw value. An outcome the gateway
@@ -863,7 +868,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
 		// Results are bounded even when the run's budget sets no limit.
-		max = runcontext.DefaultRunBudget().MaxPayloadBytes
+		max = defaultMaxPayloadBytes
 	}
 	switch {
 	case te != nil:
