@@ -338,7 +338,23 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		argsJSON = nil
 		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID))
 	}
-	c.citeRef = string(b)
+	idEnd := len(b)
+	s := r.surfaced[req.CapabilityID]
+	keyed := false
+	if _, _, named := splitCapability(req.CapabilityID); err == nil && stepOK && named && req.Args != nil && s != nil && s.spec != nil && s.mode.IsWrite() {
+		// A write that passes the envelope reaches checkIdempotencyKey (the
+		// third check, after two that read only s), which derives its key
+		// from these same bytes: derived here, the key is written into the
+		// id's string (one allocation for both).
+		if kb, kerr := r.appendIdempotencyKey(b, req.IdempotencyKey, req.CapabilityID, argsJSON); kerr == nil {
+			b, keyed = kb, true
+		}
+	}
+	all := string(b)
+	c.citeRef = all[:idEnd]
+	if keyed {
+		c.key = all[idEnd:]
+	}
 	if argsJSON == nil {
 		c.releaseArgs()
 	} else {
@@ -353,7 +369,6 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
 	}
-	s := r.surfaced[req.CapabilityID]
 	c.s = s
 	if s != nil {
 		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode
