@@ -1,20 +1,15 @@
 package gateway_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
-	"github.com/contextos/contextos/gateway/gatewaytest"
-	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/runcontext"
 )
 
@@ -24,37 +19,9 @@ import (
 // other runs' adapters do to the metadata they are handed. Run it with
 // -race.
 func TestRunsOfTwoPacksThroughOneGatewayConcurrently(t *testing.T) {
-	f := newFixture(t, lowValue)
-	pb, err := f.prepared.Pack().Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range pb.ToolingLayer.Permissions {
-		if q := &pb.ToolingLayer.Permissions[i]; q.Capability == "issue_refund" {
-			q.ArgConstraints["amount_inr"] = map[string]any{"min": 1, "max": 1000}
-			q.RequiresApprovalGate = "GATE_B"
-		}
-	}
-	pb.PolicyLayer.ApprovalGates = append(pb.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_B", When: json.RawMessage(`{">":[{"var":"request.context.refund_amount"},100000]}`), RequiredApproverRole: "finance_lead", TTLSeconds: 60})
+	f, pa, pbp, gw, rec, _, wantMeta := twoPacks(t)
 	// Both packs, and copies of each that share its memos (At, WithForm).
-	pa, pbp := f.prepared, prepareAs(t, pb)
 	packs := []*compiler.Prepared{pa, pbp, pa.At(f.now), pbp.WithForm(compiler.Form2)}
-	payments := gatewaytest.NewScriptedAdapter()
-	payments.On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
-	rec := &gatewaytest.Recorder{}
-	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Capabilities: map[string]gateway.Capability{"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Minute, CostCents: 0.31}},
-		Adapter: gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
-			clear(call.Envelope.Metadata)
-			call.Envelope.Metadata["requires_approval_gate"] = "GATE_EDITED"
-			return payments.Call(ctx, call)
-		})}}, &gateway.Options{Transcript: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantMeta := []map[string]any{
-		{"requires_approval_gate": "GATE_FINANCE_APPROVAL", "protocol": "in-process", "version": "contextos.tool_call.v1", "arg_schema_ref": digestOf(t, string(refundSchema))},
-		{"requires_approval_gate": "GATE_B", "protocol": "in-process", "version": "contextos.tool_call.v1", "arg_schema_ref": digestOf(t, string(refundSchema))},
-	}
 	const runs = 16
 	var wg sync.WaitGroup
 	errs := make(chan error, runs)

@@ -31,33 +31,29 @@ func prepareAs(t *testing.T, p *pack.Pack) *compiler.Prepared {
 	return prepared
 }
 
-// One gateway binds the runs of two packs each to its own pack, whichever
-// pack it bound a run of before (it builds what a run takes from a pack
-// once per pack, and keeps it): the argument constraints a run enforces
-// and the approval gate its calls' metadata names are its pack's. And
-// what one run's adapter does to the call metadata it is handed changes
-// no later run's.
-func TestRunsOfTwoPacksThroughOneGateway(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, lowValue)
-	// Pack b caps a refund at 1000 and gates it with a gate of its own
-	// (inactive here, as pack a's is).
-	pb, err := f.prepared.Pack().Clone()
+// twoPacks is the set-up of the two-pack binding tests: the fixture (pack
+// a prepared), pack b (a refund capped at 1000, gated by GATE_B; neither
+// gate active), one gateway whose payments adapter edits the call
+// metadata it is handed, its recorder and scripted adapter, and the call
+// metadata each pack's refunds must carry.
+func twoPacks(t *testing.T) (f *fixture, pa, pb *compiler.Prepared, gw *gateway.Gateway, rec *gatewaytest.Recorder, payments *gatewaytest.ScriptedAdapter, wantMeta []map[string]any) {
+	t.Helper()
+	f = newFixture(t, lowValue)
+	p, err := f.prepared.Pack().Clone()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range pb.ToolingLayer.Permissions {
-		if q := &pb.ToolingLayer.Permissions[i]; q.Capability == "issue_refund" {
+	for i := range p.ToolingLayer.Permissions {
+		if q := &p.ToolingLayer.Permissions[i]; q.Capability == "issue_refund" {
 			q.ArgConstraints["amount_inr"] = map[string]any{"min": 1, "max": 1000}
 			q.RequiresApprovalGate = "GATE_B"
 		}
 	}
-	pb.PolicyLayer.ApprovalGates = append(pb.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_B", When: json.RawMessage(`{">":[{"var":"request.context.refund_amount"},100000]}`), RequiredApproverRole: "finance_lead", TTLSeconds: 60})
-	packs := []*compiler.Prepared{f.prepared, prepareAs(t, pb)}
-	payments := gatewaytest.NewScriptedAdapter()
+	p.PolicyLayer.ApprovalGates = append(p.PolicyLayer.ApprovalGates, pack.ApprovalGate{GateID: "GATE_B", When: json.RawMessage(`{">":[{"var":"request.context.refund_amount"},100000]}`), RequiredApproverRole: "finance_lead", TTLSeconds: 60})
+	payments = gatewaytest.NewScriptedAdapter()
 	payments.On("issue_refund").ReturnOutput(map[string]any{"transaction_id": "txn_q9"}, "refund:txn_q9")
-	rec := &gatewaytest.Recorder{}
-	gw, err := gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Capabilities: map[string]gateway.Capability{"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Minute, CostCents: 0.31}},
+	rec = &gatewaytest.Recorder{}
+	gw, err = gateway.New([]gateway.Registration{{AdapterID: "adp_payments", Capabilities: map[string]gateway.Capability{"issue_refund": {ArgsSchema: refundSchema, Scopes: []string{"payments.refund"}, Timeout: time.Minute, CostCents: 0.31}},
 		Adapter: gateway.AdapterFunc(func(ctx context.Context, call *gateway.Call) (*gateway.Outcome, error) {
 			// The adapter edits the call metadata it is handed.
 			clear(call.Envelope.Metadata)
@@ -67,10 +63,23 @@ func TestRunsOfTwoPacksThroughOneGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantMeta := []map[string]any{
+	wantMeta = []map[string]any{
 		{"requires_approval_gate": "GATE_FINANCE_APPROVAL", "protocol": "in-process", "version": "contextos.tool_call.v1", "arg_schema_ref": digestOf(t, string(refundSchema))},
 		{"requires_approval_gate": "GATE_B", "protocol": "in-process", "version": "contextos.tool_call.v1", "arg_schema_ref": digestOf(t, string(refundSchema))},
 	}
+	return f, f.prepared, prepareAs(t, p), gw, rec, payments, wantMeta
+}
+
+// One gateway binds the runs of two packs each to its own pack, whichever
+// pack it bound a run of before (it builds what a run takes from a pack
+// once per pack, and keeps it): the argument constraints a run enforces
+// and the approval gate its calls' metadata names are its pack's. And
+// what one run's adapter does to the call metadata it is handed changes
+// no later run's.
+func TestRunsOfTwoPacksThroughOneGateway(t *testing.T) {
+	t.Parallel()
+	f, pa, pb, gw, rec, payments, wantMeta := twoPacks(t)
+	packs := []*compiler.Prepared{pa, pb}
 	for i := range 6 {
 		k := i % 2 // a, b, a, b, …
 		rc := f.rc.Clone()

@@ -1,21 +1,15 @@
 package engine
 
 import (
-	"context"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/contextos/contextos/compiler"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/deepcheck"
-	"github.com/contextos/contextos/internal/fixture"
-	"github.com/contextos/contextos/pack"
 	"github.com/contextos/contextos/policy"
-	"github.com/contextos/contextos/runcontext"
 )
 
 // TestVerifyWriteEditsNothingItIsTold: the runtime's evidence check is
@@ -26,31 +20,7 @@ import (
 // the one before, each time.
 func TestVerifyWriteEditsNothingItIsTold(t *testing.T) {
 	t.Parallel()
-	p, err := pack.Decode(fixture.Read(t, "ctxpack.support-1.0.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := runcontext.DecodeInvokeRequest(fixture.Read(t, "invoke.support-refund.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := runcontext.DecodeRunContext(fixture.Read(t, "run-context.support.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev compiler.StaticEvidence
-	if err := json.Unmarshal(fixture.Read(t, "evidence.support.json"), &ev); err != nil {
-		t.Fatal(err)
-	}
-	prepared, err := compiler.Prepare([]compiler.Input{{Ref: pack.MustParseRef("ctxpack.support@1.0.0"), Pack: p}}, &compiler.Options{Ontologies: []string{"ont.support@1.0.0"}, Evidence: ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := prepared.Compile(context.Background(), req, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run{prepared: prepared, cc: cc, req: req, cp: &checkpointState{}}
+	r := refundRun(t)
 	// A decision with every member set, and one of a rule bound to the
 	// run's decision that requires what the run does not hold.
 	var filled policy.Decision
