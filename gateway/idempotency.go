@@ -24,7 +24,8 @@ type IdempotencyStore interface {
 // MemoryIdempotency is the in-memory IdempotencyStore. It keeps its own
 // copy of a completed result and hands each Claim a copy of it: what a
 // caller does to a result it gave or got changes nothing a later Claim
-// returns.
+// returns. The copy is kept encoded, in bytes the collector does not scan
+// (entrycodec.go), and decoded for a Claim.
 type MemoryIdempotency struct {
 	mu      sync.Mutex
 	entries map[string]*idemEntry
@@ -34,10 +35,22 @@ type idemEntry struct {
 	// done is closed when the holder completes or releases; made by the
 	// first caller that waits for it (nil while none has).
 	done chan struct{}
-	res  *ToolResultEnvelope // &own.env once completed
-	// own is the completed result's copy, held in the entry the claim
-	// made: a claim and its completion are one allocation.
-	own ownedResult
+	// enc is the completed result, encoded; res is set instead when the
+	// encoding cannot give it back exactly (a deep copy, as Clone makes).
+	enc []byte
+	res *ToolResultEnvelope
+}
+
+// completed reports whether the entry holds a result.
+func (e *idemEntry) completed() bool { return e.enc != nil || e.res != nil }
+
+// result is a copy of the entry's result.
+func (e *idemEntry) result() *ToolResultEnvelope {
+	if e.res != nil {
+		return e.res.Clone()
+	}
+	d := entryDecoder{s: string(e.enc)}
+	return d.result()
 }
 
 var _ IdempotencyStore = (*MemoryIdempotency)(nil)
@@ -60,10 +73,9 @@ func (m *MemoryIdempotency) Claim(ctx context.Context, key string) (*ToolResultE
 			m.mu.Unlock()
 			return nil, true, nil
 		}
-		if e.res != nil {
-			res := e.res
+		if e.completed() {
 			m.mu.Unlock()
-			return res.Clone(), false, nil
+			return e.result(), false, nil
 		}
 		if e.done == nil {
 			e.done = make(chan struct{})
@@ -87,11 +99,13 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 		e = &idemEntry{}
 		m.entries[key] = e
 	}
-	if e.res == nil {
-		// The store's own deep copy (as Clone makes), in the entry.
-		e.own.env = *res
-		ownResult(&e.own.env, &e.own.room)
-		e.res = &e.own.env
+	if !e.completed() {
+		// The store's own copy: encoded, or else a deep copy.
+		if b, ok := appendResult(make([]byte, 0, 512), res); ok {
+			e.enc = b
+		} else {
+			e.res = res.Clone()
+		}
 		if e.done != nil {
 			close(e.done)
 		}
@@ -103,7 +117,7 @@ func (m *MemoryIdempotency) Complete(_ context.Context, key string, res *ToolRes
 func (m *MemoryIdempotency) Release(_ context.Context, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.entries[key]; ok && e.res == nil {
+	if e, ok := m.entries[key]; ok && !e.completed() {
 		delete(m.entries, key)
 		if e.done != nil {
 			close(e.done)

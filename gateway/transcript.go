@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -96,13 +97,37 @@ type TranscriptSink interface {
 
 // MemoryTranscript is the in-memory TranscriptSink. It keeps entries by
 // run, so reading one run back costs that run's entries only, and it can
-// bound how many runs it keeps (the oldest run is dropped first).
+// bound how many runs it keeps (the oldest run is dropped first). A run's
+// entries are kept encoded, back to back in one byte slice the collector
+// does not scan (entrycodec.go), and decoded when read back.
 type MemoryTranscript struct {
 	mu      sync.Mutex
-	runs    map[string][]TranscriptEntry
-	next    map[string]int // a run's highest chained position + 1
-	order   []string       // run ids, oldest first
+	runs    map[string]*memRun
+	order   []string // run ids, oldest first
 	maxRuns int
+	// last is the run started last: a run's first append sizes its
+	// buffers as that run's are (runs alike, as a host's mostly are,
+	// then grow them once or not at all).
+	last *memRun
+}
+
+// memRun is one run's kept entries.
+type memRun struct {
+	buf  []byte     // the encoded entries, back to back
+	ents []memEntry // one per entry, in the order appended
+	// odd are the entries the encoding cannot give back exactly, kept as
+	// they were appended (entrycodec.go); none in a run the gateway
+	// records, unless an adapter's output holds such values.
+	odd  []TranscriptEntry
+	next int // the run's highest chained position + 1
+}
+
+// memEntry places one entry: its encoding ends at end in buf, or, when
+// end is negative, it is odd[-end-1].
+type memEntry struct {
+	end     int32
+	seq     int32
+	chained bool
 }
 
 var _ TranscriptSink = (*MemoryTranscript)(nil)
@@ -113,7 +138,7 @@ func NewMemoryTranscript() *MemoryTranscript { return NewMemoryTranscriptLimit(0
 // NewMemoryTranscriptLimit returns an empty transcript that keeps the
 // entries of the maxRuns most recently started runs (0: no limit).
 func NewMemoryTranscriptLimit(maxRuns int) *MemoryTranscript {
-	return &MemoryTranscript{runs: map[string][]TranscriptEntry{}, next: map[string]int{}, maxRuns: max(maxRuns, 0)}
+	return &MemoryTranscript{runs: map[string]*memRun{}, maxRuns: max(maxRuns, 0)}
 }
 
 // defaultMemoryTranscriptRuns is how many runs the gateway's default
@@ -128,38 +153,75 @@ func (m *MemoryTranscript) Append(ctx context.Context, e TranscriptEntry) error 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.runs == nil {
-		m.runs, m.next = map[string][]TranscriptEntry{}, map[string]int{}
+		m.runs = map[string]*memRun{}
 	}
-	es, ok := m.runs[e.RunID]
-	if e.ChainHash != "" && e.Seq < m.next[e.RunID] && chainedAt(es, e.Seq) {
+	r := m.runs[e.RunID]
+	if r != nil && e.ChainHash != "" && e.Seq < r.next && r.chainedAt(e.Seq) {
 		return fmt.Errorf("%w: run %s already holds a chained entry at position %d", ErrPositionTaken, e.RunID, e.Seq)
 	}
-	if !ok {
+	if r == nil {
+		r = &memRun{}
+		if l := m.last; l != nil {
+			r.buf = make([]byte, 0, min(len(l.buf), 64<<10))
+			r.ents = make([]memEntry, 0, min(len(l.ents), 1<<10))
+		}
+		m.last = r
+		m.runs[e.RunID] = r
 		m.order = append(m.order, e.RunID)
 		if m.maxRuns > 0 && len(m.order) > m.maxRuns {
 			delete(m.runs, m.order[0])
-			delete(m.next, m.order[0])
 			m.order = slices.Delete(m.order, 0, 1)
 		}
 	}
-	m.runs[e.RunID] = append(es, e)
-	if e.ChainHash != "" && e.Seq >= m.next[e.RunID] {
-		m.next[e.RunID] = e.Seq + 1
+	r.add(e)
+	if e.ChainHash != "" && e.Seq >= r.next {
+		r.next = e.Seq + 1
 	}
 	return nil
 }
 
-// chainedAt reports whether es holds a chained entry at position seq.
-// Only an append below the run's highest chained position asks (a
-// runtime that came back after a takeover), so the run's entries are
-// read only then.
-func chainedAt(es []TranscriptEntry, seq int) bool {
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].Seq == seq && es[i].ChainHash != "" {
+// add keeps e, encoded when the encoding gives it back exactly and its
+// place fits the index (positions and offsets below 2³¹).
+func (r *memRun) add(e TranscriptEntry) {
+	me := memEntry{seq: int32(e.Seq), chained: e.ChainHash != ""}
+	if int(me.seq) == e.Seq {
+		if b, ok := appendEntry(r.buf, &e); ok && len(b) <= math.MaxInt32 {
+			r.buf, me.end = b, int32(len(b))
+			r.ents = append(r.ents, me)
+			return
+		}
+	}
+	r.odd = append(r.odd, e)
+	me.end = -int32(len(r.odd))
+	r.ents = append(r.ents, me)
+}
+
+// chainedAt reports whether the run holds a chained entry at position
+// seq. Only an append below the run's highest chained position asks (a
+// runtime that came back after a takeover), so the run's index is read
+// only then.
+func (r *memRun) chainedAt(seq int) bool {
+	for i := len(r.ents) - 1; i >= 0; i-- {
+		if me := r.ents[i]; me.chained && (me.end >= 0 && int(me.seq) == seq || me.end < 0 && r.odd[-me.end-1].Seq == seq) {
 			return true
 		}
 	}
 	return false
+}
+
+// appendTo appends copies of the run's entries to out: the encoded ones
+// decoded afresh, the others cloned.
+func (r *memRun) appendTo(out []TranscriptEntry) []TranscriptEntry {
+	d := entryDecoder{s: string(r.buf)}
+	for _, me := range r.ents {
+		if me.end < 0 {
+			out = append(out, r.odd[-me.end-1].Clone())
+			continue
+		}
+		out = append(out, d.entry())
+		d.i = int(me.end)
+	}
+	return out
 }
 
 // ErrPositionTaken is the error of a transcript append refused because
@@ -179,8 +241,8 @@ func (m *MemoryTranscript) Entries(run string) []TranscriptEntry {
 	}
 	var out []TranscriptEntry
 	for _, id := range ids {
-		for _, e := range m.runs[id] {
-			out = append(out, e.Clone())
+		if r := m.runs[id]; r != nil {
+			out = r.appendTo(out)
 		}
 	}
 	return out

@@ -234,14 +234,24 @@ func (s *ScriptedAdapter) Reset() {
 	}
 }
 
-// Recorder is a TranscriptSink that records every envelope.
+// Recorder is a TranscriptSink that records every envelope. It keeps
+// them as the gateway's in-memory transcript does
+// (gateway.MemoryTranscript: by run, encoded in bytes the collector does
+// not scan), and the order they came in across runs.
 type Recorder struct {
-	mu      sync.Mutex
-	entries []gateway.TranscriptEntry
-	next    map[string]int // a run's highest chained position + 1
+	mu    sync.Mutex
+	store *gateway.MemoryTranscript
+	runs  map[string]int32 // run id → its index in ids
+	last  int32            // the index of the run appended to last
+	ids   []string
+	kept  []int32    // how many entries each run holds, by index in ids
+	order []recorded // every entry, in the order appended
 	// Err, when set, is returned by Append (to test transcript failures).
 	Err error
 }
+
+// recorded is the i-th entry of the run ids[run].
+type recorded struct{ run, i int32 }
 
 var _ gateway.TranscriptSink = (*Recorder)(nil)
 
@@ -255,52 +265,61 @@ func (r *Recorder) Append(ctx context.Context, e gateway.TranscriptEntry) error 
 	if r.Err != nil {
 		return r.Err
 	}
-	if e.ChainHash != "" && e.Seq < r.next[e.RunID] {
-		// A chained entry at a position the run holds one at would fork
-		// its chain: refused, as every sink must (gateway.TranscriptSink).
-		// Only an entry below the run's highest position is looked for.
-		for _, o := range r.entries {
-			if o.Seq == e.Seq && o.ChainHash != "" && o.RunID == e.RunID {
-				return fmt.Errorf("%w: run %s already holds a chained entry at position %d", gateway.ErrPositionTaken, e.RunID, e.Seq)
-			}
-		}
+	if r.store == nil {
+		r.store, r.runs = gateway.NewMemoryTranscript(), map[string]int32{}
 	}
-	r.entries = append(r.entries, e)
-	if e.ChainHash != "" && e.Seq >= r.next[e.RunID] {
-		if r.next == nil {
-			r.next = map[string]int{}
-		}
-		r.next[e.RunID] = e.Seq + 1
+	// A chained entry at a position the run holds one at would fork its
+	// chain: the store refuses it (gateway.ErrPositionTaken), as every
+	// sink must (gateway.TranscriptSink).
+	if err := r.store.Append(ctx, e); err != nil {
+		return err
 	}
+	run := r.last
+	if len(r.ids) == 0 || r.ids[run] != e.RunID {
+		var ok bool
+		if run, ok = r.runs[e.RunID]; !ok {
+			run = int32(len(r.ids))
+			r.runs[e.RunID] = run
+			r.ids, r.kept = append(r.ids, e.RunID), append(r.kept, 0)
+		}
+		r.last = run
+	}
+	r.order = append(r.order, recorded{run: run, i: r.kept[run]})
+	r.kept[run]++
 	return nil
 }
 
-// Entries returns copies (gateway.TranscriptEntry.Clone) of every entry:
-// what the caller does to them changes nothing the recorder keeps.
+// Entries returns copies of every entry, in the order appended: what the
+// caller does to them changes nothing the recorder keeps.
 func (r *Recorder) Entries() []gateway.TranscriptEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]gateway.TranscriptEntry, len(r.entries))
-	for i, e := range r.entries {
-		out[i] = e.Clone()
+	if r.store == nil {
+		return []gateway.TranscriptEntry{}
+	}
+	byRun := make([][]gateway.TranscriptEntry, len(r.ids))
+	for i, id := range r.ids {
+		byRun[i] = r.store.Entries(id)
+	}
+	out := make([]gateway.TranscriptEntry, len(r.order))
+	for i, at := range r.order {
+		out[i] = byRun[at.run][at.i]
 	}
 	return out
 }
 
-// RunEntries implements gateway.TranscriptReader.
+// RunEntries implements gateway.TranscriptReader: the run's entries only
+// are read.
 func (r *Recorder) RunEntries(ctx context.Context, runID string) ([]gateway.TranscriptEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []gateway.TranscriptEntry
-	for _, e := range r.entries {
-		if e.RunID == runID {
-			out = append(out, e.Clone())
-		}
+	if r.store == nil {
+		return nil, nil
 	}
-	return out, nil
+	return r.store.RunEntries(ctx, runID)
 }
 
 // Calls returns the recorded call envelopes.
