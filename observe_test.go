@@ -76,6 +76,22 @@ func TestSpanTreeFollowsRequestTrace(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("run span lacks %v", want)
 	}
+	// The stage spans carry theirs too: the compile its hash, each score
+	// its verdict (the run's spans record them only when recording).
+	verdicts, compiled := []string{}, ""
+	for _, s := range spans {
+		for _, a := range s.Attributes {
+			switch {
+			case s.Name == "score" && a.Key == "contextos.verdict":
+				verdicts = append(verdicts, a.Value.String())
+			case s.Name == "compile" && a.Key == "contextos.compiled_context_hash":
+				compiled = a.Value.String()
+			}
+		}
+	}
+	if len(verdicts) != 2 || compiled != res.Compiled.Hash() {
+		t.Errorf("score spans' verdicts %v, compile span's hash %q; want two verdicts and %s", verdicts, compiled, res.Compiled.Hash())
+	}
 }
 
 func TestStreamYieldsTypedEventsEndingWithResult(t *testing.T) {

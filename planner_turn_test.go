@@ -143,6 +143,13 @@ func TestPlanRequestDecisions(t *testing.T) {
 	if again := p.Requests()[0].Decisions(); again[0].AllowedOutcomes[0] != "approved" {
 		t.Error("a caller's change reached the runtime's decisions")
 	}
+	// The runtime's runs of the same pack share its list (made once):
+	// the edit reaches no later run either.
+	rc.RunID += "_again"
+	h.Invoke(req, rc)
+	if later := p.Requests()[len(p.Requests())-1].Decisions(); len(later) != 1 || later[0].AllowedOutcomes[0] != "approved" {
+		t.Errorf("a later run's decisions: %+v", later)
+	}
 	if (&contextos.PlanRequest{}).Decisions() != nil || (*contextos.PlanRequest)(nil).Decisions() != nil {
 		t.Error("a host-built request lists decisions")
 	}

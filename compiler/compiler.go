@@ -108,6 +108,7 @@ type Prepared struct {
 	surfaces                []*adapterSurface // one per adapter of the registry, in its order
 	gateTexts, unboundTexts map[string]string // per-call and unbound gates' blocks, by gate_id
 	toolBlocks              int               // the most tool blocks a compile writes (adapters and gates)
+	capabilities            int               // the capabilities of the pack's adapters (prepareSurface)
 	gateIndex               map[string]int    // each approval gate's index, in the pack's order
 	// evMemo keeps the digest of the last evidence its compiles
 	// retrieved, shared by the copies At, WithSources and WithForm make.
@@ -734,10 +735,14 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	// Each block's provenance is its own one-string list, cut from one
 	// array: appending to one cannot write into another.
 	provs := make([]string, p.toolBlocks)
+	// The ledger's tools are sized for every capability of the pack, and
+	// each entry's metadata for its adapter's: lists and maps grown one
+	// capability at a time copy themselves at each growth.
+	ledger.Tools = slices.Grow(ledger.Tools, p.capabilities)
 	var sigBuf [16]capSig
 	for ai, a := range p.pack.ToolingLayer.AdapterRegistry {
 		as := p.surfaces[ai]
-		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: map[string]CapabilityMetadata{}}
+		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: make(map[string]CapabilityMetadata, len(as.caps))}
 		sig := sigBuf[:0]
 		for ci := range as.caps {
 			cs := &as.caps[ci]
@@ -906,6 +911,7 @@ func (p *Prepared) prepareSurface() {
 			as.caps[i] = cs
 		}
 		p.surfaces = append(p.surfaces, as)
+		p.capabilities += len(as.caps)
 	}
 	p.gateTexts = map[string]string{}
 	for _, pc := range p.perCall {
@@ -942,11 +948,16 @@ type ModeWithheld struct {
 // The result is nil when safety withholds nothing the pack allows.
 func (p *Prepared) AboveSafetyMode(safety runcontext.ApprovalMode) []ModeWithheld {
 	var out []ModeWithheld
+	// Each capability's id is looked up from a scratch buffer (a run asks
+	// at its end, for every capability of the pack): only a withheld one's
+	// is made a string.
+	var scratch [64]byte
 	for _, a := range p.pack.ToolingLayer.AdapterRegistry {
 		for _, c := range a.Capabilities {
-			id := a.AdapterID + "." + c
-			if _, mode, ok := p.exposed(a, id); ok && !mode.AtMost(safety) {
-				out = append(out, ModeWithheld{Capability: id, ApprovalMode: mode})
+			id := append(append(append(scratch[:0], a.AdapterID...), '.'), c...)
+			perm, ok := p.perms[string(id)]
+			if mode := perm.Mode(a); ok && !mode.AtMost(safety) {
+				out = append(out, ModeWithheld{Capability: string(id), ApprovalMode: mode})
 			}
 		}
 	}
@@ -1105,25 +1116,32 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 	br.TokensUsedByBucket = map[runcontext.Bucket]int{}
 	br.BucketTruncations = map[runcontext.Bucket]bool{}
 	tokens := make([]int, len(blocks))
-	used := map[runcontext.Bucket]int{}
+	// The tokens each bucket uses, in runcontext.Buckets' order (a block
+	// is in one of them: the compile writes no other).
+	buckets := runcontext.Buckets()
+	var usedBy [8]int
+	used := usedBy[:len(buckets)]
 	for i, b := range blocks {
 		tokens[i] = p.opts.Tokenizer.Count(b.Content)
-		used[b.Bucket] += tokens[i]
+		if k := slices.Index(buckets, b.Bucket); k >= 0 {
+			used[k] += tokens[i]
+		}
 	}
 	drop := make([]bool, len(blocks))
-	for _, bucket := range runcontext.Buckets() {
+	for k, bucket := range buckets {
+		u := &used[k]
 		limit, ok := alloc[bucket]
 		br.TokensAllocated[bucket] = limit
-		if !ok && used[bucket] > 0 {
+		if !ok && *u > 0 {
 			br.Warnings = append(br.Warnings, fmt.Sprintf("%s bucket has no allocation in run_budget.bucket_tokens", bucket))
 		}
 		var dropped []string
-		for i := len(blocks) - 1; i >= 0 && used[bucket] > limit; i-- {
+		for i := len(blocks) - 1; i >= 0 && *u > limit; i-- {
 			if blocks[i].Bucket != bucket || drop[i] {
 				continue
 			}
 			drop[i] = true
-			used[bucket] -= tokens[i]
+			*u -= tokens[i]
 			dropped = append(dropped, blocks[i].BlockID)
 			cc.ContextLedger.Omissions = append(cc.ContextLedger.Omissions, Omission{Kind: "block", Ref: blocks[i].BlockID,
 				Reason: fmt.Sprintf("%s bucket over its budget of %d tokens", bucket, limit), EstimatedTokens: tokens[i], Priority: blocks[i].Priority, SourceRefs: blocks[i].ProvenanceRefs})
@@ -1137,8 +1155,8 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 			br.DroppedBlockIDs[bucket] = dropped
 			br.Warnings = append(br.Warnings, fmt.Sprintf("%s bucket exceeded budget; dropped %d block(s): %s", bucket, len(dropped), strings.Join(dropped, ", ")))
 		}
-		br.TokensUsedByBucket[bucket] = used[bucket]
-		br.TokensUsedAtCompile += used[bucket]
+		br.TokensUsedByBucket[bucket] = *u
+		br.TokensUsedAtCompile += *u
 	}
 	out := blocks[:0] // each kept block moves to an index at most its own
 	for i, b := range blocks {

@@ -107,3 +107,24 @@ func TestPermissionModeGovernsSurfacing(t *testing.T) {
 		})
 	}
 }
+
+// AboveSafetyMode (asked at the end of every run, for its notices) makes
+// only the ids of the capabilities it withholds: withholding nothing, it
+// allocates nothing.
+func TestAboveSafetyModeWithholdingNothingAllocatesNothing(t *testing.T) {
+	s := canonicalScenario(t)
+	prepared, err := compiler.Prepare(s.inputs(), &s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prepared.AboveSafetyMode(runcontext.Destructive); got != nil {
+		t.Fatalf("AboveSafetyMode(destructive) = %v, want nothing", got)
+	}
+	if a := testing.AllocsPerRun(20, func() { prepared.AboveSafetyMode(runcontext.Destructive) }); a != 0 {
+		t.Errorf("AboveSafetyMode withholding nothing allocates %v times a call", a)
+	}
+	want := []compiler.ModeWithheld{{Capability: "adp_payments.issue_refund", ApprovalMode: runcontext.Destructive}}
+	if diff := cmp.Diff(want, prepared.AboveSafetyMode(runcontext.ReadOnly)); diff != "" {
+		t.Errorf("AboveSafetyMode(read_only) (-want +got):\n%s", diff)
+	}
+}

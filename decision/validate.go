@@ -389,18 +389,23 @@ func (c *checker) refusalGrounds(spec pack.DecisionSpec) {
 // policy decision a tool call was bound to is recorded.
 func (c *checker) citations() {
 	r, f := c.r, c.f
-	known := map[string]bool{}
-	for ref := range f.Admitted {
-		known[ref] = true
-	}
-	for _, t := range f.ToolResults {
-		known[t.ref()] = true
-	}
-	for _, ref := range slices.Concat(f.PolicyRefs, f.Artifacts) {
-		known[ref] = true
+	resolves := f.resolves
+	if len(r.EvidenceRefs)*(len(f.ToolResults)+len(f.PolicyRefs)+len(f.Artifacts)) > maxRefScan {
+		// Many refs against many sources: one index of them all.
+		known := make(map[string]bool, len(f.Admitted)+len(f.ToolResults)+len(f.PolicyRefs)+len(f.Artifacts))
+		for ref := range f.Admitted {
+			known[ref] = true
+		}
+		for _, t := range f.ToolResults {
+			known[t.ref()] = true
+		}
+		for _, ref := range slices.Concat(f.PolicyRefs, f.Artifacts) {
+			known[ref] = true
+		}
+		resolves = func(ref string) bool { return known[ref] }
 	}
 	for i, ref := range r.EvidenceRefs {
-		if !known[ref] {
+		if !resolves(ref) {
 			c.add(CodeEvidenceUnknown, fmt.Sprintf("evidence_refs[%d]", i), "%q does not resolve to admitted evidence, a tool result, a policy or an artifact of the run", ref)
 		}
 	}
@@ -416,6 +421,21 @@ func (c *checker) citations() {
 			c.add(CodePolicyUnbound, "policy_decisions", "%s, which a tool call of the run is bound to, is not recorded", id)
 		}
 	}
+}
+
+// maxRefScan bounds the comparisons citations makes scanning the run's
+// lists for the record's refs; past it, it indexes them.
+const maxRefScan = 4096
+
+// resolves reports whether ref names admitted evidence, a tool result, a
+// policy or an artifact of the run: looked up where each is kept, with no
+// index of them all built (a record cites a few).
+func (f *Facts) resolves(ref string) bool {
+	if _, ok := f.Admitted[ref]; ok {
+		return true
+	}
+	return slices.ContainsFunc(f.ToolResults, func(t ToolFact) bool { return t.isRef(ref) }) ||
+		slices.Contains(f.PolicyRefs, ref) || slices.Contains(f.Artifacts, ref)
 }
 
 // controls checks the record's controls against the compiled ones.

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -164,6 +165,18 @@ func TestStageCitations(t *testing.T) {
 			f.PolicyRefs, f.Artifacts = []string{"policy:B#R"}, []string{"artifact:a#sha"}
 			r.EvidenceRefs = append(r.EvidenceRefs, "kg:order:1#x", "policy:B#R", "artifact:a#sha")
 		}, nil},
+		{"many refs against many sources (indexed)", func(r *Record, f *Facts) {
+			f.Admitted = map[string]string{"kg:order:1#x": "order"}
+			f.PolicyRefs, f.Artifacts = []string{"policy:B#R"}, []string{"artifact:a#sha"}
+			for i := range 100 {
+				f.ToolResults = append(f.ToolResults, ToolFact{CapabilityID: "adp.cap", ToolCallID: fmt.Sprintf("tc_%d", i)})
+				r.EvidenceRefs = append(r.EvidenceRefs, fmt.Sprintf("tool:adp.cap:tc_%d", i))
+			}
+			r.EvidenceRefs = append(r.EvidenceRefs, "kg:order:1#x", "policy:B#R", "artifact:a#sha", "tool:adp.cap:tc_100", "tool:adp.cap")
+		}, []string{"evidence_ref_unresolved evidence_refs[104]", "evidence_ref_unresolved evidence_refs[105]"}},
+		{"a near miss of a tool ref", func(r *Record, _ *Facts) {
+			r.EvidenceRefs = append(r.EvidenceRefs, r.EvidenceRefs[0]+"x", "tool:"+r.EvidenceRefs[0])
+		}, []string{"evidence_ref_unresolved evidence_refs[1]", "evidence_ref_unresolved evidence_refs[2]"}},
 		{"subject namespace", func(r *Record, _ *Facts) { r.SubjectIDs = []string{"employee:e_1", "nocolon"} }, []string{"subject_outside_namespaces subject_ids[0]", "subject_outside_namespaces subject_ids[1]"}},
 		{"unrecorded policy decision", func(_ *Record, f *Facts) { f.BoundPolicyIDs = append(f.BoundPolicyIDs, "pol_2") }, []string{"policy_decision_unrecorded policy_decisions"}},
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -130,18 +131,35 @@ type takenOutcome struct {
 // (its output normalized), which is what the rules would return: the same
 // copy, one detection pass over each string instead of one per rule.
 func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor, clean sensitive.Set, known bool) bool {
+	changed, _ := redactOutcomeFlat(dst, out, rules, clean, known)
+	return changed
+}
+
+// redactOutcomeFlat is redactOutcome, and reports too whether the copy's
+// output is a non-nil object whose members are all JSON scalars (nil,
+// bool, string, float64), so that a copy of that map is a deep copy. It is
+// false whenever that is not known (an outcome redacted rule by rule).
+func redactOutcomeFlat(dst *takenOutcome, out *Outcome, rules []Redactor, clean sensitive.Set, known bool) (changed, flat bool) {
 	c := &dst.out
 	*c = Outcome{CostCents: out.CostCents, Tokens: out.Tokens}
-	if known && cleanOutcome(out, clean) {
-		c.Output, _ = jsonv.Normalize(out.Output).(map[string]any)
-		room := dst.strs[:]
-		c.Mutations, c.Artifacts = copyStrings(out.Mutations, &room), copyStrings(out.Artifacts, &room)
-		c.RiskTags, c.Signals = copyStrings(out.RiskTags, &room), copyStrings(out.Signals, &room)
-		if len(out.Citations) > 0 {
-			c.Citations = make([]Citation, len(out.Citations))
-			copy(c.Citations, out.Citations)
+	if known {
+		if isClean, scalars := cleanOutcomeFlat(out, clean); isClean {
+			if scalars {
+				// cleanOutcomeFlat has looked at every member: the map's own
+				// copy is what jsonv.Normalize returns for it.
+				c.Output = maps.Clone(out.Output)
+			} else {
+				c.Output, _ = jsonv.Normalize(out.Output).(map[string]any)
+			}
+			room := dst.strs[:]
+			c.Mutations, c.Artifacts = copyStrings(out.Mutations, &room), copyStrings(out.Artifacts, &room)
+			c.RiskTags, c.Signals = copyStrings(out.RiskTags, &room), copyStrings(out.Signals, &room)
+			if len(out.Citations) > 0 {
+				c.Citations = make([]Citation, len(out.Citations))
+				copy(c.Citations, out.Citations)
+			}
+			return false, scalars
 		}
-		return false
 	}
 	v, changed := redactValue(out.Output, rules)
 	c.Output, _ = v.(map[string]any)
@@ -159,26 +177,34 @@ func redactOutcome(dst *takenOutcome, out *Outcome, rules []Redactor, clean sens
 			ch[4] = ch[4] || cc
 		}
 	}
-	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4]
+	return changed || ch[0] || ch[1] || ch[2] || ch[3] || ch[4], false
 }
 
 // cleanOutcome reports whether redaction by rules of cleanSet set changes
 // nothing in out (see redactOutcome).
 func cleanOutcome(out *Outcome, set sensitive.Set) bool {
-	if !cleanValue(out.Output, set, 0) {
-		return false
+	clean, _ := cleanOutcomeFlat(out, set)
+	return clean
+}
+
+// cleanOutcomeFlat is cleanOutcome, and reports too, when out is clean,
+// whether its output is a non-nil object whose members are all JSON
+// scalars (jsonv.Flat): one look at each member for both.
+func cleanOutcomeFlat(out *Outcome, set sensitive.Set) (clean, flat bool) {
+	if flat, clean = cleanObject(out.Output, set); !clean {
+		return false, false
 	}
 	for _, s := range [...][]string{out.Mutations, out.Artifacts, out.RiskTags, out.Signals} {
 		if !cleanStrings(s, set) {
-			return false
+			return false, false
 		}
 	}
 	for _, ct := range out.Citations {
 		if !cleanString(ct.EvidenceRef, set) {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, flat
 }
 
 // copyStrings is redactStrings of a list no rule changes: a copy of s

@@ -107,11 +107,17 @@ type callRecord struct {
 	eval *policy.Evaluation
 
 	// What the checks settled, for the ones after them and the execution.
-	write      bool                   // the capability's highest mode is write-class
-	key        string                 // a write's derived idempotency key
-	attHashes  []string               // the used attachments' hashes
-	delegation *runcontext.Delegation // the user's, for a delegated call
-	approved   *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
+	write bool // the capability's highest mode is write-class
+	// argsFlat: env.Args holds only JSON scalars (the checks only ever set
+	// a string member in it, the injected idempotency key), so a copy of
+	// the map is a deep copy. outFlat: the output of the result x.res
+	// holds only JSON scalars (see redactOutcome). Both sit in write's
+	// padding: the record keeps its size class.
+	argsFlat, outFlat bool
+	key               string                 // a write's derived idempotency key
+	attHashes         []string               // the used attachments' hashes
+	delegation        *runcontext.Delegation // the user's, for a delegated call
+	approved          *ResultMetadata        // what an approval adds to the result's metadata (nil: none)
 
 	// polID holds the run's policy decision id when the call is bound to
 	// it (env.PolicyDecisionID then points here); keyCopy a write's
@@ -301,7 +307,15 @@ func (r *Run) CallDecisions(toolCallID string) []policy.Decision {
 // request yields a rejected result at once.
 func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	c := &callRecord{attachments: req.Attachments, callerKey: req.IdempotencyKey, approval: req.Approval, request: req.ApprovalRequest, m: r.members}
-	args, _ := jsonv.Normalize(req.Args).(map[string]any)
+	// A map whose members are all JSON scalars is normalized by copying it
+	// (jsonv.Normalize's own path for it); the record remembers that its
+	// copy is flat, so the adapter's copy (execute) needs no second look.
+	var args map[string]any
+	if req.Args != nil && jsonv.Flat(req.Args) {
+		args, c.argsFlat = maps.Clone(req.Args), true
+	} else {
+		args, _ = jsonv.Normalize(req.Args).(map[string]any)
+	}
 	// The arguments are encoded once: the tool-call id, the idempotency key,
 	// the payload size and the transcript digest all use these bytes.
 	c.args = argsBufs.Get().(*[]byte)
@@ -324,7 +338,23 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 		argsJSON = nil
 		b, _ = canon.AppendIDOf(cite, canon.PrefixToolCall, canon.StringPart(r.rc.RunID), stepPart, canon.StringPart(req.CapabilityID))
 	}
-	c.citeRef = string(b)
+	idEnd := len(b)
+	s := r.surfaced[req.CapabilityID]
+	keyed := false
+	if _, _, named := splitCapability(req.CapabilityID); err == nil && stepOK && named && req.Args != nil && s != nil && s.spec != nil && s.mode.IsWrite() {
+		// A write that passes the envelope reaches checkIdempotencyKey (the
+		// third check, after two that read only s), which derives its key
+		// from these same bytes: derived here, the key is written into the
+		// id's string (one allocation for both).
+		if kb, kerr := r.appendIdempotencyKey(b, req.IdempotencyKey, req.CapabilityID, argsJSON); kerr == nil {
+			b, keyed = kb, true
+		}
+	}
+	all := string(b)
+	c.citeRef = all[:idEnd]
+	if keyed {
+		c.key = all[idEnd:]
+	}
 	if argsJSON == nil {
 		c.releaseArgs()
 	} else {
@@ -339,7 +369,6 @@ func (r *Run) envelope(req CallRequest) (*callRecord, *result) {
 	if env.EvidenceRefs == nil {
 		env.EvidenceRefs = []string{}
 	}
-	s := r.surfaced[req.CapabilityID]
 	c.s = s
 	if s != nil {
 		env.ApprovalModeEffective, env.ApprovalModeHighest = s.meta.ApprovalMode, s.mode

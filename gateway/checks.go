@@ -78,9 +78,12 @@ func (r *Run) checkIdempotencyKey(_ context.Context, c *callRecord) (*result, er
 	if !c.write {
 		return nil, nil
 	}
-	key, err := r.idempotencyKey(c)
-	if err != nil {
-		return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
+	key := c.key // derived with the call's id when the envelope was built (envelope)
+	if key == "" {
+		var err error
+		if key, err = r.idempotencyKey(c); err != nil {
+			return r.refuse(c, StatusRejected, NewToolError(CodeInvalidInput, false, "args have no canonical JSON form", nil), nil), nil
+		}
 	}
 	c.key, c.keyCopy = key, key
 	c.env.IdempotencyKey = &c.keyCopy
@@ -523,14 +526,26 @@ func (r *Run) executeOnce(ctx context.Context, c *callRecord) (*result, error) {
 // result; the same inputs always give the same key, so a retry, a resume
 // and a replay use it again.
 func (r *Run) idempotencyKey(c *callRecord) (string, error) {
+	var out [64]byte
+	b, err := r.appendIdempotencyKey(out[:0], c.callerKey, c.env.CapabilityID, c.argsJSON())
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// appendIdempotencyKey appends to dst the key a write of capabilityID
+// with the canonical arguments args and the plan's key callerKey ("" for
+// none) is executed under (see idempotencyKey).
+func (r *Run) appendIdempotencyKey(dst []byte, callerKey, capabilityID string, args []byte) ([]byte, error) {
 	// The arguments are part of every key: a caller key reused with other
 	// arguments names another action (it never answers with the first
 	// action's result), and the same write proposed again in a later turn
 	// of the run is the same action (it never runs twice).
-	if c.callerKey != "" {
-		return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.callerKey), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
+	if callerKey != "" {
+		return canon.AppendIDOf(dst, canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(callerKey), canon.StringPart(capabilityID), canon.RawPart(args))
 	}
-	return canon.IDOf(canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(c.env.CapabilityID), canon.RawPart(c.argsJSON()))
+	return canon.AppendIDOf(dst, canon.PrefixIdem, canon.StringPart(r.rc.TenantID), canon.StringPart(r.rc.RunID), canon.StringPart(capabilityID), canon.RawPart(args))
 }
 
 // bindPolicy picks the policy decision the call is bound to and says why

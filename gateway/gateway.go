@@ -624,7 +624,11 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 	x := &c.x
 	x.env = *env
 	x.env.Metadata = maps.Clone(env.Metadata)
-	x.env.Args, _ = jsonv.Normalize(env.Args).(map[string]any) // args are JSON-shaped: a deep copy
+	if c.argsFlat {
+		x.env.Args = maps.Clone(env.Args) // only scalars: a deep copy
+	} else {
+		x.env.Args, _ = jsonv.Normalize(env.Args).(map[string]any) // args are JSON-shaped: a deep copy
+	}
 	x.env.PrincipalChain = cloneInto(x.principals[:0], env.PrincipalChain)
 	x.env.EvidenceRefs = slices.Clone(env.EvidenceRefs)
 	x.env.PolicyDecisionID = copyInto(&x.ptrs[0], env.PolicyDecisionID)
@@ -680,6 +684,7 @@ func (r *Run) execute(ctx context.Context, c *callRecord) (*result, error) {
 		canceled := ctx.Err() != nil
 		t := r.take(ad, call, out, te, &x.outcome)
 		out, te, redacted, invalid = t.out, t.te, t.redacted, t.invalid != nil
+		c.outFlat = t.flat && out != nil
 		// The attempt was made: what it reports it spent is charged
 		// whatever the budget says, now, so a retry is made only while
 		// the run still has the budget for it. A cost that takes the run
@@ -840,7 +845,13 @@ type taken struct {
 	cost     float64    // the outcome's cost to charge
 	tokens   int        // the outcome's tokens to charge
 	redacted bool       // redaction changed the outcome or the error
+	flat     bool       // out's output holds only JSON scalars (redactOutcomeFlat)
 }
+
+// defaultMaxPayloadBytes is runcontext.DefaultRunBudget().MaxPayloadBytes,
+// read once: the default budget is built afresh on every call to it (its
+// token buckets are a new map), which take would otherwise pay per attempt.
+var defaultMaxPayloadBytes = runcontext.DefaultRunBudget().MaxPayloadBytes
 
 // take checks, bounds and redacts one attempt's outcome or error, right
 // after the attempt, so nothing that follows (the result, the transcript,
@@ -857,7 +868,7 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 	max := r.rc.RunBudget.MaxPayloadBytes
 	if max <= 0 {
 		// Results are bounded even when the run's budget sets no limit.
-		max = runcontext.DefaultRunBudget().MaxPayloadBytes
+		max = defaultMaxPayloadBytes
 	}
 	switch {
 	case te != nil:
@@ -878,7 +889,8 @@ func (r *Run) take(ad Adapter, call *Call, out *Outcome, te *ToolError, dst *tak
 			t.te, t.invalid = refusal, bad
 		} else {
 			// A taken outcome ends the call's attempts: dst holds it.
-			t.out, t.redacted = &dst.out, redactOutcome(dst, out, r.redact, r.clean, r.cleanKnown)
+			t.out = &dst.out
+			t.redacted, t.flat = redactOutcomeFlat(dst, out, r.redact, r.clean, r.cleanKnown)
 		}
 	}
 	// An adapter's report of a redaction it made (the attempt's text
@@ -975,6 +987,12 @@ func ownResult(e *ToolResultEnvelope, room *resultRoom) {
 	if e.Output != nil {
 		e.Output = jsonv.CloneObject(e.Output)
 	}
+	ownResultRefs(e, room)
+}
+
+// ownResultRefs is ownResult but for the output: e's lists, error and
+// the values behind its pointers.
+func ownResultRefs(e *ToolResultEnvelope, room *resultRoom) {
 	strs := room.strs[:]
 	e.Artifacts, e.Mutations, e.RiskTags = takeStrings(&strs, e.Artifacts), takeStrings(&strs, e.Mutations), takeStrings(&strs, e.RiskTags)
 	e.Citations = cloneInto(room.cites[:0], e.Citations)
@@ -1274,7 +1292,14 @@ func (r *Run) record(ctx context.Context, c *callRecord, res *result) (int, erro
 		e.Call = c.sinkEnvelope()
 	} else {
 		res.entry = res.env
-		ownResult(&res.entry, &res.room)
+		if res == &c.x.res && c.outFlat {
+			// The output is the gateway's redacted copy and holds only JSON
+			// scalars (redactOutcomeFlat): its map's own copy is a deep copy.
+			res.entry.Output = maps.Clone(res.entry.Output)
+			ownResultRefs(&res.entry, &res.room)
+		} else {
+			ownResult(&res.entry, &res.room)
+		}
 		e.Result = &res.entry
 		// The transcript id and the recorded mark are set after the entry is
 		// hashed and copied: they point at the entry, not into it.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/internal/sortedkeys"
 )
@@ -177,6 +178,21 @@ func cleanValue(v any, set sensitive.Set, depth int) bool {
 		return true
 	}
 	return false
+}
+
+// cleanObject is cleanValue of the object m at depth 0 (a nil m is
+// clean), and reports too whether m is non-nil and its members are all
+// JSON scalars (nil, bool, string, float64: jsonv.Flat), read in the same
+// look at each member.
+func cleanObject(m map[string]any, set sensitive.Set) (flat, clean bool) {
+	flat = m != nil
+	for k, e := range m {
+		if sensitive.IsSecretKey(k) || !cleanString(k, set) || !cleanValue(e, set, 1) {
+			return false, false
+		}
+		flat = flat && jsonv.Scalar(e)
+	}
+	return flat, true
 }
 
 // cleanStrings reports whether no detector of set finds anything in any

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contextos/contextos/internal/jsonv"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/google/go-cmp/cmp"
 )
@@ -138,7 +139,8 @@ func TestRedactOutcomeCleanMatchesRules(t *testing.T) {
 		before, _ := json.Marshal(out)
 		var slow, quick takenOutcome
 		wantChanged := redactOutcome(&slow, out, rules, 0, false)
-		gotChanged := redactOutcome(&quick, out, rules, set, true)
+		gotChanged, flat := redactOutcomeFlat(&quick, out, rules, set, true)
+		checkFlatReport(t, out, set, flat, quick.out.Output)
 		if cleanOutcome(out, set) {
 			fast++
 		}
@@ -192,7 +194,8 @@ func FuzzRedactOutcomeClean(f *testing.F) {
 		out := &Outcome{Output: v, Mutations: []string{s}, Citations: []Citation{{EvidenceRef: s}}}
 		var slow, quick takenOutcome
 		wantChanged := redactOutcome(&slow, out, rules, 0, false)
-		gotChanged := redactOutcome(&quick, out, rules, set, true)
+		gotChanged, flat := redactOutcomeFlat(&quick, out, rules, set, true)
+		checkFlatReport(t, out, set, flat, quick.out.Output)
 		if gotChanged != wantChanged {
 			t.Fatalf("changed = %v with the clean set, %v rule by rule", gotChanged, wantChanged)
 		}
@@ -239,7 +242,8 @@ func FuzzRedactOutcomeCleanRules(f *testing.F) {
 		out := &Outcome{Output: v, Mutations: []string{s}, Signals: []string{s, s}, Citations: []Citation{{EvidenceRef: s}}}
 		var slow, quick takenOutcome
 		wantChanged := redactOutcome(&slow, out, rules, 0, false)
-		gotChanged := redactOutcome(&quick, out, rules, set, true)
+		gotChanged, flat := redactOutcomeFlat(&quick, out, rules, set, true)
+		checkFlatReport(t, out, set, flat, quick.out.Output)
 		if gotChanged != wantChanged {
 			t.Fatalf("changed = %v with the clean set, %v rule by rule", gotChanged, wantChanged)
 		}
@@ -252,4 +256,19 @@ func FuzzRedactOutcomeCleanRules(f *testing.F) {
 			t.Fatalf("bytes differ:\n%s\n%s", sb, qb)
 		}
 	})
+}
+
+// checkFlatReport holds redactOutcomeFlat's report to what it says: the
+// outcome is clean and its output a non-nil object of JSON scalars only
+// (jsonv.Flat), which its copy then is too (a copy of the map is a deep
+// copy, so the gateway copies it again without looking).
+func checkFlatReport(t *testing.T, out *Outcome, set sensitive.Set, flat bool, copied map[string]any) {
+	t.Helper()
+	want := cleanOutcome(out, set) && out.Output != nil && jsonv.Flat(out.Output)
+	if flat != want {
+		t.Fatalf("output %v: redactOutcomeFlat reports flat = %v, want %v", out.Output, flat, want)
+	}
+	if flat && !jsonv.Flat(copied) {
+		t.Fatalf("output %v: reported flat, but its copy %v is not", out.Output, copied)
+	}
 }

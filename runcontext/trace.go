@@ -110,7 +110,11 @@ func checkTraceID(ps *problems, path, id string) {
 }
 
 func checkTrace(ps *problems, path string, t Trace) {
-	checkTraceID(ps, path+".trace_id", t.TraceID)
+	// A member's path is written only when it has a problem: every
+	// request is checked, and most are well formed.
+	if !validID(t.TraceID, 32) {
+		checkTraceID(ps, path+".trace_id", t.TraceID)
+	}
 	switch {
 	case t.SpanID == "":
 		ps.add(path+".span_id", CodeRequired, "is required (16 lowercase hex)")
@@ -122,8 +126,18 @@ func checkTrace(ps *problems, path string, t Trace) {
 	if t.TraceFlags != "" && !canon.IsLowerHex(t.TraceFlags, 2) {
 		ps.add(path+".trace_flags", CodeFormat, "must be 2 lowercase hex digits")
 	}
-	checkTraceState(ps, path+".tracestate", t.TraceState)
-	checkBaggage(ps, path+".baggage", t.Baggage)
+	if t.TraceState != "" {
+		checkTraceState(ps, path+".tracestate", t.TraceState)
+	}
+	if t.Baggage != "" {
+		checkBaggage(ps, path+".baggage", t.Baggage)
+	}
+}
+
+// validID reports whether id is n lowercase hex digits, not all zeros:
+// a trace or span id checkTraceID and checkTrace pass.
+func validID(id string, n int) bool {
+	return canon.IsLowerHex(id, n) && strings.Trim(id, "0") != ""
 }
 
 func checkTraceState(ps *problems, path, s string) {

@@ -517,3 +517,18 @@ func TestRuntimeHintsWithinSafeIntegers(t *testing.T) {
 		})
 	}
 }
+
+// A well-formed trace is checked without writing its members' paths (a
+// problem's path is made when there is one): no allocation.
+func TestCheckTraceWellFormedAllocatesNothing(t *testing.T) {
+	tr := Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", TraceFlags: "01"}
+	if a := testing.AllocsPerRun(20, func() {
+		var ps problems
+		checkTrace(&ps, "trace", tr)
+		if len(ps.list) > 0 {
+			t.Fatalf("problems: %v", ps.list)
+		}
+	}); a != 0 {
+		t.Errorf("checking a well-formed trace allocates %v times", a)
+	}
+}

@@ -142,6 +142,17 @@ func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
+		if v.CanInterface() {
+			// The JSON-shaped maps records, steps and constraints hold are
+			// written without reflection (appendMap's per-entry values):
+			// the same bytes (TestEncodeMatchesSlow).
+			switch m := v.Interface().(type) {
+			case map[string]any:
+				return appendAny(dst, m)
+			case map[string]map[string]any:
+				return appendObjects(dst, m)
+			}
+		}
 		return appendMap(dst, v)
 	case reflect.Struct:
 		return appendStruct(dst, v)
@@ -619,4 +630,31 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 		return append(dst, '}'), nil
 	}
 	return appendValue(dst, reflect.ValueOf(x))
+}
+
+// appendObjects writes a map of JSON objects (a capability's argument
+// constraints) as appendMap does.
+func appendObjects(dst []byte, m map[string]map[string]any) ([]byte, error) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		if !utf8.ValidString(k) {
+			return nil, errSlowPath
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareUTF16)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendAny(dst, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }

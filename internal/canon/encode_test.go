@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -137,6 +138,23 @@ func TestEncodeMatchesSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	values = append(values, doc)
+	// Maps of JSON values and of JSON objects (a record's outputs, a
+	// capability's constraints), as struct fields and alone: keys that
+	// sort differently in UTF-16 and in UTF-8, a nil object, one with more
+	// keys than fit on the stack.
+	odd := map[string]any{"\U0001F600": 1.5, "\uFFFD": "x", "a<&>": []any{nil, true}, "": map[string]any{"z": "\u2028"}}
+	big := map[string]any{}
+	for i := range 20 {
+		big[strconv.Itoa(i)] = i
+	}
+	objs := map[string]map[string]any{"\U0001F600": odd, "\uFFFD": nil, "b": big, "a": {}}
+	values = append(values, odd, big, objs, map[string]map[string]any(nil), struct {
+		O map[string]any                       `json:"o"`
+		C map[string]map[string]any            `json:"c,omitempty"`
+		N map[string]any                       `json:"n"`
+		E map[string]map[string]any            `json:"e,omitempty"`
+		D map[string]map[string]map[string]any `json:"d"`
+	}{O: odd, C: objs, D: map[string]map[string]map[string]any{"k": objs}})
 	for i, v := range values {
 		slow, serr := reference(v)
 		fast, ferr := encode(v)

@@ -143,9 +143,12 @@ func marshalCheckpoint(st *checkpointState) ([]byte, error) {
 		checkEncoding(st, w.b, w.err)
 	}
 	if w.err != nil {
+		st.enc.settle(nil)
 		return nil, w.err
 	}
-	return bytes.Clone(w.b), nil
+	out := bytes.Clone(w.b)
+	st.enc.settle(out)
+	return out, nil
 }
 
 // checkpointBufs pools marshalCheckpoint's writers (their buffers); one
@@ -185,6 +188,43 @@ type checkpointCache struct {
 	reqJSON []byte
 	rcJSON  []byte
 	orgJSON []byte
+	// pending are the members an encoding wrote into its (pooled)
+	// buffer and keeps: settle points each at its bytes in the
+	// encoding's own copy, the Data a save sends, which nothing writes to
+	// (a store keeps a copy of it, and the runtime reads it back as the
+	// state it last saved: checkpointState.saved), rather than copy them
+	// once more.
+	pending [3]pendingMember
+	npend   int
+}
+
+// pendingMember is a member's JSON kept from the encoding in progress:
+// *dst is set to its bytes, from to to, in the encoding's copy.
+type pendingMember struct {
+	dst      *[]byte
+	from, to int
+}
+
+// keep marks w.b[from:] as the JSON *dst keeps.
+func (c *checkpointCache) keep(dst *[]byte, w *objectWriter, from int) {
+	c.pending[c.npend] = pendingMember{dst: dst, from: from, to: len(w.b)}
+	c.npend++
+}
+
+// settle points the members kept from the encoding at their bytes in
+// out, its copy; nil out (a failed encoding) forgets them.
+func (c *checkpointCache) settle(out []byte) {
+	for _, p := range c.pending[:c.npend] {
+		if out == nil {
+			*p.dst = nil
+			continue
+		}
+		*p.dst = out[p.from:p.to:p.to]
+	}
+	if out == nil && c.npend > 0 {
+		c.req, c.rc, c.org = nil, nil, nil
+	}
+	c.pending, c.npend = [3]pendingMember{}, 0
 }
 
 // request writes the request member's value: the JSON kept from an
@@ -198,7 +238,8 @@ func (c *checkpointCache) request(w *objectWriter, r *runcontext.InvokeRequest) 
 	default:
 		mark := len(w.b)
 		if len(r.Extensions) == 0 && w.plain(func() { w.request(r) }) {
-			c.req, c.reqJSON = r, bytes.Clone(w.b[mark:])
+			c.req = r
+			c.keep(&c.reqJSON, w, mark)
 			return
 		}
 		b, err := r.MarshalJSON()
@@ -223,7 +264,8 @@ func (c *checkpointCache) runContext(w *objectWriter, rc *runcontext.RunContext,
 	default:
 		mark := len(w.b)
 		if len(rc.Extensions) == 0 && w.plain(func() { w.runContext(rc) }) {
-			*key, *at = rc, bytes.Clone(w.b[mark:])
+			*key = rc
+			c.keep(at, w, mark)
 			return
 		}
 		b, err := rc.MarshalJSON()

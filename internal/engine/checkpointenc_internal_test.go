@@ -333,3 +333,70 @@ func TestMarshalCheckpointClock(t *testing.T) {
 		t.Fatalf("times wrote %s", w.b)
 	}
 }
+
+// TestCheckpointKeepsMembersInItsData: the JSON a save keeps of the run's
+// request and run context (for the next save) is its bytes in that
+// save's own Data, not another copy, and a later save of the same state
+// (after other encodings reused the pooled buffer) still writes what
+// json.Marshal does. An encoding that fails keeps nothing: the next one
+// encodes the members anew.
+func TestCheckpointKeepsMembersInItsData(t *testing.T) {
+	plain := func() *checkpointState {
+		return &checkpointState{RunID: "run_p", Active: true,
+			Request: &runcontext.InvokeRequest{RequestID: "req_p", ContextPackRefs: []string{"p@1.0.0"}},
+			Run: &runcontext.RunContext{RunID: "run_p", TenantID: "t", Metadata: map[string]any{"m": "v"},
+				RunBudget: runcontext.RunBudget{TotalTokens: 9, BucketTokens: map[runcontext.Bucket]int{"session": 5, "a<&>\u2028\"": -3, "business": 7, "": 1}}},
+			Origin: &runcontext.RunContext{RunID: "run_p", TenantID: "o"},
+			Plans:  []*Plan{}}
+	}
+	same := func(t *testing.T, st *checkpointState) []byte {
+		t.Helper()
+		got, err := marshalCheckpoint(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("marshalCheckpoint wrote\n%s\njson.Marshal writes\n%s", got, want)
+		}
+		return got
+	}
+	st := plain()
+	first := same(t, st)
+	within := func(name string, b []byte) {
+		t.Helper()
+		i := bytes.Index(first, b)
+		if len(b) == 0 || i < 0 || &first[i] != &b[0] || cap(b) != len(b) {
+			t.Fatalf("the %s's JSON kept is not its bytes in the save's Data (len %d, cap %d)", name, len(b), cap(b))
+		}
+	}
+	within("request", st.enc.reqJSON)
+	within("run context", st.enc.rcJSON)
+	within("original run context", st.enc.orgJSON)
+	for range 3 {
+		other := fullCheckpoint()
+		other.Plan = &Plan{Replan: strings.Repeat("y", 500)}
+		same(t, other)
+	}
+	st.Turn, st.Active = 1, false
+	same(t, st)
+	// A failed encoding (an argument with no JSON form) keeps nothing.
+	st = plain()
+	st.Plan = &Plan{Steps: []Step{{CapabilityID: "a.b", Args: map[string]any{"x": func() {}}}}}
+	if _, err := marshalCheckpoint(st); err == nil {
+		t.Fatal("a plan with no JSON form was encoded")
+	}
+	if st.enc.req != nil || st.enc.reqJSON != nil || st.enc.rcJSON != nil {
+		t.Fatal("a failed encoding kept members")
+	}
+	st.Plan = nil
+	for range 2 {
+		other := fullCheckpoint()
+		same(t, other)
+	}
+	same(t, st)
+	same(t, st)
+}

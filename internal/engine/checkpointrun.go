@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/contextos/contextos/internal/jsonv"
@@ -242,7 +243,7 @@ func (w *objectWriter) runBudget(b *runcontext.RunBudget) {
 	w.b = strconv.AppendInt(w.b, int64(b.TotalTokens), 10)
 	if len(b.BucketTokens) > 0 {
 		w.member(s, "bucket_tokens")
-		w.marshal(&b.BucketTokens)
+		w.bucketTokens(b.BucketTokens)
 	}
 	w.member(s, "max_tool_calls")
 	w.b = strconv.AppendInt(w.b, int64(b.MaxToolCalls), 10)
@@ -262,6 +263,30 @@ func (w *objectWriter) runBudget(b *runcontext.RunBudget) {
 		}
 	}
 	w.close()
+}
+
+// bucketTokens writes a budget's bucket_tokens as encoding/json writes the
+// map (a Bucket is a string with no text marshaller): its keys sorted, as
+// strings, and its ints.
+func (w *objectWriter) bucketTokens(m map[runcontext.Bucket]int) {
+	mark := len(w.keys)
+	for k := range m {
+		w.keys = append(w.keys, string(k))
+	}
+	ks := w.keys[mark:]
+	slices.Sort(ks)
+	w.b = append(w.b, '{')
+	for i, k := range ks {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = jsonv.AppendString(w.b, k)
+		w.b = append(w.b, ':')
+		w.b = strconv.AppendInt(w.b, int64(m[runcontext.Bucket(k)]), 10)
+	}
+	w.b = append(w.b, '}')
+	clear(ks)
+	w.keys = w.keys[:mark]
 }
 
 func (w *objectWriter) request(r *runcontext.InvokeRequest) {

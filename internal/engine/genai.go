@@ -81,7 +81,8 @@ func (c *chatTurn) end(ctx context.Context, r *run, plan *Plan, err error) {
 		u, reported = failedTurnUsage(err)
 	}
 	reported = reported && (u.InputTokens > 0 || u.OutputTokens > 0) // a total alone has no GenAI attribute
-	if reported {
+	// A span that does not record ignores attributes: none are made.
+	if reported && c.span.IsRecording() {
 		c.span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", u.InputTokens), attribute.Int("gen_ai.usage.output_tokens", u.OutputTokens))
 	}
 	et := ""

@@ -140,8 +140,17 @@ func (e pinnedEvidence) Evidence(ctx context.Context, q compiler.EvidenceQuery) 
 		if mseen != nil {
 			e.p.rt.evMeta.keep(mseen)
 		}
+		// The run pins its own copy of what its compile saw: the list a
+		// source returned may be the source's, which it may change later.
+		// A list made here (a redaction's), or by the module's static
+		// source (a fresh copy for every call), is the run's already:
+		// the compile it goes to only reads it.
+		pin := slices.Clip(items)
+		if _, static := e.src.(compiler.StaticEvidence); !cloned && !static {
+			pin = slices.Clone(items)
+		}
 		e.p.mu.Lock()
-		e.p.evidence = slices.Clone(items)
+		e.p.evidence = pin
 		e.p.mu.Unlock()
 	}
 	return items, quietError(err)

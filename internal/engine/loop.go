@@ -639,9 +639,11 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 	ctx, span := r.rt.tracer.Start(ctx, name)
 	defer span.End()
 	// The built-in critic judges by the run's own compiled context, run
-	// context and request; the host critic is given the plug-ins' copies,
-	// which the planner may have edited.
-	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clone(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
+	// context, request and step results (it only reads them:
+	// TestBuiltinCriticEditsNothing), clipped so that even an append
+	// could not write into the run's list; the host critic is given the
+	// plug-ins' copies, which the planner may have edited.
+	in := &CriticInput{Compiled: r.cc, Pack: r.prepared.Pack(), Run: r.rc, Request: r.req, Plan: plan, Results: slices.Clip(r.cp.Results), Turn: r.cp.planTurn(), Replans: r.cp.Replans}
 	if verify {
 		j = r.rt.builtin.verify(in, r.cp)
 	} else {
@@ -684,7 +686,9 @@ func (r *run) judge(ctx context.Context, verify bool, plan *Plan) (j Judgement, 
 			j, cont = hj, false
 		}
 	}
-	span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
+	if span.IsRecording() { // a span that does not record ignores attributes
+		span.SetAttributes(attribute.String("contextos.verdict", string(j.Verdict)))
+	}
 	if r.emit != nil {
 		// A copy of the verdict, made only for a consumer (r.event): j
 		// itself stays off the heap.
@@ -1065,7 +1069,9 @@ func (r *run) recorded(ctx context.Context, rec, stored *decision.Record) (*Resu
 		return nil, fmt.Errorf("contextos: checkpoint: %w", err)
 	}
 	res := &Result{RunID: r.rc.RunID, Status: stored.Status, Record: stored, Compiled: r.cc, ToolResults: r.toolResults(), Notices: r.notices()}
-	r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
+	if r.span.IsRecording() {
+		r.span.SetAttributes(attribute.String("contextos.decision_status", string(stored.Status)))
+	}
 	r.observeRecord(ctx, stored)
 	if capture := r.capture(stored); capture && r.inputsLost {
 		r.rt.opts.Logger.Error("replay packet not captured: the run's runtime died before it saved the run's replay inputs", "run_id", r.rc.RunID, "record_id", stored.RecordID)
@@ -1578,10 +1584,23 @@ func (r *run) withProgress(ctx context.Context) context.Context {
 }
 
 // decisionOptions returns the run's pack decisions for its planner
-// (PlanRequest.Decisions), listed once per run.
+// (PlanRequest.Decisions), listed once per pack: the runtime keeps the
+// list of the pack its runs last compiled, which nothing writes to.
 func (r *run) decisionOptions() []DecisionOption {
 	if r.decisions == nil && r.prepared != nil {
-		r.decisions = decisionOptions(r.prepared.Pack())
+		p := r.prepared.Pack()
+		if m := r.rt.decisions.Load(); m != nil && m.pack == p {
+			r.decisions = m.options
+		} else {
+			r.decisions = decisionOptions(p)
+			r.rt.decisions.Store(&packDecisions{pack: p, options: r.decisions})
+		}
 	}
 	return r.decisions
+}
+
+// packDecisions are a pack's decision options (Runtime.decisions).
+type packDecisions struct {
+	pack    *pack.Pack
+	options []DecisionOption
 }

@@ -82,3 +82,37 @@ func TestEvidenceRedactionMemoConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// sharedSource returns its own list (not a copy) at every call, as a host's
+// source may.
+type sharedSource []compiler.EvidenceItem
+
+func (s sharedSource) Evidence(context.Context, compiler.EvidenceQuery) ([]compiler.EvidenceItem, error) {
+	return s, nil
+}
+
+// TestPinnedEvidenceIsTheRuns: what a run pins of its compile's evidence
+// is never a source's own list, which the source may change later; the
+// list the module's static source returns (a fresh copy every call) is
+// pinned as it is handed to the compile, without another copy.
+func TestPinnedEvidenceIsTheRuns(t *testing.T) {
+	t.Parallel()
+	list := []compiler.EvidenceItem{{EvidenceRef: "kg:a", Kind: "note", Content: "refund window is 30 days", Trust: compiler.Trusted}}
+	rt := &Runtime{}
+	p := &pins{rt: rt, runID: "run_pin"}
+	if _, err := (pinnedEvidence{p, sharedSource(list)}).Evidence(context.Background(), compiler.EvidenceQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	list[0].Content = "edited by the source"
+	if got := p.fetched(); got[0].Content != "refund window is 30 days" {
+		t.Fatalf("the source's later edit reached the run's pinned evidence: %q", got[0].Content)
+	}
+	p = &pins{rt: rt, runID: "run_static"}
+	got, err := pinnedEvidence{p, compiler.StaticEvidence(list)}.Evidence(context.Background(), compiler.EvidenceQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin := p.fetched(); &pin[0] != &got[0] || &got[0] == &list[0] || cap(pin) != len(pin) {
+		t.Fatal("the static source's copy was copied again to be pinned (or is the source's own list)")
+	}
+}

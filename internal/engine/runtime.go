@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -174,6 +175,10 @@ type Runtime struct {
 	// evMeta remembers the other members of those items (ref, kind,
 	// source id, snapshot) redacted, as evRedact does their contents.
 	evMeta memo[metaRedacted]
+	// decisions are the planner's decision options of the pack its runs
+	// last compiled (run.decisionOptions): read only (PlanRequest's
+	// Decisions hands out copies), so its runs share them.
+	decisions atomic.Pointer[packDecisions]
 
 	// mode is what the runtime's runs are: ModeLive, or ModeReplay on
 	// the runtimes Replay builds, whose replayed says what of the packet
@@ -942,12 +947,16 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		return err
 	}
 	r.prepared, r.cc = prepared, cc
-	attrs := []attribute.KeyValue{attribute.String("contextos.compiled_context_hash", cc.Hash())}
-	if c := cc.ContextLedger.DataClassification; c != "" {
-		attrs = append(attrs, attribute.String("contextos.data_classification", string(c)))
+	if span.IsRecording() || r.span.IsRecording() {
+		// Attributes are made only for a span that records them (a span
+		// that does not ignores them).
+		attrs := []attribute.KeyValue{attribute.String("contextos.compiled_context_hash", cc.Hash())}
+		if c := cc.ContextLedger.DataClassification; c != "" {
+			attrs = append(attrs, attribute.String("contextos.data_classification", string(c)))
+		}
+		span.SetAttributes(attrs...)
+		r.span.SetAttributes(attrs...)
 	}
-	span.SetAttributes(attrs...)
-	r.span.SetAttributes(attrs...)
 	gwOpts := gatewayRunOptions(r.clock, chain, r.recorder)
 	if rt.mode != ModeReplay {
 		// What a call's attempts spent is made durable before the gateway
