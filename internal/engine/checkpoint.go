@@ -527,12 +527,20 @@ func (rt *Runtime) keptEarlier(ctx context.Context, st *checkpointState) (at int
 }
 
 // put saves c over c.Revision (with the module's own store, keeping
-// c.Data as it is: its caller made it for this save alone).
+// c.Data as it is: its caller made it for this save alone). A host's
+// store is handed a copy of c with its own Data: the run keeps reading
+// c.Data (the next save's request and run context JSON, a spend save's
+// state), and what the store does to the bytes it was handed is not the
+// run's. The revision the store moves its copy to is c's.
 func (rt *Runtime) put(ctx context.Context, c *Checkpoint) error {
 	if m, ok := rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
 		return m.save(ctx, c, false)
 	}
-	return rt.opts.Checkpoints.Save(ctx, c)
+	hc := *c
+	hc.Data = bytes.Clone(c.Data)
+	err := rt.opts.Checkpoints.Save(ctx, &hc)
+	c.Revision = hc.Revision
+	return err
 }
 
 // encodeForSave is st as the checkpoint a save sends: an active run's
