@@ -101,9 +101,10 @@ func Shared(path string, a, b reflect.Value) string {
 }
 
 // Vandalize edits, in place, everything v reaches through pointers,
-// lists, maps and interfaces: every settable string, number and bool
-// changes, scalars held in interfaces become a string, and every map of
-// interface values gains a member. What v shares with anything else is
+// lists, maps and interfaces: every settable string, number, bool and
+// byte (a []byte's, a checkpoint's Data) changes, scalars held in
+// interfaces become a string, and every map of interface values gains a
+// member. What v shares with anything else is
 // edited there too.
 func Vandalize(v reflect.Value) {
 	switch v.Kind() {
@@ -158,6 +159,10 @@ func Vandalize(v reflect.Value) {
 	case reflect.Bool:
 		if v.CanSet() {
 			v.SetBool(!v.Bool())
+		}
+	case reflect.Uint8:
+		if v.CanSet() {
+			v.SetUint(v.Uint() ^ 0x20)
 		}
 	}
 }
