@@ -367,8 +367,9 @@ func (h *Handler) otherPause(ctx context.Context, runID, gateID, digest string) 
 	return errorf(http.StatusConflict, CodeNotPending, "the run awaits no approval of that action on %s", shownGate(gateID))
 }
 
-// resume continues the run with d on a worker, now when a slot is free;
-// else the sweep continues it.
+// resume continues the run with d on a worker, now when a slot is free
+// (or, while a part of the run still runs, when that part ends at the
+// pause d decides); else the sweep continues it.
 func (h *Handler) resume(d *decisionEntry) {
 	if h.acquire() != nil {
 		h.o.Logger.Warn("decided run left for the sweep: no worker free", "run_id", d.RunID)
@@ -377,6 +378,9 @@ func (h *Handler) resume(d *decisionEntry) {
 	e := h.entry(d.RunID, d.TenantID, true)
 	e.mu.Lock()
 	if e.running {
+		// The part that paused the run is still ending: its worker takes
+		// the decision up when it does (work).
+		e.decided = d
 		e.mu.Unlock()
 		h.release()
 		return

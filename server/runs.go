@@ -94,9 +94,13 @@ type runEntry struct {
 	retell   bool
 	retellTo string
 	running  bool
-	changed  chan struct{} // closed (and replaced) on every change
-	view     *runView      // the last part's outcome; nil while running or failed
-	err      *apiError     // the last part's failure to start
+	// decided is a decision recorded while a part of the run was running
+	// (its pause saved and pending, its worker not yet done): the worker
+	// continues the run with it when its part ends at the pause it decides.
+	decided *decisionEntry
+	changed chan struct{} // closed (and replaced) on every change
+	view    *runView      // the last part's outcome; nil while running or failed
+	err     *apiError     // the last part's failure to start
 }
 
 func (e *runEntry) notify() {
@@ -380,6 +384,14 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
+		// A decision that came while this part ran is taken up once the
+		// part's worker slot is free (the deferred calls run in reverse).
+		var next *decisionEntry
+		defer func() {
+			if next != nil {
+				h.resume(next)
+			}
+		}()
 		defer h.release()
 		var view *runView
 		var aerr *apiError
@@ -423,6 +435,14 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		}
 		e.mu.Lock()
 		e.running, e.view, e.err = false, view, aerr
+		if d := e.decided; d != nil {
+			// Taken up only when the part ended at the pause it decides;
+			// any other decision is the sweep's, as before.
+			e.decided = nil
+			if view != nil && view.RecordID == d.RecordID {
+				next = d
+			}
+		}
 		switch {
 		case retell && ended != "":
 			e.complete = false // the part before it may not be the stores'
