@@ -150,7 +150,7 @@ func appendValueF(dst []byte, v reflect.Value, tf typeFlags) ([]byte, error) {
 			case map[string]any:
 				return appendAny(dst, m)
 			case map[string]map[string]any:
-				return appendObjects(dst, m)
+				return appendObject(dst, m)
 			}
 		}
 		return appendMap(dst, v)
@@ -606,36 +606,15 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		var small [16]string // most objects are small: their keys stay on the stack
-		keys := small[:0]
-		for k := range v {
-			if !utf8.ValidString(k) {
-				return nil, errSlowPath
-			}
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, compareUTF16)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			var err error
-			if dst, err = appendAny(dst, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendObject(dst, v)
 	}
 	return appendValue(dst, reflect.ValueOf(x))
 }
 
-// appendObjects writes a map of JSON objects (a capability's argument
-// constraints) as appendMap does.
-func appendObjects(dst []byte, m map[string]map[string]any) ([]byte, error) {
-	var small [16]string
+// appendObject writes a non-nil map of JSON values (map[string]any) or of
+// JSON objects (a capability's argument constraints) as appendMap does.
+func appendObject[V any](dst []byte, m map[string]V) ([]byte, error) {
+	var small [16]string // most objects are small: their keys stay on the stack
 	keys := small[:0]
 	for k := range m {
 		if !utf8.ValidString(k) {
