@@ -398,7 +398,9 @@ func (h *Handler) resume(d *decisionEntry) {
 	a := gateway.Approval{ApprovalID: d.ApprovalID, GateID: d.GateID, ActionDigest: d.ActionDigest, Approver: d.Approver, ApproverRole: d.ApproverRole,
 		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny, Reason: h.redactText(d.Reason)}
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] {
-		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+		// Pause: a decision taken up late (a sweep's listing, a worker's
+		// parked decision) never lands on a later pause of the run.
+		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Pause: d.RecordID})
 	})
 }
 

@@ -96,7 +96,8 @@ type runEntry struct {
 	running  bool
 	// decided is a decision recorded while a part of the run was running
 	// (its pause saved and pending, its worker not yet done): the worker
-	// continues the run with it when its part ends at the pause it decides.
+	// continues the run with it when its part ends at the pause it decides
+	// or fails.
 	decided *decisionEntry
 	changed chan struct{} // closed (and replaced) on every change
 	view    *runView      // the last part's outcome; nil while running or failed
@@ -436,10 +437,13 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		e.mu.Lock()
 		e.running, e.view, e.err = false, view, aerr
 		if d := e.decided; d != nil {
-			// Taken up only when the part ended at the pause it decides;
-			// any other decision is the sweep's, as before.
+			// Taken up when the part ended at the pause it decides, or
+			// failed (a resume refused because the run had moved on, say:
+			// the run may await that pause still; the runtime refuses the
+			// resume unless it does). A part that ended at another record
+			// went past the pause: the decision was continued.
 			e.decided = nil
-			if view != nil && view.RecordID == d.RecordID {
+			if view == nil || view.RecordID == d.RecordID {
 				next = d
 			}
 		}
