@@ -149,12 +149,10 @@ func (p *at) m(name string) *at { return &at{up: p, name: name} }
 func (p *at) i(i int) *at { return &at{up: p, index: i, elem: true} }
 
 // String writes the path as wire.Join and wire.Index write it. It walks
-// up from p for each segment rather than recursing, so that no at (they
-// live on their checks' stacks) escapes to the heap.
+// up from p for each segment rather than recursing, and copies every
+// name (even a lone one), so that no at escapes to the heap: they live
+// on their checks' stacks.
 func (p *at) String() string {
-	if p.up == nil {
-		return p.name
-	}
 	depth := 0
 	for q := p.up; q != nil; q = q.up {
 		depth++
