@@ -357,10 +357,36 @@ func checkAgentURN(ps *problems, path *at, urn string) {
 		ps.addAt(path, CodeFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
 		return
 	}
-	if _, err := semver.StrictNewVersion(version); err != nil {
-		// The version is the caller's text: named, not quoted.
-		ps.addAt(path, CodeFormat, "the version after @ is not a semantic version MAJOR.MINOR.PATCH")
+	if !plainSemver(version) {
+		if _, err := semver.StrictNewVersion(version); err != nil {
+			// The version is the caller's text: named, not quoted.
+			ps.addAt(path, CodeFormat, "the version after @ is not a semantic version MAJOR.MINOR.PATCH")
+		}
 	}
+}
+
+// plainSemver reports whether v is MAJOR.MINOR.PATCH, three numbers of
+// at most 19 digits (each fits in a uint64) with no leading zero: a
+// version semver.StrictNewVersion accepts, read without its allocations.
+// Any other version is left to StrictNewVersion.
+func plainSemver(v string) bool {
+	for part := range 3 {
+		n := 0
+		for n < len(v) && v[n] >= '0' && v[n] <= '9' {
+			n++
+		}
+		if n == 0 || n > 19 || n > 1 && v[0] == '0' {
+			return false
+		}
+		v = v[n:]
+		if part < 2 {
+			if v == "" || v[0] != '.' {
+				return false
+			}
+			v = v[1:]
+		}
+	}
+	return v == ""
 }
 
 func checkSPIFFE(ps *problems, path *at, id string) {
@@ -368,6 +394,15 @@ func checkSPIFFE(ps *problems, path *at, id string) {
 		ps.addAt(path, CodeRequired, "is required (spiffe://<trust-domain>/<path>)")
 		return
 	}
+	if plainSPIFFE(id) {
+		return
+	}
+	checkSPIFFEParsed(ps, path, id)
+}
+
+// checkSPIFFEParsed is checkSPIFFE of an id that is not empty, with
+// url.Parse.
+func checkSPIFFEParsed(ps *problems, path *at, id string) {
 	const msg = "must be a SPIFFE ID spiffe://<trust-domain>/<path> with no port, user info, query or fragment"
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "spiffe" || u.User != nil || u.Port() != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || len(id) > 2048 {
@@ -389,6 +424,40 @@ func checkSPIFFE(ps *problems, path *at, id string) {
 			return
 		}
 	}
+}
+
+// plainSPIFFE reports whether id is spiffe://, a trust domain of
+// lowercase letters, digits, '.', '-' and '_', then one or more "/"
+// path segments of letters, digits, '.', '-' and '_', none empty, "." or
+// "..", within 2048 bytes: an id checkSPIFFE accepts (with none of the
+// characters url.Parse reads specially — '@', ':', '?', '#', '%' — it
+// parses to exactly that scheme, host and path), read without parsing
+// it. Any other id is left to url.Parse.
+func plainSPIFFE(id string) bool {
+	rest, ok := strings.CutPrefix(id, "spiffe://")
+	if !ok || len(id) > 2048 {
+		return false
+	}
+	host, path, ok := strings.Cut(rest, "/")
+	if !ok || host == "" || path == "" {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; !(isAlnum(c) || c == '.' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func checkChain(ps *problems, path *at, chain []Principal, tenant string) {
@@ -529,7 +598,22 @@ func checkHints(ps *problems, path *at, h *RuntimeHints) {
 }
 
 func checkBuckets(ps *problems, path *at, b map[Bucket]int) int {
-	sum := 0
+	// Most budgets have no problem: their sum is taken in the map's order
+	// (the order of an integer sum does not matter), and only a budget
+	// with a problem has its keys sorted, to report the problems in key
+	// order.
+	sum, ok := 0, true
+	for k, v := range b {
+		if !k.Valid() || v < 0 || v > canon.MaxSafeInteger {
+			ok = false
+			break
+		}
+		sum += v
+	}
+	if ok {
+		return sum
+	}
+	sum = 0
 	for _, k := range sortedkeys.Of(b) {
 		switch {
 		case !k.Valid():
