@@ -760,11 +760,15 @@ func tokenShape(s string) (string, bool) {
 // jwtShape reports a JWS or JWE compact serialization: 3 or 5 parts
 // separated by dots, the first base64url-encoded JSON (its header).
 func jwtShape(s string) bool {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) != 3 && len(parts) != 5 {
+	// The parts are counted and the first cut off, as a strings.Split
+	// would give them, without its slice: most token_refs are references
+	// and have neither 2 nor 4 dots.
+	s = strings.TrimSpace(s)
+	if n := strings.Count(s, "."); n != 2 && n != 4 {
 		return false
 	}
-	h, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
+	first, _, _ := strings.Cut(s, ".")
+	h, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(first, "="))
 	return err == nil && len(h) > 1 && h[0] == '{'
 }
 
