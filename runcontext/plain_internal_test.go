@@ -98,3 +98,36 @@ func TestPlainSPIFFEOnlyWhatParseAccepts(t *testing.T) {
 		t.Errorf("only %d random ids were plain", passed)
 	}
 }
+
+// TestPlainTraceparentOnlyWhatParseAccepts: every traceparent
+// plainTraceparent passes for a trace id, ParseTraceparent accepts with
+// that trace id; and it passes the usual ones.
+func TestPlainTraceparentOnlyWhatParseAccepts(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	seeds := []string{"00-" + id + "-00f067aa0ba902b7-01", "00-" + id + "-00f067aa0ba902b7-00", "00-" + id + "-00f067aa0ba902b7-03",
+		"00-" + id + "-00f067aa0ba902b7-04", "00-" + id + "-00f067aa0ba902b7-0f", "01-" + id + "-00f067aa0ba902b7-01",
+		"ff-" + id + "-00f067aa0ba902b7-01", "00-" + id + "-0000000000000000-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-" + strings.ToUpper(id) + "-00f067aa0ba902b7-01", "00-" + id + "-00F067AA0BA902B7-01", "00-" + id + "-00f067aa0ba902b7-01-x",
+		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	r := rand.New(rand.NewPCG(5, 6))
+	passed := 0
+	for _, tp := range randomText(r, seeds, "0123456789abcdefABF-x", 40000) {
+		for _, traceID := range []string{id, strings.Repeat("0", 32), "0af7651916cd43dd8448eb211c80319c", strings.ToUpper(id)} {
+			if !plainTraceparent(tp, traceID) {
+				continue
+			}
+			passed++
+			if tr, err := ParseTraceparent(tp); err != nil || tr.TraceID != traceID {
+				t.Errorf("plainTraceparent(%q, %q) but ParseTraceparent: %+v, %v", tp, traceID, tr, err)
+			}
+		}
+	}
+	for _, tp := range seeds[:3] {
+		if !plainTraceparent(tp, id) {
+			t.Errorf("plainTraceparent(%q) = false", tp)
+		}
+	}
+	if passed < 100 {
+		t.Errorf("only %d random traceparents were plain", passed)
+	}
+}

@@ -168,7 +168,7 @@ func (rc *RunContext) validate(agentChecked bool) error {
 			ps.add("agent.identity_claim.session_id", CodeConsistent, "must equal session_id")
 		}
 	}
-	if tc := rc.TraceContext; tc != nil {
+	if tc := rc.TraceContext; tc != nil && !plainTraceparent(tc.TraceParent, rc.TraceID) {
 		t, err := ParseTraceparent(tc.TraceParent)
 		switch {
 		case err != nil:
@@ -176,6 +176,8 @@ func (rc *RunContext) validate(agentChecked bool) error {
 		case t.TraceID != rc.TraceID:
 			ps.add("trace_context.traceparent", CodeConsistent, "trace id must equal trace_id")
 		}
+	}
+	if tc := rc.TraceContext; tc != nil {
 		checkTraceState(&ps, "trace_context.tracestate", tc.TraceState)
 		checkBaggage(&ps, "trace_context.baggage", tc.Baggage)
 	}
