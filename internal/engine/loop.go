@@ -1203,8 +1203,12 @@ func (r *run) policyDecisions() []decision.PolicyDecisionRef {
 	ledger := r.cc.ContextLedger.PolicyResults
 	out := make([]decision.PolicyDecisionRef, 0, len(ledger))
 	rules := make([]string, 0, len(ledger))
-	for _, d := range ledger {
-		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: []string{d.RuleID}})
+	// Each run decision's one rule id is its own list, cut from one array
+	// and capped at one: appending to one cannot write into another.
+	ids := make([]string, len(ledger))
+	for i, d := range ledger {
+		ids[i] = d.RuleID
+		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: ids[i : i+1 : i+1]})
 		if !slices.Contains(rules, d.RuleID) {
 			rules = append(rules, d.RuleID)
 		}
@@ -1482,18 +1486,33 @@ func gateRole(p *pack.Pack, cc *compiler.CompiledContext, gate string) string {
 // appliedRules are the rules of the decision lists that applied with
 // evidence to require, each rule taking one branch once.
 func appliedRules(lists ...[]policy.Decision) []decision.AppliedRule {
-	var out []decision.AppliedRule
+	// The list is sized for every rule that requires evidence, and each
+	// rule's requirements are a copy cut from one array, capped at their
+	// length: appending to one cannot write into another.
+	rules, requires := 0, 0
 	for _, ds := range lists {
 		for _, d := range ds {
-			if len(d.Requires) == 0 {
+			if len(d.Requires) > 0 {
+				rules++
+				requires += len(d.Requires)
+			}
+		}
+	}
+	if rules == 0 {
+		return nil
+	}
+	out := make([]decision.AppliedRule, 0, rules)
+	room := make([]string, 0, requires)
+	for _, ds := range lists {
+		for _, d := range ds {
+			if len(d.Requires) == 0 || slices.ContainsFunc(out, func(b decision.AppliedRule) bool {
+				return b.BundleID == d.BundleID && b.RuleID == d.RuleID && b.DecisionBinding == d.DecisionBinding && slices.Equal(b.Requires, d.Requires)
+			}) {
 				continue
 			}
-			a := decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: slices.Clone(d.Requires)}
-			if !slices.ContainsFunc(out, func(b decision.AppliedRule) bool {
-				return b.BundleID == a.BundleID && b.RuleID == a.RuleID && b.DecisionBinding == a.DecisionBinding && slices.Equal(b.Requires, a.Requires)
-			}) {
-				out = append(out, a)
-			}
+			at := len(room)
+			room = append(room, d.Requires...)
+			out = append(out, decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: room[at:len(room):len(room)]})
 		}
 	}
 	return out
