@@ -884,8 +884,6 @@ func spanPackRefs(refs []string) string {
 	return strings.Join(shown, ",")
 }
 
-// setup resolves the packs, compiles and binds the gateway; chain, when
-// set, continues a paused run's transcript chain.
 // appendPreparedKey appends a pack's part of the prepared packs' key,
 // "ref=content_hash;" (the ref in its canonical form, pack.Ref.String).
 func appendPreparedKey(b []byte, ref pack.Ref, contentHash string) []byte {
@@ -901,6 +899,8 @@ func appendPreparedKey(b []byte, ref pack.Ref, contentHash string) []byte {
 	return append(b, ';')
 }
 
+// setup resolves the packs, compiles and binds the gateway; chain, when
+// set, continues a paused run's transcript chain.
 func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) (err error) {
 	rt := r.rt
 	_, span := rt.tracer.Start(ctx, "compile")
