@@ -43,3 +43,19 @@ func TestAppliedRulesOwnTheirRequirements(t *testing.T) {
 		t.Fatalf("no rule requires: %+v, want nil", got)
 	}
 }
+
+// TestIsPolicyRefIsTheRefsEquality holds isPolicyRef to the comparison
+// it replaces: ref == "policy:" + bundle + "#" + rule, for ids that hold
+// the separators themselves.
+func TestIsPolicyRefIsTheRefsEquality(t *testing.T) {
+	ids := []string{"", "a", "b", "a#b", "b#c", "#", "policy:", "c", "ab"}
+	for _, ref := range []string{"policy:a#b", "policy:a#b#c", "policy:#", "policy:##", "policy:ab#c", "policy:a#bc", "polic:a#b", "policy:policy:#a", "a#b", ""} {
+		for _, b := range ids {
+			for _, r := range ids {
+				if got, want := isPolicyRef(ref, b, r), ref == "policy:"+b+"#"+r; got != want {
+					t.Errorf("isPolicyRef(%q, %q, %q) = %v, want %v", ref, b, r, got, want)
+				}
+			}
+		}
+	}
+}

@@ -1309,6 +1309,14 @@ func first[T any](l []T) *T {
 	return &l[0]
 }
 
+// isPolicyRef reports whether ref is "policy:" + bundle + "#" + rule,
+// without making that string.
+func isPolicyRef(ref, bundle, rule string) bool {
+	const prefix = "policy:"
+	return len(ref) == len(prefix)+len(bundle)+1+len(rule) && ref[:len(prefix)] == prefix &&
+		ref[len(prefix):len(prefix)+len(bundle)] == bundle && ref[len(prefix)+len(bundle)] == '#' && ref[len(prefix)+len(bundle)+1:] == rule
+}
+
 // runFacts are what a run established: the admitted evidence with its
 // kind, the succeeded tool results, the policy outcomes (with the rules
 // that applied and what they require) and attachments, the active gates
@@ -1341,8 +1349,9 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	// The rules that applied: the run's evaluation's, then each call's
 	// own (a rule that reads tool data applies per call, whatever the
 	// call's status; the same rule taking the same branch counts once).
-	lists := make([][]policy.Decision, 0, 1+len(results))
-	lists = append(lists, cc.ContextLedger.PolicyResults)
+	// (On the stack for a run of a few calls: appliedRules keeps none.)
+	var listBuf [8][]policy.Decision
+	lists := append(listBuf[:0], cc.ContextLedger.PolicyResults)
 	for _, s := range results {
 		lists = append(lists, s.PolicyDecisions)
 	}
@@ -1381,8 +1390,9 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	}
 	for _, s := range results {
 		for _, d := range s.PolicyDecisions {
-			if ref := "policy:" + d.BundleID + "#" + d.RuleID; !slices.Contains(f.PolicyRefs, ref) {
-				f.PolicyRefs = append(f.PolicyRefs, ref)
+			// A ref already listed is not made again to be looked for.
+			if !slices.ContainsFunc(f.PolicyRefs, func(ref string) bool { return isPolicyRef(ref, d.BundleID, d.RuleID) }) {
+				f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
 			}
 		}
 	}
