@@ -383,7 +383,13 @@ func (r *run) notePrior(res *gateway.ToolResultEnvelope) {
 // gateway reads it too): the readings already taken are counted.
 func (r *run) takeInputs(cp *checkpointState) {
 	if r.recorder != nil {
-		cp.Outcomes = append(cp.Outcomes, r.recorder.Outcomes(r.rc.RunID)...)
+		// Outcomes is a copy of the recorder's list, the caller's own:
+		// the first ones taken are kept as they are.
+		if outs := r.recorder.Outcomes(r.rc.RunID); len(cp.Outcomes) == 0 && len(outs) > 0 {
+			cp.Outcomes = outs
+		} else {
+			cp.Outcomes = append(cp.Outcomes, outs...)
+		}
 		r.recorder.Forget(r.rc.RunID)
 	}
 	rd := r.untakenReadings()
