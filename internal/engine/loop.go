@@ -1269,13 +1269,17 @@ func (r *run) facts() *decision.Facts {
 	if m := &r.factsMemo; m.f != nil && m.key == key {
 		return m.f
 	}
-	f := runFacts(key.pack, r.cc, r.req, r.cp.Results, fetched)
+	m := &r.factsMemo
+	if m.refsOf != r.cc {
+		m.refs, m.refsOf = ledgerPolicyRefs(r.cc), r.cc
+	}
+	f := runFactsWith(key.pack, r.cc, r.req, r.cp.Results, fetched, m.refs)
 	if p := r.cp.Pending; p != nil {
 		// The gate the run is paused on holds a call: a DEFERRED record
 		// lists it among its controls.
 		addHeldGate(f, p.GateID, p.ApproverRole, false)
 	}
-	r.factsMemo = factsMemo{key: key, f: f}
+	m.key, m.f = key, f
 	return f
 }
 
@@ -1283,6 +1287,11 @@ func (r *run) facts() *decision.Facts {
 type factsMemo struct {
 	key factsKey
 	f   *decision.Facts
+	// refs are the policy refs of refsOf's run decisions
+	// (ledgerPolicyRefs), made once per compiled context: strings, which
+	// every facts built from it lists (each in a list of its own).
+	refsOf *compiler.CompiledContext
+	refs   []string
 }
 
 // factsKey is what a run's facts are built from: the pack, compiled
@@ -1332,6 +1341,26 @@ func isPolicyRef(ref, bundle, rule string) bool {
 // An entry no fetched item agrees with keeps the kind "", which satisfies
 // no name (fail closed).
 func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem) *decision.Facts {
+	return runFactsWith(p, cc, req, results, fetched, ledgerPolicyRefs(cc))
+}
+
+// ledgerPolicyRefs are the policy refs of cc's run decisions, in order:
+// "policy:" + bundle + "#" + rule.
+func ledgerPolicyRefs(cc *compiler.CompiledContext) []string {
+	ds := cc.ContextLedger.PolicyResults
+	if len(ds) == 0 {
+		return nil
+	}
+	refs := make([]string, len(ds))
+	for i, d := range ds {
+		refs[i] = "policy:" + d.BundleID + "#" + d.RuleID
+	}
+	return refs
+}
+
+// runFactsWith is runFacts with the policy refs of cc's run decisions
+// (ledgerPolicyRefs(cc)) already made.
+func runFactsWith(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem, ledgerRefs []string) *decision.Facts {
 	// The maps are sized once: a run's facts are built at every turn's
 	// judgement, write check and record, and a map grown entry by entry
 	// copies its table at each growth.
@@ -1385,9 +1414,7 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 			f.BoundPolicyIDs = append(f.BoundPolicyIDs, *id)
 		}
 	}
-	for _, d := range cc.ContextLedger.PolicyResults {
-		f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
-	}
+	f.PolicyRefs = append(f.PolicyRefs, ledgerRefs...)
 	for _, s := range results {
 		for _, d := range s.PolicyDecisions {
 			// A ref already listed is not made again to be looked for.
