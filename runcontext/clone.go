@@ -12,6 +12,13 @@ func (rc *RunContext) Clone() *RunContext {
 	if rc == nil {
 		return nil
 	}
+	c := rc.clone()
+	return &c
+}
+
+// clone is Clone of a run context that is not nil, as a value
+// (Materialize copies it into the run context it builds).
+func (rc *RunContext) clone() RunContext {
 	c := *rc
 	c.User = rc.User.clone()
 	c.Agent = rc.Agent.clone()
@@ -22,7 +29,7 @@ func (rc *RunContext) Clone() *RunContext {
 	}
 	c.Metadata = jsonv.CloneObject(rc.Metadata)
 	c.Extensions = jsonv.CloneRaw(rc.Extensions)
-	return &c
+	return c
 }
 
 // Clone returns a deep copy of r; nil for nil.

@@ -3,9 +3,11 @@ package runcontext
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/contextos/contextos/internal/problem"
+	"github.com/contextos/contextos/internal/wire"
 )
 
 // Sentinel errors. Every error this package returns matches one of them with
@@ -115,6 +117,67 @@ type problems struct {
 
 func (ps *problems) add(path string, code Code, msg string) {
 	ps.list = append(ps.list, Problem{Path: path, Code: code, Message: msg})
+}
+
+// addAt adds a problem of the member at path, writing the path.
+func (ps *problems) addAt(path *at, code Code, msg string) {
+	ps.add(path.String(), code, msg)
+}
+
+// addIn adds a problem of the member name of the object at path.
+func (ps *problems) addIn(path *at, name string, code Code, msg string) {
+	ps.add(wire.Join(path.String(), name), code, msg)
+}
+
+// at is the JSON path of a member ("agent.principal_chain[0].kind"),
+// written (String) only when a problem of it is reported: every request
+// and run context is checked, most have no problem, and a path written
+// for every member checked would cost more than the checks. An at with
+// no parent is a top-level path; otherwise it is a member name or, with
+// elem, an array index under its parent.
+type at struct {
+	up    *at
+	name  string
+	index int
+	elem  bool
+}
+
+// m is the path of member name under p.
+func (p *at) m(name string) *at { return &at{up: p, name: name} }
+
+// i is the path of element i of the array at p.
+func (p *at) i(i int) *at { return &at{up: p, index: i, elem: true} }
+
+// String writes the path as wire.Join and wire.Index write it. It walks
+// up from p for each segment rather than recursing, and copies every
+// name (even a lone one), so that no at escapes to the heap: they live
+// on their checks' stacks.
+func (p *at) String() string {
+	depth := 0
+	for q := p.up; q != nil; q = q.up {
+		depth++
+	}
+	var b strings.Builder
+	for d := depth; d >= 0; d-- {
+		q := p
+		for range d {
+			q = q.up
+		}
+		switch {
+		case q.up == nil:
+			b.WriteString(q.name)
+		case q.elem:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(q.index))
+			b.WriteByte(']')
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(q.name)
+		}
+	}
+	return b.String()
 }
 
 func (ps *problems) err(kind string) error {

@@ -85,7 +85,7 @@ func Materialize(req *InvokeRequest, host *RunContext, opts *MaterializeOptions)
 	var rc RunContext
 	hostBudget := false
 	if host != nil {
-		rc = *host.Clone()
+		rc = host.clone()
 		hostBudget = rc.RunBudget.TotalTokens != 0
 	}
 	if err := CheckAgreement(req, &rc); err != nil {

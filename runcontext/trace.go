@@ -134,6 +134,16 @@ func checkTrace(ps *problems, path string, t Trace) {
 	}
 }
 
+// plainTraceparent reports whether tp is a version-00 traceparent of
+// traceID, 00-<traceID>-<16 lowercase hex>-<flags 00 to 03>, with ids
+// not all zeros: one ParseTraceparent accepts, with traceID for its
+// trace id, read without the propagator (and its context and strings).
+// Any other traceparent is left to ParseTraceparent.
+func plainTraceparent(tp, traceID string) bool {
+	return len(tp) == 55 && tp[:3] == "00-" && tp[3:35] == traceID && validID(traceID, 32) &&
+		tp[35] == '-' && validID(tp[36:52], 16) && tp[52] == '-' && tp[53] == '0' && tp[54] >= '0' && tp[54] <= '3'
+}
+
 // validID reports whether id is n lowercase hex digits, not all zeros:
 // a trace or span id checkTraceID and checkTrace pass.
 func validID(id string, n int) bool {

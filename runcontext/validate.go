@@ -94,11 +94,11 @@ func (r *InvokeRequest) Validate() error {
 		return invalid(KindInvokeAgent, []Problem{{Code: CodeRequired, Message: "request is nil"}})
 	}
 	var ps problems
-	checkRequestID(&ps, "request_id", r.RequestID)
-	checkOptionalID(&ps, "session_id", r.SessionID)
-	checkID(&ps, "tenant_id", r.TenantID)
-	checkUser(&ps, "user", &r.User)
-	checkAgent(&ps, "agent", &r.Agent, r.TenantID)
+	checkRequestID(&ps, r.RequestID)
+	checkOptionalID(&ps, &at{name: "session_id"}, r.SessionID)
+	checkID(&ps, &at{name: "tenant_id"}, r.TenantID)
+	checkUser(&ps, &at{name: "user"}, &r.User)
+	checkAgent(&ps, &at{name: "agent"}, &r.Agent, r.TenantID)
 	if r.Agent.IdentityClaim != nil {
 		c := r.Agent.IdentityClaim
 		if c.SessionID != "" && r.SessionID != "" && c.SessionID != r.SessionID {
@@ -119,9 +119,10 @@ func (r *InvokeRequest) Validate() error {
 	default:
 		ps.add("mode", CodeEnum, "is not one of stream, batch, long_running")
 	}
-	checkHints(&ps, "runtime", &r.Runtime)
-	for i, a := range r.Attachments {
-		checkAttachment(&ps, wire.Index("attachments", i), a)
+	checkHints(&ps, &at{name: "runtime"}, &r.Runtime)
+	attachments := at{name: "attachments"}
+	for i := range r.Attachments {
+		checkAttachment(&ps, &at{up: &attachments, index: i, elem: true}, &r.Attachments[i])
 	}
 	checkTrace(&ps, "trace", r.Trace)
 	return ps.err(KindInvokeAgent)
@@ -142,13 +143,13 @@ func (rc *RunContext) Validate() error {
 // (Materialize), which checkAgent would pass again.
 func (rc *RunContext) validate(agentChecked bool) error {
 	var ps problems
-	checkPrefixedID(&ps, "run_id", rc.RunID, canon.PrefixRun)
+	checkPrefixedID(&ps, &at{name: "run_id"}, rc.RunID, canon.PrefixRun)
 	checkTraceID(&ps, "trace_id", rc.TraceID)
-	checkOptionalID(&ps, "session_id", rc.SessionID)
-	checkID(&ps, "tenant_id", rc.TenantID)
-	checkUser(&ps, "user", &rc.User)
+	checkOptionalID(&ps, &at{name: "session_id"}, rc.SessionID)
+	checkID(&ps, &at{name: "tenant_id"}, rc.TenantID)
+	checkUser(&ps, &at{name: "user"}, &rc.User)
 	if !agentChecked {
-		checkAgent(&ps, "agent", &rc.Agent, rc.TenantID)
+		checkAgent(&ps, &at{name: "agent"}, &rc.Agent, rc.TenantID)
 	}
 	switch {
 	case rc.SafetyMode == "":
@@ -158,7 +159,7 @@ func (rc *RunContext) validate(agentChecked bool) error {
 	case rc.SafetyMode.Compare(Delegated) >= 0 && rc.User.Delegation == nil:
 		ps.add("user.delegation", CodeRequired, fmt.Sprintf("is required when safety_mode is %s", rc.SafetyMode))
 	}
-	checkBudget(&ps, "run_budget", &rc.RunBudget)
+	checkBudget(&ps, &at{name: "run_budget"}, &rc.RunBudget)
 	if c := rc.Agent.IdentityClaim; c != nil {
 		if c.RunID != "" && c.RunID != rc.RunID {
 			ps.add("agent.identity_claim.run_id", CodeConsistent, "must equal run_id")
@@ -167,7 +168,7 @@ func (rc *RunContext) validate(agentChecked bool) error {
 			ps.add("agent.identity_claim.session_id", CodeConsistent, "must equal session_id")
 		}
 	}
-	if tc := rc.TraceContext; tc != nil {
+	if tc := rc.TraceContext; tc != nil && !plainTraceparent(tc.TraceParent, rc.TraceID) {
 		t, err := ParseTraceparent(tc.TraceParent)
 		switch {
 		case err != nil:
@@ -175,17 +176,19 @@ func (rc *RunContext) validate(agentChecked bool) error {
 		case t.TraceID != rc.TraceID:
 			ps.add("trace_context.traceparent", CodeConsistent, "trace id must equal trace_id")
 		}
+	}
+	if tc := rc.TraceContext; tc != nil {
 		checkTraceState(&ps, "trace_context.tracestate", tc.TraceState)
 		checkBaggage(&ps, "trace_context.baggage", tc.Baggage)
 	}
 	return ps.err(KindRunContext)
 }
 
-func checkID(ps *problems, path, v string) {
+func checkID(ps *problems, path *at, v string) {
 	checkIDAs(ps, path, v, maxIDLen, isID, "may contain only letters, digits and _ . : @ / - and must start with a letter or digit")
 }
 
-func checkOptionalID(ps *problems, path, v string) {
+func checkOptionalID(ps *problems, path *at, v string) {
 	if v != "" {
 		checkID(ps, path, v)
 	}
@@ -197,8 +200,8 @@ func checkOptionalID(ps *problems, path, v string) {
 // earlier "req_" grammar ("req_acme/4711", up to requestid.MaxLegacyLen
 // bytes), so that paused runs and recorded packets holding one resume and
 // replay.
-func checkRequestID(ps *problems, path, v string) {
-	checkIDAs(ps, path, v, requestid.MaxLegacyLen, isRequestID, requestIDGrammar)
+func checkRequestID(ps *problems, v string) {
+	checkIDAs(ps, &at{name: "request_id"}, v, requestid.MaxLegacyLen, isRequestID, requestIDGrammar)
 }
 
 // requestIDGrammar is the problem of a request_id that is not in its
@@ -279,146 +282,215 @@ func isURNName(s string) bool {
 
 // checkIDAs checks a required id against its length limit and grammar;
 // a problem never repeats the value.
-func checkIDAs(ps *problems, path, v string, maxLen int, match func(string) bool, grammar string) {
+func checkIDAs(ps *problems, path *at, v string, maxLen int, match func(string) bool, grammar string) {
 	switch {
 	case v == "":
-		ps.add(path, CodeRequired, "is required")
+		ps.addAt(path, CodeRequired, "is required")
 	case len(v) > maxLen:
-		ps.add(path, CodeFormat, fmt.Sprintf("is longer than %d bytes", maxLen))
+		ps.addAt(path, CodeFormat, fmt.Sprintf("is longer than %d bytes", maxLen))
 	case !match(v):
-		ps.add(path, CodeFormat, grammar)
+		ps.addAt(path, CodeFormat, grammar)
 	}
 }
 
-func checkPrefixedID(ps *problems, path, v, prefix string) {
+func checkPrefixedID(ps *problems, path *at, v, prefix string) {
 	checkID(ps, path, v)
 	if v != "" && !canon.HasPrefix(v, prefix) {
-		ps.add(path, CodeFormat, fmt.Sprintf("must start with %q", prefix+"_"))
+		ps.addAt(path, CodeFormat, fmt.Sprintf("must start with %q", prefix+"_"))
 	}
 }
 
-func checkUser(ps *problems, path string, u *UserClaims) {
-	checkID(ps, wire.Join(path, "user_id"), u.UserID)
+func checkUser(ps *problems, path *at, u *UserClaims) {
+	checkID(ps, path.m("user_id"), u.UserID)
 	if u.TenureDays != nil && *u.TenureDays < 0 {
-		ps.add(wire.Join(path, "tenure_days"), CodeRange, "must be ≥ 0")
+		ps.addIn(path, "tenure_days", CodeRange, "must be ≥ 0")
 	}
 	if d := u.Delegation; d != nil {
-		dp := wire.Join(path, "delegation")
+		dp := path.m("delegation")
 		if err := enumText("auth_type", authTypes(), d.AuthType); err != nil {
 			if d.AuthType == "" {
-				ps.add(wire.Join(dp, "auth_type"), CodeRequired, "is required (oauth2, saml, oidc or service)")
+				ps.addIn(dp, "auth_type", CodeRequired, "is required (oauth2, saml, oidc or service)")
 			} else {
-				ps.add(wire.Join(dp, "auth_type"), CodeEnum, "is not one of oauth2, saml, oidc, service")
+				ps.addIn(dp, "auth_type", CodeEnum, "is not one of oauth2, saml, oidc, service")
 			}
 		}
 		if d.Scopes == nil {
-			ps.add(wire.Join(dp, "scopes"), CodeRequired, "is required")
+			ps.addIn(dp, "scopes", CodeRequired, "is required")
 		}
 		for i, s := range d.Scopes {
 			if strings.TrimSpace(s) == "" {
-				ps.add(wire.Index(wire.Join(dp, "scopes"), i), CodeFormat, "must not be empty")
+				ps.addAt(dp.m("scopes").i(i), CodeFormat, "must not be empty")
 			}
 		}
 		if strings.TrimSpace(d.Subject) == "" {
-			ps.add(wire.Join(dp, "subject"), CodeRequired, "is required")
+			ps.addIn(dp, "subject", CodeRequired, "is required")
 		}
-		checkTokenRef(ps, wire.Join(dp, "token_ref"), d.TokenRef)
+		checkTokenRef(ps, dp.m("token_ref"), d.TokenRef)
 	}
 }
 
-func checkAgent(ps *problems, path string, a *AgentIdentity, tenant string) {
+func checkAgent(ps *problems, path *at, a *AgentIdentity, tenant string) {
 	if a.AgentID != "" {
-		checkID(ps, wire.Join(path, "agent_id"), a.AgentID)
+		checkID(ps, path.m("agent_id"), a.AgentID)
 	}
-	checkAgentURN(ps, wire.Join(path, "agent_urn"), a.AgentURN)
-	checkSPIFFE(ps, wire.Join(path, "workload_identity"), a.WorkloadIdentity)
+	checkAgentURN(ps, path.m("agent_urn"), a.AgentURN)
+	checkSPIFFE(ps, path.m("workload_identity"), a.WorkloadIdentity)
 	switch {
 	case a.Lifecycle == "":
 	case enumText("lifecycle", lifecycles(), a.Lifecycle) != nil:
-		ps.add(wire.Join(path, "lifecycle"), CodeEnum, "is not a lifecycle state (draft, active, suspended, deprecated, retired)")
+		ps.addIn(path, "lifecycle", CodeEnum, "is not a lifecycle state (draft, active, suspended, deprecated, retired)")
 	case a.Lifecycle != LifecycleActive:
-		ps.add(wire.Join(path, "lifecycle"), CodeConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
+		ps.addIn(path, "lifecycle", CodeConsistent, fmt.Sprintf("agent is %s; only an active agent may run", a.Lifecycle))
 	}
-	checkTokenRef(ps, wire.Join(path, "token_ref"), a.TokenRef)
-	checkChain(ps, wire.Join(path, "principal_chain"), a.PrincipalChain, tenant)
+	checkTokenRef(ps, path.m("token_ref"), a.TokenRef)
+	checkChain(ps, path.m("principal_chain"), a.PrincipalChain, tenant)
 	if c := a.IdentityClaim; c != nil {
-		checkClaimShape(ps, wire.Join(path, "identity_claim"), c, a.AgentURN, tenant)
+		checkClaimShape(ps, path.m("identity_claim"), c, a.AgentURN, tenant)
 	}
 }
 
-func checkAgentURN(ps *problems, path, urn string) {
+func checkAgentURN(ps *problems, path *at, urn string) {
 	if urn == "" {
-		ps.add(path, CodeRequired, "is required (agent:<namespace>/<slug>@<semver>)")
+		ps.addAt(path, CodeRequired, "is required (agent:<namespace>/<slug>@<semver>)")
 		return
 	}
 	version, ok := agentURNVersion(urn)
 	if !ok || len(urn) > maxIDLen {
-		ps.add(path, CodeFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
+		ps.addAt(path, CodeFormat, "must have the form agent:<namespace>/<slug>@<semver> (lowercase namespace and slug)")
 		return
 	}
-	if _, err := semver.StrictNewVersion(version); err != nil {
-		// The version is the caller's text: named, not quoted.
-		ps.add(path, CodeFormat, "the version after @ is not a semantic version MAJOR.MINOR.PATCH")
+	if !plainSemver(version) {
+		if _, err := semver.StrictNewVersion(version); err != nil {
+			// The version is the caller's text: named, not quoted.
+			ps.addAt(path, CodeFormat, "the version after @ is not a semantic version MAJOR.MINOR.PATCH")
+		}
 	}
 }
 
-func checkSPIFFE(ps *problems, path, id string) {
+// plainSemver reports whether v is MAJOR.MINOR.PATCH, three numbers of
+// at most 19 digits (each fits in a uint64) with no leading zero: a
+// version semver.StrictNewVersion accepts, read without its allocations.
+// Any other version is left to StrictNewVersion.
+func plainSemver(v string) bool {
+	for part := range 3 {
+		n := 0
+		for n < len(v) && v[n] >= '0' && v[n] <= '9' {
+			n++
+		}
+		if n == 0 || n > 19 || n > 1 && v[0] == '0' {
+			return false
+		}
+		v = v[n:]
+		if part < 2 {
+			if v == "" || v[0] != '.' {
+				return false
+			}
+			v = v[1:]
+		}
+	}
+	return v == ""
+}
+
+func checkSPIFFE(ps *problems, path *at, id string) {
 	if id == "" {
-		ps.add(path, CodeRequired, "is required (spiffe://<trust-domain>/<path>)")
+		ps.addAt(path, CodeRequired, "is required (spiffe://<trust-domain>/<path>)")
 		return
 	}
+	if plainSPIFFE(id) {
+		return
+	}
+	checkSPIFFEParsed(ps, path, id)
+}
+
+// checkSPIFFEParsed is checkSPIFFE of an id that is not empty, with
+// url.Parse.
+func checkSPIFFEParsed(ps *problems, path *at, id string) {
 	const msg = "must be a SPIFFE ID spiffe://<trust-domain>/<path> with no port, user info, query or fragment"
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "spiffe" || u.User != nil || u.Port() != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || len(id) > 2048 {
-		ps.add(path, CodeFormat, msg)
+		ps.addAt(path, CodeFormat, msg)
 		return
 	}
 	host := u.Host
 	if host == "" || strings.TrimLeft(host, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" {
-		ps.add(path, CodeFormat, "trust domain must be lowercase letters, digits, '.', '-' or '_'")
+		ps.addAt(path, CodeFormat, "trust domain must be lowercase letters, digits, '.', '-' or '_'")
 		return
 	}
 	if u.Path == "" || u.Path == "/" {
-		ps.add(path, CodeFormat, msg)
+		ps.addAt(path, CodeFormat, msg)
 		return
 	}
 	for seg := range strings.SplitSeq(strings.TrimPrefix(u.Path, "/"), "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.TrimLeft(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != "" {
-			ps.add(path, CodeFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
+			ps.addAt(path, CodeFormat, "path segments must be non-empty and use only letters, digits, '.', '-' or '_'")
 			return
 		}
 	}
 }
 
-func checkChain(ps *problems, path string, chain []Principal, tenant string) {
-	for i, p := range chain {
-		pp := wire.Index(path, i)
+// plainSPIFFE reports whether id is spiffe://, a trust domain of
+// lowercase letters, digits, '.', '-' and '_', then one or more "/"
+// path segments of letters, digits, '.', '-' and '_', none empty, "." or
+// "..", within 2048 bytes: an id checkSPIFFE accepts (with none of the
+// characters url.Parse reads specially — '@', ':', '?', '#', '%' — it
+// parses to exactly that scheme, host and path), read without parsing
+// it. Any other id is left to url.Parse.
+func plainSPIFFE(id string) bool {
+	rest, ok := strings.CutPrefix(id, "spiffe://")
+	if !ok || len(id) > 2048 {
+		return false
+	}
+	host, path, ok := strings.Cut(rest, "/")
+	if !ok || host == "" || path == "" {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; !(isAlnum(c) || c == '.' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func checkChain(ps *problems, path *at, chain []Principal, tenant string) {
+	for i := range chain {
+		p, pp := &chain[i], path.i(i)
 		switch {
 		case p.Kind == "":
-			ps.add(wire.Join(pp, "kind"), CodeRequired, "is required (user, service, agent or automation)")
+			ps.addIn(pp, "kind", CodeRequired, "is required (user, service, agent or automation)")
 		case enumText("kind", principalKinds(), p.Kind) != nil:
-			ps.add(wire.Join(pp, "kind"), CodeEnum, "is not one of user, service, agent, automation")
+			ps.addIn(pp, "kind", CodeEnum, "is not one of user, service, agent, automation")
 		}
 		if strings.TrimSpace(p.ID) == "" {
-			ps.add(wire.Join(pp, "id"), CodeRequired, "is required")
+			ps.addIn(pp, "id", CodeRequired, "is required")
 		}
 		if p.TenantID != "" && tenant != "" && p.TenantID != tenant {
-			ps.add(wire.Join(pp, "tenant_id"), CodeConsistent, "must equal the run's tenant_id (a principal chain never crosses tenants)")
+			ps.addIn(pp, "tenant_id", CodeConsistent, "must equal the run's tenant_id (a principal chain never crosses tenants)")
 		}
 	}
 }
 
-func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tenant string) {
+func checkClaimShape(ps *problems, path *at, c *IdentityClaim, agentURN, tenant string) {
 	req := func(name, v string) {
 		if strings.TrimSpace(v) == "" {
-			ps.add(wire.Join(path, name), CodeRequired, "is required")
+			ps.addIn(path, name, CodeRequired, "is required")
 		}
 	}
 	if c.Version != ClaimVersion {
 		if c.Version == "" {
-			ps.add(wire.Join(path, "version"), CodeRequired, "is required ("+ClaimVersion+")")
+			ps.addIn(path, "version", CodeRequired, "is required ("+ClaimVersion+")")
 		} else {
-			ps.add(wire.Join(path, "version"), CodeEnum, "is not "+ClaimVersion)
+			ps.addIn(path, "version", CodeEnum, "is not "+ClaimVersion)
 		}
 	}
 	req("iss", c.Iss)
@@ -427,30 +499,30 @@ func checkClaimShape(ps *problems, path string, c *IdentityClaim, agentURN, tena
 	req("tenant_id", c.TenantID)
 	req("kid", c.Kid)
 	if c.Sub != "" && agentURN != "" && c.Sub != agentURN {
-		ps.add(wire.Join(path, "sub"), CodeConsistent, "must equal agent.agent_urn")
+		ps.addIn(path, "sub", CodeConsistent, "must equal agent.agent_urn")
 	}
 	if c.TenantID != "" && tenant != "" && c.TenantID != tenant {
-		ps.add(wire.Join(path, "tenant_id"), CodeConsistent, "must equal tenant_id")
+		ps.addIn(path, "tenant_id", CodeConsistent, "must equal tenant_id")
 	}
 	if c.PrincipalChain == nil {
-		ps.add(wire.Join(path, "principal_chain"), CodeRequired, "is required")
+		ps.addIn(path, "principal_chain", CodeRequired, "is required")
 	}
-	checkChain(ps, wire.Join(path, "principal_chain"), c.PrincipalChain, tenant)
+	checkChain(ps, path.m("principal_chain"), c.PrincipalChain, tenant)
 	if c.Scopes == nil {
-		ps.add(wire.Join(path, "scopes"), CodeRequired, "is required")
+		ps.addIn(path, "scopes", CodeRequired, "is required")
 	}
 	if c.Nbf <= 0 {
-		ps.add(wire.Join(path, "nbf"), CodeRequired, "is required (Unix seconds)")
+		ps.addIn(path, "nbf", CodeRequired, "is required (Unix seconds)")
 	}
 	if c.Exp <= 0 {
-		ps.add(wire.Join(path, "exp"), CodeRequired, "is required (Unix seconds)")
+		ps.addIn(path, "exp", CodeRequired, "is required (Unix seconds)")
 	} else if c.Exp <= c.Nbf {
-		ps.add(wire.Join(path, "exp"), CodeRange, "must be after nbf")
+		ps.addIn(path, "exp", CodeRange, "must be after nbf")
 	}
 	atMostSafe(ps, path, "nbf", c.Nbf)
 	atMostSafe(ps, path, "exp", c.Exp)
 	if !canon.IsDigest(c.ClaimHash) {
-		ps.add(wire.Join(path, "claim_hash"), CodeFormat, "must be sha256:<64 lowercase hex>")
+		ps.addIn(path, "claim_hash", CodeFormat, "must be sha256:<64 lowercase hex>")
 	}
 }
 
@@ -461,14 +533,13 @@ func checkPackRefs(ps *problems, refs []string) {
 	}
 	seen := make(map[string]int, len(refs))
 	for i, ref := range refs {
-		p := wire.Index("context_pack_refs", i)
 		r, err := packref.Parse(ref)
 		if err != nil {
-			ps.add(p, CodeFormat, "is not pinned: "+strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": "))
+			ps.add(wire.Index("context_pack_refs", i), CodeFormat, "is not pinned: "+strings.TrimPrefix(err.Error(), packref.ErrUnpinned.Error()+": "))
 			continue
 		}
 		if j, dup := seen[r.ID]; dup {
-			ps.add(p, CodeConsistent, fmt.Sprintf("pack %q is already referenced at context_pack_refs[%d]", r.ID, j))
+			ps.add(wire.Index("context_pack_refs", i), CodeConsistent, fmt.Sprintf("pack %q is already referenced at context_pack_refs[%d]", r.ID, j))
 			continue
 		}
 		seen[r.ID] = i
@@ -478,23 +549,23 @@ func checkPackRefs(ps *problems, refs []string) {
 // atMostSafe adds a problem when v is beyond 2^53−1 (canon.MaxSafeInteger):
 // a budget, a count or a time that large has no exact canonical form, so
 // the run's compiled context, checkpoints and packets could not hold it.
-func atMostSafe[T int | int64](ps *problems, path, name string, v T) {
+func atMostSafe[T int | int64](ps *problems, path *at, name string, v T) {
 	if int64(v) > canon.MaxSafeInteger {
-		ps.add(wire.Join(path, name), CodeRange, "must be at most 2^53−1")
+		ps.addIn(path, name, CodeRange, "must be at most 2^53−1")
 	}
 }
 
 // atMostSafeCost is atMostSafe for a number of cents.
-func atMostSafeCost(ps *problems, path, name string, v float64) {
+func atMostSafeCost(ps *problems, path *at, name string, v float64) {
 	if v > canon.MaxSafeInteger {
-		ps.add(wire.Join(path, name), CodeRange, "must be at most 2^53−1")
+		ps.addIn(path, name, CodeRange, "must be at most 2^53−1")
 	}
 }
 
-func checkHints(ps *problems, path string, h *RuntimeHints) {
+func checkHints(ps *problems, path *at, h *RuntimeHints) {
 	pos64 := func(name string, v *int64) {
 		if v != nil && *v <= 0 {
-			ps.add(wire.Join(path, name), CodeRange, "must be > 0")
+			ps.addIn(path, name, CodeRange, "must be > 0")
 		}
 		if v != nil {
 			atMostSafe(ps, path, name, *v)
@@ -502,7 +573,7 @@ func checkHints(ps *problems, path string, h *RuntimeHints) {
 	}
 	nonneg := func(name string, v *int) {
 		if v != nil && *v < 0 {
-			ps.add(wire.Join(path, name), CodeRange, "must be ≥ 0")
+			ps.addIn(path, name, CodeRange, "must be ≥ 0")
 		}
 		if v != nil {
 			atMostSafe(ps, path, name, *v)
@@ -515,29 +586,44 @@ func checkHints(ps *problems, path string, h *RuntimeHints) {
 	nonneg("max_tool_calls", h.MaxToolCalls)
 	nonneg("max_replan_attempts", h.MaxReplanAttempts)
 	if h.TotalTokens != nil && *h.TotalTokens <= 0 {
-		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
+		ps.addIn(path, "total_tokens", CodeRange, "must be > 0")
 	}
 	if h.TotalTokens != nil {
 		atMostSafe(ps, path, "total_tokens", *h.TotalTokens)
 	}
 	if h.MaxCostCents != nil && (*h.MaxCostCents < 0 || math.IsNaN(*h.MaxCostCents) || math.IsInf(*h.MaxCostCents, 0)) {
-		ps.add(wire.Join(path, "max_cost_cents"), CodeRange, "must be a finite number ≥ 0")
+		ps.addIn(path, "max_cost_cents", CodeRange, "must be a finite number ≥ 0")
 	} else if h.MaxCostCents != nil {
 		atMostSafeCost(ps, path, "max_cost_cents", *h.MaxCostCents)
 	}
-	checkBuckets(ps, wire.Join(path, "bucket_tokens"), h.BucketTokens)
+	checkBuckets(ps, path.m("bucket_tokens"), h.BucketTokens)
 }
 
-func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
-	sum := 0
+func checkBuckets(ps *problems, path *at, b map[Bucket]int) int {
+	// Most budgets have no problem: their sum is taken in the map's order
+	// (the order of an integer sum does not matter), and only a budget
+	// with a problem has its keys sorted, to report the problems in key
+	// order.
+	sum, ok := 0, true
+	for k, v := range b {
+		if !k.Valid() || v < 0 || v > canon.MaxSafeInteger {
+			ok = false
+			break
+		}
+		sum += v
+	}
+	if ok {
+		return sum
+	}
+	sum = 0
 	for _, k := range sortedkeys.Of(b) {
 		switch {
 		case !k.Valid():
-			ps.add(wire.Join(path, string(k)), CodeEnum, "is not a context bucket (business, policy, tool, evidence, memory, session)")
+			ps.addIn(path, string(k), CodeEnum, "is not a context bucket (business, policy, tool, evidence, memory, session)")
 		case b[k] < 0:
-			ps.add(wire.Join(path, string(k)), CodeRange, "must be ≥ 0")
+			ps.addIn(path, string(k), CodeRange, "must be ≥ 0")
 		case b[k] > canon.MaxSafeInteger:
-			ps.add(wire.Join(path, string(k)), CodeRange, "must be at most 2^53−1")
+			ps.addIn(path, string(k), CodeRange, "must be at most 2^53−1")
 		default:
 			sum += b[k]
 		}
@@ -545,9 +631,9 @@ func checkBuckets(ps *problems, path string, b map[Bucket]int) int {
 	return sum
 }
 
-func checkBudget(ps *problems, path string, b *RunBudget) {
+func checkBudget(ps *problems, path *at, b *RunBudget) {
 	if b.TotalTokens <= 0 {
-		ps.add(wire.Join(path, "total_tokens"), CodeRange, "must be > 0")
+		ps.addIn(path, "total_tokens", CodeRange, "must be > 0")
 	}
 	// The compiler allocates every context bucket from bucket_tokens, and
 	// the session bucket holds the user message whole: without it no
@@ -555,36 +641,36 @@ func checkBudget(ps *problems, path string, b *RunBudget) {
 	// first compile.
 	switch {
 	case len(b.BucketTokens) == 0:
-		ps.add(wire.Join(path, "bucket_tokens"), CodeRequired, "is required: each context bucket's tokens are allocated from it, and the session bucket holds the user message (DefaultRunBudget allocates "+bucketAllocation(defaultBucketTokens())+")")
+		ps.addIn(path, "bucket_tokens", CodeRequired, "is required: each context bucket's tokens are allocated from it, and the session bucket holds the user message (DefaultRunBudget allocates "+bucketAllocation(defaultBucketTokens())+")")
 	case b.BucketTokens[BucketSession] == 0:
-		ps.add(wire.Join(wire.Join(path, "bucket_tokens"), string(BucketSession)), CodeRange, "must be > 0: the session bucket holds the user message, so a run without it cannot compile")
+		ps.addAt(path.m("bucket_tokens").m(string(BucketSession)), CodeRange, "must be > 0: the session bucket holds the user message, so a run without it cannot compile")
 	}
 	atMostSafe(ps, path, "total_tokens", b.TotalTokens)
 	atMostSafe(ps, path, "max_tool_calls", b.MaxToolCalls)
 	atMostSafe(ps, path, "max_replan_attempts", b.MaxReplanAttempts)
 	atMostSafe(ps, path, "wall_clock_ms", b.WallClockMS)
 	atMostSafeCost(ps, path, "max_cost_cents", b.MaxCostCents)
-	if sum := checkBuckets(ps, wire.Join(path, "bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
-		ps.add(wire.Join(path, "bucket_tokens"), CodeConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
+	if sum := checkBuckets(ps, path.m("bucket_tokens"), b.BucketTokens); b.TotalTokens > 0 && sum > b.TotalTokens {
+		ps.addIn(path, "bucket_tokens", CodeConsistent, fmt.Sprintf("buckets add up to %d tokens, more than total_tokens %d", sum, b.TotalTokens))
 	}
 	if b.MaxToolCalls < 0 {
-		ps.add(wire.Join(path, "max_tool_calls"), CodeRange, "must be ≥ 0")
+		ps.addIn(path, "max_tool_calls", CodeRange, "must be ≥ 0")
 	}
 	if b.MaxReplanAttempts < 0 {
-		ps.add(wire.Join(path, "max_replan_attempts"), CodeRange, "must be ≥ 0")
+		ps.addIn(path, "max_replan_attempts", CodeRange, "must be ≥ 0")
 	}
 	if b.WallClockMS <= 0 {
-		ps.add(wire.Join(path, "wall_clock_ms"), CodeRange, "must be > 0")
+		ps.addIn(path, "wall_clock_ms", CodeRange, "must be > 0")
 	}
 	if b.MaxCostCents < 0 || math.IsNaN(b.MaxCostCents) || math.IsInf(b.MaxCostCents, 0) {
-		ps.add(wire.Join(path, "max_cost_cents"), CodeRange, "must be a finite number ≥ 0")
+		ps.addIn(path, "max_cost_cents", CodeRange, "must be a finite number ≥ 0")
 	}
 	for _, f := range [...]struct {
 		name string
 		v    int64
 	}{{"plan_timeout_ms", b.PlanTimeoutMS}, {"max_payload_bytes", b.MaxPayloadBytes}, {"max_session_duration_ms", b.MaxSessionDurationMS}} {
 		if f.v < 0 {
-			ps.add(wire.Join(path, f.name), CodeRange, "must be ≥ 0")
+			ps.addIn(path, f.name, CodeRange, "must be ≥ 0")
 		}
 		atMostSafe(ps, path, f.name, f.v)
 	}
@@ -605,9 +691,9 @@ func bucketAllocation(m map[Bucket]int) string {
 // checkTokenRef refuses a token_ref that holds a credential rather than a
 // reference to one (tokenShape). The problem names the kind of credential,
 // never the value.
-func checkTokenRef(ps *problems, path, ref string) {
+func checkTokenRef(ps *problems, path *at, ref string) {
 	if what, ok := tokenShape(ref); ok {
-		ps.add(path, CodeSecret, "holds "+what+", not a reference to one: a token_ref names a secret the host's store resolves (such as tok_user_7a or vault://…); rotate the credential, since it was sent")
+		ps.addAt(path, CodeSecret, "holds "+what+", not a reference to one: a token_ref names a secret the host's store resolves (such as tok_user_7a or vault://…); rotate the credential, since it was sent")
 	}
 }
 
@@ -676,43 +762,47 @@ func tokenShape(s string) (string, bool) {
 // jwtShape reports a JWS or JWE compact serialization: 3 or 5 parts
 // separated by dots, the first base64url-encoded JSON (its header).
 func jwtShape(s string) bool {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) != 3 && len(parts) != 5 {
+	// The parts are counted and the first cut off, as a strings.Split
+	// would give them, without its slice: most token_refs are references
+	// and have neither 2 nor 4 dots.
+	s = strings.TrimSpace(s)
+	if n := strings.Count(s, "."); n != 2 && n != 4 {
 		return false
 	}
-	h, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[0], "="))
+	first, _, _ := strings.Cut(s, ".")
+	h, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(first, "="))
 	return err == nil && len(h) > 1 && h[0] == '{'
 }
 
-func checkAttachment(ps *problems, path string, a Attachment) {
+func checkAttachment(ps *problems, path *at, a *Attachment) {
 	if strings.TrimSpace(a.ArtifactID) == "" {
-		ps.add(wire.Join(path, "artifact_id"), CodeRequired, "is required")
+		ps.addIn(path, "artifact_id", CodeRequired, "is required")
 	}
 	if strings.TrimSpace(a.MediaType) == "" {
-		ps.add(wire.Join(path, "media_type"), CodeRequired, "is required")
+		ps.addIn(path, "media_type", CodeRequired, "is required")
 	} else if mt, _, err := mime.ParseMediaType(a.MediaType); err != nil || !strings.Contains(mt, "/") {
-		ps.add(wire.Join(path, "media_type"), CodeFormat, "must be a media type such as application/pdf")
+		ps.addIn(path, "media_type", CodeFormat, "must be a media type such as application/pdf")
 	}
 	switch {
 	case a.SHA256 == "":
-		ps.add(wire.Join(path, "sha256"), CodeRequired, "is required")
+		ps.addIn(path, "sha256", CodeRequired, "is required")
 	case !sha256Hex.MatchString(a.SHA256):
-		ps.add(wire.Join(path, "sha256"), CodeFormat, "must be 64 lowercase hex digits (optionally prefixed sha256:)")
+		ps.addIn(path, "sha256", CodeFormat, "must be 64 lowercase hex digits (optionally prefixed sha256:)")
 	}
 	if a.URI == "" {
-		ps.add(wire.Join(path, "uri"), CodeRequired, "is required")
+		ps.addIn(path, "uri", CodeRequired, "is required")
 	} else if u, err := url.Parse(a.URI); err != nil || u.Scheme == "" {
-		ps.add(wire.Join(path, "uri"), CodeFormat, "must be an absolute URI")
+		ps.addIn(path, "uri", CodeFormat, "must be an absolute URI")
 	} else if u.User != nil {
-		ps.add(wire.Join(path, "uri"), CodeFormat, "must not carry credentials (user info)")
+		ps.addIn(path, "uri", CodeFormat, "must not carry credentials (user info)")
 	} else if holdsSecret(a.URI) {
-		ps.add(wire.Join(path, "uri"), CodeFormat, "must not carry credentials (a token, key or signature in its query, fragment or path); pass a reference the host resolves")
+		ps.addIn(path, "uri", CodeFormat, "must not carry credentials (a token, key or signature in its query, fragment or path); pass a reference the host resolves")
 	}
 	if holdsSecret(a.ArtifactID) {
-		ps.add(wire.Join(path, "artifact_id"), CodeFormat, "must not hold a credential")
+		ps.addIn(path, "artifact_id", CodeFormat, "must not hold a credential")
 	}
 	if holdsSecret(a.MediaType) {
-		ps.add(wire.Join(path, "media_type"), CodeFormat, "must not hold a credential")
+		ps.addIn(path, "media_type", CodeFormat, "must not hold a credential")
 	}
 }
 

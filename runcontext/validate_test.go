@@ -532,3 +532,22 @@ func TestCheckTraceWellFormedAllocatesNothing(t *testing.T) {
 		t.Errorf("checking a well-formed trace allocates %v times", a)
 	}
 }
+
+// A well-formed request is validated without an allocation: no member's
+// path is written unless it has a problem (at), and the plain forms of
+// agent versions, SPIFFE ids, pack refs and token refs are read without
+// the parsers' allocations. (An attachment's URI and media type are still
+// read by url.Parse and mime.ParseMediaType, which allocate.)
+func TestValidateWellFormedAllocatesNothing(t *testing.T) {
+	r := fixtureRequest(t)
+	r.Agent.TokenRef = "tok_agent_92"
+	r.Agent.PrincipalChain = []Principal{{Kind: PrincipalUser, ID: "usr_771", TenantID: r.TenantID}}
+	r.Runtime.BucketTokens = map[Bucket]int{BucketSession: 2000, BucketPolicy: 1000}
+	if a := testing.AllocsPerRun(20, func() {
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("validating a well-formed request allocates %v times", a)
+	}
+}

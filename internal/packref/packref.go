@@ -56,10 +56,14 @@ func Parse(s string) (Ref, error) {
 			return Ref{}, fmt.Errorf("%w: pack id in %s may contain only letters, digits and _ . : -", ErrUnpinned, quote(s))
 		}
 	}
-	parts := strings.Split(ver, ".")
-	if len(parts) != 3 {
+	// The three parts, as strings.Split(ver, ".") would give them, without
+	// its slice.
+	var parts [3]string
+	if strings.Count(ver, ".") != 2 {
 		return Ref{}, fmt.Errorf("%w: version in %s must be MAJOR.MINOR.PATCH (no ranges, tags, prereleases or build metadata)", ErrUnpinned, quote(s))
 	}
+	parts[0], ver, _ = strings.Cut(ver, ".")
+	parts[1], parts[2], _ = strings.Cut(ver, ".")
 	var nums [3]uint64
 	for i, p := range parts {
 		if p == "" || strings.TrimLeft(p, "0123456789") != "" {
