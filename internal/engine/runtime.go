@@ -399,6 +399,13 @@ type ResumeInput struct {
 	// that approval when Approvals names none; one whose runtime had
 	// stored its decision is ended with that decision.
 	Takeover bool
+	// Pause, when set, is the id of the DEFERRED record of the pause the
+	// input answers (PendingApproval.RecordID): a run that no longer
+	// awaits that pause (it was continued, and ended or paused again) is
+	// refused with ErrNotResumable, so an approval decided for one pause
+	// never lands on the next. The check holds against a concurrent
+	// resume: the resume's claim is refused if the run moved on since.
+	Pause string
 }
 
 // Invoke runs one request to a terminal record, a pause or a budget limit.
