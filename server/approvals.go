@@ -380,7 +380,7 @@ func (h *Handler) resume(d *decisionEntry) {
 	if e.running {
 		// The part that paused the run is still ending: its worker takes
 		// the decision up when it does (work).
-		e.decided = d
+		e.decided = append(e.decided, d)
 		e.mu.Unlock()
 		h.release()
 		return
@@ -398,8 +398,24 @@ func (h *Handler) resume(d *decisionEntry) {
 	a := gateway.Approval{ApprovalID: d.ApprovalID, GateID: d.GateID, ActionDigest: d.ActionDigest, Approver: d.Approver, ApproverRole: d.ApproverRole,
 		DecidedAt: d.DecidedAt, Denied: d.Decision == DecisionDeny, Reason: h.redactText(d.Reason)}
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] {
-		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}})
+		// Pause: a decision taken up late (a sweep's listing, a worker's
+		// parked decision) never lands on a later pause of the run.
+		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Pause: d.RecordID})
 	})
+}
+
+// awaits reports whether the run awaits the pause d decides, by the
+// stores; true when they do not answer (the runtime refuses a resume of a
+// pause the run no longer awaits).
+func (h *Handler) awaits(d *decisionEntry) bool {
+	ctx, cancel := context.WithTimeout(h.base, h.o.RequestTimeout)
+	defer cancel()
+	pend, err := h.rt.PendingApprovals(ctx, contextos.RunList{d.RunID})
+	if err != nil {
+		h.o.Logger.Error("pending approvals", "run_id", d.RunID, "error", err.Error())
+		return true
+	}
+	return slices.ContainsFunc(pend, func(p contextos.PendingApproval) bool { return p.RunID == d.RunID && p.RecordID == d.RecordID })
 }
 
 // seed gives an entry of a run whose events up to now it does not hold

@@ -94,10 +94,11 @@ type runEntry struct {
 	retell   bool
 	retellTo string
 	running  bool
-	// decided is a decision recorded while a part of the run was running
-	// (its pause saved and pending, its worker not yet done): the worker
-	// continues the run with it when its part ends at the pause it decides.
-	decided *decisionEntry
+	// decided are the decisions recorded while a part of the run was
+	// running (their pause saved and pending, the worker not yet done):
+	// when its part ends, the worker continues the run with the one whose
+	// pause the run awaits.
+	decided []*decisionEntry
 	changed chan struct{} // closed (and replaced) on every change
 	view    *runView      // the last part's outcome; nil while running or failed
 	err     *apiError     // the last part's failure to start
@@ -385,11 +386,17 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 	go func() {
 		defer h.wg.Done()
 		// A decision that came while this part ran is taken up once the
-		// part's worker slot is free (the deferred calls run in reverse).
-		var next *decisionEntry
+		// part's worker slot is free (the deferred calls run in reverse):
+		// at once when the part ended at the pause it decides, else when
+		// the stores say the run awaits that pause (the part failed, say,
+		// or ended at an earlier pause a replica has continued since).
+		var next []*decisionEntry
+		var sure int // next[:sure] decide the pause the part ended at
 		defer func() {
-			if next != nil {
-				h.resume(next)
+			for i, d := range next {
+				if i < sure || h.awaits(d) {
+					h.resume(d)
+				}
 			}
 		}()
 		defer h.release()
@@ -435,14 +442,15 @@ func (h *Handler) work(e *runEntry, part func(ctx context.Context) iter.Seq2[con
 		}
 		e.mu.Lock()
 		e.running, e.view, e.err = false, view, aerr
-		if d := e.decided; d != nil {
-			// Taken up only when the part ended at the pause it decides;
-			// any other decision is the sweep's, as before.
-			e.decided = nil
+		for _, d := range e.decided {
 			if view != nil && view.RecordID == d.RecordID {
-				next = d
+				next = slices.Insert(next, 0, d)
+				sure++
+			} else {
+				next = append(next, d)
 			}
 		}
+		e.decided = nil
 		switch {
 		case retell && ended != "":
 			e.complete = false // the part before it may not be the stores'

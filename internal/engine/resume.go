@@ -58,6 +58,10 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		// An active run with neither a pause nor a stop is one whose
 		// runtime died mid-run: a takeover continues it.
 		return nil, fmt.Errorf("%w: %s", ErrNotResumable, runID)
+	case in.Pause != "" && (cp.Pending == nil || cp.Deferred != in.Pause):
+		// The pause the input answers was continued: the run awaits
+		// another, or nothing.
+		return nil, fmt.Errorf("%w: %s no longer awaits the pause of record %s", ErrNotResumable, runID, in.Pause)
 	}
 	// A takeover (of a claimed run) waits out the claim's lease, before
 	// anything else: a runtime holding it may be alive.
