@@ -333,6 +333,9 @@ func (p *Prepared) environment(req *runcontext.InvokeRequest, rc *runcontext.Run
 	}{{"locale", &env.Locale, d.Locale}, {"currency", &env.Currency, d.Currency}, {"timezone", &env.Timezone, d.Timezone}} {
 		if strings.TrimSpace(*f.dst) == "" && f.def != "" {
 			*f.dst = f.def
+			if env.Defaulted == nil {
+				env.Defaulted = make([]string, 0, 3) // at most the three
+			}
 			env.Defaulted = append(env.Defaulted, f.name)
 		}
 	}

@@ -739,11 +739,16 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 	// each entry's metadata for its adapter's: lists and maps grown one
 	// capability at a time copy themselves at each growth.
 	ledger.Tools = slices.Grow(ledger.Tools, p.capabilities)
+	// Each entry's capabilities are cut from one array, sized for every
+	// capability of the pack and capped at the entry's: appending to one
+	// entry's list cannot write into another's.
+	capRoom := make([]string, 0, p.capabilities)
 	var sigBuf [16]capSig
 	for ai, a := range p.pack.ToolingLayer.AdapterRegistry {
 		as := p.surfaces[ai]
 		entry := ToolManifestEntry{AdapterID: a.AdapterID, Capabilities: []string{}, CapabilityMetadata: make(map[string]CapabilityMetadata, len(as.caps))}
 		sig := sigBuf[:0]
+		capFrom := len(capRoom)
 		for ci := range as.caps {
 			cs := &as.caps[ci]
 			reason := ""
@@ -772,7 +777,7 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 					mode = m
 				}
 			}
-			entry.Capabilities = append(entry.Capabilities, cs.name)
+			capRoom = append(capRoom, cs.name)
 			// The constraints are copied: the compiled context goes to the
 			// run's result, and the pack's own map to every run of it.
 			md := CapabilityMetadata{
@@ -795,9 +800,10 @@ func (p *Prepared) surface(cc *CompiledContext, res *policy.Evaluation, safety r
 			ledger.Tools = append(ledger.Tools, cs.id)
 			sig = append(sig, capSig{cap: ci, mode: mode, active: md.GateActive})
 		}
-		if len(entry.Capabilities) == 0 {
+		if len(capRoom) == capFrom {
 			continue
 		}
+		entry.Capabilities = capRoom[capFrom:len(capRoom):len(capRoom)]
 		n := len(cc.Manifests.ToolManifest)
 		provs[n] = as.prov
 		blocks = append(blocks, ContextBlock{BlockID: blockID(toolIDs, "tool_", n), Bucket: runcontext.BucketTool,
@@ -1115,7 +1121,15 @@ func (p *Prepared) budget(cc *CompiledContext, blocks []ContextBlock, alloc map[
 	br.TokensAllocated = map[runcontext.Bucket]int{}
 	br.TokensUsedByBucket = map[runcontext.Bucket]int{}
 	br.BucketTruncations = map[runcontext.Bucket]bool{}
-	tokens := make([]int, len(blocks))
+	// The blocks' token counts are the budget's own: on the stack for a
+	// compile's usual number of blocks.
+	var tokBuf [64]int
+	var tokens []int
+	if len(blocks) > len(tokBuf) {
+		tokens = make([]int, len(blocks))
+	} else {
+		tokens = tokBuf[:len(blocks)]
+	}
 	// The tokens each bucket uses, in runcontext.Buckets' order (a block
 	// is in one of them: the compile writes no other).
 	buckets := runcontext.Buckets()

@@ -71,7 +71,9 @@ func Build(in BuildInput) (*Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no decision spec %q", ErrInvalid, in.DecisionKey)
 	}
-	refs := slices.Clone(in.EvidenceRefs)
+	// The record's evidence refs: the caller's, then each tool result's
+	// not among them, in a list sized for them all.
+	refs := append(make([]string, 0, len(in.EvidenceRefs)+len(in.Facts.ToolResults)), in.EvidenceRefs...)
 	for _, t := range in.Facts.ToolResults {
 		if !slices.ContainsFunc(refs, t.isRef) {
 			refs = append(refs, t.ref())

@@ -53,7 +53,15 @@ func cloneRecordJSON(r *Record) (*Record, error) {
 // copyRecord is the typed deep copy of cloneRecord; ok is false for a
 // record that its JSON would not read back as itself.
 func copyRecord(r *Record) (*Record, bool) {
-	v := plainCheck{ok: true}
+	// The record's string lists are copied into one array, sized for them
+	// all (plainCheck.strs cuts each from it, capped at its length).
+	n := len(r.SubjectIDs) + len(r.EvidenceRefs) + len(r.Rationale.AlternativesConsidered)
+	for _, p := range r.PolicyDecisions {
+		n += len(p.RuleIDs)
+	}
+	ca := &r.ControlsActive
+	n += len(ca.MustRefuse) + len(ca.MustEscalate) + len(ca.ApprovalGatesActive) + len(ca.RedactionRulesActive)
+	v := plainCheck{ok: true, room: make([]string, 0, n)}
 	c := *r
 	v.str(c.RecordID, c.DecisionKey, c.DecisionVersion, c.Timestamp, string(c.Status), c.Actor.Type, c.Actor.ID,
 		c.AgentIdentity.Subject, c.AgentIdentity.ClaimHash, string(c.AgentIdentity.ClaimVerification), c.IntentRef,
@@ -81,7 +89,7 @@ func copyRecord(r *Record) (*Record, bool) {
 		v.ok = v.ok && err == nil && m == a.ApprovalModeEffective
 		return a
 	})
-	ca := &c.ControlsActive
+	ca = &c.ControlsActive
 	ca.MustRefuse, ca.MustEscalate = v.strs(ca.MustRefuse), v.strs(ca.MustEscalate)
 	ca.ApprovalGatesActive, ca.RedactionRulesActive = v.strs(ca.ApprovalGatesActive), v.strs(ca.RedactionRulesActive)
 	v.str(c.Rationale.Strategy, c.Rationale.Summary)
@@ -122,6 +130,8 @@ func copyRecord(r *Record) (*Record, bool) {
 type plainCheck struct {
 	ok    bool
 	depth int
+	// room is the array strs copies lists into.
+	room []string
 }
 
 // maxCopyDepth bounds how deep outputs are copied without the round trip:
@@ -149,10 +159,21 @@ func (v *plainCheck) num(f float64) {
 	}
 }
 
-// strs copies a string list: nil stays nil, empty stays empty.
+// strs copies a string list: nil stays nil, empty stays empty. The copy
+// is cut from v.room, capped at its length: appending to one list cannot
+// write into another (when room is full, the copy is an array of its
+// own).
 func (v *plainCheck) strs(ss []string) []string {
 	v.str(ss...)
-	return copyList(ss, func(s string) string { return s })
+	switch {
+	case ss == nil:
+		return nil
+	case len(ss) == 0:
+		return []string{}
+	}
+	at := len(v.room)
+	v.room = append(v.room, ss...)
+	return v.room[at:len(v.room):len(v.room)]
 }
 
 // object copies a JSON object as decoded into map[string]any.

@@ -331,7 +331,8 @@ func (w *objectWriter) times(k string, ts []time.Time) {
 		b, err := t.AppendText(append(w.b, '"'))
 		if err != nil {
 			w.b = w.b[:mark]
-			w.marshal(&ts)
+			bad := ts // on the heap only for a time with no JSON form
+			w.marshal(&bad)
 			return
 		}
 		w.b = append(b, '"')

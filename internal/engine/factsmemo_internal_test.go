@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contextos/contextos/compiler"
+	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
 	"github.com/contextos/contextos/internal/fixture"
 	"github.com/contextos/contextos/pack"
@@ -112,4 +113,37 @@ func runcontextOf(t *testing.T) *runcontext.RunContext {
 		t.Fatal(err)
 	}
 	return rc
+}
+
+// TestRunFactsPolicyRefListsAreTheirOwn: the run decisions' policy refs
+// are made once per compiled context (factsMemo.refs) and copied into
+// each facts' list: a caller appending to or editing one facts' list
+// changes neither the next facts built nor the refs kept.
+func TestRunFactsPolicyRefListsAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	r := refundRun(t)
+	first := r.facts()
+	if len(first.PolicyRefs) == 0 {
+		t.Fatal("the refund run's facts list no policy refs")
+	}
+	want := append([]string(nil), first.PolicyRefs...)
+	_ = append(first.PolicyRefs[:1], "appended")
+	first.PolicyRefs[0] = "edited"
+	allow := true
+	pd := "pd_tool_1"
+	r.cp.Results = append(r.cp.Results, StepResult{Result: &gateway.ToolResultEnvelope{CapabilityID: "crm.lookup_order", ToolCallID: "tool_1", Status: gateway.StatusOK, PolicyDecisionID: &pd},
+		PolicyDecisions: []policy.Decision{{BundleID: "POLICY_B", RuleID: "R_1", Outcome: policy.Allow, Allow: &allow}}})
+	second := r.facts()
+	if second == first {
+		t.Fatal("facts of other inputs were not built again")
+	}
+	if got := second.PolicyRefs[:len(want)]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("next facts list %v, want %v first", got, want)
+	}
+	if !reflect.DeepEqual(r.factsMemo.refs, want) {
+		t.Fatalf("kept refs %v, want %v", r.factsMemo.refs, want)
+	}
+	if got := fresh(r).(*decision.Facts).PolicyRefs; !reflect.DeepEqual(got, second.PolicyRefs) {
+		t.Fatalf("facts list %v, built anew %v", second.PolicyRefs, got)
+	}
 }

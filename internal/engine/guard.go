@@ -69,6 +69,14 @@ type pins struct {
 	mu       sync.Mutex
 	evidence []compiler.EvidenceItem
 	memory   []compiler.MemoryItem
+
+	// wrapped are the run's wrapped sources (sources), set at its first
+	// call and only read after: the compiles' Prepared point at them.
+	wrapped struct {
+		set bool
+		ev  pinnedEvidence
+		mem pinnedMemory
+	}
 }
 
 type pinnedEvidence struct {
@@ -292,16 +300,23 @@ func (emptyMemory) Recall(context.Context, compiler.MemoryQuery) ([]compiler.Mem
 
 // sources are the run's wrapped sources: a runtime without an evidence
 // source or a memory store compiles with empty ones.
+// They are made once per run and kept in p, so a compile's sources are
+// pointers into it rather than copies boxed anew; they depend only on the
+// runtime's options, which do not change.
 func (p *pins) sources() (compiler.EvidenceSource, compiler.MemoryRecall) {
-	var ev compiler.EvidenceSource = compiler.StaticEvidence(nil)
-	if p.rt.opts.Evidence != nil {
-		ev = p.rt.opts.Evidence
+	w := &p.wrapped
+	if !w.set {
+		var ev compiler.EvidenceSource = compiler.StaticEvidence(nil)
+		if p.rt.opts.Evidence != nil {
+			ev = p.rt.opts.Evidence
+		}
+		var mem compiler.MemoryRecall = emptyMemory{}
+		if p.rt.opts.Memory != nil {
+			mem = p.rt.opts.Memory
+		}
+		w.ev, w.mem, w.set = pinnedEvidence{p, ev}, pinnedMemory{p, mem}, true
 	}
-	var mem compiler.MemoryRecall = emptyMemory{}
-	if p.rt.opts.Memory != nil {
-		mem = p.rt.opts.Memory
-	}
-	return pinnedEvidence{p, ev}, pinnedMemory{p, mem}
+	return &w.ev, &w.mem
 }
 
 // fetched returns the evidence the run's compile saw, for reading only:

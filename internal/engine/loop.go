@@ -1203,8 +1203,12 @@ func (r *run) policyDecisions() []decision.PolicyDecisionRef {
 	ledger := r.cc.ContextLedger.PolicyResults
 	out := make([]decision.PolicyDecisionRef, 0, len(ledger))
 	rules := make([]string, 0, len(ledger))
-	for _, d := range ledger {
-		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: []string{d.RuleID}})
+	// Each run decision's one rule id is its own list, cut from one array
+	// and capped at one: appending to one cannot write into another.
+	ids := make([]string, len(ledger))
+	for i, d := range ledger {
+		ids[i] = d.RuleID
+		out = append(out, decision.PolicyDecisionRef{PolicyDecisionID: d.PolicyDecisionID, RuleIDs: ids[i : i+1 : i+1]})
 		if !slices.Contains(rules, d.RuleID) {
 			rules = append(rules, d.RuleID)
 		}
@@ -1265,13 +1269,17 @@ func (r *run) facts() *decision.Facts {
 	if m := &r.factsMemo; m.f != nil && m.key == key {
 		return m.f
 	}
-	f := runFacts(key.pack, r.cc, r.req, r.cp.Results, fetched)
+	m := &r.factsMemo
+	if m.refsOf != r.cc {
+		m.refs, m.refsOf = ledgerPolicyRefs(r.cc), r.cc
+	}
+	f := runFactsWith(key.pack, r.cc, r.req, r.cp.Results, fetched, m.refs)
 	if p := r.cp.Pending; p != nil {
 		// The gate the run is paused on holds a call: a DEFERRED record
 		// lists it among its controls.
 		addHeldGate(f, p.GateID, p.ApproverRole, false)
 	}
-	r.factsMemo = factsMemo{key: key, f: f}
+	m.key, m.f = key, f
 	return f
 }
 
@@ -1279,6 +1287,11 @@ func (r *run) facts() *decision.Facts {
 type factsMemo struct {
 	key factsKey
 	f   *decision.Facts
+	// refs are the policy refs of refsOf's run decisions
+	// (ledgerPolicyRefs), made once per compiled context: strings, which
+	// every facts built from it lists (each in a list of its own).
+	refsOf *compiler.CompiledContext
+	refs   []string
 }
 
 // factsKey is what a run's facts are built from: the pack, compiled
@@ -1305,6 +1318,14 @@ func first[T any](l []T) *T {
 	return &l[0]
 }
 
+// isPolicyRef reports whether ref is "policy:" + bundle + "#" + rule,
+// without making that string.
+func isPolicyRef(ref, bundle, rule string) bool {
+	const prefix = "policy:"
+	return len(ref) == len(prefix)+len(bundle)+1+len(rule) && ref[:len(prefix)] == prefix &&
+		ref[len(prefix):len(prefix)+len(bundle)] == bundle && ref[len(prefix)+len(bundle)] == '#' && ref[len(prefix)+len(bundle)+1:] == rule
+}
+
 // runFacts are what a run established: the admitted evidence with its
 // kind, the succeeded tool results, the policy outcomes (with the rules
 // that applied and what they require) and attachments, the active gates
@@ -1320,6 +1341,26 @@ func first[T any](l []T) *T {
 // An entry no fetched item agrees with keeps the kind "", which satisfies
 // no name (fail closed).
 func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem) *decision.Facts {
+	return runFactsWith(p, cc, req, results, fetched, ledgerPolicyRefs(cc))
+}
+
+// ledgerPolicyRefs are the policy refs of cc's run decisions, in order:
+// "policy:" + bundle + "#" + rule.
+func ledgerPolicyRefs(cc *compiler.CompiledContext) []string {
+	ds := cc.ContextLedger.PolicyResults
+	if len(ds) == 0 {
+		return nil
+	}
+	refs := make([]string, len(ds))
+	for i, d := range ds {
+		refs[i] = "policy:" + d.BundleID + "#" + d.RuleID
+	}
+	return refs
+}
+
+// runFactsWith is runFacts with the policy refs of cc's run decisions
+// (ledgerPolicyRefs(cc)) already made.
+func runFactsWith(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.InvokeRequest, results []StepResult, fetched []compiler.EvidenceItem, ledgerRefs []string) *decision.Facts {
 	// The maps are sized once: a run's facts are built at every turn's
 	// judgement, write check and record, and a map grown entry by entry
 	// copies its table at each growth.
@@ -1337,8 +1378,9 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 	// The rules that applied: the run's evaluation's, then each call's
 	// own (a rule that reads tool data applies per call, whatever the
 	// call's status; the same rule taking the same branch counts once).
-	lists := make([][]policy.Decision, 0, 1+len(results))
-	lists = append(lists, cc.ContextLedger.PolicyResults)
+	// (On the stack for a run of a few calls: appliedRules keeps none.)
+	var listBuf [8][]policy.Decision
+	lists := append(listBuf[:0], cc.ContextLedger.PolicyResults)
 	for _, s := range results {
 		lists = append(lists, s.PolicyDecisions)
 	}
@@ -1372,13 +1414,12 @@ func runFacts(p *pack.Pack, cc *compiler.CompiledContext, req *runcontext.Invoke
 			f.BoundPolicyIDs = append(f.BoundPolicyIDs, *id)
 		}
 	}
-	for _, d := range cc.ContextLedger.PolicyResults {
-		f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
-	}
+	f.PolicyRefs = append(f.PolicyRefs, ledgerRefs...)
 	for _, s := range results {
 		for _, d := range s.PolicyDecisions {
-			if ref := "policy:" + d.BundleID + "#" + d.RuleID; !slices.Contains(f.PolicyRefs, ref) {
-				f.PolicyRefs = append(f.PolicyRefs, ref)
+			// A ref already listed is not made again to be looked for.
+			if !slices.ContainsFunc(f.PolicyRefs, func(ref string) bool { return isPolicyRef(ref, d.BundleID, d.RuleID) }) {
+				f.PolicyRefs = append(f.PolicyRefs, "policy:"+d.BundleID+"#"+d.RuleID)
 			}
 		}
 	}
@@ -1482,18 +1523,33 @@ func gateRole(p *pack.Pack, cc *compiler.CompiledContext, gate string) string {
 // appliedRules are the rules of the decision lists that applied with
 // evidence to require, each rule taking one branch once.
 func appliedRules(lists ...[]policy.Decision) []decision.AppliedRule {
-	var out []decision.AppliedRule
+	// The list is sized for every rule that requires evidence, and each
+	// rule's requirements are a copy cut from one array, capped at their
+	// length: appending to one cannot write into another.
+	rules, requires := 0, 0
 	for _, ds := range lists {
 		for _, d := range ds {
-			if len(d.Requires) == 0 {
+			if len(d.Requires) > 0 {
+				rules++
+				requires += len(d.Requires)
+			}
+		}
+	}
+	if rules == 0 {
+		return nil
+	}
+	out := make([]decision.AppliedRule, 0, rules)
+	room := make([]string, 0, requires)
+	for _, ds := range lists {
+		for _, d := range ds {
+			if len(d.Requires) == 0 || slices.ContainsFunc(out, func(b decision.AppliedRule) bool {
+				return b.BundleID == d.BundleID && b.RuleID == d.RuleID && b.DecisionBinding == d.DecisionBinding && slices.Equal(b.Requires, d.Requires)
+			}) {
 				continue
 			}
-			a := decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: slices.Clone(d.Requires)}
-			if !slices.ContainsFunc(out, func(b decision.AppliedRule) bool {
-				return b.BundleID == a.BundleID && b.RuleID == a.RuleID && b.DecisionBinding == a.DecisionBinding && slices.Equal(b.Requires, a.Requires)
-			}) {
-				out = append(out, a)
-			}
+			at := len(room)
+			room = append(room, d.Requires...)
+			out = append(out, decision.AppliedRule{BundleID: d.BundleID, RuleID: d.RuleID, DecisionBinding: d.DecisionBinding, Requires: room[at:len(room):len(room)]})
 		}
 	}
 	return out

@@ -116,3 +116,38 @@ func TestPinnedEvidenceIsTheRuns(t *testing.T) {
 		t.Fatal("the static source's copy was copied again to be pinned (or is the source's own list)")
 	}
 }
+
+// TestPinsSourcesMadeOnce: a run's wrapped sources are made at the first
+// call and the same ones are handed out after (a compile's Prepared
+// points at them), wrapping the runtime's sources (the module's empty
+// ones when it has none) and pinning into the run's own pins.
+func TestPinsSourcesMadeOnce(t *testing.T) {
+	t.Parallel()
+	list := compiler.StaticEvidence{{EvidenceRef: "kg:a", Kind: "note", Content: "c", Trust: compiler.Trusted}}
+	for _, rt := range []*Runtime{{}, {opts: Options{Evidence: list}}} {
+		p := &pins{rt: rt, runID: "run_src"}
+		ev, mem := p.sources()
+		ev2, mem2 := p.sources()
+		if ev != ev2 || mem != mem2 {
+			t.Fatal("the run's sources were made again")
+		}
+		pe, ok := ev.(*pinnedEvidence)
+		if !ok || pe.p != p {
+			t.Fatalf("evidence source %T does not pin into the run's pins", ev)
+		}
+		if pm, ok := mem.(*pinnedMemory); !ok || pm.p != p {
+			t.Fatalf("memory %T does not pin into the run's pins", mem)
+		}
+		got, err := ev.Evidence(context.Background(), compiler.EvidenceQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if rt.opts.Evidence != nil {
+			want = len(list)
+		}
+		if len(got) != want || len(p.fetched()) != want {
+			t.Fatalf("fetched %d items, pinned %d", len(got), len(p.fetched()))
+		}
+	}
+}

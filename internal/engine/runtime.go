@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/contextos/contextos/internal/sortedkeys"
 	"io"
 	"iter"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/contextos/contextos/internal/sortedkeys"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -890,6 +892,21 @@ func spanPackRefs(refs []string) string {
 	return strings.Join(shown, ",")
 }
 
+// appendPreparedKey appends a pack's part of the prepared packs' key,
+// "ref=content_hash;" (the ref in its canonical form, pack.Ref.String).
+func appendPreparedKey(b []byte, ref pack.Ref, contentHash string) []byte {
+	b = append(b, ref.ID...)
+	b = append(b, '@')
+	b = strconv.AppendUint(b, ref.Major, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, ref.Minor, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, ref.Patch, 10)
+	b = append(b, '=')
+	b = append(b, contentHash...)
+	return append(b, ';')
+}
+
 // setup resolves the packs, compiles and binds the gateway; chain, when
 // set, continues a paused run's transcript chain.
 func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState) (err error) {
@@ -902,19 +919,23 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		}
 	}()
 	r.inputs = r.inputs[:0]
-	key := ""
+	// The prepared packs' key, "ref=content_hash;" for each pack, is
+	// written into a buffer on the stack (for one or two packs): its map
+	// lookup makes no string, its store one copy.
+	var keyBuf [192]byte
+	key := keyBuf[:0]
 	for _, ref := range r.req.ContextPackRefs {
 		res, err := rt.packs.ResolveString(ctx, ref, use)
 		if err != nil {
 			return err
 		}
 		r.inputs = append(r.inputs, compiler.Input{Ref: res.Ref, Pack: res.Pack, ContentHash: res.ContentHash})
-		key += res.Ref.String() + "=" + res.ContentHash + ";"
+		key = appendPreparedKey(key, res.Ref, res.ContentHash)
 	}
 	start, _ := time.Parse(time.RFC3339Nano, r.cp.StartedAt)
 	copts := &compiler.Options{Ontologies: rt.opts.Ontologies, Host: rt.packs.Host(), Overlays: rt.opts.Overlays, Tokenizer: rt.opts.Tokenizer, At: start, KnowledgeSnapshot: rt.opts.KnowledgeSnapshot, Policy: rt.opts.Policy, Validation: hostValidation(rt.opts)}
 	rt.mu.Lock()
-	prepared := rt.prepared[key]
+	prepared := rt.prepared[string(key)]
 	rt.mu.Unlock()
 	if prepared == nil {
 		var err error
@@ -925,7 +946,7 @@ func (r *run) setup(ctx context.Context, use pack.Use, chain *gateway.ChainState
 		if len(rt.prepared) >= maxPrepared {
 			clear(rt.prepared) // packs are re-prepared on demand
 		}
-		rt.prepared[key] = prepared
+		rt.prepared[string(key)] = prepared
 		rt.mu.Unlock()
 	}
 	if r.pins == nil {

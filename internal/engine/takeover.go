@@ -173,26 +173,12 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	used := budget - r.meter.Remaining(r.rt.opts.Now()).Milliseconds()
 	spent.WallClockMS = max(used-cp.MeterUsage.WallClockMS, 0)
 	call := r.call
-	w := objectWriter{b: make([]byte, 0, cp.cut+96)}
-	w.b = append(w.b, cp.saved[:cp.cut]...)
-	w.key("spent_since_point")
-	w.spent(&spent)
-	version := checkpointV4
-	if call != nil {
-		w.key("call_in_progress")
-		w.callInProgress(call)
-		version = checkpointV5
-	}
 	failed := slices.Clip(r.failedSince)
-	if len(failed) > 0 {
-		w.value("store_failures_since_point", &failed)
-		version = checkpointV6
+	data, version, encErr := spendSave(cp, &spent, call, failed)
+	if encErr != nil {
+		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, encErr)
 	}
-	if w.err != nil {
-		return nil, fmt.Errorf("contextos: encode checkpoint of %s: %w", cp.RunID, w.err)
-	}
-	w.b = append(w.b, '}')
-	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: w.b, Lease: r.rt.heartbeatTTL()}
+	c := &Checkpoint{RunID: cp.RunID, Revision: cp.rev, Version: version, Data: data, Lease: r.rt.heartbeatTTL()}
 	var sctx context.Context
 	if _, ok := r.rt.opts.Checkpoints.(*InMemoryCheckpoints); ok {
 		// The module's own store never blocks (it takes a mutex) and reads
@@ -208,7 +194,7 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	// reply was cut off): when it holds these very bytes, the save is
 	// this runtime's (a takeover's claim writes other bytes), and the run
 	// goes on at the store's revision, not over the old one, whose next
-	// save the store would refuse as a takeover's (putOwn; w.b is this
+	// save the store would refuse as a takeover's (putOwn; data is this
 	// save's own).
 	err := r.rt.putOwn(sctx, cp, c)
 	if errors.Is(err, ErrCheckpointConflict) {
@@ -228,6 +214,39 @@ func (r *run) trySaveSpent(ctx context.Context) (storeErr, _ error) {
 	// call's claim checks count from here (renewedAt).
 	cp.spentAt = r.rt.opts.Now()
 	return nil, nil
+}
+
+// spendSave is the checkpoint a spend save sends: the saved state's
+// bytes up to cp.cut, then the spend, the call in progress and the store
+// failures since the saved point. The bytes are a new array of their own
+// (the store may keep them as they are); only the writer, whose methods
+// reach the heap, is a pooled one, and it keeps its own buffer.
+func spendSave(cp *checkpointState, spent *replay.Spent, call *callInProgress, failed []replay.StoreFailure) (data []byte, version int, err error) {
+	w := checkpointBufs.Get().(*objectWriter)
+	pooled := w.b
+	w.b = make([]byte, 0, cp.cut+96)
+	w.b = append(w.b, cp.saved[:cp.cut]...)
+	w.key("spent_since_point")
+	w.spent(spent)
+	version = checkpointV4
+	if call != nil {
+		w.key("call_in_progress")
+		w.callInProgress(call)
+		version = checkpointV5
+	}
+	if len(failed) > 0 {
+		f := failed // on the heap only when there are failures to write
+		w.value("store_failures_since_point", &f)
+		version = checkpointV6
+	}
+	data, err = append(w.b, '}'), w.err
+	clear(w.keys)
+	w.b, w.err, w.keys = pooled[:0], nil, w.keys[:0]
+	checkpointBufs.Put(w)
+	if err != nil {
+		return nil, 0, err
+	}
+	return data, version, nil
 }
 
 // SaveAttemptsSpent is the gateway's spendSaver (gatewayhook.SaveSpent):
@@ -383,7 +402,13 @@ func (r *run) notePrior(res *gateway.ToolResultEnvelope) {
 // gateway reads it too): the readings already taken are counted.
 func (r *run) takeInputs(cp *checkpointState) {
 	if r.recorder != nil {
-		cp.Outcomes = append(cp.Outcomes, r.recorder.Outcomes(r.rc.RunID)...)
+		// Outcomes is a copy of the recorder's list, the caller's own:
+		// the first ones taken are kept as they are.
+		if outs := r.recorder.Outcomes(r.rc.RunID); len(cp.Outcomes) == 0 && len(outs) > 0 {
+			cp.Outcomes = outs
+		} else {
+			cp.Outcomes = append(cp.Outcomes, outs...)
+		}
 		r.recorder.Forget(r.rc.RunID)
 	}
 	rd := r.untakenReadings()
