@@ -371,6 +371,11 @@ func (h *Handler) otherPause(ctx context.Context, runID, gateID, digest string) 
 // (or, while a part of the run still runs, when that part ends at the
 // pause d decides); else the sweep continues it.
 func (h *Handler) resume(d *decisionEntry) {
+	// A part of the run still ending holds a worker slot (perhaps the
+	// last free one): parking the decision behind it takes none.
+	if e := h.entry(d.RunID, "", false); e != nil && e.park(d) {
+		return
+	}
 	if h.acquire() != nil {
 		h.o.Logger.Warn("decided run left for the sweep: no worker free", "run_id", d.RunID)
 		return
@@ -378,8 +383,7 @@ func (h *Handler) resume(d *decisionEntry) {
 	e := h.entry(d.RunID, d.TenantID, true)
 	e.mu.Lock()
 	if e.running {
-		// The part that paused the run is still ending: its worker takes
-		// the decision up when it does (work).
+		// A part started meanwhile.
 		e.decided = append(e.decided, d)
 		e.mu.Unlock()
 		h.release()
@@ -402,6 +406,20 @@ func (h *Handler) resume(d *decisionEntry) {
 		// parked decision) never lands on a later pause of the run.
 		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Pause: d.RecordID})
 	})
+}
+
+// park keeps d for the worker of the part of the run still running
+// (the part that paused the run is still ending, say): it takes the
+// decision up when that part ends (work). It reports false when no part
+// runs.
+func (e *runEntry) park(d *decisionEntry) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.running {
+		return false
+	}
+	e.decided = append(e.decided, d)
+	return true
 }
 
 // awaits reports whether the run awaits the pause d decides, by the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/server"
@@ -56,4 +57,40 @@ func TestDecisionWhileThePausingPartEndsContinuesTheRun(t *testing.T) {
 	}
 	close(held.release)
 	e.waitEnded(runID)
+}
+
+// A decision on a pause whose part is still ending is parked behind that
+// part even when every worker slot is taken (here the one slot, by that
+// very part): parking takes no slot, the part's worker continues the run
+// with it once it ends. Before, the decision needed a free slot first,
+// was left for a sweep (off here) and the run stayed paused with its
+// decision made.
+func TestDecisionWhileThePausingPartEndsOnABusyHandler(t *testing.T) {
+	held := &heldPause{entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, &envOptions{planner: refundThenAnother(), handler: server.Options{MaxRuns: 1},
+		runtime: func(o *contextos.Options) { o.OnPause = held.hook }})
+	held.armed.Store(true)
+	r := e.do("POST", "/v1/runs", e.token(agent), refundBody(t, "req_decided_busy", 4200), "Prefer", "respond-async")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("POST /v1/runs: %d %s", r.status, r.body)
+	}
+	runID := r.json(t)["run_id"].(string)
+	<-held.entered // the run's only worker slot is its part's, ending at the pause
+	first := e.pendingDigests(lead)
+	if len(first) != 1 {
+		t.Fatalf("pending: %v", first)
+	}
+	if r := e.decide(runID, lead2, server.DecisionDeny, ""); r.status != http.StatusAccepted {
+		t.Fatalf("lead2 denies the 2100 refund: %d %s", r.status, r.body)
+	}
+	close(held.release)
+	// Denied, the 2100 refund is not made; the run goes on to the 4200 one.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if got := e.pendingDigests(lead); len(got) == 1 && got[0] != first[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the denied pause was not continued: pending %v", e.pendingDigests(lead))
+		}
+	}
 }

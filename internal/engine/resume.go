@@ -168,7 +168,12 @@ func (rt *Runtime) resume(ctx context.Context, runID string, in ResumeInput, emi
 		// A run that paused or stopped saved its checkpoint after its
 		// last call: only a runtime that died mid-run leaves entries
 		// past it, and that run is taken over, not resumed. An entry
-		// past a paused run's checkpoint was written by someone else.
+		// past a paused run's checkpoint was written by someone else:
+		// a concurrent resume that claimed the run since its checkpoint
+		// was read (the checkpoint moved on), else no runtime of the run.
+		if c, lerr := rt.opts.Checkpoints.Load(ctx, runID); lerr == nil && c != nil && c.Revision != cp.rev {
+			return nil, fmt.Errorf("%w: %s was continued by another runtime since its checkpoint was read: %w", ErrNotResumable, runID, ErrCheckpointConflict)
+		}
 		return nil, fmt.Errorf("%w: the transcript of %s holds %d entries past its checkpoint, which no runtime of the run recorded: %w", ErrNotResumable, runID, n-cp.Chain.Seq, gateway.ErrChain)
 	}
 	usage := cp.MeterUsage

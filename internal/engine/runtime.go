@@ -406,7 +406,8 @@ type ResumeInput struct {
 	// awaits that pause (it was continued, and ended or paused again) is
 	// refused with ErrNotResumable, so an approval decided for one pause
 	// never lands on the next. The check holds against a concurrent
-	// resume: the resume's claim is refused if the run moved on since.
+	// resume: the resume's claim is refused (ErrCheckpointConflict) if
+	// the checkpoint moved on since it was read.
 	Pause string
 }
 
