@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"regexp"
+	"regexp/syntax"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -31,9 +34,14 @@ type shapeSchema struct {
 	minLen   int // -1: none
 	maxLen   int // -1: none
 	pattern  jsonschema.Regexp
-	bounds   []shapeBound
-	required []string
-	props    map[string]*shapeSchema
+	// prefix, with literalPrefix, is the literal a pattern of the form
+	// ^literal (Go's regexp syntax) matches at the start of a string: the
+	// match is strings.HasPrefix (see anchoredLiteral).
+	prefix        string
+	literalPrefix bool
+	bounds        []shapeBound
+	required      []string
+	props         map[string]*shapeSchema
 	// extra is what members props does not name must be: nil for any
 	// (additionalProperties absent or true).
 	extra *shapeSchema
@@ -135,6 +143,7 @@ func shapeOf(s *jsonschema.Schema, depth int) *shapeSchema {
 		sh.maxLen = *s.MaxLength
 	}
 	sh.pattern = s.Pattern
+	sh.prefix, sh.literalPrefix = anchoredLiteral(s.Pattern)
 	for _, b := range [...]struct {
 		r  *big.Rat
 		op boundOp
@@ -248,7 +257,11 @@ func (sh *shapeSchema) valid(v any) bool {
 				return false
 			}
 		}
-		if sh.pattern != nil && !sh.pattern.MatchString(x) {
+		if sh.literalPrefix {
+			if !strings.HasPrefix(x, sh.prefix) {
+				return false
+			}
+		} else if sh.pattern != nil && !sh.pattern.MatchString(x) {
 			return false
 		}
 	case float64:
@@ -279,4 +292,30 @@ func (sh *shapeSchema) valid(v any) bool {
 		}
 	}
 	return true
+}
+
+// anchoredLiteral returns the literal a pattern of Go's regexp syntax
+// (the validator's own engine: a *regexp.Regexp) matches when it is only
+// that literal anchored at the start of the text (^ord_, ^ord\.): such a
+// pattern matches exactly the strings that start with the literal. Any
+// other pattern, or another engine's, is matched by the pattern itself.
+func anchoredLiteral(p jsonschema.Regexp) (string, bool) {
+	re, ok := p.(*regexp.Regexp)
+	if !ok || re == nil {
+		return "", false
+	}
+	// regexp.Compile parses with syntax.Perl, as here.
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	parsed = parsed.Simplify()
+	if parsed.Op != syntax.OpConcat || len(parsed.Sub) != 2 {
+		return "", false
+	}
+	anchor, lit := parsed.Sub[0], parsed.Sub[1]
+	if anchor.Op != syntax.OpBeginText || lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 {
+		return "", false
+	}
+	return string(lit.Rune), true
 }

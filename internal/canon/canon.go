@@ -179,16 +179,10 @@ func digestOf(encode func(dst []byte) ([]byte, error)) (string, error) {
 // appendDigestWith appends the digest of what encode writes into a pooled
 // buffer.
 func appendDigestWith(dst []byte, encode func(dst []byte) ([]byte, error)) ([]byte, error) {
-	return appendDigestFrom(dst, encode, nil)
-}
-
-// appendDigestFrom is appendDigestWith with ps (nil: none) remembering
-// SHA-256's state after the encoding's first block (see PrefixState).
-func appendDigestFrom(dst []byte, encode func(dst []byte) ([]byte, error), ps *PrefixState) ([]byte, error) {
 	bp := digestBufs.Get().(*[]byte)
 	out, err := encode((*bp)[:0])
 	if err == nil {
-		dst = ps.appendDigest(dst, out)
+		dst = AppendDigestBytes(dst, out)
 		if cap(out) <= maxPooledBuf {
 			*bp = out[:0]
 		}

@@ -613,27 +613,38 @@ func appendAny(dst []byte, x any) ([]byte, error) {
 
 // appendObject writes a non-nil map of JSON values (map[string]any) or of
 // JSON objects (a capability's argument constraints) as appendMap does.
+//
+// Its members are taken with their values in one pass over the map (no
+// look-up of a key again), and sorted by key.
 func appendObject[V any](dst []byte, m map[string]V) ([]byte, error) {
-	var small [16]string // most objects are small: their keys stay on the stack
-	keys := small[:0]
-	for k := range m {
+	var small [16]objMember[V] // most objects are small: their members stay on the stack
+	ms := small[:0]
+	for k, v := range m {
 		if !utf8.ValidString(k) {
 			return nil, errSlowPath
 		}
-		keys = append(keys, k)
+		ms = append(ms, objMember[V]{k, v})
 	}
-	slices.SortFunc(keys, compareUTF16)
+	if len(ms) > 1 {
+		slices.SortFunc(ms, func(a, b objMember[V]) int { return compareUTF16(a.k, b.k) })
+	}
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i := range ms {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = appendString(dst, ms[i].k)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendAny(dst, m[k]); err != nil {
+		if dst, err = appendAny(dst, ms[i].v); err != nil {
 			return nil, err
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// objMember is one member of a map appendObject writes.
+type objMember[V any] struct {
+	k string
+	v V
 }

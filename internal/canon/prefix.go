@@ -27,24 +27,45 @@ type prefixState struct {
 	state []byte
 }
 
-// midHash is a pooled SHA-256 with room for its sum.
+// midHash is a SHA-256 with room for its sum (a cachedDigest's).
 type midHash struct {
 	h   hash.Hash
 	sum [sha256.Size]byte
 }
 
-var midHashes = sync.Pool{New: func() any { return &midHash{h: sha256.New()} }}
+// cachedDigest is what a digest with a PrefixState takes, pooled as one:
+// the encoding's buffer and a SHA-256 to resume from the remembered state.
+type cachedDigest struct {
+	buf []byte
+	m   midHash
+}
+
+var cachedDigests = sync.Pool{New: func() any {
+	return &cachedDigest{buf: make([]byte, 0, 1024), m: midHash{h: sha256.New()}}
+}}
 
 // AppendDigestOfCached appends [DigestOf] a to dst, with ps (nil: none)
 // remembering the state after the encoding's first block.
 func AppendDigestOfCached(dst []byte, a Appender, ps *PrefixState) ([]byte, error) {
-	return appendDigestFrom(dst, a.AppendCanonical, ps)
+	if ps == nil {
+		return appendDigestWith(dst, a.AppendCanonical)
+	}
+	cd := cachedDigests.Get().(*cachedDigest)
+	out, err := a.AppendCanonical(cd.buf[:0])
+	if err == nil {
+		dst = ps.appendDigestWith(dst, out, &cd.m)
+		if cap(out) <= maxPooledBuf {
+			cd.buf = out[:0]
+		}
+	}
+	cachedDigests.Put(cd)
+	return dst, err
 }
 
-// appendDigest appends [DigestBytes] of b to dst: from the remembered
-// state when b starts with the remembered block (ps nil: none).
-func (ps *PrefixState) appendDigest(dst, b []byte) []byte {
-	if ps == nil || len(b) <= sha256.BlockSize {
+// appendDigestWith appends [DigestBytes] of b to dst: resumed in m from
+// the remembered state when b starts with the remembered block.
+func (ps *PrefixState) appendDigestWith(dst, b []byte, m *midHash) []byte {
+	if len(b) <= sha256.BlockSize {
 		return AppendDigestBytes(dst, b)
 	}
 	st := ps.p.Load()
@@ -55,16 +76,12 @@ func (ps *PrefixState) appendDigest(dst, b []byte) []byte {
 	if !bytes.Equal(st.block[:], b[:sha256.BlockSize]) {
 		return AppendDigestBytes(dst, b)
 	}
-	m := midHashes.Get().(*midHash)
 	if err := m.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.state); err != nil {
-		midHashes.Put(m)
 		return AppendDigestBytes(dst, b)
 	}
 	m.h.Write(b[sha256.BlockSize:])
 	sum := m.h.Sum(m.sum[:0])
-	dst = appendHex(append(dst, DigestPrefix...), sum)
-	midHashes.Put(m)
-	return dst
+	return appendHex(append(dst, DigestPrefix...), sum)
 }
 
 // remember keeps SHA-256's state after block, unless a state is kept

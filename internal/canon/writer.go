@@ -26,7 +26,27 @@ func transform(in []byte) ([]byte, error) {
 // Byte order of UTF-8 equals code point order, which differs from UTF-16
 // order only between supplementary characters (surrogate pairs, D800–DFFF)
 // and BMP characters E000–FFFF.
+//
+// Only the sign of the result is meaningful. Up to the first byte in which
+// a and b differ they decode alike (the same bytes, and a decoder never
+// takes an ASCII byte into a rune it started before it), so two ASCII
+// bytes there order the strings as their code points do, and their
+// UTF-16 code units; any other difference (or a string that is a prefix
+// of the other) is decided rune by rune, invalid UTF-8 included.
 func compareUTF16(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i < n && a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+		return int(a[i]) - int(b[i])
+	}
+	return compareRunes(a, b)
+}
+
+// compareRunes is compareUTF16 decoding every rune.
+func compareRunes(a, b string) int {
 	for a != "" && b != "" {
 		ra, na := utf8.DecodeRuneInString(a)
 		rb, nb := utf8.DecodeRuneInString(b)
