@@ -49,8 +49,10 @@ var outsidePoints = []string{atPlannerRequest, atPlannerPlan, atCriticInput, atS
 // plug-in points they are set at are handed or hand over: each value at
 // once (on receipt), or kept and edited later (at a later hand-over: the
 // next tool call, planner turn or verdict, after Invoke returns), or
-// both, as their seeded source decides. Vandals set at no point edit
-// nothing: they are the plain play.
+// both, as their seeded source decides. An edit appends into every list
+// past its length (deepcheck.Overrun: a list that shares its room with
+// another party's is caught) and edits everything (deepcheck.Vandalize).
+// Vandals set at no point edit nothing: they are the plain play.
 type vandals struct {
 	mu   sync.Mutex
 	rng  *rand.Rand
@@ -78,6 +80,7 @@ func (v *vandals) handed(point string, x any, now bool) {
 	switch mode := v.rng.Intn(3); {
 	case now && mode != 1:
 		v.log = append(v.log, fmt.Sprintf("edit now  %T at %s", x, point))
+		deepcheck.Overrun(rv)
 		deepcheck.Vandalize(rv)
 		if mode == 0 {
 			return
@@ -101,6 +104,7 @@ func (v *vandals) later(where string) {
 	}
 	v.log = append(v.log, fmt.Sprintf("edit the %d kept %s", len(v.kept), where))
 	for _, rv := range v.kept {
+		deepcheck.Overrun(rv)
 		deepcheck.Vandalize(rv)
 	}
 }

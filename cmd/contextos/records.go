@@ -295,8 +295,17 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return fail(renderRun(ctx, &f, rt, out, res, stdout))
 }
 
+// testHookPendingRead, set by a test, runs after resumeRun has read the
+// pause it answers and before it resumes: where another process's resume
+// can continue the run.
+var testHookPendingRead func(runID string)
+
 // resumeRun answers the approval runID awaits with its --approve and
 // continues the run, answering each further pause an --approve answers.
+// Each resume names the pause it answers (its DEFERRED record): a run that
+// another process continued in the meantime, to its end or to a later
+// pause of the same gate, is refused rather than given an approval of
+// another action.
 func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID string) (*runOutput, *contextos.Result, error) {
 	pending, err := rt.PendingApprovals(ctx, contextos.RunList{runID})
 	if err != nil {
@@ -311,6 +320,9 @@ func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID 
 	if p == nil {
 		return nil, nil, exitf(exitInvalid, "run %.80q awaits no approval in the store (unknown, finished, or being continued)", runID)
 	}
+	if testHookPendingRead != nil {
+		testHookPendingRead(runID)
+	}
 	approvals := maps.Clone(in.approvals)
 	a, ok := approvals[p.GateID]
 	if !ok {
@@ -323,7 +335,7 @@ func resumeRun(ctx context.Context, rt *contextos.Runtime, in *runInputs, runID 
 	delete(approvals, p.GateID)
 	c := newRunCollector()
 	ap := cliApproval(p.ToolCallID, p.GateID, p.ActionDigest, a, in.now())
-	if err := c.collect(rt.ResumeStream(ctx, runID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}})); err != nil {
+	if err := c.collect(rt.ResumeStream(ctx, runID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}, Pause: p.RecordID})); err != nil {
 		return nil, nil, exitf(exitInvalid, "%v", err)
 	}
 	return c.answerPauses(ctx, rt, in, approvals)

@@ -600,7 +600,7 @@ func (c *runCollector) answerPauses(ctx context.Context, rt *contextos.Runtime, 
 		}
 		delete(approvals, c.res.Pending.GateID)
 		ap := cliApproval(c.res.Pending.ToolCallID, c.res.Pending.GateID, c.res.Pending.ActionDigest, a, in.now())
-		if err := c.collect(rt.ResumeStream(ctx, c.res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}})); err != nil {
+		if err := c.collect(rt.ResumeStream(ctx, c.res.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{ap}, Pause: pauseOf(c.res)})); err != nil {
 			return nil, nil, exitf(exitUsage, "resume: %v", err)
 		}
 	}
@@ -610,6 +610,14 @@ func (c *runCollector) answerPauses(ctx context.Context, rt *contextos.Runtime, 
 		out.PendingApprovals = append(out.PendingApprovals, res.Pending)
 	}
 	return out, res, nil
+}
+
+// pauseOf is the pause a paused result awaits: its DEFERRED record's id.
+func pauseOf(res *contextos.Result) string {
+	if res.Record == nil {
+		return ""
+	}
+	return res.Record.RecordID
 }
 
 // cliApproval is the approval an --approve answer gives the paused call

@@ -1,7 +1,9 @@
 // Package deepcheck is test support for the copies the module hands to
 // outside code: Fill sets every member a value reaches, Shared names the
-// first list, map or pointer two values share, and Vandalize edits in
-// place everything a value reaches, as hostile outside code might. They
+// first list, map or pointer two values share, Vandalize edits in place
+// everything a value reaches, and Overrun writes past the length of
+// every list it reaches (as an append does), as hostile outside code
+// might. They
 // work by reflection, so a member added to a type later is covered too.
 //
 // Only tests import this package.
@@ -163,6 +165,55 @@ func Vandalize(v reflect.Value) {
 	case reflect.Uint8:
 		if v.CanSet() {
 			v.SetUint(v.Uint() ^ 0x20)
+		}
+	}
+}
+
+// Overrun writes, in place, into the room past the length of every list
+// v reaches (up to its capacity), as outside code appending to a list it
+// was handed does: each element there is filled (Fill; a byte is
+// flipped). What v shares that room with (another party's longer list
+// over the same array) changes there too. Lists are followed through
+// pointers, structs, maps and interfaces; their elements within their
+// length are not edited.
+func Overrun(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			Overrun(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				Overrun(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		room := v.Slice(v.Len(), v.Cap())
+		for i := range room.Len() {
+			e := room.Index(i)
+			if e.Kind() == reflect.Uint8 {
+				e.SetUint(e.Uint() ^ 0x20)
+				continue
+			}
+			Fill(e)
+		}
+		for i := range v.Len() {
+			Overrun(v.Index(i))
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			Overrun(v.Index(i))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			// A map's value is a copy: its lists share their arrays.
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(it.Value())
+			Overrun(e)
 		}
 	}
 }

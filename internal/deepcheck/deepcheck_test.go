@@ -48,3 +48,27 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("Vandalize of a shallow copy: the original is %+v %+v", a, *a.P)
 	}
 }
+
+// TestOverrun: Overrun writes past a list's length, where a longer list
+// over the same array sees it, and leaves a list capped at its length
+// and the elements within lengths as they were.
+func TestOverrun(t *testing.T) {
+	arr := []string{"a", "b", "c", "d"}
+	v := outer{P: &inner{S: arr[:1]}, L: []inner{{S: arr[2:3:3]}}, K: map[string]inner{"k": {S: arr[1:2]}}}
+	Overrun(reflect.ValueOf(&v))
+	if arr[0] != "a" || arr[1] != "s" || arr[2] != "s" || arr[3] != "s" {
+		t.Fatalf("array after Overrun = %q, want a, then s past the first list's length", arr)
+	}
+	arr = []string{"a", "b", "c"}
+	capped := outer{L: []inner{{S: arr[0:1:1]}, {S: arr[1:2:2]}}, K: map[string]inner{"k": {S: arr[2:3:3]}}}
+	Overrun(reflect.ValueOf(&capped))
+	if arr[0] != "a" || arr[1] != "b" || arr[2] != "c" {
+		t.Fatalf("capped lists after Overrun: %q", arr)
+	}
+	b := make([]byte, 1, 2)
+	full := b[:2]
+	Overrun(reflect.ValueOf(b))
+	if full[0] != 0 || full[1] != 0x20 {
+		t.Fatalf("bytes after Overrun = %v", full)
+	}
+}

@@ -59,3 +59,30 @@ func TestIsPolicyRefIsTheRefsEquality(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDecisionRuleListsAreCapped: the record's run decisions each
+// list their one rule id in a list cut from one array, capped at one:
+// appending to one cannot write into the next's.
+func TestRunDecisionRuleListsAreCapped(t *testing.T) {
+	t.Parallel()
+	r := refundRun(t)
+	refs := r.policyDecisions()
+	if len(refs) < 2 {
+		t.Fatalf("the refund run's record lists %d run decisions, want several", len(refs))
+	}
+	want := make([][]string, len(refs))
+	for i, p := range refs {
+		if len(p.RuleIDs) != 1 || cap(p.RuleIDs) != 1 {
+			t.Fatalf("run decision %d lists %d rule ids with room for %d, want one and no room", i, len(p.RuleIDs), cap(p.RuleIDs))
+		}
+		want[i] = slices.Clone(p.RuleIDs)
+	}
+	for i := range refs {
+		refs[i].RuleIDs = append(refs[i].RuleIDs, "appended")
+	}
+	for i, p := range refs {
+		if !slices.Equal(p.RuleIDs[:1], want[i]) {
+			t.Fatalf("run decision %d lists %v after appends to every list, want %v first", i, p.RuleIDs, want[i])
+		}
+	}
+}
