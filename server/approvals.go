@@ -186,15 +186,15 @@ func (h *Handler) requesters(ctx context.Context, pa contextos.PendingApproval) 
 	return names, nil
 }
 
-// decisionBody is a decision's body. ActionDigest, when set, is the
-// action digest of the pause the approver was shown: the decision is
-// refused unless that pause is the one the run awaits, so a decision
-// meant for a call never lands on the next pause of the same gate (the
-// inbox's form always sends it).
+// decisionBody is a decision's body. ActionDigest, required, is the
+// action digest of the pause the approver was shown (GET /v1/approvals'
+// action_digest): the decision is refused unless that pause is the one
+// the run awaits, so a decision meant for a call, or a client's retry of
+// it, never lands on the next pause of the same gate.
 type decisionBody struct {
 	Decision     string `json:"decision"`
 	Reason       string `json:"reason"`
-	ActionDigest string `json:"action_digest,omitempty"`
+	ActionDigest string `json:"action_digest"`
 }
 
 // maxDigestBytes bounds a decision's action digest.
@@ -209,6 +209,9 @@ func (b *decisionBody) check() *apiError {
 	}
 	if strings.ContainsFunc(b.Reason, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }) {
 		return invalid(FieldError{Path: "reason", Code: "control", Message: "must not hold control characters"})
+	}
+	if b.ActionDigest == "" {
+		return invalid(FieldError{Path: "action_digest", Code: "required", Message: "is required: the action digest of the pause decided on (GET /v1/approvals)"})
 	}
 	if len(b.ActionDigest) > maxDigestBytes || strings.ContainsFunc(b.ActionDigest, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
 		return invalid(FieldError{Path: "action_digest", Code: "format", Message: "must be an action digest (printable ASCII, at most 200 bytes)"})
@@ -253,8 +256,9 @@ func (h *Handler) postDecision(w http.ResponseWriter, r *http.Request) {
 // decide records p's decision on the approval runID awaits on gateID and
 // resumes the run on a worker. It answers 404 for a run p's tenant does
 // not hold, 403 for a principal without the gate's role or who asked for
-// the run when the gate does not allow self-approval, 409 for a pause already decided (on any replica), no longer
-// pending or, to approve, expired.
+// the run when the gate does not allow self-approval, 409 for a pause
+// already decided (on any replica), no longer pending, not the one
+// body.ActionDigest names or, to approve, expired.
 func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string, body decisionBody) (*decisionEntry, *apiError) {
 	pend, err := h.rt.PendingApprovals(ctx, contextos.RunList{runID})
 	if err != nil {
@@ -284,7 +288,7 @@ func (h *Handler) decide(ctx context.Context, p *Principal, runID, gateID string
 	if self {
 		return nil, forbidden(RuleSelfApproval, "the caller requested or started this run and gate %s needs someone else to decide", pa.GateID)
 	}
-	if body.ActionDigest != "" && body.ActionDigest != pa.ActionDigest {
+	if body.ActionDigest != pa.ActionDigest {
 		return nil, h.otherPause(ctx, runID, gateID, body.ActionDigest)
 	}
 	now := h.o.Now()

@@ -11,7 +11,7 @@
 //	GET  /v1/runs/{run_id}                        the run: state, status, record, tool results, events, pending approvals
 //	GET  /v1/runs/{run_id}/events                 the run's events as server-sent events, live while it runs
 //	GET  /v1/approvals                            the pending approvals the caller may decide
-//	POST /v1/runs/{run_id}/approvals/{gate_id}    {"decision": "approve"|"deny", "reason": …}: 202; the run resumes on a worker
+//	POST /v1/runs/{run_id}/approvals/{gate_id}    {"decision": "approve"|"deny", "reason": …, "action_digest": …}: 202; the run resumes on a worker
 //	GET  /v1/records?run_id=…                     the caller's tenant's records
 //	GET  /v1/records/{record_id}                  one record
 //	GET  /v1/records/verify[?run_id=…]            whether the record chain (and the run's records) verify
@@ -28,9 +28,12 @@
 // requested the run (its user, by the run's principal chain or request)
 // nor started it: 403 otherwise. The approver is the token's subject and
 // the gate's role, never anything a body says, and the run's record names
-// them. A decision is claimed in Stores.State under the pause's key, so
-// of two decisions on one pause, on any replicas, the second is answered
-// 409; an approval is refused (409) once ttl_seconds have passed since
+// them. A decision names the pause it decides by the action_digest GET
+// /v1/approvals lists for it (required: 400 without it) and is refused
+// (409) unless the run awaits that pause, so a retried or stale decision
+// never lands on the run's next pause. A decision is claimed in
+// Stores.State under the pause's key, so of two decisions on one pause,
+// on any replicas, the second is answered 409; an approval is refused (409) once ttl_seconds have passed since
 // the run paused, and can then only be denied.
 //
 // Nothing secret or redacted reaches an answer: pending approvals' and

@@ -35,7 +35,8 @@ func FuzzDecodeRun(f *testing.F) {
 
 // A decision body is read strictly and checked without panicking.
 func FuzzDecisionBody(f *testing.F) {
-	for _, s := range []string{`{"decision":"approve"}`, `{"decision":"deny","reason":"no"}`, `{"decision":"approve","approver":"x"}`, `{"reason":"\u0000"}`, `[]`, `{"decision":1}`} {
+	for _, s := range []string{`{"decision":"approve","action_digest":"sha256:00"}`, `{"decision":"deny","reason":"no","action_digest":"sha256:00"}`, `{"decision":"approve"}`, `{"decision":"approve","action_digest":""}`,
+		`{"decision":"approve","approver":"x"}`, `{"reason":"\u0000"}`, `[]`, `{"decision":1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -45,6 +46,8 @@ func FuzzDecisionBody(f *testing.F) {
 		}
 		if aerr := d.check(); aerr == nil && d.Decision != DecisionApprove && d.Decision != DecisionDeny {
 			t.Fatalf("accepted decision %q", d.Decision)
+		} else if aerr == nil && d.ActionDigest == "" {
+			t.Fatal("accepted a decision naming no pause")
 		}
 	})
 }

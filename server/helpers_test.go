@@ -101,6 +101,8 @@ type env struct {
 	payments *storekit.Payments
 	handler  *server.Handler
 	srv      *httptest.Server
+	// records is the handler's record store.
+	records decision.Store
 	// gate, when set, holds every run's second planner turn until it is
 	// closed.
 	gate chan struct{}
@@ -266,6 +268,7 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	if o.state != nil {
 		stores.State = o.state(state)
 	}
+	e.records = stores.Records
 	h, err := server.New(e.harness.Runtime, stores, &ho)
 	if err != nil {
 		t.Fatal(err)
@@ -433,11 +436,30 @@ func (e *env) startPaused(requestID string) string {
 	return m["run_id"].(string)
 }
 
-// decide posts a decision on the finance gate as w.
+// decide posts a decision on the finance gate as w, naming the action
+// digest of the run's last pause on it (the one it awaits, if any), as a
+// client that listed it does.
 func (e *env) decide(runID string, w who, decision, reason string) response {
 	e.t.Helper()
-	b, _ := json.Marshal(map[string]string{"decision": decision, "reason": reason})
+	b, _ := json.Marshal(map[string]string{"decision": decision, "reason": reason, "action_digest": e.lastPause(runID)})
 	return e.do("POST", "/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", e.token(w), b)
+}
+
+// lastPause is the action digest of the run's last pause on the finance
+// gate.
+func (e *env) lastPause(runID string) string {
+	e.t.Helper()
+	recs, err := e.records.List(context.Background(), decision.Filter{RunID: runID})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if a := recs[i].Awaiting; recs[i].Status == decision.Deferred && a != nil && a.GateID == "GATE_FINANCE_APPROVAL" {
+			return a.ActionDigest
+		}
+	}
+	e.t.Fatalf("run %s never paused on the finance gate", runID)
+	return ""
 }
 
 // waitEnded polls the run as agent until it is ended and returns it.

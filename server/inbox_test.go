@@ -88,7 +88,7 @@ func TestInbox(t *testing.T) {
 		t.Error("the agent's page offers Approve")
 	}
 
-	decide := url.Values{"decision": {"approve"}, "reason": {"within policy"}}
+	decide := url.Values{"decision": {"approve"}, "reason": {"within policy"}, "action_digest": {e.lastPause(runID)}}
 	path := "/inbox/runs/" + runID + "/approvals/GATE_FINANCE_APPROVAL"
 	for name, hdr := range map[string][]string{
 		"cross-site fetch": {"Sec-Fetch-Site", "cross-site"},
@@ -100,7 +100,7 @@ func TestInbox(t *testing.T) {
 	}
 	// The API's POSTs are protected the same way (a proxy may add the
 	// token to a forged request).
-	if r := e.do("POST", "/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", e.token(lead), []byte(`{"decision":"approve"}`), "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
+	if r := e.do("POST", "/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", e.token(lead), []byte(`{"decision":"approve","action_digest":"`+decide.Get("action_digest")+`"}`), "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
 		t.Errorf("cross-site API decision: %d %s", r.status, r.body)
 	}
 

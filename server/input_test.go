@@ -109,7 +109,8 @@ func TestDecisionRules(t *testing.T) {
 	post := func(w who, run, gate string, b []byte) response {
 		return e.do("POST", "/v1/runs/"+run+"/approvals/"+gate, e.token(w), b)
 	}
-	approve := body(`{"decision": "approve", "reason": "ok"}`)
+	digest := e.lastPause(runID)
+	approve := body(`{"decision": "approve", "reason": "ok", "action_digest": "` + digest + `"}`)
 	cases := []struct {
 		name       string
 		w          who
@@ -118,6 +119,7 @@ func TestDecisionRules(t *testing.T) {
 		status     int
 		code, rule string
 		path       string
+		fieldCode  string // the field error's code, when set
 		leak       string // must not appear in the answer
 	}{
 		{name: "other tenant", w: outsider, run: runID, gate: "GATE_FINANCE_APPROVAL", body: approve, status: 404, code: server.CodeNotFound},
@@ -131,7 +133,13 @@ func TestDecisionRules(t *testing.T) {
 		{name: "bad decision", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "maybe"}`), status: 400, code: server.CodeInvalidRequest, path: "decision"},
 		{name: "approver in the body", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "approver": "ceo"}`), status: 400, code: server.CodeInvalidRequest, path: "approver"},
 		{name: "long reason", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "reason": "` + strings.Repeat("r", 1001) + `"}`), status: 400, code: server.CodeInvalidRequest, path: "reason"},
-		{name: "control in reason", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "reason": "a\u0000b"}`), status: 400, code: server.CodeInvalidRequest, path: "reason"},
+		{name: "control in reason", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "reason": "a\u0000b", "action_digest": "` + digest + `"}`), status: 400, code: server.CodeInvalidRequest, path: "reason"},
+		// A decision names the pause it decides: without the digest it
+		// is refused, whatever the run awaits, and the answer echoes
+		// nothing of the body.
+		{name: "no action digest", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "reason": "card sk-live-hr17digestsecret0001"}`), status: 400, code: server.CodeInvalidRequest, path: "action_digest", fieldCode: "required", leak: "hr17digestsecret0001"},
+		{name: "empty action digest", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "deny", "action_digest": ""}`), status: 400, code: server.CodeInvalidRequest, path: "action_digest", fieldCode: "required"},
+		{name: "a key as the digest", w: lead, run: runID, gate: "GATE_FINANCE_APPROVAL", body: body(`{"decision": "approve", "action_digest": "sk-live-hr17digestsecret0002"}`), status: 409, code: server.CodeNotPending, leak: "hr17digestsecret0002"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,6 +155,8 @@ func TestDecisionRules(t *testing.T) {
 				errs, _ := m["errors"].([]any)
 				if len(errs) == 0 || errs[0].(map[string]any)["path"] != c.path {
 					t.Errorf("errors %v, want %s", m["errors"], c.path)
+				} else if c.fieldCode != "" && errs[0].(map[string]any)["code"] != c.fieldCode {
+					t.Errorf("errors %v, want code %s", m["errors"], c.fieldCode)
 				}
 			}
 		})
@@ -165,7 +175,7 @@ func TestDecisionRules(t *testing.T) {
 	// denying is not.
 	e.clock.Advance(2 * time.Hour)
 	post(lead, runID, "GATE_FINANCE_APPROVAL", approve).problem(t, http.StatusConflict, server.CodeApprovalExpired)
-	if r := post(lead, runID, "GATE_FINANCE_APPROVAL", body(`{"decision": "deny", "reason": "too late"}`)); r.status != http.StatusAccepted {
+	if r := post(lead, runID, "GATE_FINANCE_APPROVAL", body(`{"decision": "deny", "reason": "too late", "action_digest": "`+digest+`"}`)); r.status != http.StatusAccepted {
 		t.Fatalf("deny after expiry: %d %s", r.status, r.body)
 	}
 	ended := e.waitEnded(runID)

@@ -127,3 +127,59 @@ func TestStaleDecisionDoesNotApproveTheNextPause(t *testing.T) {
 	}
 	e.waitEnded(runID)
 }
+
+// A client's retry of its decision never decides the next pause. The
+// lead approves the 2100 refund with the digest GET /v1/approvals lists
+// (the run's own pending_approvals list the same); the run moves on and
+// pauses on the same gate for a 4200 refund. The client retries its
+// approval: without the digest it is refused (400, action_digest
+// required) and with it 409 (already decided); either way the 4200
+// refund's pause still awaits, undecided.
+func TestRetriedDecisionDoesNotApproveTheNextPause(t *testing.T) {
+	e := newEnv(t, &envOptions{planner: refundThenAnother()})
+	runID := e.startPaused("req_retried_decision")
+	first := e.pendingDigests(lead)
+	if len(first) != 1 || !strings.HasPrefix(first[0], "sha256:") {
+		t.Fatalf("pending: %v", first)
+	}
+	run := e.do("GET", "/v1/runs/"+runID, e.token(lead), nil).json(t)
+	if p, _ := run["pending_approvals"].([]any); len(p) != 1 || p[0].(map[string]any)["action_digest"] != first[0] {
+		t.Fatalf("the run's pending_approvals %v, want the listed digest %s", run["pending_approvals"], first[0])
+	}
+	path := "/v1/runs/" + runID + "/approvals/GATE_FINANCE_APPROVAL"
+	named, _ := json.Marshal(map[string]string{"decision": server.DecisionApprove, "reason": "ok", "action_digest": first[0]})
+	if r := e.do("POST", path, e.token(lead), named); r.status != http.StatusAccepted {
+		t.Fatalf("approve the 2100 refund with the listed digest: %d %s", r.status, r.body)
+	}
+	var second []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if second = e.pendingDigests(lead); len(second) == 1 && second[0] != first[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not pause on the second refund: %v", second)
+		}
+	}
+
+	bare, _ := json.Marshal(map[string]string{"decision": server.DecisionApprove, "reason": "ok"})
+	m := e.do("POST", path, e.token(lead), bare).problem(t, http.StatusBadRequest, server.CodeInvalidRequest)
+	if errs, _ := m["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["path"] != "action_digest" || errs[0].(map[string]any)["code"] != "required" {
+		t.Errorf("the retry without a digest: errors %v, want action_digest required", m["errors"])
+	}
+	e.do("POST", path, e.token(lead), named).problem(t, http.StatusConflict, server.CodeAlreadyDecided)
+	if got := e.pendingDigests(lead); len(got) != 1 || got[0] != second[0] {
+		t.Fatalf("the 4200 refund's pause: %v; want it still pending (%s)", got, second[0])
+	}
+	if keys, _ := e.payments.Counts(); len(keys) != 1 {
+		t.Errorf("payments saw %d refunds, want the approved one", len(keys))
+	}
+	// The 4200 refund's own digest decides it.
+	deny, _ := json.Marshal(map[string]string{"decision": server.DecisionDeny, "action_digest": second[0]})
+	if r := e.do("POST", path, e.token(lead2), deny); r.status != http.StatusAccepted {
+		t.Fatalf("deny the 4200 refund: %d %s", r.status, r.body)
+	}
+	e.waitEnded(runID)
+	if keys, _ := e.payments.Counts(); len(keys) != 1 {
+		t.Errorf("payments saw %d refunds after the denial, want 1", len(keys))
+	}
+}

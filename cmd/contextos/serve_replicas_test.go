@@ -26,7 +26,15 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 	const tenant = "tenant_acme_prod"
 	agent := hsToken(t, key, "agent_17", tenant, "support_agent")
 	leads := []string{hsToken(t, key, "user_finance_lead_77", tenant, "finance_lead"), hsToken(t, key, "user_finance_lead_78", tenant, "finance_lead")}
-	approve := []byte(`{"decision": "approve", "reason": "within policy"}`)
+	// approve is the lead's approval of the pause GET /v1/approvals lists.
+	approve := func(svc *serveProc) []byte {
+		t.Helper()
+		code, m := call(t, "GET", svc.url+"/v1/approvals", leads[0], nil)
+		if code != http.StatusOK || len(m["approvals"].([]any)) != 1 {
+			t.Fatalf("approvals: %d %v", code, m)
+		}
+		return []byte(`{"decision": "approve", "reason": "within policy", "action_digest": "` + m["approvals"].([]any)[0].(map[string]any)["action_digest"].(string) + `"}`)
+	}
 
 	// Paused through a, approved through b.
 	code, run := call(t, "POST", a.url+"/v1/runs", agent, refundRunBody(t, "req_replicas_1"))
@@ -34,10 +42,7 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 		t.Fatalf("POST through a: %d %v\n%s", code, run, a.log())
 	}
 	runID := run["run_id"].(string)
-	if code, m := call(t, "GET", b.url+"/v1/approvals", leads[0], nil); code != http.StatusOK || len(m["approvals"].([]any)) != 1 {
-		t.Fatalf("b's approvals: %d %v", code, m)
-	}
-	if code, m := call(t, "POST", b.url+"/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", leads[0], approve); code != http.StatusAccepted {
+	if code, m := call(t, "POST", b.url+"/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", leads[0], approve(b)); code != http.StatusAccepted {
 		t.Fatalf("approve through b: %d %v\n%s", code, m, b.log())
 	}
 	if m := waitEnded(t, a.url, agent, runID); m["status"] != "DECIDED" {
@@ -51,13 +56,14 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 		t.Fatalf("POST through b: %d %v", code, run)
 	}
 	runID = run["run_id"].(string)
+	body := approve(a)
 	codes := make([]int, 2)
 	var wg sync.WaitGroup
 	for i, svc := range []*serveProc{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], _ = call(t, "POST", svc.url+"/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", leads[i], approve)
+			codes[i], _ = call(t, "POST", svc.url+"/v1/runs/"+runID+"/approvals/GATE_FINANCE_APPROVAL", leads[i], body)
 		}()
 	}
 	wg.Wait()
