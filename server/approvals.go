@@ -17,6 +17,7 @@ import (
 	"github.com/contextos/contextos"
 	"github.com/contextos/contextos/decision"
 	"github.com/contextos/contextos/gateway"
+	"github.com/contextos/contextos/internal/engine"
 	"github.com/contextos/contextos/internal/principal"
 	"github.com/contextos/contextos/internal/sensitive"
 	"github.com/contextos/contextos/runcontext"
@@ -374,7 +375,11 @@ func (h *Handler) otherPause(ctx context.Context, runID, gateID, digest string) 
 // resume continues the run with d on a worker, now when a slot is free
 // (or, while a part of the run still runs, when that part ends at the
 // pause d decides); else the sweep continues it.
-func (h *Handler) resume(d *decisionEntry) {
+func (h *Handler) resume(d *decisionEntry) { h.continueRun(d, false) }
+
+// continueRun is resume; with takeover, the run is taken over from a
+// runtime whose claim's lease lapsed (it died continuing the run).
+func (h *Handler) continueRun(d *decisionEntry, takeover bool) {
 	// A part of the run still ending holds a worker slot (perhaps the
 	// last free one): parking the decision behind it takes none.
 	if e := h.entry(d.RunID, "", false); e != nil && e.park(d) {
@@ -408,7 +413,7 @@ func (h *Handler) resume(d *decisionEntry) {
 	h.work(e, func(ctx context.Context) iter.Seq2[contextos.Event, error] {
 		// Pause: a decision taken up late (a sweep's listing, a worker's
 		// parked decision) never lands on a later pause of the run.
-		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Pause: d.RecordID})
+		return h.rt.ResumeStream(ctx, d.RunID, contextos.ResumeInput{Approvals: []gateway.Approval{a}, Pause: d.RecordID, Takeover: takeover})
 	})
 }
 
@@ -531,6 +536,75 @@ func (h *Handler) sweep(ctx context.Context) {
 		}
 		h.o.Logger.Info("sweep: resuming a decided run", "run_id", d.RunID, "decision", d.Decision, "approver", d.Approver)
 		h.resume(&d)
+	}
+	h.takeOver(ctx)
+}
+
+// takeOver takes over every run a runtime claimed to continue it with a
+// decision of the ledger and then stopped (its replica died): the
+// checkpoint is Active, still at the decided pause, and its claim's
+// lease has lapsed on the checkpoint store's clock. A run whose runtime
+// lives renews its lease with each save (and each heartbeat of a
+// long_running run), so it is not taken. Each run is taken over once:
+// the runtime's claim refuses a second takeover (ErrLeaseHeld, or the
+// checkpoint moved on). It looks at every run the checkpoint store lists,
+// when Stores.Checkpoints can load them.
+func (h *Handler) takeOver(ctx context.Context) {
+	store, ok := h.stores.Checkpoints.(contextos.CheckpointStore)
+	if !ok {
+		return
+	}
+	ids, err := h.stores.Checkpoints.RunIDs(ctx)
+	if err != nil {
+		h.o.Logger.Error("sweep: list runs", "error", err.Error())
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if e := h.entry(id, "", false); e != nil {
+			e.mu.Lock()
+			running := e.running
+			e.mu.Unlock()
+			if running {
+				continue
+			}
+		}
+		c, err := store.Load(ctx, id)
+		if err != nil || c == nil {
+			if err != nil && !errors.Is(err, contextos.ErrNotFound) {
+				h.o.Logger.Error("sweep: load checkpoint", "run_id", id, "error", err.Error())
+			}
+			continue
+		}
+		if c.Lease > 0 {
+			continue // a runtime holds the run
+		}
+		cl, err := engine.ClaimedPauseOf(c)
+		if err != nil {
+			h.o.Logger.Error("sweep: read checkpoint", "run_id", id, "error", err.Error())
+			continue
+		}
+		if cl == nil {
+			continue
+		}
+		p := cl.Pending
+		raw, ok, err := h.ledger.get(ctx, decisionKey(cl.TenantID, cl.RunID, cl.RecordID, p.GateID, p.ToolCallID, p.ActionDigest))
+		if err != nil {
+			h.o.Logger.Error("sweep: read decision", "run_id", id, "error", err.Error())
+			continue
+		}
+		if !ok {
+			continue // not a decision of the service's
+		}
+		var d decisionEntry
+		if err := json.Unmarshal(raw, &d); err != nil || d.Decision == "" {
+			h.o.Logger.Error("sweep: unreadable decision", "run_id", id)
+			continue
+		}
+		h.o.Logger.Info("sweep: taking over a decided run whose runtime stopped", "run_id", d.RunID, "decision", d.Decision, "approver", d.Approver)
+		h.continueRun(&d, true)
 	}
 }
 

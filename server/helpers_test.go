@@ -131,6 +131,9 @@ type envOptions struct {
 	note string
 	// planner, when set, replaces the planner.
 	planner contextos.Planner
+	// replica, when set, changes the runtime's options after the shared
+	// stores are set (the handler keeps reading the shared ones).
+	replica func(*contextos.Options)
 }
 
 // durable is a SQL store holding every store a runtime and its handler
@@ -219,6 +222,9 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 		e.clock, e.payments, state = s.clock, s.payments, s.state
 		ropts.Checkpoints, ropts.Decisions, ropts.Transcripts, ropts.Replays = s.h.Checkpoints, s.h.Decisions, s.h.Transcript, s.h.Replays
 		ropts.Gateway.Idempotency, ropts.Gateway.Approvals = s.state, sharedApprovals
+		if o.replica != nil {
+			o.replica(&ropts)
+		}
 	} else {
 		e.clock = newClock()
 		e.payments = storekit.NewPayments(t)

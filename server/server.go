@@ -27,7 +27,10 @@ import (
 // replicas sharing them share every run, pause and decision.
 type Stores struct {
 	// Checkpoints are the runs PendingApprovals looks at (required unless
-	// Options.Pending lists the pending approvals).
+	// Options.Pending lists the pending approvals). When it is the
+	// runtime's checkpoint store (a contextos.ListingCheckpointStore), the
+	// sweep also takes over decided runs whose replica died continuing
+	// them (Options.SweepInterval).
 	Checkpoints contextos.CheckpointLister
 	// Records is the runtime's decision store (required).
 	Records decision.Store
@@ -112,7 +115,10 @@ type Options struct {
 	RetainRuns int
 	// SweepInterval is how often the handler looks for decided approvals
 	// whose run no worker continued (a replica stopped in between) and
-	// continues them. Default: 30 s; negative: never.
+	// continues them, taking over a run whose replica died after its
+	// resume claimed it once the claim's lease has lapsed (this reads
+	// every run's checkpoint, when Stores.Checkpoints can load them).
+	// Default: 30 s; negative: never.
 	SweepInterval time.Duration
 }
 
