@@ -547,14 +547,25 @@ func (h *Handler) sweep(ctx context.Context) {
 // lives renews its lease with each save (and each heartbeat of a
 // long_running run), so it is not taken. Each run is taken over once:
 // the runtime's claim refuses a second takeover (ErrLeaseHeld, or the
-// checkpoint moved on). It looks at every run the checkpoint store lists,
-// when Stores.Checkpoints can load them.
+// checkpoint moved on). It looks at the runs the store's pending index
+// lists (every run the store lists, when it keeps none), when
+// Stores.Checkpoints can load them.
 func (h *Handler) takeOver(ctx context.Context) {
 	store, ok := h.stores.Checkpoints.(contextos.CheckpointStore)
 	if !ok {
 		return
 	}
-	ids, err := h.stores.Checkpoints.RunIDs(ctx)
+	// A store that keeps the pending index lists the claimed runs with
+	// the paused ones (Checkpoint.Awaiting): the pass costs in proportion
+	// to the runs at a pause. Any other store is read run by run, as
+	// PendingApprovals reads it.
+	var ids []string
+	var err error
+	if idx, ok := h.stores.Checkpoints.(contextos.PendingIndex); ok {
+		ids, err = idx.PendingRunIDs(ctx, "")
+	} else {
+		ids, err = h.stores.Checkpoints.RunIDs(ctx)
+	}
 	if err != nil {
 		h.o.Logger.Error("sweep: list runs", "error", err.Error())
 		return

@@ -127,6 +127,9 @@ type envOptions struct {
 	// state, when set, wraps the store the handler keeps its state in
 	// (the runtime keeps using the unwrapped one).
 	state func(gateway.IdempotencyStore) gateway.IdempotencyStore
+	// checkpoints, when set, wraps the checkpoint store the handler
+	// reads (the runtime keeps using the unwrapped one).
+	checkpoints func(contextos.CheckpointLister) contextos.CheckpointLister
 	// note, when set, is the refund's note argument.
 	note string
 	// planner, when set, replaces the planner.
@@ -267,6 +270,9 @@ func newEnvTB(t testing.TB, o *envOptions) *env {
 	}
 	if o.state != nil {
 		stores.State = o.state(state)
+	}
+	if o.checkpoints != nil {
+		stores.Checkpoints = o.checkpoints(stores.Checkpoints)
 	}
 	e.records = stores.Records
 	h, err := server.New(e.harness.Runtime, stores, &ho)

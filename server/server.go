@@ -116,9 +116,9 @@ type Options struct {
 	// SweepInterval is how often the handler looks for decided approvals
 	// whose run no worker continued (a replica stopped in between) and
 	// continues them, taking over a run whose replica died after its
-	// resume claimed it once the claim's lease has lapsed (this reads
-	// every run's checkpoint, when Stores.Checkpoints can load them).
-	// Default: 30 s; negative: never.
+	// resume claimed it once the claim's lease has lapsed (when
+	// Stores.Checkpoints can load them: the runs its pending index lists,
+	// every run when it keeps none). Default: 30 s; negative: never.
 	SweepInterval time.Duration
 }
 

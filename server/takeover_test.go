@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -200,4 +201,52 @@ func packetTakeovers(t *testing.T, e *env, runID string) int {
 		}
 	}
 	return n
+}
+
+// countingCheckpoints counts what a handler reads of a checkpoint store
+// that keeps the pending index.
+type countingCheckpoints struct {
+	*contextos.InMemoryCheckpoints
+	loads, lists atomic.Int32
+}
+
+func (s *countingCheckpoints) Load(ctx context.Context, runID string) (*contextos.Checkpoint, error) {
+	s.loads.Add(1)
+	return s.InMemoryCheckpoints.Load(ctx, runID)
+}
+
+func (s *countingCheckpoints) RunIDs(ctx context.Context) ([]string, error) {
+	s.lists.Add(1)
+	return s.InMemoryCheckpoints.RunIDs(ctx)
+}
+
+// A sweep's look for runs to take over costs in proportion to the runs
+// at a pause, not to the runs stored: over a store keeping the pending
+// index, with twenty ended runs and one paused, it never lists every
+// run and reads no ended run's checkpoint.
+func TestSweepReadsOnlyTheRunsAtAPause(t *testing.T) {
+	var counting *countingCheckpoints
+	e := newEnv(t, &envOptions{checkpoints: func(c contextos.CheckpointLister) contextos.CheckpointLister {
+		counting = &countingCheckpoints{InMemoryCheckpoints: c.(*contextos.InMemoryCheckpoints)}
+		return counting
+	}})
+	const ended = 20
+	for i := range ended {
+		runID := e.startPaused(fmt.Sprintf("req_sweep_cost_%d", i))
+		if r := e.decide(runID, lead, server.DecisionDeny, "no"); r.status != http.StatusAccepted {
+			t.Fatalf("deny: %d %s", r.status, r.body)
+		}
+		e.waitEnded(runID)
+	}
+	e.startPaused("req_sweep_cost_paused")
+	counting.loads.Store(0)
+	counting.lists.Store(0)
+	e.clock.Advance(10 * time.Minute)
+	e.handler.SweepNow(context.Background())
+	if n := counting.lists.Load(); n != 0 {
+		t.Errorf("the sweep listed every run %d times", n)
+	}
+	if n := counting.loads.Load(); n > 4 {
+		t.Errorf("the sweep read %d checkpoints with one run at a pause among %d", n, ended+1)
+	}
 }

@@ -45,8 +45,9 @@ type Checkpoint struct {
 	// live does not depend on the clocks of the runtimes sharing the store.
 	Lease time.Duration
 	// Awaiting is, on Save, the approval the checkpoint leaves the run
-	// waiting for (nil: the run awaits none — it is running, resumed,
-	// ended or was never paused). A store that is a PendingIndex keeps it
+	// waiting for, or whose decision a runtime has just claimed the run to
+	// carry out (until that runtime's next save); nil: neither — the run
+	// is running, ended or was never paused. A store that is a PendingIndex keeps it
 	// with the checkpoint in the same atomic save; any other store may
 	// ignore it. Load leaves it nil.
 	Awaiting *AwaitedApproval
@@ -366,12 +367,29 @@ func encodeCheckpoint(st *checkpointState) (*Checkpoint, error) {
 	case st.Unconfirmed != nil:
 		v = checkpointV3
 	}
-	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b, Awaiting: st.awaiting()}, nil
+	return &Checkpoint{RunID: st.RunID, Revision: st.rev, Version: v, Data: b, Awaiting: st.indexed()}, nil
 }
 
-// awaiting is what a pending index keeps of st: the approval it waits
-// for when it is paused at a gate (not being continued, not ended), nil
-// otherwise. PendingApprovals lists exactly these runs.
+// indexed is what a pending index keeps of st: its awaiting approval,
+// or, for a run a runtime claimed to carry out the decision of its pause
+// (Active, still at that pause: ClaimedPauseOf), that pause's, so a
+// service finds a decided run whose runtime died after the claim (to take
+// it over) in proportion to the runs at a pause, not to the stored runs.
+// The run leaves the index with the claiming runtime's next save.
+func (st *checkpointState) indexed() *AwaitedApproval {
+	if st.Pending != nil && st.Active && !st.Terminal && st.Deferred != "" {
+		a := &AwaitedApproval{GateID: st.Pending.GateID}
+		if st.Run != nil {
+			a.TenantID = st.Run.TenantID
+		}
+		return a
+	}
+	return st.awaiting()
+}
+
+// awaiting is the approval st waits for when it is paused at a gate (not
+// being continued, not ended), nil otherwise. PendingApprovals lists
+// exactly these runs.
 func (st *checkpointState) awaiting() *AwaitedApproval {
 	if st.Pending == nil || st.Active || st.Terminal {
 		return nil

@@ -33,7 +33,8 @@ type ListingCheckpointStore interface {
 var _ ListingCheckpointStore = (*InMemoryCheckpoints)(nil)
 
 // PendingIndex is a checkpoint store that keeps an index of the runs
-// awaiting an approval: with each Save, atomically, it keeps the save's
+// awaiting an approval (and of those a runtime has just claimed to carry
+// out one's decision): with each Save, atomically, it keeps the save's
 // Checkpoint.Awaiting (or drops the run's entry when it is nil).
 // Runtime.PendingApprovals reads the runs it lists, so listing costs in
 // proportion to the pending approvals, not to the stored runs; a store
